@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/* Goose-compatible migration runner: applies migrations/ and records them in goose_db_version. */
+#include "migrate.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+/* Serialises concurrent migrators (two deploys at once) on one database. */
+#define MIGRATE_LOCK_KEY "7264918370145538817"
+
+typedef struct {
+	char **v;
+	int    n;
+	int    cap;
+} strlist;
+
+static int
+strlist_push(strlist *l, char *s)
+{
+	if (l->n == l->cap) {
+		int    cap = l->cap ? l->cap * 2 : 8;
+		char **v   = realloc(l->v, (size_t) cap * sizeof(*v));
+		if (v == NULL)
+			return -1;
+		l->v   = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = s;
+	return 0;
+}
+
+static void
+strlist_free(char **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* True when `line` (without newline) is the goose annotation `what`. */
+static bool
+is_annotation(const char *line, size_t len, const char *what)
+{
+	const char *p   = line;
+	const char *end = line + len;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	size_t n = strlen("-- +goose ");
+	if ((size_t) (end - p) < n || strncmp(p, "-- +goose ", n) != 0)
+		return false;
+	p += n;
+	size_t wl = strlen(what);
+	if ((size_t) (end - p) < wl || strncasecmp(p, what, wl) != 0)
+		return false;
+	p += wl;
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+		p++;
+	return p == end;
+}
+
+/* True when the line, ignoring trailing blanks and a trailing "-- comment"
+ * free zone, ends with ';'. Goose uses the same line-based rule. */
+static bool
+ends_statement(const char *line, size_t len)
+{
+	while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\r'))
+		len--;
+	return len > 0 && line[len - 1] == ';';
+}
+
+/* True when every line of s is blank or a "--" comment: nothing to execute. */
+static bool
+is_blank_or_comment(const char *s, size_t len)
+{
+	size_t i = 0;
+	while (i < len) {
+		while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+			i++;
+		if (i == len)
+			break;
+		if (len - i < 2 || s[i] != '-' || s[i + 1] != '-')
+			return false;
+		while (i < len && s[i] != '\n')
+			i++;
+	}
+	return true;
+}
+
+int
+brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t errlen)
+{
+	enum { NONE, UP, DOWN } section = NONE;
+	strlist     up = {0}, down = {0};
+	bool        in_block = false, seen_up = false;
+	int         no_tx    = 0;
+	size_t      cur_cap = 0, cur_len = 0;
+	char       *cur = NULL;
+	const char *p   = sql;
+
+	while (*p != '\0') {
+		const char *nl  = strchr(p, '\n');
+		size_t      len = nl ? (size_t) (nl - p) : strlen(p);
+
+		if (is_annotation(p, len, "Up")) {
+			section = UP;
+			seen_up = true;
+		} else if (is_annotation(p, len, "Down")) {
+			section = DOWN;
+		} else if (is_annotation(p, len, "NO TRANSACTION")) {
+			no_tx = 1;
+		} else if (is_annotation(p, len, "StatementBegin")) {
+			in_block = true;
+		} else if (is_annotation(p, len, "StatementEnd")) {
+			in_block = false;
+			goto flush;
+		} else if (section != NONE) {
+			if (cur_len + len + 2 > cur_cap) {
+				size_t cap = (cur_cap + len + 2) * 2;
+				char  *c   = realloc(cur, cap);
+				if (c == NULL)
+					goto oom;
+				cur     = c;
+				cur_cap = cap;
+			}
+			memcpy(cur + cur_len, p, len);
+			cur_len += len;
+			cur[cur_len++] = '\n';
+			cur[cur_len]   = '\0';
+			if (!in_block && ends_statement(p, len))
+				goto flush;
+		}
+		goto next;
+	flush:
+		if (cur != NULL && !is_blank_or_comment(cur, cur_len)) {
+			if (strlist_push(section == UP ? &up : &down, cur) != 0)
+				goto oom;
+			cur = NULL;
+		}
+		free(cur);
+		cur     = NULL;
+		cur_len = cur_cap = 0;
+	next:
+		p += len;
+		if (*p == '\n')
+			p++;
+	}
+	if (in_block) {
+		snprintf(err, errlen, "StatementBegin without StatementEnd");
+		goto fail;
+	}
+	if (!seen_up) {
+		snprintf(err, errlen, "no '-- +goose Up' annotation");
+		goto fail;
+	}
+	if (cur != NULL && !is_blank_or_comment(cur, cur_len)) {
+		snprintf(err, errlen, "statement without a terminating ';'");
+		goto fail;
+	}
+	free(cur);
+	m->up     = up.v;
+	m->n_up   = up.n;
+	m->down   = down.v;
+	m->n_down = down.n;
+	m->no_tx  = no_tx;
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory");
+fail:
+	free(cur);
+	strlist_free(up.v, up.n);
+	strlist_free(down.v, down.n);
+	return -1;
+}
+
+void
+brq_migration_fini(brq_migration *m)
+{
+	if (m == NULL)
+		return;
+	free(m->name);
+	strlist_free(m->up, m->n_up);
+	strlist_free(m->down, m->n_down);
+	memset(m, 0, sizeof(*m));
+}
+
+static char *
+read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long  n;
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+		goto out;
+	buf = malloc((size_t) n + 1);
+	if (buf == NULL)
+		goto out;
+	if (fread(buf, 1, (size_t) n, f) != (size_t) n) {
+		free(buf);
+		buf = NULL;
+		goto out;
+	}
+	buf[n] = '\0';
+out:
+	fclose(f);
+	return buf;
+}
+
+static int
+cmp_migration(const void *a, const void *b)
+{
+	const brq_migration *x = a, *y = b;
+	return (x->version > y->version) - (x->version < y->version);
+}
+
+/* Loads every NNNNN_name.sql in dir, sorted by version. Caller frees with
+ * free_migrations(). Returns -1 and prints why on error. */
+static int
+load_migrations(const char *dir, brq_migration **out, int *n_out)
+{
+	DIR           *d = opendir(dir);
+	struct dirent *e;
+	brq_migration *v = NULL;
+	int            n = 0, cap = 0;
+
+	if (d == NULL) {
+		fprintf(stderr, "migrate: cannot open %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		char  *endp;
+		char   err[256], path[4096];
+		if (len < 5 || strcmp(e->d_name + len - 4, ".sql") != 0)
+			continue;
+		long long ver = strtoll(e->d_name, &endp, 10);
+		if (endp == e->d_name || *endp != '_' || ver <= 0) {
+			fprintf(stderr, "migrate: %s: name must be NNNNN_name.sql\n", e->d_name);
+			goto fail;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			brq_migration *nv = realloc(v, (size_t) cap * sizeof(*v));
+			if (nv == NULL)
+				goto fail;
+			v = nv;
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		char *sql = read_file(path);
+		if (sql == NULL) {
+			fprintf(stderr, "migrate: cannot read %s\n", path);
+			goto fail;
+		}
+		memset(&v[n], 0, sizeof(v[n]));
+		int rc = brq_migration_parse(sql, &v[n], err, sizeof(err));
+		free(sql);
+		if (rc != 0) {
+			fprintf(stderr, "migrate: %s: %s\n", e->d_name, err);
+			goto fail;
+		}
+		v[n].version = ver;
+		v[n].name    = strdup(e->d_name);
+		n++;
+	}
+	closedir(d);
+	d = NULL;
+	qsort(v, (size_t) n, sizeof(*v), cmp_migration);
+	for (int i = 1; i < n; i++) {
+		if (v[i].version == v[i - 1].version) {
+			fprintf(stderr, "migrate: duplicate version %lld (%s, %s)\n", v[i].version,
+			        v[i - 1].name, v[i].name);
+			goto fail;
+		}
+	}
+	*out   = v;
+	*n_out = n;
+	return 0;
+fail:
+	if (d != NULL)
+		closedir(d);
+	for (int i = 0; i < n; i++)
+		brq_migration_fini(&v[i]);
+	free(v);
+	return -1;
+}
+
+static void
+free_migrations(brq_migration *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		brq_migration_fini(&v[i]);
+	free(v);
+}
+
+/* Runs one command; prints the server's message on failure. */
+static bool
+exec_ok(PGconn *c, const char *sql, const char *what)
+{
+	PGresult *r  = PQexec(c, sql);
+	bool      ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+	if (!ok)
+		fprintf(stderr, "migrate: %s: %s", what, PQerrorMessage(c));
+	PQclear(r);
+	return ok;
+}
+
+/* Reads which versions are applied: goose's rule is that the newest row for a
+ * version decides. Returns a malloc'd array of booleans indexed like `v`. */
+static bool *
+applied_set(PGconn *c, const brq_migration *v, int n)
+{
+	bool     *set = calloc((size_t) n + 1, sizeof(bool));
+	PGresult *r;
+	if (set == NULL)
+		return NULL;
+	r = PQexec(c, "SELECT DISTINCT ON (version_id) version_id, is_applied"
+	              " FROM goose_db_version ORDER BY version_id, id DESC");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		fprintf(stderr, "migrate: reading goose_db_version: %s", PQerrorMessage(c));
+		PQclear(r);
+		free(set);
+		return NULL;
+	}
+	for (int row = 0; row < PQntuples(r); row++) {
+		long long ver = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+		bool      on  = PQgetvalue(r, row, 1)[0] == 't';
+		for (int i = 0; i < n; i++)
+			if (v[i].version == ver)
+				set[i] = on;
+	}
+	PQclear(r);
+	return set;
+}
+
+/* Applies (up) or rolls back (down) one migration and records it, in one
+ * transaction unless the file says NO TRANSACTION. */
+static bool
+apply_one(PGconn *c, const brq_migration *m, bool up, FILE *out)
+{
+	char   rec[128];
+	char **stmts = up ? m->up : m->down;
+	int    n     = up ? m->n_up : m->n_down;
+
+	if (!m->no_tx && !exec_ok(c, "BEGIN", "begin"))
+		return false;
+	for (int i = 0; i < n; i++) {
+		if (!exec_ok(c, stmts[i], m->name))
+			goto fail;
+	}
+	if (up)
+		snprintf(rec, sizeof(rec),
+		         "INSERT INTO goose_db_version (version_id, is_applied) VALUES (%lld, true)",
+		         m->version);
+	else
+		snprintf(rec, sizeof(rec), "DELETE FROM goose_db_version WHERE version_id = %lld",
+		         m->version);
+	if (!exec_ok(c, rec, "recording version"))
+		goto fail;
+	if (!m->no_tx && !exec_ok(c, "COMMIT", "commit"))
+		goto fail;
+	fprintf(out, "%s %s\n", up ? "OK   " : "UNDO ", m->name);
+	return true;
+fail:
+	if (!m->no_tx)
+		exec_ok(c, "ROLLBACK", "rollback");
+	return false;
+}
+
+int
+brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long target, FILE *out)
+{
+	brq_migration *v   = NULL;
+	bool          *set = NULL;
+	int            n = 0, rc = 1;
+	PGconn        *c = NULL;
+
+	bool is_up = strcmp(cmd, "up") == 0, is_up_to = strcmp(cmd, "up-to") == 0;
+	bool is_down = strcmp(cmd, "down") == 0, is_down_to = strcmp(cmd, "down-to") == 0;
+	bool is_status = strcmp(cmd, "status") == 0, is_version = strcmp(cmd, "version") == 0;
+	if (!(is_up || is_up_to || is_down || is_down_to || is_status || is_version)) {
+		fprintf(stderr, "migrate: unknown command '%s' (up, up-to N, down, down-to N, status, version)\n", cmd);
+		return 2;
+	}
+	if (load_migrations(dir, &v, &n) != 0)
+		return 1;
+
+	c = PQconnectdb(dsn);
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "migrate: cannot connect: %s", PQerrorMessage(c));
+		goto out;
+	}
+	PQsetNoticeProcessor(c, NULL, NULL);
+	if (!exec_ok(c, "SELECT pg_advisory_lock(" MIGRATE_LOCK_KEY ")", "lock"))
+		goto out;
+	/* goose's own table, exactly as goose creates it for PostgreSQL (so the real
+	 * goose tool sees the same state), seeded with version 0 as goose does. */
+	if (!exec_ok(c,
+	             "DO $$ BEGIN IF to_regclass('goose_db_version') IS NULL THEN "
+	             "EXECUTE $q$ CREATE TABLE goose_db_version (id serial NOT NULL, version_id bigint NOT NULL,"
+	             " is_applied boolean NOT NULL, tstamp timestamp NULL DEFAULT now(), PRIMARY KEY (id)) $q$;"
+	             " INSERT INTO goose_db_version (version_id, is_applied) VALUES (0, true); END IF; END $$",
+	             "creating goose_db_version"))
+		goto out;
+	set = applied_set(c, v, n);
+	if (set == NULL)
+		goto out;
+
+	if (is_status || is_version) {
+		long long cur = 0;
+		for (int i = 0; i < n; i++) {
+			if (set[i])
+				cur = v[i].version;
+			if (is_status)
+				fprintf(out, "%-8s %s\n", set[i] ? "applied" : "pending", v[i].name);
+		}
+		fprintf(out, "version %lld\n", cur);
+		rc = 0;
+	} else if (is_up || is_up_to) {
+		int applied = 0;
+		for (int i = 0; i < n; i++) {
+			if (set[i] || (is_up_to && v[i].version > target))
+				continue;
+			if (!apply_one(c, &v[i], true, out))
+				goto out;
+			applied++;
+		}
+		if (applied == 0)
+			fprintf(out, "no migrations to apply\n");
+		rc = 0;
+	} else {
+		int undone = 0;
+		for (int i = n - 1; i >= 0; i--) {
+			if (!set[i] || (is_down_to && v[i].version <= target))
+				continue;
+			if (!apply_one(c, &v[i], false, out))
+				goto out;
+			undone++;
+			if (is_down)
+				break;
+		}
+		if (undone == 0)
+			fprintf(out, "no migrations to roll back\n");
+		rc = 0;
+	}
+out:
+	PQfinish(c);
+	free(set);
+	free_migrations(v, n);
+	return rc;
+}

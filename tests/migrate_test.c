@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* Migration tests: brooqctl migrate round-trips every migration and keeps goose's bookkeeping. */
+#define _GNU_SOURCE /* asprintf */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <criterion/criterion.h>
+
+#include "migrate.h"
+#include "testdb.h"
+
+static char   *dsn;
+static PGconn *db;
+
+static void
+setup(void)
+{
+	dsn = brq_testdb_create(false);
+	db  = brq_testdb_connect(dsn);
+}
+
+static void
+teardown(void)
+{
+	PQfinish(db);
+	brq_testdb_drop(dsn);
+}
+
+TestSuite(migrate, .init = setup, .fini = teardown);
+
+/* Runs `brooqctl migrate ARGS` with the DSN in the environment (never argv),
+ * returns its exit status and, if out != NULL, its stdout (caller frees). */
+static int
+brooqctl(const char *args, char **out)
+{
+	char *cmd = NULL;
+	cr_assert(asprintf(&cmd, "BROOQ_DSN='%s' BROOQ_MIGRATIONS_DIR='%s/migrations' %s migrate %s 2>&1", dsn,
+	                   getenv("BROOQ_SOURCE_DIR"), brq_testdb_bin("brooqctl"), args) > 0);
+	FILE *p = popen(cmd, "r");
+	free(cmd);
+	cr_assert_not_null(p);
+	char  *buf = NULL;
+	size_t len = 0;
+	FILE  *mem = open_memstream(&buf, &len);
+	char   chunk[512];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+		fwrite(chunk, 1, n, mem);
+	fclose(mem);
+	int st = pclose(p);
+	if (out != NULL)
+		*out = buf;
+	else
+		free(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static long long
+job_table_exists(void)
+{
+	return brq_testdb_int(db, "SELECT count(*) FROM pg_class WHERE relname = 'job' AND relkind = 'r'");
+}
+
+Test(migrate, up_applies_every_migration_and_records_goose_versions)
+{
+	cr_assert_eq(brooqctl("up", NULL), 0);
+	cr_assert_eq(job_table_exists(), 1);
+	char *v = brq_testdb_value(db, "SELECT string_agg(version_id::text || ':' || is_applied::text, ','"
+	                               " ORDER BY id) FROM goose_db_version");
+	cr_assert_str_eq(v, "0:true,1:true,2:true,3:true");
+	free(v);
+}
+
+Test(migrate, up_twice_is_a_no_op)
+{
+	char *out = NULL;
+	cr_assert_eq(brooqctl("up", NULL), 0);
+	cr_assert_eq(brooqctl("up", &out), 0);
+	cr_assert_not_null(strstr(out, "no migrations to apply"), "%s", out);
+	free(out);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 4);
+}
+
+Test(migrate, down_to_zero_then_up_round_trips)
+{
+	cr_assert_eq(brooqctl("up", NULL), 0);
+	brq_testdb_exec(db, "INSERT INTO job (topic) VALUES ('t')");
+	cr_assert_eq(brooqctl("down-to 0", NULL), 0);
+	cr_assert_eq(job_table_exists(), 0);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM pg_proc WHERE proname = 'job_terminal_guard'"), 0);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version WHERE version_id > 0"), 0);
+	cr_assert_eq(brooqctl("up", NULL), 0);
+	cr_assert_eq(job_table_exists(), 1);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 0);
+}
+
+Test(migrate, each_migration_applies_and_rolls_back_alone)
+{
+	/* Step up one at a time and back down one at a time, checking the
+	 * object each migration owns appears and disappears with it. */
+	const char *owned[] = {
+		"SELECT count(*) FROM pg_class WHERE relname = 'job'",
+		"SELECT count(*) FROM pg_class WHERE relname = 'job_idempotency_uq'",
+		"SELECT count(*) FROM pg_class WHERE relname = 'job_retention_idx'",
+	};
+	for (int v = 1; v <= 3; v++) {
+		char args[32];
+		snprintf(args, sizeof(args), "up-to %d", v);
+		cr_assert_eq(brooqctl(args, NULL), 0);
+		cr_assert_eq(brq_testdb_int(db, owned[v - 1]), 1, "migration %d did not apply", v);
+	}
+	for (int v = 3; v >= 1; v--) {
+		cr_assert_eq(brooqctl("down", NULL), 0);
+		cr_assert_eq(brq_testdb_int(db, owned[v - 1]), 0, "migration %d did not roll back", v);
+		if (v > 1)
+			cr_assert_eq(brq_testdb_int(db, owned[v - 2]), 1, "down rolled back more than one");
+	}
+	char *out = NULL;
+	cr_assert_eq(brooqctl("down", &out), 0);
+	cr_assert_not_null(strstr(out, "no migrations to roll back"), "%s", out);
+	free(out);
+}
+
+Test(migrate, status_lists_applied_and_pending)
+{
+	char *out = NULL;
+	cr_assert_eq(brooqctl("up-to 2", NULL), 0);
+	cr_assert_eq(brooqctl("status", &out), 0);
+	cr_assert_not_null(strstr(out, "applied  00001_job.sql"), "%s", out);
+	cr_assert_not_null(strstr(out, "applied  00002_idempotency.sql"), "%s", out);
+	cr_assert_not_null(strstr(out, "pending  00003_retention.sql"), "%s", out);
+	cr_assert_not_null(strstr(out, "version 2"), "%s", out);
+	free(out);
+}
+
+Test(migrate, rejects_unknown_commands_with_usage_exit_code)
+{
+	cr_assert_eq(brooqctl("sideways", NULL), 2);
+	cr_assert_eq(brooqctl("up-to", NULL), 2);
+}
+
+Test(migrate, reports_an_unreachable_database)
+{
+	char *out = NULL;
+	char *saved = dsn;
+	dsn = "host=/nonexistent dbname=x";
+	int rc = brooqctl("status", &out);
+	dsn = saved;
+	cr_assert_eq(rc, 1);
+	cr_assert_not_null(strstr(out, "cannot connect"), "%s", out);
+	free(out);
+}
+
+Test(parse, splits_statements_and_honours_statement_blocks)
+{
+	const char *sql = "-- +goose Up\n"
+	                  "CREATE TABLE a (x int);\n"
+	                  "-- +goose StatementBegin\n"
+	                  "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$\n SELECT 1;\n$$;\n"
+	                  "-- +goose StatementEnd\n"
+	                  "CREATE TABLE b\n (y int);\n"
+	                  "-- +goose Down\n"
+	                  "DROP TABLE b;\nDROP FUNCTION f();\nDROP TABLE a;\n";
+	brq_migration m = {0};
+	char          err[128];
+	cr_assert_eq(brq_migration_parse(sql, &m, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(m.n_up, 3);
+	cr_assert_eq(m.n_down, 3);
+	cr_assert_not_null(strstr(m.up[1], "SELECT 1;"));
+	cr_assert_not_null(strstr(m.up[2], "(y int);"));
+	cr_assert_eq(m.no_tx, 0);
+	brq_migration_fini(&m);
+}
+
+Test(parse, rejects_files_without_up_or_with_open_blocks)
+{
+	brq_migration m = {0};
+	char          err[128];
+	cr_assert_eq(brq_migration_parse("CREATE TABLE a (x int);\n", &m, err, sizeof(err)), -1);
+	cr_assert_eq(brq_migration_parse("-- +goose Up\n-- +goose StatementBegin\nSELECT 1;\n", &m, err,
+	                                 sizeof(err)),
+	             -1);
+	cr_assert_not_null(strstr(err, "StatementEnd"));
+	cr_assert_eq(brq_migration_parse("-- +goose Up\nSELECT 1\n", &m, err, sizeof(err)), -1);
+}
+
+Test(parse, reads_no_transaction)
+{
+	brq_migration m = {0};
+	char          err[128];
+	cr_assert_eq(brq_migration_parse("-- +goose NO TRANSACTION\n-- +goose Up\nCREATE INDEX CONCURRENTLY i ON t (x);\n",
+	                                 &m, err, sizeof(err)),
+	             0);
+	cr_assert_eq(m.no_tx, 1);
+	brq_migration_fini(&m);
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The whole test suite from a clean checkout: installs what is missing, builds
+# with gcc and with clang + ASan/UBSan, starts a throwaway PostgreSQL, runs
+# every test against it in both builds, and always removes the cluster.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+deploy/deps.sh
+
+jobs=$(nproc)
+build() { # build DIR CC [cmake options...]
+  local dir=$1 cc=$2
+  shift 2
+  cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs" >/dev/null
+}
+echo "== build (gcc)"
+build build gcc
+echo "== build (clang, AddressSanitizer + UndefinedBehaviorSanitizer)"
+build build-asan clang -DBROOQ_SANITIZE=ON
+
+# shellcheck source=tests/pg.sh
+. tests/pg.sh
+pgdir=$(mktemp -d /tmp/brooq-test.XXXXXX)
+cleanup() { brq_pg_stop "$pgdir"; rm -rf "$pgdir"; }
+trap cleanup EXIT INT TERM
+echo "== PostgreSQL (throwaway cluster in $pgdir)"
+brq_pg_start "$pgdir"
+brq_pg_template build/bin/brooqctl
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+status=0
+echo "== tests (gcc build)"
+ctest --test-dir build --output-on-failure -j "$jobs" || status=1
+echo "== tests (sanitizer build)"
+ctest --test-dir build-asan --output-on-failure -j "$jobs" || status=1
+exit $status
