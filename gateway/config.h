@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+// Gateway configuration: read from the environment and an optional env file, validated
+// all at once.
+//
+// Variables (an EMPTY value counts as unset everywhere; the process environment
+// overrides the env file). deploy/brooq-gateway.env.example lists the same table.
+//
+//   Variable                      Default                         Valid
+//   ----------------------------  ------------------------------  -----------------------
+//   BROOQ_DSN                     (required, see below)           libpq keyword/value or URI
+//   BROOQ_DSN_FILE                -                               path of a file holding the DSN
+//   BROOQ_LISTEN                  ipc:///run/brooq/gateway.sock   ipc:// tcp:// tls+tcp://
+//   BROOQ_IPC_MODE                0660                            octal, <= 0777
+//   BROOQ_POOL_SIZE               4                               1..256
+//   BROOQ_LEASE                   2m                              1s..24h
+//   BROOQ_BACKOFF_BASE            1s                              1ms..24h
+//   BROOQ_BACKOFF_MAX             1m                              1ms..7d, >= BROOQ_BACKOFF_BASE
+//   BROOQ_MAX_ATTEMPTS            5                               1..1000
+//   BROOQ_WORKER_TOKEN_FILES      -                               comma-separated paths
+//   BROOQ_ADMIN_TOKEN_FILES       -                               comma-separated paths
+//   BROOQ_MAX_BATCH               1000                            1..10000
+//   BROOQ_MAX_PAYLOAD             1MiB                            1B..1GiB, <= BROOQ_MAX_REQUEST
+//   BROOQ_MAX_REQUEST             16MiB                           1KiB..1GiB
+//   BROOQ_MAX_WAIT                5m                              0..1h (longest long-poll)
+//   BROOQ_MAX_WAITERS             1000                            0..100000 (concurrent long-polls)
+//   BROOQ_POLL_INTERVAL           1s                              10ms..10m
+//   BROOQ_REAPER_INTERVAL         max(5s, shortest lease / 4)     100ms..24h
+//   BROOQ_RETENTION_TTL           30d                             0..3650d, 0 = retention off
+//   BROOQ_RETENTION_INTERVAL      1m                              1s..24h
+//   BROOQ_RETENTION_BATCH         1000                            1..100000
+//   BROOQ_RETENTION_MAX_BATCHES   100                             1..100000
+//   BROOQ_HTTP_LISTEN             127.0.0.1:8090                  host:port, [v6]:port, or off
+//   BROOQ_HTTP_ALLOW_NONLOOPBACK  false                           true/false/1/0/yes/no
+//   BROOQ_LOG_LEVEL               info                            debug|info|warn|error
+//   BROOQ_SHUTDOWN_GRACE          10s                             0..1h
+//   BROOQ_TOPIC_OVERRIDES         -                               see below
+//
+// Also read: CREDENTIALS_DIRECTORY (set by systemd LoadCredential=).
+//
+// DSN: exactly one source is used, in this order: BROOQ_DSN, BROOQ_DSN_FILE, the file
+// $CREDENTIALS_DIRECTORY/dsn if it exists. Setting both BROOQ_DSN and BROOQ_DSN_FILE is
+// an error. A DSN file is trimmed of surrounding whitespace. The DSN is checked with
+// PQconninfoParse() and is NEVER printed: problems say "BROOQ_DSN: ..." without it.
+//
+// Tokens: the paths in BROOQ_WORKER_TOKEN_FILES / BROOQ_ADMIN_TOKEN_FILES (several per
+// role, for rotation; blanks around commas are ignored; an empty element is an error),
+// plus every regular file in $CREDENTIALS_DIRECTORY whose name starts with
+// "worker-token" / "admin-token" (in name order). At least one token file overall is
+// required. The files themselves are read by auth.c.
+//
+// Durations REQUIRE a unit: <digits><unit>, unit one of ms, s, m, h, d (one component:
+// "90s", not "1m30s"). The bare value "0" is accepted and means zero. No sign, spaces
+// or fractions. "120" is rejected: "BROOQ_LEASE: duration needs a unit (e.g. 120s)".
+//
+// Sizes REQUIRE a unit as well: <digits><unit>, unit one of B, KiB, MiB, GiB (exact
+// case; 1 KiB = 1024 B). The bare value "0" is accepted (and then range-checked).
+//
+// Integers: decimal digits only, no sign, no spaces.
+//
+// HTTP: BROOQ_HTTP_LISTEN=off disables the HTTP endpoint (an empty value is unset, so
+// it means the default). A host other than localhost, 127.0.0.0/8 or ::1 needs
+// BROOQ_HTTP_ALLOW_NONLOOPBACK=true.
+//
+// Topic overrides: "topic:key=value,key=value;topic:key=value". Keys: max_attempts,
+// backoff_base, backoff_max, lease (each optional, same syntax and ranges as the global
+// variable). Topics follow [a-z0-9][a-z0-9._-]*, at most 128 bytes. Blanks around the
+// separators are ignored. Rejected: empty entry, missing ':', bad topic, topic listed
+// twice, no keys, unknown key, key listed twice, missing '=', bad value, effective
+// backoff_max < backoff_base. At most BRQ_CONFIG_MAX_TOPIC_OVERRIDES entries.
+//
+// Env file syntax: one KEY=VALUE per line; blank lines and lines starting with '#'
+// (after optional blanks) are ignored; an optional "export " prefix is allowed; blanks
+// around KEY and an unquoted VALUE are trimmed; VALUE may be wrapped in single quotes
+// (literal) or double quotes (backslash escapes the next character); nothing may
+// follow the closing quote. '#' after a value is NOT a comment. Unknown BROOQ_* keys
+// are errors (typos must not pass silently); other keys are ignored. A malformed line
+// is reported by line number only, never by content (it may hold the DSN).
+#ifndef BRQ_GATEWAY_CONFIG_H
+#define BRQ_GATEWAY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+#ifndef BRQ_MUSTCHECK
+#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
+#endif
+
+#define BRQ_CONFIG_TOPIC_MAX 128
+#define BRQ_CONFIG_MAX_TOPIC_OVERRIDES 1024
+
+// Per-topic settings; a field applies only when its has_ flag is set, otherwise the
+// global value is inherited.
+struct brq_topic_override {
+	char topic[BRQ_CONFIG_TOPIC_MAX + 1]; // NUL-terminated, validated topic name
+	bool has_max_attempts;
+	bool has_backoff_base;
+	bool has_backoff_max;
+	bool has_lease;
+	uint32_t max_attempts;    // 1..1000
+	uint64_t backoff_base_ms; // 1ms..24h
+	uint64_t backoff_max_ms;  // >= effective backoff_base_ms
+	uint64_t lease_ms;        // 1s..24h
+};
+
+// A validated configuration. Every pointer is owned by the struct and released by
+// brq_config_fini(). Strings are NUL-terminated.
+struct brq_config {
+	char *dsn; // secret: never log; wiped by brq_config_fini()
+	char *listen;      // NNG URL: ipc://..., tcp://..., tls+tcp://...
+	uint32_t ipc_mode; // permission bits for the ipc socket, <= 0777
+	uint32_t pool_size; // libpq connections, 1..256
+
+	uint64_t lease_ms;        // default lease, 1s..24h
+	uint64_t backoff_base_ms; // 1ms..24h
+	uint64_t backoff_max_ms;  // >= backoff_base_ms
+	uint32_t max_attempts;    // 1..1000
+
+	char **worker_token_files; // n_worker_token_files paths, no duplicates
+	size_t n_worker_token_files;
+	char **admin_token_files; // n_admin_token_files paths, no duplicates
+	size_t n_admin_token_files; // n_worker + n_admin >= 1
+
+	uint32_t max_batch;         // jobs per enqueue/claim/settle batch, 1..10000
+	uint64_t max_payload_bytes; // one job's payload, <= max_request_bytes
+	uint64_t max_request_bytes; // one request message
+	uint64_t max_wait_ms;       // longest long-poll accepted, 0..1h
+	uint32_t max_waiters;       // concurrent long-polls, 0..100000 (0: no long-poll)
+	uint64_t poll_interval_ms;  // parked long-polls re-check the DB this often
+
+	uint64_t reaper_interval_ms;    // period of the lease reaper
+	uint64_t retention_ttl_ms;      // 0 = retention disabled (never "delete all")
+	uint64_t retention_interval_ms; // period of the retention tick
+	uint32_t retention_batch;       // rows deleted per transaction
+	uint32_t retention_max_batches; // batches per tick before a warning
+
+	bool http_enabled;           // false when BROOQ_HTTP_LISTEN=off
+	char *http_host;             // NULL when disabled; IPv6 without brackets
+	uint16_t http_port;          // 1..65535 when enabled
+	bool http_allow_nonloopback; // as configured
+
+	enum brq_log_level log_level;
+	uint64_t shutdown_grace_ms; // 0..1h
+
+	struct brq_topic_override *topic_overrides; // n_topic_overrides entries
+	size_t n_topic_overrides;
+};
+
+// Problems found while loading: one line per problem, each naming the variable (or the
+// file) and why, never a secret value.
+struct brq_config_problems {
+	char **lines;  // count NUL-terminated lines, owned
+	size_t count;
+	size_t cap;
+	bool is_oom;   // a line could not be stored (memory); count may be short
+};
+
+// getenv-like lookup seam: returns the value of `name` or NULL. The result must stay
+// valid until the next call. Tests pass a table lookup instead of mutating environ.
+typedef const char *(*brq_config_getenv_fn)(const char *name, void *arg);
+
+void brq_config_problems_init(struct brq_config_problems *p);
+
+// Frees all lines. Accepts a zeroed or already released struct.
+void brq_config_problems_fini(struct brq_config_problems *p);
+
+// Appends one formatted line (copied). On allocation failure sets is_oom instead.
+void brq_config_problem_add(struct brq_config_problems *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+// Fills *cfg with defaults (no DSN, no tokens). Caller owns cfg's storage; the
+// defaults hold heap strings, so brq_config_fini() must follow.
+BRQ_MUSTCHECK int brq_config_init_defaults(struct brq_config *cfg);
+
+// Loads and validates the configuration.
+//   env_file: path of an env file, or NULL for none. A missing file is a problem.
+//   lookup:   the environment; NULL means getenv(). lookup_arg is passed through.
+//   cfg:      overwritten (any previous content is NOT freed).
+//   problems: initialised by this call (any previous content is NOT freed); the caller
+//             must call brq_config_problems_fini() whatever the result.
+// Returns 0 when there are no problems: *cfg then owns its contents (release with
+// brq_config_fini()). Returns -EINVAL when there are problems (listed in *problems,
+// all of them, not only the first) or -ENOMEM; *cfg is then zeroed and holds nothing.
+BRQ_MUSTCHECK int brq_config_load(struct brq_config *cfg, const char *env_file,
+    brq_config_getenv_fn lookup, void *lookup_arg, struct brq_config_problems *problems);
+
+// Releases everything *cfg owns (wiping the DSN first) and zeroes it. Accepts a zeroed
+// or already released struct.
+void brq_config_fini(struct brq_config *cfg);
+
+// Effective settings for `topic` (NULL or unknown topic: the globals). Outputs may be
+// NULL. Topic lookup is a linear scan (overrides are few).
+void brq_config_topic_settings(const struct brq_config *cfg, const char *topic,
+    uint32_t *max_attempts, uint64_t *backoff_base_ms, uint64_t *backoff_max_ms,
+    uint64_t *lease_ms);
+
+// Parsers, exposed for tests and for other modules that read similar values.
+// Each returns 0 and writes *out on success, or -EINVAL and writes a short reason
+// (static string, no value quoted) to *why.
+BRQ_MUSTCHECK int brq_config_parse_duration_ms(const char *s, uint64_t *out, const char **why);
+BRQ_MUSTCHECK int brq_config_parse_size(const char *s, uint64_t *out, const char **why);
+BRQ_MUSTCHECK int brq_config_parse_uint(const char *s, uint64_t *out, const char **why);
+BRQ_MUSTCHECK int brq_config_parse_bool(const char *s, bool *out, const char **why);
+
+// True if `s` (len bytes, need not be NUL-terminated) is a valid topic name.
+bool brq_config_topic_is_valid(const char *s, size_t len);
+
+#endif // BRQ_GATEWAY_CONFIG_H

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: MIT
+// HTTP endpoint: serves /metrics and /healthz with NNG's HTTP server, never touching the database.
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/http/http.h>
+
+#include "log.h"
+#include "metrics.h"
+
+#define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define TEXT_CONTENT_TYPE "text/plain; charset=utf-8"
+#define HEALTHY_BODY "ok\n"
+#define UNHEALTHY_BODY "database unavailable\n"
+
+struct brq_http {
+	nng_http_server *server; // our hold on NNG's (shared, refcounted) server
+	brq_http_health_fn health;
+	void *health_arg;
+	uint16_t port; // as bound
+};
+
+static bool
+host_is_loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (strcasecmp(host, "localhost") == 0) {
+		return true;
+	}
+	if (inet_pton(AF_INET, host, &a4) == 1) {
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	}
+	if (inet_pton(AF_INET6, host, &a6) == 1) {
+		return IN6_IS_ADDR_LOOPBACK(&a6) ||
+		    (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+	}
+	return false;
+}
+
+static int
+nng_to_errno(int rv)
+{
+	switch (rv) {
+	case NNG_ENOMEM:
+		return -ENOMEM;
+	case NNG_EADDRINUSE:
+		return -EADDRINUSE;
+	case NNG_EADDRINVAL:
+	case NNG_EINVAL:
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
+}
+
+// Completes the handler's aio with res as the reply; NNG sends and frees it. With
+// res NULL (no memory even for a reply) the connection is dropped instead.
+static void
+finish(nng_aio *aio, nng_http_res *res)
+{
+	if (res == NULL) {
+		nng_aio_finish(aio, NNG_ENOMEM);
+		return;
+	}
+	nng_aio_set_output(aio, 0, res);
+	nng_aio_finish(aio, 0);
+}
+
+// A reply with a body copied from body/len. Returns NULL on allocation failure.
+static nng_http_res *
+reply(uint16_t status, const char *content_type, const void *body, size_t len)
+{
+	nng_http_res *res;
+	if (nng_http_res_alloc(&res) != 0) {
+		return NULL;
+	}
+	if (nng_http_res_set_status(res, status) != 0 ||
+	    nng_http_res_set_header(res, "Content-Type", content_type) != 0 ||
+	    nng_http_res_set_header(res, "Cache-Control", "no-store") != 0 ||
+	    nng_http_res_copy_data(res, body, len) != 0) {
+		nng_http_res_free(res);
+		return NULL;
+	}
+	return res;
+}
+
+static struct brq_http *
+handler_owner(nng_aio *aio)
+{
+	nng_http_handler *hd = nng_aio_get_input(aio, 1);
+	return nng_http_handler_get_data(hd);
+}
+
+// GET /metrics. Renders the registry; the render holds no lock the RPC path waits on
+// for long (see metrics.c).
+static void
+metrics_cb(nng_aio *aio)
+{
+	char *text = NULL;
+	size_t len = 0;
+	nng_http_res *res = NULL;
+
+	if (brq_metrics_render(&text, &len) == 0) {
+		res = reply(NNG_HTTP_STATUS_OK, METRICS_CONTENT_TYPE, text, len);
+		free(text);
+	} else {
+		BRQ_LOG_WARN("http_metrics_render_failed", "reason=oom");
+		if (nng_http_res_alloc_error(&res, NNG_HTTP_STATUS_INTERNAL_SERVER_ERROR) != 0) {
+			res = NULL;
+		}
+	}
+	finish(aio, res);
+}
+
+// GET /healthz. The probe only reads a timestamp: no database work on NNG's threads.
+static void
+healthz_cb(nng_aio *aio)
+{
+	struct brq_http *h = handler_owner(aio);
+	bool is_healthy = h->health == NULL || h->health(h->health_arg);
+	nng_http_res *res;
+	if (is_healthy) {
+		res = reply(NNG_HTTP_STATUS_OK, TEXT_CONTENT_TYPE, HEALTHY_BODY,
+		    sizeof(HEALTHY_BODY) - 1);
+	} else {
+		res = reply(NNG_HTTP_STATUS_SERVICE_UNAVAILABLE, TEXT_CONTENT_TYPE, UNHEALTHY_BODY,
+		    sizeof(UNHEALTHY_BODY) - 1);
+	}
+	finish(aio, res);
+}
+
+// Allocates a GET handler for path and registers it; on success the server owns it.
+static int
+add_handler(struct brq_http *h, const char *path, void (*cb)(nng_aio *))
+{
+	nng_http_handler *hd;
+	int rv = nng_http_handler_alloc(&hd, path, cb);
+	if (rv != 0) {
+		return rv;
+	}
+	// No request body is accepted on these GET endpoints.
+	if ((rv = nng_http_handler_collect_body(hd, true, 0)) != 0 ||
+	    (rv = nng_http_handler_set_data(hd, h, NULL)) != 0 ||
+	    (rv = nng_http_server_add_handler(h->server, hd)) != 0) {
+		nng_http_handler_free(hd);
+		return rv;
+	}
+	return 0;
+}
+
+int
+brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg,
+    struct brq_http **out)
+{
+	struct brq_http *h = NULL;
+	nng_url *url = NULL;
+	char buf[300];
+	int rv;
+
+	if (!cfg->http_enabled) {
+		*out = NULL;
+		return 0;
+	}
+	if (cfg->http_host == NULL || strlen(cfg->http_host) > 255) {
+		return -EINVAL;
+	}
+	// IPv6 literals are kept without brackets in the config; a URL needs them.
+	bool is_v6 = strchr(cfg->http_host, ':') != NULL;
+	snprintf(buf, sizeof(buf), is_v6 ? "http://[%s]:%u" : "http://%s:%u", cfg->http_host,
+	    (unsigned) cfg->http_port);
+	if (!host_is_loopback(cfg->http_host)) {
+		BRQ_LOG_WARN("http_nonloopback",
+		    "host=%s port=%u note=\"/metrics and /healthz have no authentication\"",
+		    BRQ_LOG_Q(cfg->http_host), (unsigned) cfg->http_port);
+	}
+
+	h = calloc(1, sizeof(*h));
+	if (h == NULL) {
+		return -ENOMEM;
+	}
+	h->health = fn;
+	h->health_arg = arg;
+
+	if ((rv = nng_url_parse(&url, buf)) != 0 ||
+	    (rv = nng_http_server_hold(&h->server, url)) != 0) {
+		h->server = NULL;
+		goto fail;
+	}
+	if ((rv = add_handler(h, "/metrics", metrics_cb)) != 0 ||
+	    (rv = add_handler(h, "/healthz", healthz_cb)) != 0 ||
+	    (rv = nng_http_server_start(h->server)) != 0) {
+		goto fail;
+	}
+
+	h->port = cfg->http_port;
+	nng_sockaddr sa;
+	if (nng_http_server_get_addr(h->server, &sa) == 0) {
+		if (sa.s_family == NNG_AF_INET) {
+			h->port = ntohs(sa.s_in.sa_port);
+		} else if (sa.s_family == NNG_AF_INET6) {
+			h->port = ntohs(sa.s_in6.sa_port);
+		}
+	}
+	nng_url_free(url);
+	BRQ_LOG_INFO("http_listen", "host=%s port=%u", BRQ_LOG_Q(cfg->http_host),
+	    (unsigned) h->port);
+	*out = h;
+	return 0;
+
+fail:
+	BRQ_LOG_ERROR("http_start_failed", "host=%s port=%u reason=%s",
+	    BRQ_LOG_Q(cfg->http_host), (unsigned) cfg->http_port, BRQ_LOG_Q(nng_strerror(rv)));
+	if (h->server != NULL) {
+		// Releasing the last hold frees the server and the handlers it owns.
+		nng_http_server_release(h->server);
+	}
+	if (url != NULL) {
+		nng_url_free(url);
+	}
+	free(h);
+	return nng_to_errno(rv);
+}
+
+uint16_t
+brq_http_port(const struct brq_http *h)
+{
+	return h != NULL ? h->port : 0;
+}
+
+void
+brq_http_stop(struct brq_http *h)
+{
+	if (h == NULL) {
+		return;
+	}
+	// 1. Stop: closes the listener and every connection, and (NNG 1.5.2) waits until
+	//    the connections are reaped, so no handler runs after it returns.
+	// 2. Release our hold: the last one frees the server and its handlers.
+	// 3. Only then free what the handlers point at.
+	nng_http_server_stop(h->server);
+	nng_http_server_release(h->server);
+	BRQ_LOG_INFO("http_stopped", "port=%u", (unsigned) h->port);
+	free(h);
+}

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// HTTP endpoint for operators: GET /metrics (Prometheus text format) and GET /healthz.
+//
+// Served by NNG's HTTP server on cfg->http_host:cfg->http_port (127.0.0.1:8090 by
+// default). Handlers run on NNG's threads and never touch the database: /metrics
+// renders the in-memory registry (metrics.h) and /healthz asks a health function
+// that only reads a timestamp or a flag (brq_monitor_healthy in monitor.h).
+//
+//   GET /metrics  200  text/plain; version=0.0.4; charset=utf-8   brq_metrics_render()
+//                 500  when rendering ran out of memory
+//   GET /healthz  200  "ok\n"                     health function true
+//                 503  "database unavailable\n"   health function false
+//   other paths   404; other methods on the two paths 405 (NNG's own replies).
+//   HEAD is answered like GET without a body. No authentication: bind to loopback.
+#ifndef BRQ_GATEWAY_HTTP_H
+#define BRQ_GATEWAY_HTTP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#ifndef BRQ_MUSTCHECK
+#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
+#endif
+
+// Health probe behind /healthz. Returns true when the database answered recently
+// (the gateway can do its job), false otherwise. Called on an NNG thread for every
+// request, possibly concurrently: it must be thread-safe and must never block.
+typedef bool (*brq_http_health_fn)(void *arg);
+
+// A running HTTP endpoint (opaque).
+struct brq_http;
+
+// Starts serving on cfg->http_host:cfg->http_port. A port of 0 binds an ephemeral
+// port (tests; see brq_http_port). Logs a warning when the host is not loopback (the
+// configuration already refuses that unless http_allow_nonloopback is set).
+//   fn, arg: the /healthz probe; fn NULL means "always healthy". arg is borrowed and
+//            must stay valid until brq_http_stop() returns.
+//   cfg:     read during the call only.
+// Returns 0 and sets *out (owned by the caller, release with brq_http_stop()).
+// With cfg->http_enabled false, returns 0 and sets *out to NULL (nothing to stop).
+// On failure returns -EADDRINUSE (port taken), -EINVAL (bad host), -ENOMEM or -EIO,
+// logs why, and leaves *out untouched.
+BRQ_MUSTCHECK int brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg,
+    struct brq_http **out);
+
+// The TCP port actually bound (useful when started with port 0); 0 for NULL.
+uint16_t brq_http_port(const struct brq_http *h);
+
+// Stops the listener, closes every connection, waits for running handlers, and
+// frees h. After it returns, fn is never called again. NULL is a no-op.
+void brq_http_stop(struct brq_http *h);
+
+#endif // BRQ_GATEWAY_HTTP_H

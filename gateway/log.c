@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: MIT
+// Structured logging: formats one logfmt line per event and writes it with one write(2).
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+// Appended to a line that did not fit; the budget below reserves room for it.
+#define TRUNC_MARK " truncated=true"
+#define TRUNC_MARK_LEN (sizeof(TRUNC_MARK) - 1)
+
+// Event names are short identifiers; a longer one is cut by brq_log_quote().
+#define MSG_QUOTE_MAX 128
+
+static _Atomic int log_level = BRQ_LOG_LVL_INFO;
+static _Atomic int log_fd = STDERR_FILENO;
+
+static const char *const level_names[] = {
+	[BRQ_LOG_LVL_DEBUG] = "debug",
+	[BRQ_LOG_LVL_INFO]  = "info",
+	[BRQ_LOG_LVL_WARN]  = "warn",
+	[BRQ_LOG_LVL_ERROR] = "error",
+};
+
+static bool
+is_ctl(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+static bool
+needs_quote(const char *s)
+{
+	if (*s == '\0') {
+		return true;
+	}
+	for (const unsigned char *p = (const unsigned char *) s; *p != '\0'; p++) {
+		if (*p == ' ' || *p == '"' || *p == '=' || *p == '\\' || is_ctl(*p)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+// Writes the escaped form of c into out (room for 4 bytes); returns its length.
+static size_t
+escape_byte(unsigned char c, char out[4])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	switch (c) {
+	case '"':
+		memcpy(out, "\\\"", 2);
+		return 2;
+	case '\\':
+		memcpy(out, "\\\\", 2);
+		return 2;
+	case '\n':
+		memcpy(out, "\\n", 2);
+		return 2;
+	case '\r':
+		memcpy(out, "\\r", 2);
+		return 2;
+	case '\t':
+		memcpy(out, "\\t", 2);
+		return 2;
+	default:
+		break;
+	}
+	if (is_ctl(c)) {
+		out[0] = '\\';
+		out[1] = 'x';
+		out[2] = hex[c >> 4];
+		out[3] = hex[c & 0x0f];
+		return 4;
+	}
+	out[0] = (char) c;
+	return 1;
+}
+
+static bool
+is_utf8_cont(unsigned char c)
+{
+	return (c & 0xc0) == 0x80;
+}
+
+// Copies an unquoted value, cutting it (at a UTF-8 boundary) with "..." if needed.
+static void
+copy_plain(char *buf, size_t cap, const char *val)
+{
+	size_t len = strlen(val);
+	if (len < cap) {
+		memcpy(buf, val, len + 1);
+		return;
+	}
+	size_t keep = cap - 4; // "..." + NUL
+	while (keep > 0 && is_utf8_cont((unsigned char) val[keep])) {
+		keep--;
+	}
+	memcpy(buf, val, keep);
+	memcpy(buf + keep, "...", 4);
+}
+
+// Copies a value in double quotes with escapes, cutting it with `..."` if needed.
+static void
+copy_quoted(char *buf, size_t cap, const char *val)
+{
+	const unsigned char *in = (const unsigned char *) val;
+	char esc[4];
+	size_t need = 3; // two quotes + NUL
+	for (const unsigned char *p = in; *p != '\0'; p++) {
+		need += escape_byte(*p, esc);
+	}
+	bool cut = need > cap;
+	size_t limit = cut ? cap - 5 : cap - 2; // room left for `..."`+NUL or `"`+NUL
+
+	size_t pos = 0;
+	buf[pos++] = '"';
+	size_t i = 0;
+	for (; in[i] != '\0'; i++) {
+		size_t n = escape_byte(in[i], esc);
+		if (pos + n > limit) {
+			break;
+		}
+		memcpy(buf + pos, esc, n);
+		pos += n;
+	}
+	if (cut) {
+		// Do not leave half a UTF-8 sequence: drop the lead and continuation bytes
+		// of the character we stopped inside (each was emitted as one raw byte).
+		while (i > 0 && is_utf8_cont(in[i])) {
+			i--;
+			pos--;
+		}
+		memcpy(buf + pos, "...", 3);
+		pos += 3;
+	}
+	buf[pos++] = '"';
+	buf[pos] = '\0';
+}
+
+char *
+brq_log_quote(char *buf, size_t cap, const char *val)
+{
+	if (cap < 8) {
+		if (cap > 0) {
+			buf[0] = '\0';
+		}
+		return buf;
+	}
+	if (val == NULL) {
+		val = "(null)";
+	}
+	if (needs_quote(val)) {
+		copy_quoted(buf, cap, val);
+	} else {
+		copy_plain(buf, cap, val);
+	}
+	return buf;
+}
+
+void
+brq_log_set_level(enum brq_log_level level)
+{
+	atomic_store_explicit(&log_level, (int) level, memory_order_relaxed);
+}
+
+enum brq_log_level
+brq_log_get_level(void)
+{
+	return (enum brq_log_level) atomic_load_explicit(&log_level, memory_order_relaxed);
+}
+
+int
+brq_log_parse_level(const char *s, enum brq_log_level *out)
+{
+	if (s == NULL) {
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+		if (strcmp(s, level_names[i]) == 0) {
+			*out = (enum brq_log_level) i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *
+brq_log_level_name(enum brq_log_level level)
+{
+	if ((int) level < 0 || (size_t) level >= sizeof(level_names) / sizeof(level_names[0])) {
+		return "unknown";
+	}
+	return level_names[level];
+}
+
+bool
+brq_log_enabled(enum brq_log_level level)
+{
+	return (int) level >= atomic_load_explicit(&log_level, memory_order_relaxed);
+}
+
+int
+brq_log_set_fd(int fd)
+{
+	return atomic_exchange(&log_fd, fd);
+}
+
+// Formats "ts=... " into buf (room >= 40); returns the length.
+static size_t
+format_ts(char *buf, size_t cap)
+{
+	struct timespec ts;
+	struct tm tm;
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || gmtime_r(&ts.tv_sec, &tm) == NULL) {
+		return (size_t) snprintf(buf, cap, "ts=unknown");
+	}
+	size_t n = strftime(buf, cap, "ts=%Y-%m-%dT%H:%M:%S", &tm);
+	int m = snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000L);
+	return n + (m > 0 ? (size_t) m : 0);
+}
+
+// Cuts the field section buf[start, *len) so that TRUNC_MARK still fits in a line of
+// BRQ_LOG_LINE_MAX bytes (with '\n'), closing a quoted value left open by the cut.
+static void
+cut_fields(char *buf, size_t start, size_t *len)
+{
+	size_t end = BRQ_LOG_LINE_MAX - 1 - TRUNC_MARK_LEN - 1; // '\n', mark, '"'
+	if (*len < end) {
+		end = *len;
+	}
+	bool in_quote = false;
+	bool escaped = false;
+	for (size_t i = start; i < end; i++) {
+		if (escaped) {
+			escaped = false;
+		} else if (in_quote && buf[i] == '\\') {
+			escaped = true;
+		} else if (buf[i] == '"') {
+			in_quote = !in_quote;
+		}
+	}
+	if (escaped) {
+		end--; // a lone backslash would escape our closing quote
+	}
+	if (in_quote) {
+		buf[end++] = '"';
+	}
+	memcpy(buf + end, TRUNC_MARK, TRUNC_MARK_LEN);
+	*len = end + TRUNC_MARK_LEN;
+}
+
+static void
+write_all(int fd, const char *buf, size_t len)
+{
+	// One write(2) in practice: len <= PIPE_BUF. The loop only covers EINTR and the
+	// short writes a full disk or a non-pipe fd may produce; nothing else to do then.
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0) {
+			if (errno == EINTR) {
+				continue;
+			}
+			return;
+		}
+		buf += n;
+		len -= (size_t) n;
+	}
+}
+
+void
+brq_log_write(enum brq_log_level level, const char *msg, const char *fmt, ...)
+{
+	char line[BRQ_LOG_LINE_MAX];
+	char qmsg[MSG_QUOTE_MAX];
+	int saved_errno = errno; // callers often log right before reporting errno
+
+	size_t len = format_ts(line, sizeof(line));
+	int n = snprintf(line + len, sizeof(line) - len, " level=%s msg=%s",
+	    brq_log_level_name(level), brq_log_quote(qmsg, sizeof(qmsg), msg));
+	len += (size_t) n; // bounded: ts (~30) + level (5) + msg (< 128) << line
+
+	if (fmt != NULL && fmt[0] != '\0') {
+		size_t start = len + 1;
+		size_t room = sizeof(line) - start; // includes the NUL; '\n' replaces it
+		va_list ap;
+		va_start(ap, fmt);
+		n = vsnprintf(line + start, room, fmt, ap);
+		va_end(ap);
+		if (n > 0) {
+			line[len] = ' ';
+			size_t flen = (size_t) n < room ? (size_t) n : room - 1;
+			for (size_t i = start; i < start + flen; i++) {
+				if (is_ctl((unsigned char) line[i])) {
+					line[i] = '?';
+				}
+			}
+			len = start + flen;
+			if ((size_t) n >= room) {
+				cut_fields(line, start, &len);
+			}
+		}
+	}
+	line[len++] = '\n';
+	write_all(atomic_load(&log_fd), line, len);
+	errno = saved_errno;
+}

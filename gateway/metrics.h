@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// Prometheus metrics of the gateway: counters and gauges updated by the hot path, rendered for /metrics.
+//
+// Hot-path updates are lock-free where they can be (atomics) and never block on a
+// scrape: rendering takes a snapshot. Per-topic series live in a small registry keyed
+// by topic name; a topic appears on first use.
+#ifndef BRQ_GATEWAY_METRICS_H
+#define BRQ_GATEWAY_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h" // proto: brq_op, brq_status, brq_state, brq_outcome
+
+#ifndef BRQ_MUSTCHECK
+#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
+#endif
+
+// Per-topic counters (all *_total).
+typedef enum brq_topic_counter {
+	BRQ_MT_ENQUEUED = 0,       // brooq_enqueued_total{topic}: rows created by enqueue/chain
+	BRQ_MT_CLAIMED,            // brooq_claimed_total{topic}
+	BRQ_MT_LEASE_LOST,         // brooq_lease_lost_total{topic}: heartbeat/settle found no lease
+	BRQ_MT_REAPED,             // brooq_reaped_total{topic}
+	BRQ_MT_RETENTION_DELETED,  // brooq_retention_deleted_total{topic}
+	BRQ_MT__COUNT
+} brq_topic_counter;
+
+// Pool connection states for brooq_db_pool_connections{state}.
+typedef enum brq_pool_state {
+	BRQ_POOL_IDLE = 0,
+	BRQ_POOL_BUSY,
+	BRQ_POOL_DOWN, // not connected (reconnecting)
+	BRQ_POOL__COUNT
+} brq_pool_state;
+
+// One topic's row of the periodic depth query.
+typedef struct brq_depth_row {
+	const char *topic; // borrowed for the duration of the call
+	size_t      topic_len;
+	uint64_t    count[BRQ_STATE__COUNT];
+	double      oldest_ready_age_s; // 0 when nothing is ready
+} brq_depth_row;
+
+// Sets up the registry. Returns 0 or BRQ_ENOMEM. Call once before any update.
+BRQ_MUSTCHECK int brq_metrics_init(const char *version);
+// Frees the registry. No update may run concurrently or after.
+void brq_metrics_fini(void);
+
+// One RPC answered: counts brooq_rpc_requests_total{op,code} and observes
+// brooq_rpc_duration_seconds{op} (long-poll claims that waited are observed under
+// op="claim_wait" so they do not swamp the claim latency).
+void brq_metrics_rpc(brq_op op, brq_status code, uint64_t duration_us, int waited);
+
+// brooq_auth_failures_total.
+void brq_metrics_auth_failure(void);
+
+// Adds n to a per-topic counter. The topic is copied on first use.
+void brq_metrics_topic_add(const char *topic, size_t topic_len, brq_topic_counter c, uint64_t n);
+
+// brooq_settle_total{topic,outcome}, n settles applied.
+void brq_metrics_settle(const char *topic, size_t topic_len, brq_outcome oc, uint64_t n);
+
+// brooq_dead_total{topic}: n jobs moved to `dead` (a recorded failure on the last
+// attempt). Call after commit for every settled row whose new state is dead.
+void brq_metrics_dead(const char *topic, size_t topic_len, uint64_t n);
+
+// brooq_attempt_duration_seconds (summary: _sum and _count): claim to settle.
+void brq_metrics_attempt_duration(double seconds);
+
+// brooq_db_pool_connections{state}: moves one connection between states.
+void brq_metrics_pool_move(brq_pool_state from, brq_pool_state to);
+void brq_metrics_pool_set(brq_pool_state st, int64_t n);
+
+// brooq_long_polls: claims parked in a long poll right now. Either set the count
+// or move it by +1/-1 as a claim parks and leaves; do not mix the two.
+void brq_metrics_waiters_set(int64_t n);
+void brq_metrics_waiters_add(int64_t delta);
+
+// brooq_db_up: 1 when the monitor's last database round trip succeeded recently
+// (the same verdict as /healthz), else 0. Written by monitor.c.
+void brq_metrics_db_up_set(int up);
+
+// Replaces the depth gauges brooq_jobs{topic,state} and
+// brooq_ready_oldest_age_seconds{topic} with a fresh snapshot of n rows. Topics
+// absent from the snapshot report 0.
+void brq_metrics_depth_set(const brq_depth_row *rows, size_t n);
+
+// Renders the whole exposition (text format 0.0.4) into a malloc'd buffer.
+// On success *out (NUL-terminated) and *len belong to the caller (free()).
+BRQ_MUSTCHECK int brq_metrics_render(char **out, size_t *len);
+
+#endif

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// The database pool: N threads, each with its own connection, taking work items from one queue.
+#include "pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+static void *
+pool_main(void *arg)
+{
+	brq_pool_thread *t = arg;
+	brq_pool        *p = t->pool;
+
+	for (;;) {
+		pthread_mutex_lock(&p->mtx);
+		while (p->head == NULL && !p->stopping)
+			pthread_cond_wait(&p->cv, &p->mtx);
+		brq_work *w = p->head;
+		if (w == NULL) { // stopping and drained
+			pthread_mutex_unlock(&p->mtx);
+			break;
+		}
+		p->head = w->qnext;
+		if (p->head == NULL)
+			p->tail = NULL;
+		pthread_mutex_unlock(&p->mtx);
+		w->qnext = NULL;
+
+		bool was_up = t->db.conn != NULL;
+		brq_metrics_pool_move(was_up ? BRQ_POOL_IDLE : BRQ_POOL_DOWN, BRQ_POOL_BUSY);
+		p->run(p->arg, t, w);
+		brq_metrics_pool_move(BRQ_POOL_BUSY, t->db.conn != NULL ? BRQ_POOL_IDLE : BRQ_POOL_DOWN);
+	}
+	return NULL;
+}
+
+int
+brq_pool_start(brq_pool *p, int n, const char *dsn, const brq_sql *sql, brq_pool_run_fn run, void *arg)
+{
+	memset(p, 0, sizeof(*p));
+	p->run = run;
+	p->arg = arg;
+	p->threads = calloc((size_t) n, sizeof(*p->threads));
+	if (p->threads == NULL)
+		return -1;
+	pthread_mutex_init(&p->mtx, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	brq_metrics_pool_set(BRQ_POOL_DOWN, n);
+	for (int i = 0; i < n; i++) {
+		brq_pool_thread *t = &p->threads[i];
+		t->pool = p;
+		snprintf(t->name, sizeof(t->name), "pool-%d", i);
+		brq_db_init(&t->db, dsn, sql, t->name);
+		for (int k = 0; k < BRQ_POOL_ARRAYS; k++)
+			brq_pgarr_init(&t->arr[k]);
+		if (pthread_create(&t->thread, NULL, pool_main, t) != 0) {
+			p->n = i;
+			brq_pool_stop(p);
+			return -1;
+		}
+	}
+	p->n = n;
+	return 0;
+}
+
+void
+brq_pool_submit(brq_pool *p, brq_work *w)
+{
+	w->qnext = NULL;
+	pthread_mutex_lock(&p->mtx);
+	if (p->tail != NULL)
+		p->tail->qnext = w;
+	else
+		p->head = w;
+	p->tail = w;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mtx);
+}
+
+void
+brq_pool_stop(brq_pool *p)
+{
+	if (p->threads == NULL)
+		return;
+	pthread_mutex_lock(&p->mtx);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mtx);
+	for (int i = 0; i < p->n; i++) {
+		brq_pool_thread *t = &p->threads[i];
+		pthread_join(t->thread, NULL);
+		brq_db_fini(&t->db);
+		for (int k = 0; k < BRQ_POOL_ARRAYS; k++)
+			brq_pgarr_fini(&t->arr[k]);
+		free(t->tokens);
+	}
+	free(p->threads);
+	p->threads = NULL;
+	pthread_mutex_destroy(&p->mtx);
+	pthread_cond_destroy(&p->cv);
+}

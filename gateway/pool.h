@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// The database pool: N threads, each with its own connection, taking work items from one queue.
+//
+// Blocking database calls never run on NNG's callback threads (NNG-NOTES §2.2): a
+// callback only queues the work item here, and a pool thread runs the statement,
+// builds the reply and sends it.
+#ifndef BRQ_GATEWAY_POOL_H
+#define BRQ_GATEWAY_POOL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "db.h"
+#include "pgarr.h"
+#include "work.h"
+
+#define BRQ_POOL_ARRAYS 6
+
+// One pool thread's private state: its connection and reusable scratch space, so
+// the hot path does not allocate once warmed up.
+typedef struct brq_pool_thread {
+	struct brq_pool *pool;
+	pthread_t        thread;
+	char             name[32];
+	brq_db           db;
+	brq_pgarr        arr[BRQ_POOL_ARRAYS]; // batch parameters
+	uint8_t         *tokens;               // lease tokens for a claim
+	size_t           tokens_cap;           // in tokens (16 bytes each)
+} brq_pool_thread;
+
+// Runs one work item on a pool thread. The function owns w until it hands it on
+// (reply sent, or parked); it must do exactly one of those.
+typedef void (*brq_pool_run_fn)(void *arg, brq_pool_thread *t, brq_work *w);
+
+typedef struct brq_pool {
+	pthread_mutex_t  mtx;
+	pthread_cond_t   cv;
+	brq_work        *head, *tail; // FIFO of queued items
+	bool             stopping;
+	int              n;
+	brq_pool_thread *threads;
+	brq_pool_run_fn  run;
+	void            *arg;
+} brq_pool;
+
+// Starts n threads with connections to dsn (connected lazily, so the gateway starts
+// while PostgreSQL is down and answers `unavailable` meanwhile). Borrows dsn and sql.
+// Returns 0, or -1 with nothing left running.
+BRQ_MUSTCHECK int brq_pool_start(brq_pool *p, int n, const char *dsn, const brq_sql *sql,
+                                 brq_pool_run_fn run, void *arg);
+
+// Queues w for a pool thread. The pool owns w until run() is called with it.
+void brq_pool_submit(brq_pool *p, brq_work *w);
+
+// Lets the threads finish the queue, then joins them and closes the connections.
+void brq_pool_stop(brq_pool *p);
+
+#endif

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: MIT
+// Field lookup and typed getters that turn msgpack values into checked C values.
+#include "dec.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void
+vformat(brq_dec *d, size_t at, const char *fmt, va_list ap)
+{
+	if (d->err == NULL || d->errlen <= at) {
+		return;
+	}
+	(void) vsnprintf(d->err + at, d->errlen - at, fmt, ap);
+}
+
+brq_status
+brq_dec_fail(brq_dec *d, brq_status st, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vformat(d, 0, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+brq_status
+brq_dec_failf(brq_dec *d, brq_status st, const char *path, const char *name, const char *fmt,
+              ...)
+{
+	va_list ap;
+	int     n = 0;
+
+	if (d->err != NULL && d->errlen > 0) {
+		n = snprintf(d->err, d->errlen, "%s%s%s: ", path, path[0] != '\0' ? "." : "", name);
+		if (n < 0) {
+			n = 0;
+		}
+	}
+	va_start(ap, fmt);
+	vformat(d, (size_t) n, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+brq_rd
+brq_dec_at(const brq_dec *d, const brq_field *f)
+{
+	brq_rd r = { f->at, d->end };
+	return r;
+}
+
+brq_status
+brq_dec_map(brq_dec *d, brq_rd *r, const char *path, brq_field *f, size_t nf)
+{
+	const char *what = path[0] != '\0' ? path : "message";
+	uint32_t    pairs;
+
+	for (size_t k = 0; k < nf; k++) {
+		f[k].at = NULL;
+	}
+	if (brq_mp_read_map(r, &pairs) != 0) {
+		return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "%s: must be a map", what);
+	}
+	for (uint32_t i = 0; i < pairs; i++) {
+		brq_str key;
+		if (brq_mp_read_str(r, &key) != 0) {
+			return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "%s: map keys must be strings",
+			                    what);
+		}
+		for (size_t k = 0; k < nf; k++) {
+			if (brq_str_eq(key, f[k].name)) {
+				if (f[k].at != NULL) {
+					return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f[k].name,
+					                     "duplicate key");
+				}
+				f[k].at = r->p;
+				break;
+			}
+		}
+		// Unknown keys are skipped whatever their value: forward compatibility.
+		if (brq_mp_skip(r) != 0) {
+			return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "%s: truncated", what);
+		}
+	}
+	return BRQ_ST_OK;
+}
+
+static brq_status
+absent(brq_dec *d, const char *path, const char *name, bool required, const char *type,
+       bool *present)
+{
+	if (present != NULL) {
+		*present = false;
+	}
+	if (required) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, name, "required %s", type);
+	}
+	return BRQ_ST_OK;
+}
+
+static void
+set_present(bool *present)
+{
+	if (present != NULL) {
+		*present = true;
+	}
+}
+
+brq_status
+brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required, uint64_t min,
+             uint64_t max, uint64_t *out, bool *present)
+{
+	brq_rd   r = brq_dec_at(d, f);
+	uint64_t v;
+	int      rc;
+
+	*out = 0; // absent optional fields read as 0, never as stack garbage
+	if (f->at == NULL) {
+		return absent(d, path, f->name, required, "unsigned integer", present);
+	}
+	rc = brq_mp_read_uint(&r, &v);
+	if (rc == BRQ_MP_ETYPE) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
+		                     "must be an unsigned integer");
+	}
+	if (rc != 0 || v < min || v > max) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
+		                     "must be %" PRIu64 "..%" PRIu64, min, max);
+	}
+	*out = v;
+	set_present(present);
+	return BRQ_ST_OK;
+}
+
+brq_status
+brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required, int64_t min,
+            int64_t max, int64_t *out, bool *present)
+{
+	brq_rd  r = brq_dec_at(d, f);
+	int64_t v;
+	int     rc;
+
+	*out = 0;
+	if (f->at == NULL) {
+		return absent(d, path, f->name, required, "integer", present);
+	}
+	rc = brq_mp_read_int(&r, &v);
+	if (rc == BRQ_MP_ETYPE) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name, "must be an integer");
+	}
+	if (rc != 0 || v < min || v > max) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
+		                     "must be %" PRId64 "..%" PRId64, min, max);
+	}
+	*out = v;
+	set_present(present);
+	return BRQ_ST_OK;
+}
+
+brq_status
+brq_dec_bool(brq_dec *d, const brq_field *f, const char *path, bool required, bool *out,
+             bool *present)
+{
+	brq_rd r = brq_dec_at(d, f);
+
+	*out = false;
+	if (f->at == NULL) {
+		return absent(d, path, f->name, required, "boolean", present);
+	}
+	if (brq_mp_read_bool(&r, out) != 0) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name, "must be a boolean");
+	}
+	set_present(present);
+	return BRQ_ST_OK;
+}
+
+brq_status
+brq_dec_str(brq_dec *d, const brq_field *f, const char *path, bool required, bool allow_bin,
+            uint32_t min, uint32_t max, brq_status over, brq_str *out, bool *present)
+{
+	brq_rd  r = brq_dec_at(d, f);
+	brq_str s;
+
+	out->ptr = NULL;
+	out->len = 0;
+	if (f->at == NULL) {
+		return absent(d, path, f->name, required, "string", present);
+	}
+	if (brq_mp_read_str(&r, &s) != 0 && (!allow_bin || brq_mp_read_bin(&r, &s) != 0)) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
+		                     allow_bin ? "must be a string or binary" : "must be a string");
+	}
+	if (s.len > max) {
+		return brq_dec_failf(d, over, path, f->name, "%" PRIu32 " bytes exceeds %" PRIu32,
+		                     s.len, max);
+	}
+	if (s.len < min) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
+		                     "must be %" PRIu32 "..%" PRIu32 " bytes", min, max);
+	}
+	*out = s;
+	set_present(present);
+	return BRQ_ST_OK;
+}
+
+brq_status
+brq_dec_lease(brq_dec *d, const brq_field *f, const char *path, uint8_t out[BRQ_LEASE_LEN])
+{
+	brq_rd  r = brq_dec_at(d, f);
+	brq_str s;
+
+	if (f->at == NULL) {
+		return absent(d, path, f->name, true, "binary (16-byte lease token)", NULL);
+	}
+	if (brq_mp_read_bin(&r, &s) != 0 || s.len != BRQ_LEASE_LEN) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
+		                     "must be binary of exactly %d bytes", BRQ_LEASE_LEN);
+	}
+	memcpy(out, s.ptr, BRQ_LEASE_LEN);
+	return BRQ_ST_OK;
+}
+
+brq_status
+brq_dec_array(brq_dec *d, const brq_field *f, const char *path, bool required, uint32_t min,
+              uint32_t max, brq_status over, brq_rd *elems, uint32_t *n, bool *present)
+{
+	brq_rd r = brq_dec_at(d, f);
+
+	if (f->at == NULL) {
+		*n = 0;
+		return absent(d, path, f->name, required, "array", present);
+	}
+	if (brq_mp_read_array(&r, n) != 0) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name, "must be an array");
+	}
+	if (*n > max) {
+		return brq_dec_failf(d, over, path, f->name,
+		                     "%" PRIu32 " entries exceeds the limit of %" PRIu32, *n, max);
+	}
+	if (*n < min) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
+		                     "must have %" PRIu32 "..%" PRIu32 " entries", min, max);
+	}
+	*elems = r;
+	set_present(present);
+	return BRQ_ST_OK;
+}
+
+brq_status
+brq_dec_alloc(brq_dec *d, uint32_t n, size_t size, void **out)
+{
+	// n has been checked against a limit and against the bytes left in the message
+	// (every element takes at least one byte), so this is proportional to real input.
+	*out = brq_arena_alloc(d->arena, n, size);
+	if (*out == NULL) {
+		return brq_dec_fail(d, BRQ_ST_INTERNAL, "out of memory");
+	}
+	return BRQ_ST_OK;
+}
+
+bool
+brq_dec_is_nil(const brq_field *f)
+{
+	return f->at != NULL && *f->at == 0xc0;
+}

@@ -1,0 +1,570 @@
+// SPDX-License-Identifier: MIT
+// Encoding of requests and replies with msgpack-c into a reusable growable buffer.
+#include "proto.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUF_RETAIN (1024u * 1024u) // capacity kept across resets
+#define BUF_MIN    256u
+
+// msgpack-c write callback. Returns non-zero to make msgpack_pack_* fail, and records
+// why in b->err so the failure is sticky and has a reason.
+static int
+buf_write(void *data, const char *p, size_t n)
+{
+	brq_buf *b = data;
+
+	if (b->err != 0) {
+		return -1;
+	}
+	if (n == 0) {
+		return 0; // p may be NULL then, and memcpy(…, NULL, 0) is undefined
+	}
+	if (n > b->limit - b->len) {
+		b->err = BRQ_E2BIG;
+		return -1;
+	}
+	if (n > b->cap - b->len) {
+		size_t cap = b->cap < BUF_MIN ? BUF_MIN : b->cap;
+		while (cap - b->len < n) {
+			cap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
+		}
+		char *d = realloc(b->data, cap);
+		if (d == NULL) {
+			b->err = BRQ_ENOMEM;
+			return -1;
+		}
+		b->data = d;
+		b->cap  = cap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+void
+brq_buf_init(brq_buf *b, size_t limit)
+{
+	b->data  = NULL;
+	b->len   = 0;
+	b->cap   = 0;
+	b->limit = limit == 0 ? SIZE_MAX : limit;
+	b->err   = 0;
+	msgpack_packer_init(&b->pk, b, buf_write);
+}
+
+void
+brq_buf_reset(brq_buf *b)
+{
+	if (b->cap > BUF_RETAIN) {
+		free(b->data);
+		b->data = NULL;
+		b->cap  = 0;
+	}
+	b->len = 0;
+	b->err = 0;
+}
+
+void
+brq_buf_fini(brq_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len  = 0;
+	b->cap  = 0;
+}
+
+int
+brq_buf_error(const brq_buf *b)
+{
+	return b->err;
+}
+
+msgpack_packer *
+brq_buf_packer(brq_buf *b)
+{
+	return &b->pk;
+}
+
+// ---- Primitives ---------------------------------------------------------------------
+
+// The msgpack_pack_* result carries no reason; b->err does.
+#define STICKY(b, call) ((void) (call), (b)->err)
+
+int
+brq_pack_map(brq_buf *b, uint32_t pairs)
+{
+	return STICKY(b, msgpack_pack_map(&b->pk, pairs));
+}
+
+int
+brq_pack_array(brq_buf *b, uint32_t n)
+{
+	return STICKY(b, msgpack_pack_array(&b->pk, n));
+}
+
+int
+brq_pack_str(brq_buf *b, brq_str s)
+{
+	(void) msgpack_pack_str(&b->pk, s.len);
+	if (s.len > 0) {
+		(void) msgpack_pack_str_body(&b->pk, s.ptr, s.len);
+	}
+	return b->err;
+}
+
+int
+brq_pack_cstr(brq_buf *b, const char *s)
+{
+	return brq_pack_str(b, brq_str_c(s));
+}
+
+int
+brq_pack_key(brq_buf *b, const char *key)
+{
+	return brq_pack_cstr(b, key);
+}
+
+int
+brq_pack_bin(brq_buf *b, const void *p, uint32_t len)
+{
+	(void) msgpack_pack_bin(&b->pk, len);
+	if (len > 0) {
+		(void) msgpack_pack_bin_body(&b->pk, p, len);
+	}
+	return b->err;
+}
+
+int
+brq_pack_uint(brq_buf *b, uint64_t v)
+{
+	return STICKY(b, msgpack_pack_uint64(&b->pk, v));
+}
+
+int
+brq_pack_int(brq_buf *b, int64_t v)
+{
+	return STICKY(b, msgpack_pack_int64(&b->pk, v));
+}
+
+int
+brq_pack_bool(brq_buf *b, bool v)
+{
+	return STICKY(b, v ? msgpack_pack_true(&b->pk) : msgpack_pack_false(&b->pk));
+}
+
+int
+brq_pack_nil(brq_buf *b)
+{
+	return STICKY(b, msgpack_pack_nil(&b->pk));
+}
+
+static void
+kv_uint(brq_buf *b, const char *k, uint64_t v)
+{
+	brq_pack_key(b, k);
+	brq_pack_uint(b, v);
+}
+
+static void
+kv_int(brq_buf *b, const char *k, int64_t v)
+{
+	brq_pack_key(b, k);
+	brq_pack_int(b, v);
+}
+
+static void
+kv_str(brq_buf *b, const char *k, brq_str v)
+{
+	brq_pack_key(b, k);
+	brq_pack_str(b, v);
+}
+
+static void
+kv_cstr(brq_buf *b, const char *k, const char *v)
+{
+	brq_pack_key(b, k);
+	brq_pack_cstr(b, v);
+}
+
+static void
+kv_bool(brq_buf *b, const char *k, bool v)
+{
+	brq_pack_key(b, k);
+	brq_pack_bool(b, v);
+}
+
+static void
+kv_lease(brq_buf *b, const uint8_t lease[BRQ_LEASE_LEN])
+{
+	brq_pack_key(b, "lease");
+	brq_pack_bin(b, lease, BRQ_LEASE_LEN);
+}
+
+static void
+kv_opt_str(brq_buf *b, const char *k, bool has, brq_str v)
+{
+	brq_pack_key(b, k);
+	if (has) {
+		brq_pack_str(b, v);
+	} else {
+		brq_pack_nil(b);
+	}
+}
+
+// ---- Element encoders ---------------------------------------------------------------
+
+int
+brq_pack_job_spec(brq_buf *b, const brq_job_spec *j)
+{
+	uint32_t n = 2 + (j->key.len > 0) + j->has_delay_ms + j->has_run_at_ms + j->has_max_attempts;
+
+	brq_pack_map(b, n);
+	kv_str(b, "topic", j->topic);
+	kv_str(b, "payload", j->payload);
+	if (j->key.len > 0) {
+		kv_str(b, "key", j->key);
+	}
+	if (j->has_delay_ms) {
+		kv_uint(b, "delay_ms", j->delay_ms);
+	}
+	if (j->has_run_at_ms) {
+		kv_int(b, "run_at_ms", j->run_at_ms);
+	}
+	if (j->has_max_attempts) {
+		kv_uint(b, "max_attempts", j->max_attempts);
+	}
+	return b->err;
+}
+
+int
+brq_pack_settle_item(brq_buf *b, const brq_settle_item *it)
+{
+	bool     delay = it->outcome == BRQ_OUTCOME_DELAY;
+	uint32_t n     = 3 + it->has_error + delay + it->has_chain;
+
+	brq_pack_map(b, n);
+	kv_uint(b, "id", it->id);
+	kv_lease(b, it->lease);
+	kv_cstr(b, "outcome", brq_outcome_name(it->outcome));
+	if (it->has_error) {
+		kv_str(b, "error", it->error);
+	}
+	if (delay) {
+		kv_uint(b, "delay_ms", it->delay_ms);
+	}
+	if (it->has_chain) {
+		brq_pack_key(b, "chain");
+		brq_pack_array(b, it->n_chain);
+		for (uint32_t i = 0; i < it->n_chain; i++) {
+			brq_pack_job_spec(b, &it->chain[i]);
+		}
+	}
+	return b->err;
+}
+
+int
+brq_pack_enqueue_result(brq_buf *b, const brq_enqueue_result *r)
+{
+	brq_pack_map(b, 2);
+	kv_uint(b, "id", r->id);
+	kv_bool(b, "created", r->created);
+	return b->err;
+}
+
+int
+brq_pack_claimed_job(brq_buf *b, const brq_claimed_job *j)
+{
+	brq_pack_map(b, 8);
+	kv_uint(b, "id", j->id);
+	kv_str(b, "topic", j->topic);
+	kv_str(b, "payload", j->payload);
+	kv_uint(b, "attempts", j->attempts);
+	kv_uint(b, "max_attempts", j->max_attempts);
+	kv_lease(b, j->lease);
+	kv_int(b, "lease_until_ms", j->lease_until_ms);
+	kv_int(b, "created_at_ms", j->created_at_ms);
+	return b->err;
+}
+
+int
+brq_pack_settle_result(brq_buf *b, const brq_settle_result *r)
+{
+	brq_pack_map(b, 3);
+	kv_uint(b, "id", r->id);
+	kv_bool(b, "applied", r->applied);
+	brq_pack_key(b, "state");
+	if (r->applied) {
+		brq_pack_cstr(b, brq_state_name(r->state));
+	} else {
+		brq_pack_nil(b);
+	}
+	return b->err;
+}
+
+int
+brq_pack_job_info(brq_buf *b, const brq_job_info *j)
+{
+	brq_pack_map(b, 13);
+	kv_uint(b, "id", j->id);
+	kv_str(b, "topic", j->topic);
+	kv_str(b, "payload", j->payload);
+	kv_cstr(b, "state", brq_state_name(j->state));
+	kv_uint(b, "attempts", j->attempts);
+	kv_uint(b, "max_attempts", j->max_attempts);
+	kv_int(b, "available_at_ms", j->available_at_ms);
+	kv_opt_str(b, "locked_by", j->has_locked_by, j->locked_by);
+	brq_pack_key(b, "locked_until_ms");
+	if (j->has_locked_until_ms) {
+		brq_pack_int(b, j->locked_until_ms);
+	} else {
+		brq_pack_nil(b);
+	}
+	kv_opt_str(b, "last_error", j->has_last_error, j->last_error);
+	kv_opt_str(b, "key", j->has_key, j->key);
+	kv_int(b, "created_at_ms", j->created_at_ms);
+	kv_int(b, "updated_at_ms", j->updated_at_ms);
+	return b->err;
+}
+
+int
+brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t)
+{
+	brq_pack_map(b, 2 + BRQ_STATE__COUNT);
+	kv_str(b, "topic", t->topic);
+	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
+		kv_uint(b, brq_state_name((brq_state) s), t->count[s]);
+	}
+	kv_uint(b, "oldest_ready_age_ms", t->oldest_ready_age_ms);
+	return b->err;
+}
+
+// ---- Requests -----------------------------------------------------------------------
+
+static uint32_t
+request_fields(const brq_request *req)
+{
+	switch (req->op) {
+	case BRQ_OP_ENQUEUE:
+		return 1;
+	case BRQ_OP_CLAIM:
+		return 3 + req->claim.has_lease_ms + req->claim.has_wait_ms + req->claim.has_settle;
+	case BRQ_OP_HEARTBEAT:
+		return 1 + req->heartbeat.has_lease_ms;
+	case BRQ_OP_SETTLE:
+	case BRQ_OP_CANCEL:
+	case BRQ_OP_JOB:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int
+brq_request_encode(brq_buf *b, const brq_request *req)
+{
+	if (req->op <= BRQ_OP_NONE || req->op >= BRQ_OP__COUNT) {
+		return BRQ_EINVAL;
+	}
+	brq_buf_reset(b);
+	brq_pack_map(b, 3 + (req->token.len > 0) + request_fields(req));
+	kv_uint(b, "v", BRQ_PROTO_VERSION);
+	kv_cstr(b, "op", brq_op_name(req->op));
+	if (req->token.len > 0) {
+		// msgpack str is meant to be UTF-8; a binary token goes as bin so that strict
+		// decoders in other languages do not choke on it.
+		brq_pack_key(b, "token");
+		if (brq_utf8_valid(req->token.ptr, req->token.len, false)) {
+			brq_pack_str(b, req->token);
+		} else {
+			brq_pack_bin(b, req->token.ptr, req->token.len);
+		}
+	}
+	kv_uint(b, "rid", req->rid);
+
+	switch (req->op) {
+	case BRQ_OP_ENQUEUE:
+		brq_pack_key(b, "jobs");
+		brq_pack_array(b, req->enqueue.n_jobs);
+		for (uint32_t i = 0; i < req->enqueue.n_jobs; i++) {
+			brq_pack_job_spec(b, &req->enqueue.jobs[i]);
+		}
+		break;
+	case BRQ_OP_CLAIM: {
+		const brq_claim_req *c = &req->claim;
+		kv_str(b, "worker", c->worker);
+		brq_pack_key(b, "topics");
+		brq_pack_array(b, c->n_topics);
+		for (uint32_t i = 0; i < c->n_topics; i++) {
+			brq_pack_str(b, c->topics[i]);
+		}
+		kv_uint(b, "n", c->n);
+		if (c->has_lease_ms) {
+			kv_uint(b, "lease_ms", c->lease_ms);
+		}
+		if (c->has_wait_ms) {
+			kv_uint(b, "wait_ms", c->wait_ms);
+		}
+		if (c->has_settle) {
+			brq_pack_key(b, "settle");
+			brq_pack_array(b, c->n_settle);
+			for (uint32_t i = 0; i < c->n_settle; i++) {
+				brq_pack_settle_item(b, &c->settle[i]);
+			}
+		}
+		break;
+	}
+	case BRQ_OP_HEARTBEAT:
+		brq_pack_key(b, "leases");
+		brq_pack_array(b, req->heartbeat.n_leases);
+		for (uint32_t i = 0; i < req->heartbeat.n_leases; i++) {
+			brq_pack_map(b, 2);
+			kv_uint(b, "id", req->heartbeat.leases[i].id);
+			kv_lease(b, req->heartbeat.leases[i].lease);
+		}
+		if (req->heartbeat.has_lease_ms) {
+			kv_uint(b, "lease_ms", req->heartbeat.lease_ms);
+		}
+		break;
+	case BRQ_OP_SETTLE:
+		brq_pack_key(b, "items");
+		brq_pack_array(b, req->settle.n_items);
+		for (uint32_t i = 0; i < req->settle.n_items; i++) {
+			brq_pack_settle_item(b, &req->settle.items[i]);
+		}
+		break;
+	case BRQ_OP_CANCEL:
+		kv_uint(b, "id", req->cancel.id);
+		break;
+	case BRQ_OP_JOB:
+		kv_uint(b, "id", req->job.id);
+		break;
+	default: // ping, stats: no fields
+		break;
+	}
+	return b->err;
+}
+
+// ---- Replies ------------------------------------------------------------------------
+
+int
+brq_reply_begin(brq_buf *b, uint64_t rid, uint32_t n_fields)
+{
+	brq_buf_reset(b);
+	brq_pack_map(b, 3 + n_fields);
+	kv_uint(b, "v", BRQ_PROTO_VERSION);
+	kv_uint(b, "rid", rid);
+	kv_cstr(b, "code", brq_status_name(BRQ_ST_OK));
+	return b->err;
+}
+
+static int
+encode_error(brq_buf *b, uint64_t rid, brq_status code, brq_str msg)
+{
+	assert(code != BRQ_ST_OK);
+	msg.len = (uint32_t) brq_utf8_truncate(msg.ptr, msg.len, BRQ_MSG_MAX);
+	brq_buf_reset(b);
+	brq_pack_map(b, 4);
+	kv_uint(b, "v", BRQ_PROTO_VERSION);
+	kv_uint(b, "rid", rid);
+	kv_cstr(b, "code", brq_status_name(code));
+	kv_str(b, "msg", msg);
+	return b->err;
+}
+
+int
+brq_reply_encode_error(brq_buf *b, uint64_t rid, brq_status code, const char *fmt, ...)
+{
+	char    text[BRQ_MSG_MAX + 1];
+	va_list ap;
+	int     n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		n = 0;
+		text[0] = '\0';
+	}
+	brq_str msg = { text, (uint32_t) (n < (int) sizeof text ? n : (int) sizeof text - 1) };
+	return encode_error(b, rid, code, msg);
+}
+
+int
+brq_reply_encode(brq_buf *b, const brq_reply *rep)
+{
+	if (rep->code != BRQ_ST_OK) {
+		return encode_error(b, rep->rid, rep->code, rep->msg);
+	}
+	switch (rep->op) {
+	case BRQ_OP_PING:
+		brq_reply_begin(b, rep->rid, 1);
+		kv_str(b, "server", rep->ping.server);
+		break;
+	case BRQ_OP_ENQUEUE:
+		brq_reply_begin(b, rep->rid, 1);
+		brq_pack_key(b, "results");
+		brq_pack_array(b, rep->enqueue.n_results);
+		for (uint32_t i = 0; i < rep->enqueue.n_results; i++) {
+			brq_pack_enqueue_result(b, &rep->enqueue.results[i]);
+		}
+		break;
+	case BRQ_OP_CLAIM:
+		brq_reply_begin(b, rep->rid, 1 + rep->claim.has_settled);
+		brq_pack_key(b, "jobs");
+		brq_pack_array(b, rep->claim.n_jobs);
+		for (uint32_t i = 0; i < rep->claim.n_jobs; i++) {
+			brq_pack_claimed_job(b, &rep->claim.jobs[i]);
+		}
+		if (rep->claim.has_settled) {
+			brq_pack_key(b, "settled");
+			brq_pack_array(b, rep->claim.n_settled);
+			for (uint32_t i = 0; i < rep->claim.n_settled; i++) {
+				brq_pack_settle_result(b, &rep->claim.settled[i]);
+			}
+		}
+		break;
+	case BRQ_OP_HEARTBEAT:
+		brq_reply_begin(b, rep->rid, 2);
+		brq_pack_key(b, "extended");
+		brq_pack_array(b, rep->heartbeat.n_extended);
+		for (uint32_t i = 0; i < rep->heartbeat.n_extended; i++) {
+			brq_pack_bool(b, rep->heartbeat.extended[i]);
+		}
+		kv_int(b, "lease_until_ms", rep->heartbeat.lease_until_ms);
+		break;
+	case BRQ_OP_SETTLE:
+		brq_reply_begin(b, rep->rid, 1);
+		brq_pack_key(b, "results");
+		brq_pack_array(b, rep->settle.n_results);
+		for (uint32_t i = 0; i < rep->settle.n_results; i++) {
+			brq_pack_settle_result(b, &rep->settle.results[i]);
+		}
+		break;
+	case BRQ_OP_CANCEL:
+		brq_reply_begin(b, rep->rid, 2);
+		kv_cstr(b, "state", brq_state_name(rep->cancel.state));
+		kv_bool(b, "canceled", rep->cancel.canceled);
+		break;
+	case BRQ_OP_JOB:
+		brq_reply_begin(b, rep->rid, 1);
+		brq_pack_key(b, "job");
+		brq_pack_job_info(b, &rep->job.job);
+		break;
+	case BRQ_OP_STATS:
+		brq_reply_begin(b, rep->rid, 1);
+		brq_pack_key(b, "topics");
+		brq_pack_array(b, rep->stats.n_topics);
+		for (uint32_t i = 0; i < rep->stats.n_topics; i++) {
+			brq_pack_topic_stats(b, &rep->stats.topics[i]);
+		}
+		break;
+	default:
+		return BRQ_EINVAL;
+	}
+	return b->err;
+}

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+// Tests for gateway/auth.c: token files, constant-time role lookup, role permissions.
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "log.h"
+
+#define W1 "worker-one-0123456789abcdefghijklmnopqrstuvwxyz"
+#define W2 "worker-two-ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210"
+#define A1 "admin-one-0123456789abcdefghijklmnopqrstuvwxyz!"
+#define A2 "admin-two-\x01\x02\x7f\xff binary and spaces inside ok"
+
+static struct brq_auth auth;
+static struct brq_config_problems probs;
+static char tmpdir[64];
+
+static void
+setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/brq_auth_test_XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	brq_config_problems_init(&probs);
+}
+
+static void
+teardown(void)
+{
+	brq_auth_fini(&auth);
+	brq_config_problems_fini(&probs);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0) {
+		cr_log_warn("could not remove %s", tmpdir);
+	}
+}
+
+TestSuite(auth, .init = setup, .fini = teardown);
+
+// Writes len bytes to tmpdir/name with `mode`; returns the path (static storage, 16
+// slots per test, so that LeakSanitizer has nothing to report).
+static char *
+token_file(const char *name, const void *content, size_t len, mode_t mode)
+{
+	static char paths[16][256];
+	static int slot;
+	char *p = paths[slot++ % 16];
+	snprintf(p, 256, "%s/%s", tmpdir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, content, len), (ssize_t) len);
+	cr_assert_eq(fchmod(fd, mode), 0);
+	close(fd);
+	return p;
+}
+
+#define TOKEN_FILE(name, str, mode) token_file((name), (str), sizeof(str) - 1, (mode))
+
+static bool
+has_problem(const char *needle)
+{
+	for (size_t i = 0; i < probs.count; i++) {
+		if (strstr(probs.lines[i], needle) != NULL) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static enum brq_role
+check(const char *tok)
+{
+	return brq_auth_check(&auth, tok, strlen(tok));
+}
+
+static void
+load_standard(void)
+{
+	const char *w[] = {TOKEN_FILE("w1", W1 "\n", 0600), TOKEN_FILE("w2", W2 " \t\r\n\n", 0640)};
+	const char *a[] = {TOKEN_FILE("a1", A1, 0400), TOKEN_FILE("a2", A2 "\n", 0600)};
+	int rc = brq_auth_init(&auth, w, 2, a, 2, &probs);
+	for (size_t i = 0; i < probs.count; i++) {
+		cr_log_info("problem: %s", probs.lines[i]);
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(probs.count, 0);
+}
+
+Test(auth, maps_each_token_to_its_role_with_several_tokens_per_role)
+{
+	load_standard();
+	cr_assert_eq(check(W1), BRQ_ROLE_WORKER);
+	cr_assert_eq(check(W2), BRQ_ROLE_WORKER);
+	cr_assert_eq(check(A1), BRQ_ROLE_ADMIN);
+	cr_assert_eq(check(A2), BRQ_ROLE_ADMIN);
+}
+
+Test(auth, refuses_wrong_empty_partial_and_extended_tokens)
+{
+	load_standard();
+	cr_assert_eq(check("not-a-token-not-a-token-not-a-token"), BRQ_ROLE_NONE);
+	cr_assert_eq(brq_auth_check(&auth, "", 0), BRQ_ROLE_NONE);
+	cr_assert_eq(brq_auth_check(&auth, NULL, 0), BRQ_ROLE_NONE);
+	cr_assert_eq(brq_auth_check(&auth, NULL, 5), BRQ_ROLE_NONE);
+	cr_assert_eq(brq_auth_check(&auth, W1, sizeof(W1) - 2), BRQ_ROLE_NONE, "prefix");
+	cr_assert_eq(brq_auth_check(&auth, W1, 1), BRQ_ROLE_NONE, "one-byte prefix");
+	cr_assert_eq(check(W1 "x"), BRQ_ROLE_NONE, "extra byte");
+	cr_assert_eq(check(W1 "\n"), BRQ_ROLE_NONE, "the trimmed newline is not part of it");
+	cr_assert_eq(brq_auth_check(&auth, W1, sizeof(W1)), BRQ_ROLE_NONE, "with the NUL");
+	cr_assert_eq(check("x" W1), BRQ_ROLE_NONE);
+	char flipped[] = A1;
+	flipped[5] ^= 1;
+	cr_assert_eq(check(flipped), BRQ_ROLE_NONE, "one bit off");
+
+	static char big[2000];
+	memset(big, 'a', sizeof(big));
+	memcpy(big, W1, sizeof(W1) - 1);
+	cr_assert_eq(brq_auth_check(&auth, big, sizeof(big)), BRQ_ROLE_NONE, "2000 bytes");
+	cr_assert_eq(brq_auth_check(&auth, big, BRQ_AUTH_TOKEN_MAX + 1), BRQ_ROLE_NONE);
+}
+
+Test(auth, accepts_tokens_of_any_bytes_up_to_the_maximum)
+{
+	static unsigned char tok[BRQ_AUTH_TOKEN_MAX];
+	for (size_t i = 0; i < sizeof(tok); i++) {
+		tok[i] = (unsigned char) (i * 7 + 1); // includes NUL-free binary; no trailing space
+	}
+	tok[10] = '\0'; // an embedded NUL is just a byte
+	tok[sizeof(tok) - 1] = 'z';
+	const char *w[] = {token_file("big", tok, sizeof(tok), 0600)};
+	cr_assert_eq(brq_auth_init(&auth, w, 1, NULL, 0, &probs), 0);
+	cr_assert_eq(brq_auth_check(&auth, tok, sizeof(tok)), BRQ_ROLE_WORKER);
+	cr_assert_eq(brq_auth_check(&auth, tok, 10), BRQ_ROLE_NONE);
+}
+
+Test(auth, rejects_a_short_token_file_by_name_without_showing_it)
+{
+	const char *w[] = {
+		TOKEN_FILE("short-worker", "Sh0rtSecretValue\n", 0600),
+		TOKEN_FILE("ok-worker", W1, 0600),
+	};
+	const char *a[] = {TOKEN_FILE("empty-admin", "\n\n  \n", 0600)};
+	cr_assert_eq(brq_auth_init(&auth, w, 2, a, 1, &probs), -EINVAL);
+	for (size_t i = 0; i < probs.count; i++) {
+		cr_log_info("problem: %s", probs.lines[i]);
+		cr_assert_null(strstr(probs.lines[i], "Sh0rtSecretValue"), "content leaked");
+		cr_assert_null(strstr(probs.lines[i], "worker-one"), "content leaked");
+	}
+	cr_assert_eq(probs.count, 2, "all bad files reported at once");
+	cr_assert(has_problem("worker token file "));
+	cr_assert(has_problem("/short-worker: token too short (16 bytes after trimming"));
+	cr_assert(has_problem("admin token file "));
+	cr_assert(has_problem("/empty-admin: token too short (0 bytes"));
+	cr_assert_eq(auth.n_entries, 0, "nothing kept on failure");
+	cr_assert_null(auth.entries);
+}
+
+Test(auth, rejects_missing_oversized_and_non_regular_token_files)
+{
+	static char big[5000];
+	memset(big, 'q', sizeof(big));
+	const char *w[] = {
+		"/nonexistent/brooq/worker-token",
+		token_file("long", big, BRQ_AUTH_TOKEN_MAX + 1, 0600),
+		token_file("huge", big, sizeof(big), 0600),
+		tmpdir,
+	};
+	cr_assert_eq(brq_auth_init(&auth, w, 4, NULL, 0, &probs), -EINVAL);
+	cr_assert(has_problem("/nonexistent/brooq/worker-token: cannot open: No such file"));
+	cr_assert(has_problem("/long: token too long (at most 1024 bytes)"));
+	cr_assert(has_problem("/huge: token too long"));
+	cr_assert(has_problem(": not a regular file"));
+	cr_assert_eq(probs.count, 4);
+}
+
+Test(auth, a_token_file_of_exactly_the_minimum_length_is_accepted)
+{
+	const char *w[] = {TOKEN_FILE("min", "0123456789abcdef0123456789abcdef\n", 0600)};
+	cr_assert_eq(brq_auth_init(&auth, w, 1, NULL, 0, &probs), 0);
+	cr_assert_eq(check("0123456789abcdef0123456789abcdef"), BRQ_ROLE_WORKER);
+	brq_auth_fini(&auth);
+	const char *w31[] = {TOKEN_FILE("min31", "0123456789abcdef0123456789abcde", 0600)};
+	cr_assert_eq(brq_auth_init(&auth, w31, 1, NULL, 0, &probs), -EINVAL);
+}
+
+Test(auth, refuses_one_token_for_both_roles)
+{
+	const char *w[] = {TOKEN_FILE("w", W1, 0600)};
+	const char *a[] = {TOKEN_FILE("a", W1 "\n", 0600)};
+	cr_assert_eq(brq_auth_init(&auth, w, 1, a, 1, &probs), -EINVAL);
+	cr_assert(has_problem("same token as admin token file"));
+}
+
+Test(auth, allows_the_same_token_twice_in_one_role)
+{
+	const char *w[] = {TOKEN_FILE("w", W1, 0600), TOKEN_FILE("w-copy", W1 "\n", 0600)};
+	cr_assert_eq(brq_auth_init(&auth, w, 2, NULL, 0, &probs), 0);
+	cr_assert_eq(check(W1), BRQ_ROLE_WORKER);
+}
+
+Test(auth, needs_at_least_one_token)
+{
+	cr_assert_eq(brq_auth_init(&auth, NULL, 0, NULL, 0, &probs), -EINVAL);
+	cr_assert(has_problem("no token files"));
+	cr_assert_eq(brq_auth_check(&auth, W1, sizeof(W1) - 1), BRQ_ROLE_NONE);
+}
+
+Test(auth, warns_about_a_world_readable_token_file_without_showing_it)
+{
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	cr_assert_eq(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+	brq_log_set_fd(fds[1]);
+
+	const char *w[] = {TOKEN_FILE("group-ok", W1, 0640), TOKEN_FILE("world", W2, 0644)};
+	cr_assert_eq(brq_auth_init(&auth, w, 2, NULL, 0, &probs), 0);
+
+	char out[4096];
+	ssize_t n = read(fds[0], out, sizeof(out) - 1);
+	cr_assert_gt(n, 0);
+	out[n] = '\0';
+	brq_log_set_fd(STDERR_FILENO);
+	close(fds[0]);
+	close(fds[1]);
+
+	cr_assert_not_null(strstr(out, "level=warn msg=token_file_world_readable"), "%s", out);
+	cr_assert_not_null(strstr(out, "/world mode=0644 role=worker"), "%s", out);
+	cr_assert_null(strstr(out, "group-ok"), "group access is not warned about");
+	cr_assert_null(strstr(out, "worker-two"), "content leaked");
+	cr_assert_eq(strchr(out, '\n') - out + 1, n, "exactly one line");
+}
+
+Test(auth, role_permissions_follow_the_table)
+{
+	// op name, admin only? (as the dispatcher will pass it)
+	static const struct {
+		const char *op;
+		bool admin_only;
+	} ops[] = {
+		{"ping", false}, {"enqueue", false}, {"claim", false}, {"heartbeat", false},
+		{"settle", false}, {"job", false}, {"stats", false}, {"cancel", true},
+	};
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		cr_assert_eq(brq_auth_role_may(BRQ_ROLE_WORKER, ops[i].admin_only), !ops[i].admin_only,
+		    "worker %s", ops[i].op);
+		cr_assert(brq_auth_role_may(BRQ_ROLE_ADMIN, ops[i].admin_only), "admin %s", ops[i].op);
+		cr_assert_not(brq_auth_role_may(BRQ_ROLE_NONE, ops[i].admin_only), "none %s", ops[i].op);
+	}
+	cr_assert_not(brq_auth_role_may((enum brq_role) 99, false));
+	cr_assert_str_eq(brq_auth_role_name(BRQ_ROLE_NONE), "none");
+	cr_assert_str_eq(brq_auth_role_name(BRQ_ROLE_WORKER), "worker");
+	cr_assert_str_eq(brq_auth_role_name(BRQ_ROLE_ADMIN), "admin");
+}
+
+Test(auth, loads_from_a_config_struct)
+{
+	char *w = TOKEN_FILE("w", W1, 0600);
+	char *a = TOKEN_FILE("a", A1, 0600);
+	struct brq_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.worker_token_files = &w;
+	cfg.n_worker_token_files = 1;
+	cfg.admin_token_files = &a;
+	cfg.n_admin_token_files = 1;
+	cr_assert_eq(brq_auth_init_config(&auth, &cfg, &probs), 0);
+	cr_assert_eq(check(W1), BRQ_ROLE_WORKER);
+	cr_assert_eq(check(A1), BRQ_ROLE_ADMIN);
+}
+
+Test(auth, loading_twice_and_fini_twice_is_clean)
+{
+	// Under ASan (BROOQ_SANITIZE=ON) LeakSanitizer fails the test on any leak.
+	for (int i = 0; i < 3; i++) {
+		load_standard();
+		cr_assert_eq(check(A2), BRQ_ROLE_ADMIN);
+		brq_auth_fini(&auth);
+		cr_assert_null(auth.entries);
+		cr_assert_eq(auth.n_entries, 0);
+		static const unsigned char zero[32];
+		cr_assert_eq(memcmp(auth.key, zero, sizeof(zero)), 0, "key wiped");
+	}
+	brq_auth_fini(&auth);
+	brq_auth_fini(NULL);
+	// Each init draws a new key: the same token hashes differently per instance.
+	struct brq_auth other;
+	load_standard();
+	const char *w[] = {TOKEN_FILE("w9", W1, 0600)};
+	cr_assert_eq(brq_auth_init(&other, w, 1, NULL, 0, &probs), 0);
+	cr_assert_neq(memcmp(auth.entries[0].hash, other.entries[0].hash, 32), 0);
+	brq_auth_fini(&other);
+}

@@ -1,0 +1,953 @@
+// SPDX-License-Identifier: MIT
+// Tests for gateway/config.c: defaults, every variable, parsers, env files, all-problems-at-once, secrets.
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+// Directory of this file (CMake passes absolute source paths), for deploy/ files when
+// the test runs outside ctest (which sets BROOQ_SOURCE_DIR).
+static const char *
+tests_dir(void)
+{
+	static char dir[512];
+	snprintf(dir, sizeof(dir), "%s", __FILE__);
+	char *slash = strrchr(dir, '/');
+	if (slash != NULL) {
+		*slash = '\0';
+	} else {
+		snprintf(dir, sizeof(dir), ".");
+	}
+	return dir;
+}
+
+#define SECRET "S3cretPassw0rd"
+#define GOOD_DSN "postgresql://brooq:" SECRET "@db.example/brooq?sslmode=require"
+
+// A fake environment: NULL-terminated key/value table, passed through the lookup seam.
+struct kv {
+	const char *k, *v;
+};
+
+static const char *
+tab_lookup(const char *name, void *arg)
+{
+	for (const struct kv *t = arg; t->k != NULL; t++) {
+		if (strcmp(t->k, name) == 0) {
+			return t->v;
+		}
+	}
+	return NULL;
+}
+
+static struct brq_config cfg;
+static struct brq_config_problems probs;
+static char tmpdir[64];
+
+static void
+setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/brq_config_test_XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void
+teardown(void)
+{
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0) {
+		cr_log_warn("could not remove %s", tmpdir);
+	}
+}
+
+TestSuite(config, .init = setup, .fini = teardown);
+
+static int
+load_file(const char *env_file, const struct kv *tab)
+{
+	return brq_config_load(&cfg, env_file, tab_lookup, (void *) tab, &probs);
+}
+
+static int
+load(const struct kv *tab)
+{
+	return load_file(NULL, tab);
+}
+
+static bool
+has_problem(const char *needle)
+{
+	for (size_t i = 0; i < probs.count; i++) {
+		if (strstr(probs.lines[i], needle) != NULL) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static void
+dump_problems(void)
+{
+	for (size_t i = 0; i < probs.count; i++) {
+		cr_log_info("problem: %s", probs.lines[i]);
+	}
+}
+
+static void
+assert_no_secret(void)
+{
+	for (size_t i = 0; i < probs.count; i++) {
+		cr_assert_null(strstr(probs.lines[i], SECRET), "secret leaked: %s", probs.lines[i]);
+	}
+}
+
+// Creates tmpdir/name with content and mode; returns a static path.
+static const char *
+write_file(const char *name, const char *content, mode_t mode)
+{
+	static char path[8][256];
+	static int slot;
+	char *p = path[slot++ % 8];
+	snprintf(p, 256, "%s/%s", tmpdir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	cr_assert_geq(fd, 0, "create %s", p);
+	cr_assert_eq(write(fd, content, strlen(content)), (ssize_t) strlen(content));
+	close(fd);
+	return p;
+}
+
+// The minimal valid environment plus `extra` pairs (extra first: they win).
+#define ENV(...)                                                                          \
+	(const struct kv[])                                                               \
+	{                                                                                 \
+		__VA_ARGS__, {"BROOQ_DSN", GOOD_DSN}, {"BROOQ_WORKER_TOKEN_FILES", "/run/w1"}, \
+		    {NULL, NULL},                                                         \
+	}
+
+static const struct kv minimal[] = {
+	{"BROOQ_DSN", GOOD_DSN},
+	{"BROOQ_WORKER_TOKEN_FILES", "/run/w1"},
+	{NULL, NULL},
+};
+
+Test(config, applies_defaults_when_only_required_variables_are_set)
+{
+	cr_assert_eq(load(minimal), 0);
+	cr_assert_eq(probs.count, 0);
+	cr_assert_str_eq(cfg.dsn, GOOD_DSN);
+	cr_assert_str_eq(cfg.listen, "ipc:///run/brooq/gateway.sock");
+	cr_assert_eq(cfg.ipc_mode, 0660);
+	cr_assert_eq(cfg.pool_size, 4);
+	cr_assert_eq(cfg.lease_ms, 120000);
+	cr_assert_eq(cfg.backoff_base_ms, 1000);
+	cr_assert_eq(cfg.backoff_max_ms, 60000);
+	cr_assert_eq(cfg.max_attempts, 5);
+	cr_assert_eq(cfg.n_worker_token_files, 1);
+	cr_assert_str_eq(cfg.worker_token_files[0], "/run/w1");
+	cr_assert_eq(cfg.n_admin_token_files, 0);
+	cr_assert_eq(cfg.max_batch, 1000);
+	cr_assert_eq(cfg.max_payload_bytes, 1024 * 1024);
+	cr_assert_eq(cfg.max_request_bytes, 16 * 1024 * 1024);
+	cr_assert_eq(cfg.max_wait_ms, 300000);
+	cr_assert_eq(cfg.max_waiters, 1000);
+	cr_assert_eq(cfg.poll_interval_ms, 1000);
+	cr_assert_eq(cfg.reaper_interval_ms, 30000, "max(5s, 2m/4)");
+	cr_assert_eq(cfg.retention_ttl_ms, 30ull * 24 * 3600 * 1000);
+	cr_assert_eq(cfg.retention_interval_ms, 60000);
+	cr_assert_eq(cfg.retention_batch, 1000);
+	cr_assert_eq(cfg.retention_max_batches, 100);
+	cr_assert(cfg.http_enabled);
+	cr_assert_str_eq(cfg.http_host, "127.0.0.1");
+	cr_assert_eq(cfg.http_port, 8090);
+	cr_assert_not(cfg.http_allow_nonloopback);
+	cr_assert_eq(cfg.log_level, BRQ_LOG_LVL_INFO);
+	cr_assert_eq(cfg.shutdown_grace_ms, 10000);
+	cr_assert_eq(cfg.n_topic_overrides, 0);
+}
+
+Test(config, reads_every_variable)
+{
+	const struct kv env[] = {
+		{"BROOQ_DSN", "host=db user=brooq"},
+		{"BROOQ_LISTEN", "tls+tcp://0.0.0.0:7443"},
+		{"BROOQ_IPC_MODE", "0600"},
+		{"BROOQ_POOL_SIZE", "16"},
+		{"BROOQ_LEASE", "30s"},
+		{"BROOQ_BACKOFF_BASE", "500ms"},
+		{"BROOQ_BACKOFF_MAX", "10m"},
+		{"BROOQ_MAX_ATTEMPTS", "7"},
+		{"BROOQ_WORKER_TOKEN_FILES", "/a/w1, /a/w2 ,/a/w1"},
+		{"BROOQ_ADMIN_TOKEN_FILES", "/a/adm"},
+		{"BROOQ_MAX_BATCH", "10000"},
+		{"BROOQ_MAX_PAYLOAD", "64KiB"},
+		{"BROOQ_MAX_REQUEST", "2MiB"},
+		{"BROOQ_MAX_WAIT", "1h"},
+		{"BROOQ_MAX_WAITERS", "0"},
+		{"BROOQ_POLL_INTERVAL", "250ms"},
+		{"BROOQ_REAPER_INTERVAL", "3s"},
+		{"BROOQ_RETENTION_TTL", "0"},
+		{"BROOQ_RETENTION_INTERVAL", "5m"},
+		{"BROOQ_RETENTION_BATCH", "500"},
+		{"BROOQ_RETENTION_MAX_BATCHES", "7"},
+		{"BROOQ_HTTP_LISTEN", "0.0.0.0:9100"},
+		{"BROOQ_HTTP_ALLOW_NONLOOPBACK", "yes"},
+		{"BROOQ_LOG_LEVEL", "debug"},
+		{"BROOQ_SHUTDOWN_GRACE", "0"},
+		{"BROOQ_TOPIC_OVERRIDES", "email.send:lease=10s"},
+		{NULL, NULL},
+	};
+	int rc = load(env);
+	dump_problems();
+	cr_assert_eq(rc, 0);
+	cr_assert_str_eq(cfg.dsn, "host=db user=brooq");
+	cr_assert_str_eq(cfg.listen, "tls+tcp://0.0.0.0:7443");
+	cr_assert_eq(cfg.ipc_mode, 0600);
+	cr_assert_eq(cfg.pool_size, 16);
+	cr_assert_eq(cfg.lease_ms, 30000);
+	cr_assert_eq(cfg.backoff_base_ms, 500);
+	cr_assert_eq(cfg.backoff_max_ms, 600000);
+	cr_assert_eq(cfg.max_attempts, 7);
+	cr_assert_eq(cfg.n_worker_token_files, 2, "blanks trimmed, duplicates dropped");
+	cr_assert_str_eq(cfg.worker_token_files[0], "/a/w1");
+	cr_assert_str_eq(cfg.worker_token_files[1], "/a/w2");
+	cr_assert_eq(cfg.n_admin_token_files, 1);
+	cr_assert_str_eq(cfg.admin_token_files[0], "/a/adm");
+	cr_assert_eq(cfg.max_batch, 10000);
+	cr_assert_eq(cfg.max_payload_bytes, 64 * 1024);
+	cr_assert_eq(cfg.max_request_bytes, 2 * 1024 * 1024);
+	cr_assert_eq(cfg.max_wait_ms, 3600000);
+	cr_assert_eq(cfg.max_waiters, 0);
+	cr_assert_eq(cfg.poll_interval_ms, 250);
+	cr_assert_eq(cfg.reaper_interval_ms, 3000);
+	cr_assert_eq(cfg.retention_ttl_ms, 0, "0 disables retention");
+	cr_assert_eq(cfg.retention_interval_ms, 300000);
+	cr_assert_eq(cfg.retention_batch, 500);
+	cr_assert_eq(cfg.retention_max_batches, 7);
+	cr_assert(cfg.http_enabled);
+	cr_assert_str_eq(cfg.http_host, "0.0.0.0");
+	cr_assert_eq(cfg.http_port, 9100);
+	cr_assert(cfg.http_allow_nonloopback);
+	cr_assert_eq(cfg.log_level, BRQ_LOG_LVL_DEBUG);
+	cr_assert_eq(cfg.shutdown_grace_ms, 0);
+	cr_assert_eq(cfg.n_topic_overrides, 1);
+}
+
+Test(config, treats_an_empty_variable_as_unset)
+{
+	const struct kv *env = ENV({"BROOQ_LEASE", ""}, {"BROOQ_POOL_SIZE", ""},
+	    {"BROOQ_HTTP_LISTEN", ""}, {"BROOQ_LOG_LEVEL", ""}, {"BROOQ_ADMIN_TOKEN_FILES", ""},
+	    {"BROOQ_RETENTION_TTL", ""});
+	cr_assert_eq(load(env), 0);
+	cr_assert_eq(cfg.lease_ms, 120000);
+	cr_assert_eq(cfg.pool_size, 4);
+	cr_assert(cfg.http_enabled, "empty is the default, not 'off'");
+	cr_assert_str_eq(cfg.http_host, "127.0.0.1");
+	cr_assert_eq(cfg.log_level, BRQ_LOG_LVL_INFO);
+	cr_assert_eq(cfg.n_admin_token_files, 0);
+	cr_assert_eq(cfg.retention_ttl_ms, 30ull * 24 * 3600 * 1000, "empty is not 0");
+}
+
+Test(config, an_empty_dsn_is_missing)
+{
+	const struct kv env[] = {{"BROOQ_DSN", ""}, {"BROOQ_DSN_FILE", ""},
+	    {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
+	cr_assert_eq(load(env), -EINVAL);
+	cr_assert_eq(probs.count, 1);
+	cr_assert(has_problem("BROOQ_DSN: required"));
+}
+
+Test(config, parses_durations_with_units)
+{
+	static const struct {
+		const char *in;
+		uint64_t ms;
+	} ok[] = {
+		{"0", 0}, {"0s", 0}, {"0ms", 0}, {"000", 0}, {"1500ms", 1500}, {"120s", 120000},
+		{"2m", 120000}, {"1h", 3600000}, {"30d", 2592000000ull}, {"007s", 7000},
+		{"18446744073709551615ms", UINT64_MAX},
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint64_t v = 1;
+		const char *why = NULL;
+		cr_assert_eq(brq_config_parse_duration_ms(ok[i].in, &v, &why), 0, "'%s': %s",
+		    ok[i].in, why);
+		cr_assert_eq(v, ok[i].ms, "'%s'", ok[i].in);
+	}
+}
+
+Test(config, rejects_bare_numbers_and_malformed_durations)
+{
+	static const struct {
+		const char *in, *why;
+	} bad[] = {
+		{"120", "duration needs a unit (e.g. 120s)"},
+		{"1", "needs a unit"},
+		{"", "empty"},
+		{"-1s", "not a duration"},
+		{"+1s", "not a duration"},
+		{" 1s", "not a duration"},
+		{"1s ", "unknown unit"},
+		{"1 s", "unknown unit"},
+		{"1.5s", "unknown unit"},
+		{"1x", "unknown unit"},
+		{"1S", "unknown unit"},
+		{"1sec", "unknown unit"},
+		{"1m30s", "unknown unit"},
+		{"s", "not a duration"},
+		{"0x10s", "unknown unit"},
+		{"18446744073709551616ms", "too large"},
+		{"99999999999999999999999s", "too large"},
+		{"18446744073709552s", "too large"},
+		{"213503982335d", "too large"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t v = 77;
+		const char *why = NULL;
+		cr_assert_neq(brq_config_parse_duration_ms(bad[i].in, &v, &why), 0, "accepted '%s'",
+		    bad[i].in);
+		cr_assert_eq(v, 77, "output written on failure for '%s'", bad[i].in);
+		cr_assert_not_null(strstr(why, bad[i].why), "'%s': got '%s'", bad[i].in, why);
+	}
+}
+
+Test(config, reports_a_bare_duration_by_variable_name)
+{
+	cr_assert_eq(load(ENV({"BROOQ_LEASE", "120"})), -EINVAL);
+	cr_assert_eq(probs.count, 1);
+	cr_assert_str_eq(probs.lines[0], "BROOQ_LEASE: duration needs a unit (e.g. 120s)");
+}
+
+Test(config, accepts_zero_without_a_unit_where_zero_is_in_range)
+{
+	cr_assert_eq(load(ENV({"BROOQ_MAX_WAIT", "0"}, {"BROOQ_RETENTION_TTL", "0"},
+	                 {"BROOQ_SHUTDOWN_GRACE", "0ms"})),
+	    0);
+	cr_assert_eq(cfg.max_wait_ms, 0);
+	cr_assert_eq(cfg.retention_ttl_ms, 0);
+	cr_assert_eq(cfg.shutdown_grace_ms, 0);
+}
+
+Test(config, rejects_durations_out_of_range)
+{
+	cr_assert_eq(load(ENV({"BROOQ_LEASE", "0"}, {"BROOQ_BACKOFF_BASE", "0"},
+	                 {"BROOQ_POLL_INTERVAL", "1ms"}, {"BROOQ_MAX_WAIT", "2h"},
+	                 {"BROOQ_RETENTION_INTERVAL", "999ms"}, {"BROOQ_REAPER_INTERVAL", "25h"})),
+	    -EINVAL);
+	dump_problems();
+	cr_assert(has_problem("BROOQ_LEASE: must be between 1s and 1d"));
+	cr_assert(has_problem("BROOQ_BACKOFF_BASE: must be between 1ms and 1d"));
+	cr_assert(has_problem("BROOQ_POLL_INTERVAL: must be between 10ms and 10m"));
+	cr_assert(has_problem("BROOQ_MAX_WAIT: must be between 0 and 1h"));
+	cr_assert(has_problem("BROOQ_RETENTION_INTERVAL: must be between 1s and 1d"));
+	cr_assert(has_problem("BROOQ_REAPER_INTERVAL: must be between 100ms and 1d"));
+	cr_assert_eq(probs.count, 6);
+}
+
+Test(config, parses_sizes_with_units_only)
+{
+	static const struct {
+		const char *in;
+		uint64_t v;
+	} ok[] = {{"0", 0}, {"512B", 512}, {"64KiB", 65536}, {"16MiB", 16777216},
+	    {"1GiB", 1073741824}};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint64_t v;
+		const char *why = NULL;
+		cr_assert_eq(brq_config_parse_size(ok[i].in, &v, &why), 0, "'%s': %s", ok[i].in, why);
+		cr_assert_eq(v, ok[i].v);
+	}
+	const char *bad[] = {"1024", "1mib", "1MB", "1M", "1 MiB", "-1B", "1.5MiB", "MiB", "",
+	    "17179869184GiB"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t v;
+		const char *why = NULL;
+		cr_assert_neq(brq_config_parse_size(bad[i], &v, &why), 0, "accepted '%s'", bad[i]);
+	}
+	cr_assert_eq(load(ENV({"BROOQ_MAX_PAYLOAD", "1048576"})), -EINVAL);
+	cr_assert(has_problem("BROOQ_MAX_PAYLOAD: size needs a unit"));
+}
+
+Test(config, parses_integers_strictly)
+{
+	uint64_t v;
+	const char *why;
+	cr_assert_eq(brq_config_parse_uint("42", &v, &why), 0);
+	cr_assert_eq(v, 42);
+	cr_assert_eq(brq_config_parse_uint("18446744073709551615", &v, &why), 0);
+	cr_assert_eq(v, UINT64_MAX);
+	const char *bad[] = {"", "-1", "+1", " 1", "1 ", "1e3", "0x10", "12abc", "4.0",
+	    "18446744073709551616", "99999999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_neq(brq_config_parse_uint(bad[i], &v, &why), 0, "accepted '%s'", bad[i]);
+	}
+	cr_assert_eq(load(ENV({"BROOQ_POOL_SIZE", "0"}, {"BROOQ_MAX_ATTEMPTS", "1001"},
+	                 {"BROOQ_MAX_BATCH", "-5"}, {"BROOQ_MAX_WAITERS", "100001"},
+	                 {"BROOQ_RETENTION_BATCH", "99999999999999999999999"})),
+	    -EINVAL);
+	cr_assert(has_problem("BROOQ_POOL_SIZE: must be between 1 and 256"));
+	cr_assert(has_problem("BROOQ_MAX_ATTEMPTS: must be between 1 and 1000"));
+	cr_assert(has_problem("BROOQ_MAX_BATCH: not a non-negative decimal integer"));
+	cr_assert(has_problem("BROOQ_MAX_WAITERS: must be between 0 and 100000"));
+	cr_assert(has_problem("BROOQ_RETENTION_BATCH: value too large"));
+	cr_assert_eq(probs.count, 5);
+}
+
+Test(config, parses_booleans)
+{
+	const char *yes[] = {"true", "TRUE", "1", "yes", "Yes"};
+	const char *no[] = {"false", "0", "no", "NO"};
+	const char *bad[] = {"", "y", "on", "2", "true "};
+	bool b;
+	const char *why;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		b = false;
+		cr_assert_eq(brq_config_parse_bool(yes[i], &b, &why), 0);
+		cr_assert(b);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		b = true;
+		cr_assert_eq(brq_config_parse_bool(no[i], &b, &why), 0);
+		cr_assert_not(b);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_neq(brq_config_parse_bool(bad[i], &b, &why), 0, "accepted '%s'", bad[i]);
+	}
+}
+
+Test(config, validates_listen_url_and_ipc_mode)
+{
+	const char *good[] = {"ipc:///tmp/x.sock", "tcp://127.0.0.1:7000", "tls+tcp://[::]:7443"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		brq_config_fini(&cfg);
+		brq_config_problems_fini(&probs);
+		cr_assert_eq(load(ENV({"BROOQ_LISTEN", good[i]})), 0, "%s", good[i]);
+		cr_assert_str_eq(cfg.listen, good[i]);
+	}
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_LISTEN", "http://x"}, {"BROOQ_IPC_MODE", "0778"})), -EINVAL);
+	cr_assert(has_problem("BROOQ_LISTEN: must start with ipc://, tcp:// or tls+tcp://"));
+	cr_assert(has_problem("BROOQ_IPC_MODE: must be an octal mode"));
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_LISTEN", "ipc://"}, {"BROOQ_IPC_MODE", "1000"})), -EINVAL);
+	cr_assert(has_problem("BROOQ_LISTEN: address missing"));
+	cr_assert(has_problem("BROOQ_IPC_MODE: must be at most 0777"));
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_IPC_MODE", "777"})), 0);
+	cr_assert_eq(cfg.ipc_mode, 0777);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	const char *bad_modes[] = {"rw", "-0660", "0o660", "0660 ", "77777777777777777777777"};
+	for (size_t i = 0; i < sizeof(bad_modes) / sizeof(bad_modes[0]); i++) {
+		brq_config_problems_fini(&probs);
+		cr_assert_eq(load(ENV({"BROOQ_IPC_MODE", bad_modes[i]})), -EINVAL, "%s", bad_modes[i]);
+		cr_assert(has_problem("BROOQ_IPC_MODE"));
+	}
+}
+
+Test(config, checks_cross_field_limits)
+{
+	cr_assert_eq(load(ENV({"BROOQ_BACKOFF_BASE", "2m"}, {"BROOQ_MAX_PAYLOAD", "32MiB"})), -EINVAL);
+	cr_assert(has_problem("BROOQ_BACKOFF_MAX: must be at least BROOQ_BACKOFF_BASE"));
+	cr_assert(has_problem("BROOQ_MAX_REQUEST: must be at least BROOQ_MAX_PAYLOAD"));
+	cr_assert_eq(probs.count, 2);
+}
+
+Test(config, reports_every_problem_at_once)
+{
+	const struct kv env[] = {
+		{"BROOQ_LISTEN", "udp://x"},
+		{"BROOQ_IPC_MODE", "999"},
+		{"BROOQ_POOL_SIZE", "0"},
+		{"BROOQ_LEASE", "120"},
+		{"BROOQ_BACKOFF_BASE", "fast"},
+		{"BROOQ_MAX_ATTEMPTS", "-1"},
+		{"BROOQ_MAX_BATCH", "10001"},
+		{"BROOQ_MAX_PAYLOAD", "1MB"},
+		{"BROOQ_MAX_WAIT", "5"},
+		{"BROOQ_POLL_INTERVAL", "0"},
+		{"BROOQ_RETENTION_TTL", "-1d"},
+		{"BROOQ_HTTP_LISTEN", "10.0.0.1:8090"},
+		{"BROOQ_LOG_LEVEL", "verbose"},
+		{"BROOQ_SHUTDOWN_GRACE", "10"},
+		{"BROOQ_TOPIC_OVERRIDES", "Bad Topic:lease=1s"},
+		{NULL, NULL},
+	};
+	cr_assert_eq(load(env), -EINVAL);
+	dump_problems();
+	const char *expect[] = {
+		"BROOQ_DSN: required",
+		"BROOQ_LISTEN:",
+		"BROOQ_IPC_MODE:",
+		"BROOQ_POOL_SIZE:",
+		"BROOQ_LEASE: duration needs a unit",
+		"BROOQ_BACKOFF_BASE: not a duration",
+		"BROOQ_MAX_ATTEMPTS:",
+		"BROOQ_WORKER_TOKEN_FILES: no token configured",
+		"BROOQ_MAX_BATCH:",
+		"BROOQ_MAX_PAYLOAD:",
+		"BROOQ_MAX_WAIT: duration needs a unit",
+		"BROOQ_POLL_INTERVAL: must be between",
+		"BROOQ_RETENTION_TTL:",
+		"BROOQ_HTTP_LISTEN: host 10.0.0.1 is not loopback",
+		"BROOQ_LOG_LEVEL:",
+		"BROOQ_SHUTDOWN_GRACE: duration needs a unit",
+		"BROOQ_TOPIC_OVERRIDES: entry 1: topic must match",
+	};
+	for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
+		cr_assert(has_problem(expect[i]), "missing problem: %s", expect[i]);
+	}
+	cr_assert_eq(probs.count, sizeof(expect) / sizeof(expect[0]));
+	cr_assert_null(cfg.dsn, "config holds nothing on failure");
+	cr_assert_null(cfg.listen);
+}
+
+Test(config, never_shows_the_dsn_in_problems)
+{
+	// A valid DSN with a password, next to other mistakes.
+	cr_assert_eq(load(ENV({"BROOQ_POOL_SIZE", "x"}, {"BROOQ_LEASE", "1"})), -EINVAL);
+	assert_no_secret();
+	brq_config_problems_fini(&probs);
+
+	// Malformed DSNs that libpq's own message would quote.
+	const char *bad[] = {
+		("host=db password=" SECRET " bogus"),
+		("host=db " SECRET "=1"),
+		("postgresql://u:" SECRET "@db/x?sslmode"),
+		("postgresql://u:" SECRET "@db/x?" SECRET "=1"),
+		("password='" SECRET),
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const struct kv env[] = {{"BROOQ_DSN", bad[i]}, {"BROOQ_WORKER_TOKEN_FILES", "/w"},
+		    {NULL, NULL}};
+		brq_config_problems_fini(&probs);
+		cr_assert_eq(load(env), -EINVAL, "accepted dsn %zu", i);
+		cr_assert(has_problem("BROOQ_DSN: not a valid libpq connection string"));
+		assert_no_secret();
+	}
+
+	// Same through a DSN file and through a broken env file line.
+	const char *dsn_path = write_file("dsn", "host=db password=" SECRET " bogus\n", 0600);
+	const struct kv env2[] = {{"BROOQ_DSN_FILE", dsn_path}, {"BROOQ_WORKER_TOKEN_FILES", "/w"},
+	    {NULL, NULL}};
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(env2), -EINVAL);
+	cr_assert(has_problem("BROOQ_DSN_FILE: not a valid libpq connection string"));
+	assert_no_secret();
+
+	const char *envf = write_file("env", "BROOQ_DSN postgresql://u:" SECRET "@h/x\n"
+	                                     "BROOQ_DSN=\"postgresql://u:" SECRET "@h/x\n",
+	    0600);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load_file(envf, minimal), -EINVAL);
+	dump_problems();
+	cr_assert(has_problem("line 1: expected KEY=VALUE"));
+	cr_assert(has_problem("line 2: unterminated quote"));
+	assert_no_secret();
+}
+
+Test(config, reads_the_dsn_from_a_file_trimmed)
+{
+	const char *p = write_file("dsn", "  \n" GOOD_DSN "\n\n", 0600);
+	const struct kv env[] = {{"BROOQ_DSN_FILE", p}, {"BROOQ_WORKER_TOKEN_FILES", "/w"},
+	    {NULL, NULL}};
+	cr_assert_eq(load(env), 0);
+	cr_assert_str_eq(cfg.dsn, GOOD_DSN);
+}
+
+Test(config, rejects_two_dsn_sources_and_unreadable_or_empty_dsn_files)
+{
+	const struct kv both[] = {{"BROOQ_DSN", GOOD_DSN}, {"BROOQ_DSN_FILE", "/x"},
+	    {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
+	cr_assert_eq(load(both), -EINVAL);
+	cr_assert(has_problem("BROOQ_DSN: set either BROOQ_DSN or BROOQ_DSN_FILE, not both"));
+
+	const struct kv missing[] = {{"BROOQ_DSN_FILE", "/nonexistent/brooq/dsn"},
+	    {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(missing), -EINVAL);
+	cr_assert(has_problem("BROOQ_DSN_FILE: cannot read /nonexistent/brooq/dsn"));
+
+	const char *empty = write_file("empty", " \n\t\n", 0600);
+	const struct kv emp[] = {{"BROOQ_DSN_FILE", empty}, {"BROOQ_WORKER_TOKEN_FILES", "/w"},
+	    {NULL, NULL}};
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(emp), -EINVAL);
+	cr_assert(has_problem("is empty"));
+}
+
+Test(config, parses_an_env_file_and_lets_the_environment_override_it)
+{
+	const char *envf = write_file("gateway.env",
+	    "# brooq gateway\n"
+	    "\n"
+	    "   # indented comment\n"
+	    "BROOQ_DSN='" GOOD_DSN "'\n"
+	    "BROOQ_WORKER_TOKEN_FILES = /run/w1 , /run/w2\r\n"
+	    "export BROOQ_LEASE=30s\n"
+	    "BROOQ_POOL_SIZE=8\n"
+	    "BROOQ_LISTEN=\"ipc:///tmp/with \\\"quote\\\".sock\"\n"
+	    "BROOQ_LOG_LEVEL=warn   \n"
+	    "BROOQ_MAX_BATCH=10\n"
+	    "BROOQ_MAX_BATCH=20\n"
+	    "BROOQ_RETENTION_BATCH=\n"
+	    "OTHER_TOOL_SETTING=whatever # not ours\n"
+	    "BROOQ_MAX_WAITERS=7",
+	    0600);
+	const struct kv env[] = {{"BROOQ_POOL_SIZE", "12"}, {"BROOQ_LEASE", ""}, {NULL, NULL}};
+	int rc = load_file(envf, env);
+	dump_problems();
+	cr_assert_eq(rc, 0);
+	cr_assert_str_eq(cfg.dsn, GOOD_DSN, "single quotes stripped");
+	cr_assert_eq(cfg.n_worker_token_files, 2);
+	cr_assert_str_eq(cfg.worker_token_files[1], "/run/w2", "CRLF tolerated");
+	cr_assert_eq(cfg.lease_ms, 30000, "empty env value falls through to the file");
+	cr_assert_eq(cfg.pool_size, 12, "environment wins over the file");
+	cr_assert_str_eq(cfg.listen, "ipc:///tmp/with \"quote\".sock");
+	cr_assert_eq(cfg.log_level, BRQ_LOG_LVL_WARN, "trailing blanks trimmed");
+	cr_assert_eq(cfg.max_batch, 20, "last line wins");
+	cr_assert_eq(cfg.retention_batch, 1000, "empty in the file is unset too");
+	cr_assert_eq(cfg.max_waiters, 7, "last line without newline");
+}
+
+Test(config, reports_env_file_mistakes_by_line)
+{
+	const char *envf = write_file("bad.env",
+	    "BROOQ_DSN=" GOOD_DSN "\n"
+	    "BROOQ_WORKER_TOKEN_FILES=/w\n"
+	    "BROOQ_LEASEE=30s\n"
+	    "no equals sign\n"
+	    "1BROOQ=x\n"
+	    "BROOQ_LISTEN='ipc:///x' trailing\n"
+	    "BROOQ_LOG_LEVEL='info\n",
+	    0600);
+	cr_assert_eq(load_file(envf, (const struct kv[]){{NULL, NULL}}), -EINVAL);
+	dump_problems();
+	cr_assert(has_problem("line 3: unknown variable BROOQ_LEASEE"));
+	cr_assert(has_problem("line 4: expected KEY=VALUE"));
+	cr_assert(has_problem("line 5: expected KEY=VALUE"));
+	cr_assert(has_problem("line 6: unexpected characters after the closing quote"));
+	cr_assert(has_problem("line 7: unterminated quote"));
+	cr_assert_eq(probs.count, 5);
+
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load_file("/nonexistent/brooq.env", minimal), -EINVAL);
+	cr_assert(has_problem("env file /nonexistent/brooq.env: No such file or directory"));
+}
+
+Test(config, parses_topic_overrides)
+{
+	cr_assert_eq(load(ENV({"BROOQ_TOPIC_OVERRIDES",
+	                 "email.send:max_attempts=10,backoff_base=2s,backoff_max=5m,lease=30s;"
+	                 " report.build : lease = 10m "})),
+	    0);
+	dump_problems();
+	cr_assert_eq(cfg.n_topic_overrides, 2);
+	const struct brq_topic_override *o = &cfg.topic_overrides[0];
+	cr_assert_str_eq(o->topic, "email.send");
+	cr_assert(o->has_max_attempts && o->has_backoff_base && o->has_backoff_max && o->has_lease);
+	cr_assert_eq(o->max_attempts, 10);
+	cr_assert_eq(o->backoff_base_ms, 2000);
+	cr_assert_eq(o->backoff_max_ms, 300000);
+	cr_assert_eq(o->lease_ms, 30000);
+	o = &cfg.topic_overrides[1];
+	cr_assert_str_eq(o->topic, "report.build");
+	cr_assert_not(o->has_max_attempts || o->has_backoff_base || o->has_backoff_max);
+	cr_assert(o->has_lease);
+	cr_assert_eq(o->lease_ms, 600000);
+
+	uint32_t att;
+	uint64_t base, max, lease;
+	brq_config_topic_settings(&cfg, "report.build", &att, &base, &max, &lease);
+	cr_assert_eq(att, 5, "inherited");
+	cr_assert_eq(base, 1000);
+	cr_assert_eq(max, 60000);
+	cr_assert_eq(lease, 600000);
+	brq_config_topic_settings(&cfg, "other", &att, NULL, NULL, &lease);
+	cr_assert_eq(att, 5);
+	cr_assert_eq(lease, 120000);
+	cr_assert_eq(cfg.reaper_interval_ms, 7500, "default follows the shortest lease: 30s/4");
+}
+
+Test(config, rejects_every_malformed_topic_override)
+{
+	static char long_topic[200];
+	memset(long_topic, 'a', 129);
+	memcpy(long_topic + 129, ":lease=1s", 10);
+	static const struct {
+		const char *in, *why;
+	} bad[] = {
+		{"email.send", "entry 1: expected topic:key=value"},
+		{":lease=1s", "entry 1: topic must match"},
+		{"Email:lease=1s", "entry 1: topic must match"},
+		{".x:lease=1s", "entry 1: topic must match"},
+		{"-x:lease=1s", "entry 1: topic must match"},
+		{"a b:lease=1s", "entry 1: topic must match"},
+		{"a/b:lease=1s", "entry 1: topic must match"},
+		{NULL, "entry 1: topic must match"}, // 129-byte topic, filled in below
+		{"a:lease=1s;a:lease=2s", "a: topic listed twice"},
+		{"a:", "a: no settings"},
+		{"a: ", "a: no settings"},
+		{"a:bogus=1", "a: unknown key"},
+		{"a:Lease=1s", "a: unknown key"},
+		{"a:lease", "a: expected key=value"},
+		{"a:lease=", "a: lease: empty value"},
+		{"a:lease=120", "a: lease: duration needs a unit"},
+		{"a:lease=0", "a: lease: must be between 1s and 1d"},
+		{"a:lease=2d", "a: lease: must be between 1s and 1d"},
+		{"a:lease=1s,lease=2s", "a: lease given twice"},
+		{"a:max_attempts=0", "a: max_attempts: must be between 1 and 1000"},
+		{"a:max_attempts=x", "a: max_attempts: not a non-negative decimal integer"},
+		{"a:max_attempts=5s", "a: max_attempts: not a non-negative"},
+		{"a:backoff_base=10s,backoff_max=1s", "a: backoff_max must be at least backoff_base"},
+		{"a:backoff_base=2m", "a: backoff_max must be at least backoff_base"},
+		{"a:backoff_base=1", "a: backoff_base: duration needs a unit"},
+		{"a:backoff_max=8d", "a: backoff_max: must be between"},
+		{"a:lease=1s;", "entry 2 is empty"},
+		{";a:lease=1s", "entry 1 is empty"},
+		{";", "entry 1 is empty"},
+		{"a:lease=1s,,max_attempts=2", "a: empty setting"},
+		{"a:lease=1s,", "a: empty setting"},
+		{"a:lease=1s:2s", "a: lease: unknown unit"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *in = bad[i].in != NULL ? bad[i].in : long_topic;
+		brq_config_fini(&cfg);
+		brq_config_problems_fini(&probs);
+		cr_assert_eq(load(ENV({"BROOQ_TOPIC_OVERRIDES", in})), -EINVAL, "accepted '%s'", in);
+		dump_problems();
+		cr_assert(has_problem(bad[i].why), "'%s': expected '%s'", in, bad[i].why);
+		for (size_t j = 0; j < probs.count; j++) {
+			cr_assert(strncmp(probs.lines[j], "BROOQ_TOPIC_OVERRIDES: ", 23) == 0,
+			    "'%s': unrelated problem %s", in, probs.lines[j]);
+		}
+	}
+	// The longest valid topic (128 bytes) is fine.
+	memcpy(long_topic + 128, ":lease=1s", 10);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_TOPIC_OVERRIDES", long_topic})), 0);
+	cr_assert_eq(strlen(cfg.topic_overrides[0].topic), 128);
+}
+
+Test(config, requires_permission_for_a_non_loopback_http_listener)
+{
+	const char *loopback[] = {"127.0.0.1:8090", "127.3.4.5:1", "localhost:8090",
+	    "LOCALHOST:65535", "[::1]:8090", "[::ffff:127.0.0.1]:80"};
+	for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++) {
+		brq_config_fini(&cfg);
+		brq_config_problems_fini(&probs);
+		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", loopback[i]})), 0, "%s", loopback[i]);
+		cr_assert(cfg.http_enabled);
+	}
+	cr_assert_str_eq(cfg.http_host, "::ffff:127.0.0.1");
+	cr_assert_eq(cfg.http_port, 80);
+
+	const char *remote[] = {"0.0.0.0:8090", "10.1.2.3:8090", "[::]:8090", "metrics.example:80",
+	    "128.0.0.1:80"};
+	for (size_t i = 0; i < sizeof(remote) / sizeof(remote[0]); i++) {
+		brq_config_fini(&cfg);
+		brq_config_problems_fini(&probs);
+		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", remote[i]})), -EINVAL, "%s", remote[i]);
+		cr_assert(has_problem("is not loopback; set BROOQ_HTTP_ALLOW_NONLOOPBACK=true"));
+		brq_config_problems_fini(&probs);
+		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", remote[i]},
+		                 {"BROOQ_HTTP_ALLOW_NONLOOPBACK", "true"})),
+		    0, "%s", remote[i]);
+	}
+
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", "off"})), 0);
+	cr_assert_not(cfg.http_enabled);
+	cr_assert_null(cfg.http_host);
+
+	const char *bad[] = {"127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", ":8090", "::1:8090",
+	    "[::1]8090", "[::1", "[nothost]:80", "127.0.0.1:80x", "bad_host:80", "OFF"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		brq_config_fini(&cfg);
+		brq_config_problems_fini(&probs);
+		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", bad[i]},
+		                 {"BROOQ_HTTP_ALLOW_NONLOOPBACK", "1"})),
+		    -EINVAL, "accepted %s", bad[i]);
+		cr_assert(has_problem("BROOQ_HTTP_LISTEN: "));
+	}
+
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_HTTP_ALLOW_NONLOOPBACK", "maybe"})), -EINVAL);
+	cr_assert(has_problem("BROOQ_HTTP_ALLOW_NONLOOPBACK: not a boolean"));
+}
+
+Test(config, discovers_dsn_and_tokens_in_the_credentials_directory)
+{
+	write_file("dsn", GOOD_DSN "\n", 0600);
+	write_file("worker-token-b", "x", 0600);
+	write_file("worker-token", "x", 0600);
+	write_file("admin-token.2026", "x", 0600);
+	write_file("unrelated", "x", 0600);
+	write_file("my-worker-token", "x", 0600);
+	char sub[128];
+	snprintf(sub, sizeof(sub), "%s/worker-token-dir", tmpdir);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	char explicit_path[128];
+	snprintf(explicit_path, sizeof(explicit_path), "%s/worker-token", tmpdir);
+
+	const struct kv env[] = {{"CREDENTIALS_DIRECTORY", tmpdir},
+	    {"BROOQ_WORKER_TOKEN_FILES", explicit_path}, {"BROOQ_ADMIN_TOKEN_FILES", "/etc/adm"},
+	    {NULL, NULL}};
+	int rc = load(env);
+	dump_problems();
+	cr_assert_eq(rc, 0);
+	cr_assert_str_eq(cfg.dsn, GOOD_DSN);
+	cr_assert_eq(cfg.n_worker_token_files, 2, "explicit path not repeated, dir skipped");
+	cr_assert_str_eq(cfg.worker_token_files[0], explicit_path);
+	char want[160];
+	snprintf(want, sizeof(want), "%s/worker-token-b", tmpdir);
+	cr_assert_str_eq(cfg.worker_token_files[1], want);
+	cr_assert_eq(cfg.n_admin_token_files, 2);
+	cr_assert_str_eq(cfg.admin_token_files[0], "/etc/adm");
+	snprintf(want, sizeof(want), "%s/admin-token.2026", tmpdir);
+	cr_assert_str_eq(cfg.admin_token_files[1], want);
+}
+
+Test(config, credentials_directory_alone_is_enough)
+{
+	write_file("dsn", GOOD_DSN, 0600);
+	write_file("admin-token", "x", 0600);
+	const struct kv env[] = {{"CREDENTIALS_DIRECTORY", tmpdir}, {NULL, NULL}};
+	cr_assert_eq(load(env), 0);
+	cr_assert_eq(cfg.n_worker_token_files, 0);
+	cr_assert_eq(cfg.n_admin_token_files, 1);
+
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	const struct kv gone[] = {{"CREDENTIALS_DIRECTORY", "/nonexistent/creds"}, {NULL, NULL}};
+	cr_assert_eq(load(gone), -EINVAL);
+	dump_problems();
+	cr_assert(has_problem("CREDENTIALS_DIRECTORY: cannot open /nonexistent/creds"));
+	cr_assert(has_problem("BROOQ_DSN: required"));
+}
+
+Test(config, rejects_an_empty_element_in_a_token_file_list)
+{
+	cr_assert_eq(load(ENV({"BROOQ_ADMIN_TOKEN_FILES", "/a,,/b"})), -EINVAL);
+	cr_assert(has_problem("BROOQ_ADMIN_TOKEN_FILES: empty path in the list"));
+	cr_assert_eq(probs.count, 1);
+}
+
+Test(config, reaper_default_is_at_least_five_seconds_and_a_quarter_lease)
+{
+	cr_assert_eq(load(ENV({"BROOQ_LEASE", "1h"})), 0);
+	cr_assert_eq(cfg.reaper_interval_ms, 900000);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_LEASE", "10s"})), 0);
+	cr_assert_eq(cfg.reaper_interval_ms, 5000);
+}
+
+Test(config, uses_the_process_environment_without_a_lookup)
+{
+	// Criterion runs each test in its own process, so setenv() stays local.
+	cr_assert_eq(setenv("BROOQ_DSN", GOOD_DSN, 1), 0);
+	cr_assert_eq(setenv("BROOQ_WORKER_TOKEN_FILES", "/w", 1), 0);
+	cr_assert_eq(setenv("BROOQ_POOL_SIZE", "9", 1), 0);
+	unsetenv("CREDENTIALS_DIRECTORY");
+	cr_assert_eq(brq_config_load(&cfg, NULL, NULL, NULL, &probs), 0);
+	cr_assert_eq(cfg.pool_size, 9);
+}
+
+Test(config, fini_is_safe_twice_and_on_zeroed_structs)
+{
+	struct brq_config c;
+	memset(&c, 0, sizeof(c));
+	brq_config_fini(&c);
+	brq_config_fini(NULL);
+	cr_assert_eq(load(minimal), 0);
+	brq_config_fini(&cfg);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	brq_config_problems_fini(&probs);
+	brq_config_problems_fini(NULL);
+}
+
+// The shipped example must parse, and every value it shows must be the real default.
+Test(config, example_env_file_shows_the_real_defaults)
+{
+	char path[1024];
+	const char *src = getenv("BROOQ_SOURCE_DIR");
+	int plen;
+	if (src != NULL && src[0] != '\0') {
+		plen = snprintf(path, sizeof(path), "%s/deploy/brooq-gateway.env.example", src);
+	} else {
+		plen = snprintf(path, sizeof(path), "%s/../deploy/brooq-gateway.env.example",
+		    tests_dir());
+	}
+	cr_assert_lt(plen, (int) sizeof(path));
+	FILE *in = fopen(path, "r");
+	cr_assert_not_null(in, "cannot open %s", path);
+	char out_path[128];
+	snprintf(out_path, sizeof(out_path), "%s/uncommented.env", tmpdir);
+	FILE *out = fopen(out_path, "w");
+	cr_assert_not_null(out);
+	char line[1024];
+	int n_vars = 0;
+	while (fgets(line, sizeof(line), in) != NULL) {
+		// Uncomment "#BROOQ_X=..." lines, except the second DSN source.
+		if (strncmp(line, "#BROOQ_", 7) == 0 && strncmp(line, "#BROOQ_DSN_FILE=", 16) != 0) {
+			fputs(line + 1, out);
+			n_vars++;
+		} else {
+			fputs(line, out);
+		}
+	}
+	fclose(in);
+	fclose(out);
+	cr_assert_eq(n_vars, 26, "every variable but BROOQ_DSN_FILE appears once");
+
+	// As shipped (all commented): only defaults.
+	cr_assert_eq(load_file(path, minimal), 0);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+
+	const struct kv env[] = {{"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
+	int rc = load_file(out_path, env);
+	dump_problems();
+	cr_assert_eq(rc, 0);
+	struct brq_config def;
+	cr_assert_eq(brq_config_init_defaults(&def), 0);
+	cr_assert_str_eq(cfg.listen, def.listen);
+	cr_assert_eq(cfg.ipc_mode, def.ipc_mode);
+	cr_assert_eq(cfg.pool_size, def.pool_size);
+	cr_assert_eq(cfg.lease_ms, def.lease_ms);
+	cr_assert_eq(cfg.backoff_base_ms, def.backoff_base_ms);
+	cr_assert_eq(cfg.backoff_max_ms, def.backoff_max_ms);
+	cr_assert_eq(cfg.max_attempts, def.max_attempts);
+	cr_assert_eq(cfg.max_batch, def.max_batch);
+	cr_assert_eq(cfg.max_payload_bytes, def.max_payload_bytes);
+	cr_assert_eq(cfg.max_request_bytes, def.max_request_bytes);
+	cr_assert_eq(cfg.max_wait_ms, def.max_wait_ms);
+	cr_assert_eq(cfg.max_waiters, def.max_waiters);
+	cr_assert_eq(cfg.poll_interval_ms, def.poll_interval_ms);
+	cr_assert_eq(cfg.reaper_interval_ms, def.reaper_interval_ms);
+	cr_assert_eq(cfg.retention_ttl_ms, def.retention_ttl_ms);
+	cr_assert_eq(cfg.retention_interval_ms, def.retention_interval_ms);
+	cr_assert_eq(cfg.retention_batch, def.retention_batch);
+	cr_assert_eq(cfg.retention_max_batches, def.retention_max_batches);
+	cr_assert_eq(cfg.http_enabled, def.http_enabled);
+	cr_assert_str_eq(cfg.http_host, def.http_host);
+	cr_assert_eq(cfg.http_port, def.http_port);
+	cr_assert_eq(cfg.http_allow_nonloopback, def.http_allow_nonloopback);
+	cr_assert_eq(cfg.log_level, def.log_level);
+	cr_assert_eq(cfg.shutdown_grace_ms, def.shutdown_grace_ms);
+	cr_assert_eq(cfg.n_topic_overrides, 2);
+	brq_config_fini(&def);
+}

@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: MIT */
+/* Gateway black-box tests: real brooq-gateway, real PostgreSQL, real msgpack over ipc://. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "gw.h"
+#include "testdb.h"
+
+static char     *dsn;
+static PGconn   *db;
+static brq_gw    gw;
+static brq_arena arena;
+
+static void
+setup(void)
+{
+	static const char *env[] = {"BROOQ_MAX_PAYLOAD=64KiB", "BROOQ_MAX_REQUEST=1MiB", "BROOQ_MAX_BATCH=100",
+	                            "BROOQ_MAX_WAITERS=4", "BROOQ_REAPER_INTERVAL=300ms", NULL};
+	dsn = brq_testdb_create(true);
+	db  = brq_testdb_connect(dsn);
+	brq_gw_start(&gw, dsn, env);
+	brq_arena_init(&arena);
+}
+
+static void
+teardown(void)
+{
+	brq_arena_fini(&arena);
+	brq_gw_stop(&gw);
+	PQfinish(db);
+	brq_testdb_drop(dsn);
+}
+
+TestSuite(gateway, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ---- helpers: one call each, asserting the transport worked ---------------------- */
+
+static brq_status
+call(brq_request *req, brq_reply *rep, void **keep)
+{
+	if (req->token.len == 0)
+		req->token = brq_gw_worker(&gw);
+	return brq_gw_call(&gw, req, rep, &arena, keep);
+}
+
+/* Enqueues one job; returns its id. */
+static uint64_t
+enqueue(const char *topic, const char *payload, const char *key, bool *created)
+{
+	brq_job_spec j   = {.topic = brq_str_c(topic), .payload = brq_str_c(payload), .key = brq_str_c(key)};
+	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_reply    rep;
+	void        *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK, "enqueue: %.*s", (int) rep.msg.len, rep.msg.ptr);
+	cr_assert_eq(rep.enqueue.n_results, 1);
+	uint64_t id = rep.enqueue.results[0].id;
+	if (created)
+		*created = rep.enqueue.results[0].created;
+	free(keep);
+	return id;
+}
+
+/* Claims up to n jobs of topic; copies them to out (leases included). */
+static uint32_t
+claim(const char *topic, uint32_t n, uint32_t wait_ms, brq_lease_ref *out)
+{
+	brq_str     t   = brq_str_c(topic);
+	brq_request req = {.op    = BRQ_OP_CLAIM,
+	                   .claim = {.worker = brq_str_c("test"), .topics = &t, .n_topics = 1, .n = n,
+	                             .has_wait_ms = wait_ms > 0, .wait_ms = wait_ms}};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK, "claim: %.*s", (int) rep.msg.len, rep.msg.ptr);
+	for (uint32_t i = 0; i < rep.claim.n_jobs; i++) {
+		out[i].id = rep.claim.jobs[i].id;
+		memcpy(out[i].lease, rep.claim.jobs[i].lease, BRQ_LEASE_LEN);
+	}
+	uint32_t got = rep.claim.n_jobs;
+	free(keep);
+	return got;
+}
+
+/* Settles one held job; returns applied, and the new state via *st. */
+static bool
+settle(const brq_lease_ref *l, brq_outcome oc, const char *error, uint64_t delay_ms, brq_state *st)
+{
+	brq_settle_item it = {.id = l->id, .outcome = oc, .has_error = error != NULL,
+	                      .error = brq_str_c(error), .delay_ms = delay_ms};
+	memcpy(it.lease, l->lease, BRQ_LEASE_LEN);
+	brq_request req = {.op = BRQ_OP_SETTLE, .settle = {.items = &it, .n_items = 1}};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK, "settle: %.*s", (int) rep.msg.len, rep.msg.ptr);
+	bool applied = rep.settle.results[0].applied;
+	if (st != NULL)
+		*st = rep.settle.results[0].state;
+	free(keep);
+	return applied;
+}
+
+static char *
+row(uint64_t id, const char *cols)
+{
+	char sql[256];
+	snprintf(sql, sizeof(sql), "SELECT %s FROM job WHERE id = %llu", cols, (unsigned long long) id);
+	return brq_testdb_value(db, sql);
+}
+
+static void
+assert_row(uint64_t id, const char *cols, const char *want)
+{
+	char *v = row(id, cols);
+	cr_assert_str_eq(v, want, "job %llu: %s = %s, want %s", (unsigned long long) id, cols, v, want);
+	free(v);
+}
+
+/* ---- happy paths -------------------------------------------------------------------- */
+
+Test(gateway, answers_ping_with_its_version)
+{
+	brq_request req = {.op = BRQ_OP_PING};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert(rep.ping.server.len > 14 && memcmp(rep.ping.server.ptr, "brooq-gateway ", 14) == 0);
+	free(keep);
+}
+
+Test(gateway, enqueues_claims_and_settles_a_job_done)
+{
+	uint64_t id = enqueue("email.send", "{\"to\":\"a@b\"}", NULL, NULL);
+	assert_row(id, "state || attempts", "pending0");
+	brq_lease_ref l[2];
+	cr_assert_eq(claim("email.send", 2, 0, l), 1);
+	cr_assert_eq(l[0].id, id);
+	assert_row(id, "state || attempts || locked_by", "processing1test");
+	brq_state st;
+	cr_assert(settle(&l[0], BRQ_OUTCOME_DONE, NULL, 0, &st));
+	cr_assert_eq(st, BRQ_STATE_DONE);
+	assert_row(id, "state || coalesce(locked_by, '-') || (lease_token IS NULL)", "done-true");
+}
+
+Test(gateway, enqueues_a_batch_atomically)
+{
+	brq_job_spec jobs[3] = {
+		{.topic = brq_str_c("a"), .payload = brq_str_c("1")},
+		{.topic = brq_str_c("b"), .payload = brq_str_c("[1,2]")},
+		{.topic = brq_str_c("c"), .payload = brq_str_c("{\"x\":null}"), .has_max_attempts = true, .max_attempts = 9},
+	};
+	brq_request req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = jobs, .n_jobs = 3}};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert_eq(rep.enqueue.n_results, 3);
+	cr_assert(rep.enqueue.results[0].id < rep.enqueue.results[1].id);
+	assert_row(rep.enqueue.results[2].id, "max_attempts::text", "9");
+	free(keep);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 3);
+}
+
+Test(gateway, delays_a_job_until_its_time)
+{
+	brq_job_spec j   = {.topic = brq_str_c("later"), .payload = brq_str_c("{}"), .has_delay_ms = true,
+	                    .delay_ms = 3600000};
+	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_reply    rep;
+	void        *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	free(keep);
+	brq_lease_ref l[1];
+	cr_assert_eq(claim("later", 1, 0, l), 0);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE available_at > now() + interval '59 minutes'"), 1);
+}
+
+/* ---- invariants (SPEC §2) ---------------------------------------------------------------- */
+
+/* Invariant 8. */
+Test(gateway, returns_the_same_id_for_the_same_topic_and_key)
+{
+	bool     c1, c2, c3;
+	uint64_t a = enqueue("t", "{}", "order-42", &c1);
+	uint64_t b = enqueue("t", "{\"other\":1}", "order-42", &c2);
+	uint64_t c = enqueue("u", "{}", "order-42", &c3);
+	cr_assert(c1 && !c2 && c3);
+	cr_assert_eq(a, b);
+	cr_assert_neq(a, c);
+	/* A terminal row still holds its key. */
+	brq_lease_ref l[1];
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	cr_assert(settle(&l[0], BRQ_OUTCOME_DONE, NULL, 0, NULL));
+	cr_assert_eq(enqueue("t", "{}", "order-42", &c2), a);
+	cr_assert(!c2);
+	/* The same key twice in one batch: one row, both get its id. */
+	brq_job_spec jobs[2] = {{.topic = brq_str_c("v"), .payload = brq_str_c("1"), .key = brq_str_c("k")},
+	                        {.topic = brq_str_c("v"), .payload = brq_str_c("2"), .key = brq_str_c("k")}};
+	brq_request  req     = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = jobs, .n_jobs = 2}};
+	brq_reply    rep;
+	void        *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert_eq(rep.enqueue.results[0].id, rep.enqueue.results[1].id);
+	cr_assert(rep.enqueue.results[0].created && !rep.enqueue.results[1].created);
+	free(keep);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'v'"), 1);
+}
+
+Test(gateway, never_deduplicates_an_empty_key_and_keeps_a_key_of_spaces)
+{
+	bool c1, c2;
+	cr_assert_neq(enqueue("t", "{}", "", &c1), enqueue("t", "{}", "", &c2));
+	cr_assert(c1 && c2);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE idempotency_key IS NULL"), 2);
+	uint64_t a = enqueue("t", "{}", "   ", &c1);
+	cr_assert_eq(enqueue("t", "{}", "   ", &c2), a);
+	cr_assert(c1 && !c2);
+}
+
+/* Invariant 2 and 10: many claimers at once never share a job. */
+#define HAMMER_THREADS 8
+#define HAMMER_JOBS    400
+static _Atomic uint32_t seen[HAMMER_JOBS + 1];
+static uint64_t         first_id;
+
+static void *
+hammer(void *arg)
+{
+	(void) arg;
+	brq_arena a;
+	brq_arena_init(&a);
+	for (int round = 0; round < 200; round++) {
+		brq_str     t   = brq_str_c("race");
+		brq_request req = {.op = BRQ_OP_CLAIM, .token = brq_gw_worker(&gw),
+		                   .claim = {.worker = brq_str_c("h"), .topics = &t, .n_topics = 1, .n = 7}};
+		brq_reply   rep;
+		void       *keep;
+		brq_arena_reset(&a);
+		cr_assert_eq(brq_gw_call(&gw, &req, &rep, &a, &keep), BRQ_ST_OK);
+		uint32_t n = rep.claim.n_jobs;
+		for (uint32_t i = 0; i < n; i++)
+			atomic_fetch_add(&seen[rep.claim.jobs[i].id - first_id], 1);
+		free(keep);
+		if (n == 0)
+			break;
+	}
+	brq_arena_fini(&a);
+	return NULL;
+}
+
+Test(gateway, never_gives_one_job_to_two_claimers)
+{
+	brq_job_spec jobs[100];
+	for (int i = 0; i < 100; i++)
+		jobs[i] = (brq_job_spec){.topic = brq_str_c("race"), .payload = brq_str_c("{}")};
+	for (int b = 0; b < HAMMER_JOBS / 100; b++) {
+		brq_request req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = jobs, .n_jobs = 100}};
+		brq_reply   rep;
+		void       *keep;
+		cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+		if (b == 0)
+			first_id = rep.enqueue.results[0].id;
+		free(keep);
+	}
+	pthread_t th[HAMMER_THREADS];
+	for (int i = 0; i < HAMMER_THREADS; i++)
+		pthread_create(&th[i], NULL, hammer, NULL);
+	for (int i = 0; i < HAMMER_THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < HAMMER_JOBS; i++)
+		cr_assert_eq(atomic_load(&seen[i]), 1, "job %d claimed %u times", i, atomic_load(&seen[i]));
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing' AND attempts = 1"),
+	             HAMMER_JOBS);
+}
+
+/* Invariant 2: a worker without the lease token cannot settle or heartbeat. */
+Test(gateway, refuses_a_settle_without_the_lease_token)
+{
+	uint64_t      id = enqueue("t", "{}", NULL, NULL);
+	brq_lease_ref l[1];
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	brq_lease_ref forged = l[0];
+	forged.lease[0] ^= 0xff;
+	cr_assert(!settle(&forged, BRQ_OUTCOME_DONE, NULL, 0, NULL));
+	cr_assert(!settle(&forged, BRQ_OUTCOME_FAIL, "x", 0, NULL));
+	assert_row(id, "state || coalesce(last_error, '-')", "processing-");
+	cr_assert(settle(&l[0], BRQ_OUTCOME_DONE, NULL, 0, NULL));
+}
+
+/* Invariant 3 and SPEC §3 cancel: settle after cancel is not applied. */
+Test(gateway, does_not_apply_a_settle_after_cancel)
+{
+	uint64_t      id = enqueue("t", "{}", NULL, NULL);
+	brq_lease_ref l[1];
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	brq_request req = {.op = BRQ_OP_CANCEL, .token = brq_gw_admin(&gw), .cancel = {.id = id}};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert(rep.cancel.canceled);
+	cr_assert_eq(rep.cancel.state, BRQ_STATE_CANCELED);
+	free(keep);
+	/* The holder learns it through heartbeat: lost, a normal answer. */
+	brq_request hb = {.op = BRQ_OP_HEARTBEAT, .heartbeat = {.leases = l, .n_leases = 1}};
+	cr_assert_eq(call(&hb, &rep, &keep), BRQ_ST_OK);
+	cr_assert(!rep.heartbeat.extended[0]);
+	free(keep);
+	cr_assert(!settle(&l[0], BRQ_OUTCOME_DONE, NULL, 0, NULL));
+	cr_assert(!settle(&l[0], BRQ_OUTCOME_FAIL, "late", 0, NULL));
+	assert_row(id, "state || coalesce(last_error, '-')", "canceled-");
+}
+
+Test(gateway, never_overwrites_a_terminal_state)
+{
+	uint64_t      id = enqueue("t", "{}", NULL, NULL);
+	brq_lease_ref l[1];
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	cr_assert(settle(&l[0], BRQ_OUTCOME_DONE, NULL, 0, NULL));
+	/* A second settle with the same lease, of any outcome, is not applied. */
+	for (int oc = 0; oc < BRQ_OUTCOME__COUNT; oc++)
+		cr_assert(!settle(&l[0], (brq_outcome) oc, "x", 10, NULL));
+	/* Cancel answers with the current state and changes nothing. */
+	brq_request req = {.op = BRQ_OP_CANCEL, .token = brq_gw_admin(&gw), .cancel = {.id = id}};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert(!rep.cancel.canceled);
+	cr_assert_eq(rep.cancel.state, BRQ_STATE_DONE);
+	free(keep);
+	assert_row(id, "state || coalesce(last_error, '-')", "done-");
+	/* And it is never claimed again. */
+	cr_assert_eq(claim("t", 1, 0, l), 0);
+}
+
+/* Invariants 6 and 7. */
+Test(gateway, counts_attempts_at_claim_and_dies_only_on_a_recorded_last_failure)
+{
+	brq_job_spec j   = {.topic = brq_str_c("t"), .payload = brq_str_c("{}"), .has_max_attempts = true, .max_attempts = 2};
+	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_reply    rep;
+	void        *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	uint64_t id = rep.enqueue.results[0].id;
+	free(keep);
+	brq_lease_ref l[1];
+	brq_state     st;
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	assert_row(id, "attempts::text", "1");
+	cr_assert(settle(&l[0], BRQ_OUTCOME_FAIL, "boom 1", 0, &st));
+	cr_assert_eq(st, BRQ_STATE_FAILED);
+	assert_row(id, "last_error", "boom 1");
+	brq_testdb_exec(db, "UPDATE job SET available_at = now()");
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	assert_row(id, "attempts::text", "2");
+	cr_assert(settle(&l[0], BRQ_OUTCOME_FAIL, "boom 2", 0, &st));
+	cr_assert_eq(st, BRQ_STATE_DEAD);
+	assert_row(id, "state || ' ' || last_error", "dead boom 2");
+}
+
+Test(gateway, never_kills_a_job_through_an_expired_lease)
+{
+	brq_job_spec j   = {.topic = brq_str_c("t"), .payload = brq_str_c("{}"), .has_max_attempts = true, .max_attempts = 1};
+	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_reply    rep;
+	void        *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	uint64_t id = rep.enqueue.results[0].id;
+	free(keep);
+	brq_lease_ref l[1];
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	/* Expire the lease; the reaper (every 300 ms here) returns it to pending. */
+	brq_testdb_exec(db, "UPDATE job SET locked_until = now() - interval '1 second'");
+	for (int i = 0; i < 100; i++) {
+		char *s = row(id, "state");
+		bool  back = strcmp(s, "pending") == 0;
+		free(s);
+		if (back)
+			break;
+		usleep(100000);
+	}
+	assert_row(id, "state || attempts || (lease_token IS NULL)", "pending1true");
+	/* The old holder's late settle is not applied. */
+	cr_assert(!settle(&l[0], BRQ_OUTCOME_FAIL, "late", 0, NULL));
+	assert_row(id, "state", "pending");
+}
+
+Test(gateway, preserve_gives_the_attempt_back_and_never_goes_below_zero)
+{
+	uint64_t      id = enqueue("t", "{}", NULL, NULL);
+	brq_lease_ref l[1];
+	brq_state     st;
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	cr_assert(settle(&l[0], BRQ_OUTCOME_PRESERVE, "not now", 0, &st));
+	cr_assert_eq(st, BRQ_STATE_FAILED);
+	assert_row(id, "attempts::text", "0");
+	brq_testdb_exec(db, "UPDATE job SET available_at = now()");
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	brq_testdb_exec(db, "UPDATE job SET attempts = 0"); /* as if counted elsewhere */
+	cr_assert(settle(&l[0], BRQ_OUTCOME_PRESERVE, NULL, 0, &st));
+	assert_row(id, "attempts::text", "0");
+	/* preserve never reaches dead, even at max_attempts */
+	brq_testdb_exec(db, "UPDATE job SET available_at = now(), max_attempts = 1");
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	cr_assert(settle(&l[0], BRQ_OUTCOME_PRESERVE, NULL, 0, &st));
+	cr_assert_eq(st, BRQ_STATE_FAILED);
+}
+
+Test(gateway, clamps_a_delay_to_the_backoff_maximum)
+{
+	uint64_t      id = enqueue("t", "{}", NULL, NULL);
+	brq_lease_ref l[1];
+	brq_state     st;
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	cr_assert(settle(&l[0], BRQ_OUTCOME_DELAY, NULL, 36000000, &st));
+	cr_assert_eq(st, BRQ_STATE_FAILED);
+	/* default backoff max is 1m */
+	assert_row(id, "(available_at BETWEEN now() + interval '55 seconds' AND now() + interval '61 seconds')::text"
+	               " || attempts", "true1");
+}
+
+Test(gateway, cancel_outcome_cancels_whatever_attempts_remain)
+{
+	uint64_t      id = enqueue("t", "{}", NULL, NULL);
+	brq_lease_ref l[1];
+	brq_state     st;
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	cr_assert(settle(&l[0], BRQ_OUTCOME_CANCEL, "obsolete", 0, &st));
+	cr_assert_eq(st, BRQ_STATE_CANCELED);
+	assert_row(id, "state", "canceled");
+}
+
+/* SPEC §3 backoff: d = min(1s * 2^(a-1), 60s), drawn from [d/2, d]; no overflow. */
+Test(gateway, keeps_backoff_in_bounds_for_attempts_1_to_1000)
+{
+	uint64_t id = enqueue("bo", "{}", NULL, NULL);
+	brq_testdb_exec(db, "UPDATE job SET max_attempts = 1000");
+	for (int a = 1; a <= 1000; a++) {
+		char sql[256];
+		snprintf(sql, sizeof(sql), "UPDATE job SET attempts = %d, available_at = now() WHERE id = %llu", a - 1,
+		         (unsigned long long) id);
+		brq_testdb_exec(db, sql);
+		brq_lease_ref l[1];
+		brq_state     st;
+		cr_assert_eq(claim("bo", 1, 0, l), 1);
+		cr_assert(settle(&l[0], BRQ_OUTCOME_FAIL, "e", 0, &st));
+		if (a == 1000) {
+			cr_assert_eq(st, BRQ_STATE_DEAD);
+			break;
+		}
+		double d = a >= 7 ? 60.0 : (double) (1 << (a - 1));
+		snprintf(sql, sizeof(sql), "SELECT extract(epoch FROM available_at - updated_at) FROM job WHERE id = %llu",
+		         (unsigned long long) id);
+		char  *v     = brq_testdb_value(db, sql);
+		double delay = strtod(v, NULL);
+		free(v);
+		cr_assert(delay >= d / 2 - 0.001 && delay <= d + 0.001, "attempt %d: delay %.3f outside [%.1f, %.1f]", a,
+		          delay, d / 2, d);
+	}
+}
+
+Test(gateway, settles_done_with_chained_jobs_in_one_transaction)
+{
+	enqueue("parent", "{}", NULL, NULL);
+	brq_lease_ref l[1];
+	cr_assert_eq(claim("parent", 1, 0, l), 1);
+	brq_job_spec    chain[2] = {{.topic = brq_str_c("child"), .payload = brq_str_c("{\"n\":1}")},
+	                            {.topic = brq_str_c("child"), .payload = brq_str_c("{\"n\":2}")}};
+	brq_settle_item it       = {.id = l[0].id, .outcome = BRQ_OUTCOME_DONE, .chain = chain, .n_chain = 2,
+	                            .has_chain = true};
+	memcpy(it.lease, l[0].lease, BRQ_LEASE_LEN);
+	brq_request req = {.op = BRQ_OP_SETTLE, .settle = {.items = &it, .n_items = 1}};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert(rep.settle.results[0].applied);
+	free(keep);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'child' AND state = 'pending'"), 2);
+	/* The same settle again (lease gone): not applied, and no more children. */
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert(!rep.settle.results[0].applied);
+	free(keep);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'child'"), 2);
+}
+
+Test(gateway, claims_and_settles_in_one_round_trip)
+{
+	enqueue("t", "{}", NULL, NULL);
+	enqueue("t", "{}", NULL, NULL);
+	brq_lease_ref l[1];
+	cr_assert_eq(claim("t", 1, 0, l), 1);
+	brq_settle_item it = {.id = l[0].id, .outcome = BRQ_OUTCOME_DONE};
+	memcpy(it.lease, l[0].lease, BRQ_LEASE_LEN);
+	brq_str     t   = brq_str_c("t");
+	brq_request req = {.op    = BRQ_OP_CLAIM,
+	                   .claim = {.worker = brq_str_c("w"), .topics = &t, .n_topics = 1, .n = 5,
+	                             .has_settle = true, .settle = &it, .n_settle = 1}};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert_eq(rep.claim.n_jobs, 1);
+	cr_assert(rep.claim.has_settled && rep.claim.n_settled == 1 && rep.claim.settled[0].applied);
+	free(keep);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'done'"), 1);
+}
+
+Test(gateway, long_poll_wakes_on_enqueue_and_ends_empty_at_its_deadline)
+{
+	brq_lease_ref l[1];
+	uint64_t      t0 = brq_testdb_int(db, "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8");
+	cr_assert_eq(claim("idle", 1, 300, l), 0);
+	uint64_t t1 = brq_testdb_int(db, "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8");
+	cr_assert(t1 - t0 >= 290, "returned after %llu ms", (unsigned long long) (t1 - t0));
+}
+
+static void *
+long_poller(void *arg)
+{
+	brq_arena a;
+	brq_str   t   = brq_str_c("none");
+	brq_request req = {.op = BRQ_OP_CLAIM, .token = brq_gw_worker(&gw),
+	                   .claim = {.worker = brq_str_c("lp"), .topics = &t, .n_topics = 1, .n = 1,
+	                             .has_wait_ms = true, .wait_ms = 5000}};
+	brq_reply rep;
+	void     *keep;
+	brq_arena_init(&a);
+	*(brq_status *) arg = brq_gw_call(&gw, &req, &rep, &a, &keep);
+	free(keep);
+	brq_arena_fini(&a);
+	return NULL;
+}
+
+Test(gateway, refuses_long_polls_past_the_configured_maximum)
+{
+	/* BROOQ_MAX_WAITERS=4 here: park 4, the 5th is refused at once. */
+	pthread_t  th[4];
+	brq_status st[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, long_poller, &st[i]);
+	usleep(500000);
+	brq_lease_ref l[1];
+	brq_str       t   = brq_str_c("none");
+	brq_request   req = {.op    = BRQ_OP_CLAIM,
+	                     .claim = {.worker = brq_str_c("x"), .topics = &t, .n_topics = 1, .n = 1,
+	                               .has_wait_ms = true, .wait_ms = 1000}};
+	brq_reply     rep;
+	void         *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_RESOURCE_EXHAUSTED);
+	free(keep);
+	/* A claim without a wait is still served. */
+	cr_assert_eq(claim("none", 1, 0, l), 0);
+	/* Four jobs wake the four waiters, each gets one. */
+	for (int i = 0; i < 4; i++)
+		enqueue("none", "{}", NULL, NULL);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(st[i], BRQ_ST_OK);
+	}
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing'"), 4);
+}
+
+Test(gateway, job_reads_the_whole_row_and_stats_count_per_topic)
+{
+	uint64_t    id  = enqueue("s.a", "{\"k\":1}", "key-1", NULL);
+	brq_request req = {.op = BRQ_OP_JOB, .job = {.id = id}};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert_eq(rep.job.job.id, id);
+	cr_assert_eq(rep.job.job.state, BRQ_STATE_PENDING);
+	cr_assert(rep.job.job.has_key && rep.job.job.key.len == 5);
+	cr_assert(!rep.job.job.has_locked_by);
+	free(keep);
+	req = (brq_request){.op = BRQ_OP_JOB, .job = {.id = id + 1000}};
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_NOT_FOUND);
+	free(keep);
+	req = (brq_request){.op = BRQ_OP_STATS};
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert_eq(rep.stats.n_topics, 1);
+	cr_assert_eq(rep.stats.topics[0].count[BRQ_STATE_PENDING], 1);
+	free(keep);
+	req = (brq_request){.op = BRQ_OP_CANCEL, .token = brq_gw_admin(&gw), .cancel = {.id = id + 1000}};
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_NOT_FOUND);
+	free(keep);
+}

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: MIT */
+/* HTTP endpoint and depth monitor: /metrics and /healthz over real HTTP, depth gauges from a real database. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "config.h"
+#include "http.h"
+#include "metrics.h"
+#include "monitor.h"
+#include "testdb.h"
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* One HTTP/1.0 request to 127.0.0.1:port. Returns the status and sets *body (malloc'd,
+ * NUL-terminated, the whole response after the headers) and *head (the headers). */
+static int
+http_req(uint16_t port, const char *method, const char *path, char **head, char **body)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_geq(fd, 0);
+	struct timeval tv = {.tv_sec = 5};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0, "connect: %s",
+	    strerror(errno));
+	char req[256];
+	int n = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", method, path);
+	cr_assert_eq(write(fd, req, (size_t) n), n);
+	size_t len = 0, cap = 65536;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (len + 4096 > cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+		}
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		cr_assert_geq(r, 0, "read: %s", strerror(errno));
+		if (r == 0) {
+			break;
+		}
+		len += (size_t) r;
+	}
+	close(fd);
+	buf[len] = '\0';
+	int status = 0;
+	cr_assert_eq(sscanf(buf, "HTTP/1.%*d %d", &status), 1, "bad response: %.80s", buf);
+	char *sep = strstr(buf, "\r\n\r\n");
+	cr_assert_not_null(sep);
+	*sep = '\0';
+	if (body != NULL) {
+		*body = strdup(sep + 4);
+	}
+	if (head != NULL) {
+		*head = strdup(buf);
+	}
+	free(buf);
+	return status;
+}
+
+static double
+sample(const char *text, const char *series)
+{
+	size_t n = strlen(series);
+	for (const char *p = text; p != NULL && *p != '\0';) {
+		if (strncmp(p, series, n) == 0 && p[n] == ' ') {
+			return strtod(p + n + 1, NULL);
+		}
+		p = strchr(p, '\n');
+		if (p != NULL) {
+			p++;
+		}
+	}
+	return -1;
+}
+
+static char *
+render(void)
+{
+	char *out;
+	size_t len;
+	cr_assert_eq(brq_metrics_render(&out, &len), 0);
+	return out;
+}
+
+static struct brq_config
+http_cfg(uint16_t port)
+{
+	struct brq_config cfg = {0};
+	cfg.http_enabled = true;
+	cfg.http_host = "127.0.0.1";
+	cfg.http_port = port;
+	return cfg;
+}
+
+static bool
+flag_health(void *arg)
+{
+	return *(volatile bool *) arg;
+}
+
+static void
+metrics_setup(void)
+{
+	cr_assert_eq(brq_metrics_init("9.9.9"), 0);
+}
+
+static void
+metrics_teardown(void)
+{
+	brq_metrics_fini();
+}
+
+TestSuite(http, .init = metrics_setup, .fini = metrics_teardown, .timeout = 60);
+
+Test(http, serves_metrics_in_the_text_format)
+{
+	struct brq_config cfg = http_cfg(0);
+	struct brq_http *h = NULL;
+	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
+	uint16_t port = brq_http_port(h);
+	cr_assert_neq(port, 0);
+
+	brq_metrics_topic_add("email.send", 10, BRQ_MT_ENQUEUED, 3);
+	char *head, *body;
+	cr_assert_eq(http_req(port, "GET", "/metrics", &head, &body), 200);
+	cr_assert_not_null(strstr(head, "Content-Type: text/plain; version=0.0.4; charset=utf-8"), "%s",
+	    head);
+	cr_assert_eq(sample(body, "brooq_enqueued_total{topic=\"email.send\"}"), 3);
+	cr_assert_eq(sample(body, "brooq_build_info{version=\"9.9.9\"}"), 1);
+	free(head);
+	free(body);
+
+	/* HEAD: headers only. Query strings are ignored. */
+	cr_assert_eq(http_req(port, "HEAD", "/metrics", NULL, &body), 200);
+	cr_assert_str_eq(body, "");
+	free(body);
+	cr_assert_eq(http_req(port, "GET", "/metrics?x=1", NULL, NULL), 200);
+	brq_http_stop(h);
+}
+
+Test(http, healthz_follows_the_health_function)
+{
+	volatile bool healthy = false;
+	struct brq_config cfg = http_cfg(0);
+	struct brq_http *h = NULL;
+	cr_assert_eq(brq_http_start(&cfg, flag_health, (void *) &healthy, &h), 0);
+	uint16_t port = brq_http_port(h);
+	char *body;
+
+	cr_assert_eq(http_req(port, "GET", "/healthz", NULL, &body), 503);
+	cr_assert_str_eq(body, "database unavailable\n");
+	free(body);
+	healthy = true;
+	cr_assert_eq(http_req(port, "GET", "/healthz", NULL, &body), 200);
+	cr_assert_str_eq(body, "ok\n");
+	free(body);
+	healthy = false;
+	cr_assert_eq(http_req(port, "GET", "/healthz", NULL, NULL), 503);
+	brq_http_stop(h);
+}
+
+Test(http, unknown_paths_are_404_and_other_methods_405)
+{
+	struct brq_config cfg = http_cfg(0);
+	struct brq_http *h = NULL;
+	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
+	uint16_t port = brq_http_port(h);
+	cr_assert_eq(http_req(port, "GET", "/", NULL, NULL), 404);
+	cr_assert_eq(http_req(port, "GET", "/metricsx", NULL, NULL), 404);
+	cr_assert_eq(http_req(port, "GET", "/metrics/x", NULL, NULL), 404);
+	cr_assert_eq(http_req(port, "POST", "/metrics", NULL, NULL), 405);
+	cr_assert_eq(http_req(port, "DELETE", "/healthz", NULL, NULL), 405);
+	brq_http_stop(h);
+}
+
+Test(http, disabled_starts_nothing_and_stop_accepts_null)
+{
+	struct brq_config cfg = {0};
+	struct brq_http *h = (struct brq_http *) &cfg; /* poison: must be overwritten */
+	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
+	cr_assert_null(h);
+	cr_assert_eq(brq_http_port(h), 0);
+	brq_http_stop(NULL);
+}
+
+Test(http, a_port_in_use_is_reported)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(fd, 1), 0);
+	socklen_t sl = sizeof(sa);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &sl), 0);
+
+	struct brq_config cfg = http_cfg(ntohs(sa.sin_port));
+	struct brq_http *h = NULL;
+	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), -EADDRINUSE);
+	cr_assert_null(h);
+	close(fd);
+}
+
+Test(http, stops_while_clients_are_connected)
+{
+	struct brq_config cfg = http_cfg(0);
+	struct brq_http *h = NULL;
+	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
+	/* An idle keep-alive connection and a half-sent request must not block stop. */
+	int fds[2];
+	for (int i = 0; i < 2; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(brq_http_port(h))};
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		cr_assert_eq(connect(fds[i], (struct sockaddr *) &sa, sizeof(sa)), 0);
+	}
+	cr_assert_eq(write(fds[1], "GET /metr", 9), 9);
+	usleep(50 * 1000);
+	uint64_t t0 = mono_ms();
+	brq_http_stop(h);
+	cr_assert_lt(mono_ms() - t0, 2000);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+/* ---- monitor (needs the harness database) ---------------------------------- */
+
+static char *dsn;
+static PGconn *db;
+
+static void
+monitor_setup(void)
+{
+	metrics_setup();
+	dsn = brq_testdb_create(true);
+	db = brq_testdb_connect(dsn);
+}
+
+static void
+monitor_teardown(void)
+{
+	PQfinish(db);
+	brq_testdb_drop(dsn);
+	metrics_teardown();
+}
+
+TestSuite(monitor, .init = monitor_setup, .fini = monitor_teardown, .timeout = 120);
+
+static struct brq_monitor *
+start_monitor(const char *conninfo, uint64_t interval_ms)
+{
+	struct brq_config cfg = {0};
+	cfg.dsn = (char *) conninfo;
+	struct brq_monitor_opts o = {.interval_ms = interval_ms, .terminal_interval_ms = interval_ms};
+	struct brq_monitor *m = NULL;
+	cr_assert_eq(brq_monitor_start(&cfg, &o, &m), 0);
+	cr_assert_not_null(m);
+	return m;
+}
+
+/* Waits up to timeout_ms for series to equal want; returns the last value seen. */
+static double
+await_sample(const char *series, double want, uint64_t timeout_ms)
+{
+	uint64_t end = mono_ms() + timeout_ms;
+	double v;
+	for (;;) {
+		char *t = render();
+		v = sample(t, series);
+		free(t);
+		if (v == want || mono_ms() > end) {
+			return v;
+		}
+		usleep(20 * 1000);
+	}
+}
+
+static bool
+await_health(struct brq_monitor *m, bool want, uint64_t timeout_ms)
+{
+	uint64_t end = mono_ms() + timeout_ms;
+	while (brq_monitor_healthy(m) != want) {
+		if (mono_ms() > end) {
+			return false;
+		}
+		usleep(20 * 1000);
+	}
+	return true;
+}
+
+Test(monitor, depth_gauges_follow_the_table)
+{
+	/* a: 2 pending ready (oldest 100 s), 1 pending in the future, 1 failed ready,
+	 *    1 processing, 3 done, 1 dead. b: 1 canceled only. */
+	brq_testdb_exec(db,
+	    "INSERT INTO job (topic, state, available_at) VALUES"
+	    " ('a', 'pending', now() - interval '100 seconds'),"
+	    " ('a', 'pending', now() - interval '5 seconds'),"
+	    " ('a', 'pending', now() + interval '1 hour'),"
+	    " ('a', 'failed', now() - interval '50 seconds')");
+	brq_testdb_exec(db,
+	    "INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
+	    " VALUES ('a', 'processing', 'w1', now() + interval '1 minute', gen_random_uuid())");
+	brq_testdb_exec(db,
+	    "INSERT INTO job (topic, state) VALUES ('a', 'done'), ('a', 'done'), ('a', 'done'),"
+	    " ('a', 'dead'), ('b', 'canceled')");
+
+	struct brq_monitor *m = start_monitor(dsn, 100);
+	cr_assert(await_health(m, true, 5000), "monitor never reached the database");
+	cr_assert_eq(await_sample("brooq_jobs{topic=\"a\",state=\"pending\"}", 3, 5000), 3);
+	char *t = render();
+	cr_assert_eq(sample(t, "brooq_jobs{topic=\"a\",state=\"failed\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_jobs{topic=\"a\",state=\"processing\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_jobs{topic=\"a\",state=\"done\"}"), 3);
+	cr_assert_eq(sample(t, "brooq_jobs{topic=\"a\",state=\"dead\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_jobs{topic=\"a\",state=\"canceled\"}"), 0);
+	cr_assert_eq(sample(t, "brooq_jobs{topic=\"b\",state=\"canceled\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_jobs{topic=\"b\",state=\"pending\"}"), 0);
+	double age = sample(t, "brooq_ready_oldest_age_seconds{topic=\"a\"}");
+	cr_assert(age >= 100 && age < 200, "age %f", age);
+	cr_assert_eq(sample(t, "brooq_ready_oldest_age_seconds{topic=\"b\"}"), 0);
+	cr_assert_eq(sample(t, "brooq_db_up"), 1);
+	free(t);
+
+	/* Work drains: a's ready rows become done; nothing ready means age 0. */
+	brq_testdb_exec(db, "UPDATE job SET state = 'done' WHERE topic = 'a'"
+	                    " AND state IN ('pending', 'failed') AND available_at <= now()");
+	cr_assert_eq(await_sample("brooq_jobs{topic=\"a\",state=\"done\"}", 6, 5000), 6);
+	cr_assert_eq(await_sample("brooq_ready_oldest_age_seconds{topic=\"a\"}", 0, 5000), 0);
+	t = render();
+	cr_assert_eq(sample(t, "brooq_jobs{topic=\"a\",state=\"pending\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_jobs{topic=\"a\",state=\"failed\"}"), 0);
+	free(t);
+
+	/* Rows deleted (retention): the topic reports 0, it does not keep old values. */
+	brq_testdb_exec(db, "DELETE FROM job WHERE topic = 'b'");
+	cr_assert_eq(await_sample("brooq_jobs{topic=\"b\",state=\"canceled\"}", 0, 5000), 0);
+
+	uint64_t t0 = mono_ms();
+	brq_monitor_stop(m);
+	cr_assert_lt(mono_ms() - t0, 1000);
+}
+
+Test(monitor, is_unhealthy_until_the_database_answers_and_stops_promptly)
+{
+	/* Nothing listens on this socket directory: every attempt fails at once. */
+	struct brq_monitor *m = start_monitor("host=/nonexistent/brooq user=nobody dbname=x", 100);
+	usleep(500 * 1000);
+	cr_assert_not(brq_monitor_healthy(m));
+	char *t = render();
+	cr_assert_eq(sample(t, "brooq_db_up"), 0);
+	free(t);
+	uint64_t t0 = mono_ms();
+	brq_monitor_stop(m);
+	cr_assert_lt(mono_ms() - t0, 1000);
+}
+
+Test(monitor, stops_promptly_while_connecting_to_a_silent_server)
+{
+	/* A listener that never answers: the connect hangs until our own deadline. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(fd, 1), 0);
+	socklen_t sl = sizeof(sa);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &sl), 0);
+	char conninfo[128];
+	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%u user=x dbname=x sslmode=disable",
+	    ntohs(sa.sin_port));
+
+	struct brq_monitor *m = start_monitor(conninfo, 100);
+	usleep(300 * 1000);
+	cr_assert_not(brq_monitor_healthy(m));
+	uint64_t t0 = mono_ms();
+	brq_monitor_stop(m);
+	cr_assert_lt(mono_ms() - t0, 1000);
+	close(fd);
+}
+
+Test(monitor, health_turns_false_when_the_database_goes_away_and_back_when_it_returns)
+{
+	struct brq_monitor *m = start_monitor(dsn, 100);
+	cr_assert(await_health(m, true, 5000));
+
+	/* Forbid new connections to this database (from another one: a database cannot
+	 * lock itself out) and kill the monitor's session: from here every reconnect
+	 * fails, as when the server is down. */
+	const char *dbname = strstr(dsn, "dbname=") + strlen("dbname=");
+	char admin_dsn[512], sql[512];
+	snprintf(admin_dsn, sizeof(admin_dsn), "host=%s user=postgres dbname=postgres",
+	    getenv("BROOQ_TEST_PGHOST"));
+	PGconn *admin = brq_testdb_connect(admin_dsn);
+	snprintf(sql, sizeof(sql), "ALTER DATABASE %s ALLOW_CONNECTIONS false", dbname);
+	brq_testdb_exec(admin, sql);
+	snprintf(sql, sizeof(sql),
+	    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+	    " WHERE datname = '%s' AND application_name = 'brooq-monitor'",
+	    dbname);
+	free(brq_testdb_value(db, sql));
+
+	/* The window is max(3 x 100 ms, 3 s): false within ~3 s plus a tick. */
+	uint64_t t0 = mono_ms();
+	cr_assert(await_health(m, false, 8000), "still healthy without a database");
+	cr_assert_geq(mono_ms() - t0, 2000, "health must not flap on one failed round");
+	cr_assert_eq(await_sample("brooq_db_up", 0, 2000), 0);
+
+	snprintf(sql, sizeof(sql), "ALTER DATABASE %s ALLOW_CONNECTIONS true", dbname);
+	brq_testdb_exec(admin, sql);
+	PQfinish(admin);
+	/* Backoff is capped at 5 s: back within that plus a round. */
+	cr_assert(await_health(m, true, 8000), "never recovered");
+	cr_assert_eq(await_sample("brooq_db_up", 1, 2000), 1);
+	brq_monitor_stop(m);
+}
+
+Test(monitor, serves_healthz_through_http)
+{
+	struct brq_monitor *m = start_monitor(dsn, 100);
+	struct brq_config cfg = http_cfg(0);
+	struct brq_http *h = NULL;
+	cr_assert_eq(brq_http_start(&cfg, brq_monitor_healthy, m, &h), 0);
+	cr_assert(await_health(m, true, 5000));
+	cr_assert_eq(http_req(brq_http_port(h), "GET", "/healthz", NULL, NULL), 200);
+	/* Order matters: the endpoint goes first, then the monitor it asks. */
+	brq_http_stop(h);
+	brq_monitor_stop(m);
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/* A real brooq-gateway process for black-box tests, on a temp ipc:// socket. */
+#define _GNU_SOURCE
+#include "gw.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <sodium.h>
+
+#include "testdb.h"
+
+static void
+write_token(const char *path, char *hex)
+{
+	unsigned char raw[32];
+	randombytes_buf(raw, sizeof(raw));
+	sodium_bin2hex(hex, 65, raw, sizeof(raw));
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert(fd >= 0, "cannot write %s", path);
+	cr_assert_eq(write(fd, hex, 64), 64);
+	cr_assert_eq(write(fd, "\n", 1), 1);
+	close(fd);
+}
+
+brq_str
+brq_gw_worker(const brq_gw *gw)
+{
+	return (brq_str){gw->worker_token, 64};
+}
+
+brq_str
+brq_gw_admin(const brq_gw *gw)
+{
+	return (brq_str){gw->admin_token, 64};
+}
+
+void *
+brq_gw_raw(const brq_gw *gw, const void *req, size_t len, size_t *rep_len, int timeout_ms)
+{
+	nng_socket s;
+	nng_msg   *m   = NULL;
+	void      *out = NULL;
+	if (nng_req0_open(&s) != 0)
+		return NULL;
+	nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, timeout_ms);
+	nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, timeout_ms);
+	if (nng_dial(s, gw->url, NULL, 0) != 0)
+		goto out;
+	if (nng_msg_alloc(&m, 0) != 0 || nng_msg_append(m, req, len) != 0)
+		goto out;
+	if (nng_sendmsg(s, m, 0) != 0)
+		goto out;
+	m = NULL;
+	if (nng_recvmsg(s, &m, 0) != 0)
+		goto out;
+	*rep_len = nng_msg_len(m);
+	out      = malloc(*rep_len ? *rep_len : 1);
+	memcpy(out, nng_msg_body(m), *rep_len);
+out:
+	nng_msg_free(m);
+	nng_close(s);
+	return out;
+}
+
+brq_status
+brq_gw_call(const brq_gw *gw, brq_request *req, brq_reply *rep, brq_arena *arena, void **keep)
+{
+	brq_buf    b;
+	brq_limits lim;
+	char       err[256];
+	size_t     n = 0;
+	brq_limits_default(&lim);
+	brq_buf_init(&b, 0);
+	cr_assert_eq(brq_request_encode(&b, req), 0, "encode failed");
+	*keep = brq_gw_raw(gw, b.data, b.len, &n, 60000);
+	brq_buf_fini(&b);
+	cr_assert_not_null(*keep, "no reply from the gateway for %s", brq_op_name(req->op));
+	cr_assert_eq(brq_reply_decode(rep, req->op, *keep, n, &lim, arena, err, sizeof(err)), BRQ_ST_OK,
+	             "reply to %s does not decode: %s", brq_op_name(req->op), err);
+	return rep->code;
+}
+
+void
+brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env)
+{
+	cr_assert(sodium_init() >= 0);
+	memset(gw, 0, sizeof(*gw));
+	gw->dsn = dsn;
+	snprintf(gw->dir, sizeof(gw->dir), "/tmp/brooq-gw.XXXXXX");
+	cr_assert_not_null(mkdtemp(gw->dir));
+	snprintf(gw->url, sizeof(gw->url), "ipc://%s/gw.sock", gw->dir);
+	snprintf(gw->worker_token_file, sizeof(gw->worker_token_file), "%s/worker-token", gw->dir);
+	snprintf(gw->admin_token_file, sizeof(gw->admin_token_file), "%s/admin-token", gw->dir);
+	snprintf(gw->log, sizeof(gw->log), "%s/gateway.log", gw->dir);
+	write_token(gw->worker_token_file, gw->worker_token);
+	write_token(gw->admin_token_file, gw->admin_token);
+
+	char *env[64];
+	int   n = 0;
+	char  e_dsn[512], e_listen[350], e_worker[350], e_admin[350];
+	snprintf(e_dsn, sizeof(e_dsn), "BROOQ_DSN=%s", dsn);
+	snprintf(e_listen, sizeof(e_listen), "BROOQ_LISTEN=%s", gw->url);
+	snprintf(e_worker, sizeof(e_worker), "BROOQ_WORKER_TOKEN_FILES=%s", gw->worker_token_file);
+	snprintf(e_admin, sizeof(e_admin), "BROOQ_ADMIN_TOKEN_FILES=%s", gw->admin_token_file);
+	const char *defaults[] = {e_dsn, e_listen, e_worker, e_admin, "BROOQ_HTTP_LISTEN=off",
+	                          "BROOQ_LOG_LEVEL=info", "BROOQ_POOL_SIZE=4", "BROOQ_SHUTDOWN_GRACE=5s", NULL};
+	for (int i = 0; defaults[i] != NULL; i++) {
+		bool overridden = false;
+		size_t kl = strcspn(defaults[i], "=") + 1;
+		for (int k = 0; extra_env != NULL && extra_env[k] != NULL; k++)
+			overridden = overridden || strncmp(extra_env[k], defaults[i], kl) == 0;
+		if (!overridden)
+			env[n++] = (char *) defaults[i];
+	}
+	for (int k = 0; extra_env != NULL && extra_env[k] != NULL && n < 60; k++)
+		env[n++] = (char *) extra_env[k];
+	env[n++] = "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1";
+	env[n]   = NULL;
+
+	const char *bin = brq_testdb_bin("brooq-gateway");
+	pid_t       pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int fd = open(gw->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, STDERR_FILENO);
+			dup2(fd, STDOUT_FILENO);
+		}
+		execle(bin, "brooq-gateway", (char *) NULL, env);
+		_exit(127);
+	}
+	gw->pid = pid;
+
+	// Up when it answers (any reply to a ping means the socket serves).
+	unsigned char ping[256];
+	brq_buf       b;
+	brq_request   req = {.op = BRQ_OP_PING, .token = brq_gw_worker(gw)};
+	brq_buf_init(&b, 0);
+	cr_assert_eq(brq_request_encode(&b, &req), 0);
+	cr_assert(b.len < sizeof(ping));
+	memcpy(ping, b.data, b.len);
+	size_t plen = b.len;
+	brq_buf_fini(&b);
+	for (int i = 0; i < 500; i++) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			cr_assert_fail("brooq-gateway exited at start (status %d); see %s", st, gw->log);
+		size_t rl  = 0;
+		void  *rep = brq_gw_raw(gw, ping, plen, &rl, 200);
+		if (rep != NULL) {
+			free(rep);
+			return;
+		}
+		usleep(20000);
+	}
+	cr_assert_fail("brooq-gateway did not come up; see %s", gw->log);
+}
+
+void
+brq_gw_stop(brq_gw *gw)
+{
+	int st = 0;
+	if (gw->pid <= 0)
+		return;
+	kill(gw->pid, SIGTERM);
+	for (int i = 0; i < 1500; i++) {
+		if (waitpid(gw->pid, &st, WNOHANG) == gw->pid)
+			break;
+		usleep(10000);
+		if (i == 1499) {
+			kill(gw->pid, SIGKILL);
+			waitpid(gw->pid, &st, 0);
+		}
+	}
+	gw->pid = 0;
+	bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	if (!clean) {
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "cat %s >&2", gw->log);
+		(void) system(cmd);
+	}
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", gw->dir);
+	if (clean)
+		(void) system(cmd);
+	cr_assert(clean, "brooq-gateway did not exit cleanly (status 0x%x); log kept in %s", st, gw->dir);
+}
