@@ -37,4 +37,10 @@ echo "== tests (gcc build)"
 ctest --test-dir build --output-on-failure -j "$jobs" || status=1
 echo "== tests (sanitizer build)"
 ctest --test-dir build-asan --output-on-failure -j "$jobs" || status=1
+# Criterion runs each test in a child process whose sanitizer report does not
+# always turn into a failure: read every test's output for one.
+if grep -nE 'ERROR: (Leak|Address)Sanitizer|runtime error:' build-asan/Testing/Temporary/LastTest.log; then
+  echo "sanitizer reports found (above): failing the run"
+  status=1
+fi
 exit $status
