@@ -25,19 +25,21 @@
 #define HEALTH_MIN_MS 3000
 // Reconnect backoff: starts at the interval, doubles, stops at max(interval, this).
 #define BACKOFF_MAX_MS 5000
-// A query whose answer takes longer than the server's statement_timeout plus this
-// margin means the server or the network is gone: drop the connection.
-#define STATEMENT_TIMEOUT_MS 10000
-#define QUERY_DEADLINE_MS (STATEMENT_TIMEOUT_MS + 5000)
-// A depth query that took d runs again after max(interval, THROTTLE x d).
+// The server enforces statement_timeout = budget; an answer that has not come
+// QUERY_GRACE_MS after that means the server or the network is gone.
+#define QUERY_GRACE_MS 5000
+// A depth query that took d runs again after max(its period, THROTTLE x d).
 #define THROTTLE 10
+// Terminal sampling: TABLESAMPLE percentage bounds (100 = exact count).
+#define SAMPLE_MIN_PCT 0.01
+#define SQLSTATE_QUERY_CANCELED "57014"
 
-// Session settings: bounded statements, never wait long behind a lock (e.g. a
-// migration holding ACCESS EXCLUSIVE), never write by mistake, and no parallel
-// workers: the terminal count is background work and may take its time on one core
-// rather than compete with the claim path for several.
-#define SESSION_SQL                                                                    \
-	"SET statement_timeout = '10s'; SET lock_timeout = '1s';"                      \
+// Session settings: every statement bounded by the budget (so a round trip never
+// outlives the health window), never wait long behind a lock (e.g. a migration
+// holding ACCESS EXCLUSIVE), never write by mistake, and no parallel workers: this
+// is background work and stays on one core rather than compete with the claim path.
+#define SESSION_SQL_FMT                                                                \
+	"SET statement_timeout = %llu; SET lock_timeout = %llu;"                       \
 	" SET default_transaction_read_only = on;"                                     \
 	" SET max_parallel_workers_per_gather = 0"
 
@@ -57,11 +59,20 @@ static const char active_sql[] =
 	" ORDER BY 1";
 
 // Terminal rows: the bulk of the table (until retention deletes them), so this runs
-// every terminal_interval_ms only. Its WHERE matches job_retention_idx.
-static const char terminal_sql[] =
+// every terminal_interval_ms only, exactly while it fits the budget. When it does
+// not, the monitor switches to an estimate over a TABLESAMPLE SYSTEM page sample
+// (%s: "" or " TABLESAMPLE SYSTEM (p)"), scaled up by 100/p.
+static const char terminal_sql_fmt[] =
 	"SELECT topic, state, count(*)"
-	" FROM job WHERE state IN ('done', 'dead', 'canceled') GROUP BY topic, state"
+	" FROM job%s WHERE state IN ('done', 'dead', 'canceled') GROUP BY topic, state"
 	" ORDER BY 1";
+
+// Outcome of one statement.
+enum qres {
+	Q_OK = 0,   // a result (the caller PQclear()s it)
+	Q_SQL_ERROR, // the server answered with an error (m->sqlstate): connection usable
+	Q_CONN_ERROR, // no answer: the connection is in an unknown state, drop it
+};
 
 // One topic's counts while a snapshot is assembled.
 struct mrow {
@@ -84,6 +95,7 @@ struct brq_monitor {
 	uint64_t terminal_interval_ms;
 	uint64_t connect_timeout_ms;
 	uint64_t health_window_ms;
+	uint64_t budget_ms; // statement_timeout of every monitor statement
 
 	pthread_t thread;
 	pthread_mutex_t mu; // guards the condvar wait only
@@ -95,9 +107,13 @@ struct brq_monitor {
 	PGconn *conn;
 	bool is_down; // an outage was logged; the next success logs the recovery
 	struct rows terminal; // last terminal counts (only done/dead/canceled filled)
+	double sample_pct;      // terminal count: 100 = exact, else TABLESAMPLE percentage
+	bool is_depth_slow;     // the active count timed out; logged once until it recovers
+	bool was_terminal_last; // the last count run was the terminal one
 	uint64_t next_depth_ms;
 	uint64_t next_terminal_ms;
-	char why[256]; // last error, one line, for logs
+	char sqlstate[6];       // of the last Q_SQL_ERROR
+	char why[256];          // last error, one line, for logs
 };
 
 static uint64_t
@@ -220,32 +236,42 @@ disconnect(struct brq_monitor *m)
 	}
 }
 
-// Runs sql (one or more statements) and returns the last result, which the caller
-// PQclear()s; NULL on any failure (m->why says why). After a failure the connection
-// is in an unknown state: the caller drops it.
-static PGresult *
-query(struct brq_monitor *m, const char *sql)
+// Every answer from the server, result or error, proves it is reachable.
+static void
+note_answer(struct brq_monitor *m)
+{
+	atomic_store_explicit(&m->last_ok_ms, now_ms(), memory_order_release);
+	brq_metrics_db_up_set(1);
+}
+
+// Runs sql (one or more statements). Q_OK: *out holds the last result (the caller
+// PQclear()s it). Q_SQL_ERROR: the server refused (m->sqlstate, m->why); the
+// connection is idle and usable. Q_CONN_ERROR: no complete answer (m->why); the
+// caller drops the connection.
+static enum qres
+query(struct brq_monitor *m, const char *sql, PGresult **out)
 {
 	PGresult *last = NULL;
 	bool is_failed = false;
-	uint64_t deadline = now_ms() + QUERY_DEADLINE_MS;
+	uint64_t deadline = now_ms() + m->budget_ms + QUERY_GRACE_MS;
 
+	*out = NULL;
 	if (!PQsendQuery(m->conn, sql)) {
 		set_why(m, PQerrorMessage(m->conn));
-		return NULL;
+		return Q_CONN_ERROR;
 	}
 	for (;;) {
 		while (PQisBusy(m->conn)) {
 			int rv = wait_socket(m, POLLIN, deadline);
 			if (rv <= 0) {
-				set_why(m, rv == 0 ? "query timed out" : "stopping");
+				set_why(m, rv == 0 ? "no answer in time" : "stopping");
 				PQclear(last);
-				return NULL;
+				return Q_CONN_ERROR;
 			}
 			if (!PQconsumeInput(m->conn)) {
 				set_why(m, PQerrorMessage(m->conn));
 				PQclear(last);
-				return NULL;
+				return Q_CONN_ERROR;
 			}
 		}
 		PGresult *r = PQgetResult(m->conn);
@@ -253,23 +279,32 @@ query(struct brq_monitor *m, const char *sql)
 			break;
 		}
 		ExecStatusType st = PQresultStatus(r);
-		if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-			if (!is_failed) {
-				set_why(m, PQresultErrorMessage(r));
-			}
+		if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && !is_failed) {
+			const char *code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+			snprintf(m->sqlstate, sizeof(m->sqlstate), "%s", code != NULL ? code : "");
+			set_why(m, PQresultErrorMessage(r));
 			is_failed = true;
 		}
 		PQclear(last);
 		last = r;
 	}
-	if (is_failed) {
+	if (PQstatus(m->conn) != CONNECTION_OK) {
+		set_why(m, PQerrorMessage(m->conn));
 		PQclear(last);
-		return NULL;
+		return Q_CONN_ERROR;
 	}
-	if (last == NULL) {
-		set_why(m, "no result");
+	if (is_failed || last == NULL) {
+		if (last == NULL) {
+			set_why(m, "no result");
+		}
+		PQclear(last);
+		// The server answered: that is a round trip, even if the statement failed.
+		note_answer(m);
+		return Q_SQL_ERROR;
 	}
-	return last;
+	note_answer(m);
+	*out = last;
+	return Q_OK;
 }
 
 // Opens m->conn (non-blocking connect with our own deadline, so a stop or a dead
@@ -282,6 +317,7 @@ connect_db(struct brq_monitor *m)
 	// fallback application name applies only when the DSN names none.
 	const char *const kw[] = {"fallback_application_name", "dbname", NULL};
 	const char *const val[] = {"brooq-monitor", m->dsn, NULL};
+	char session_sql[256];
 
 	m->conn = PQconnectStartParams(kw, val, 1);
 	if (m->conn == NULL) {
@@ -309,8 +345,10 @@ connect_db(struct brq_monitor *m)
 		}
 		st = PQconnectPoll(m->conn);
 	}
-	PGresult *r = query(m, SESSION_SQL);
-	if (r == NULL) {
+	snprintf(session_sql, sizeof(session_sql), SESSION_SQL_FMT,
+	    (unsigned long long) m->budget_ms, (unsigned long long) m->budget_ms);
+	PGresult *r;
+	if (query(m, session_sql, &r) != Q_OK) {
 		disconnect(m);
 		return -1;
 	}
@@ -371,10 +409,10 @@ mrow_cmp(const void *a, const void *b)
 	return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-// Reads (topic, state, count[, age]) rows into rs. Returns 0 or -1 (malformed, or
-// out of memory).
+// Reads (topic, state, count[, age]) rows into rs, counts multiplied by scale (an
+// estimate from a sample). Returns 0 or -1 (malformed, or out of memory).
 static int
-parse_counts(struct brq_monitor *m, PGresult *r, struct rows *rs, bool has_age)
+parse_counts(struct brq_monitor *m, PGresult *r, struct rows *rs, bool has_age, double scale)
 {
 	int n = PQntuples(r);
 	if (PQnfields(r) != (has_age ? 4 : 3)) {
@@ -393,7 +431,8 @@ parse_counts(struct brq_monitor *m, PGresult *r, struct rows *rs, bool has_age)
 			set_why(m, "out of memory");
 			return -1;
 		}
-		row->count[st] += strtoull(PQgetvalue(r, i, 2), NULL, 10);
+		uint64_t c = strtoull(PQgetvalue(r, i, 2), NULL, 10);
+		row->count[st] += scale == 1 ? c : (uint64_t) ((double) c * scale + 0.5);
 		if (has_age) {
 			double age = strtod(PQgetvalue(r, i, 3), NULL);
 			if (age > row->age_s) {
@@ -401,7 +440,8 @@ parse_counts(struct brq_monitor *m, PGresult *r, struct rows *rs, bool has_age)
 			}
 		}
 	}
-	qsort(rs->v, rs->n, sizeof(*rs->v), mrow_cmp);
+	if (rs->n > 1) // qsort(NULL, 0, ...) is undefined behaviour
+		qsort(rs->v, rs->n, sizeof(*rs->v), mrow_cmp);
 	return 0;
 }
 
@@ -444,61 +484,121 @@ publish(struct brq_monitor *m, const struct rows *active)
 	return 0;
 }
 
-// One tick on a live connection. Returns 0 on a good round trip, -1 otherwise.
+// The terminal count (exact, or estimated from a page sample when the table is too
+// big for the budget). Returns 0, or -1 when the connection must be dropped.
+static int
+terminal_count(struct brq_monitor *m)
+{
+	char sample[64] = "", sql[sizeof(terminal_sql_fmt) + sizeof(sample)];
+	struct rows term = {0};
+	PGresult *r;
+	uint64_t t0 = now_ms();
+	double pct = m->sample_pct;
+
+	if (pct < 100) {
+		snprintf(sample, sizeof(sample), " TABLESAMPLE SYSTEM (%.4f)", pct);
+	}
+	snprintf(sql, sizeof(sql), terminal_sql_fmt, sample);
+	enum qres q = query(m, sql, &r);
+	uint64_t took = now_ms() - t0;
+	if (q == Q_CONN_ERROR) {
+		return -1;
+	}
+	if (q == Q_SQL_ERROR) {
+		if (strcmp(m->sqlstate, SQLSTATE_QUERY_CANCELED) == 0 && pct > SAMPLE_MIN_PCT) {
+			// Too big for the budget: sample fewer pages and retry soon.
+			m->sample_pct = pct >= 100 ? 10 : pct / 4 < SAMPLE_MIN_PCT ? SAMPLE_MIN_PCT : pct / 4;
+			m->next_terminal_ms = now_ms() + m->interval_ms;
+			BRQ_LOG_WARN("monitor_terminal_count_sampled", "budget_ms=%llu sample_pct=%.4f",
+			    (unsigned long long) m->budget_ms, m->sample_pct);
+		} else {
+			m->next_terminal_ms = now_ms() + m->terminal_interval_ms;
+			BRQ_LOG_WARN("monitor_terminal_count_failed", "sqlstate=%s reason=%s",
+			    BRQ_LOG_Q(m->sqlstate), BRQ_LOG_Q(m->why));
+		}
+		return 0;
+	}
+	int rv = parse_counts(m, r, &term, false, 100 / pct);
+	PQclear(r);
+	if (rv != 0) {
+		rows_clear(&term);
+		m->next_terminal_ms = now_ms() + m->terminal_interval_ms;
+		return 0;
+	}
+	rows_clear(&m->terminal);
+	m->terminal = term;
+	m->next_terminal_ms = t0 + max_u64(m->terminal_interval_ms, THROTTLE * took);
+	// Well inside the budget: try a bigger sample (eventually exact) next time.
+	if (pct < 100 && took * 8 < m->budget_ms) {
+		m->sample_pct = pct * 2 >= 100 ? 100 : pct * 2;
+	}
+	return 0;
+}
+
+// The active count and oldest ready age, published with the cached terminal counts.
+// Returns 0, or -1 when the connection must be dropped.
+static int
+depth_count(struct brq_monitor *m)
+{
+	struct rows active = {0};
+	PGresult *r;
+	uint64_t t0 = now_ms();
+	enum qres q = query(m, active_sql, &r);
+	uint64_t took = now_ms() - t0;
+
+	if (q == Q_CONN_ERROR) {
+		return -1;
+	}
+	m->next_depth_ms = t0 + max_u64(m->interval_ms, THROTTLE * took);
+	if (q == Q_SQL_ERROR) {
+		// Millions of active rows do not fit the budget: the gauges keep their last
+		// values (documented) and the count is retried less often.
+		if (!m->is_depth_slow) {
+			m->is_depth_slow = true;
+			BRQ_LOG_WARN("monitor_depth_count_failed", "sqlstate=%s reason=%s budget_ms=%llu",
+			    BRQ_LOG_Q(m->sqlstate), BRQ_LOG_Q(m->why), (unsigned long long) m->budget_ms);
+		}
+		return 0;
+	}
+	if (m->is_depth_slow) {
+		m->is_depth_slow = false;
+		BRQ_LOG_INFO("monitor_depth_count_ok", "took_ms=%llu", (unsigned long long) took);
+	}
+	if (parse_counts(m, r, &active, true, 1) == 0) {
+		publish(m, &active);
+	}
+	PQclear(r);
+	rows_clear(&active);
+	return 0;
+}
+
+// One tick on a live connection:
+//   1. a `SELECT 1` round trip (health stays fresh whatever the counts cost);
+//   2. at most one count, each bounded by the budget: the terminal count when it is
+//      due, otherwise the active count when it is due.
+// So the gap between two answers never exceeds max(interval, budget) plus a ping,
+// below the health window. Returns 0, or -1 when the connection must be dropped.
 static int
 tick(struct brq_monitor *m)
 {
-	uint64_t start = now_ms();
 	PGresult *r;
-
-	if (start < m->next_depth_ms) {
-		// Depth throttled (the last query was slow): keep health fresh cheaply.
-		r = query(m, "SELECT 1");
-		if (r == NULL) {
-			return -1;
-		}
-		PQclear(r);
-		return 0;
-	}
-
-	if (start >= m->next_terminal_ms) {
-		struct rows term = {0};
-		r = query(m, terminal_sql);
-		if (r == NULL) {
-			return -1;
-		}
-		int rv = parse_counts(m, r, &term, false);
-		PQclear(r);
-		if (rv != 0) {
-			rows_clear(&term);
-			return -1;
-		}
-		rows_clear(&m->terminal);
-		m->terminal = term;
-		uint64_t took = now_ms() - start;
-		m->next_terminal_ms = start + max_u64(m->terminal_interval_ms, THROTTLE * took);
-		if (took > 1000) {
-			BRQ_LOG_INFO("monitor_terminal_count_slow", "took_ms=%llu next_in_ms=%llu",
-			    (unsigned long long) took,
-			    (unsigned long long) (m->next_terminal_ms - start));
-		}
-	}
-
-	uint64_t t0 = now_ms();
-	struct rows active = {0};
-	r = query(m, active_sql);
-	if (r == NULL) {
+	if (query(m, "SELECT 1", &r) != Q_OK) {
 		return -1;
 	}
-	int rv = parse_counts(m, r, &active, true);
 	PQclear(r);
-	if (rv == 0) {
-		rv = publish(m, &active);
+	uint64_t now = now_ms();
+	bool is_terminal_due = now >= m->next_terminal_ms;
+	bool is_depth_due = now >= m->next_depth_ms;
+	// Both due: take turns, so neither count starves the other.
+	if (is_terminal_due && (!is_depth_due || !m->was_terminal_last)) {
+		m->was_terminal_last = true;
+		return terminal_count(m);
 	}
-	rows_clear(&active);
-	uint64_t took = now_ms() - t0;
-	m->next_depth_ms = t0 + max_u64(m->interval_ms, THROTTLE * took);
-	return rv;
+	if (is_depth_due) {
+		m->was_terminal_last = false;
+		return depth_count(m);
+	}
+	return 0;
 }
 
 static void
@@ -513,10 +613,8 @@ note_failure(struct brq_monitor *m)
 }
 
 static void
-note_success(struct brq_monitor *m)
+note_recovery(struct brq_monitor *m)
 {
-	atomic_store_explicit(&m->last_ok_ms, now_ms(), memory_order_release);
-	brq_metrics_db_up_set(1);
 	if (m->is_down) {
 		m->is_down = false;
 		BRQ_LOG_INFO("monitor_db_available", NULL);
@@ -540,14 +638,14 @@ monitor_main(void *arg)
 			break;
 		}
 		if (rv == 0) {
-			note_success(m);
+			note_recovery(m);
 			backoff = m->interval_ms;
 			sleep_until(m, start + m->interval_ms);
 			continue;
 		}
 		// 1. Forget the connection (its state is unknown). 2. Let the verdict age
-		// out naturally (health stays true until the window passes). 3. Retry
-		// after a growing pause.
+		// out (health stays true until the window passes, so one lost packet does
+		// not flap /healthz). 3. Retry after a growing pause.
 		disconnect(m);
 		refresh_db_up(m);
 		note_failure(m);
@@ -602,6 +700,11 @@ brq_monitor_start(const struct brq_config *cfg, const struct brq_monitor_opts *o
 	    ? opts->connect_timeout_ms
 	    : 5000;
 	m->health_window_ms = max_u64(HEALTH_INTERVALS * m->interval_ms, HEALTH_MIN_MS);
+	// Half the window: a count that runs out its budget still leaves the next
+	// answer inside the window.
+	m->budget_ms = opts != NULL && opts->budget_ms != 0 ? opts->budget_ms
+	                                                    : m->health_window_ms / 2;
+	m->sample_pct = 100;
 
 	if (pthread_mutex_init(&m->mu, NULL) != 0) {
 		goto fail;

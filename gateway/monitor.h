@@ -2,20 +2,26 @@
 // Depth monitor: a background thread with its own database connection that feeds the
 // depth gauges and tells /healthz whether the database answers.
 //
-// Every interval the thread runs one cheap query over the active rows (pending,
-// failed, processing: counts per topic and state and the oldest ready age per topic,
-// through the partial indexes job_claim_idx and job_lease_expiry_idx) and, less
-// often, one count of the terminal rows (done, dead, canceled), whose cost grows with
-// the whole table. It merges both into brq_metrics_depth_set(). A query that takes
-// long stretches its own period to 10x its duration, so the monitor never keeps more
-// than ~10% of one backend busy; the ticks in between still make a `SELECT 1` round
-// trip so health stays fresh. docs/operations.md discusses the cost.
+// Every interval the thread makes one `SELECT 1` round trip (the health verdict) and
+// then at most one count, each bounded by a budget (statement_timeout, default half
+// the health window, 1.5 s):
+//   - the active count: counts per topic and state of pending, failed and
+//     processing rows plus the oldest ready age per topic, read through the partial
+//     indexes job_claim_idx and job_lease_expiry_idx, so it costs what the backlog
+//     costs, not what the table's history costs;
+//   - every terminal_interval (default 60 s) instead, the terminal count (done, dead,
+//     canceled: the bulk of the table). Exact while it fits the budget; when it
+//     does not, an estimate from a TABLESAMPLE SYSTEM page sample whose size adapts
+//     to the budget (logged as monitor_terminal_count_sampled).
+// Both are merged into brq_metrics_depth_set(). A count that took d runs again after
+// max(its period, 10 x d), so the monitor never keeps more than ~10% of one backend
+// busy. docs/operations.md discusses the cost.
 //
 // The connection uses the configured DSN (never logged), fallback_application_name
-// "brooq-monitor", a 5 s connect deadline, statement_timeout 10 s, lock_timeout 1 s,
-// read-only transactions. When the database is down, the thread reconnects with
-// exponential backoff (from the interval up to max(interval, 5 s)) and never exits on
-// its own.
+// "brooq-monitor", its own connect deadline (5 s), statement_timeout = budget,
+// lock_timeout = budget, read-only transactions, no parallel workers. When the
+// database is down the thread reconnects with exponential backoff (from the interval
+// up to max(interval, 5 s)) and never exits on its own.
 #ifndef BRQ_GATEWAY_MONITOR_H
 #define BRQ_GATEWAY_MONITOR_H
 
@@ -37,6 +43,8 @@ struct brq_monitor_opts {
 	uint64_t terminal_interval_ms; // period of the terminal-state count, default 60 s;
 	                               // never shorter than interval_ms
 	uint64_t connect_timeout_ms;   // per connection attempt, default 5 s
+	uint64_t budget_ms;            // statement_timeout of each count, default half the
+	                               // health window; keep it below the window
 };
 
 // A running monitor (opaque).
@@ -56,7 +64,8 @@ BRQ_MUSTCHECK int brq_monitor_start(const struct brq_config *cfg,
 // brq_monitor_healthy(mon): stop the HTTP endpoint first. NULL is a no-op.
 void brq_monitor_stop(struct brq_monitor *mon);
 
-// True iff a database round trip succeeded within the last max(3 x interval, 3 s).
+// True iff the database answered a round trip (any answer, even an error such as a
+// count that ran out of its budget) within the last max(3 x interval, 3 s).
 // Thread-safe, never blocks (reads one atomic timestamp). The argument is a
 // struct brq_monitor *, typed void * so that the function is a brq_http_health_fn.
 bool brq_monitor_healthy(void *mon);

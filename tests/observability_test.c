@@ -358,6 +358,44 @@ Test(monitor, depth_gauges_follow_the_table)
 	cr_assert_lt(mono_ms() - t0, 1000);
 }
 
+Test(monitor, terminal_counts_fall_back_to_an_estimate_when_over_budget)
+{
+	/* 400k terminal rows take far more than a 30 ms budget to count exactly. */
+	brq_testdb_exec(db, "INSERT INTO job (topic, state)"
+	                    " SELECT 'big', CASE WHEN i % 4 = 0 THEN 'dead' ELSE 'done' END"
+	                    " FROM generate_series(1, 400000) i");
+	brq_testdb_exec(db, "INSERT INTO job (topic, state) VALUES ('big', 'pending')");
+	brq_testdb_exec(db, "VACUUM ANALYZE job");
+
+	struct brq_config cfg = {0};
+	cfg.dsn = dsn;
+	struct brq_monitor_opts o = {.interval_ms = 100, .terminal_interval_ms = 100, .budget_ms = 30};
+	struct brq_monitor *m = NULL;
+	cr_assert_eq(brq_monitor_start(&cfg, &o, &m), 0);
+
+	/* The active count (1 row) is unaffected and exact. */
+	cr_assert_eq(await_sample("brooq_jobs{topic=\"big\",state=\"pending\"}", 1, 10000), 1);
+	/* The terminal count becomes an estimate from a page sample: same order of
+	 * magnitude, never exact zero. */
+	uint64_t end = mono_ms() + 15000;
+	double done = -1, dead = -1;
+	while (mono_ms() < end) {
+		char *t = render();
+		done = sample(t, "brooq_jobs{topic=\"big\",state=\"done\"}");
+		dead = sample(t, "brooq_jobs{topic=\"big\",state=\"dead\"}");
+		free(t);
+		if (done > 0 && dead > 0) {
+			break;
+		}
+		usleep(50 * 1000);
+	}
+	cr_assert(done > 300000 * 0.5 && done < 300000 * 1.5, "done estimate %f", done);
+	cr_assert(dead > 100000 * 0.5 && dead < 100000 * 1.5, "dead estimate %f", dead);
+	/* Timed-out counts are answers: the database stays healthy. */
+	cr_assert(brq_monitor_healthy(m));
+	brq_monitor_stop(m);
+}
+
 Test(monitor, is_unhealthy_until_the_database_answers_and_stops_promptly)
 {
 	/* Nothing listens on this socket directory: every attempt fails at once. */

@@ -1899,3 +1899,78 @@ Test(fuzz, random_mutations_of_valid_messages_never_crash_and_get_a_defined_stat
 	cr_expect_gt(counts[BRQ_ST_OK], 0, "some mutations stay valid");
 	cr_expect_gt(counts[BRQ_ST_INVALID_ARGUMENT], 0);
 }
+
+// ---- docs/protocol.md stays in step with the encoder --------------------------------
+
+static char *
+slurp(FILE *f, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	char  *s   = malloc(cap);
+	size_t got;
+	while ((got = fread(s + n, 1, cap - n - 1, f)) > 0) {
+		n += got;
+		if (cap - n - 1 == 0) {
+			cap *= 2;
+			s = realloc(s, cap);
+		}
+	}
+	s[n] = '\0';
+	*len = n;
+	return s;
+}
+
+static void
+trim(const char **p, size_t *n)
+{
+	while (*n > 0 && isspace((unsigned char) (*p)[0])) {
+		(*p)++;
+		(*n)--;
+	}
+	while (*n > 0 && isspace((unsigned char) (*p)[*n - 1])) {
+		(*n)--;
+	}
+}
+
+Test(docs, protocol_examples_match_the_generator_output)
+{
+	const char *src = getenv("BROOQ_SOURCE_DIR");
+	const char *bin = getenv("BROOQ_TEST_BIN_DIR");
+	char        path[4096];
+
+	if (src == NULL || bin == NULL) {
+		cr_skip_test("BROOQ_SOURCE_DIR/BROOQ_TEST_BIN_DIR not set (run through ctest)");
+	}
+	snprintf(path, sizeof path, "%s/brooq_proto_examples", bin);
+	FILE *gen = fopen(path, "r");
+	if (gen == NULL) {
+		cr_skip_test("%s not built", path);
+	}
+	fclose(gen);
+	gen = popen(path, "r");
+	cr_assert_not_null(gen);
+	size_t glen;
+	char  *out = slurp(gen, &glen);
+	cr_assert_eq(pclose(gen), 0);
+
+	snprintf(path, sizeof path, "%s/docs/protocol.md", src);
+	FILE *doc = fopen(path, "r");
+	cr_assert_not_null(doc, "%s", path);
+	size_t dlen;
+	char  *md = slurp(doc, &dlen);
+	fclose(doc);
+
+	const char *begin = strstr(md, "<!-- BEGIN GENERATED EXAMPLES");
+	cr_assert_not_null(begin);
+	begin = strstr(begin, "-->") + 3;
+	const char *end = strstr(begin, "<!-- END GENERATED EXAMPLES -->");
+	cr_assert_not_null(end);
+	size_t      n1 = (size_t) (end - begin), n2 = glen;
+	const char *p1 = begin, *p2 = out;
+	trim(&p1, &n1);
+	trim(&p2, &n2);
+	cr_expect(n1 == n2 && memcmp(p1, p2, n1) == 0,
+	          "docs/protocol.md examples differ from brooq_proto_examples output; regenerate");
+	free(out);
+	free(md);
+}
