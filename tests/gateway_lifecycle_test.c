@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/* Gateway lifecycle: PostgreSQL going away and coming back, and a graceful stop with work in flight. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "gw.h"
+#include "testdb.h"
+
+/* Runs a pg.sh function on a private cluster in dir: the shared harness cluster
+ * must not be stopped under other tests. */
+static void
+pg(const char *fn, const char *dir)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "bash -c '. %s/tests/pg.sh && %s %s' >/dev/null 2>&1", getenv("BROOQ_SOURCE_DIR"), fn,
+	         dir);
+	cr_assert_eq(system(cmd), 0, "%s %s failed", fn, dir);
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static brq_status
+ping_db(brq_gw *gw, brq_arena *a)
+{
+	/* stats touches the database; ping does not. */
+	brq_request req = {.op = BRQ_OP_STATS, .token = brq_gw_worker(gw)};
+	brq_reply   rep;
+	void       *keep;
+	brq_status  st = brq_gw_call(gw, &req, &rep, a, &keep);
+	free(keep);
+	return st;
+}
+
+Test(lifecycle, answers_unavailable_while_postgres_is_down_and_recovers, .timeout = 120)
+{
+	char dir[] = "/tmp/brooq-pgdown.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	pg("brq_pg_start", dir);
+	char dsn[512], tmpl[600];
+	snprintf(dsn, sizeof(dsn), "host=%s/sock user=postgres dbname=postgres", dir);
+	snprintf(tmpl, sizeof(tmpl), "BROOQ_DSN='%s' %s migrate up --dir %s/migrations >/dev/null", dsn,
+	         brq_testdb_bin("brooqctl"), getenv("BROOQ_SOURCE_DIR"));
+	cr_assert_eq(system(tmpl), 0);
+
+	brq_gw    gw;
+	brq_arena a;
+	brq_arena_init(&a);
+	brq_gw_start(&gw, dsn, NULL);
+	cr_assert_eq(ping_db(&gw, &a), BRQ_ST_OK);
+
+	pg("brq_pg_stop", dir);
+	for (int i = 0; i < 5; i++) {
+		double t0 = now_s();
+		cr_assert_eq(ping_db(&gw, &a), BRQ_ST_UNAVAILABLE);
+		cr_assert(now_s() - t0 < 2.0, "an unavailable answer took %.2f s", now_s() - t0);
+	}
+	/* Restart on the same socket; the pool reconnects within its backoff (≤ 5 s). */
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+	         "bash -c '. %s/tests/pg.sh && bin=$(brq_pg_bindir) && brq_pg_as_owner $bin/pg_ctl -D %s/data -l %s/server.log -w start"
+	         " -o \"-c listen_addresses= -c unix_socket_directories=%s/sock\"' >/dev/null 2>&1",
+	         getenv("BROOQ_SOURCE_DIR"), dir, dir, dir);
+	cr_assert_eq(system(cmd), 0, "restart failed");
+	brq_status st = BRQ_ST_UNAVAILABLE;
+	for (int i = 0; i < 100 && st != BRQ_ST_OK; i++) {
+		st = ping_db(&gw, &a);
+		if (st != BRQ_ST_OK)
+			usleep(100000);
+	}
+	cr_assert_eq(st, BRQ_ST_OK, "the gateway did not reconnect");
+	brq_gw_stop(&gw);
+	brq_arena_fini(&a);
+	pg("brq_pg_stop", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static brq_gw gw2;
+
+static void *
+parked_claim(void *arg)
+{
+	brq_arena a;
+	brq_str   t   = brq_str_c("never");
+	brq_request req = {.op = BRQ_OP_CLAIM, .token = brq_gw_worker(&gw2),
+	                   .claim = {.worker = brq_str_c("w"), .topics = &t, .n_topics = 1, .n = 1,
+	                             .has_wait_ms = true, .wait_ms = 60000}};
+	brq_reply rep;
+	void     *keep;
+	brq_arena_init(&a);
+	brq_status st = brq_gw_call(&gw2, &req, &rep, &a, &keep);
+	*(int *) arg  = st == BRQ_ST_OK ? (int) rep.claim.n_jobs : -1;
+	free(keep);
+	brq_arena_fini(&a);
+	return NULL;
+}
+
+Test(lifecycle, stops_gracefully_answering_parked_long_polls, .timeout = 60)
+{
+	char *dsn = brq_testdb_create(true);
+	brq_gw_start(&gw2, dsn, NULL);
+	pthread_t th[3];
+	int       got[3] = {7, 7, 7};
+	for (int i = 0; i < 3; i++)
+		pthread_create(&th[i], NULL, parked_claim, &got[i]);
+	usleep(300000);
+	double t0 = now_s();
+	brq_gw_stop(&gw2); /* asserts exit status 0 */
+	cr_assert(now_s() - t0 < 5.0, "stop took %.2f s with parked long-polls", now_s() - t0);
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(got[i], 0, "parked long-poll %d was not answered with an empty claim", i);
+	}
+	brq_testdb_drop(dsn);
+}
