@@ -245,15 +245,27 @@ op_enqueue(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
 
 // ---- settle -----------------------------------------------------------------------------
 
-// Settles items[0..n) and fills res (aligned with items). Chained jobs of applied
-// `done` items are enqueued in the same transaction: if that fails, nothing is
-// settled.
+// What a settle leaves for after its commit: metrics need the rows, and wakes for
+// chained jobs must not run before those jobs are visible to other sessions.
+typedef struct settle_done {
+	PGresult           *rows;      // id, state, topic, attempt seconds; PQclear()ed by after_commit
+	brq_job_spec       *chain;     // chained jobs enqueued (arena)
+	brq_enqueue_result *chain_res;
+	uint32_t            n_chain;
+} settle_done;
+
+// Runs the guarded settle of items[0..n) and fills res (aligned with items).
+// Chained jobs of applied `done` items are enqueued in the same transaction: if
+// that fails, nothing is settled. The caller owns the transaction: `in_tx` says
+// one is open; otherwise this opens one when chains need it. On success *d must
+// go to settle_after_commit() once the transaction (if any) committed.
 static brq_status
-settle_items(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_item *items, uint32_t n,
-             brq_settle_result *res, op_err *e)
+settle_exec(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_item *items, uint32_t n,
+            brq_settle_result *res, bool in_tx, settle_done *d, op_err *e)
 {
-	brq_pgarr *a        = t->arr;
+	brq_pgarr *a         = t->arr;
 	bool       has_chain = false;
+	memset(d, 0, sizeof(*d));
 	brq_pgarr_begin(&a[0], BRQ_OID_INT8);
 	brq_pgarr_begin(&a[1], BRQ_OID_UUID);
 	brq_pgarr_begin(&a[2], BRQ_OID_TEXT);
@@ -280,7 +292,8 @@ settle_items(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_it
 		if (arr_end(&a[k], &v[k], &l[k]) != 0)
 			return fail(e, BRQ_ST_INTERNAL, "settle: out of memory");
 
-	if (has_chain && !brq_db_command(&t->db, "BEGIN"))
+	bool own_tx = has_chain && !in_tx;
+	if (own_tx && !brq_db_command(&t->db, "BEGIN"))
 		return fail(e, BRQ_ST_UNAVAILABLE, "settle: database unavailable");
 	PGresult *r = brq_db_exec(&t->db, BRQ_STMT_SETTLE, v, l, f);
 	if (!brq_db_ok(r)) {
@@ -303,18 +316,15 @@ settle_items(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_it
 	}
 
 	// Chains of the applied `done` items, as one batch in this transaction.
-	uint32_t n_chain = 0;
 	if (has_chain) {
 		for (uint32_t i = 0; i < n; i++)
 			if (res[i].applied && items[i].outcome == BRQ_OUTCOME_DONE)
-				n_chain += items[i].n_chain;
+				d->n_chain += items[i].n_chain;
 	}
-	brq_job_spec       *chain     = NULL;
-	brq_enqueue_result *chain_res = NULL;
-	if (n_chain > 0) {
-		chain     = brq_arena_alloc(&w->arena, n_chain, sizeof(*chain));
-		chain_res = brq_arena_alloc(&w->arena, n_chain, sizeof(*chain_res));
-		if (chain == NULL || chain_res == NULL) {
+	if (d->n_chain > 0) {
+		d->chain     = brq_arena_alloc(&w->arena, d->n_chain, sizeof(*d->chain));
+		d->chain_res = brq_arena_alloc(&w->arena, d->n_chain, sizeof(*d->chain_res));
+		if (d->chain == NULL || d->chain_res == NULL) {
 			PQclear(r);
 			fail(e, BRQ_ST_INTERNAL, "settle: out of memory");
 			goto rollback;
@@ -323,20 +333,34 @@ settle_items(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_it
 		for (uint32_t i = 0; i < n; i++)
 			if (res[i].applied && items[i].outcome == BRQ_OUTCOME_DONE)
 				for (uint32_t c = 0; c < items[i].n_chain; c++)
-					chain[k++] = items[i].chain[c];
-		if (enqueue_rows(s, t, chain, n_chain, chain_res, e) != BRQ_ST_OK) {
+					d->chain[k++] = items[i].chain[c];
+		if (enqueue_rows(s, t, d->chain, d->n_chain, d->chain_res, e) != BRQ_ST_OK) {
 			PQclear(r);
 			goto rollback;
 		}
 	}
-	if (has_chain && !brq_db_command(&t->db, "COMMIT")) {
+	if (own_tx && !brq_db_command(&t->db, "COMMIT")) {
 		PQclear(r);
 		fail(e, BRQ_ST_UNAVAILABLE, "settle: commit failed; nothing was settled");
 		goto rollback;
 	}
+	d->rows = r;
+	return BRQ_ST_OK;
 
-	// Committed: metrics and wakes.
-	for (int row = 0; row < rows; row++) {
+rollback:
+	if (own_tx && t->db.conn != NULL)
+		(void) brq_db_command(&t->db, "ROLLBACK");
+	return e->code;
+}
+
+// After the settle's commit: metrics, wakes for chained jobs, lost-lease counts.
+// Releases d->rows.
+static void
+settle_after_commit(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_item *items, uint32_t n,
+                    const brq_settle_result *res, settle_done *d)
+{
+	PGresult *r = d->rows;
+	for (int row = 0; r != NULL && row < PQntuples(r); row++) {
 		brq_str     topic = str_at(r, row, 2);
 		brq_outcome oc    = BRQ_OUTCOME_DONE;
 		uint64_t    id    = (uint64_t) int_at(r, row, 0);
@@ -349,8 +373,9 @@ settle_items(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_it
 		brq_metrics_attempt_duration(strtod(PQgetvalue(r, row, 3), NULL));
 	}
 	PQclear(r);
-	if (n_chain > 0)
-		enqueue_committed(s, chain, n_chain, chain_res);
+	d->rows = NULL;
+	if (d->n_chain > 0)
+		enqueue_committed(s, d->chain, d->n_chain, d->chain_res);
 
 	uint64_t *lost   = NULL;
 	uint32_t  n_lost = 0;
@@ -363,12 +388,6 @@ settle_items(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_it
 				lost[n_lost++] = res[i].id;
 		count_lost(t, lost, n_lost);
 	}
-	return BRQ_ST_OK;
-
-rollback:
-	if (has_chain && t->db.conn != NULL)
-		(void) brq_db_command(&t->db, "ROLLBACK");
-	return e->code;
 }
 
 static brq_status
@@ -378,9 +397,11 @@ op_settle(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
 	brq_settle_result    *res = brq_arena_alloc(&w->arena, q->n_items, sizeof(*res));
 	if (res == NULL)
 		return fail(e, BRQ_ST_INTERNAL, "settle: out of memory");
-	brq_status st = settle_items(s, t, w, q->items, q->n_items, res, e);
+	settle_done d;
+	brq_status  st = settle_exec(s, t, w, q->items, q->n_items, res, false, &d, e);
 	if (st != BRQ_ST_OK)
 		return st;
+	settle_after_commit(s, t, w, q->items, q->n_items, res, &d);
 	brq_buf *b = &w->out;
 	brq_reply_begin(b, w->req.rid, 1);
 	brq_pack_key(b, "results");
@@ -405,6 +426,17 @@ ensure_tokens(brq_pool_thread *t, uint32_t n)
 	return true;
 }
 
+// Rolls back a claim's combined settle: nothing of it was written.
+static void
+abort_settle(brq_pool_thread *t, settle_done *d, bool settle_now)
+{
+	if (!settle_now)
+		return;
+	(void) brq_db_command(&t->db, "ROLLBACK");
+	PQclear(d->rows);
+	d->rows = NULL;
+}
+
 static brq_status
 op_claim(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e, bool *park)
 {
@@ -412,22 +444,31 @@ op_claim(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e, bool *park)
 	*park                  = false;
 
 	// A combined "settle these, give me more": the settle runs once, even when
-	// the claim then waits through several rounds.
+	// the claim then waits through several rounds, and shares the claim's
+	// transaction, so a busy worker pays one commit per round trip.
+	bool        settle_now = q->has_settle && !w->settled && q->n_settle > 0;
+	settle_done d          = {0};
 	if (q->has_settle && !w->settled) {
 		w->settle_results = brq_arena_alloc(&w->arena, q->n_settle ? q->n_settle : 1,
 		                                    sizeof(*w->settle_results));
 		if (w->settle_results == NULL)
 			return fail(e, BRQ_ST_INTERNAL, "claim.settle: out of memory");
-		if (q->n_settle > 0) {
-			brq_status st = settle_items(s, t, w, q->settle, q->n_settle, w->settle_results, e);
-			if (st != BRQ_ST_OK)
-				return st;
+		w->settled = !settle_now;
+	}
+	if (settle_now) {
+		if (!brq_db_command(&t->db, "BEGIN"))
+			return fail(e, BRQ_ST_UNAVAILABLE, "claim: database unavailable");
+		brq_status st = settle_exec(s, t, w, q->settle, q->n_settle, w->settle_results, true, &d, e);
+		if (st != BRQ_ST_OK) {
+			(void) brq_db_command(&t->db, "ROLLBACK");
+			return st;
 		}
-		w->settled = true;
 	}
 
-	if (!ensure_tokens(t, q->n))
+	if (!ensure_tokens(t, q->n)) {
+		abort_settle(t, &d, settle_now);
 		return fail(e, BRQ_ST_INTERNAL, "claim: out of memory");
+	}
 	// Fresh random lease tokens (SPEC §3): only the claimer learns them.
 	randombytes_buf(t->tokens, (size_t) q->n * BRQ_LEASE_LEN);
 
@@ -442,8 +483,10 @@ op_claim(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e, bool *park)
 	char        n_txt[16], lease_txt[24], worker[BRQ_WORKER_MAX + 1];
 	const char *v[5];
 	int         l[5] = {0}, f[5] = {BINARY, TEXT, TEXT, BINARY, TEXT};
-	if (arr_end(&a[0], &v[0], &l[0]) != 0 || arr_end(&a[1], &v[3], &l[3]) != 0)
+	if (arr_end(&a[0], &v[0], &l[0]) != 0 || arr_end(&a[1], &v[3], &l[3]) != 0) {
+		abort_settle(t, &d, settle_now);
 		return fail(e, BRQ_ST_INTERNAL, "claim: out of memory");
+	}
 	snprintf(n_txt, sizeof(n_txt), "%u", q->n);
 	v[1] = n_txt;
 	v[2] = cstr(worker, sizeof(worker), q->worker);
@@ -460,7 +503,17 @@ op_claim(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e, bool *park)
 	if (!brq_db_ok(r)) {
 		brq_status st = db_fail(e, &t->db, r, "claim");
 		PQclear(r);
+		abort_settle(t, &d, settle_now); // the worker still holds those leases
 		return st;
+	}
+	if (settle_now) {
+		if (!brq_db_command(&t->db, "COMMIT")) {
+			PQclear(r);
+			PQclear(d.rows);
+			return fail(e, BRQ_ST_UNAVAILABLE, "claim: commit failed; nothing was settled or claimed");
+		}
+		w->settled = true;
+		settle_after_commit(s, t, w, q->settle, q->n_settle, w->settle_results, &d);
 	}
 	int rows = PQntuples(r);
 	if (rows == 0 && w->deadline_ms > brq_now_ms() && !atomic_load(&s->stopping)) {

@@ -213,7 +213,8 @@ handle_request(brq_server *s, brq_work *w)
 
 	w->start_us = brq_now_us();
 	w->pipe_id  = (uint32_t) nng_pipe_id(nng_msg_get_pipe(w->msg));
-	w->waited = w->orphaned = w->is_long_poll = false;
+	w->waited = w->orphaned = w->is_long_poll = w->settled = false;
+	w->settle_results = NULL;
 	w->deadline_ms = 0;
 	w->role        = BRQ_ROLE_NONE;
 	brq_arena_reset(&w->arena);

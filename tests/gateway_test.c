@@ -586,3 +586,28 @@ Test(gateway, job_reads_the_whole_row_and_stats_count_per_topic)
 	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_NOT_FOUND);
 	free(keep);
 }
+
+Test(gateway, settles_once_before_a_long_poll_and_reports_it_after_the_wait)
+{
+	for (int round = 0; round < 3; round++) {
+		uint64_t      id = enqueue("lp", "{}", NULL, NULL);
+		brq_lease_ref l[1];
+		cr_assert_eq(claim("lp", 1, 0, l), 1);
+		brq_settle_item it = {.id = l[0].id, .outcome = BRQ_OUTCOME_DONE};
+		memcpy(it.lease, l[0].lease, BRQ_LEASE_LEN);
+		brq_str     t   = brq_str_c("lp");
+		brq_request req = {.op    = BRQ_OP_CLAIM,
+		                   .claim = {.worker = brq_str_c("w"), .topics = &t, .n_topics = 1, .n = 1,
+		                             .has_wait_ms = true, .wait_ms = 200, .has_settle = true,
+		                             .settle = &it, .n_settle = 1}};
+		brq_reply   rep;
+		void       *keep;
+		cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+		cr_assert_eq(rep.claim.n_jobs, 0);
+		cr_assert(rep.claim.has_settled && rep.claim.n_settled == 1);
+		cr_assert(rep.claim.settled[0].applied, "round %d: settle not applied", round);
+		cr_assert_eq(rep.claim.settled[0].state, BRQ_STATE_DONE);
+		free(keep);
+		assert_row(id, "state", "done");
+	}
+}
