@@ -95,7 +95,7 @@ build(const struct brq_config *cfg, brq_stmt st)
 		// statement cannot see (same batch, or committed after its snapshot)
 		// yields NULL: the caller resolves those with BRQ_STMT_ENQUEUE_LOOKUP.
 		fputs("WITH input AS MATERIALIZED ("
-		      " SELECT nextval(pg_get_serial_sequence('job', 'id')) AS id, t.*"
+		      " SELECT nextval('job_id_seq'::regclass) AS id, t.*"
 		      " FROM unnest($1::text[], $2::jsonb[], $3::text[], $4::int8[], $5::int8[], $6::int4[])"
 		      "  WITH ORDINALITY AS t(topic, payload, key, delay_ms, run_at_ms, max_attempts, ord)"
 		      "), ins AS ("
