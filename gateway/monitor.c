@@ -440,8 +440,10 @@ parse_counts(struct brq_monitor *m, PGresult *r, struct rows *rs, bool has_age, 
 			}
 		}
 	}
-	if (rs->n > 1) // qsort(NULL, 0, ...) is undefined behaviour
+	// No rows leaves rs->v NULL, and qsort(NULL, 0, ...) is undefined behaviour.
+	if (rs->n > 1) {
 		qsort(rs->v, rs->n, sizeof(*rs->v), mrow_cmp);
+	}
 	return 0;
 }
 

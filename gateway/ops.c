@@ -370,6 +370,8 @@ settle_after_commit(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_se
 				break;
 			}
 		brq_metrics_settle(topic.ptr, topic.len, oc, 1);
+		if (state_at(r, row, 1) == BRQ_STATE_DEAD)
+			brq_metrics_dead(topic.ptr, topic.len, 1);
 		brq_metrics_attempt_duration(strtod(PQgetvalue(r, row, 3), NULL));
 	}
 	PQclear(r);

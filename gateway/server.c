@@ -94,6 +94,7 @@ waiters_remove(brq_server *s, brq_work *w)
 		s->wtail = w->wprev;
 	w->wprev = w->wnext = NULL;
 	w->in_waiters      = false;
+	brq_metrics_waiters_add(-1);
 }
 
 uint64_t
@@ -133,6 +134,7 @@ brq_server_park(brq_server *s, brq_work *w)
 	else
 		s->whead = w;
 	s->wtail = w;
+	brq_metrics_waiters_add(1);
 	w->state = BRQ_W_PARK;
 	// Started under the lock, so a waker that finds w in the list always finds
 	// its sleep in progress and its cancel is never lost. The callback runs on

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* HTTP endpoint and depth monitor: /metrics and /healthz over real HTTP, depth gauges from a real database. */
+/* HTTP endpoint and depth monitor: /metrics and /healthz over real HTTP, depth gauges from a real database,
+ * and end to end: a real brooq-gateway's counters, /healthz across a PostgreSQL restart, a real Prometheus. */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +18,7 @@
 #include <criterion/criterion.h>
 
 #include "config.h"
+#include "gw.h"
 #include "http.h"
 #include "metrics.h"
 #include "monitor.h"
@@ -480,4 +486,377 @@ Test(monitor, serves_healthz_through_http)
 	/* Order matters: the endpoint goes first, then the monitor it asks. */
 	brq_http_stop(h);
 	brq_monitor_stop(m);
+}
+
+/* ---- end to end: a real gateway ---------------------------------------------------- */
+
+/* A loopback TCP port that was free a moment ago (bind to 0, read it, close). */
+static uint16_t
+free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	socklen_t sl = sizeof(sa);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &sl), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+static const char *
+src_dir(void)
+{
+	const char *s = getenv("BROOQ_SOURCE_DIR");
+	cr_assert_not_null(s, "BROOQ_SOURCE_DIR is not set (run through ctest)");
+	return s;
+}
+
+/* GET /metrics of the gateway; the caller frees. */
+static char *
+scrape(uint16_t port)
+{
+	char *body;
+	cr_assert_eq(http_req(port, "GET", "/metrics", NULL, &body), 200);
+	return body;
+}
+
+static double
+await_scraped(uint16_t port, const char *series, double want, uint64_t timeout_ms)
+{
+	uint64_t end = mono_ms() + timeout_ms;
+	double v;
+	for (;;) {
+		char *t = scrape(port);
+		v = sample(t, series);
+		free(t);
+		if (v == want || mono_ms() > end) {
+			return v;
+		}
+		usleep(50 * 1000);
+	}
+}
+
+static int
+await_healthz(uint16_t port, int want, uint64_t timeout_ms)
+{
+	uint64_t end = mono_ms() + timeout_ms;
+	int got;
+	while ((got = http_req(port, "GET", "/healthz", NULL, NULL)) != want && mono_ms() < end) {
+		usleep(100 * 1000);
+	}
+	return got;
+}
+
+static brq_gw gw;
+static brq_arena arena;
+
+static void
+start_gateway(char *conninfo, uint16_t http_port)
+{
+	static char e_http[64];
+	snprintf(e_http, sizeof(e_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", http_port);
+	const char *env[] = {e_http, "BROOQ_REAPER_INTERVAL=300ms", NULL};
+	brq_gw_start(&gw, conninfo, env);
+	brq_arena_init(&arena);
+	/* brq_gw_start returns once RPCs are answered; HTTP starts last. */
+	uint64_t end = mono_ms() + 10000;
+	for (;;) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(http_port)};
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		bool is_up = connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
+		close(fd);
+		if (is_up) {
+			break;
+		}
+		cr_assert_lt(mono_ms(), end, "the gateway never listened on HTTP port %u (see %s)",
+		    http_port, gw.log);
+		usleep(20 * 1000);
+	}
+}
+
+static void
+stop_gateway(void)
+{
+	brq_arena_fini(&arena);
+	brq_gw_stop(&gw);
+}
+
+static brq_status
+gw_call(brq_request *req, brq_reply *rep)
+{
+	void *keep = NULL;
+	if (req->token.len == 0) {
+		req->token = brq_gw_worker(&gw);
+	}
+	brq_status st = brq_gw_call(&gw, req, rep, &arena, &keep);
+	free(keep); /* the tests below read only numbers from rep */
+	return st;
+}
+
+static uint64_t
+gw_enqueue(const char *topic, uint32_t max_attempts)
+{
+	brq_job_spec j = {.topic = brq_str_c(topic), .payload = brq_str_c("{}"),
+	    .has_max_attempts = max_attempts > 0, .max_attempts = max_attempts};
+	brq_request req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_reply rep;
+	cr_assert_eq(gw_call(&req, &rep), BRQ_ST_OK);
+	return rep.enqueue.results[0].id;
+}
+
+/* Claims exactly one job of topic with the given lease; returns its lease. */
+static brq_lease_ref
+gw_claim_one(const char *topic, uint32_t lease_ms)
+{
+	brq_str t = brq_str_c(topic);
+	brq_request req = {.op = BRQ_OP_CLAIM,
+	    .claim = {.worker = brq_str_c("obs-test"), .topics = &t, .n_topics = 1, .n = 1,
+	        .has_lease_ms = lease_ms > 0, .lease_ms = lease_ms}};
+	brq_reply rep;
+	cr_assert_eq(gw_call(&req, &rep), BRQ_ST_OK);
+	cr_assert_eq(rep.claim.n_jobs, 1);
+	brq_lease_ref l = {.id = rep.claim.jobs[0].id};
+	memcpy(l.lease, rep.claim.jobs[0].lease, BRQ_LEASE_LEN);
+	return l;
+}
+
+static void
+gw_settle(const brq_lease_ref *l, brq_outcome oc, brq_state want)
+{
+	brq_settle_item it = {.id = l->id, .outcome = oc, .has_error = oc == BRQ_OUTCOME_FAIL,
+	    .error = brq_str_c("boom")};
+	memcpy(it.lease, l->lease, BRQ_LEASE_LEN);
+	brq_request req = {.op = BRQ_OP_SETTLE, .settle = {.items = &it, .n_items = 1}};
+	brq_reply rep;
+	cr_assert_eq(gw_call(&req, &rep), BRQ_ST_OK);
+	cr_assert(rep.settle.results[0].applied);
+	cr_assert_eq(rep.settle.results[0].state, want);
+}
+
+static bool
+gw_heartbeat(const brq_lease_ref *l)
+{
+	brq_request req = {.op = BRQ_OP_HEARTBEAT,
+	    .heartbeat = {.leases = (brq_lease_ref *) l, .n_leases = 1}};
+	brq_reply rep;
+	cr_assert_eq(gw_call(&req, &rep), BRQ_ST_OK);
+	cr_assert_eq(rep.heartbeat.n_extended, 1);
+	return rep.heartbeat.extended[0];
+}
+
+static void
+e2e_setup(void)
+{
+	dsn = brq_testdb_create(true);
+	db = brq_testdb_connect(dsn);
+}
+
+static void
+e2e_teardown(void)
+{
+	PQfinish(db);
+	brq_testdb_drop(dsn);
+}
+
+TestSuite(e2e, .init = e2e_setup, .fini = e2e_teardown, .timeout = 180);
+
+Test(e2e, counters_move_with_enqueue_claim_settle_cancel_reap_and_auth_failures)
+{
+	uint16_t port = free_port();
+	start_gateway(dsn, port);
+
+	char *t = scrape(port);
+	cr_assert_eq(sample(t, "brooq_auth_failures_total"), 0);
+	cr_assert_eq(sample(t, "brooq_rpc_requests_total{op=\"enqueue\",code=\"ok\"}"), 0);
+	free(t);
+
+	/* enqueue x4, claim x4 (one lease of 1 s, left to the reaper) */
+	gw_enqueue("obs.a", 0);
+	gw_enqueue("obs.a", 1);
+	gw_enqueue("obs.a", 0);
+	brq_lease_ref done = gw_claim_one("obs.a", 0);
+	brq_lease_ref dying = gw_claim_one("obs.a", 0);
+	brq_lease_ref canceled = gw_claim_one("obs.a", 0);
+	gw_settle(&done, BRQ_OUTCOME_DONE, BRQ_STATE_DONE);
+	gw_settle(&dying, BRQ_OUTCOME_FAIL, BRQ_STATE_DEAD); /* max_attempts 1: dead */
+
+	/* Admin cancel of a running job: its next heartbeat finds the lease gone. */
+	brq_request creq = {.op = BRQ_OP_CANCEL, .token = brq_gw_admin(&gw), .cancel = {.id = canceled.id}};
+	brq_reply crep;
+	cr_assert_eq(gw_call(&creq, &crep), BRQ_ST_OK);
+	cr_assert(crep.cancel.canceled);
+	cr_assert_not(gw_heartbeat(&canceled));
+
+	gw_enqueue("obs.a", 0);
+	brq_lease_ref reaped = gw_claim_one("obs.a", 1000);
+	uint64_t end = mono_ms() + 10000;
+	char sql[128];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM job WHERE id = %llu AND state = 'pending'",
+	    (unsigned long long) reaped.id);
+	while (brq_testdb_int(db, sql) != 1) {
+		cr_assert_lt(mono_ms(), end, "the reaper never returned the expired lease");
+		usleep(100 * 1000);
+	}
+
+	/* A wrong token: unauthenticated, counted. */
+	brq_request bad = {.op = BRQ_OP_PING, .token = brq_str_c("not-a-valid-token-not-a-valid-token-xx")};
+	brq_reply brep;
+	cr_assert_eq(gw_call(&bad, &brep), BRQ_ST_UNAUTHENTICATED);
+
+	t = scrape(port);
+	cr_assert_eq(sample(t, "brooq_enqueued_total{topic=\"obs.a\"}"), 4);
+	cr_assert_eq(sample(t, "brooq_claimed_total{topic=\"obs.a\"}"), 4);
+	cr_assert_eq(sample(t, "brooq_settle_total{topic=\"obs.a\",outcome=\"done\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_settle_total{topic=\"obs.a\",outcome=\"fail\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_dead_total{topic=\"obs.a\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_lease_lost_total{topic=\"obs.a\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_reaped_total{topic=\"obs.a\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_auth_failures_total"), 1);
+	cr_assert_eq(sample(t, "brooq_rpc_requests_total{op=\"enqueue\",code=\"ok\"}"), 4);
+	cr_assert_eq(sample(t, "brooq_rpc_requests_total{op=\"claim\",code=\"ok\"}"), 4);
+	cr_assert_eq(sample(t, "brooq_rpc_requests_total{op=\"settle\",code=\"ok\"}"), 2);
+	cr_assert_eq(sample(t, "brooq_rpc_requests_total{op=\"cancel\",code=\"ok\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_rpc_requests_total{op=\"heartbeat\",code=\"ok\"}"), 1);
+	cr_assert_geq(sample(t, "brooq_rpc_duration_seconds_count{op=\"claim\"}"), 4);
+	cr_assert_eq(sample(t, "brooq_attempt_duration_seconds_count"), 2);
+	double idle = sample(t, "brooq_db_pool_connections{state=\"idle\"}");
+	double busy = sample(t, "brooq_db_pool_connections{state=\"busy\"}");
+	cr_assert_eq(idle + busy, 4, "idle %f busy %f", idle, busy);
+	cr_assert_eq(sample(t, "brooq_db_pool_connections{state=\"down\"}"), 0);
+	cr_assert_eq(sample(t, "brooq_db_up"), 1);
+	free(t);
+	/* The depth gauges follow within a monitor round: the reaped job is pending. */
+	cr_assert_eq(await_scraped(port, "brooq_jobs{topic=\"obs.a\",state=\"pending\"}", 1, 5000), 1);
+	cr_assert_eq(await_scraped(port, "brooq_jobs{topic=\"obs.a\",state=\"processing\"}", 0, 5000), 0);
+	cr_assert_eq(http_req(port, "GET", "/healthz", NULL, NULL), 200);
+	stop_gateway();
+}
+
+/* Runs a shell command with tests/pg.sh sourced; fails the test unless it exits 0. */
+static void
+pg_sh(const char *fmt, const char *dir)
+{
+	char inner[1024], cmd[1400];
+	snprintf(inner, sizeof(inner), fmt, dir, dir, dir);
+	snprintf(cmd, sizeof(cmd), "bash -c '. \"%s/tests/pg.sh\" && %s' >&2", src_dir(), inner);
+	cr_assert_eq(system(cmd), 0, "failed: %s", inner);
+}
+
+Test(e2e, healthz_is_503_while_postgresql_is_stopped_and_200_after_it_restarts)
+{
+	/* A private cluster: stopping the shared harness would break parallel tests. */
+	char dir[] = "/tmp/brooq-obs-pg.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	pg_sh("brq_pg_start %s", dir);
+	char conninfo[512], cmd[1024];
+	snprintf(conninfo, sizeof(conninfo), "host=%s/sock user=postgres dbname=postgres", dir);
+	snprintf(cmd, sizeof(cmd), "BROOQ_DSN='%s' '%s' migrate up --dir '%s/migrations' >&2", conninfo,
+	    brq_testdb_bin("brooqctl"), src_dir());
+	cr_assert_eq(system(cmd), 0, "migrate up failed");
+
+	uint16_t port = free_port();
+	start_gateway(conninfo, port);
+	cr_assert_eq(await_healthz(port, 200, 10000), 200);
+
+	pg_sh("brq_pg_as_owner \"$(brq_pg_bindir)/pg_ctl\" -D %s/data -m fast -w stop >/dev/null", dir);
+	/* Down within the health window (3 s) plus a round. */
+	cr_assert_eq(await_healthz(port, 503, 10000), 503);
+	cr_assert_eq(await_scraped(port, "brooq_db_up", 0, 3000), 0);
+
+	/* restart on a stopped server starts it with its previous options. */
+	pg_sh("brq_pg_as_owner \"$(brq_pg_bindir)/pg_ctl\" -D %s/data -l %s/server.log -w restart >/dev/null",
+	    dir);
+	/* Back within the reconnect backoff (at most 5 s) plus a round. */
+	cr_assert_eq(await_healthz(port, 200, 15000), 200);
+	cr_assert_eq(await_scraped(port, "brooq_db_up", 1, 3000), 1);
+	stop_gateway();
+
+	pg_sh("brq_pg_stop %s; rm -rf %s", dir);
+}
+
+Test(e2e, a_real_prometheus_scrapes_the_gateway_and_loads_the_rules)
+{
+	uint16_t port = free_port();
+	start_gateway(dsn, port);
+
+	char dir[] = "/tmp/brooq-obs-prom.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char path[600], arg_cfg[700], arg_data[700], arg_web[64];
+	snprintf(path, sizeof(path), "%s/prometheus.yml", dir);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+	    "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+	    "rule_files:\n  - %s/deploy/prometheus/brooq-rules.yml\n"
+	    "scrape_configs:\n  - job_name: brooq\n    static_configs:\n"
+	    "      - targets: [\"127.0.0.1:%u\"]\n",
+	    src_dir(), port);
+	fclose(f);
+	uint16_t prom_port = free_port();
+	snprintf(arg_cfg, sizeof(arg_cfg), "--config.file=%s", path);
+	snprintf(arg_data, sizeof(arg_data), "--storage.tsdb.path=%s/data", dir);
+	snprintf(arg_web, sizeof(arg_web), "--web.listen-address=127.0.0.1:%u", prom_port);
+	snprintf(path, sizeof(path), "%s/prometheus.log", dir);
+
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execlp("prometheus", "prometheus", arg_cfg, arg_data, arg_web, (char *) NULL);
+		_exit(127);
+	}
+
+	/* up{job="brooq"} == 1 once Prometheus has scraped /metrics. */
+	uint64_t end = mono_ms() + 60000;
+	bool is_up = false;
+	while (!is_up && mono_ms() < end) {
+		usleep(250 * 1000);
+		int status = 0;
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			pid = 0;
+			break;
+		}
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(prom_port)};
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		bool is_listening = connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
+		close(fd);
+		if (!is_listening) {
+			continue;
+		}
+		char *body;
+		if (http_req(prom_port, "GET", "/api/v1/query?query=up%7Bjob%3D%22brooq%22%7D", NULL, &body) == 200) {
+			is_up = strstr(body, "\"1\"]") != NULL;
+		}
+		free(body);
+	}
+	char cmd[700];
+	if (!is_up) {
+		snprintf(cmd, sizeof(cmd), "tail -n 30 %s >&2", path);
+		(void) system(cmd);
+	}
+	cr_assert(is_up, "Prometheus never saw up == 1 for the gateway");
+
+	char *body;
+	cr_assert_eq(http_req(prom_port, "GET", "/api/v1/query?query=brooq_build_info", NULL, &body), 200);
+	cr_assert_not_null(strstr(body, "\"version\""), "%s", body);
+	free(body);
+	cr_assert_eq(http_req(prom_port, "GET", "/api/v1/rules", NULL, &body), 200);
+	cr_assert_not_null(strstr(body, "BrooqQueueStalled"), "rules not loaded: %.300s", body);
+	cr_assert_not_null(strstr(body, "BrooqDatabaseUnavailable"));
+	free(body);
+
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	(void) system(cmd);
+	stop_gateway();
 }
