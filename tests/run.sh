@@ -31,6 +31,7 @@ brq_pg_start "$pgdir"
 brq_pg_template build/bin/brooqctl
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
 echo "== tests (gcc build)"
