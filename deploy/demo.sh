@@ -82,7 +82,7 @@ BROOQ_LISTEN=ipc://$state/gateway.sock
 BROOQ_WORKER_TOKEN_FILES=$state/worker-token
 BROOQ_ADMIN_TOKEN_FILES=$state/admin-token
 BROOQ_HTTP_LISTEN=127.0.0.1:8090
-BROOQ_LEASE=30s
+BROOQ_LEASE=6s
 # Short backoff for demo.flaky, so its retries show within seconds.
 BROOQ_TOPIC_OVERRIDES=demo.flaky:backoff_base=300ms,backoff_max=2s
 ENV

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/* brooqctl's gateway commands (ping, enqueue, job, cancel, stats) over libbrooq-client. */
+#include "cmd.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fmt.h"
+
+/* Largest payload read from stdin ("-"); the gateway enforces its own limit. */
+#define STDIN_MAX (64u << 20)
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+static int
+exit_code(brooq_err err)
+{
+	switch (err) {
+	case BROOQ_OK: return BRQ_EXIT_OK;
+	case BROOQ_EINVAL: return BRQ_EXIT_USAGE;
+	case BROOQ_ETIMEDOUT:
+	case BROOQ_ECONNECT:
+	case BROOQ_EUNAVAILABLE:
+	case BROOQ_ERESOURCE_EXHAUSTED: return BRQ_EXIT_UNREACHABLE;
+	case BROOQ_ETOKEN:
+	case BROOQ_EUNAUTHENTICATED:
+	case BROOQ_EPERMISSION_DENIED: return BRQ_EXIT_AUTH;
+	default: return BRQ_EXIT_FAIL;
+	}
+}
+
+/* Stable names for --json error objects. */
+static const char *
+err_name(brooq_err err)
+{
+	switch (err) {
+	case BROOQ_OK: return "ok";
+	case BROOQ_EINVAL: return "invalid";
+	case BROOQ_ENOMEM: return "out_of_memory";
+	case BROOQ_ETIMEDOUT: return "timed_out";
+	case BROOQ_ECONNECT: return "unreachable";
+	case BROOQ_EPROTO: return "bad_reply";
+	case BROOQ_ETOKEN: return "token";
+	case BROOQ_EINVALID_ARGUMENT: return "invalid_argument";
+	case BROOQ_EUNAUTHENTICATED: return "unauthenticated";
+	case BROOQ_EPERMISSION_DENIED: return "permission_denied";
+	case BROOQ_ENOT_FOUND: return "not_found";
+	case BROOQ_EUNAVAILABLE: return "unavailable";
+	case BROOQ_ETOO_LARGE: return "too_large";
+	case BROOQ_ERESOURCE_EXHAUSTED: return "resource_exhausted";
+	case BROOQ_EINTERNAL: return "internal";
+	}
+	return "unknown";
+}
+
+/* Reports a failed call (stderr; with --json also an error object on stdout) and
+ * returns its exit code. */
+static int
+report(const brq_ctl *ctl, const char *cmd, brooq_err err)
+{
+	const char *msg = brooq_last_message();
+	fprintf(stderr, "brooqctl: %s: %s", cmd, brooq_strerror(err));
+	if (msg[0] != '\0') {
+		fputs(": ", stderr);
+		brq_ctl_print_safe(stderr, msg);
+	}
+	fputc('\n', stderr);
+	if (ctl->json) {
+		printf("{\"error\":\"%s\",\"message\":", err_name(err));
+		brq_ctl_json_cstr(stdout, msg[0] != '\0' ? msg : brooq_strerror(err));
+		printf(",\"exit\":%d}\n", exit_code(err));
+	}
+	return exit_code(err);
+}
+
+static int
+usage_error(const char *cmd, const char *what)
+{
+	fprintf(stderr, "brooqctl: %s: %s (see brooqctl --help)\n", cmd, what);
+	return BRQ_EXIT_USAGE;
+}
+
+static int
+open_client(const brq_ctl *ctl, const char *cmd, brooq_client **c)
+{
+	brooq_client_opts o = {.url = ctl->url, .token_file = ctl->token_file, .timeout_ms = ctl->timeout_ms};
+	brooq_err         err = brooq_client_open(&o, c);
+	return err == BROOQ_OK ? BRQ_EXIT_OK : report(ctl, cmd, err);
+}
+
+static int
+parse_id(const char *cmd, int argc, char **argv, uint64_t *id)
+{
+	if (argc != 1)
+		return usage_error(cmd, "expected exactly one job ID");
+	if (brq_ctl_parse_u64(argv[0], 1, INT64_MAX, id) != 0)
+		return usage_error(cmd, "job ID must be a positive integer");
+	return BRQ_EXIT_OK;
+}
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+/* ---- ping --------------------------------------------------------------------------------- */
+
+int
+brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv)
+{
+	brooq_client *c;
+	char          server[256];
+	int           rc;
+	(void) argv;
+
+	if (argc != 0)
+		return usage_error("ping", "takes no arguments");
+	if ((rc = open_client(ctl, "ping", &c)) != BRQ_EXIT_OK)
+		return rc;
+	double    t0  = now_ms();
+	brooq_err err = brooq_ping(c, server, sizeof(server));
+	double    rtt = now_ms() - t0;
+	if (err != BROOQ_OK) {
+		rc = report(ctl, "ping", err);
+	} else if (ctl->json) {
+		fputs("{\"server\":", stdout);
+		brq_ctl_json_cstr(stdout, server);
+		printf(",\"rtt_ms\":%.3f}\n", rtt);
+	} else {
+		brq_ctl_print_safe(stdout, server);
+		printf(" (%.1f ms)\n", rtt);
+	}
+	brooq_client_close(c);
+	return rc;
+}
+
+/* ---- enqueue --------------------------------------------------------------------------------- */
+
+/* Reads all of stdin into a malloc'd NUL-terminated buffer; NULL on error or over STDIN_MAX. */
+static char *
+read_stdin(size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char  *buf = malloc(cap);
+	while (buf != NULL) {
+		if (n + 1 >= cap) {
+			char *grown = cap < STDIN_MAX ? realloc(buf, cap * 2) : NULL;
+			if (grown == NULL) {
+				free(buf);
+				return NULL;
+			}
+			buf = grown;
+			cap *= 2;
+		}
+		size_t got = fread(buf + n, 1, cap - n - 1, stdin);
+		n += got;
+		if (got == 0) {
+			if (ferror(stdin)) {
+				free(buf);
+				return NULL;
+			}
+			buf[n] = '\0';
+			*len   = n;
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+int
+brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv)
+{
+	brooq_client        *c;
+	brooq_enqueue_result r;
+	char                *owned = NULL;
+	size_t               plen  = 0;
+	int                  rc;
+
+	if (argc != 2)
+		return usage_error("enqueue", "expected TOPIC and JSON");
+	const char *payload = argv[1];
+	if (strcmp(payload, "-") == 0) {
+		if ((owned = read_stdin(&plen)) == NULL) {
+			fprintf(stderr, "brooqctl: enqueue: cannot read the payload from stdin\n");
+			return BRQ_EXIT_FAIL;
+		}
+		payload = owned;
+	} else {
+		plen = strlen(payload);
+	}
+	if (plen == 0) {
+		free(owned);
+		return usage_error("enqueue", "the JSON payload is empty");
+	}
+	brooq_job_spec spec = {
+		.topic        = argv[0],
+		.payload      = payload,
+		.payload_len  = plen,
+		.key          = ctl->key,
+		.delay_ms     = ctl->delay_ms,
+		.max_attempts = ctl->max_attempts,
+	};
+	if ((rc = open_client(ctl, "enqueue", &c)) != BRQ_EXIT_OK) {
+		free(owned);
+		return rc;
+	}
+	brooq_err err = brooq_enqueue(c, &spec, 1, &r);
+	if (err != BROOQ_OK)
+		rc = report(ctl, "enqueue", err);
+	else if (ctl->json)
+		printf("{\"id\":%" PRIu64 ",\"created\":%s}\n", r.id, r.created ? "true" : "false");
+	else if (r.created)
+		printf("enqueued job %" PRIu64 "\n", r.id);
+	else
+		printf("job %" PRIu64 " already exists with this key (not enqueued again)\n", r.id);
+	brooq_client_close(c);
+	free(owned);
+	return rc;
+}
+
+/* ---- job ------------------------------------------------------------------------------------------ */
+
+static void
+json_time(const char *name, int64_t ms, bool has)
+{
+	char t[32];
+	printf(",\"%s\":", name);
+	if (!has) {
+		fputs("null", stdout);
+		return;
+	}
+	brq_ctl_iso8601(ms, t, sizeof(t));
+	printf("\"%s\"", t);
+}
+
+static void
+print_job_json(const brooq_job_info *j)
+{
+	printf("{\"id\":%" PRIu64 ",\"topic\":", j->id);
+	brq_ctl_json_cstr(stdout, j->topic);
+	printf(",\"state\":\"%s\",\"attempts\":%" PRIu32 ",\"max_attempts\":%" PRIu32,
+	       brooq_state_name(j->state), j->attempts, j->max_attempts);
+	json_time("available_at", j->available_at_ms, true);
+	fputs(",\"locked_by\":", stdout);
+	brq_ctl_json_cstr(stdout, j->locked_by);
+	json_time("locked_until", j->locked_until_ms, j->locked_until_ms != 0);
+	fputs(",\"last_error\":", stdout);
+	brq_ctl_json_cstr(stdout, j->last_error);
+	fputs(",\"key\":", stdout);
+	brq_ctl_json_cstr(stdout, j->key);
+	json_time("created_at", j->created_at_ms, true);
+	json_time("updated_at", j->updated_at_ms, true);
+	/* The payload is JSON as the database stored it (jsonb text): embedded as is. */
+	fputs(",\"payload\":", stdout);
+	fputs(j->payload != NULL && j->payload[0] != '\0' ? j->payload : "null", stdout);
+	fputs("}\n", stdout);
+}
+
+static void
+row(const char *name, const char *value)
+{
+	printf("%-13s ", name);
+	brq_ctl_print_safe(stdout, value);
+	fputc('\n', stdout);
+}
+
+static void
+row_time(const char *name, int64_t ms, bool has)
+{
+	char t[32];
+	if (has)
+		brq_ctl_iso8601(ms, t, sizeof(t));
+	row(name, has ? t : NULL);
+}
+
+static void
+print_job_table(const brooq_job_info *j)
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%" PRIu64, j->id);
+	row("id", buf);
+	row("topic", j->topic);
+	row("state", brooq_state_name(j->state));
+	snprintf(buf, sizeof(buf), "%" PRIu32 " of %" PRIu32, j->attempts, j->max_attempts);
+	row("attempts", buf);
+	row_time("available_at", j->available_at_ms, true);
+	row("locked_by", j->locked_by);
+	row_time("locked_until", j->locked_until_ms, j->locked_until_ms != 0);
+	row("last_error", j->last_error);
+	row("key", j->key);
+	row_time("created_at", j->created_at_ms, true);
+	row_time("updated_at", j->updated_at_ms, true);
+	row("payload", j->payload);
+}
+
+int
+brq_ctl_job(const brq_ctl *ctl, int argc, char **argv)
+{
+	brooq_client   *c;
+	brooq_job_info *j;
+	uint64_t        id;
+	int             rc;
+
+	if ((rc = parse_id("job", argc, argv, &id)) != BRQ_EXIT_OK)
+		return rc;
+	if ((rc = open_client(ctl, "job", &c)) != BRQ_EXIT_OK)
+		return rc;
+	brooq_err err = brooq_job_get(c, id, &j);
+	if (err != BROOQ_OK) {
+		rc = report(ctl, "job", err);
+	} else {
+		if (ctl->json)
+			print_job_json(j);
+		else
+			print_job_table(j);
+		brooq_job_info_free(j);
+	}
+	brooq_client_close(c);
+	return rc;
+}
+
+/* ---- cancel ----------------------------------------------------------------------------------------- */
+
+int
+brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv)
+{
+	brooq_client *c;
+	brooq_state   st;
+	bool          canceled;
+	uint64_t      id;
+	int           rc;
+
+	if ((rc = parse_id("cancel", argc, argv, &id)) != BRQ_EXIT_OK)
+		return rc;
+	if ((rc = open_client(ctl, "cancel", &c)) != BRQ_EXIT_OK)
+		return rc;
+	brooq_err err = brooq_cancel(c, id, &st, &canceled);
+	if (err != BROOQ_OK) {
+		rc = report(ctl, "cancel", err);
+	} else {
+		/* Canceled now or before: the job will not run. Done or dead: it cannot be. */
+		rc = st == BROOQ_CANCELED ? BRQ_EXIT_OK : BRQ_EXIT_FAIL;
+		if (ctl->json)
+			printf("{\"id\":%" PRIu64 ",\"state\":\"%s\",\"canceled\":%s}\n", id, brooq_state_name(st),
+			       canceled ? "true" : "false");
+		else if (canceled)
+			printf("job %" PRIu64 " canceled\n", id);
+		else
+			printf("job %" PRIu64 " is already %s; nothing changed\n", id, brooq_state_name(st));
+	}
+	brooq_client_close(c);
+	return rc;
+}
+
+/* ---- stats ---------------------------------------------------------------------------------------------- */
+
+static const brooq_state state_order[] = {BROOQ_PENDING, BROOQ_PROCESSING, BROOQ_FAILED,
+                                          BROOQ_DONE,    BROOQ_DEAD,       BROOQ_CANCELED};
+#define N_STATES (sizeof(state_order) / sizeof(state_order[0]))
+
+static void
+print_stats_json(const brooq_topic_stats *s, size_t n)
+{
+	fputs("{\"topics\":[", stdout);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i > 0 ? ",{\"topic\":" : "{\"topic\":", stdout);
+		brq_ctl_json_cstr(stdout, s[i].topic);
+		for (size_t k = 0; k < N_STATES; k++)
+			printf(",\"%s\":%" PRIu64, brooq_state_name(state_order[k]), s[i].count[state_order[k]]);
+		printf(",\"oldest_ready_age_ms\":%" PRIu64 "}", s[i].oldest_ready_age_ms);
+	}
+	fputs("]}\n", stdout);
+}
+
+static void
+print_stats_table(const brooq_topic_stats *s, size_t n)
+{
+	int w = 5;
+	for (size_t i = 0; i < n; i++) {
+		int len = (int) strlen(s[i].topic);
+		w       = len > w ? len : w;
+	}
+	if (n == 0) {
+		printf("no jobs\n");
+		return;
+	}
+	printf("%-*s %10s %10s %10s %10s %10s %10s  %s\n", w, "TOPIC", "PENDING", "PROCESSING", "FAILED",
+	       "DONE", "DEAD", "CANCELED", "OLDEST_READY");
+	for (size_t i = 0; i < n; i++) {
+		char age[32];
+		brq_ctl_human_ms(s[i].oldest_ready_age_ms, age, sizeof(age));
+		brq_ctl_print_safe(stdout, s[i].topic);
+		printf("%*s", w - (int) strlen(s[i].topic), "");
+		for (size_t k = 0; k < N_STATES; k++)
+			printf(" %10" PRIu64, s[i].count[state_order[k]]);
+		printf("  %s\n", s[i].oldest_ready_age_ms > 0 ? age : "-");
+	}
+}
+
+int
+brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv)
+{
+	brooq_client      *c;
+	brooq_topic_stats *s;
+	size_t             n;
+	int                rc;
+	(void) argv;
+
+	if (argc != 0)
+		return usage_error("stats", "takes no arguments");
+	if ((rc = open_client(ctl, "stats", &c)) != BRQ_EXIT_OK)
+		return rc;
+	brooq_err err = brooq_stats(c, &s, &n);
+	if (err != BROOQ_OK) {
+		rc = report(ctl, "stats", err);
+	} else {
+		if (ctl->json)
+			print_stats_json(s, n);
+		else
+			print_stats_table(s, n);
+		brooq_stats_free(s, n);
+	}
+	brooq_client_close(c);
+	return rc;
+}

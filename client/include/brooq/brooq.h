@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libbrooq-client: the C API for brooq workers and producers.
+ *
+ * A brooq_client talks to brooq-gateway over NNG request/reply. One client handle
+ * is safe to use from many threads at once; each call is one request with an
+ * explicit timeout, never silently re-sent (a re-sent claim would leak a lease).
+ *
+ * Every call returns a brooq_err (BROOQ_OK = 0). brooq_strerror() describes a code;
+ * brooq_last_message() gives the gateway's own text for the calling thread's last
+ * failed call.
+ *
+ * Ownership: strings passed in are borrowed for the duration of the call. Results
+ * that the library allocates say so, with the function that frees them.
+ */
+#ifndef BROOQ_BROOQ_H
+#define BROOQ_BROOQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(BROOQ_BUILDING)
+#define BROOQ_API __attribute__((visibility("default")))
+#else
+#define BROOQ_API
+#endif
+
+#define BROOQ_LEASE_LEN 16
+
+typedef enum brooq_err {
+	BROOQ_OK = 0,
+	/* Local failures. */
+	BROOQ_EINVAL,     /* a bad argument, caught before sending */
+	BROOQ_ENOMEM,     /* out of memory */
+	BROOQ_ETIMEDOUT,  /* no reply within the timeout (the request may have run) */
+	BROOQ_ECONNECT,   /* transport failure: gateway not reachable */
+	BROOQ_EPROTO,     /* the reply could not be decoded */
+	BROOQ_ETOKEN,     /* the token file is missing, unreadable or too short */
+	/* Gateway status codes (docs/protocol.md). */
+	BROOQ_EINVALID_ARGUMENT,
+	BROOQ_EUNAUTHENTICATED,
+	BROOQ_EPERMISSION_DENIED,
+	BROOQ_ENOT_FOUND,
+	BROOQ_EUNAVAILABLE,
+	BROOQ_ETOO_LARGE,
+	BROOQ_ERESOURCE_EXHAUSTED,
+	BROOQ_EINTERNAL,
+} brooq_err;
+
+/* Static description of a code ("timed out", "not found", ...). Never NULL. */
+BROOQ_API const char *brooq_strerror(brooq_err err);
+
+/* The gateway's message (or a local explanation) for the calling thread's last
+ * failed call; "" after a success. Valid until the thread's next call. */
+BROOQ_API const char *brooq_last_message(void);
+
+typedef enum brooq_state {
+	BROOQ_PENDING = 0,
+	BROOQ_PROCESSING,
+	BROOQ_FAILED,
+	BROOQ_DONE,
+	BROOQ_DEAD,
+	BROOQ_CANCELED,
+} brooq_state;
+
+/* "pending", "processing", ... Static; never NULL. */
+BROOQ_API const char *brooq_state_name(brooq_state st);
+
+typedef enum brooq_outcome {
+	BROOQ_OUTCOME_DONE = 0, /* success; may carry chained jobs */
+	BROOQ_OUTCOME_FAIL,     /* failure: retry with backoff, or dead on the last attempt */
+	BROOQ_OUTCOME_DELAY,    /* retry after delay_ms; the attempt stays spent */
+	BROOQ_OUTCOME_PRESERVE, /* failure that does not consume the attempt */
+	BROOQ_OUTCOME_CANCEL,   /* no longer relevant: canceled */
+} brooq_outcome;
+
+/* ---- client ------------------------------------------------------------------- */
+
+typedef struct brooq_client brooq_client;
+
+typedef struct brooq_client_opts {
+	const char *url;        /* NULL: $BROOQ_URL, else ipc:///run/brooq/gateway.sock */
+	const char *token_file; /* NULL: the file named by $BROOQ_TOKEN_FILE */
+	int         timeout_ms; /* per call, on top of a claim's wait; 0: 10000 */
+} brooq_client_opts;
+
+/* Opens a client (opts may be NULL for all defaults). The token is read once from
+ * its file and kept in locked memory; it never appears in argv or logs.
+ * On success *out belongs to the caller: brooq_client_close() it. */
+BROOQ_API brooq_err brooq_client_open(const brooq_client_opts *opts, brooq_client **out);
+/* Closes the client. No call may be running on it. NULL is a no-op. */
+BROOQ_API void brooq_client_close(brooq_client *c);
+
+/* "brooq-gateway 0.1.0" into server[0..cap). */
+BROOQ_API brooq_err brooq_ping(brooq_client *c, char *server, size_t cap);
+
+/* ---- enqueue ------------------------------------------------------------------ */
+
+typedef struct brooq_job_spec {
+	const char *topic;        /* [a-z0-9][a-z0-9._-]*, at most 128 bytes */
+	const char *payload;      /* JSON text; NULL means "{}" */
+	size_t      payload_len;  /* 0 with a non-NULL payload: strlen(payload) */
+	const char *key;          /* idempotency key; NULL or "" = none */
+	uint64_t    delay_ms;     /* 0: ready now */
+	int64_t     run_at_ms;    /* unix ms; 0: not set (exclusive with delay_ms) */
+	uint32_t    max_attempts; /* 0: the gateway's default for the topic */
+} brooq_job_spec;
+
+typedef struct brooq_enqueue_result {
+	uint64_t id;
+	bool     created; /* false: the (topic, key) existed; id is that job's */
+} brooq_enqueue_result;
+
+/* Enqueues n jobs atomically; results[0..n) are filled aligned with jobs. */
+BROOQ_API brooq_err brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n,
+                                  brooq_enqueue_result *results);
+
+/* ---- claim, heartbeat, settle -------------------------------------------------- */
+
+typedef struct brooq_lease {
+	uint64_t id;
+	uint8_t  token[BROOQ_LEASE_LEN];
+} brooq_lease;
+
+/* A claimed job. Library-allocated; free with brooq_jobs_free(). */
+typedef struct brooq_job {
+	brooq_lease lease;          /* id and lease token */
+	char       *topic;          /* NUL-terminated */
+	char       *payload;        /* NUL-terminated JSON text */
+	size_t      payload_len;
+	uint32_t    attempts;       /* including this claim */
+	uint32_t    max_attempts;
+	int64_t     lease_until_ms; /* unix ms */
+	int64_t     created_at_ms;
+} brooq_job;
+
+/* One settle (named _item: the function brooq_settle() takes the plain name). */
+typedef struct brooq_settle_item {
+	brooq_lease           lease;
+	brooq_outcome         outcome;
+	const char           *error;    /* NULL: none; stored truncated to 4096 bytes */
+	uint64_t              delay_ms; /* BROOQ_OUTCOME_DELAY only */
+	const brooq_job_spec *chain;    /* BROOQ_OUTCOME_DONE only: enqueued atomically */
+	size_t                n_chain;
+} brooq_settle_item;
+
+typedef struct brooq_settle_result {
+	uint64_t    id;
+	bool        applied; /* false: the lease was lost (canceled, reaped); nothing written */
+	brooq_state state;   /* new state when applied */
+} brooq_settle_result;
+
+typedef struct brooq_claim_opts {
+	const char        *worker;   /* names the holder, for humans; NULL: "host:pid" */
+	const char *const *topics;
+	size_t             n_topics;
+	uint32_t           max_jobs; /* 1..the gateway's max batch */
+	uint32_t           lease_ms; /* 0: the gateway's default for the topic */
+	uint32_t           wait_ms;  /* long poll: wait this long for a job; 0: don't */
+	/* Optional settle in the same round trip, applied before claiming. */
+	const brooq_settle_item *settle;
+	size_t                   n_settle;
+	brooq_settle_result     *settled; /* n_settle results, filled when settle != NULL */
+} brooq_claim_opts;
+
+/* Claims up to o->max_jobs jobs. On success *jobs (possibly NULL when *n == 0)
+ * belongs to the caller: brooq_jobs_free(*jobs, *n). */
+BROOQ_API brooq_err brooq_claim(brooq_client *c, const brooq_claim_opts *o, brooq_job **jobs,
+                                size_t *n);
+BROOQ_API void      brooq_jobs_free(brooq_job *jobs, size_t n);
+
+/* Extends n leases; extended[i] false means lease i is lost (a normal answer).
+ * lease_ms 0: the topic's default. */
+BROOQ_API brooq_err brooq_heartbeat(brooq_client *c, const brooq_lease *leases, size_t n,
+                                    uint32_t lease_ms, bool *extended);
+
+/* Settles n jobs; results[0..n) aligned with items. */
+BROOQ_API brooq_err brooq_settle(brooq_client *c, const brooq_settle_item *items, size_t n,
+                                 brooq_settle_result *results);
+
+/* ---- admin and introspection ------------------------------------------------------ */
+
+/* Cancels a job (admin token). *state is its state afterwards; *canceled says
+ * whether this call canceled it (false for a job already terminal). */
+BROOQ_API brooq_err brooq_cancel(brooq_client *c, uint64_t id, brooq_state *state, bool *canceled);
+
+/* A job's row. Library-allocated; free with brooq_job_info_free(). */
+typedef struct brooq_job_info {
+	uint64_t    id;
+	char       *topic;
+	char       *payload;
+	brooq_state state;
+	uint32_t    attempts;
+	uint32_t    max_attempts;
+	int64_t     available_at_ms;
+	char       *locked_by;       /* NULL when not leased */
+	int64_t     locked_until_ms; /* 0 when not leased */
+	char       *last_error;      /* NULL when none */
+	char       *key;             /* NULL when none */
+	int64_t     created_at_ms;
+	int64_t     updated_at_ms;
+} brooq_job_info;
+
+BROOQ_API brooq_err brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out);
+BROOQ_API void      brooq_job_info_free(brooq_job_info *j);
+
+typedef struct brooq_topic_stats {
+	char    *topic;
+	uint64_t count[6]; /* indexed by brooq_state */
+	uint64_t oldest_ready_age_ms;
+} brooq_topic_stats;
+
+/* Per-topic counts. *out belongs to the caller: brooq_stats_free(*out, *n). */
+BROOQ_API brooq_err brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t *n);
+BROOQ_API void      brooq_stats_free(brooq_topic_stats *s, size_t n);
+
+/* ---- worker runtime ------------------------------------------------------------------ */
+
+/* The job a handler is running. Borrowed: valid only inside the handler call. */
+typedef struct brooq_job_ctx brooq_job_ctx;
+
+BROOQ_API uint64_t    brooq_job_id(const brooq_job_ctx *j);
+BROOQ_API const char *brooq_job_topic(const brooq_job_ctx *j);
+BROOQ_API const char *brooq_job_payload(const brooq_job_ctx *j, size_t *len);
+BROOQ_API uint32_t    brooq_job_attempts(const brooq_job_ctx *j);
+BROOQ_API uint32_t    brooq_job_max_attempts(const brooq_job_ctx *j);
+/* True once the lease is lost (canceled by an operator, reaped) or the worker is
+ * stopping past its grace: stop work; whatever the handler returns is discarded. */
+BROOQ_API bool        brooq_job_canceled(const brooq_job_ctx *j);
+
+/* What a handler decides. If it sets nothing, the outcome is done. The last call
+ * wins. Strings and chained specs are copied. */
+BROOQ_API void brooq_job_done(brooq_job_ctx *j);
+BROOQ_API void brooq_job_done_chain(brooq_job_ctx *j, const brooq_job_spec *chain, size_t n);
+BROOQ_API void brooq_job_fail(brooq_job_ctx *j, const char *error);
+BROOQ_API void brooq_job_delay(brooq_job_ctx *j, uint64_t delay_ms);
+BROOQ_API void brooq_job_preserve(brooq_job_ctx *j, const char *error);
+BROOQ_API void brooq_job_cancel(brooq_job_ctx *j);
+
+/* A handler runs on one of the worker's threads, one job at a time. */
+typedef void (*brooq_handler)(brooq_job_ctx *job, void *arg);
+
+typedef struct brooq_worker brooq_worker;
+
+typedef struct brooq_worker_opts {
+	const char *name;          /* locked_by; NULL: "host:pid" */
+	int         threads;       /* handler threads; 0: 4 */
+	uint32_t    lease_ms;      /* 0: the gateway's default */
+	uint32_t    wait_ms;       /* long-poll length when idle; 0: 30000 */
+	uint32_t    stop_grace_ms; /* how long running handlers may finish on stop; 0: 10000 */
+	uint32_t    hung_grace_ms; /* after cancellation, when a handler counts as hung; 0: 5000 */
+} brooq_worker_opts;
+
+/* Creates a worker on client c (borrowed; must outlive the worker). */
+BROOQ_API brooq_err brooq_worker_new(brooq_client *c, const brooq_worker_opts *o, brooq_worker **out);
+/* Registers the handler of a topic (before brooq_worker_run). */
+BROOQ_API brooq_err brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *arg);
+/* Runs until brooq_worker_stop(): claims in batches sized to free threads,
+ * long-polls when idle, heartbeats held leases every lease/3, settles results. */
+BROOQ_API brooq_err brooq_worker_run(brooq_worker *w);
+/* Asks a running worker to stop: no more claims; running handlers get the grace,
+ * finished ones are settled; unfinished leases expire (nothing is lost).
+ * Async-signal-safe: may be called from a SIGTERM handler. */
+BROOQ_API void      brooq_worker_stop(brooq_worker *w);
+/* Counters since start. */
+typedef struct brooq_worker_stats {
+	uint64_t claimed, settled, lease_lost, hung, errors;
+} brooq_worker_stats;
+BROOQ_API void      brooq_worker_get_stats(brooq_worker *w, brooq_worker_stats *out);
+BROOQ_API void      brooq_worker_free(brooq_worker *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: MIT */
+/* Worker runtime: handler threads, the dispatcher (claims, graceful stop), the public worker API. */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_THREADS       4
+#define DEFAULT_WAIT_MS       30000
+#define DEFAULT_STOP_GRACE_MS 10000
+#define DEFAULT_HUNG_GRACE_MS 5000
+/* A claim asks for at most one job per thread; the gateway's default max batch. */
+#define THREADS_MAX 1000
+/* Longest single long-poll. A claim in flight cannot be abandoned (the gateway may be
+ * answering it with jobs, whose leases would then leak until the reaper), so a stop
+ * waits for it: slicing the wait bounds that. Each slice is one parked request that
+ * an enqueue wakes at once, so pick-up latency does not depend on it; the cost is
+ * one claim query per slice while idle. */
+#define POLL_SLICE_MS 2000
+#define TOPICS_MAX    64  /* claim.topics entries */
+#define TOPIC_MAX     128 /* topic bytes */
+#define NAME_MAX_LEN  128 /* claim.worker bytes */
+/* Errors back off from 100 ms, doubling to 5 s. */
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+/* brooq_worker_stop runs in signal handlers: the flag must not hide a lock. */
+_Static_assert(ATOMIC_BOOL_LOCK_FREE == 2, "atomic_bool must be lock-free");
+
+/* ---- clocks, backoff, logging ------------------------------------------------------------ */
+
+static int64_t
+clock_ms(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+brq_worker_now_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
+}
+
+/* Waits on cv until the monotonic deadline (INT64_MAX: no deadline). The condition
+ * variables use CLOCK_MONOTONIC (brooq_worker_new). */
+void
+brq_worker_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
+{
+	if (deadline_ms == INT64_MAX) {
+		pthread_cond_wait(cv, mu);
+		return;
+	}
+	struct timespec ts = {.tv_sec = deadline_ms / 1000, .tv_nsec = (deadline_ms % 1000) * 1000000};
+	(void) pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* Next backoff step: 100 ms, doubling to 5 s. */
+uint32_t
+brq_worker_backoff_next(uint32_t prev)
+{
+	if (prev < BACKOFF_MIN_MS)
+		return BACKOFF_MIN_MS;
+	return prev >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS : prev * 2;
+}
+
+/* A non-zero xorshift seed that differs between threads and processes. */
+uint64_t
+brq_worker_seed(const void *salt)
+{
+	return ((uint64_t) clock_ms(CLOCK_REALTIME) * 2654435761u + (uintptr_t) salt) | 1;
+}
+
+/* Uniform in [ms/2, ms], so that workers failing together do not retry together. */
+uint32_t
+brq_worker_jitter(uint32_t ms, uint64_t *seed)
+{
+	*seed ^= *seed << 13;
+	*seed ^= *seed >> 7;
+	*seed ^= *seed << 17;
+	return ms / 2 + (uint32_t) (*seed % (ms / 2 + 1));
+}
+
+/* The calling thread's brooq_last_message(), made safe to log as a quoted value. */
+void
+brq_worker_detail(char out[BRQ_W_DETAIL_MAX])
+{
+	const char *m = brooq_last_message();
+	size_t      i = 0;
+	for (; m[i] != '\0' && i < BRQ_W_DETAIL_MAX - 1; i++)
+		out[i] = (m[i] == '"' || (unsigned char) m[i] < 0x20) ? '\'' : m[i];
+	out[i] = '\0';
+}
+
+static bool
+topic_valid(const char *t)
+{
+	size_t n = strlen(t);
+	if (n == 0 || n > TOPIC_MAX || !((t[0] >= 'a' && t[0] <= 'z') || (t[0] >= '0' && t[0] <= '9')))
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		char ch = t[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+		      ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+void
+brq_worker_log(const char *level, const char *fmt, ...)
+{
+	char    line[768];
+	va_list ap;
+	int     n = snprintf(line, sizeof(line), "level=%s ", level);
+	va_start(ap, fmt);
+	(void) vsnprintf(line + n, sizeof(line) - (size_t) n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", line);
+}
+
+/* ---- the self-pipe ---------------------------------------------------------------------- */
+
+/* Wakes the dispatcher. Async-signal-safe. A full pipe already holds a wake-up. */
+void
+brq_worker_wake(brooq_worker *w)
+{
+	int     saved = errno;
+	char    b     = 1;
+	ssize_t r     = write(w->wake_wr, &b, 1);
+	(void) r;
+	errno = saved;
+}
+
+static void
+drain_wake(brooq_worker *w)
+{
+	char buf[64];
+	while (read(w->wake_rd, buf, sizeof(buf)) > 0) {
+	}
+}
+
+/* Waits for a wake-up, at most timeout_ms (-1: no limit). */
+static void
+wait_wake(brooq_worker *w, int timeout_ms)
+{
+	struct pollfd p = {.fd = w->wake_rd, .events = POLLIN};
+	(void) poll(&p, 1, timeout_ms);
+}
+
+/* ---- handler threads ------------------------------------------------------------------- */
+
+static const brq_topic_handler *
+handler_of(const brooq_worker *w, const char *topic)
+{
+	for (size_t i = 0; i < w->n_handlers; i++)
+		if (strcmp(w->handlers[i].topic, topic) == 0)
+			return &w->handlers[i];
+	return NULL;
+}
+
+/* j's handler returned. Under w->mu. */
+static void
+handler_returned(brooq_worker *w, brooq_job_ctx *j)
+{
+	w->n_busy--;
+	if (j->cancel_at_ms != 0) {
+		/* Lost or abandoned: the result is discarded. A handler that overstayed its
+		 * cancel and was not caught by the keeper (e.g. after run returned) is
+		 * counted now. */
+		if (!j->hung_counted && brq_worker_now_ms() - j->cancel_at_ms >= (int64_t) w->hung_grace_ms)
+			brq_worker_count_hung(w, j);
+		brq_held_del(w, j);
+		brq_job_ctx_free(j);
+	} else {
+		j->ph          = PH_FINISHED;
+		j->finished_ms = brq_worker_now_ms();
+		brq_list_push(&w->finished, j);
+		pthread_cond_signal(&w->settle_cv);
+	}
+	brq_worker_wake(w);
+}
+
+static void *
+handler_main(void *arg)
+{
+	brooq_worker *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (w->runq.head == NULL && !w->quit_handlers)
+			pthread_cond_wait(&w->work_cv, &w->mu);
+		brooq_job_ctx *j = brq_list_pop(&w->runq);
+		if (j == NULL)
+			break;
+		if (j->lost) {
+			/* Lost before it started (or abandoned at stop): never run it. */
+			w->n_busy--;
+			brq_held_del(w, j);
+			brq_job_ctx_free(j);
+			brq_worker_wake(w);
+			continue;
+		}
+		j->ph = PH_RUNNING;
+		pthread_mutex_unlock(&w->mu);
+		j->h->fn(j, j->h->arg);
+		pthread_mutex_lock(&w->mu);
+		handler_returned(w, j);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* ---- the dispatcher --------------------------------------------------------------------- */
+
+static void
+set_ds(brooq_worker *w, brq_dstate ds)
+{
+	w->ds = ds;
+	pthread_cond_signal(&w->settle_cv);
+}
+
+/* Takes the jobs of a claim's reply into the worker. Under w->mu. */
+static void
+jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n)
+{
+	int64_t now = brq_worker_now_ms(), wall = clock_ms(CLOCK_REALTIME);
+	for (size_t i = 0; i < n; i++) {
+		w->st.claimed++;
+		brooq_job_ctx *j = brq_job_ctx_new(w, &jobs[i], now, wall);
+		if (j == NULL) {
+			/* Not lost: the lease expires and the reaper hands the job out again. */
+			w->st.errors++;
+			brq_worker_log("error", "msg=job_dropped job=%" PRIu64 " reason=out_of_memory", jobs[i].lease.id);
+			continue;
+		}
+		brq_held_add(w, j);
+		j->h = handler_of(w, j->topic);
+		if (j->h != NULL) {
+			j->ph = PH_QUEUED;
+			brq_list_push(&w->runq, j);
+			w->n_busy++;
+		} else {
+			/* Only asked-for topics are claimed; should the gateway disagree, say so. */
+			j->outcome     = BROOQ_OUTCOME_FAIL;
+			j->error       = brq_worker_error_copy("worker: no handler for this topic");
+			j->oom         = j->error == NULL;
+			j->ph          = PH_FINISHED;
+			j->finished_ms = now;
+			brq_list_push(&w->finished, j);
+		}
+	}
+	if (n > 0) {
+		pthread_cond_broadcast(&w->work_cv);
+		pthread_cond_signal(&w->keeper_cv);
+		pthread_cond_signal(&w->settle_cv);
+	}
+}
+
+/*
+ * One dispatcher step:
+ * 1. Take the finished results a claim can carry: the gateway settles them before
+ *    it claims, in one round trip.
+ * 2. Size the claim so that the worker never holds more leases than it has threads:
+ *    free = threads - (jobs on threads + results not carried by this claim). With
+ *    nothing free, leave the results to the settler and wait for a wake-up.
+ * 3. Claim, long-polling. Results that finish meanwhile are the settler's.
+ * Returns the claim's error (BROOQ_OK when it did not claim).
+ */
+static brooq_err
+dispatch_step(brooq_worker *w)
+{
+	brooq_job_ctx      *b[BRQ_W_SETTLE_ITEMS_MAX];
+	brooq_settle_item   items[BRQ_W_SETTLE_ITEMS_MAX];
+	brooq_settle_result res[BRQ_W_SETTLE_ITEMS_MAX];
+	brooq_job          *jobs = NULL;
+	size_t              n    = 0;
+	char                detail[BRQ_W_DETAIL_MAX] = "";
+
+	pthread_mutex_lock(&w->mu);
+	size_t n_settle   = brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, false);
+	long   free_slots = (long) w->n_threads - w->n_busy - (long) (w->n_settling - n_settle) -
+	                    (long) w->finished.n;
+	if (free_slots <= 0) {
+		brq_worker_give_back(w, b, n_settle);
+		set_ds(w, D_FULL);
+		pthread_mutex_unlock(&w->mu);
+		wait_wake(w, -1);
+		return BROOQ_OK;
+	}
+	set_ds(w, D_CLAIMING);
+	pthread_mutex_unlock(&w->mu);
+
+	for (size_t i = 0; i < n_settle; i++)
+		brq_job_settle_fill(&items[i], b[i]);
+	brooq_claim_opts o = {
+		.worker   = w->name,
+		.topics   = w->topics,
+		.n_topics = w->n_handlers,
+		.max_jobs = (uint32_t) free_slots,
+		.lease_ms = w->lease_ms,
+		.wait_ms  = w->wait_ms < POLL_SLICE_MS ? w->wait_ms : POLL_SLICE_MS,
+		.settle   = n_settle > 0 ? items : NULL,
+		.n_settle = n_settle,
+		.settled  = n_settle > 0 ? res : NULL,
+	};
+	brooq_err err = brooq_claim(w->c, &o, &jobs, &n);
+	if (err != BROOQ_OK)
+		brq_worker_detail(detail);
+
+	pthread_mutex_lock(&w->mu);
+	set_ds(w, err == BROOQ_OK ? D_READY : D_BACKOFF);
+	if (n_settle > 0)
+		brq_worker_settle_done(w, b, n_settle, err, res, false, detail);
+	if (err == BROOQ_OK) {
+		jobs_take(w, jobs, n);
+	} else {
+		w->st.errors++;
+		brq_worker_log("warn", "msg=claim_failed err=\"%s\" detail=\"%s\" settle_items=%zu", brooq_strerror(err),
+		               detail, n_settle);
+	}
+	pthread_mutex_unlock(&w->mu);
+	brooq_jobs_free(jobs, n);
+	return err;
+}
+
+/* Jobs still to wait for at stop: queued or running, neither lost nor abandoned. */
+static size_t
+count_active(const brooq_worker *w)
+{
+	size_t n = 0;
+	for (const brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+		n += (j->ph == PH_QUEUED || j->ph == PH_RUNNING) && j->cancel_at_ms == 0;
+	return n;
+}
+
+/*
+ * Graceful stop, after claiming has stopped:
+ * 1. The settler takes every finished result from now on (D_STOPPING); the keeper
+ *    keeps heartbeating, so handlers finishing within the grace are settled.
+ * 2. When the grace ends, handlers still running are abandoned: their cancel flag
+ *    is raised, their leases are no longer heartbeated and expire (the reaper
+ *    returns the jobs to pending; nothing is written for them).
+ * 3. Wait until no active job, no finished result and no settle in flight remain.
+ *    A result is given up only after the grace once its lease has surely ended
+ *    (the gateway unreachable all along): it can no longer be settled.
+ * 4. Stop the keeper and the settler, and tell idle handler threads to exit; the
+ *    abandoned ones are joined by brooq_worker_free.
+ */
+static void
+stop_phase(brooq_worker *w)
+{
+	pthread_mutex_lock(&w->mu);
+	set_ds(w, D_STOPPING);
+	int64_t grace_end  = brq_worker_now_ms() + w->stop_grace_ms;
+	bool    grace_over = false;
+	size_t  abandoned  = 0;
+	for (;;) {
+		pthread_mutex_unlock(&w->mu);
+		drain_wake(w);
+		pthread_mutex_lock(&w->mu);
+		int64_t now = brq_worker_now_ms();
+		if (!grace_over && now >= grace_end) {
+			grace_over = true;
+			for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext) {
+				if ((j->ph != PH_QUEUED && j->ph != PH_RUNNING) || j->cancel_at_ms != 0)
+					continue;
+				j->abandoned = true;
+				j->lost      = j->ph == PH_QUEUED; /* never started: dropped when popped */
+				brq_worker_cancel_job(j, now);
+				abandoned++;
+				brq_worker_log("warn", "msg=handler_abandoned job=%" PRIu64 " topic=%s", j->lease.id, j->topic);
+			}
+			pthread_cond_signal(&w->keeper_cv);
+		}
+		if (grace_over) {
+			for (brooq_job_ctx *j = w->finished.head, *next; j != NULL; j = next) {
+				next = j->qnext;
+				if (now < j->lease_end_ms)
+					continue;
+				brq_worker_log("error", "msg=result_dropped job=%" PRIu64 " topic=%s reason=lease_ended",
+				               j->lease.id, j->topic);
+				brq_list_del(&w->finished, j);
+				brq_held_del(w, j);
+				brq_job_ctx_free(j);
+			}
+		}
+		if (count_active(w) == 0 && w->finished.head == NULL && w->n_settling == 0)
+			break;
+		pthread_mutex_unlock(&w->mu);
+		wait_wake(w, grace_over ? 100 : (int) brq_min64(grace_end - now, 1000));
+		pthread_mutex_lock(&w->mu);
+	}
+	w->quit_keepers = true;
+	pthread_cond_broadcast(&w->keeper_cv);
+	pthread_cond_broadcast(&w->settle_cv);
+	pthread_mutex_unlock(&w->mu);
+
+	if (w->keeper_started)
+		pthread_join(w->keeper, NULL);
+	if (w->settler_started)
+		pthread_join(w->settler, NULL);
+	w->keeper_started = w->settler_started = false;
+
+	pthread_mutex_lock(&w->mu);
+	w->quit_handlers = true;
+	pthread_cond_broadcast(&w->work_cv);
+	brq_worker_log("info",
+	               "msg=worker_stopped claimed=%" PRIu64 " settled=%" PRIu64 " lease_lost=%" PRIu64
+	               " abandoned=%zu",
+	               w->st.claimed, w->st.settled, w->st.lease_lost, abandoned);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Tells every thread started so far to exit and joins the keeper and settler
+ * (handler threads are joined by brooq_worker_free). */
+static void
+threads_quit(brooq_worker *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->quit_keepers = w->quit_handlers = true;
+	pthread_cond_broadcast(&w->work_cv);
+	pthread_cond_broadcast(&w->keeper_cv);
+	pthread_cond_broadcast(&w->settle_cv);
+	pthread_mutex_unlock(&w->mu);
+	if (w->keeper_started)
+		pthread_join(w->keeper, NULL);
+	if (w->settler_started)
+		pthread_join(w->settler, NULL);
+	w->keeper_started = w->settler_started = false;
+}
+
+static brooq_err
+threads_start(brooq_worker *w)
+{
+	w->topics  = malloc(w->n_handlers * sizeof(*w->topics));
+	w->threads = calloc((size_t) w->n_threads, sizeof(*w->threads));
+	if (w->topics == NULL || w->threads == NULL)
+		return brq_fail(BROOQ_ENOMEM, "worker_run: out of memory");
+	for (size_t i = 0; i < w->n_handlers; i++)
+		w->topics[i] = w->handlers[i].topic;
+	for (; w->n_started < w->n_threads; w->n_started++)
+		if (pthread_create(&w->threads[w->n_started], NULL, handler_main, w) != 0)
+			return brq_fail(BROOQ_ENOMEM, "worker_run: cannot start handler thread %d", w->n_started);
+	if (pthread_create(&w->keeper, NULL, brq_worker_keeper_main, w) != 0)
+		return brq_fail(BROOQ_ENOMEM, "worker_run: cannot start the heartbeat thread");
+	w->keeper_started = true;
+	if (pthread_create(&w->settler, NULL, brq_worker_settler_main, w) != 0)
+		return brq_fail(BROOQ_ENOMEM, "worker_run: cannot start the settle thread");
+	w->settler_started = true;
+	return BROOQ_OK;
+}
+
+/* ---- public: the worker ---------------------------------------------------------------------- */
+
+/* On success *out belongs to the caller: brooq_worker_free() it. c is borrowed and
+ * must outlive the worker. On failure nothing is allocated. */
+brooq_err
+brooq_worker_new(brooq_client *c, const brooq_worker_opts *o, brooq_worker **out)
+{
+	static const brooq_worker_opts defaults = {0};
+	pthread_condattr_t             ca;
+	int                            fds[2] = {-1, -1};
+	brooq_worker                  *w;
+
+	brq_msg_clear();
+	if (c == NULL || out == NULL)
+		return brq_fail(BROOQ_EINVAL, "worker_new: client and out are required");
+	if (o == NULL)
+		o = &defaults;
+	if (o->threads < 0 || o->threads > THREADS_MAX)
+		return brq_fail(BROOQ_EINVAL, "worker_new: threads must be 0..%d", THREADS_MAX);
+	if (o->lease_ms != 0 && (o->lease_ms < BRQ_W_LEASE_MIN_MS || o->lease_ms > BRQ_W_LEASE_MAX_MS))
+		return brq_fail(BROOQ_EINVAL, "worker_new: lease_ms must be 0 or %d..%d", BRQ_W_LEASE_MIN_MS,
+		                BRQ_W_LEASE_MAX_MS);
+	if (o->name != NULL && (o->name[0] == '\0' || strlen(o->name) > NAME_MAX_LEN))
+		return brq_fail(BROOQ_EINVAL, "worker_new: name must be 1..%d bytes", NAME_MAX_LEN);
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return brq_fail(BROOQ_ENOMEM, "worker_new: out of memory");
+	w->c             = c;
+	w->n_threads     = o->threads > 0 ? o->threads : DEFAULT_THREADS;
+	w->lease_ms      = o->lease_ms;
+	w->wait_ms       = o->wait_ms > 0 ? o->wait_ms : DEFAULT_WAIT_MS;
+	w->stop_grace_ms = o->stop_grace_ms > 0 ? o->stop_grace_ms : DEFAULT_STOP_GRACE_MS;
+	w->hung_grace_ms = o->hung_grace_ms > 0 ? o->hung_grace_ms : DEFAULT_HUNG_GRACE_MS;
+	atomic_init(&w->stop_requested, false);
+	if (o->name != NULL && (w->name = strdup(o->name)) == NULL)
+		goto fail_mem;
+	if (pipe(fds) != 0)
+		goto fail_mem;
+	for (int i = 0; i < 2; i++)
+		if (fcntl(fds[i], F_SETFL, O_NONBLOCK) != 0 || fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0)
+			goto fail_pipe;
+	w->wake_rd = fds[0];
+	w->wake_wr = fds[1];
+	if (pthread_mutex_init(&w->mu, NULL) != 0)
+		goto fail_pipe;
+	if (pthread_condattr_init(&ca) != 0)
+		goto fail_mu;
+	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 || pthread_cond_init(&w->work_cv, &ca) != 0)
+		goto fail_attr;
+	if (pthread_cond_init(&w->keeper_cv, &ca) != 0)
+		goto fail_work;
+	if (pthread_cond_init(&w->settle_cv, &ca) != 0)
+		goto fail_keeper;
+	pthread_condattr_destroy(&ca);
+	*out = w;
+	return BROOQ_OK;
+
+fail_keeper:
+	pthread_cond_destroy(&w->keeper_cv);
+fail_work:
+	pthread_cond_destroy(&w->work_cv);
+fail_attr:
+	pthread_condattr_destroy(&ca);
+fail_mu:
+	pthread_mutex_destroy(&w->mu);
+fail_pipe:
+	close(fds[0]);
+	close(fds[1]);
+fail_mem:
+	free(w->name);
+	free(w);
+	return brq_fail(BROOQ_ENOMEM, "worker_new: out of resources");
+}
+
+/* topic is copied; fn and arg are kept until brooq_worker_free. */
+brooq_err
+brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *arg)
+{
+	brq_msg_clear();
+	if (w == NULL || topic == NULL || fn == NULL)
+		return brq_fail(BROOQ_EINVAL, "worker_handle: worker, topic and handler are required");
+	if (!topic_valid(topic))
+		return brq_fail(BROOQ_EINVAL,
+		                "worker_handle: invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)",
+		                TOPIC_MAX);
+	pthread_mutex_lock(&w->mu);
+	brooq_err err = BROOQ_OK;
+	if (w->has_run)
+		err = brq_fail(BROOQ_EINVAL, "worker_handle: the worker has already run");
+	else if (handler_of(w, topic) != NULL)
+		err = brq_fail(BROOQ_EINVAL, "worker_handle: topic %s already has a handler", topic);
+	else if (w->n_handlers == TOPICS_MAX)
+		err = brq_fail(BROOQ_EINVAL, "worker_handle: at most %d topics", TOPICS_MAX);
+	if (err == BROOQ_OK) {
+		brq_topic_handler *h = realloc(w->handlers, (w->n_handlers + 1) * sizeof(*h));
+		char              *t = strdup(topic);
+		if (h != NULL)
+			w->handlers = h;
+		if (h == NULL || t == NULL) {
+			free(t);
+			err = brq_fail(BROOQ_ENOMEM, "worker_handle: out of memory");
+		} else {
+			w->handlers[w->n_handlers++] = (brq_topic_handler){.topic = t, .fn = fn, .arg = arg};
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	return err;
+}
+
+/*
+ * The dispatcher loop, on the caller's thread, until brooq_worker_stop():
+ *   dispatch_step: claim as many jobs as there are free threads, long-polling, with
+ *   the finished results in the same request, or wait for a thread to free up;
+ *   on error back off (100 ms .. 5 s) and retry, forever: an unavailable gateway
+ *   never ends the worker.
+ * Then the graceful stop (stop_phase). Runs once per worker.
+ */
+brooq_err
+brooq_worker_run(brooq_worker *w)
+{
+	brq_msg_clear();
+	if (w == NULL)
+		return brq_fail(BROOQ_EINVAL, "worker_run: worker is NULL");
+	pthread_mutex_lock(&w->mu);
+	brooq_err err = BROOQ_OK;
+	if (w->has_run)
+		err = brq_fail(BROOQ_EINVAL, "worker_run: a worker runs once");
+	else if (w->n_handlers == 0)
+		err = brq_fail(BROOQ_EINVAL, "worker_run: no handler registered");
+	w->has_run = true;
+	pthread_mutex_unlock(&w->mu);
+	if (err != BROOQ_OK)
+		return err;
+	if (atomic_load(&w->stop_requested))
+		return BROOQ_OK;
+	if ((err = threads_start(w)) != BROOQ_OK) {
+		threads_quit(w);
+		return err;
+	}
+
+	uint32_t backoff = 0;
+	uint64_t seed    = brq_worker_seed(w);
+	for (;;) {
+		drain_wake(w);
+		if (atomic_load(&w->stop_requested))
+			break;
+		if (dispatch_step(w) == BROOQ_OK) {
+			backoff = 0;
+		} else {
+			backoff = brq_worker_backoff_next(backoff);
+			/* Only a stop ends the wait early; completions are the settler's now. */
+			int64_t until = brq_worker_now_ms() + brq_worker_jitter(backoff, &seed);
+			for (int64_t now = brq_worker_now_ms(); now < until && !atomic_load(&w->stop_requested);
+			     now = brq_worker_now_ms()) {
+				drain_wake(w);
+				wait_wake(w, (int) (until - now));
+			}
+			pthread_mutex_lock(&w->mu);
+			set_ds(w, D_READY);
+			pthread_mutex_unlock(&w->mu);
+		}
+	}
+	stop_phase(w);
+	return BROOQ_OK;
+}
+
+/* Async-signal-safe: an atomic store and a write(2); no lock, no allocation. */
+void
+brooq_worker_stop(brooq_worker *w)
+{
+	if (w == NULL)
+		return;
+	atomic_store(&w->stop_requested, true);
+	brq_worker_wake(w);
+}
+
+void
+brooq_worker_get_stats(brooq_worker *w, brooq_worker_stats *out)
+{
+	if (w == NULL || out == NULL)
+		return;
+	pthread_mutex_lock(&w->mu);
+	*out = w->st;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* After brooq_worker_run returned (or without it). Joins every thread, so it waits
+ * for handlers abandoned at stop to return. NULL is a no-op. */
+void
+brooq_worker_free(brooq_worker *w)
+{
+	if (w == NULL)
+		return;
+	threads_quit(w);
+	pthread_mutex_lock(&w->mu);
+	size_t running = 0;
+	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+		running += j->ph == PH_RUNNING;
+	pthread_mutex_unlock(&w->mu);
+	if (running > 0)
+		brq_worker_log("warn", "msg=worker_free_waiting handlers=%zu", running);
+	for (int i = 0; i < w->n_started; i++)
+		pthread_join(w->threads[i], NULL);
+	for (brooq_job_ctx *j = w->held, *next; j != NULL; j = next) {
+		next = j->hnext;
+		brq_job_ctx_free(j);
+	}
+	for (size_t i = 0; i < w->n_handlers; i++)
+		free(w->handlers[i].topic);
+	free(w->handlers);
+	free(w->topics);
+	free(w->threads);
+	free(w->name);
+	close(w->wake_rd);
+	close(w->wake_wr);
+	pthread_cond_destroy(&w->settle_cv);
+	pthread_cond_destroy(&w->keeper_cv);
+	pthread_cond_destroy(&w->work_cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/* Worker runtime internals shared by worker.c, worker_lease.c and worker_job.c. */
+#ifndef BRQ_WORKER_H
+#define BRQ_WORKER_H
+
+#include "client.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Threads and who owns what
+ *
+ *   dispatcher (the caller of brooq_worker_run, worker.c): claims jobs for free
+ *       handler threads, settling finished results in the same round trip; drives
+ *       the graceful stop.
+ *   handler threads (opts.threads, worker.c): run one job at a time.
+ *   keeper (worker_lease.c): heartbeats every held lease every lease/3 in one
+ *       batched call, turns "lost" answers into cancel flags, and counts hung
+ *       handlers. Its own thread: the dispatcher may sit in a long-poll.
+ *   settler (worker_lease.c): settles finished results the dispatcher is not about
+ *       to carry in a claim (it is parked in a long-poll, backing off, full or
+ *       stopping), and alone those that a batch could not carry.
+ *
+ * Every job the worker holds is a brooq_job_ctx on w->held, in one phase:
+ *   QUEUED   on w->runq, waiting for a handler thread (for microseconds: a claim
+ *            never asks for more jobs than there are free handler threads);
+ *   RUNNING  its handler runs; the handler thread owns the outcome fields;
+ *   FINISHED on w->finished, the result waiting to be settled;
+ *   SETTLING in a settle request (plain or carried by a claim), owned by the
+ *            thread that sent it until the answer is processed.
+ * The worker never holds more leases than it has threads. A ctx is freed when
+ * its settle is answered, or when its result is discarded (lease lost, or
+ * abandoned at stop) and its handler has returned. All of it is under w->mu,
+ * except the outcome fields (handler thread, RUNNING only) and the cancel flag
+ * (atomic, read by handlers without the lock).
+ */
+
+#define BRQ_W_LEASE_MIN_MS 1000     /* the gateway's lease bounds */
+#define BRQ_W_LEASE_MAX_MS 86400000
+/* Per request: leases per heartbeat, chained jobs per settle (the gateway's default
+ * max batch). A gateway configured lower answers too_large; settles then fall back
+ * to one item per request. */
+#define BRQ_W_BATCH_MAX 1000
+/* Results per settle request (and per claim that carries them). */
+#define BRQ_W_SETTLE_ITEMS_MAX 100
+/* brooq_last_message() text kept for a log line. */
+#define BRQ_W_DETAIL_MAX 256
+
+typedef enum brq_phase {
+	PH_QUEUED,
+	PH_RUNNING,
+	PH_FINISHED,
+	PH_SETTLING,
+} brq_phase;
+
+/* What the dispatcher is doing. The settler leaves finished results to it in
+ * D_READY, and for a moment in D_CLAIMING and D_FULL (worker_lease.c). */
+typedef enum brq_dstate {
+	D_READY,
+	D_CLAIMING,
+	D_FULL,
+	D_BACKOFF,
+	D_STOPPING,
+} brq_dstate;
+
+typedef struct brq_topic_handler {
+	char         *topic;
+	brooq_handler fn;
+	void         *arg;
+} brq_topic_handler;
+
+typedef struct brq_job_list {
+	brooq_job_ctx *head, *tail;
+	size_t         n;
+} brq_job_list;
+
+struct brooq_job_ctx {
+	brooq_worker            *w;
+	brooq_job_ctx           *hprev, *hnext; /* w->held */
+	brooq_job_ctx           *qprev, *qnext; /* w->runq (QUEUED) or w->finished (FINISHED) */
+	const brq_topic_handler *h;             /* NULL: no handler; failed without running */
+	brooq_lease              lease;
+	char                    *topic;
+	char                    *payload; /* NUL-terminated */
+	size_t                   payload_len;
+	uint32_t                 attempts, max_attempts;
+
+	/* Lease upkeep, monotonic ms, under w->mu. */
+	int64_t   lease_ms;     /* the lease's length: opts.lease_ms or as granted at claim */
+	int64_t   lease_end_ms; /* the lease surely ends by then unless extended */
+	int64_t   next_hb_ms;   /* due for a heartbeat */
+	int64_t   finished_ms;  /* when its result was ready */
+	brq_phase ph;
+
+	atomic_bool canceled;     /* brooq_job_canceled(); never lowered */
+	int64_t     cancel_at_ms; /* when canceled was raised; 0: not raised. Under w->mu */
+	bool        lost;         /* the gateway said the lease is gone */
+	bool        abandoned;    /* still running when the stop grace ended */
+	bool        hung_counted;
+	bool        solo;      /* a batch holding it was refused: settle it alone */
+	bool        rewritten; /* its outcome was refused once and replaced by a fail */
+	bool        ambiguous; /* an earlier settle may have run: "not applied" proves nothing */
+
+	/* The outcome, written only by the handler thread while RUNNING. */
+	brooq_outcome   outcome;
+	char           *error; /* NULL: none (or oom) */
+	bool            oom;   /* recording the outcome ran out of memory: settle as a fail */
+	uint64_t        delay_ms;
+	brooq_job_spec *chain; /* deep copies */
+	size_t          n_chain;
+};
+
+struct brooq_worker {
+	brooq_client      *c; /* borrowed */
+	char              *name;
+	int                n_threads;
+	uint32_t           lease_ms; /* 0: the gateway's default per topic */
+	uint32_t           wait_ms, stop_grace_ms, hung_grace_ms;
+	brq_topic_handler *handlers;
+	size_t             n_handlers;
+	const char       **topics; /* handlers[i].topic, built at run */
+
+	atomic_bool stop_requested;
+	int         wake_rd, wake_wr; /* self-pipe: stop and completions wake the dispatcher */
+
+	pthread_mutex_t mu;
+	pthread_cond_t  work_cv;   /* handler threads: runq non-empty, or quit_handlers */
+	pthread_cond_t  keeper_cv; /* keeper: new leases or cancels, or quit_keepers */
+	pthread_cond_t  settle_cv; /* settler: results or dispatcher state changed */
+
+	/* Under mu. */
+	brooq_job_ctx     *held;
+	brq_job_list       runq, finished;
+	int                n_busy;     /* jobs on handler threads: QUEUED + RUNNING */
+	size_t             n_settling; /* jobs in settle requests in flight */
+	brq_dstate         ds;
+	bool               has_run, quit_keepers, quit_handlers;
+	int64_t            settle_retry_at_ms;
+	brooq_worker_stats st;
+
+	pthread_t *threads;
+	int        n_started;
+	pthread_t  keeper, settler;
+	bool       keeper_started, settler_started;
+};
+
+/* ---- worker.c: clocks, waits, backoff, logging, wake-ups ---------------------------- */
+
+/* Monotonic milliseconds. */
+int64_t brq_worker_now_ms(void);
+/* Waits on cv until the monotonic deadline (INT64_MAX: until signalled). */
+void brq_worker_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms);
+/* Next backoff step: 100 ms, doubling to 5 s. */
+uint32_t brq_worker_backoff_next(uint32_t prev);
+/* A non-zero seed for brq_worker_jitter, different per thread (salt) and process. */
+uint64_t brq_worker_seed(const void *salt);
+/* Uniform in [ms/2, ms] (xorshift on *seed), so that failing workers spread out. */
+uint32_t brq_worker_jitter(uint32_t ms, uint64_t *seed);
+/* One key=value line on stderr: "level=LEVEL " then the formatted rest. */
+void brq_worker_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The calling thread's brooq_last_message(), made safe to log as a quoted value. */
+void brq_worker_detail(char out[BRQ_W_DETAIL_MAX]);
+/* Wakes the dispatcher. Async-signal-safe. */
+void brq_worker_wake(brooq_worker *w);
+
+/* ---- worker_lease.c: heartbeats, cancels, settling ---------------------------------- */
+
+void *brq_worker_keeper_main(void *w);
+void *brq_worker_settler_main(void *w);
+/* Raises j's cancel flag (once; remembers when). Under w->mu. */
+void brq_worker_cancel_job(brooq_job_ctx *j, int64_t now);
+/* Counts and logs j as hung (once). Under w->mu. */
+void brq_worker_count_hung(brooq_worker *w, brooq_job_ctx *j);
+/* Moves up to max finished results into b[] (phase SETTLING). Under w->mu. */
+size_t brq_worker_take_batch(brooq_worker *w, brooq_job_ctx **b, size_t max, bool take_solo);
+/* Puts results taken by brq_worker_take_batch back, in order, unsent. Under w->mu. */
+void brq_worker_give_back(brooq_worker *w, brooq_job_ctx **b, size_t n);
+/* Processes the answer to a settle of b[0..n) (a plain settle when `plain`, else
+ * carried by a claim); frees what is done with. Under w->mu. */
+void brq_worker_settle_done(brooq_worker *w, brooq_job_ctx **b, size_t n, brooq_err err,
+                            const brooq_settle_result *res, bool plain, const char *detail);
+
+/* ---- worker_job.c: job contexts ------------------------------------------------------- */
+
+/* A context for a claimed job, copied out of the claim's reply (the caller frees
+ * the reply); NULL when out of memory. Free with brq_job_ctx_free (NULL-safe). */
+brooq_job_ctx *brq_job_ctx_new(brooq_worker *w, const brooq_job *jb, int64_t now, int64_t wall_now);
+void           brq_job_ctx_free(brooq_job_ctx *j);
+/* Back to "done, no chain, no error". */
+void brq_job_outcome_clear(brooq_job_ctx *j);
+/* s describes j's outcome; it borrows j's strings and chain. */
+void brq_job_settle_fill(brooq_settle_item *s, const brooq_job_ctx *j);
+/* A copy the gateway accepts: invalid UTF-8 bytes become '?', cut to 4096 bytes on a
+ * character boundary. NULL when out of memory; the caller frees. */
+char *brq_worker_error_copy(const char *s);
+
+/* ---- lists (under w->mu) ------------------------------------------------------------- */
+
+static inline int64_t
+brq_min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline void
+brq_held_add(brooq_worker *w, brooq_job_ctx *j)
+{
+	j->hprev = NULL;
+	j->hnext = w->held;
+	if (w->held != NULL)
+		w->held->hprev = j;
+	w->held = j;
+}
+
+static inline void
+brq_held_del(brooq_worker *w, brooq_job_ctx *j)
+{
+	if (j->hprev != NULL)
+		j->hprev->hnext = j->hnext;
+	else
+		w->held = j->hnext;
+	if (j->hnext != NULL)
+		j->hnext->hprev = j->hprev;
+	j->hprev = j->hnext = NULL;
+}
+
+static inline void
+brq_list_push(brq_job_list *l, brooq_job_ctx *j)
+{
+	j->qnext = NULL;
+	j->qprev = l->tail;
+	if (l->tail != NULL)
+		l->tail->qnext = j;
+	else
+		l->head = j;
+	l->tail = j;
+	l->n++;
+}
+
+static inline void
+brq_list_push_front(brq_job_list *l, brooq_job_ctx *j)
+{
+	j->qprev = NULL;
+	j->qnext = l->head;
+	if (l->head != NULL)
+		l->head->qprev = j;
+	else
+		l->tail = j;
+	l->head = j;
+	l->n++;
+}
+
+static inline void
+brq_list_del(brq_job_list *l, brooq_job_ctx *j)
+{
+	if (j->qprev != NULL)
+		j->qprev->qnext = j->qnext;
+	else
+		l->head = j->qnext;
+	if (j->qnext != NULL)
+		j->qnext->qprev = j->qprev;
+	else
+		l->tail = j->qprev;
+	j->qprev = j->qnext = NULL;
+	l->n--;
+}
+
+static inline brooq_job_ctx *
+brq_list_pop(brq_job_list *l)
+{
+	brooq_job_ctx *j = l->head;
+	if (j != NULL)
+		brq_list_del(l, j);
+	return j;
+}
+
+#endif

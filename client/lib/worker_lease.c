@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: MIT */
+/* Worker runtime: lease upkeep (heartbeats, cancels, hung handlers) and settling results. */
+#include "worker.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How long the settler leaves a result to the dispatcher while it claims or waits
+ * for a thread: a claim that answers at once (jobs were ready), or a thread freed by
+ * the result itself, is followed by a claim that carries the result, saving a round
+ * trip; a claim parked in a long-poll is not waited for. */
+#define SETTLE_LINGER_MS 20
+
+/* ---- cancels and lost leases ---------------------------------------------------------- */
+
+void
+brq_worker_cancel_job(brooq_job_ctx *j, int64_t now)
+{
+	if (j->cancel_at_ms == 0)
+		j->cancel_at_ms = now > 0 ? now : 1;
+	atomic_store(&j->canceled, true);
+}
+
+/* Counts and logs a handler still running hung_grace_ms after its cancel (once). */
+void
+brq_worker_count_hung(brooq_worker *w, brooq_job_ctx *j)
+{
+	j->hung_counted = true;
+	w->st.hung++;
+	brq_worker_log("warn", "msg=handler_hung job=%" PRIu64 " topic=%s", j->lease.id, j->topic);
+}
+
+/* The gateway says j's lease is gone (canceled, reaped, settled elsewhere): its
+ * result is discarded and the worker writes nothing for it. */
+static void
+lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now)
+{
+	if (j->ph == PH_SETTLING || j->lost || j->abandoned)
+		return; /* a settle in flight answers for itself */
+	j->lost = true;
+	w->st.lease_lost++;
+	brq_worker_log("info", "msg=lease_lost job=%" PRIu64 " topic=%s", j->lease.id, j->topic);
+	switch (j->ph) {
+	case PH_QUEUED: /* freed by the handler thread that pops it */
+	case PH_RUNNING: brq_worker_cancel_job(j, now); break;
+	case PH_FINISHED:
+		brq_list_del(&w->finished, j);
+		brq_held_del(w, j);
+		brq_job_ctx_free(j);
+		brq_worker_wake(w); /* a stopping dispatcher may be waiting for it */
+		break;
+	case PH_SETTLING: break;
+	}
+}
+
+static brooq_job_ctx *
+held_find(brooq_worker *w, const brooq_lease *l)
+{
+	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+		if (j->lease.id == l->id && memcmp(j->lease.token, l->token, BROOQ_LEASE_LEN) == 0)
+			return j;
+	return NULL;
+}
+
+/* ---- settling --------------------------------------------------------------------------- */
+
+/* Moves up to max finished results into b[] (phase SETTLING), FIFO. A solo result
+ * goes alone, and only when take_solo; chained jobs per request stay within
+ * BRQ_W_BATCH_MAX unless one result alone exceeds it (the gateway then decides). */
+size_t
+brq_worker_take_batch(brooq_worker *w, brooq_job_ctx **b, size_t max, bool take_solo)
+{
+	size_t n = 0, n_chain = 0;
+	for (brooq_job_ctx *j = w->finished.head, *next; j != NULL && n < max; j = next) {
+		next = j->qnext;
+		if (j->solo) {
+			if (!take_solo || n > 0)
+				continue;
+			b[n++] = j;
+			break;
+		}
+		if (n > 0 && n_chain + j->n_chain > BRQ_W_BATCH_MAX)
+			break;
+		n_chain += j->n_chain;
+		b[n++] = j;
+	}
+	for (size_t i = 0; i < n; i++) {
+		brq_list_del(&w->finished, b[i]);
+		b[i]->ph = PH_SETTLING;
+	}
+	w->n_settling += n;
+	return n;
+}
+
+/* Puts results taken by brq_worker_take_batch back, in order, unsent. Under w->mu. */
+void
+brq_worker_give_back(brooq_worker *w, brooq_job_ctx **b, size_t n)
+{
+	for (size_t i = n; i-- > 0;) {
+		b[i]->ph = PH_FINISHED;
+		brq_list_push_front(&w->finished, b[i]);
+	}
+	w->n_settling -= n;
+}
+
+/* The gateway refused j's outcome on its own (e.g. a chained job with a bad topic):
+ * replace it with a fail that says so, so the job is retried or buried visibly. A
+ * second refusal drops the result and leaves the lease to expire. */
+static void
+outcome_refused(brooq_worker *w, brooq_job_ctx *j, brooq_err err, const char *detail)
+{
+	if (j->rewritten) {
+		brq_worker_log("error", "msg=result_dropped job=%" PRIu64 " topic=%s reason=refused err=\"%s\"",
+		               j->lease.id, j->topic, detail);
+		brq_held_del(w, j);
+		brq_job_ctx_free(j);
+		return;
+	}
+	char text[BRQ_W_DETAIL_MAX + 96];
+	snprintf(text, sizeof(text), "worker: the gateway refused this job's outcome: %s: %s",
+	         brooq_strerror(err), detail);
+	brq_job_outcome_clear(j);
+	j->rewritten = true;
+	j->outcome   = BROOQ_OUTCOME_FAIL;
+	j->error     = brq_worker_error_copy(text);
+	j->oom       = j->error == NULL;
+	brq_worker_log("warn", "msg=outcome_refused job=%" PRIu64 " topic=%s err=\"%s\"", j->lease.id, j->topic,
+	               detail);
+	j->ph = PH_FINISHED;
+	brq_list_push_front(&w->finished, j);
+}
+
+/*
+ * Processes the answer to a settle of b[0..n) (a plain settle when `plain`, else
+ * carried by a claim). Under w->mu. Applied: counted and freed. Not applied: the
+ * lease was lost (unless an earlier attempt may have run), freed. On error the
+ * results go back to the front of the finished list to be retried: alone when the
+ * gateway refused the batch, rewritten as a fail when it refused one alone.
+ */
+void
+brq_worker_settle_done(brooq_worker *w, brooq_job_ctx **b, size_t n, brooq_err err,
+                       const brooq_settle_result *res, bool plain, const char *detail)
+{
+	w->n_settling -= n;
+	if (err == BROOQ_OK) {
+		for (size_t i = 0; i < n; i++) {
+			brooq_job_ctx *j = b[i];
+			if (res[i].applied) {
+				w->st.settled++;
+			} else if (!j->ambiguous) {
+				w->st.lease_lost++;
+				brq_worker_log("info", "msg=lease_lost job=%" PRIu64 " topic=%s at=settle", j->lease.id,
+				               j->topic);
+			}
+			brq_held_del(w, j);
+			brq_job_ctx_free(j);
+		}
+		return;
+	}
+	bool refused = err == BROOQ_EINVAL || err == BROOQ_EINVALID_ARGUMENT || err == BROOQ_ETOO_LARGE;
+	for (size_t i = n; i-- > 0;) {
+		brooq_job_ctx *j = b[i];
+		/* Anything but a local refusal may have reached the database. */
+		j->ambiguous = j->ambiguous || err != BROOQ_EINVAL;
+		if (refused && plain && n == 1) {
+			outcome_refused(w, j, err, detail);
+			continue;
+		}
+		j->solo = j->solo || refused;
+		j->ph   = PH_FINISHED;
+		brq_list_push_front(&w->finished, j);
+	}
+}
+
+/* One plain settle of what the settler may take. Under w->mu; unlocks around the call. */
+static void
+settle_some(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
+{
+	brooq_job_ctx      *b[BRQ_W_SETTLE_ITEMS_MAX];
+	brooq_settle_item   items[BRQ_W_SETTLE_ITEMS_MAX];
+	brooq_settle_result res[BRQ_W_SETTLE_ITEMS_MAX];
+	char                detail[BRQ_W_DETAIL_MAX] = "";
+
+	size_t n = brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, true);
+	for (size_t i = 0; i < n; i++)
+		brq_job_settle_fill(&items[i], b[i]);
+	pthread_mutex_unlock(&w->mu);
+	brooq_err err = brooq_settle(w->c, items, n, res);
+	if (err != BROOQ_OK)
+		brq_worker_detail(detail);
+	pthread_mutex_lock(&w->mu);
+	brq_worker_settle_done(w, b, n, err, res, true, detail);
+	if (err == BROOQ_OK || err == BROOQ_EINVAL || err == BROOQ_EINVALID_ARGUMENT ||
+	    err == BROOQ_ETOO_LARGE) {
+		*backoff              = 0;
+		w->settle_retry_at_ms = 0;
+	} else {
+		*backoff              = brq_worker_backoff_next(*backoff);
+		w->settle_retry_at_ms = brq_worker_now_ms() + brq_worker_jitter(*backoff, seed);
+	}
+	if (err != BROOQ_OK) {
+		w->st.errors++;
+		brq_worker_log("warn", "msg=settle_failed items=%zu err=\"%s\" detail=\"%s\"", n, brooq_strerror(err),
+		               detail);
+	}
+	brq_worker_wake(w);
+}
+
+/* Whether the settler settles now; otherwise *wake_at is when to look again
+ * (INT64_MAX: when signalled). */
+static bool
+settler_may_take(brooq_worker *w, int64_t now, int64_t *wake_at)
+{
+	*wake_at = INT64_MAX;
+	if (w->finished.head == NULL)
+		return false;
+	if (now < w->settle_retry_at_ms) {
+		*wake_at = w->settle_retry_at_ms;
+		return false;
+	}
+	for (brooq_job_ctx *j = w->finished.head; j != NULL; j = j->qnext)
+		if (j->solo)
+			return true;
+	switch (w->ds) {
+	case D_READY: return false; /* the next claim carries them */
+	case D_CLAIMING:
+	case D_FULL: /* a result frees its thread: the dispatcher is about to claim with it */
+		if (now >= w->finished.head->finished_ms + SETTLE_LINGER_MS)
+			return true;
+		*wake_at = w->finished.head->finished_ms + SETTLE_LINGER_MS;
+		return false;
+	case D_BACKOFF:
+	case D_STOPPING: return true;
+	}
+	return true;
+}
+
+void *
+brq_worker_settler_main(void *arg)
+{
+	brooq_worker *w       = arg;
+	uint32_t      backoff = 0;
+	uint64_t      seed    = brq_worker_seed(&backoff);
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->quit_keepers) {
+		int64_t wake_at;
+		if (settler_may_take(w, brq_worker_now_ms(), &wake_at)) {
+			settle_some(w, &backoff, &seed);
+			continue;
+		}
+		brq_worker_cond_wait_until(&w->settle_cv, &w->mu, wake_at);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* ---- heartbeats and the hung-handler watch --------------------------------------------- */
+
+static bool
+needs_heartbeat(const brooq_job_ctx *j)
+{
+	return j->ph != PH_SETTLING && !j->lost && !j->abandoned;
+}
+
+/*
+ * One batched heartbeat of every held lease. Under w->mu; unlocks around the calls.
+ * 1. Snapshot (id, token) of every lease that needs upkeep.
+ * 2. Send them, BRQ_W_BATCH_MAX per request (one request unless > BRQ_W_BATCH_MAX are held).
+ * 3. Match answers back by (id, token): the job may have moved on meanwhile.
+ *    Extended: next heartbeat lease/3 after this one was sent. Lost: lease_lost().
+ *    Unanswered (an error): retried after the backoff, capped at lease/6 so that
+ *    a short outage does not cost the lease.
+ */
+static void
+heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
+{
+	size_t n = 0, answered = 0;
+	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+		n += needs_heartbeat(j);
+	brooq_lease *ls  = malloc(n * sizeof(*ls));
+	bool        *ext = malloc(n * sizeof(*ext));
+	brooq_err    err = BROOQ_ENOMEM;
+	char         detail[BRQ_W_DETAIL_MAX] = "out of memory";
+	int64_t      t0  = brq_worker_now_ms();
+
+	if (ls != NULL && ext != NULL) {
+		size_t k = 0;
+		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+			if (needs_heartbeat(j))
+				ls[k++] = j->lease;
+		pthread_mutex_unlock(&w->mu);
+		err = BROOQ_OK;
+		while (answered < n && err == BROOQ_OK) {
+			size_t m = n - answered < BRQ_W_BATCH_MAX ? n - answered : BRQ_W_BATCH_MAX;
+			err      = brooq_heartbeat(w->c, ls + answered, m, w->lease_ms, ext + answered);
+			if (err == BROOQ_OK)
+				answered += m;
+			else
+				brq_worker_detail(detail);
+		}
+		pthread_mutex_lock(&w->mu);
+	}
+	int64_t now = brq_worker_now_ms();
+	if (err != BROOQ_OK) {
+		w->st.errors++;
+		*backoff = brq_worker_backoff_next(*backoff);
+		brq_worker_log("warn", "msg=heartbeat_failed leases=%zu err=\"%s\" detail=\"%s\"", n - answered,
+		               brooq_strerror(err), detail);
+	} else {
+		*backoff = 0;
+	}
+	for (size_t i = 0; i < answered; i++) {
+		brooq_job_ctx *j = held_find(w, &ls[i]);
+		if (j == NULL)
+			continue;
+		if (!ext[i]) {
+			lease_lost(w, j, now);
+		} else if (needs_heartbeat(j)) {
+			j->lease_end_ms = t0 + j->lease_ms;
+			j->next_hb_ms   = t0 + j->lease_ms / 3;
+		}
+	}
+	if (ls == NULL || ext == NULL) {
+		/* Nothing was sent: retry every lease that is due. */
+		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+			if (needs_heartbeat(j) && j->next_hb_ms <= now)
+				j->next_hb_ms = now + brq_min64(brq_worker_jitter(*backoff, seed), j->lease_ms / 6);
+	} else {
+		for (size_t i = answered; i < n; i++) {
+			brooq_job_ctx *j = held_find(w, &ls[i]);
+			if (j != NULL && needs_heartbeat(j))
+				j->next_hb_ms = now + brq_min64(brq_worker_jitter(*backoff, seed), j->lease_ms / 6);
+		}
+	}
+	free(ls);
+	free(ext);
+}
+
+void *
+brq_worker_keeper_main(void *arg)
+{
+	brooq_worker *w       = arg;
+	uint32_t      backoff = 0;
+	uint64_t      seed    = brq_worker_seed(&backoff);
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->quit_keepers) {
+		int64_t now = brq_worker_now_ms(), next = INT64_MAX;
+		bool    due = false;
+		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext) {
+			if (needs_heartbeat(j)) {
+				if (j->next_hb_ms <= now)
+					due = true;
+				next = brq_min64(next, j->next_hb_ms);
+			}
+			if (j->ph == PH_RUNNING && j->cancel_at_ms != 0 && !j->hung_counted) {
+				int64_t at = j->cancel_at_ms + w->hung_grace_ms;
+				if (at <= now)
+					brq_worker_count_hung(w, j);
+				else
+					next = brq_min64(next, at);
+			}
+		}
+		if (due) {
+			heartbeat_round(w, &backoff, &seed);
+			continue;
+		}
+		brq_worker_cond_wait_until(&w->keeper_cv, &w->mu, next);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}

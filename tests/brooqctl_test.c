@@ -1,0 +1,494 @@
+/* SPDX-License-Identifier: MIT */
+/* brooqctl as operators run it: the built binary against a real gateway, output and exit codes. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "gw.h"
+#include "testdb.h"
+
+static char  *dsn;
+static brq_gw gw;
+
+static void
+setup(void)
+{
+	dsn = brq_testdb_create(true);
+	brq_gw_start(&gw, dsn, NULL);
+	/* Only what each test passes explicitly. */
+	unsetenv("BROOQ_URL");
+	unsetenv("BROOQ_TOKEN_FILE");
+}
+
+static void
+teardown(void)
+{
+	brq_gw_stop(&gw);
+	brq_testdb_drop(dsn);
+}
+
+TestSuite(brooqctl, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ---- helpers ----------------------------------------------------------------------- */
+
+/* Appends s single-quoted for /bin/sh. */
+static void
+sq(char *out, size_t cap, const char *s)
+{
+	size_t n = strlen(out);
+	cr_assert(n + 2 < cap);
+	out[n++] = '\'';
+	for (; *s != '\0'; s++) {
+		if (*s == '\'') {
+			cr_assert(n + 4 < cap);
+			memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else {
+			cr_assert(n + 1 < cap);
+			out[n++] = *s;
+		}
+	}
+	cr_assert(n + 1 < cap);
+	out[n++] = '\'';
+	out[n]   = '\0';
+}
+
+/*
+ * Runs brooqctl with the given arguments (each quoted for the shell; NULL ends
+ * them), stdout and stderr together into *out (malloc'd; caller frees), and
+ * returns its exit code. `input`, when not NULL, is fed to stdin.
+ */
+static int
+run_in(const char *input, char **out, ...)
+{
+	char    cmd[8192] = "";
+	va_list ap;
+	if (input != NULL) {
+		strcat(cmd, "printf '%s' ");
+		sq(cmd, sizeof(cmd), input);
+		strcat(cmd, " | ");
+	}
+	sq(cmd, sizeof(cmd), brq_testdb_bin("brooqctl"));
+	va_start(ap, out);
+	for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
+		strcat(cmd, " ");
+		sq(cmd, sizeof(cmd), a);
+	}
+	va_end(ap);
+	strcat(cmd, " 2>&1");
+
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t cap = 4096, len = 0;
+	char  *buf = malloc(cap);
+	size_t got;
+	while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += got;
+		if (len + 1 == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	buf[len] = '\0';
+	int st   = pclose(p);
+	cr_assert(WIFEXITED(st), "brooqctl did not exit normally: %s", cmd);
+	*out = buf;
+	return WEXITSTATUS(st);
+}
+
+#define run(out, ...) run_in(NULL, out, __VA_ARGS__, (const char *) NULL)
+#define W "--url", gw.url, "--token-file", gw.worker_token_file
+#define A "--url", gw.url, "--token-file", gw.admin_token_file
+
+/* The id in "enqueued job N". */
+static unsigned long long
+enqueued_id(const char *out)
+{
+	unsigned long long id = 0;
+	const char        *p  = strstr(out, "enqueued job ");
+	cr_assert_not_null(p, "output: %s", out);
+	cr_assert_eq(sscanf(p, "enqueued job %llu", &id), 1);
+	return id;
+}
+
+static void
+no_tokens_in(const char *out)
+{
+	cr_assert(strstr(out, gw.worker_token) == NULL, "the worker token was printed: %s", out);
+	cr_assert(strstr(out, gw.admin_token) == NULL, "the admin token was printed: %s", out);
+}
+
+/* ---- a tiny JSON checker: exactly one value, RFC 8259 syntax ----------------------------- */
+
+static const char *json_value(const char *p);
+
+static const char *
+json_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+		p++;
+	return p;
+}
+
+static const char *
+json_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	for (;;) {
+		unsigned char ch = (unsigned char) *p++;
+		if (ch == '"')
+			return p;
+		if (ch < 0x20)
+			return NULL; /* raw control characters (and the end of text) are invalid */
+		if (ch == '\\') {
+			ch = (unsigned char) *p++;
+			if (ch == 'u') {
+				for (int i = 0; i < 4; i++)
+					if (!isxdigit((unsigned char) *p++))
+						return NULL;
+			} else if (strchr("\"\\/bfnrt", ch) == NULL || ch == '\0') {
+				return NULL;
+			}
+		}
+	}
+}
+
+static const char *
+json_value(const char *p)
+{
+	p = json_ws(p);
+	if (*p == '"')
+		return json_string(p);
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		p          = json_ws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (close == '}') {
+				if ((p = json_string(json_ws(p))) == NULL)
+					return NULL;
+				p = json_ws(p);
+				if (*p++ != ':')
+					return NULL;
+			}
+			if ((p = json_value(p)) == NULL)
+				return NULL;
+			p = json_ws(p);
+			if (*p == close)
+				return p + 1;
+			if (*p++ != ',')
+				return NULL;
+		}
+	}
+	static const char *const words[] = {"true", "false", "null"};
+	for (int i = 0; i < 3; i++)
+		if (strncmp(p, words[i], strlen(words[i])) == 0)
+			return p + strlen(words[i]);
+	const char *start = p;
+	if (*p == '-')
+		p++;
+	while (isdigit((unsigned char) *p) || *p == '.' || *p == 'e' || *p == 'E' || *p == '+' || *p == '-')
+		p++;
+	return p > start ? p : NULL;
+}
+
+static void
+assert_one_json_object(const char *out)
+{
+	cr_assert_eq(out[0], '{', "not a JSON object: %s", out);
+	const char *end = json_value(out);
+	cr_assert_not_null(end, "invalid JSON: %s", out);
+	cr_assert_str_eq(json_ws(end), "", "trailing text after the JSON object: %s", out);
+}
+
+/* ---- tests -------------------------------------------------------------------------------- */
+
+Test(brooqctl, enqueue_then_job_shows_every_field)
+{
+	char *out;
+	cr_assert_eq(run(&out, W, "enqueue", "mail.send", "{\"to\":\"x\"}", "--key", "k1", "--max-attempts", "4"), 0,
+	             "%s", out);
+	unsigned long long id = enqueued_id(out);
+	free(out);
+
+	char ids[32];
+	snprintf(ids, sizeof(ids), "%llu", id);
+	cr_assert_eq(run(&out, W, "job", ids), 0, "%s", out);
+	static const char *const want[] = {"id ", "topic ", "mail.send", "state ", "pending",
+	                                   "attempts ", "0 of 4", "available_at ", "locked_by ",
+	                                   "locked_until ", "last_error ", "key ", "k1", "created_at ",
+	                                   "updated_at ", "payload ", "{\"to\": \"x\"}"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_assert(strstr(out, want[i]) != NULL, "'%s' missing from:\n%s", want[i], out);
+	/* ISO-8601 UTC with milliseconds: 20YY-MM-DDTHH:MM:SS.mmmZ */
+	const char *t = strstr(out, "created_at");
+	int         y, mo, d, h, mi, s, ms;
+	cr_assert_eq(sscanf(t, "created_at %4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &y, &mo, &d, &h, &mi, &s, &ms), 7,
+	             "%s", t);
+	cr_assert(y >= 2024);
+	free(out);
+
+	/* The same key again: the same job, not enqueued twice, still exit 0. */
+	cr_assert_eq(run(&out, W, "enqueue", "mail.send", "{}", "--key", "k1"), 0, "%s", out);
+	cr_assert(strstr(out, ids) != NULL && strstr(out, "already exists") != NULL, "%s", out);
+	free(out);
+}
+
+Test(brooqctl, json_output_is_one_object_with_the_key_fields)
+{
+	char *out;
+	cr_assert_eq(run(&out, W, "--json", "enqueue", "report.build", "{\"q\":[1,2]}", "--key", "quote\"back\\slash\nnl",
+	                 "--delay", "1h"),
+	             0, "%s", out);
+	assert_one_json_object(out);
+	unsigned long long id = 0;
+	cr_assert_eq(sscanf(out, "{\"id\":%llu,", &id), 1, "%s", out);
+	cr_assert(strstr(out, "\"created\":true") != NULL, "%s", out);
+	free(out);
+
+	char ids[32];
+	snprintf(ids, sizeof(ids), "%llu", id);
+	cr_assert_eq(run(&out, W, "job", ids, "--json"), 0, "%s", out);
+	assert_one_json_object(out);
+	static const char *const want[] = {
+		"\"topic\":\"report.build\"", "\"state\":\"pending\"", "\"attempts\":0", "\"locked_by\":null",
+		"\"locked_until\":null", "\"last_error\":null", "\"payload\":{\"q\": [1, 2]}",
+		"\"key\":\"quote\\\"back\\\\slash\\nnl\"", "\"available_at\":\"20", "Z\"",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_assert(strstr(out, want[i]) != NULL, "'%s' missing from: %s", want[i], out);
+	free(out);
+
+	cr_assert_eq(run(&out, W, "stats", "--json"), 0, "%s", out);
+	assert_one_json_object(out);
+	cr_assert(strstr(out, "{\"topics\":[{\"topic\":\"report.build\",\"pending\":1,") != NULL, "%s", out);
+	free(out);
+
+	cr_assert_eq(run(&out, W, "ping", "--json"), 0, "%s", out);
+	assert_one_json_object(out);
+	cr_assert(strstr(out, "\"server\":\"brooq-gateway ") != NULL, "%s", out);
+	free(out);
+
+	/* Errors are objects too (and the message still goes to stderr). */
+	cr_assert_eq(run(&out, W, "--json", "job", "777777"), 1, "%s", out);
+	cr_assert(strstr(out, "{\"error\":\"not_found\"") != NULL, "%s", out);
+	free(out);
+}
+
+Test(brooqctl, stats_prints_a_table)
+{
+	char *out;
+	cr_assert_eq(run(&out, W, "enqueue", "a.topic", "{}"), 0, "%s", out);
+	free(out);
+	cr_assert_eq(run(&out, W, "stats"), 0, "%s", out);
+	cr_assert(strstr(out, "TOPIC") != NULL && strstr(out, "PENDING") != NULL, "%s", out);
+	cr_assert(strstr(out, "a.topic") != NULL, "%s", out);
+	free(out);
+}
+
+Test(brooqctl, cancel_needs_the_admin_token)
+{
+	char *out;
+	cr_assert_eq(run(&out, W, "enqueue", "t", "{}"), 0, "%s", out);
+	char ids[32];
+	snprintf(ids, sizeof(ids), "%llu", enqueued_id(out));
+	free(out);
+
+	cr_assert_eq(run(&out, W, "cancel", ids), 4, "%s", out);
+	cr_assert(strstr(out, "permission denied") != NULL, "%s", out);
+	free(out);
+	cr_assert_eq(run(&out, W, "job", ids), 0, "%s", out);
+	cr_assert(strstr(out, "pending") != NULL, "a refused cancel changes nothing: %s", out);
+	free(out);
+
+	cr_assert_eq(run(&out, A, "cancel", ids), 0, "%s", out);
+	cr_assert(strstr(out, "canceled") != NULL, "%s", out);
+	free(out);
+	cr_assert_eq(run(&out, A, "--json", "cancel", ids), 0, "canceling twice is still canceled: %s", out);
+	cr_assert(strstr(out, "\"state\":\"canceled\",\"canceled\":false") != NULL, "%s", out);
+	free(out);
+	cr_assert_eq(run(&out, W, "job", ids), 0, "%s", out);
+	cr_assert(strstr(out, "canceled") != NULL, "%s", out);
+	free(out);
+
+	cr_assert_eq(run(&out, A, "cancel", "99999"), 1, "%s", out);
+	free(out);
+}
+
+Test(brooqctl, job_of_an_unknown_id_exits_1)
+{
+	char *out;
+	cr_assert_eq(run(&out, W, "job", "123456789"), 1, "%s", out);
+	cr_assert(strstr(out, "not found") != NULL, "%s", out);
+	free(out);
+}
+
+Test(brooqctl, a_refused_payload_exits_1)
+{
+	char *out;
+	cr_assert_eq(run(&out, W, "enqueue", "t", "{not json"), 1, "%s", out);
+	cr_assert(strstr(out, "invalid argument") != NULL, "%s", out);
+	free(out);
+	cr_assert_eq(run(&out, W, "enqueue", "Bad Topic", "{}"), 1, "%s", out);
+	free(out);
+}
+
+Test(brooqctl, the_payload_can_come_from_stdin)
+{
+	char *out;
+	cr_assert_eq(run_in("{\"from\":\"stdin\"}\n", &out, W, "enqueue", "t", "-", (const char *) NULL), 0, "%s", out);
+	char ids[32];
+	snprintf(ids, sizeof(ids), "%llu", enqueued_id(out));
+	free(out);
+	cr_assert_eq(run(&out, W, "job", ids), 0, "%s", out);
+	cr_assert(strstr(out, "{\"from\": \"stdin\"}") != NULL, "%s", out);
+	free(out);
+}
+
+Test(brooqctl, an_unreachable_gateway_exits_3)
+{
+	char url[400], *out;
+	snprintf(url, sizeof(url), "ipc://%s/nobody.sock", gw.dir);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(run(&out, "--url", url, "--token-file", gw.worker_token_file, "--timeout", "300ms", "ping"), 3,
+	             "%s", out);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double dt = (double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
+	cr_assert(dt < 3000, "took %.0f ms with --timeout 300ms", dt);
+	free(out);
+	cr_assert_eq(run(&out, "--url", url, "--token-file", gw.worker_token_file, "--timeout", "200ms", "--json",
+	                 "stats"),
+	             3, "%s", out);
+	cr_assert(strstr(out, "\"error\":\"timed_out\"") != NULL || strstr(out, "\"error\":\"unreachable\"") != NULL,
+	          "%s", out);
+	free(out);
+}
+
+Test(brooqctl, usage_errors_exit_2)
+{
+	char *out;
+	const char *const cases[][6] = {
+		{NULL},
+		{"frobnicate", NULL},
+		{"job", NULL},
+		{"job", "abc", NULL},
+		{"job", "0", NULL},
+		{"job", "1", "2", NULL},
+		{"enqueue", "only.topic", NULL},
+		{"enqueue", "t", "", NULL},
+		{"--timeout", "5x", "ping", NULL},
+		{"--delay", "soon", "enqueue", "t", "{}", NULL},
+		{"--max-attempts", "-1", "enqueue", "t", NULL},
+		{"--key", "k", "job", "1", NULL},
+		{"ping", "extra", NULL},
+		{"stats", "--bogus", NULL},
+		{"--url", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *const *c = cases[i];
+		int                rc;
+		/* The token file is there; only the command line is wrong. */
+		if (c[0] == NULL)
+			rc = run(&out, "--token-file", gw.worker_token_file);
+		else if (c[1] == NULL)
+			rc = run(&out, "--token-file", gw.worker_token_file, c[0]);
+		else if (c[2] == NULL)
+			rc = run(&out, "--token-file", gw.worker_token_file, c[0], c[1]);
+		else if (c[3] == NULL)
+			rc = run(&out, "--token-file", gw.worker_token_file, c[0], c[1], c[2]);
+		else if (c[4] == NULL)
+			rc = run(&out, "--token-file", gw.worker_token_file, c[0], c[1], c[2], c[3]);
+		else
+			rc = run(&out, "--token-file", gw.worker_token_file, c[0], c[1], c[2], c[3], c[4]);
+		cr_assert_eq(rc, 2, "case %zu (%s): exit %d: %s", i, c[0] ? c[0] : "(none)", rc, out);
+		free(out);
+	}
+	/* No token file at all. */
+	cr_assert_eq(run(&out, "--url", gw.url, "ping"), 2, "%s", out);
+	cr_assert(strstr(out, "token") != NULL, "%s", out);
+	free(out);
+	/* Help is not an error. */
+	cr_assert_eq(run(&out, "--help"), 0, "%s", out);
+	cr_assert(strstr(out, "Exit codes") != NULL, "%s", out);
+	free(out);
+}
+
+Test(brooqctl, a_token_on_the_command_line_is_refused_and_never_echoed)
+{
+	char *out;
+	cr_assert_eq(run(&out, "--url", gw.url, "--token", gw.worker_token, "ping"), 2, "%s", out);
+	no_tokens_in(out);
+	free(out);
+	char opt[100];
+	snprintf(opt, sizeof(opt), "--token=%s", gw.admin_token);
+	cr_assert_eq(run(&out, "--url", gw.url, opt, "ping"), 2, "%s", out);
+	no_tokens_in(out);
+	free(out);
+}
+
+Test(brooqctl, the_token_never_appears_in_any_output)
+{
+	char *out, bad[400], wrong[400];
+	cr_assert_eq(run(&out, W, "enqueue", "t", "{}", "--json"), 0, "%s", out);
+	no_tokens_in(out);
+	free(out);
+	const char *const cmds[][2] = {{"ping", NULL}, {"stats", NULL}, {"job", "1"}, {"job", "424242"}, {"cancel", "1"}};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		for (int json = 0; json < 2; json++) {
+			if (cmds[i][1] != NULL)
+				(void) run(&out, W, json ? "--json" : "--url", json ? "--json" : gw.url, cmds[i][0], cmds[i][1]);
+			else
+				(void) run(&out, W, json ? "--json" : "--url", json ? "--json" : gw.url, cmds[i][0]);
+			no_tokens_in(out);
+			free(out);
+		}
+	}
+	/* A wrong token: unauthenticated, exit 4, and the file's content is not shown. */
+	snprintf(wrong, sizeof(wrong), "%s/wrong-token", gw.dir);
+	FILE *f = fopen(wrong, "w");
+	fputs("ffffffffffffffffffffffffffffffffwrongwrongwrong\n", f);
+	fclose(f);
+	cr_assert_eq(run(&out, "--url", gw.url, "--token-file", wrong, "ping"), 4, "%s", out);
+	cr_assert(strstr(out, "unauthenticated") != NULL, "%s", out);
+	cr_assert(strstr(out, "wrongwrong") == NULL, "%s", out);
+	free(out);
+	/* A token file too short: exit 4 before any request; content not shown. */
+	snprintf(bad, sizeof(bad), "%s/short-token", gw.dir);
+	f = fopen(bad, "w");
+	fputs("shortsecret\n", f);
+	fclose(f);
+	cr_assert_eq(run(&out, "--url", gw.url, "--token-file", bad, "stats"), 4, "%s", out);
+	cr_assert(strstr(out, "shortsecret") == NULL, "%s", out);
+	free(out);
+}
+
+Test(brooqctl, url_and_token_file_come_from_the_environment)
+{
+	char *out;
+	setenv("BROOQ_URL", gw.url, 1);
+	setenv("BROOQ_TOKEN_FILE", gw.worker_token_file, 1);
+	cr_assert_eq(run(&out, "ping"), 0, "%s", out);
+	cr_assert(strstr(out, "brooq-gateway") != NULL, "%s", out);
+	free(out);
+	/* The option wins over the environment. */
+	cr_assert_eq(run(&out, "--token-file", gw.admin_token_file, "cancel", "99999"), 1, "%s", out);
+	free(out);
+}
+
+Test(brooqctl, migrate_still_works)
+{
+	char *out;
+	cr_assert_eq(run(&out, "migrate", "status", "--dsn", dsn), 0, "%s", out);
+	free(out);
+	cr_assert_eq(run(&out, "migrate"), 2, "%s", out);
+	free(out);
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* A small libbrooq-client program for the valgrind leak check (client_valgrind_test.c runs it). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <brooq/brooq.h>
+
+#define CHECK(call)                                                                                 \
+	do {                                                                                            \
+		brooq_err e_ = (call);                                                                      \
+		if (e_ != BROOQ_OK) {                                                                       \
+			fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, brooq_strerror(e_),   \
+			        brooq_last_message());                                                          \
+			exit(1);                                                                                \
+		}                                                                                           \
+	} while (0)
+
+#define EXPECT(call, want)                                                                          \
+	do {                                                                                            \
+		brooq_err e_ = (call);                                                                      \
+		if (e_ != (want)) {                                                                         \
+			fprintf(stderr, "%s:%d: %s: got %s\n", __FILE__, __LINE__, #call, brooq_strerror(e_));  \
+			exit(1);                                                                                \
+		}                                                                                           \
+	} while (0)
+
+static brooq_client *wc;
+
+static void *
+pinger(void *arg)
+{
+	char server[64];
+	(void) arg;
+	for (int i = 0; i < 20; i++)
+		CHECK(brooq_ping(wc, server, sizeof(server)));
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc != 5) {
+		fprintf(stderr, "usage: client_valgrind URL WORKER_TOKEN_FILE ADMIN_TOKEN_FILE DEAD_URL\n");
+		return 2;
+	}
+	brooq_client_opts wo = {.url = argv[1], .token_file = argv[2], .timeout_ms = 20000};
+	brooq_client_opts ao = {.url = argv[1], .token_file = argv[3], .timeout_ms = 20000};
+	brooq_client     *ac;
+	CHECK(brooq_client_open(&wo, &wc));
+	CHECK(brooq_client_open(&ao, &ac));
+
+	char server[64];
+	CHECK(brooq_ping(wc, server, sizeof(server)));
+
+	/* Several threads at once: the context pool grows and is drained on close. */
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, pinger, NULL);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+
+	brooq_job_spec       specs[3] = {{.topic = "vg", .payload = "{\"a\":1}", .key = "k"},
+	                                 {.topic = "vg", .payload = "[]"},
+	                                 {.topic = "vg.next", .payload = NULL}};
+	brooq_enqueue_result r[3];
+	CHECK(brooq_enqueue(wc, specs, 3, r));
+
+	const char      *topics[] = {"vg"};
+	brooq_claim_opts o        = {.topics = topics, .n_topics = 1, .max_jobs = 1, .wait_ms = 100};
+	brooq_job       *jobs;
+	size_t           n;
+	CHECK(brooq_claim(wc, &o, &jobs, &n));
+	if (n != 1)
+		return 1;
+
+	bool ext;
+	CHECK(brooq_heartbeat(wc, &jobs[0].lease, 1, 0, &ext));
+
+	/* Claim the second job while settling the first (with a chained job). */
+	brooq_job_spec      chain = {.topic = "vg.chain", .payload = "{}"};
+	brooq_settle_item   s     = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE, .chain = &chain, .n_chain = 1};
+	brooq_settle_result settled;
+	o.settle   = &s;
+	o.n_settle = 1;
+	o.settled  = &settled;
+	brooq_job *more;
+	size_t     m;
+	CHECK(brooq_claim(wc, &o, &more, &m));
+	brooq_jobs_free(jobs, n);
+
+	brooq_settle_item fail = {.lease = more[0].lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "nope"};
+	CHECK(brooq_settle(wc, &fail, 1, &settled));
+	brooq_jobs_free(more, m);
+
+	brooq_job_info *j;
+	CHECK(brooq_job_get(wc, r[1].id, &j));
+	brooq_job_info_free(j);
+	CHECK(brooq_job_get(wc, r[0].id, &j));
+	brooq_job_info_free(j);
+
+	brooq_state st;
+	bool        canceled;
+	CHECK(brooq_cancel(ac, r[2].id, &st, &canceled));
+	EXPECT(brooq_cancel(wc, r[2].id, &st, &canceled), BROOQ_EPERMISSION_DENIED);
+	EXPECT(brooq_job_get(wc, 999999, &j), BROOQ_ENOT_FOUND);
+	brooq_job_spec bad = {.topic = "Bad Topic"};
+	EXPECT(brooq_enqueue(wc, &bad, 1, r), BROOQ_EINVALID_ARGUMENT);
+
+	brooq_topic_stats *ts;
+	size_t             nt;
+	CHECK(brooq_stats(wc, &ts, &nt));
+	brooq_stats_free(ts, nt);
+
+	/* A call that times out: its context is discarded, not leaked. */
+	brooq_client     *dc;
+	brooq_client_opts dopts = {.url = argv[4], .token_file = argv[2], .timeout_ms = 200};
+	CHECK(brooq_client_open(&dopts, &dc));
+	brooq_err e = brooq_ping(dc, server, sizeof(server));
+	if (e != BROOQ_ETIMEDOUT && e != BROOQ_ECONNECT)
+		return 1;
+	brooq_client_close(dc);
+
+	brooq_client_close(ac);
+	brooq_client_close(wc);
+	puts("client_valgrind: ok");
+	return 0;
+}

@@ -1,0 +1,738 @@
+/* SPDX-License-Identifier: MIT */
+/* The worker runtime against a real brooq-gateway and PostgreSQL: pick-up, retries, cancel, reaping, chains, stop. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <brooq/brooq.h>
+
+#include "gw.h"
+#include "testdb.h"
+
+static char         *dsn;
+static brq_gw        gw;
+static bool          gw_up;
+static brooq_client *wc; /* worker token */
+static brooq_client *ac; /* admin token */
+static PGconn       *db;
+
+/* ---- fixture -------------------------------------------------------------------------- */
+
+static brooq_client *
+open_client(const char *token_file, int timeout_ms)
+{
+	brooq_client_opts o = {.url = gw.url, .token_file = token_file, .timeout_ms = timeout_ms};
+	brooq_client     *c = NULL;
+	brooq_err         e = brooq_client_open(&o, &c);
+	cr_assert_eq(e, BROOQ_OK, "client_open: %s: %s", brooq_strerror(e), brooq_last_message());
+	return c;
+}
+
+/* A fresh database and gateway (extra_env: NULL or "KEY=VALUE"... NULL). */
+static void
+start(const char *const *extra_env)
+{
+	dsn = brq_testdb_create(true);
+	brq_gw_start(&gw, dsn, extra_env);
+	gw_up = true;
+	wc    = open_client(gw.worker_token_file, 5000);
+	ac    = open_client(gw.admin_token_file, 5000);
+	db    = brq_testdb_connect(dsn);
+}
+
+static void
+teardown(void)
+{
+	brooq_client_close(wc);
+	brooq_client_close(ac);
+	if (db != NULL)
+		PQfinish(db);
+	if (gw_up)
+		brq_gw_stop(&gw);
+	brq_testdb_drop(dsn);
+}
+
+TestSuite(worker, .fini = teardown, .timeout = 60);
+/* Argument checks that need no gateway. */
+TestSuite(worker_api, .timeout = 30);
+
+#define OK(call)                                                                                  \
+	do {                                                                                          \
+		brooq_err e_ = (call);                                                                    \
+		cr_assert_eq(e_, BROOQ_OK, "%s: %s: %s", #call, brooq_strerror(e_), brooq_last_message()); \
+	} while (0)
+
+static int64_t
+now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) != 0) {
+	}
+}
+
+static uint64_t
+enqueue(const char *topic, const char *payload, uint32_t max_attempts)
+{
+	brooq_job_spec       j = {.topic = topic, .payload = payload, .max_attempts = max_attempts};
+	brooq_enqueue_result r;
+	OK(brooq_enqueue(wc, &j, 1, &r));
+	return r.id;
+}
+
+static long long sql_int(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static long long
+sql_int(const char *fmt, ...)
+{
+	char    q[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	return brq_testdb_int(db, q);
+}
+
+/* Polls the query every 20 ms until it yields want or timeout_ms passes; returns the
+ * last value. */
+static long long wait_int(long long want, int timeout_ms, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static long long
+wait_int(long long want, int timeout_ms, const char *fmt, ...)
+{
+	char    q[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	int64_t   until = now_us() + (int64_t) timeout_ms * 1000;
+	long long v;
+	while ((v = brq_testdb_int(db, q)) != want && now_us() < until)
+		sleep_ms(20);
+	return v;
+}
+
+/* Waits until *flag is at least want; false on timeout. */
+static bool
+wait_atomic(atomic_llong *flag, long long want, int timeout_ms)
+{
+	int64_t until = now_us() + (int64_t) timeout_ms * 1000;
+	while (atomic_load(flag) < want) {
+		if (now_us() >= until)
+			return false;
+		sleep_ms(2);
+	}
+	return true;
+}
+
+static brooq_worker_stats
+stats_of(brooq_worker *w)
+{
+	brooq_worker_stats st;
+	brooq_worker_get_stats(w, &st);
+	return st;
+}
+
+/* ---- a worker on its own thread --------------------------------------------------------- */
+
+typedef struct runner {
+	brooq_worker *w;
+	pthread_t     th;
+	brooq_err     rc;
+	atomic_bool   returned;
+} runner;
+
+static void *
+run_main(void *arg)
+{
+	runner *r = arg;
+	r->rc     = brooq_worker_run(r->w);
+	atomic_store(&r->returned, true);
+	return NULL;
+}
+
+static brooq_worker *
+worker_new(brooq_client *c, brooq_worker_opts o)
+{
+	brooq_worker *w = NULL;
+	OK(brooq_worker_new(c, &o, &w));
+	return w;
+}
+
+static void
+runner_start(runner *r, brooq_worker *w)
+{
+	r->w = w;
+	atomic_init(&r->returned, false);
+	cr_assert_eq(pthread_create(&r->th, NULL, run_main, r), 0);
+}
+
+/* brooq_worker_stop, then waits for brooq_worker_run to return; the stop's duration in ms. */
+static double
+runner_stop(runner *r)
+{
+	int64_t t0 = now_us();
+	brooq_worker_stop(r->w);
+	pthread_join(r->th, NULL);
+	cr_assert_eq(r->rc, BROOQ_OK, "worker_run: %s", brooq_strerror(r->rc));
+	return (double) (now_us() - t0) / 1000.0;
+}
+
+/* ---- handlers -------------------------------------------------------------------------- */
+
+static atomic_llong started, finished, started_at_us, cancel_seen_us, n_wrong, release;
+static atomic_llong n_alpha, n_beta, running, max_running;
+
+/* Records when it started; done. */
+static void
+h_record(brooq_job_ctx *job, void *arg)
+{
+	(void) job;
+	(void) arg;
+	atomic_store(&started_at_us, now_us());
+	atomic_fetch_add(&started, 1);
+}
+
+/* Checks it got its own topic (arg) and payload; counts; done after 20 ms. */
+static void
+h_topic(brooq_job_ctx *job, void *arg)
+{
+	const char *want = arg;
+	size_t      len;
+	const char *payload = brooq_job_payload(job, &len);
+	long long   now     = atomic_fetch_add(&running, 1) + 1;
+	for (long long m = atomic_load(&max_running); now > m && !atomic_compare_exchange_weak(&max_running, &m, now);) {
+	}
+	if (strcmp(brooq_job_topic(job), want) != 0 || strstr(payload, want) == NULL || strlen(payload) != len)
+		atomic_fetch_add(&n_wrong, 1);
+	atomic_fetch_add(strcmp(want, "t.alpha") == 0 ? &n_alpha : &n_beta, 1);
+	sleep_ms(20);
+	atomic_fetch_sub(&running, 1);
+}
+
+/* Fails attempts 1 and 2, done on the 3rd (arg NULL), or fails every attempt (arg non-NULL). */
+static void
+h_flaky(brooq_job_ctx *job, void *arg)
+{
+	char err[64];
+	atomic_fetch_add(&started, 1);
+	if (arg != NULL || brooq_job_attempts(job) < 3) {
+		snprintf(err, sizeof(err), "boom on attempt %" PRIu32, brooq_job_attempts(job));
+		brooq_job_fail(job, err);
+	}
+}
+
+/* Runs until its cancel flag rises (at most 20 s), then returns a fail that must be
+ * discarded. */
+static void
+h_until_canceled(brooq_job_ctx *job, void *arg)
+{
+	(void) arg;
+	atomic_fetch_add(&started, 1);
+	int64_t until = now_us() + 20 * 1000000;
+	while (!brooq_job_canceled(job) && now_us() < until)
+		sleep_ms(2);
+	if (brooq_job_canceled(job))
+		atomic_store(&cancel_seen_us, now_us());
+	brooq_job_fail(job, "must be discarded");
+	atomic_fetch_add(&finished, 1);
+}
+
+/* Ignores its cancel flag until the test sets `release` (at most 20 s). */
+static void
+h_ignores_cancel(brooq_job_ctx *job, void *arg)
+{
+	(void) arg;
+	atomic_fetch_add(&started, 1);
+	int64_t until = now_us() + 20 * 1000000;
+	while (atomic_load(&release) == 0 && now_us() < until) {
+		if (brooq_job_canceled(job) && atomic_load(&cancel_seen_us) == 0)
+			atomic_store(&cancel_seen_us, now_us());
+		sleep_ms(2);
+	}
+	atomic_fetch_add(&finished, 1);
+}
+
+/* Done after 400 ms. */
+static void
+h_short(brooq_job_ctx *job, void *arg)
+{
+	(void) job;
+	(void) arg;
+	atomic_fetch_add(&started, 1);
+	sleep_ms(400);
+	atomic_fetch_add(&finished, 1);
+}
+
+static void
+h_done(brooq_job_ctx *job, void *arg)
+{
+	(void) arg;
+	atomic_store(&started_at_us, (long long) brooq_job_attempts(job));
+	atomic_fetch_add(&finished, 1);
+}
+
+/* Always asks for a chained t.child job; then fails when the payload says so (the
+ * last call wins, so the chain must not be enqueued). */
+static void
+h_parent(brooq_job_ctx *job, void *arg)
+{
+	(void) arg;
+	char payload[64];
+	snprintf(payload, sizeof(payload), "{\"parent\": %" PRIu64 "}", brooq_job_id(job));
+	brooq_job_spec child = {.topic = "t.child", .payload = payload};
+	brooq_job_done_chain(job, &child, 1);
+	if (strstr(brooq_job_payload(job, NULL), "fail") != NULL)
+		brooq_job_fail(job, "parent failed");
+	atomic_fetch_add(&finished, 1);
+}
+
+static void
+h_outcome(brooq_job_ctx *job, void *arg)
+{
+	const char *how = arg;
+	if (strcmp(how, "done") == 0) {
+		brooq_job_fail(job, "overridden");
+		brooq_job_done(job);
+	} else if (strcmp(how, "delay") == 0) {
+		brooq_job_delay(job, 45000);
+	} else if (strcmp(how, "preserve") == 0) {
+		brooq_job_preserve(job, "preserved");
+	} else if (strcmp(how, "cancel") == 0) {
+		brooq_job_cancel(job);
+	} else if (strcmp(how, "fail") == 0) {
+		/* 6000 bytes with invalid UTF-8 in it: sent cut to 4096, '?' for bad bytes. */
+		char big[6001];
+		memset(big, 'x', 6000);
+		big[6000] = '\0';
+		big[10]   = (char) 0xff;
+		brooq_job_fail(job, big);
+	} /* "default": nothing set, so done */
+	atomic_fetch_add(&finished, 1);
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+Test(worker, starts_a_job_enqueued_during_its_long_poll_within_200_ms)
+{
+	start(NULL);
+	brooq_worker *w = worker_new(wc, (brooq_worker_opts){.threads = 2}); /* default wait: 30 s */
+	OK(brooq_worker_handle(w, "t.wake", h_record, NULL));
+	runner r;
+	runner_start(&r, w);
+
+	double worst = 0;
+	for (int i = 1; i <= 3; i++) {
+		sleep_ms(400); /* idle: parked in its long-poll by now */
+		int64_t t0 = now_us();
+		enqueue("t.wake", "{}", 0);
+		int64_t t1 = now_us();
+		cr_assert(wait_atomic(&started, i, 5000), "job %d never started", i);
+		double ms = (double) (atomic_load(&started_at_us) - t0) / 1000.0;
+		fprintf(stderr, "worker_test: wake latency %.2f ms (enqueue call to handler start; the enqueue call itself %.2f ms)\n",
+		        ms, (double) (t1 - t0) / 1000.0);
+		worst = ms > worst ? ms : worst;
+	}
+	cr_assert_lt(worst, 200.0, "worst wake latency %.1f ms", worst);
+	cr_assert_eq(wait_int(3, 5000, "SELECT count(*) FROM job WHERE state = 'done'"), 3);
+	runner_stop(&r);
+	brooq_worker_stats st = stats_of(w);
+	cr_assert_eq(st.claimed, 3);
+	cr_assert_eq(st.settled, 3);
+	brooq_worker_free(w);
+}
+
+Test(worker, runs_jobs_of_two_topics_to_done_each_with_its_own_handler)
+{
+	enum { N = 15, THREADS = 3 };
+	start(NULL);
+	brooq_job_spec specs[2 * N];
+	char           payloads[2 * N][64];
+	for (int i = 0; i < 2 * N; i++) {
+		const char *topic = i % 2 ? "t.beta" : "t.alpha";
+		snprintf(payloads[i], sizeof(payloads[i]), "{\"topic\": \"%s\", \"i\": %d}", topic, i);
+		specs[i] = (brooq_job_spec){.topic = topic, .payload = payloads[i]};
+	}
+	brooq_enqueue_result res[2 * N];
+	OK(brooq_enqueue(wc, specs, 2 * N, res));
+
+	brooq_worker *w = worker_new(wc, (brooq_worker_opts){.threads = THREADS, .wait_ms = 500});
+	OK(brooq_worker_handle(w, "t.alpha", h_topic, "t.alpha"));
+	OK(brooq_worker_handle(w, "t.beta", h_topic, "t.beta"));
+	runner r;
+	runner_start(&r, w);
+
+	/* Never more leases held than threads: claims are sized to free threads. */
+	long long most = 0, done = 0;
+	for (int64_t until = now_us() + 15000000; done < 2 * N && now_us() < until; sleep_ms(5)) {
+		long long p = sql_int("SELECT count(*) FROM job WHERE state = 'processing'");
+		most        = p > most ? p : most;
+		done        = sql_int("SELECT count(*) FROM job WHERE state = 'done'");
+	}
+	runner_stop(&r);
+	cr_assert_eq(done, 2 * N, "%lld of %d jobs done", done, 2 * N);
+	cr_assert_eq(atomic_load(&n_wrong), 0, "a handler saw another topic's job");
+	cr_assert_eq(atomic_load(&n_alpha), N);
+	cr_assert_eq(atomic_load(&n_beta), N);
+	cr_assert_leq(most, THREADS, "%lld jobs processing at once with %d threads", most, THREADS);
+	cr_assert_leq(atomic_load(&max_running), THREADS);
+	brooq_worker_stats st = stats_of(w);
+	cr_assert_eq(st.claimed, 2 * N);
+	cr_assert_eq(st.settled, 2 * N);
+	cr_assert_eq(st.lease_lost, 0);
+	cr_assert_eq(st.errors, 0);
+	brooq_worker_free(w);
+}
+
+static const char *const fast_backoff[] = {"BROOQ_BACKOFF_BASE=10ms", "BROOQ_BACKOFF_MAX=50ms", NULL};
+
+Test(worker, retries_a_failing_job_until_an_attempt_succeeds)
+{
+	start(fast_backoff);
+	uint64_t      id = enqueue("t.flaky", "{}", 5);
+	brooq_worker *w  = worker_new(wc, (brooq_worker_opts){.threads = 2, .wait_ms = 500});
+	OK(brooq_worker_handle(w, "t.flaky", h_flaky, NULL));
+	runner r;
+	runner_start(&r, w);
+	cr_assert_eq(wait_int(1, 10000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'done'", id), 1,
+	             "the job never ended done");
+	runner_stop(&r);
+	cr_assert_eq(sql_int("SELECT attempts FROM job WHERE id = %" PRIu64, id), 3);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64 " AND last_error = 'boom on attempt 2'", id), 1);
+	cr_assert_eq(atomic_load(&started), 3);
+	brooq_worker_stats st = stats_of(w);
+	cr_assert_eq(st.claimed, 3);
+	cr_assert_eq(st.settled, 3);
+	brooq_worker_free(w);
+}
+
+Test(worker, buries_a_job_whose_last_attempt_fails)
+{
+	start(fast_backoff);
+	uint64_t      id = enqueue("t.flaky", "{}", 2);
+	brooq_worker *w  = worker_new(wc, (brooq_worker_opts){.threads = 2, .wait_ms = 500});
+	OK(brooq_worker_handle(w, "t.flaky", h_flaky, "always"));
+	runner r;
+	runner_start(&r, w);
+	cr_assert_eq(wait_int(1, 10000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'dead'", id), 1,
+	             "the job never ended dead");
+	sleep_ms(200); /* a third claim would show up now */
+	runner_stop(&r);
+	cr_assert_eq(sql_int("SELECT attempts FROM job WHERE id = %" PRIu64, id), 2);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64 " AND last_error = 'boom on attempt 2'", id), 1);
+	brooq_worker_stats st = stats_of(w);
+	cr_assert_eq(st.claimed, 2);
+	cr_assert_eq(st.settled, 2);
+	brooq_worker_free(w);
+}
+
+Test(worker, hands_an_operator_cancel_to_the_running_handler_within_a_third_of_the_lease_and_writes_nothing)
+{
+	start(NULL);
+	uint64_t      id = enqueue("t.cancel", "{}", 0);
+	brooq_worker *w  = worker_new(wc, (brooq_worker_opts){.threads = 1, .lease_ms = 3000, .wait_ms = 500});
+	OK(brooq_worker_handle(w, "t.cancel", h_until_canceled, NULL));
+	runner r;
+	runner_start(&r, w);
+	cr_assert(wait_atomic(&started, 1, 5000), "the job never started");
+	sleep_ms(300);
+
+	brooq_state st_after;
+	bool        canceled = false;
+	int64_t     t0       = now_us();
+	OK(brooq_cancel(ac, id, &st_after, &canceled));
+	cr_assert(canceled);
+	cr_assert_eq(st_after, BROOQ_CANCELED);
+	cr_assert(wait_atomic(&finished, 1, 5000), "the handler never saw its cancel");
+	double ms = (double) (atomic_load(&cancel_seen_us) - t0) / 1000.0;
+	fprintf(stderr, "worker_test: cancel reached the handler in %.1f ms (lease 3000 ms, heartbeat every 1000 ms)\n", ms);
+	cr_assert_leq(ms, 1000.0 + 500.0, "cancel took %.1f ms to reach the handler", ms);
+
+	sleep_ms(300); /* a (wrong) settle of the discarded fail would land now */
+	runner_stop(&r);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64
+	                     " AND state = 'canceled' AND last_error IS NULL AND attempts = 1",
+	                     id),
+	             1, "the worker wrote to a canceled job");
+	brooq_worker_stats st = stats_of(w);
+	cr_assert_eq(st.lease_lost, 1);
+	cr_assert_eq(st.settled, 0);
+	cr_assert_eq(st.hung, 0);
+	brooq_worker_free(w);
+}
+
+Test(worker, a_job_whose_worker_is_killed_is_reaped_without_spending_an_attempt_and_finished_by_another)
+{
+	static const char *const env[] = {"BROOQ_LEASE=1s", "BROOQ_REAPER_INTERVAL=200ms", NULL};
+	start(env);
+	uint64_t    id  = enqueue("demo.slow", "{}", 2);
+	const char *bin = brq_testdb_bin("example-worker");
+	cr_assert_eq(access(bin, X_OK), 0, "%s is not built", bin);
+
+	/* A real worker process (fork+exec: NNG cannot be used in a forked child). */
+	char log[400];
+	snprintf(log, sizeof(log), "%s/example-worker.log", gw.dir);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		execl(bin, "example-worker", "--url", gw.url, "--token-file", gw.worker_token_file, "--threads",
+		      "1", (char *) NULL);
+		_exit(127);
+	}
+	long long processing = wait_int(1, 10000,
+	                                "SELECT count(*) FROM job WHERE id = %" PRIu64
+	                                " AND state = 'processing' AND attempts = 1",
+	                                id);
+	if (processing != 1)
+		kill(pid, SIGKILL);
+	cr_assert_eq(processing, 1, "example-worker never claimed the job (see %s)", log);
+	sleep_ms(300); /* a heartbeat or two: the lease is alive only through them */
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+	/* The reaper: back to pending, attempts unchanged (an expiry is not a failure). */
+	cr_assert_eq(wait_int(1, 5000,
+	                      "SELECT count(*) FROM job WHERE id = %" PRIu64
+	                      " AND state = 'pending' AND attempts = 1 AND locked_by IS NULL",
+	                      id),
+	             1, "the expired lease was not reaped back to pending");
+
+	brooq_worker *w = worker_new(wc, (brooq_worker_opts){.threads = 1, .wait_ms = 500});
+	OK(brooq_worker_handle(w, "demo.slow", h_done, NULL));
+	runner r;
+	runner_start(&r, w);
+	cr_assert_eq(wait_int(1, 5000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'done'", id), 1);
+	runner_stop(&r);
+	cr_assert_eq(sql_int("SELECT attempts FROM job WHERE id = %" PRIu64, id), 2);
+	cr_assert_eq(atomic_load(&started_at_us), 2, "the second worker saw attempt %lld",
+	             (long long) atomic_load(&started_at_us));
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state = 'dead'"), 0);
+	brooq_worker_free(w);
+}
+
+Test(worker, enqueues_chained_jobs_only_when_the_parent_ends_done)
+{
+	start(NULL);
+	uint64_t      failing = enqueue("t.parent", "{\"mode\": \"fail\"}", 1);
+	uint64_t      ok      = enqueue("t.parent", "{\"mode\": \"ok\"}", 1);
+	brooq_worker *w       = worker_new(wc, (brooq_worker_opts){.threads = 2, .wait_ms = 500});
+	OK(brooq_worker_handle(w, "t.parent", h_parent, NULL));
+	runner r;
+	runner_start(&r, w);
+	cr_assert_eq(wait_int(2, 5000,
+	                      "SELECT count(*) FROM job WHERE (id = %" PRIu64 " AND state = 'dead')"
+	                      " OR (id = %" PRIu64 " AND state = 'done')",
+	                      failing, ok),
+	             2);
+	runner_stop(&r);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 't.child'"), 1,
+	             "a fail must enqueue no chained job, a done exactly its one");
+	cr_assert_eq(sql_int("SELECT (payload->>'parent')::int8 FROM job WHERE topic = 't.child'"), (long long) ok);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 't.child' AND state = 'pending'"), 1);
+	brooq_worker_free(w);
+}
+
+Test(worker, stops_gracefully_settling_what_finished_and_losing_nothing)
+{
+	static const char *const env[] = {"BROOQ_REAPER_INTERVAL=200ms", NULL};
+	start(env);
+	brooq_job_spec first[] = {
+		{.topic = "t.short"}, {.topic = "t.short"}, {.topic = "t.long"}, {.topic = "t.long"}};
+	brooq_enqueue_result res[4];
+	OK(brooq_enqueue(wc, first, 4, res));
+
+	brooq_worker *w = worker_new(
+		wc, (brooq_worker_opts){.threads = 4, .lease_ms = 1500, .wait_ms = 500, .stop_grace_ms = 800});
+	OK(brooq_worker_handle(w, "t.short", h_short, NULL));
+	OK(brooq_worker_handle(w, "t.long", h_until_canceled, NULL));
+	runner r;
+	runner_start(&r, w);
+	cr_assert(wait_atomic(&started, 4, 5000), "not all four jobs started");
+	brooq_job_spec more[] = {{.topic = "t.short"}, {.topic = "t.short"}, {.topic = "t.short"}, {.topic = "t.short"}};
+	OK(brooq_enqueue(wc, more, 4, res)); /* pending: no free thread to claim them */
+
+	/* Stop while all four run: the short ones finish within the grace (and must be
+	 * settled), the long ones are abandoned when it ends (and must not be). */
+	double ms = runner_stop(&r);
+	fprintf(stderr, "worker_test: graceful stop took %.0f ms (grace 800 ms)\n", ms);
+	cr_assert_geq(ms, 700.0);
+	cr_assert_lt(ms, 3000.0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state = 'done'"), 2);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state = 'done' AND topic = 't.short'"), 2);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state IN ('dead', 'failed', 'canceled')"), 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 't.long' AND last_error IS NOT NULL"), 0);
+	brooq_worker_stats st = stats_of(w);
+	cr_assert_eq(st.claimed, 4);
+	cr_assert_eq(st.settled, 2);
+	cr_assert(wait_atomic(&finished, 4, 2000), "the abandoned handlers did not see their cancel flag");
+	brooq_worker_free(w);
+
+	/* The abandoned leases expire and are reaped; nothing is lost. */
+	cr_assert_eq(wait_int(6, 5000, "SELECT count(*) FROM job WHERE state = 'pending'"), 6);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 't.long' AND attempts = 1"), 2);
+
+	/* A second worker drains everything to done. */
+	atomic_store(&finished, 0);
+	brooq_worker *w2 = worker_new(wc, (brooq_worker_opts){.threads = 4, .wait_ms = 500});
+	OK(brooq_worker_handle(w2, "t.short", h_done, NULL));
+	OK(brooq_worker_handle(w2, "t.long", h_done, NULL));
+	runner_start(&r, w2);
+	cr_assert_eq(wait_int(8, 5000, "SELECT count(*) FROM job WHERE state = 'done'"), 8);
+	runner_stop(&r);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 't.long' AND attempts = 2"), 2);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state = 'dead'"), 0);
+	brooq_worker_free(w2);
+}
+
+Test(worker, counts_a_handler_that_ignores_its_cancel_past_the_grace_as_hung)
+{
+	start(NULL);
+	uint64_t      id = enqueue("t.hung", "{}", 0);
+	brooq_worker *w  = worker_new(
+		wc, (brooq_worker_opts){.threads = 1, .lease_ms = 3000, .wait_ms = 500, .hung_grace_ms = 300});
+	OK(brooq_worker_handle(w, "t.hung", h_ignores_cancel, NULL));
+	runner r;
+	runner_start(&r, w);
+	cr_assert(wait_atomic(&started, 1, 5000), "the job never started");
+	brooq_state st_after;
+	bool        canceled;
+	OK(brooq_cancel(ac, id, &st_after, &canceled));
+	cr_assert(canceled);
+
+	/* Lost within lease/3, then hung hung_grace_ms later, while still running. */
+	int64_t until = now_us() + 4000000;
+	while (stats_of(w).hung == 0 && now_us() < until)
+		sleep_ms(10);
+	cr_assert_eq(stats_of(w).hung, 1, "the hung handler was not counted");
+	cr_assert_eq(atomic_load(&finished), 0);
+	cr_assert_neq(atomic_load(&cancel_seen_us), 0);
+	atomic_store(&release, 1);
+	cr_assert(wait_atomic(&finished, 1, 2000));
+	runner_stop(&r);
+	brooq_worker_stats st = stats_of(w);
+	cr_assert_eq(st.hung, 1);
+	cr_assert_eq(st.lease_lost, 1);
+	cr_assert_eq(st.settled, 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'canceled' AND last_error IS NULL", id), 1);
+	brooq_worker_free(w);
+}
+
+Test(worker, maps_each_handler_outcome_to_its_settle_outcome)
+{
+	start(NULL);
+	static const char *const how[] = {"done", "default", "delay", "preserve", "cancel", "fail"};
+	uint64_t                 id[6];
+	brooq_worker *w = worker_new(wc, (brooq_worker_opts){.threads = 3, .wait_ms = 500});
+	for (int i = 0; i < 6; i++) {
+		char topic[32];
+		snprintf(topic, sizeof(topic), "t.%s", how[i]);
+		id[i] = enqueue(topic, "{}", 3);
+		OK(brooq_worker_handle(w, topic, h_outcome, (void *) how[i]));
+	}
+	runner r;
+	runner_start(&r, w);
+	cr_assert_eq(wait_int(6, 5000, "SELECT count(*) FROM job WHERE state <> 'pending' AND state <> 'processing'"), 6);
+	runner_stop(&r);
+	cr_assert_eq(stats_of(w).settled, 6);
+#define ROW(i, cond) sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64 " AND " cond, id[i])
+	cr_assert_eq(ROW(0, "state = 'done' AND attempts = 1 AND last_error IS NULL"), 1, "last call wins");
+	cr_assert_eq(ROW(1, "state = 'done' AND attempts = 1"), 1, "nothing set means done");
+	cr_assert_eq(ROW(2, "state = 'failed' AND attempts = 1 AND available_at > now() + interval '30 s'"), 1);
+	cr_assert_eq(ROW(3, "state = 'failed' AND attempts = 0 AND last_error = 'preserved'"), 1);
+	cr_assert_eq(ROW(4, "state = 'canceled' AND attempts = 1"), 1);
+	cr_assert_eq(ROW(5, "state = 'failed' AND attempts = 1 AND octet_length(last_error) = 4096"
+	                    " AND starts_with(last_error, 'xxxxxxxxxx?xxx')"),
+	             1, "a long, invalid error text is cut and cleaned, not refused");
+#undef ROW
+	brooq_worker_free(w);
+}
+
+Test(worker, keeps_running_and_counts_errors_while_the_gateway_is_down)
+{
+	start(NULL);
+	brooq_client *c = open_client(gw.worker_token_file, 1000);
+	brooq_worker *w = worker_new(c, (brooq_worker_opts){.threads = 1, .wait_ms = 300});
+	OK(brooq_worker_handle(w, "t.any", h_done, NULL));
+	runner r;
+	runner_start(&r, w);
+	sleep_ms(300);
+	brq_gw_stop(&gw);
+	gw_up = false;
+
+	int64_t until = now_us() + 6000000;
+	while (stats_of(w).errors < 2 && now_us() < until)
+		sleep_ms(20);
+	cr_assert_geq(stats_of(w).errors, 2, "no errors counted with the gateway down");
+	cr_assert(!atomic_load(&r.returned), "the worker gave up");
+	double ms = runner_stop(&r);
+	fprintf(stderr, "worker_test: stop with the gateway down took %.0f ms\n", ms);
+	cr_assert_lt(ms, 3000.0);
+	brooq_worker_free(w);
+	brooq_client_close(c);
+}
+
+Test(worker_api, rejects_bad_arguments_and_runs_once)
+{
+	char path[] = "/tmp/brooq-worker-token.XXXXXX";
+	int  fd     = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "0123456789abcdef0123456789abcdef0123456789abcdef\n", 49), 49);
+	close(fd);
+	brooq_client_opts co = {.url = "ipc:///tmp/brooq-worker-test-nobody.sock", .token_file = path};
+	brooq_client     *c  = NULL;
+	OK(brooq_client_open(&co, &c));
+	unlink(path);
+
+	brooq_worker *w = NULL;
+	cr_assert_eq(brooq_worker_new(NULL, NULL, &w), BROOQ_EINVAL);
+	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts){.threads = -1}, &w), BROOQ_EINVAL);
+	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts){.lease_ms = 999}, &w), BROOQ_EINVAL);
+	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts){.name = ""}, &w), BROOQ_EINVAL);
+	cr_assert_null(w);
+
+	OK(brooq_worker_new(c, NULL, &w));
+	cr_assert_eq(brooq_worker_run(w), BROOQ_EINVAL, "no handler registered");
+	brooq_worker_free(w);
+
+	OK(brooq_worker_new(c, NULL, &w));
+	cr_assert_eq(brooq_worker_handle(w, "Not A Topic", h_done, NULL), BROOQ_EINVAL);
+	cr_assert_eq(brooq_worker_handle(w, "t.a", NULL, NULL), BROOQ_EINVAL);
+	OK(brooq_worker_handle(w, "t.a", h_done, NULL));
+	cr_assert_eq(brooq_worker_handle(w, "t.a", h_done, NULL), BROOQ_EINVAL, "one handler per topic");
+
+	/* A stop before run makes run return at once, and a worker runs once. */
+	brooq_worker_stop(w);
+	int64_t t0 = now_us();
+	OK(brooq_worker_run(w));
+	cr_assert_lt(now_us() - t0, 100000);
+	cr_assert_eq(brooq_worker_run(w), BROOQ_EINVAL);
+	cr_assert_eq(brooq_worker_handle(w, "t.b", h_done, NULL), BROOQ_EINVAL);
+	brooq_worker_free(w);
+	brooq_worker_free(NULL);
+	brooq_client_close(c);
+}
