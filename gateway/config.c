@@ -696,8 +696,8 @@ get_listen(struct loader *L, struct brq_config *cfg)
 	brq_config_problem_add(L->p, "BROOQ_LISTEN: must start with ipc://, tcp:// or tls+tcp://");
 }
 
-static bool
-host_is_loopback(const char *host)
+bool
+brq_config_host_is_loopback(const char *host)
 {
 	struct in_addr a4;
 	struct in6_addr a6;
@@ -787,7 +787,7 @@ get_http(struct loader *L, struct brq_config *cfg)
 		brq_config_problem_add(L->p, "BROOQ_HTTP_LISTEN: port must be between 1 and 65535");
 		return;
 	}
-	if (!host_is_loopback(host) && !cfg->http_allow_nonloopback) {
+	if (!brq_config_host_is_loopback(host) && !cfg->http_allow_nonloopback) {
 		// Host names other than localhost count as non-loopback: we do not resolve.
 		brq_config_problem_add(L->p,
 		    "BROOQ_HTTP_LISTEN: host %s is not loopback; set "

@@ -204,6 +204,9 @@ BRQ_MUSTCHECK int brq_config_parse_size(const char *s, uint64_t *out, const char
 BRQ_MUSTCHECK int brq_config_parse_uint(const char *s, uint64_t *out, const char **why);
 BRQ_MUSTCHECK int brq_config_parse_bool(const char *s, bool *out, const char **why);
 
+// True if `host` is localhost, in 127.0.0.0/8, ::1 or an IPv4-mapped 127.x address.
+bool brq_config_host_is_loopback(const char *host);
+
 // True if `s` (len bytes, need not be NUL-terminated) is a valid topic name.
 bool brq_config_topic_is_valid(const char *s, size_t len);
 

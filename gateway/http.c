@@ -28,24 +28,6 @@ struct brq_http {
 	uint16_t port; // as bound
 };
 
-static bool
-host_is_loopback(const char *host)
-{
-	struct in_addr a4;
-	struct in6_addr a6;
-	if (strcasecmp(host, "localhost") == 0) {
-		return true;
-	}
-	if (inet_pton(AF_INET, host, &a4) == 1) {
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	}
-	if (inet_pton(AF_INET6, host, &a6) == 1) {
-		return IN6_IS_ADDR_LOOPBACK(&a6) ||
-		    (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
-	}
-	return false;
-}
-
 static int
 nng_to_errno(int rv)
 {
@@ -177,7 +159,7 @@ brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg,
 	bool is_v6 = strchr(cfg->http_host, ':') != NULL;
 	snprintf(buf, sizeof(buf), is_v6 ? "http://[%s]:%u" : "http://%s:%u", cfg->http_host,
 	    (unsigned) cfg->http_port);
-	if (!host_is_loopback(cfg->http_host)) {
+	if (!brq_config_host_is_loopback(cfg->http_host)) {
 		BRQ_LOG_WARN("http_nonloopback",
 		    "host=%s port=%u note=\"/metrics and /healthz have no authentication\"",
 		    BRQ_LOG_Q(cfg->http_host), (unsigned) cfg->http_port);

@@ -626,26 +626,40 @@ op_heartbeat(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
 
 // ---- admin and introspection -----------------------------------------------------------
 
+// Runs a one-parameter statement for job `id`. On BRQ_ST_OK *out holds at least one
+// row and the caller PQclear()s it; otherwise nothing is left to free (a missing
+// job is BRQ_ST_NOT_FOUND).
 static brq_status
-op_cancel(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
+exec_by_id(brq_pool_thread *t, brq_stmt stmt, uint64_t id, const char *what, PGresult **out, op_err *e)
 {
-	(void) s;
-	char        id[24];
-	const char *v[1] = {id};
-	snprintf(id, sizeof(id), "%" PRIu64, w->req.cancel.id);
-	PGresult *r = brq_db_exec(&t->db, BRQ_STMT_CANCEL, v, NULL, NULL);
+	char        txt[24];
+	const char *v[1] = {txt};
+	snprintf(txt, sizeof(txt), "%" PRIu64, id);
+	PGresult *r = brq_db_exec(&t->db, stmt, v, NULL, NULL);
 	if (!brq_db_ok(r)) {
-		brq_status st = db_fail(e, &t->db, r, "cancel");
+		brq_status st = db_fail(e, &t->db, r, what);
 		PQclear(r);
 		return st;
 	}
 	if (PQntuples(r) == 0) {
 		PQclear(r);
-		return fail(e, BRQ_ST_NOT_FOUND, "cancel: job %s not found", id);
+		return fail(e, BRQ_ST_NOT_FOUND, "%s: job %s not found", what, txt);
 	}
+	*out = r;
+	return BRQ_ST_OK;
+}
+
+static brq_status
+op_cancel(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
+{
+	(void) s;
+	PGresult  *r;
+	brq_status st = exec_by_id(t, BRQ_STMT_CANCEL, w->req.cancel.id, "cancel", &r, e);
+	if (st != BRQ_ST_OK)
+		return st;
 	brq_cancel_rep c = {.state = state_at(r, 0, 0), .canceled = bool_at(r, 0, 1)};
 	if (c.canceled)
-		BRQ_LOG_INFO("job_canceled", "id=%s topic=%s", id, PQgetvalue(r, 0, 2));
+		BRQ_LOG_INFO("job_canceled", "id=%" PRIu64 " topic=%s", w->req.cancel.id, PQgetvalue(r, 0, 2));
 	PQclear(r);
 	brq_buf *b = &w->out;
 	brq_reply_begin(b, w->req.rid, 2);
@@ -660,19 +674,10 @@ static brq_status
 op_job(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
 {
 	(void) s;
-	char        id[24];
-	const char *v[1] = {id};
-	snprintf(id, sizeof(id), "%" PRIu64, w->req.job.id);
-	PGresult *r = brq_db_exec(&t->db, BRQ_STMT_JOB, v, NULL, NULL);
-	if (!brq_db_ok(r)) {
-		brq_status st = db_fail(e, &t->db, r, "job");
-		PQclear(r);
+	PGresult  *r;
+	brq_status st = exec_by_id(t, BRQ_STMT_JOB, w->req.job.id, "job", &r, e);
+	if (st != BRQ_ST_OK)
 		return st;
-	}
-	if (PQntuples(r) == 0) {
-		PQclear(r);
-		return fail(e, BRQ_ST_NOT_FOUND, "job: job %s not found", id);
-	}
 	brq_job_info j = {
 		.id                  = (uint64_t) int_at(r, 0, 0),
 		.topic               = str_at(r, 0, 1),
