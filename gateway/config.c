@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Gateway configuration: parses BROOQ_* settings from the environment and an env file and reports every problem at once.
 #include "config.h"
+#include "config_parse.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -19,35 +20,13 @@
 #include <libpq-fe.h>
 #include <sodium.h>
 
-#define MS_PER_S 1000ull
-#define MS_PER_M (60ull * MS_PER_S)
-#define MS_PER_H (60ull * MS_PER_M)
-#define MS_PER_D (24ull * MS_PER_H)
-
-#define KIB 1024ull
-#define MIB (1024ull * KIB)
-#define GIB (1024ull * MIB)
-
 // Env files and DSN files larger than this are refused (they are small text files).
-#define ENV_FILE_MAX (1024 * 1024)
 #define DSN_FILE_MAX (64 * 1024)
 
 #define DEFAULT_LISTEN "ipc:///run/brooq/gateway.sock"
 #define DEFAULT_HTTP_HOST "127.0.0.1"
 #define DEFAULT_HTTP_PORT 8090
 #define REAPER_MIN_DEFAULT_MS (5 * MS_PER_S)
-
-// Every variable this module reads; an env file naming another BROOQ_* key is an error.
-static const char *const known_vars[] = {
-	"BROOQ_DSN", "BROOQ_DSN_FILE", "BROOQ_LISTEN", "BROOQ_IPC_MODE", "BROOQ_POOL_SIZE",
-	"BROOQ_LEASE", "BROOQ_BACKOFF_BASE", "BROOQ_BACKOFF_MAX", "BROOQ_MAX_ATTEMPTS",
-	"BROOQ_WORKER_TOKEN_FILES", "BROOQ_ADMIN_TOKEN_FILES", "BROOQ_MAX_BATCH",
-	"BROOQ_MAX_PAYLOAD", "BROOQ_MAX_REQUEST", "BROOQ_MAX_WAIT", "BROOQ_MAX_WAITERS",
-	"BROOQ_POLL_INTERVAL", "BROOQ_REAPER_INTERVAL", "BROOQ_RETENTION_TTL",
-	"BROOQ_RETENTION_INTERVAL", "BROOQ_RETENTION_BATCH", "BROOQ_RETENTION_MAX_BATCHES",
-	"BROOQ_HTTP_LISTEN", "BROOQ_HTTP_ALLOW_NONLOOPBACK", "BROOQ_LOG_LEVEL",
-	"BROOQ_SHUTDOWN_GRACE", "BROOQ_TOPIC_OVERRIDES",
-};
 
 // Ranges shared by the global variables and the per-topic overrides.
 #define LEASE_MIN_MS MS_PER_S
@@ -59,28 +38,6 @@ static const char *const known_vars[] = {
 #define MAX_ATTEMPTS_MIN 1
 #define MAX_ATTEMPTS_MAX 1000
 
-struct env_entry {
-	char *key;
-	char *val; // may be a secret: wiped before free
-};
-
-// Where values come from: the lookup first, then the env file (last line wins).
-struct source {
-	brq_config_getenv_fn lookup;
-	void *lookup_arg;
-	struct env_entry *file;
-	size_t n_file;
-};
-
-struct loader {
-	struct source src;
-	struct brq_config_problems *p;
-	bool is_oom;
-};
-
-// Result of reading one variable.
-enum got { GOT_UNSET = 0, GOT_OK = 1, GOT_BAD = -1 };
-
 static const char *
 env_getenv(const char *name, void *arg)
 {
@@ -88,499 +45,12 @@ env_getenv(const char *name, void *arg)
 	return getenv(name);
 }
 
-static void
-free_secret(char *s)
-{
-	if (s != NULL) {
-		sodium_memzero(s, strlen(s));
-		free(s);
-	}
-}
-
-// --- problems ---------------------------------------------------------------------
-
-void
-brq_config_problems_init(struct brq_config_problems *p)
-{
-	memset(p, 0, sizeof(*p));
-}
-
-void
-brq_config_problems_fini(struct brq_config_problems *p)
-{
-	if (p == NULL) {
-		return;
-	}
-	for (size_t i = 0; i < p->count; i++) {
-		free(p->lines[i]);
-	}
-	free(p->lines);
-	memset(p, 0, sizeof(*p));
-}
-
-void
-brq_config_problem_add(struct brq_config_problems *p, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		p->is_oom = true;
-		return;
-	}
-	if (p->count == p->cap) {
-		size_t ncap = p->cap == 0 ? 8 : p->cap * 2;
-		char **nl = realloc(p->lines, ncap * sizeof(*nl));
-		if (nl == NULL) {
-			p->is_oom = true;
-			return;
-		}
-		p->lines = nl;
-		p->cap = ncap;
-	}
-	char *line = malloc((size_t) n + 1);
-	if (line == NULL) {
-		p->is_oom = true;
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(line, (size_t) n + 1, fmt, ap);
-	va_end(ap);
-	// One problem is one line: a path with a newline in it must not forge another.
-	for (char *c = line; *c != '\0'; c++) {
-		if ((unsigned char) *c < 0x20 || *c == 0x7f) {
-			*c = '?';
-		}
-	}
-	p->lines[p->count++] = line;
-}
-
-// --- value parsers ----------------------------------------------------------------
-
-// Parses leading decimal digits of s into *v. Returns the number of digits (0 if s
-// does not start with a digit) or -1 on overflow.
-static int
-parse_digits(const char *s, uint64_t *v)
-{
-	uint64_t acc = 0;
-	int n = 0;
-	for (; s[n] >= '0' && s[n] <= '9'; n++) {
-		unsigned d = (unsigned) (s[n] - '0');
-		if (acc > (UINT64_MAX - d) / 10) {
-			return -1;
-		}
-		acc = acc * 10 + d;
-	}
-	*v = acc;
-	return n;
-}
-
-struct unit {
-	const char *name;
-	uint64_t factor;
-};
-
-static const struct unit duration_units[] = {
-	{"ms", 1}, {"s", MS_PER_S}, {"m", MS_PER_M}, {"h", MS_PER_H}, {"d", MS_PER_D},
-};
-
-static const struct unit size_units[] = {
-	{"B", 1}, {"KiB", KIB}, {"MiB", MIB}, {"GiB", GIB},
-};
-
-// <digits><unit> or bare "0". Shared by durations and sizes.
-static int
-parse_with_unit(const char *s, const struct unit *units, size_t n_units, uint64_t *out,
-    const char **why, const char *what)
-{
-	uint64_t v;
-	if (s == NULL || s[0] == '\0') {
-		*why = "empty value";
-		return -EINVAL;
-	}
-	int nd = parse_digits(s, &v);
-	if (nd < 0) {
-		*why = "value too large";
-		return -EINVAL;
-	}
-	if (nd == 0) {
-		*why = what;
-		return -EINVAL;
-	}
-	const char *u = s + nd;
-	if (*u == '\0') {
-		if (v == 0) {
-			*out = 0;
-			return 0;
-		}
-		*why = units == duration_units ? "duration needs a unit (e.g. 120s)"
-		                               : "size needs a unit (e.g. 64KiB)";
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < n_units; i++) {
-		if (strcmp(u, units[i].name) == 0) {
-			if (v > UINT64_MAX / units[i].factor) {
-				*why = "value too large";
-				return -EINVAL;
-			}
-			*out = v * units[i].factor;
-			return 0;
-		}
-	}
-	*why = units == duration_units ? "unknown unit or trailing characters (use ms, s, m, h or d)"
-	                               : "unknown unit or trailing characters (use B, KiB, MiB or GiB)";
-	return -EINVAL;
-}
-
-int
-brq_config_parse_duration_ms(const char *s, uint64_t *out, const char **why)
-{
-	return parse_with_unit(s, duration_units, sizeof(duration_units) / sizeof(duration_units[0]),
-	    out, why, "not a duration (e.g. 1500ms, 120s, 2m, 1h, 30d)");
-}
-
-int
-brq_config_parse_size(const char *s, uint64_t *out, const char **why)
-{
-	return parse_with_unit(s, size_units, sizeof(size_units) / sizeof(size_units[0]), out, why,
-	    "not a size (e.g. 512B, 64KiB, 16MiB)");
-}
-
-int
-brq_config_parse_uint(const char *s, uint64_t *out, const char **why)
-{
-	uint64_t v;
-	if (s == NULL || s[0] == '\0') {
-		*why = "empty value";
-		return -EINVAL;
-	}
-	int nd = parse_digits(s, &v);
-	if (nd < 0) {
-		*why = "value too large";
-		return -EINVAL;
-	}
-	if (nd == 0 || s[nd] != '\0') {
-		*why = "not a non-negative decimal integer";
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
-int
-brq_config_parse_bool(const char *s, bool *out, const char **why)
-{
-	static const char *const yes[] = {"true", "1", "yes"};
-	static const char *const no[] = {"false", "0", "no"};
-	for (size_t i = 0; s != NULL && i < 3; i++) {
-		if (strcasecmp(s, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcasecmp(s, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	*why = "not a boolean (use true/false, 1/0 or yes/no)";
-	return -EINVAL;
-}
-
-bool
-brq_config_topic_is_valid(const char *s, size_t len)
-{
-	if (len == 0 || len > BRQ_CONFIG_TOPIC_MAX) {
-		return false;
-	}
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    (i > 0 && (c == '.' || c == '_' || c == '-'));
-		if (!ok) {
-			return false;
-		}
-	}
-	return true;
-}
-
-// Renders a duration with the largest unit that divides it ("90s", "2m", "1500ms").
-static const char *
-fmt_duration(char *buf, size_t cap, uint64_t ms)
-{
-	for (size_t i = sizeof(duration_units) / sizeof(duration_units[0]); i-- > 0;) {
-		if (ms != 0 && ms % duration_units[i].factor == 0) {
-			snprintf(buf, cap, "%llu%s", (unsigned long long) (ms / duration_units[i].factor),
-			    duration_units[i].name);
-			return buf;
-		}
-	}
-	snprintf(buf, cap, "%llums", (unsigned long long) ms);
-	return buf;
-}
-
-static const char *
-fmt_size(char *buf, size_t cap, uint64_t b)
-{
-	for (size_t i = sizeof(size_units) / sizeof(size_units[0]); i-- > 0;) {
-		if (b != 0 && b % size_units[i].factor == 0) {
-			snprintf(buf, cap, "%llu%s", (unsigned long long) (b / size_units[i].factor),
-			    size_units[i].name);
-			return buf;
-		}
-	}
-	snprintf(buf, cap, "%lluB", (unsigned long long) b);
-	return buf;
-}
-
-// --- env file ---------------------------------------------------------------------
-
-static bool
-is_blank(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r';
-}
-
-static bool
-is_known_var(const char *key)
-{
-	for (size_t i = 0; i < sizeof(known_vars) / sizeof(known_vars[0]); i++) {
-		if (strcmp(key, known_vars[i]) == 0) {
-			return true;
-		}
-	}
-	return false;
-}
-
-// Reads a whole file into a NUL-terminated heap buffer (*len bytes before the NUL).
-// Returns 0, -errno, or -EFBIG when larger than max. Caller frees (wipes) *out.
-static int
-read_small_file(const char *path, size_t max, char **out, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		return -errno;
-	}
-	char *buf = malloc(max + 1);
-	if (buf == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	size_t n = 0;
-	int rc = 0;
-	for (;;) {
-		ssize_t r = read(fd, buf + n, max + 1 - n);
-		if (r < 0) {
-			if (errno == EINTR) {
-				continue;
-			}
-			rc = -errno;
-			break;
-		}
-		if (r == 0) {
-			break;
-		}
-		n += (size_t) r;
-		if (n > max) {
-			rc = -EFBIG;
-			break;
-		}
-	}
-	close(fd);
-	if (rc != 0) {
-		sodium_memzero(buf, n < max + 1 ? n : max + 1);
-		free(buf);
-		return rc;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
-static void
-env_entries_free(struct env_entry *e, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(e[i].key);
-		free_secret(e[i].val);
-	}
-	free(e);
-}
-
-// Parses the value part of a line in place: returns its start (NUL-terminated) or
-// NULL with *why set. `s` points after '=' and ends at the line's NUL.
-static char *
-parse_env_value(char *s, const char **why)
-{
-	while (is_blank(*s)) {
-		s++;
-	}
-	if (*s == '\'' || *s == '"') {
-		char q = *s;
-		char *r = s + 1;
-		char *w = s;
-		for (;; r++) {
-			if (*r == '\0') {
-				*why = "unterminated quote";
-				return NULL;
-			}
-			if (*r == q) {
-				break;
-			}
-			if (q == '"' && *r == '\\' && r[1] != '\0') {
-				r++;
-			}
-			*w++ = *r;
-		}
-		*w = '\0';
-		for (r++; *r != '\0'; r++) {
-			if (!is_blank(*r)) {
-				*why = "unexpected characters after the closing quote";
-				return NULL;
-			}
-		}
-		return s;
-	}
-	char *end = s + strlen(s);
-	while (end > s && is_blank(end[-1])) {
-		*--end = '\0';
-	}
-	return s;
-}
-
-// Parses one line (NUL-terminated, modified in place) and appends an entry.
-static void
-parse_env_line(struct loader *L, const char *path, size_t lineno, char *line,
-    struct env_entry **entries, size_t *n, size_t *cap)
-{
-	const char *why = NULL;
-	char *s = line;
-	while (is_blank(*s)) {
-		s++;
-	}
-	if (*s == '\0' || *s == '#') {
-		return;
-	}
-	if (strncmp(s, "export", 6) == 0 && is_blank(s[6])) {
-		s += 6;
-		while (is_blank(*s)) {
-			s++;
-		}
-	}
-	char *key = s;
-	if (!(isalpha((unsigned char) *s) || *s == '_')) {
-		goto bad_line;
-	}
-	while (isalnum((unsigned char) *s) || *s == '_') {
-		s++;
-	}
-	char *key_end = s;
-	while (is_blank(*s)) {
-		s++;
-	}
-	if (*s != '=') {
-		goto bad_line;
-	}
-	*key_end = '\0';
-	char *val = parse_env_value(s + 1, &why);
-	if (val == NULL) {
-		brq_config_problem_add(L->p, "env file %s line %zu: %s", path, lineno, why);
-		return;
-	}
-	if (strncmp(key, "BROOQ_", 6) == 0 && !is_known_var(key)) {
-		brq_config_problem_add(L->p, "env file %s line %zu: unknown variable %s", path,
-		    lineno, key);
-		return;
-	}
-	if (*n == *cap) {
-		size_t ncap = *cap == 0 ? 16 : *cap * 2;
-		struct env_entry *ne = realloc(*entries, ncap * sizeof(*ne));
-		if (ne == NULL) {
-			L->is_oom = true;
-			return;
-		}
-		*entries = ne;
-		*cap = ncap;
-	}
-	char *k = strdup(key);
-	char *v = strdup(val);
-	if (k == NULL || v == NULL) {
-		free(k);
-		free_secret(v);
-		L->is_oom = true;
-		return;
-	}
-	(*entries)[*n].key = k;
-	(*entries)[*n].val = v;
-	(*n)++;
-	return;
-
-bad_line:
-	// The line is not shown: it may hold the DSN.
-	brq_config_problem_add(L->p, "env file %s line %zu: expected KEY=VALUE", path, lineno);
-}
-
-static void
-load_env_file(struct loader *L, const char *path)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	int rc = read_small_file(path, ENV_FILE_MAX, &buf, &len);
-	if (rc == -ENOMEM) {
-		L->is_oom = true;
-		return;
-	}
-	if (rc != 0) {
-		brq_config_problem_add(L->p, "env file %s: %s", path,
-		    rc == -EFBIG ? "larger than 1MiB" : strerror(-rc));
-		return;
-	}
-	if (memchr(buf, '\0', len) != NULL) {
-		brq_config_problem_add(L->p, "env file %s: contains a NUL byte", path);
-		goto out;
-	}
-	struct env_entry *entries = NULL;
-	size_t n = 0, cap = 0;
-	size_t lineno = 0;
-	for (char *line = buf; line != NULL;) {
-		char *nl = strchr(line, '\n');
-		if (nl != NULL) {
-			*nl = '\0';
-		}
-		parse_env_line(L, path, ++lineno, line, &entries, &n, &cap);
-		line = nl != NULL ? nl + 1 : NULL;
-	}
-	L->src.file = entries;
-	L->src.n_file = n;
-out:
-	sodium_memzero(buf, len);
-	free(buf);
-}
-
-// Value of `name`: the lookup first, then the env file. Empty counts as unset.
-static const char *
-src_get(const struct source *src, const char *name)
-{
-	const char *v = src->lookup(name, src->lookup_arg);
-	if (v != NULL && v[0] != '\0') {
-		return v;
-	}
-	for (size_t i = src->n_file; i-- > 0;) {
-		if (strcmp(src->file[i].key, name) == 0) {
-			v = src->file[i].val;
-			return v[0] != '\0' ? v : NULL;
-		}
-	}
-	return NULL;
-}
-
 // --- typed getters: each leaves *out alone unless it returns GOT_OK ----------------
 
 static enum got
 get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_t *out)
 {
-	const char *s = src_get(&L->src, name);
+	const char *s = brq_cfg_src_get(&L->src, name);
 	const char *why;
 	uint64_t v;
 	char a[32], b[32];
@@ -593,7 +63,7 @@ get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uin
 	}
 	if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: must be between %s and %s", name,
-		    min == 0 ? "0" : fmt_duration(a, sizeof(a), min), fmt_duration(b, sizeof(b), max));
+		    min == 0 ? "0" : brq_config_fmt_duration(a, sizeof(a), min), brq_config_fmt_duration(b, sizeof(b), max));
 		return GOT_BAD;
 	}
 	*out = v;
@@ -603,7 +73,7 @@ get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uin
 static enum got
 get_size(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_t *out)
 {
-	const char *s = src_get(&L->src, name);
+	const char *s = brq_cfg_src_get(&L->src, name);
 	const char *why;
 	uint64_t v;
 	char a[32], b[32];
@@ -616,7 +86,7 @@ get_size(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_
 	}
 	if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: must be between %s and %s", name,
-		    fmt_size(a, sizeof(a), min), fmt_size(b, sizeof(b), max));
+		    brq_config_fmt_size(a, sizeof(a), min), brq_config_fmt_size(b, sizeof(b), max));
 		return GOT_BAD;
 	}
 	*out = v;
@@ -626,7 +96,7 @@ get_size(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_
 static enum got
 get_u32(struct loader *L, const char *name, uint32_t min, uint32_t max, uint32_t *out)
 {
-	const char *s = src_get(&L->src, name);
+	const char *s = brq_cfg_src_get(&L->src, name);
 	const char *why;
 	uint64_t v;
 	if (s == NULL) {
@@ -647,7 +117,7 @@ get_u32(struct loader *L, const char *name, uint32_t min, uint32_t max, uint32_t
 static void
 get_ipc_mode(struct loader *L, uint32_t *out)
 {
-	const char *s = src_get(&L->src, "BROOQ_IPC_MODE");
+	const char *s = brq_cfg_src_get(&L->src, "BROOQ_IPC_MODE");
 	if (s == NULL) {
 		return;
 	}
@@ -671,7 +141,7 @@ static void
 get_listen(struct loader *L, struct brq_config *cfg)
 {
 	static const char *const schemes[] = {"ipc://", "tcp://", "tls+tcp://"};
-	const char *s = src_get(&L->src, "BROOQ_LISTEN");
+	const char *s = brq_cfg_src_get(&L->src, "BROOQ_LISTEN");
 	if (s == NULL) {
 		return;
 	}
@@ -696,24 +166,6 @@ get_listen(struct loader *L, struct brq_config *cfg)
 	brq_config_problem_add(L->p, "BROOQ_LISTEN: must start with ipc://, tcp:// or tls+tcp://");
 }
 
-bool
-brq_config_host_is_loopback(const char *host)
-{
-	struct in_addr a4;
-	struct in6_addr a6;
-	if (strcasecmp(host, "localhost") == 0) {
-		return true;
-	}
-	if (inet_pton(AF_INET, host, &a4) == 1) {
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	}
-	if (inet_pton(AF_INET6, host, &a6) == 1) {
-		return IN6_IS_ADDR_LOOPBACK(&a6) ||
-		    (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
-	}
-	return false;
-}
-
 static bool
 is_hostname(const char *h)
 {
@@ -733,11 +185,11 @@ static void
 get_http(struct loader *L, struct brq_config *cfg)
 {
 	const char *why;
-	const char *allow = src_get(&L->src, "BROOQ_HTTP_ALLOW_NONLOOPBACK");
+	const char *allow = brq_cfg_src_get(&L->src, "BROOQ_HTTP_ALLOW_NONLOOPBACK");
 	if (allow != NULL && brq_config_parse_bool(allow, &cfg->http_allow_nonloopback, &why) != 0) {
 		brq_config_problem_add(L->p, "BROOQ_HTTP_ALLOW_NONLOOPBACK: %s", why);
 	}
-	const char *s = src_get(&L->src, "BROOQ_HTTP_LISTEN");
+	const char *s = brq_cfg_src_get(&L->src, "BROOQ_HTTP_LISTEN");
 	if (s == NULL) {
 		s = DEFAULT_HTTP_HOST ":" "8090";
 	}
@@ -838,7 +290,7 @@ read_dsn_file(struct loader *L, const char *var, const char *path, char **out)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	int rc = read_small_file(path, DSN_FILE_MAX, &buf, &len);
+	int rc = brq_cfg_read_small_file(path, DSN_FILE_MAX, &buf, &len);
 	if (rc == -ENOMEM) {
 		L->is_oom = true;
 		return;
@@ -873,9 +325,9 @@ read_dsn_file(struct loader *L, const char *var, const char *path, char **out)
 static void
 get_dsn(struct loader *L, struct brq_config *cfg)
 {
-	const char *dsn = src_get(&L->src, "BROOQ_DSN");
-	const char *file = src_get(&L->src, "BROOQ_DSN_FILE");
-	const char *creds = src_get(&L->src, "CREDENTIALS_DIRECTORY");
+	const char *dsn = brq_cfg_src_get(&L->src, "BROOQ_DSN");
+	const char *file = brq_cfg_src_get(&L->src, "BROOQ_DSN_FILE");
+	const char *creds = brq_cfg_src_get(&L->src, "CREDENTIALS_DIRECTORY");
 	const char *var = "BROOQ_DSN";
 	char path[4096];
 
@@ -936,7 +388,7 @@ list_add(struct loader *L, char ***list, size_t *n, const char *path, size_t len
 static void
 get_path_list(struct loader *L, const char *name, char ***list, size_t *n)
 {
-	const char *s = src_get(&L->src, name);
+	const char *s = brq_cfg_src_get(&L->src, name);
 	if (s == NULL) {
 		return;
 	}
@@ -944,11 +396,11 @@ get_path_list(struct loader *L, const char *name, char ***list, size_t *n)
 		const char *comma = strchr(s, ',');
 		const char *end = comma != NULL ? comma : s + strlen(s);
 		const char *a = s;
-		while (a < end && is_blank(*a)) {
+		while (a < end && brq_cfg_is_blank(*a)) {
 			a++;
 		}
 		const char *b = end;
-		while (b > a && is_blank(b[-1])) {
+		while (b > a && brq_cfg_is_blank(b[-1])) {
 			b--;
 		}
 		if (a == b) {
@@ -973,7 +425,7 @@ cmp_str(const void *a, const void *b)
 static void
 scan_credentials(struct loader *L, struct brq_config *cfg)
 {
-	const char *dir = src_get(&L->src, "CREDENTIALS_DIRECTORY");
+	const char *dir = brq_cfg_src_get(&L->src, "CREDENTIALS_DIRECTORY");
 	if (dir == NULL) {
 		return;
 	}
@@ -1037,10 +489,10 @@ scan_credentials(struct loader *L, struct brq_config *cfg)
 static void
 trim_span(const char **a, const char **b)
 {
-	while (*a < *b && is_blank(**a)) {
+	while (*a < *b && brq_cfg_is_blank(**a)) {
 		(*a)++;
 	}
-	while (*b > *a && is_blank((*b)[-1])) {
+	while (*b > *a && brq_cfg_is_blank((*b)[-1])) {
 		(*b)--;
 	}
 }
@@ -1129,7 +581,7 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 		brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
 	} else if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: %s: %s: must be between %s and %s", var, label,
-		    key, fmt_duration(lo, sizeof(lo), min), fmt_duration(hi, sizeof(hi), max));
+		    key, brq_config_fmt_duration(lo, sizeof(lo), min), brq_config_fmt_duration(hi, sizeof(hi), max));
 	} else {
 		*out = v;
 		*has = true;
@@ -1210,7 +662,7 @@ parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, con
 static void
 get_topic_overrides(struct loader *L, struct brq_config *cfg)
 {
-	const char *s = src_get(&L->src, "BROOQ_TOPIC_OVERRIDES");
+	const char *s = brq_cfg_src_get(&L->src, "BROOQ_TOPIC_OVERRIDES");
 	if (s == NULL) {
 		return;
 	}
@@ -1279,7 +731,7 @@ brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_
 		return -ENOMEM;
 	}
 	if (env_file != NULL) {
-		load_env_file(&L, env_file);
+		brq_cfg_load_env_file(&L, env_file);
 	}
 
 	get_dsn(&L, cfg);
@@ -1352,13 +804,13 @@ brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_
 
 	get_http(&L, cfg);
 
-	const char *lvl = src_get(&L.src, "BROOQ_LOG_LEVEL");
+	const char *lvl = brq_cfg_src_get(&L.src, "BROOQ_LOG_LEVEL");
 	if (lvl != NULL && brq_log_parse_level(lvl, &cfg->log_level) != 0) {
 		brq_config_problem_add(L.p, "BROOQ_LOG_LEVEL: must be debug, info, warn or error");
 	}
 	get_duration(&L, "BROOQ_SHUTDOWN_GRACE", 0, MS_PER_H, &cfg->shutdown_grace_ms);
 
-	env_entries_free(L.src.file, L.src.n_file);
+	brq_cfg_env_entries_free(L.src.file, L.src.n_file);
 	if (L.is_oom || problems->is_oom) {
 		brq_config_fini(cfg);
 		return -ENOMEM;
@@ -1385,7 +837,7 @@ brq_config_fini(struct brq_config *cfg)
 	if (cfg == NULL) {
 		return;
 	}
-	free_secret(cfg->dsn);
+	brq_cfg_free_secret(cfg->dsn);
 	free(cfg->listen);
 	free(cfg->http_host);
 	free_list(cfg->worker_token_files, cfg->n_worker_token_files);
