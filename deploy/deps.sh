@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # build
-  gcc clang make cmake pkg-config
+  gcc clang clang-format make cmake pkg-config
   libpq-dev libnng-dev libmsgpack-dev libsodium-dev
   # tests
   libcriterion-dev valgrind util-linux procps

@@ -14,9 +14,9 @@
 #include "log.h"
 
 _Static_assert(sizeof(((struct brq_auth *) 0)->key) == crypto_generichash_KEYBYTES,
-    "auth key size must match BLAKE2b's default key size");
+	       "auth key size must match BLAKE2b's default key size");
 _Static_assert(sizeof(((struct brq_auth_entry *) 0)->hash) == crypto_verify_32_BYTES,
-    "stored hashes are compared with crypto_verify_32");
+	       "stored hashes are compared with crypto_verify_32");
 
 // Largest token file read: a maximal token plus generous trailing whitespace.
 #define TOKEN_FILE_MAX 4096
@@ -30,14 +30,14 @@ is_trailing_space(unsigned char c)
 // Reads `path`, checks it and stores the keyed hash into *e. On a problem, adds one line
 // naming the file (never its content) and returns -EINVAL.
 static int
-load_token_file(const unsigned char key[32], const char *path, enum brq_role role,
-    struct brq_auth_entry *e, struct brq_config_problems *problems)
+load_token_file(const unsigned char key[32], const char *path, enum brq_role role, struct brq_auth_entry *e,
+		struct brq_config_problems *problems)
 {
-	const char *what = role == BRQ_ROLE_ADMIN ? "admin token file" : "worker token file";
+	const char   *what = role == BRQ_ROLE_ADMIN ? "admin token file" : "worker token file";
 	unsigned char buf[TOKEN_FILE_MAX + 1];
-	size_t len = 0;
-	int rc = -EINVAL;
-	struct stat st;
+	size_t        len = 0;
+	int           rc  = -EINVAL;
+	struct stat   st;
 
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -59,7 +59,7 @@ load_token_file(const unsigned char key[32], const char *path, enum brq_role rol
 		}
 		if (n < 0) {
 			brq_config_problem_add(problems, "%s %s: cannot read: %s", what, path,
-			    strerror(errno));
+					       strerror(errno));
 			goto out;
 		}
 		if (n == 0 || (len += (size_t) n) == sizeof(buf)) {
@@ -74,25 +74,26 @@ load_token_file(const unsigned char key[32], const char *path, enum brq_role rol
 		}
 	}
 	if (len > BRQ_AUTH_TOKEN_MAX) {
-		brq_config_problem_add(problems, "%s %s: token too long (at most %d bytes)", what,
-		    path, BRQ_AUTH_TOKEN_MAX);
+		brq_config_problem_add(problems, "%s %s: token too long (at most %d bytes)", what, path,
+				       BRQ_AUTH_TOKEN_MAX);
 		goto out;
 	}
 	if (len < BRQ_AUTH_TOKEN_MIN) {
-		brq_config_problem_add(problems,
-		    "%s %s: token too short (%zu bytes after trimming, need at least %d random bytes)",
-		    what, path, len, BRQ_AUTH_TOKEN_MIN);
+		brq_config_problem_add(
+			problems,
+			"%s %s: token too short (%zu bytes after trimming, need at least %d random bytes)",
+			what, path, len, BRQ_AUTH_TOKEN_MIN);
 		goto out;
 	}
 	if ((st.st_mode & 0007) != 0) {
 		// World access is a warning, not an error: refusing would turn a permissions
 		// slip into an outage. Group access is the normal root:brooq 0640 setup.
-		BRQ_LOG_WARN("token_file_world_readable", "path=%s mode=%04o role=%s",
-		    BRQ_LOG_Q(path), (unsigned) (st.st_mode & 07777), brq_auth_role_name(role));
+		BRQ_LOG_WARN("token_file_world_readable", "path=%s mode=%04o role=%s", BRQ_LOG_Q(path),
+			     (unsigned) (st.st_mode & 07777), brq_auth_role_name(role));
 	}
 	crypto_generichash(e->hash, sizeof(e->hash), buf, len, key, 32);
 	e->role = role;
-	rc = 0;
+	rc      = 0;
 out:
 	sodium_memzero(buf, sizeof(buf));
 	close(fd);
@@ -101,12 +102,12 @@ out:
 
 int
 brq_auth_init(struct brq_auth *a, const char *const *worker_files, size_t n_worker,
-    const char *const *admin_files, size_t n_admin, struct brq_config_problems *problems)
+	      const char *const *admin_files, size_t n_admin, struct brq_config_problems *problems)
 {
-	const char **paths = NULL; // paths[i] names entries[i], for the duplicate check
-	size_t n = 0;
-	bool is_bad = false;
-	int rc = -ENOMEM;
+	const char **paths  = NULL; // paths[i] names entries[i], for the duplicate check
+	size_t       n      = 0;
+	bool         is_bad = false;
+	int          rc     = -ENOMEM;
 
 	memset(a, 0, sizeof(*a));
 	if (sodium_init() < 0) {
@@ -118,16 +119,16 @@ brq_auth_init(struct brq_auth *a, const char *const *worker_files, size_t n_work
 	}
 	randombytes_buf(a->key, sizeof(a->key));
 	a->entries = calloc(n_worker + n_admin, sizeof(*a->entries));
-	paths = calloc(n_worker + n_admin, sizeof(*paths));
+	paths      = calloc(n_worker + n_admin, sizeof(*paths));
 	if (a->entries == NULL || paths == NULL) {
 		goto fail;
 	}
 	// 1. Hash every file, collecting all problems rather than stopping at the first.
 	for (size_t i = 0; i < n_worker + n_admin; i++) {
-		bool is_admin = i >= n_worker;
-		const char *path = is_admin ? admin_files[i - n_worker] : worker_files[i];
-		if (load_token_file(a->key, path, is_admin ? BRQ_ROLE_ADMIN : BRQ_ROLE_WORKER,
-		        &a->entries[n], problems) != 0) {
+		bool        is_admin = i >= n_worker;
+		const char *path     = is_admin ? admin_files[i - n_worker] : worker_files[i];
+		if (load_token_file(a->key, path, is_admin ? BRQ_ROLE_ADMIN : BRQ_ROLE_WORKER, &a->entries[n],
+				    problems) != 0) {
 			is_bad = true;
 			continue;
 		}
@@ -140,9 +141,9 @@ brq_auth_init(struct brq_auth *a, const char *const *worker_files, size_t n_work
 			if (a->entries[i].role != a->entries[j].role &&
 			    sodium_memcmp(a->entries[i].hash, a->entries[j].hash, 32) == 0) {
 				brq_config_problem_add(problems,
-				    "%s token file %s: same token as %s token file %s",
-				    brq_auth_role_name(a->entries[i].role), paths[i],
-				    brq_auth_role_name(a->entries[j].role), paths[j]);
+						       "%s token file %s: same token as %s token file %s",
+						       brq_auth_role_name(a->entries[i].role), paths[i],
+						       brq_auth_role_name(a->entries[j].role), paths[j]);
 				is_bad = true;
 			}
 		}
@@ -163,12 +164,11 @@ fail:
 }
 
 int
-brq_auth_init_config(struct brq_auth *a, const struct brq_config *cfg,
-    struct brq_config_problems *problems)
+brq_auth_init_config(struct brq_auth *a, const struct brq_config *cfg, struct brq_config_problems *problems)
 {
-	return brq_auth_init(a, (const char *const *) cfg->worker_token_files,
-	    cfg->n_worker_token_files, (const char *const *) cfg->admin_token_files,
-	    cfg->n_admin_token_files, problems);
+	return brq_auth_init(a, (const char *const *) cfg->worker_token_files, cfg->n_worker_token_files,
+			     (const char *const *) cfg->admin_token_files, cfg->n_admin_token_files,
+			     problems);
 }
 
 void
@@ -189,7 +189,7 @@ enum brq_role
 brq_auth_check(const struct brq_auth *a, const void *token, size_t len)
 {
 	unsigned char h[32];
-	unsigned acc = 0;
+	unsigned      acc = 0;
 
 	// Length is not secret (the attacker chose it); the content is.
 	if (token == NULL || len == 0 || len > BRQ_AUTH_TOKEN_MAX) {
@@ -212,13 +212,10 @@ bool
 brq_auth_role_may(enum brq_role role, bool admin_only)
 {
 	switch (role) {
-	case BRQ_ROLE_ADMIN:
-		return true;
-	case BRQ_ROLE_WORKER:
-		return !admin_only;
+	case BRQ_ROLE_ADMIN: return true;
+	case BRQ_ROLE_WORKER: return !admin_only;
 	case BRQ_ROLE_NONE:
-	default:
-		return false;
+	default: return false;
 	}
 }
 
@@ -226,12 +223,9 @@ const char *
 brq_auth_role_name(enum brq_role role)
 {
 	switch (role) {
-	case BRQ_ROLE_WORKER:
-		return "worker";
-	case BRQ_ROLE_ADMIN:
-		return "admin";
+	case BRQ_ROLE_WORKER: return "worker";
+	case BRQ_ROLE_ADMIN: return "admin";
 	case BRQ_ROLE_NONE:
-	default:
-		return "none";
+	default: return "none";
 	}
 }

@@ -38,9 +38,9 @@ struct brq_auth_entry {
 // Fields are private to auth.c. Read-only after brq_auth_init(): brq_auth_check() may
 // be called from any number of threads at once.
 struct brq_auth {
-	unsigned char key[32];          // per-process BLAKE2b key, wiped by fini
+	unsigned char          key[32]; // per-process BLAKE2b key, wiped by fini
 	struct brq_auth_entry *entries; // n_entries, owned
-	size_t n_entries;
+	size_t                 n_entries;
 };
 
 // Loads the token files. Each file's content, trimmed of trailing whitespace (space,
@@ -53,13 +53,13 @@ struct brq_auth {
 // Returns 0 on success (release with brq_auth_fini()), -EINVAL when problems were
 // added to *problems (not initialised by this call), -ENOMEM, or -EIO when libsodium
 // cannot initialise. On failure *a holds nothing.
-BRQ_MUSTCHECK int brq_auth_init(struct brq_auth *a, const char *const *worker_files,
-    size_t n_worker, const char *const *admin_files, size_t n_admin,
-    struct brq_config_problems *problems);
+BRQ_MUSTCHECK int brq_auth_init(struct brq_auth *a, const char *const *worker_files, size_t n_worker,
+				const char *const *admin_files, size_t n_admin,
+				struct brq_config_problems *problems);
 
 // Same, with the token file lists of a loaded configuration.
 BRQ_MUSTCHECK int brq_auth_init_config(struct brq_auth *a, const struct brq_config *cfg,
-    struct brq_config_problems *problems);
+				       struct brq_config_problems *problems);
 
 // Wipes the key and hashes and frees them. Accepts a zeroed or released struct.
 void brq_auth_fini(struct brq_auth *a);

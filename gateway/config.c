@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Gateway configuration: parses BROOQ_* settings from the environment and an env file and reports every problem at once.
+// Gateway configuration: parses BROOQ_* settings from the environment and an env file and reports every
+// problem at once.
 #include "config.h"
 #include "config_parse.h"
 
@@ -23,20 +24,20 @@
 // Env files and DSN files larger than this are refused (they are small text files).
 #define DSN_FILE_MAX (64 * 1024)
 
-#define DEFAULT_LISTEN "ipc:///run/brooq/gateway.sock"
-#define DEFAULT_HTTP_HOST "127.0.0.1"
-#define DEFAULT_HTTP_PORT 8090
+#define DEFAULT_LISTEN        "ipc:///run/brooq/gateway.sock"
+#define DEFAULT_HTTP_HOST     "127.0.0.1"
+#define DEFAULT_HTTP_PORT     8090
 #define REAPER_MIN_DEFAULT_MS (5 * MS_PER_S)
 
 // Ranges shared by the global variables and the per-topic overrides.
-#define LEASE_MIN_MS MS_PER_S
-#define LEASE_MAX_MS MS_PER_D
+#define LEASE_MIN_MS        MS_PER_S
+#define LEASE_MAX_MS        MS_PER_D
 #define BACKOFF_BASE_MIN_MS 1ull
 #define BACKOFF_BASE_MAX_MS MS_PER_D
-#define BACKOFF_MAX_MIN_MS 1ull
-#define BACKOFF_MAX_MAX_MS (7 * MS_PER_D)
-#define MAX_ATTEMPTS_MIN 1
-#define MAX_ATTEMPTS_MAX 1000
+#define BACKOFF_MAX_MIN_MS  1ull
+#define BACKOFF_MAX_MAX_MS  (7 * MS_PER_D)
+#define MAX_ATTEMPTS_MIN    1
+#define MAX_ATTEMPTS_MAX    1000
 
 static const char *
 env_getenv(const char *name, void *arg)
@@ -52,8 +53,8 @@ get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uin
 {
 	const char *s = brq_cfg_src_get(&L->src, name);
 	const char *why;
-	uint64_t v;
-	char a[32], b[32];
+	uint64_t    v;
+	char        a[32], b[32];
 	if (s == NULL) {
 		return GOT_UNSET;
 	}
@@ -63,7 +64,8 @@ get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uin
 	}
 	if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: must be between %s and %s", name,
-		    min == 0 ? "0" : brq_config_fmt_duration(a, sizeof(a), min), brq_config_fmt_duration(b, sizeof(b), max));
+				       min == 0 ? "0" : brq_config_fmt_duration(a, sizeof(a), min),
+				       brq_config_fmt_duration(b, sizeof(b), max));
 		return GOT_BAD;
 	}
 	*out = v;
@@ -75,8 +77,8 @@ get_size(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_
 {
 	const char *s = brq_cfg_src_get(&L->src, name);
 	const char *why;
-	uint64_t v;
-	char a[32], b[32];
+	uint64_t    v;
+	char        a[32], b[32];
 	if (s == NULL) {
 		return GOT_UNSET;
 	}
@@ -86,7 +88,8 @@ get_size(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_
 	}
 	if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: must be between %s and %s", name,
-		    brq_config_fmt_size(a, sizeof(a), min), brq_config_fmt_size(b, sizeof(b), max));
+				       brq_config_fmt_size(a, sizeof(a), min),
+				       brq_config_fmt_size(b, sizeof(b), max));
 		return GOT_BAD;
 	}
 	*out = v;
@@ -98,7 +101,7 @@ get_u32(struct loader *L, const char *name, uint32_t min, uint32_t max, uint32_t
 {
 	const char *s = brq_cfg_src_get(&L->src, name);
 	const char *why;
-	uint64_t v;
+	uint64_t    v;
 	if (s == NULL) {
 		return GOT_UNSET;
 	}
@@ -122,7 +125,7 @@ get_ipc_mode(struct loader *L, uint32_t *out)
 		return;
 	}
 	uint32_t v = 0;
-	size_t i = 0;
+	size_t   i = 0;
 	for (; s[i] >= '0' && s[i] <= '7'; i++) {
 		v = v * 8 + (uint32_t) (s[i] - '0');
 		if (v > 0777) {
@@ -141,7 +144,7 @@ static void
 get_listen(struct loader *L, struct brq_config *cfg)
 {
 	static const char *const schemes[] = {"ipc://", "tcp://", "tls+tcp://"};
-	const char *s = brq_cfg_src_get(&L->src, "BROOQ_LISTEN");
+	const char              *s         = brq_cfg_src_get(&L->src, "BROOQ_LISTEN");
 	if (s == NULL) {
 		return;
 	}
@@ -150,7 +153,7 @@ get_listen(struct loader *L, struct brq_config *cfg)
 		if (strncmp(s, schemes[i], n) == 0) {
 			if (s[n] == '\0') {
 				brq_config_problem_add(L->p, "BROOQ_LISTEN: address missing after %s",
-				    schemes[i]);
+						       schemes[i]);
 				return;
 			}
 			char *dup = strdup(s);
@@ -191,7 +194,8 @@ get_http(struct loader *L, struct brq_config *cfg)
 	}
 	const char *s = brq_cfg_src_get(&L->src, "BROOQ_HTTP_LISTEN");
 	if (s == NULL) {
-		s = DEFAULT_HTTP_HOST ":" "8090";
+		s = DEFAULT_HTTP_HOST ":"
+				      "8090";
 	}
 	if (strcmp(s, "off") == 0) {
 		cfg->http_enabled = false;
@@ -200,9 +204,9 @@ get_http(struct loader *L, struct brq_config *cfg)
 		cfg->http_port = 0;
 		return;
 	}
-	char host[256];
+	char        host[256];
 	const char *port;
-	bool is_v6 = false;
+	bool        is_v6 = false;
 	if (s[0] == '[') {
 		const char *rb = strchr(s, ']');
 		if (rb == NULL || rb[1] != ':' || (size_t) (rb - s - 1) >= sizeof(host)) {
@@ -211,8 +215,8 @@ get_http(struct loader *L, struct brq_config *cfg)
 		}
 		memcpy(host, s + 1, (size_t) (rb - s - 1));
 		host[rb - s - 1] = '\0';
-		port = rb + 2;
-		is_v6 = true;
+		port             = rb + 2;
+		is_v6            = true;
 	} else {
 		const char *colon = strrchr(s, ':');
 		if (colon == NULL || (size_t) (colon - s) >= sizeof(host)) {
@@ -221,17 +225,17 @@ get_http(struct loader *L, struct brq_config *cfg)
 		}
 		memcpy(host, s, (size_t) (colon - s));
 		host[colon - s] = '\0';
-		port = colon + 1;
+		port            = colon + 1;
 		if (strchr(host, ':') != NULL) {
-			brq_config_problem_add(L->p,
-			    "BROOQ_HTTP_LISTEN: IPv6 addresses need brackets, e.g. [::1]:8090");
+			brq_config_problem_add(
+				L->p, "BROOQ_HTTP_LISTEN: IPv6 addresses need brackets, e.g. [::1]:8090");
 			return;
 		}
 	}
 	struct in6_addr a6;
 	if (is_v6 ? inet_pton(AF_INET6, host, &a6) != 1 : !is_hostname(host)) {
 		brq_config_problem_add(L->p, "BROOQ_HTTP_LISTEN: host is not a valid %s",
-		    is_v6 ? "IPv6 address" : "host name or IPv4 address");
+				       is_v6 ? "IPv6 address" : "host name or IPv4 address");
 		return;
 	}
 	uint64_t p;
@@ -242,9 +246,9 @@ get_http(struct loader *L, struct brq_config *cfg)
 	if (!brq_config_host_is_loopback(host) && !cfg->http_allow_nonloopback) {
 		// Host names other than localhost count as non-loopback: we do not resolve.
 		brq_config_problem_add(L->p,
-		    "BROOQ_HTTP_LISTEN: host %s is not loopback; set "
-		    "BROOQ_HTTP_ALLOW_NONLOOPBACK=true to serve /metrics beyond this host",
-		    host);
+				       "BROOQ_HTTP_LISTEN: host %s is not loopback; set "
+				       "BROOQ_HTTP_ALLOW_NONLOOPBACK=true to serve /metrics beyond this host",
+				       host);
 		return;
 	}
 	char *dup = strdup(host);
@@ -253,8 +257,8 @@ get_http(struct loader *L, struct brq_config *cfg)
 		return;
 	}
 	free(cfg->http_host);
-	cfg->http_host = dup;
-	cfg->http_port = (uint16_t) p;
+	cfg->http_host    = dup;
+	cfg->http_port    = (uint16_t) p;
 	cfg->http_enabled = true;
 }
 
@@ -264,7 +268,7 @@ get_http(struct loader *L, struct brq_config *cfg)
 static bool
 dsn_is_valid(const char *dsn)
 {
-	char *err = NULL;
+	char             *err  = NULL;
 	PQconninfoOption *opts = PQconninfoParse(dsn, &err);
 	if (err != NULL) {
 		// The message can quote part of the string (a password): wipe, never print.
@@ -288,16 +292,16 @@ dsn_is_valid(const char *dsn)
 static void
 read_dsn_file(struct loader *L, const char *var, const char *path, char **out)
 {
-	char *buf = NULL;
+	char  *buf = NULL;
 	size_t len = 0;
-	int rc = brq_cfg_read_small_file(path, DSN_FILE_MAX, &buf, &len);
+	int    rc  = brq_cfg_read_small_file(path, DSN_FILE_MAX, &buf, &len);
 	if (rc == -ENOMEM) {
 		L->is_oom = true;
 		return;
 	}
 	if (rc != 0) {
 		brq_config_problem_add(L->p, "%s: cannot read %s: %s", var, path,
-		    rc == -EFBIG ? "larger than 64KiB" : strerror(-rc));
+				       rc == -EFBIG ? "larger than 64KiB" : strerror(-rc));
 		return;
 	}
 	size_t start = 0, end = len;
@@ -325,11 +329,11 @@ read_dsn_file(struct loader *L, const char *var, const char *path, char **out)
 static void
 get_dsn(struct loader *L, struct brq_config *cfg)
 {
-	const char *dsn = brq_cfg_src_get(&L->src, "BROOQ_DSN");
-	const char *file = brq_cfg_src_get(&L->src, "BROOQ_DSN_FILE");
+	const char *dsn   = brq_cfg_src_get(&L->src, "BROOQ_DSN");
+	const char *file  = brq_cfg_src_get(&L->src, "BROOQ_DSN_FILE");
 	const char *creds = brq_cfg_src_get(&L->src, "CREDENTIALS_DIRECTORY");
-	const char *var = "BROOQ_DSN";
-	char path[4096];
+	const char *var   = "BROOQ_DSN";
+	char        path[4096];
 
 	if (dsn != NULL && file != NULL) {
 		brq_config_problem_add(L->p, "BROOQ_DSN: set either BROOQ_DSN or BROOQ_DSN_FILE, not both");
@@ -344,19 +348,18 @@ get_dsn(struct loader *L, struct brq_config *cfg)
 	} else if (file != NULL) {
 		var = "BROOQ_DSN_FILE";
 		read_dsn_file(L, var, file, &cfg->dsn);
-	} else if (creds != NULL &&
-	    snprintf(path, sizeof(path), "%s/dsn", creds) < (int) sizeof(path) &&
-	    access(path, F_OK) == 0) {
+	} else if (creds != NULL && snprintf(path, sizeof(path), "%s/dsn", creds) < (int) sizeof(path) &&
+		   access(path, F_OK) == 0) {
 		read_dsn_file(L, var, path, &cfg->dsn);
 	} else {
 		brq_config_problem_add(L->p,
-		    "BROOQ_DSN: required (set BROOQ_DSN or BROOQ_DSN_FILE, or provide the "
-		    "credential \"dsn\" via $CREDENTIALS_DIRECTORY)");
+				       "BROOQ_DSN: required (set BROOQ_DSN or BROOQ_DSN_FILE, or provide the "
+				       "credential \"dsn\" via $CREDENTIALS_DIRECTORY)");
 		return;
 	}
 	if (cfg->dsn != NULL && !dsn_is_valid(cfg->dsn)) {
-		brq_config_problem_add(L->p,
-		    "%s: not a valid libpq connection string or URI (value not shown)", var);
+		brq_config_problem_add(
+			L->p, "%s: not a valid libpq connection string or URI (value not shown)", var);
 	}
 }
 
@@ -376,7 +379,7 @@ list_add(struct loader *L, char ***list, size_t *n, const char *path, size_t len
 		L->is_oom = true;
 		return;
 	}
-	*list = nl;
+	*list     = nl;
 	char *dup = strndup(path, len);
 	if (dup == NULL) {
 		L->is_oom = true;
@@ -394,8 +397,8 @@ get_path_list(struct loader *L, const char *name, char ***list, size_t *n)
 	}
 	for (;;) {
 		const char *comma = strchr(s, ',');
-		const char *end = comma != NULL ? comma : s + strlen(s);
-		const char *a = s;
+		const char *end   = comma != NULL ? comma : s + strlen(s);
+		const char *a     = s;
 		while (a < end && brq_cfg_is_blank(*a)) {
 			a++;
 		}
@@ -432,11 +435,11 @@ scan_credentials(struct loader *L, struct brq_config *cfg)
 	DIR *d = opendir(dir);
 	if (d == NULL) {
 		brq_config_problem_add(L->p, "CREDENTIALS_DIRECTORY: cannot open %s: %s", dir,
-		    strerror(errno));
+				       strerror(errno));
 		return;
 	}
-	char **names = NULL;
-	size_t n = 0;
+	char         **names = NULL;
+	size_t         n     = 0;
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL) {
 		if (strncmp(de->d_name, "worker-token", 12) != 0 &&
@@ -444,8 +447,8 @@ scan_credentials(struct loader *L, struct brq_config *cfg)
 			continue;
 		}
 		struct stat st;
-		size_t plen = strlen(dir) + 1 + strlen(de->d_name) + 1;
-		char *path = malloc(plen);
+		size_t      plen = strlen(dir) + 1 + strlen(de->d_name) + 1;
+		char       *path = malloc(plen);
 		if (path == NULL) {
 			L->is_oom = true;
 			break;
@@ -461,7 +464,7 @@ scan_credentials(struct loader *L, struct brq_config *cfg)
 			L->is_oom = true;
 			break;
 		}
-		names = nn;
+		names      = nn;
 		names[n++] = path;
 	}
 	closedir(d);
@@ -473,10 +476,10 @@ scan_credentials(struct loader *L, struct brq_config *cfg)
 		bool is_admin = strncmp(names[i] + dlen, "admin-token", 11) == 0;
 		if (is_admin) {
 			list_add(L, &cfg->admin_token_files, &cfg->n_admin_token_files, names[i],
-			    strlen(names[i]));
+				 strlen(names[i]));
 		} else {
 			list_add(L, &cfg->worker_token_files, &cfg->n_worker_token_files, names[i],
-			    strlen(names[i]));
+				 strlen(names[i]));
 		}
 		free(names[i]);
 	}
@@ -500,13 +503,13 @@ trim_span(const char **a, const char **b)
 // Parses one "key=value" of a topic entry into o. `label` names the entry in problems.
 static void
 parse_override_kv(struct loader *L, const char *label, const char *a, const char *b,
-    struct brq_topic_override *o)
+		  struct brq_topic_override *o)
 {
 	static const char var[] = "BROOQ_TOPIC_OVERRIDES";
-	char val[64];
-	char lo[32], hi[32];
-	const char *why;
-	uint64_t v;
+	char              val[64];
+	char              lo[32], hi[32];
+	const char       *why;
+	uint64_t          v;
 
 	trim_span(&a, &b);
 	if (a == b) {
@@ -529,7 +532,7 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 	memcpy(val, va, (size_t) (vb - va));
 	val[vb - va] = '\0';
 
-	bool *has;
+	bool       *has;
 	const char *key;
 	if (klen == 12 && memcmp(ka, "max_attempts", 12) == 0) {
 		has = &o->has_max_attempts;
@@ -544,9 +547,9 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 		has = &o->has_lease;
 		key = "lease";
 	} else {
-		brq_config_problem_add(L->p,
-		    "%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, lease)", var,
-		    label);
+		brq_config_problem_add(
+			L->p, "%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, lease)", var,
+			label);
 		return;
 	}
 	if (*has) {
@@ -561,11 +564,11 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 		if (brq_config_parse_uint(val, &v, &why) != 0) {
 			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
 		} else if (v < MAX_ATTEMPTS_MIN || v > MAX_ATTEMPTS_MAX) {
-			brq_config_problem_add(L->p, "%s: %s: %s: must be between %d and %d", var,
-			    label, key, MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX);
+			brq_config_problem_add(L->p, "%s: %s: %s: must be between %d and %d", var, label, key,
+					       MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX);
 		} else {
 			o->max_attempts = (uint32_t) v;
-			*has = true;
+			*has            = true;
 		}
 		return;
 	}
@@ -580,8 +583,9 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 	if (brq_config_parse_duration_ms(val, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
 	} else if (v < min || v > max) {
-		brq_config_problem_add(L->p, "%s: %s: %s: must be between %s and %s", var, label,
-		    key, brq_config_fmt_duration(lo, sizeof(lo), min), brq_config_fmt_duration(hi, sizeof(hi), max));
+		brq_config_problem_add(L->p, "%s: %s: %s: must be between %s and %s", var, label, key,
+				       brq_config_fmt_duration(lo, sizeof(lo), min),
+				       brq_config_fmt_duration(hi, sizeof(hi), max));
 	} else {
 		*out = v;
 		*has = true;
@@ -590,11 +594,10 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 
 // Parses one "topic:k=v,k=v" entry [a, b) into a new array element.
 static void
-parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, const char *a,
-    const char *b)
+parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, const char *a, const char *b)
 {
 	static const char var[] = "BROOQ_TOPIC_OVERRIDES";
-	char label[BRQ_CONFIG_TOPIC_MAX + 32];
+	char              label[BRQ_CONFIG_TOPIC_MAX + 32];
 
 	trim_span(&a, &b);
 	if (a == b) {
@@ -609,9 +612,9 @@ parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, con
 	const char *ta = a, *tb = colon;
 	trim_span(&ta, &tb);
 	if (!brq_config_topic_is_valid(ta, (size_t) (tb - ta))) {
-		brq_config_problem_add(L->p,
-		    "%s: entry %zu: topic must match [a-z0-9][a-z0-9._-]* and be at most %d bytes",
-		    var, index, BRQ_CONFIG_TOPIC_MAX);
+		brq_config_problem_add(
+			L->p, "%s: entry %zu: topic must match [a-z0-9][a-z0-9._-]* and be at most %d bytes",
+			var, index, BRQ_CONFIG_TOPIC_MAX);
 		return;
 	}
 	struct brq_topic_override o;
@@ -624,7 +627,7 @@ parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, con
 			return;
 		}
 	}
-	const char *s = colon + 1;
+	const char *s  = colon + 1;
 	const char *sa = s, *sb = b;
 	trim_span(&sa, &sb);
 	if (sa == sb) {
@@ -634,7 +637,7 @@ parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, con
 	size_t before = L->p->count;
 	for (;;) {
 		const char *comma = memchr(s, ',', (size_t) (b - s));
-		const char *end = comma != NULL ? comma : b;
+		const char *end   = comma != NULL ? comma : b;
 		parse_override_kv(L, label, s, end, &o);
 		if (comma == NULL) {
 			break;
@@ -645,17 +648,16 @@ parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, con
 		return;
 	}
 	if (cfg->n_topic_overrides == BRQ_CONFIG_MAX_TOPIC_OVERRIDES) {
-		brq_config_problem_add(L->p, "%s: more than %d topics", var,
-		    BRQ_CONFIG_MAX_TOPIC_OVERRIDES);
+		brq_config_problem_add(L->p, "%s: more than %d topics", var, BRQ_CONFIG_MAX_TOPIC_OVERRIDES);
 		return;
 	}
 	struct brq_topic_override *no =
-	    realloc(cfg->topic_overrides, (cfg->n_topic_overrides + 1) * sizeof(*no));
+		realloc(cfg->topic_overrides, (cfg->n_topic_overrides + 1) * sizeof(*no));
 	if (no == NULL) {
 		L->is_oom = true;
 		return;
 	}
-	cfg->topic_overrides = no;
+	cfg->topic_overrides                           = no;
 	cfg->topic_overrides[cfg->n_topic_overrides++] = o;
 }
 
@@ -669,7 +671,7 @@ get_topic_overrides(struct loader *L, struct brq_config *cfg)
 	size_t index = 1;
 	for (;;) {
 		const char *semi = strchr(s, ';');
-		const char *end = semi != NULL ? semi : s + strlen(s);
+		const char *end  = semi != NULL ? semi : s + strlen(s);
 		parse_override_entry(L, cfg, index++, s, end);
 		if (semi == NULL) {
 			break;
@@ -684,47 +686,47 @@ int
 brq_config_init_defaults(struct brq_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->listen = strdup(DEFAULT_LISTEN);
+	cfg->listen    = strdup(DEFAULT_LISTEN);
 	cfg->http_host = strdup(DEFAULT_HTTP_HOST);
 	if (cfg->listen == NULL || cfg->http_host == NULL) {
 		brq_config_fini(cfg);
 		return -ENOMEM;
 	}
-	cfg->ipc_mode = 0660;
-	cfg->pool_size = 4;
-	cfg->lease_ms = 2 * MS_PER_M;
-	cfg->backoff_base_ms = MS_PER_S;
-	cfg->backoff_max_ms = MS_PER_M;
-	cfg->max_attempts = 5;
-	cfg->max_batch = 1000;
+	cfg->ipc_mode          = 0660;
+	cfg->pool_size         = 4;
+	cfg->lease_ms          = 2 * MS_PER_M;
+	cfg->backoff_base_ms   = MS_PER_S;
+	cfg->backoff_max_ms    = MS_PER_M;
+	cfg->max_attempts      = 5;
+	cfg->max_batch         = 1000;
 	cfg->max_payload_bytes = MIB;
 	cfg->max_request_bytes = 16 * MIB;
-	cfg->max_wait_ms = 5 * MS_PER_M;
-	cfg->max_waiters = 1000;
-	cfg->poll_interval_ms = MS_PER_S;
-	cfg->reaper_interval_ms = REAPER_MIN_DEFAULT_MS < cfg->lease_ms / 4 ? cfg->lease_ms / 4
-	                                                                    : REAPER_MIN_DEFAULT_MS;
-	cfg->retention_ttl_ms = 30 * MS_PER_D;
-	cfg->retention_interval_ms = MS_PER_M;
-	cfg->retention_batch = 1000;
-	cfg->retention_max_batches = 100;
-	cfg->http_enabled = true;
-	cfg->http_port = DEFAULT_HTTP_PORT;
+	cfg->max_wait_ms       = 5 * MS_PER_M;
+	cfg->max_waiters       = 1000;
+	cfg->poll_interval_ms  = MS_PER_S;
+	cfg->reaper_interval_ms =
+		REAPER_MIN_DEFAULT_MS < cfg->lease_ms / 4 ? cfg->lease_ms / 4 : REAPER_MIN_DEFAULT_MS;
+	cfg->retention_ttl_ms       = 30 * MS_PER_D;
+	cfg->retention_interval_ms  = MS_PER_M;
+	cfg->retention_batch        = 1000;
+	cfg->retention_max_batches  = 100;
+	cfg->http_enabled           = true;
+	cfg->http_port              = DEFAULT_HTTP_PORT;
 	cfg->http_allow_nonloopback = false;
-	cfg->log_level = BRQ_LOG_LVL_INFO;
-	cfg->shutdown_grace_ms = 10 * MS_PER_S;
+	cfg->log_level              = BRQ_LOG_LVL_INFO;
+	cfg->shutdown_grace_ms      = 10 * MS_PER_S;
 	return 0;
 }
 
 int
-brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_fn lookup,
-    void *lookup_arg, struct brq_config_problems *problems)
+brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_fn lookup, void *lookup_arg,
+		struct brq_config_problems *problems)
 {
 	struct loader L;
 	memset(&L, 0, sizeof(L));
-	L.src.lookup = lookup != NULL ? lookup : env_getenv;
+	L.src.lookup     = lookup != NULL ? lookup : env_getenv;
 	L.src.lookup_arg = lookup_arg;
-	L.p = problems;
+	L.p              = problems;
 	brq_config_problems_init(problems);
 
 	if (brq_config_init_defaults(cfg) != 0) {
@@ -740,31 +742,29 @@ brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_
 	get_u32(&L, "BROOQ_POOL_SIZE", 1, 256, &cfg->pool_size);
 
 	get_duration(&L, "BROOQ_LEASE", LEASE_MIN_MS, LEASE_MAX_MS, &cfg->lease_ms);
-	enum got base = get_duration(&L, "BROOQ_BACKOFF_BASE", BACKOFF_BASE_MIN_MS,
-	    BACKOFF_BASE_MAX_MS, &cfg->backoff_base_ms);
-	enum got bmax = get_duration(&L, "BROOQ_BACKOFF_MAX", BACKOFF_MAX_MIN_MS,
-	    BACKOFF_MAX_MAX_MS, &cfg->backoff_max_ms);
+	enum got base = get_duration(&L, "BROOQ_BACKOFF_BASE", BACKOFF_BASE_MIN_MS, BACKOFF_BASE_MAX_MS,
+				     &cfg->backoff_base_ms);
+	enum got bmax = get_duration(&L, "BROOQ_BACKOFF_MAX", BACKOFF_MAX_MIN_MS, BACKOFF_MAX_MAX_MS,
+				     &cfg->backoff_max_ms);
 	if (base != GOT_BAD && bmax != GOT_BAD && cfg->backoff_max_ms < cfg->backoff_base_ms) {
 		brq_config_problem_add(L.p, "BROOQ_BACKOFF_MAX: must be at least BROOQ_BACKOFF_BASE");
 	}
 	get_u32(&L, "BROOQ_MAX_ATTEMPTS", MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX, &cfg->max_attempts);
 
-	get_path_list(&L, "BROOQ_WORKER_TOKEN_FILES", &cfg->worker_token_files,
-	    &cfg->n_worker_token_files);
-	get_path_list(&L, "BROOQ_ADMIN_TOKEN_FILES", &cfg->admin_token_files,
-	    &cfg->n_admin_token_files);
+	get_path_list(&L, "BROOQ_WORKER_TOKEN_FILES", &cfg->worker_token_files, &cfg->n_worker_token_files);
+	get_path_list(&L, "BROOQ_ADMIN_TOKEN_FILES", &cfg->admin_token_files, &cfg->n_admin_token_files);
 	scan_credentials(&L, cfg);
 	if (cfg->n_worker_token_files + cfg->n_admin_token_files == 0) {
-		brq_config_problem_add(L.p,
-		    "BROOQ_WORKER_TOKEN_FILES: no token configured (set BROOQ_WORKER_TOKEN_FILES "
-		    "or BROOQ_ADMIN_TOKEN_FILES, or provide worker-token*/admin-token* credentials)");
+		brq_config_problem_add(
+			L.p,
+			"BROOQ_WORKER_TOKEN_FILES: no token configured (set BROOQ_WORKER_TOKEN_FILES "
+			"or BROOQ_ADMIN_TOKEN_FILES, or provide worker-token*/admin-token* credentials)");
 	}
 
 	get_u32(&L, "BROOQ_MAX_BATCH", 1, 10000, &cfg->max_batch);
 	enum got payload = get_size(&L, "BROOQ_MAX_PAYLOAD", 1, GIB, &cfg->max_payload_bytes);
 	enum got request = get_size(&L, "BROOQ_MAX_REQUEST", KIB, GIB, &cfg->max_request_bytes);
-	if (payload != GOT_BAD && request != GOT_BAD &&
-	    cfg->max_request_bytes < cfg->max_payload_bytes) {
+	if (payload != GOT_BAD && request != GOT_BAD && cfg->max_request_bytes < cfg->max_payload_bytes) {
 		brq_config_problem_add(L.p, "BROOQ_MAX_REQUEST: must be at least BROOQ_MAX_PAYLOAD");
 	}
 	get_duration(&L, "BROOQ_MAX_WAIT", 0, MS_PER_H, &cfg->max_wait_ms);
@@ -777,10 +777,11 @@ brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_
 		uint64_t eb = o->has_backoff_base ? o->backoff_base_ms : cfg->backoff_base_ms;
 		uint64_t em = o->has_backoff_max ? o->backoff_max_ms : cfg->backoff_max_ms;
 		if (em < eb) {
-			brq_config_problem_add(L.p,
-			    "BROOQ_TOPIC_OVERRIDES: %s: backoff_max must be at least backoff_base "
-			    "(inherited values included)",
-			    o->topic);
+			brq_config_problem_add(
+				L.p,
+				"BROOQ_TOPIC_OVERRIDES: %s: backoff_max must be at least backoff_base "
+				"(inherited values included)",
+				o->topic);
 		}
 	}
 
@@ -793,12 +794,11 @@ brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_
 		}
 	}
 	cfg->reaper_interval_ms =
-	    min_lease / 4 > REAPER_MIN_DEFAULT_MS ? min_lease / 4 : REAPER_MIN_DEFAULT_MS;
+		min_lease / 4 > REAPER_MIN_DEFAULT_MS ? min_lease / 4 : REAPER_MIN_DEFAULT_MS;
 	get_duration(&L, "BROOQ_REAPER_INTERVAL", 100, MS_PER_D, &cfg->reaper_interval_ms);
 
 	get_duration(&L, "BROOQ_RETENTION_TTL", 0, 3650 * MS_PER_D, &cfg->retention_ttl_ms);
-	get_duration(&L, "BROOQ_RETENTION_INTERVAL", MS_PER_S, MS_PER_D,
-	    &cfg->retention_interval_ms);
+	get_duration(&L, "BROOQ_RETENTION_INTERVAL", MS_PER_S, MS_PER_D, &cfg->retention_interval_ms);
 	get_u32(&L, "BROOQ_RETENTION_BATCH", 1, 100000, &cfg->retention_batch);
 	get_u32(&L, "BROOQ_RETENTION_MAX_BATCHES", 1, 100000, &cfg->retention_max_batches);
 
@@ -847,9 +847,8 @@ brq_config_fini(struct brq_config *cfg)
 }
 
 void
-brq_config_topic_settings(const struct brq_config *cfg, const char *topic,
-    uint32_t *max_attempts, uint64_t *backoff_base_ms, uint64_t *backoff_max_ms,
-    uint64_t *lease_ms)
+brq_config_topic_settings(const struct brq_config *cfg, const char *topic, uint32_t *max_attempts,
+			  uint64_t *backoff_base_ms, uint64_t *backoff_max_ms, uint64_t *lease_ms)
 {
 	const struct brq_topic_override *o = NULL;
 	for (size_t i = 0; topic != NULL && i < cfg->n_topic_overrides; i++) {
@@ -863,11 +862,10 @@ brq_config_topic_settings(const struct brq_config *cfg, const char *topic,
 	}
 	if (backoff_base_ms != NULL) {
 		*backoff_base_ms =
-		    o != NULL && o->has_backoff_base ? o->backoff_base_ms : cfg->backoff_base_ms;
+			o != NULL && o->has_backoff_base ? o->backoff_base_ms : cfg->backoff_base_ms;
 	}
 	if (backoff_max_ms != NULL) {
-		*backoff_max_ms =
-		    o != NULL && o->has_backoff_max ? o->backoff_max_ms : cfg->backoff_max_ms;
+		*backoff_max_ms = o != NULL && o->has_backoff_max ? o->backoff_max_ms : cfg->backoff_max_ms;
 	}
 	if (lease_ms != NULL) {
 		*lease_ms = o != NULL && o->has_lease ? o->lease_ms : cfg->lease_ms;

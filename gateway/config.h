@@ -88,17 +88,17 @@
 #define BRQ_MUSTCHECK __attribute__((warn_unused_result))
 #endif
 
-#define BRQ_CONFIG_TOPIC_MAX 128
+#define BRQ_CONFIG_TOPIC_MAX           128
 #define BRQ_CONFIG_MAX_TOPIC_OVERRIDES 1024
 
 // Per-topic settings; a field applies only when its has_ flag is set, otherwise the
 // global value is inherited.
 struct brq_topic_override {
-	char topic[BRQ_CONFIG_TOPIC_MAX + 1]; // NUL-terminated, validated topic name
-	bool has_max_attempts;
-	bool has_backoff_base;
-	bool has_backoff_max;
-	bool has_lease;
+	char     topic[BRQ_CONFIG_TOPIC_MAX + 1]; // NUL-terminated, validated topic name
+	bool     has_max_attempts;
+	bool     has_backoff_base;
+	bool     has_backoff_max;
+	bool     has_lease;
 	uint32_t max_attempts;    // 1..1000
 	uint64_t backoff_base_ms; // 1ms..24h
 	uint64_t backoff_max_ms;  // >= effective backoff_base_ms
@@ -108,9 +108,9 @@ struct brq_topic_override {
 // A validated configuration. Every pointer is owned by the struct and released by
 // brq_config_fini(). Strings are NUL-terminated.
 struct brq_config {
-	char *dsn; // secret: never log; wiped by brq_config_fini()
-	char *listen;      // NNG URL: ipc://..., tcp://..., tls+tcp://...
-	uint32_t ipc_mode; // permission bits for the ipc socket, <= 0777
+	char    *dsn;       // secret: never log; wiped by brq_config_fini()
+	char    *listen;    // NNG URL: ipc://..., tcp://..., tls+tcp://...
+	uint32_t ipc_mode;  // permission bits for the ipc socket, <= 0777
 	uint32_t pool_size; // libpq connections, 1..256
 
 	uint64_t lease_ms;        // default lease, 1s..24h
@@ -120,7 +120,7 @@ struct brq_config {
 
 	char **worker_token_files; // n_worker_token_files paths, no duplicates
 	size_t n_worker_token_files;
-	char **admin_token_files; // n_admin_token_files paths, no duplicates
+	char **admin_token_files;   // n_admin_token_files paths, no duplicates
 	size_t n_admin_token_files; // n_worker + n_admin >= 1
 
 	uint32_t max_batch;         // jobs per enqueue/claim/settle batch, 1..10000
@@ -136,25 +136,25 @@ struct brq_config {
 	uint32_t retention_batch;       // rows deleted per transaction
 	uint32_t retention_max_batches; // batches per tick before a warning
 
-	bool http_enabled;           // false when BROOQ_HTTP_LISTEN=off
-	char *http_host;             // NULL when disabled; IPv6 without brackets
-	uint16_t http_port;          // 1..65535 when enabled
-	bool http_allow_nonloopback; // as configured
+	bool     http_enabled;           // false when BROOQ_HTTP_LISTEN=off
+	char    *http_host;              // NULL when disabled; IPv6 without brackets
+	uint16_t http_port;              // 1..65535 when enabled
+	bool     http_allow_nonloopback; // as configured
 
 	enum brq_log_level log_level;
-	uint64_t shutdown_grace_ms; // 0..1h
+	uint64_t           shutdown_grace_ms; // 0..1h
 
 	struct brq_topic_override *topic_overrides; // n_topic_overrides entries
-	size_t n_topic_overrides;
+	size_t                     n_topic_overrides;
 };
 
 // Problems found while loading: one line per problem, each naming the variable (or the
 // file) and why, never a secret value.
 struct brq_config_problems {
-	char **lines;  // count NUL-terminated lines, owned
+	char **lines; // count NUL-terminated lines, owned
 	size_t count;
 	size_t cap;
-	bool is_oom;   // a line could not be stored (memory); count may be short
+	bool   is_oom; // a line could not be stored (memory); count may be short
 };
 
 // getenv-like lookup seam: returns the value of `name` or NULL. The result must stay
@@ -183,8 +183,8 @@ BRQ_MUSTCHECK int brq_config_init_defaults(struct brq_config *cfg);
 // Returns 0 when there are no problems: *cfg then owns its contents (release with
 // brq_config_fini()). Returns -EINVAL when there are problems (listed in *problems,
 // all of them, not only the first) or -ENOMEM; *cfg is then zeroed and holds nothing.
-BRQ_MUSTCHECK int brq_config_load(struct brq_config *cfg, const char *env_file,
-    brq_config_getenv_fn lookup, void *lookup_arg, struct brq_config_problems *problems);
+BRQ_MUSTCHECK int brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_fn lookup,
+				  void *lookup_arg, struct brq_config_problems *problems);
 
 // Releases everything *cfg owns (wiping the DSN first) and zeroes it. Accepts a zeroed
 // or already released struct.
@@ -192,9 +192,8 @@ void brq_config_fini(struct brq_config *cfg);
 
 // Effective settings for `topic` (NULL or unknown topic: the globals). Outputs may be
 // NULL. Topic lookup is a linear scan (overrides are few).
-void brq_config_topic_settings(const struct brq_config *cfg, const char *topic,
-    uint32_t *max_attempts, uint64_t *backoff_base_ms, uint64_t *backoff_max_ms,
-    uint64_t *lease_ms);
+void brq_config_topic_settings(const struct brq_config *cfg, const char *topic, uint32_t *max_attempts,
+			       uint64_t *backoff_base_ms, uint64_t *backoff_max_ms, uint64_t *lease_ms);
 
 // Parsers, exposed for tests and for other modules that read similar values.
 // Each returns 0 and writes *out on success, or -EINVAL and writes a short reason

@@ -19,14 +19,33 @@
 
 // Every variable this module reads; an env file naming another BROOQ_* key is an error.
 static const char *const known_vars[] = {
-	"BROOQ_DSN", "BROOQ_DSN_FILE", "BROOQ_LISTEN", "BROOQ_IPC_MODE", "BROOQ_POOL_SIZE",
-	"BROOQ_LEASE", "BROOQ_BACKOFF_BASE", "BROOQ_BACKOFF_MAX", "BROOQ_MAX_ATTEMPTS",
-	"BROOQ_WORKER_TOKEN_FILES", "BROOQ_ADMIN_TOKEN_FILES", "BROOQ_MAX_BATCH",
-	"BROOQ_MAX_PAYLOAD", "BROOQ_MAX_REQUEST", "BROOQ_MAX_WAIT", "BROOQ_MAX_WAITERS",
-	"BROOQ_POLL_INTERVAL", "BROOQ_REAPER_INTERVAL", "BROOQ_RETENTION_TTL",
-	"BROOQ_RETENTION_INTERVAL", "BROOQ_RETENTION_BATCH", "BROOQ_RETENTION_MAX_BATCHES",
-	"BROOQ_HTTP_LISTEN", "BROOQ_HTTP_ALLOW_NONLOOPBACK", "BROOQ_LOG_LEVEL",
-	"BROOQ_SHUTDOWN_GRACE", "BROOQ_TOPIC_OVERRIDES",
+	"BROOQ_DSN",
+	"BROOQ_DSN_FILE",
+	"BROOQ_LISTEN",
+	"BROOQ_IPC_MODE",
+	"BROOQ_POOL_SIZE",
+	"BROOQ_LEASE",
+	"BROOQ_BACKOFF_BASE",
+	"BROOQ_BACKOFF_MAX",
+	"BROOQ_MAX_ATTEMPTS",
+	"BROOQ_WORKER_TOKEN_FILES",
+	"BROOQ_ADMIN_TOKEN_FILES",
+	"BROOQ_MAX_BATCH",
+	"BROOQ_MAX_PAYLOAD",
+	"BROOQ_MAX_REQUEST",
+	"BROOQ_MAX_WAIT",
+	"BROOQ_MAX_WAITERS",
+	"BROOQ_POLL_INTERVAL",
+	"BROOQ_REAPER_INTERVAL",
+	"BROOQ_RETENTION_TTL",
+	"BROOQ_RETENTION_INTERVAL",
+	"BROOQ_RETENTION_BATCH",
+	"BROOQ_RETENTION_MAX_BATCHES",
+	"BROOQ_HTTP_LISTEN",
+	"BROOQ_HTTP_ALLOW_NONLOOPBACK",
+	"BROOQ_LOG_LEVEL",
+	"BROOQ_SHUTDOWN_GRACE",
+	"BROOQ_TOPIC_OVERRIDES",
 };
 
 void
@@ -71,8 +90,8 @@ brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len)
 		close(fd);
 		return -ENOMEM;
 	}
-	size_t n = 0;
-	int rc = 0;
+	size_t n  = 0;
+	int    rc = 0;
 	for (;;) {
 		ssize_t r = read(fd, buf + n, max + 1 - n);
 		if (r < 0) {
@@ -98,8 +117,8 @@ brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len)
 		return rc;
 	}
 	buf[n] = '\0';
-	*out = buf;
-	*len = n;
+	*out   = buf;
+	*len   = n;
 	return 0;
 }
 
@@ -122,7 +141,7 @@ parse_env_value(char *s, const char **why)
 		s++;
 	}
 	if (*s == '\'' || *s == '"') {
-		char q = *s;
+		char  q = *s;
 		char *r = s + 1;
 		char *w = s;
 		for (;; r++) {
@@ -156,11 +175,11 @@ parse_env_value(char *s, const char **why)
 
 // Parses one line (NUL-terminated, modified in place) and appends an entry.
 static void
-parse_env_line(struct loader *L, const char *path, size_t lineno, char *line,
-    struct env_entry **entries, size_t *n, size_t *cap)
+parse_env_line(struct loader *L, const char *path, size_t lineno, char *line, struct env_entry **entries,
+	       size_t *n, size_t *cap)
 {
 	const char *why = NULL;
-	char *s = line;
+	char       *s   = line;
 	while (brq_cfg_is_blank(*s)) {
 		s++;
 	}
@@ -187,26 +206,25 @@ parse_env_line(struct loader *L, const char *path, size_t lineno, char *line,
 	if (*s != '=') {
 		goto bad_line;
 	}
-	*key_end = '\0';
+	*key_end  = '\0';
 	char *val = parse_env_value(s + 1, &why);
 	if (val == NULL) {
 		brq_config_problem_add(L->p, "env file %s line %zu: %s", path, lineno, why);
 		return;
 	}
 	if (strncmp(key, "BROOQ_", 6) == 0 && !is_known_var(key)) {
-		brq_config_problem_add(L->p, "env file %s line %zu: unknown variable %s", path,
-		    lineno, key);
+		brq_config_problem_add(L->p, "env file %s line %zu: unknown variable %s", path, lineno, key);
 		return;
 	}
 	if (*n == *cap) {
-		size_t ncap = *cap == 0 ? 16 : *cap * 2;
-		struct env_entry *ne = realloc(*entries, ncap * sizeof(*ne));
+		size_t            ncap = *cap == 0 ? 16 : *cap * 2;
+		struct env_entry *ne   = realloc(*entries, ncap * sizeof(*ne));
 		if (ne == NULL) {
 			L->is_oom = true;
 			return;
 		}
 		*entries = ne;
-		*cap = ncap;
+		*cap     = ncap;
 	}
 	char *k = strdup(key);
 	char *v = strdup(val);
@@ -229,16 +247,16 @@ bad_line:
 void
 brq_cfg_load_env_file(struct loader *L, const char *path)
 {
-	char *buf = NULL;
+	char  *buf = NULL;
 	size_t len = 0;
-	int rc = brq_cfg_read_small_file(path, ENV_FILE_MAX, &buf, &len);
+	int    rc  = brq_cfg_read_small_file(path, ENV_FILE_MAX, &buf, &len);
 	if (rc == -ENOMEM) {
 		L->is_oom = true;
 		return;
 	}
 	if (rc != 0) {
 		brq_config_problem_add(L->p, "env file %s: %s", path,
-		    rc == -EFBIG ? "larger than 1MiB" : strerror(-rc));
+				       rc == -EFBIG ? "larger than 1MiB" : strerror(-rc));
 		return;
 	}
 	if (memchr(buf, '\0', len) != NULL) {
@@ -246,8 +264,8 @@ brq_cfg_load_env_file(struct loader *L, const char *path)
 		goto out;
 	}
 	struct env_entry *entries = NULL;
-	size_t n = 0, cap = 0;
-	size_t lineno = 0;
+	size_t            n = 0, cap = 0;
+	size_t            lineno = 0;
 	for (char *line = buf; line != NULL;) {
 		char *nl = strchr(line, '\n');
 		if (nl != NULL) {
@@ -256,7 +274,7 @@ brq_cfg_load_env_file(struct loader *L, const char *path)
 		parse_env_line(L, path, ++lineno, line, &entries, &n, &cap);
 		line = nl != NULL ? nl + 1 : NULL;
 	}
-	L->src.file = entries;
+	L->src.file   = entries;
 	L->src.n_file = n;
 out:
 	sodium_memzero(buf, len);
@@ -279,4 +297,3 @@ brq_cfg_src_get(const struct source *src, const char *name)
 	}
 	return NULL;
 }
-

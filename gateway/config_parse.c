@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Value parsers of the gateway configuration (durations, sizes, integers, booleans, hosts) and its problem list.
+// Value parsers of the gateway configuration (durations, sizes, integers, booleans, hosts) and its problem
+// list.
 #include "config.h"
 #include "config_parse.h"
 
@@ -46,13 +47,13 @@ brq_config_problem_add(struct brq_config_problems *p, const char *fmt, ...)
 	}
 	if (p->count == p->cap) {
 		size_t ncap = p->cap == 0 ? 8 : p->cap * 2;
-		char **nl = realloc(p->lines, ncap * sizeof(*nl));
+		char **nl   = realloc(p->lines, ncap * sizeof(*nl));
 		if (nl == NULL) {
 			p->is_oom = true;
 			return;
 		}
 		p->lines = nl;
-		p->cap = ncap;
+		p->cap   = ncap;
 	}
 	char *line = malloc((size_t) n + 1);
 	if (line == NULL) {
@@ -79,7 +80,7 @@ static int
 parse_digits(const char *s, uint64_t *v)
 {
 	uint64_t acc = 0;
-	int n = 0;
+	int      n   = 0;
 	for (; s[n] >= '0' && s[n] <= '9'; n++) {
 		unsigned d = (unsigned) (s[n] - '0');
 		if (acc > (UINT64_MAX - d) / 10) {
@@ -93,7 +94,7 @@ parse_digits(const char *s, uint64_t *v)
 
 struct unit {
 	const char *name;
-	uint64_t factor;
+	uint64_t    factor;
 };
 
 static const struct unit duration_units[] = {
@@ -101,13 +102,16 @@ static const struct unit duration_units[] = {
 };
 
 static const struct unit size_units[] = {
-	{"B", 1}, {"KiB", KIB}, {"MiB", MIB}, {"GiB", GIB},
+	{"B", 1},
+	{"KiB", KIB},
+	{"MiB", MIB},
+	{"GiB", GIB},
 };
 
 // <digits><unit> or bare "0". Shared by durations and sizes.
 static int
-parse_with_unit(const char *s, const struct unit *units, size_t n_units, uint64_t *out,
-    const char **why, const char *what)
+parse_with_unit(const char *s, const struct unit *units, size_t n_units, uint64_t *out, const char **why,
+		const char *what)
 {
 	uint64_t v;
 	if (s == NULL || s[0] == '\0') {
@@ -130,7 +134,7 @@ parse_with_unit(const char *s, const struct unit *units, size_t n_units, uint64_
 			return 0;
 		}
 		*why = units == duration_units ? "duration needs a unit (e.g. 120s)"
-		                               : "size needs a unit (e.g. 64KiB)";
+					       : "size needs a unit (e.g. 64KiB)";
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < n_units; i++) {
@@ -144,22 +148,22 @@ parse_with_unit(const char *s, const struct unit *units, size_t n_units, uint64_
 		}
 	}
 	*why = units == duration_units ? "unknown unit or trailing characters (use ms, s, m, h or d)"
-	                               : "unknown unit or trailing characters (use B, KiB, MiB or GiB)";
+				       : "unknown unit or trailing characters (use B, KiB, MiB or GiB)";
 	return -EINVAL;
 }
 
 int
 brq_config_parse_duration_ms(const char *s, uint64_t *out, const char **why)
 {
-	return parse_with_unit(s, duration_units, sizeof(duration_units) / sizeof(duration_units[0]),
-	    out, why, "not a duration (e.g. 1500ms, 120s, 2m, 1h, 30d)");
+	return parse_with_unit(s, duration_units, sizeof(duration_units) / sizeof(duration_units[0]), out,
+			       why, "not a duration (e.g. 1500ms, 120s, 2m, 1h, 30d)");
 }
 
 int
 brq_config_parse_size(const char *s, uint64_t *out, const char **why)
 {
 	return parse_with_unit(s, size_units, sizeof(size_units) / sizeof(size_units[0]), out, why,
-	    "not a size (e.g. 512B, 64KiB, 16MiB)");
+			       "not a size (e.g. 512B, 64KiB, 16MiB)");
 }
 
 int
@@ -187,7 +191,7 @@ int
 brq_config_parse_bool(const char *s, bool *out, const char **why)
 {
 	static const char *const yes[] = {"true", "1", "yes"};
-	static const char *const no[] = {"false", "0", "no"};
+	static const char *const no[]  = {"false", "0", "no"};
 	for (size_t i = 0; s != NULL && i < 3; i++) {
 		if (strcasecmp(s, yes[i]) == 0) {
 			*out = true;
@@ -209,9 +213,9 @@ brq_config_topic_is_valid(const char *s, size_t len)
 		return false;
 	}
 	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
+		char c  = s[i];
 		bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    (i > 0 && (c == '.' || c == '_' || c == '-'));
+			(i > 0 && (c == '.' || c == '_' || c == '-'));
 		if (!ok) {
 			return false;
 		}
@@ -226,7 +230,7 @@ brq_config_fmt_duration(char *buf, size_t cap, uint64_t ms)
 	for (size_t i = sizeof(duration_units) / sizeof(duration_units[0]); i-- > 0;) {
 		if (ms != 0 && ms % duration_units[i].factor == 0) {
 			snprintf(buf, cap, "%llu%s", (unsigned long long) (ms / duration_units[i].factor),
-			    duration_units[i].name);
+				 duration_units[i].name);
 			return buf;
 		}
 	}
@@ -240,7 +244,7 @@ brq_config_fmt_size(char *buf, size_t cap, uint64_t b)
 	for (size_t i = sizeof(size_units) / sizeof(size_units[0]); i-- > 0;) {
 		if (b != 0 && b % size_units[i].factor == 0) {
 			snprintf(buf, cap, "%llu%s", (unsigned long long) (b / size_units[i].factor),
-			    size_units[i].name);
+				 size_units[i].name);
 			return buf;
 		}
 	}
@@ -251,7 +255,7 @@ brq_config_fmt_size(char *buf, size_t cap, uint64_t b)
 bool
 brq_config_host_is_loopback(const char *host)
 {
-	struct in_addr a4;
+	struct in_addr  a4;
 	struct in6_addr a6;
 	if (strcasecmp(host, "localhost") == 0) {
 		return true;
@@ -260,9 +264,7 @@ brq_config_host_is_loopback(const char *host)
 		return (ntohl(a4.s_addr) >> 24) == 127;
 	}
 	if (inet_pton(AF_INET6, host, &a6) == 1) {
-		return IN6_IS_ADDR_LOOPBACK(&a6) ||
-		    (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+		return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
 	}
 	return false;
 }
-

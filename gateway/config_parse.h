@@ -32,16 +32,16 @@ struct env_entry {
 // Where values come from: the lookup first, then the env file (last line wins).
 struct source {
 	brq_config_getenv_fn lookup;
-	void *lookup_arg;
-	struct env_entry *file;
-	size_t n_file;
+	void                *lookup_arg;
+	struct env_entry    *file;
+	size_t               n_file;
 };
 
 // One load in progress: the sources and the problems found so far.
 struct loader {
-	struct source src;
+	struct source               src;
 	struct brq_config_problems *p;
-	bool is_oom;
+	bool                        is_oom;
 };
 
 // Result of reading one variable.
@@ -53,7 +53,7 @@ void brq_cfg_free_secret(char *s);
 bool brq_cfg_is_blank(char c);
 // Reads a whole small file (at most max bytes) into a malloc'd NUL-terminated
 // buffer *out of *len bytes. Returns 0 or a negative errno.
-int brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len);
+int  brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len);
 void brq_cfg_env_entries_free(struct env_entry *e, size_t n);
 // Parses the env file at path into L->src.file; problems go to L->p.
 void brq_cfg_load_env_file(struct loader *L, const char *path);

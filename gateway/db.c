@@ -67,19 +67,21 @@ connect_now(brq_db *db)
 	db->conn = PQconnectdbParams(keys, vals, 1);
 	if (PQstatus(db->conn) != CONNECTION_OK) {
 		BRQ_LOG_WARN("db_connect_failed", "conn=%s error=%s", db->name,
-		             BRQ_LOG_Q(PQerrorMessage(db->conn)));
+			     BRQ_LOG_Q(PQerrorMessage(db->conn)));
 		goto fail;
 	}
 	PQsetNoticeProcessor(db->conn, NULL, NULL);
 	// A statement never runs forever: a request must not hang on a stuck lock.
-	PGresult *r = PQexec(db->conn, "SET statement_timeout = '30s';"
-	                               " SET idle_in_transaction_session_timeout = '60s'");
-	bool ok = brq_db_ok(r);
+	PGresult *r  = PQexec(db->conn,
+			      "SET statement_timeout = '30s';"
+			       " SET idle_in_transaction_session_timeout = '60s'");
+	bool      ok = brq_db_ok(r);
 	PQclear(r);
 	if (!ok)
 		goto fail_log;
 	for (int i = 0; i < BRQ_STMT__COUNT; i++) {
-		r  = PQprepare(db->conn, brq_sql_name((brq_stmt) i), db->sql->text[i], db->sql->nparams[i], NULL);
+		r  = PQprepare(db->conn, brq_sql_name((brq_stmt) i), db->sql->text[i], db->sql->nparams[i],
+			       NULL);
 		ok = brq_db_ok(r);
 		PQclear(r);
 		if (!ok)
@@ -89,8 +91,7 @@ connect_now(brq_db *db)
 	db->backoff_ms = BACKOFF_MIN_MS;
 	return true;
 fail_log:
-	BRQ_LOG_ERROR("db_prepare_failed", "conn=%s error=%s", db->name,
-	              BRQ_LOG_Q(PQerrorMessage(db->conn)));
+	BRQ_LOG_ERROR("db_prepare_failed", "conn=%s error=%s", db->name, BRQ_LOG_Q(PQerrorMessage(db->conn)));
 fail:
 	drop(db);
 	db->retry_at_ms = brq_now_ms() + db->backoff_ms;
@@ -126,8 +127,8 @@ brq_db_exec(brq_db *db, brq_stmt st, const char *const *values, const int *lengt
 {
 	if (db->conn == NULL)
 		return NULL;
-	PGresult *r = PQexecPrepared(db->conn, brq_sql_name(st), db->sql->nparams[st], values, lengths,
-	                             formats, 0);
+	PGresult *r =
+		PQexecPrepared(db->conn, brq_sql_name(st), db->sql->nparams[st], values, lengths, formats, 0);
 	if (!brq_db_ok(r))
 		check_conn(db);
 	return r;
@@ -157,6 +158,6 @@ brq_db_is_unavailable(brq_db *db, const PGresult *r)
 	// Class 08 connection exception, 57 operator intervention (shutdown, query
 	// canceled by timeout), 53 insufficient resources, 40 serialization/deadlock
 	// (retrying helps).
-	return strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 ||
-	       strncmp(state, "53", 2) == 0 || strncmp(state, "40", 2) == 0;
+	return strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 || strncmp(state, "53", 2) == 0 ||
+		strncmp(state, "40", 2) == 0;
 }

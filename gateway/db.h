@@ -42,7 +42,7 @@ bool brq_db_ready(brq_db *db);
 // PQclear()s it, also on failure) or NULL when there is no connection. After a
 // connection-level failure the connection is dropped and will be re-made later.
 PGresult *brq_db_exec(brq_db *db, brq_stmt st, const char *const *values, const int *lengths,
-                      const int *formats);
+		      const int *formats);
 
 // Runs a plain command ("BEGIN", "COMMIT", "ROLLBACK"). Returns true on success.
 bool brq_db_command(brq_db *db, const char *sql);

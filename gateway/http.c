@@ -17,30 +17,26 @@
 #include "metrics.h"
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
-#define TEXT_CONTENT_TYPE "text/plain; charset=utf-8"
-#define HEALTHY_BODY "ok\n"
-#define UNHEALTHY_BODY "database unavailable\n"
+#define TEXT_CONTENT_TYPE    "text/plain; charset=utf-8"
+#define HEALTHY_BODY         "ok\n"
+#define UNHEALTHY_BODY       "database unavailable\n"
 
 struct brq_http {
-	nng_http_server *server; // our hold on NNG's (shared, refcounted) server
+	nng_http_server   *server; // our hold on NNG's (shared, refcounted) server
 	brq_http_health_fn health;
-	void *health_arg;
-	uint16_t port; // as bound
+	void              *health_arg;
+	uint16_t           port; // as bound
 };
 
 static int
 nng_to_errno(int rv)
 {
 	switch (rv) {
-	case NNG_ENOMEM:
-		return -ENOMEM;
-	case NNG_EADDRINUSE:
-		return -EADDRINUSE;
+	case NNG_ENOMEM: return -ENOMEM;
+	case NNG_EADDRINUSE: return -EADDRINUSE;
 	case NNG_EADDRINVAL:
-	case NNG_EINVAL:
-		return -EINVAL;
-	default:
-		return -EIO;
+	case NNG_EINVAL: return -EINVAL;
+	default: return -EIO;
 	}
 }
 
@@ -87,9 +83,9 @@ handler_owner(nng_aio *aio)
 static void
 metrics_cb(nng_aio *aio)
 {
-	char *text = NULL;
-	size_t len = 0;
-	nng_http_res *res = NULL;
+	char         *text = NULL;
+	size_t        len  = 0;
+	nng_http_res *res  = NULL;
 
 	if (brq_metrics_render(&text, &len) == 0) {
 		res = reply(NNG_HTTP_STATUS_OK, METRICS_CONTENT_TYPE, text, len);
@@ -107,15 +103,14 @@ metrics_cb(nng_aio *aio)
 static void
 healthz_cb(nng_aio *aio)
 {
-	struct brq_http *h = handler_owner(aio);
-	bool is_healthy = h->health == NULL || h->health(h->health_arg);
-	nng_http_res *res;
+	struct brq_http *h          = handler_owner(aio);
+	bool             is_healthy = h->health == NULL || h->health(h->health_arg);
+	nng_http_res    *res;
 	if (is_healthy) {
-		res = reply(NNG_HTTP_STATUS_OK, TEXT_CONTENT_TYPE, HEALTHY_BODY,
-		    sizeof(HEALTHY_BODY) - 1);
+		res = reply(NNG_HTTP_STATUS_OK, TEXT_CONTENT_TYPE, HEALTHY_BODY, sizeof(HEALTHY_BODY) - 1);
 	} else {
 		res = reply(NNG_HTTP_STATUS_SERVICE_UNAVAILABLE, TEXT_CONTENT_TYPE, UNHEALTHY_BODY,
-		    sizeof(UNHEALTHY_BODY) - 1);
+			    sizeof(UNHEALTHY_BODY) - 1);
 	}
 	finish(aio, res);
 }
@@ -125,7 +120,7 @@ static int
 add_handler(struct brq_http *h, const char *path, void (*cb)(nng_aio *))
 {
 	nng_http_handler *hd;
-	int rv = nng_http_handler_alloc(&hd, path, cb);
+	int               rv = nng_http_handler_alloc(&hd, path, cb);
 	if (rv != 0) {
 		return rv;
 	}
@@ -140,13 +135,12 @@ add_handler(struct brq_http *h, const char *path, void (*cb)(nng_aio *))
 }
 
 int
-brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg,
-    struct brq_http **out)
+brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg, struct brq_http **out)
 {
-	struct brq_http *h = NULL;
-	nng_url *url = NULL;
-	char buf[300];
-	int rv;
+	struct brq_http *h   = NULL;
+	nng_url         *url = NULL;
+	char             buf[300];
+	int              rv;
 
 	if (!cfg->http_enabled) {
 		*out = NULL;
@@ -158,22 +152,21 @@ brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg,
 	// IPv6 literals are kept without brackets in the config; a URL needs them.
 	bool is_v6 = strchr(cfg->http_host, ':') != NULL;
 	snprintf(buf, sizeof(buf), is_v6 ? "http://[%s]:%u" : "http://%s:%u", cfg->http_host,
-	    (unsigned) cfg->http_port);
+		 (unsigned) cfg->http_port);
 	if (!brq_config_host_is_loopback(cfg->http_host)) {
 		BRQ_LOG_WARN("http_nonloopback",
-		    "host=%s port=%u note=\"/metrics and /healthz have no authentication\"",
-		    BRQ_LOG_Q(cfg->http_host), (unsigned) cfg->http_port);
+			     "host=%s port=%u note=\"/metrics and /healthz have no authentication\"",
+			     BRQ_LOG_Q(cfg->http_host), (unsigned) cfg->http_port);
 	}
 
 	h = calloc(1, sizeof(*h));
 	if (h == NULL) {
 		return -ENOMEM;
 	}
-	h->health = fn;
+	h->health     = fn;
 	h->health_arg = arg;
 
-	if ((rv = nng_url_parse(&url, buf)) != 0 ||
-	    (rv = nng_http_server_hold(&h->server, url)) != 0) {
+	if ((rv = nng_url_parse(&url, buf)) != 0 || (rv = nng_http_server_hold(&h->server, url)) != 0) {
 		h->server = NULL;
 		goto fail;
 	}
@@ -193,14 +186,13 @@ brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg,
 		}
 	}
 	nng_url_free(url);
-	BRQ_LOG_INFO("http_listen", "host=%s port=%u", BRQ_LOG_Q(cfg->http_host),
-	    (unsigned) h->port);
+	BRQ_LOG_INFO("http_listen", "host=%s port=%u", BRQ_LOG_Q(cfg->http_host), (unsigned) h->port);
 	*out = h;
 	return 0;
 
 fail:
-	BRQ_LOG_ERROR("http_start_failed", "host=%s port=%u reason=%s",
-	    BRQ_LOG_Q(cfg->http_host), (unsigned) cfg->http_port, BRQ_LOG_Q(nng_strerror(rv)));
+	BRQ_LOG_ERROR("http_start_failed", "host=%s port=%u reason=%s", BRQ_LOG_Q(cfg->http_host),
+		      (unsigned) cfg->http_port, BRQ_LOG_Q(nng_strerror(rv)));
 	if (h->server != NULL) {
 		// Releasing the last hold frees the server and the handlers it owns.
 		nng_http_server_release(h->server);

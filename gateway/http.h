@@ -43,7 +43,7 @@ struct brq_http;
 // On failure returns -EADDRINUSE (port taken), -EINVAL (bad host), -ENOMEM or -EIO,
 // logs why, and leaves *out untouched.
 BRQ_MUSTCHECK int brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg,
-    struct brq_http **out);
+				 struct brq_http **out);
 
 // The TCP port actually bound (useful when started with port 0); 0 for NULL.
 uint16_t brq_http_port(const struct brq_http *h);

@@ -21,7 +21,7 @@ batch(brq_janitor *j, brq_stmt st, const char *const *v, brq_topic_counter c)
 	PGresult *r = brq_db_exec(&j->db, st, v, NULL, NULL);
 	if (!brq_db_ok(r)) {
 		BRQ_LOG_WARN("janitor_statement_failed", "stmt=%s error=%s", brq_sql_name(st),
-		             BRQ_LOG_Q(r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : "no connection"));
+			     BRQ_LOG_Q(r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : "no connection"));
 		PQclear(r);
 		return -1;
 	}
@@ -36,7 +36,7 @@ int64_t
 brq_janitor_reap(brq_janitor *j)
 {
 	char        lim[16];
-	const char *v[1] = {lim};
+	const char *v[1]  = {lim};
 	int64_t     total = 0, n;
 	snprintf(lim, sizeof(lim), "%d", REAP_BATCH);
 	if (!brq_db_ready(&j->db))
@@ -62,7 +62,7 @@ brq_janitor_retain(brq_janitor *j)
 	if (!brq_db_ready(&j->db))
 		return -1;
 	char        ttl[24], lim[16];
-	const char *v[2] = {ttl, lim};
+	const char *v[2]  = {ttl, lim};
 	int64_t     total = 0, n = 0;
 	uint32_t    batches = 0;
 	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long) cfg->retention_ttl_ms);
@@ -84,10 +84,11 @@ brq_janitor_retain(brq_janitor *j)
 	}
 	if (total > 0)
 		BRQ_LOG_INFO("retention_deleted", "jobs=%lld batches=%u", (long long) total,
-		             batches + (batches < cfg->retention_max_batches));
+			     batches + (batches < cfg->retention_max_batches));
 	if (batches == cfg->retention_max_batches)
-		BRQ_LOG_WARN("retention_backlog", "batches=%u batch=%u hint=%s", batches, cfg->retention_batch,
-		             "more expired rows remain; raise BROOQ_RETENTION_BATCH or _MAX_BATCHES");
+		BRQ_LOG_WARN("retention_backlog", "batches=%u batch=%u hint=%s", batches,
+			     cfg->retention_batch,
+			     "more expired rows remain; raise BROOQ_RETENTION_BATCH or _MAX_BATCHES");
 	return total;
 }
 
@@ -113,7 +114,8 @@ janitor_main(void *arg)
 				j->next_retention_ms = now + j->cfg->retention_interval_ms;
 			continue;
 		}
-		uint64_t next = j->next_reap_ms < j->next_retention_ms ? j->next_reap_ms : j->next_retention_ms;
+		uint64_t next =
+			j->next_reap_ms < j->next_retention_ms ? j->next_reap_ms : j->next_retention_ms;
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t wait_ms = next - now;

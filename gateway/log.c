@@ -11,14 +11,14 @@
 #include <unistd.h>
 
 // Appended to a line that did not fit; the budget below reserves room for it.
-#define TRUNC_MARK " truncated=true"
+#define TRUNC_MARK     " truncated=true"
 #define TRUNC_MARK_LEN (sizeof(TRUNC_MARK) - 1)
 
 // Event names are short identifiers; a longer one is cut by brq_log_quote().
 #define MSG_QUOTE_MAX 128
 
 static _Atomic int log_level = BRQ_LOG_LVL_INFO;
-static _Atomic int log_fd = STDERR_FILENO;
+static _Atomic int log_fd    = STDERR_FILENO;
 
 static const char *const level_names[] = {
 	[BRQ_LOG_LVL_DEBUG] = "debug",
@@ -54,23 +54,12 @@ escape_byte(unsigned char c, char out[4])
 	static const char hex[] = "0123456789abcdef";
 
 	switch (c) {
-	case '"':
-		memcpy(out, "\\\"", 2);
-		return 2;
-	case '\\':
-		memcpy(out, "\\\\", 2);
-		return 2;
-	case '\n':
-		memcpy(out, "\\n", 2);
-		return 2;
-	case '\r':
-		memcpy(out, "\\r", 2);
-		return 2;
-	case '\t':
-		memcpy(out, "\\t", 2);
-		return 2;
-	default:
-		break;
+	case '"': memcpy(out, "\\\"", 2); return 2;
+	case '\\': memcpy(out, "\\\\", 2); return 2;
+	case '\n': memcpy(out, "\\n", 2); return 2;
+	case '\r': memcpy(out, "\\r", 2); return 2;
+	case '\t': memcpy(out, "\\t", 2); return 2;
+	default: break;
 	}
 	if (is_ctl(c)) {
 		out[0] = '\\';
@@ -111,17 +100,17 @@ static void
 copy_quoted(char *buf, size_t cap, const char *val)
 {
 	const unsigned char *in = (const unsigned char *) val;
-	char esc[4];
-	size_t need = 3; // two quotes + NUL
+	char                 esc[4];
+	size_t               need = 3; // two quotes + NUL
 	for (const unsigned char *p = in; *p != '\0'; p++) {
 		need += escape_byte(*p, esc);
 	}
-	bool cut = need > cap;
+	bool   cut   = need > cap;
 	size_t limit = cut ? cap - 5 : cap - 2; // room left for `..."`+NUL or `"`+NUL
 
 	size_t pos = 0;
 	buf[pos++] = '"';
-	size_t i = 0;
+	size_t i   = 0;
 	for (; in[i] != '\0'; i++) {
 		size_t n = escape_byte(in[i], esc);
 		if (pos + n > limit) {
@@ -141,7 +130,7 @@ copy_quoted(char *buf, size_t cap, const char *val)
 		pos += 3;
 	}
 	buf[pos++] = '"';
-	buf[pos] = '\0';
+	buf[pos]   = '\0';
 }
 
 char *
@@ -217,12 +206,12 @@ static size_t
 format_ts(char *buf, size_t cap)
 {
 	struct timespec ts;
-	struct tm tm;
+	struct tm       tm;
 	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || gmtime_r(&ts.tv_sec, &tm) == NULL) {
 		return (size_t) snprintf(buf, cap, "ts=unknown");
 	}
 	size_t n = strftime(buf, cap, "ts=%Y-%m-%dT%H:%M:%S", &tm);
-	int m = snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000L);
+	int    m = snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000L);
 	return n + (m > 0 ? (size_t) m : 0);
 }
 
@@ -236,7 +225,7 @@ cut_fields(char *buf, size_t start, size_t *len)
 		end = *len;
 	}
 	bool in_quote = false;
-	bool escaped = false;
+	bool escaped  = false;
 	for (size_t i = start; i < end; i++) {
 		if (escaped) {
 			escaped = false;
@@ -279,22 +268,22 @@ brq_log_write(enum brq_log_level level, const char *msg, const char *fmt, ...)
 {
 	char line[BRQ_LOG_LINE_MAX];
 	char qmsg[MSG_QUOTE_MAX];
-	int saved_errno = errno; // callers often log right before reporting errno
+	int  saved_errno = errno; // callers often log right before reporting errno
 
 	size_t len = format_ts(line, sizeof(line));
-	int n = snprintf(line + len, sizeof(line) - len, " level=%s msg=%s",
-	    brq_log_level_name(level), brq_log_quote(qmsg, sizeof(qmsg), msg));
+	int    n   = snprintf(line + len, sizeof(line) - len, " level=%s msg=%s", brq_log_level_name(level),
+			      brq_log_quote(qmsg, sizeof(qmsg), msg));
 	len += (size_t) n; // bounded: ts (~30) + level (5) + msg (< 128) << line
 
 	if (fmt != NULL && fmt[0] != '\0') {
-		size_t start = len + 1;
-		size_t room = sizeof(line) - start; // includes the NUL; '\n' replaces it
+		size_t  start = len + 1;
+		size_t  room  = sizeof(line) - start; // includes the NUL; '\n' replaces it
 		va_list ap;
 		va_start(ap, fmt);
 		n = vsnprintf(line + start, room, fmt, ap);
 		va_end(ap);
 		if (n > 0) {
-			line[len] = ' ';
+			line[len]   = ' ';
 			size_t flen = (size_t) n < room ? (size_t) n : room - 1;
 			for (size_t i = start; i < start + flen; i++) {
 				if (is_ctl((unsigned char) line[i])) {

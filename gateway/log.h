@@ -79,15 +79,15 @@ char *brq_log_quote(char *buf, size_t cap, const char *val);
 
 // Quotes `val` into a temporary buffer that lives until the end of the enclosing
 // block: BRQ_LOG_INFO("listen", "addr=%s", BRQ_LOG_Q(addr));
-#define BRQ_LOG_Q(val) brq_log_quote((char[BRQ_LOG_QUOTE_MAX]){0}, BRQ_LOG_QUOTE_MAX, (val))
+#define BRQ_LOG_Q(val) brq_log_quote((char[BRQ_LOG_QUOTE_MAX]) {0}, BRQ_LOG_QUOTE_MAX, (val))
 
 // The level is tested BEFORE the arguments are evaluated or formatted. Usage:
 //   BRQ_LOG_INFO("startup", "pool_size=%u", n);
 //   BRQ_LOG_WARN("retention_backlog", NULL);
-#define BRQ_LOG_AT(lvl, msg, ...)                                                      \
-	do {                                                                           \
-		if (brq_log_enabled(lvl))                                              \
-			brq_log_write((lvl), (msg), __VA_ARGS__);                      \
+#define BRQ_LOG_AT(lvl, msg, ...)                                 \
+	do {                                                      \
+		if (brq_log_enabled(lvl))                         \
+			brq_log_write((lvl), (msg), __VA_ARGS__); \
 	} while (0)
 
 #define BRQ_LOG_DEBUG(msg, ...) BRQ_LOG_AT(BRQ_LOG_LVL_DEBUG, msg, __VA_ARGS__)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// brooq-gateway: loads the configuration, starts the server, pool, janitor, monitor and HTTP, stops on SIGTERM/SIGINT.
+// brooq-gateway: loads the configuration, starts the server, pool, janitor, monitor and HTTP, stops on
+// SIGTERM/SIGINT.
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,16 +24,17 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: brooq-gateway [--env-file FILE] [--check-config] [--version]\n"
-	           "Configuration comes from BROOQ_* environment variables and the env file;\n"
-	           "see deploy/brooq-gateway.env.example.\n");
+	fprintf(f,
+		"usage: brooq-gateway [--env-file FILE] [--check-config] [--version]\n"
+		"Configuration comes from BROOQ_* environment variables and the env file;\n"
+		"see deploy/brooq-gateway.env.example.\n");
 }
 
 static void
 print_problems(const struct brq_config_problems *p)
 {
 	fprintf(stderr, "brooq-gateway: invalid configuration (%zu problem%s):\n", p->count,
-	        p->count == 1 ? "" : "s");
+		p->count == 1 ? "" : "s");
 	for (size_t i = 0; i < p->count; i++)
 		fprintf(stderr, "  %s\n", p->lines[i]);
 	if (p->is_oom)
@@ -106,7 +108,7 @@ main(int argc, char **argv)
 	if (brq_metrics_init(BROOQ_VERSION) != 0)
 		goto out_auth;
 	BRQ_LOG_INFO("starting", "version=%s pool_size=%u lease_ms=%llu max_waiters=%u", BROOQ_VERSION,
-	             cfg.pool_size, (unsigned long long) cfg.lease_ms, cfg.max_waiters);
+		     cfg.pool_size, (unsigned long long) cfg.lease_ms, cfg.max_waiters);
 	if (brq_server_start(&srv, &cfg, &auth) != 0)
 		goto out_metrics;
 	if (brq_janitor_start(&jan, &cfg, &srv.sql) != 0)

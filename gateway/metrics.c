@@ -18,7 +18,7 @@
 // under OTHER_TOPIC (which no valid topic can spell: topics start with [a-z0-9]).
 // Each topic costs ~25 series, so the cap bounds a scrape to a few hundred thousand
 // lines even when a buggy producer invents topics.
-#define MAX_TOPICS 10000
+#define MAX_TOPICS  10000
 #define OTHER_TOPIC "_other"
 
 // Open-addressing table of entry pointers; capacity is a power of two, kept at most
@@ -28,26 +28,22 @@
 // brooq_rpc_duration_seconds buckets, upper bounds in microseconds (le="...").
 // Sub-millisecond for cheap ops up to minutes for long-poll claims (op="claim_wait").
 static const uint64_t bucket_le_us[] = {
-	50, 100, 250, 500,                       // µs
-	1000, 2500, 5000, 10000, 25000, 50000,   // ms
-	100000, 250000, 500000,                  //
-	1000000, 2500000, 5000000, 10000000,     // s
-	30000000, 60000000, 300000000,           // long polls
+	50,       100,      250,       500,                    // µs
+	1000,     2500,     5000,      10000,    25000, 50000, // ms
+	100000,   250000,   500000,                            //
+	1000000,  2500000,  5000000,   10000000,               // s
+	30000000, 60000000, 300000000,                         // long polls
 };
 static const char *const bucket_le_str[] = {
-	"5e-05", "0.0001", "0.00025", "0.0005",
-	"0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
-	"0.1", "0.25", "0.5",
-	"1", "2.5", "5", "10",
-	"30", "60", "300",
+	"5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
+	"0.1",   "0.25",   "0.5",     "1",      "2.5",   "5",      "10",    "30",   "60",    "300",
 };
 #define N_BUCKETS (sizeof(bucket_le_us) / sizeof(bucket_le_us[0]))
-_Static_assert(sizeof(bucket_le_str) / sizeof(bucket_le_str[0]) == N_BUCKETS,
-    "one label per bucket bound");
+_Static_assert(sizeof(bucket_le_str) / sizeof(bucket_le_str[0]) == N_BUCKETS, "one label per bucket bound");
 
 // Histogram rows: one per op, plus the long-poll claims that waited.
 #define HIST_CLAIM_WAIT BRQ_OP__COUNT
-#define N_HIST (BRQ_OP__COUNT + 1)
+#define N_HIST          (BRQ_OP__COUNT + 1)
 
 struct histogram {
 	// Per-bucket (NOT cumulative) counts; the last slot is the +Inf overflow. The
@@ -58,52 +54,53 @@ struct histogram {
 };
 
 struct topic_entry {
-	char *name; // owned, NUL-terminated (a topic has no NUL)
-	size_t len;
-	uint64_t hash;
+	char            *name; // owned, NUL-terminated (a topic has no NUL)
+	size_t           len;
+	uint64_t         hash;
 	_Atomic uint64_t counter[BRQ_MT__COUNT];
 	_Atomic uint64_t settle[BRQ_OUTCOME__COUNT];
 	_Atomic uint64_t dead; // brooq_dead_total
 	// Depth gauges: written by brq_metrics_depth_set and read by the renderer, both
 	// under depth_mu, so a scrape never sees half of a snapshot.
 	uint64_t jobs[BRQ_STATE__COUNT];
-	double oldest_ready_age_s;
+	double   oldest_ready_age_s;
 	uint64_t depth_gen; // snapshot that last wrote the gauges above
 };
 
 struct registry {
 	// Lock order: depth_mu before rw. The RPC path takes only rw, as a reader,
 	// except for the first update of a new topic (writer, once per topic).
-	pthread_rwlock_t rw;
+	pthread_rwlock_t     rw;
 	struct topic_entry **slots; // cap slots, NULL = empty
-	size_t cap;
+	size_t               cap;
 	struct topic_entry **list; // n entries in insertion order (list_cap slots)
-	size_t n;
-	size_t list_cap;
-	struct topic_entry *other; // the overflow entry, created on first overflow
-	atomic_bool is_overflow_logged;
+	size_t               n;
+	size_t               list_cap;
+	struct topic_entry  *other; // the overflow entry, created on first overflow
+	atomic_bool          is_overflow_logged;
 
 	pthread_mutex_t depth_mu;
-	uint64_t depth_gen;
+	uint64_t        depth_gen;
 };
 
 static struct {
-	struct registry reg;
+	struct registry  reg;
 	_Atomic uint64_t rpc[BRQ_OP__COUNT][BRQ_ST__COUNT];
 	struct histogram hist[N_HIST];
 	_Atomic uint64_t auth_failures;
 	_Atomic uint64_t attempt_sum_us;
 	_Atomic uint64_t attempt_count;
-	_Atomic int64_t pool[BRQ_POOL__COUNT];
-	_Atomic int64_t waiters;
-	_Atomic int db_up;
-	char *version; // owned; NULL before init
-	double start_time_s;
+	_Atomic int64_t  pool[BRQ_POOL__COUNT];
+	_Atomic int64_t  waiters;
+	_Atomic int      db_up;
+	char            *version; // owned; NULL before init
+	double           start_time_s;
 } M = {
-	.reg = {
-		.rw = PTHREAD_RWLOCK_INITIALIZER,
-		.depth_mu = PTHREAD_MUTEX_INITIALIZER,
-	},
+	.reg =
+		{
+			.rw       = PTHREAD_RWLOCK_INITIALIZER,
+			.depth_mu = PTHREAD_MUTEX_INITIALIZER,
+		},
 };
 
 static const char *const pool_state_names[BRQ_POOL__COUNT] = {
@@ -174,8 +171,8 @@ entry_new(const char *s, size_t len, uint64_t h)
 	}
 	memcpy(e->name, s, len);
 	e->name[len] = '\0';
-	e->len = len;
-	e->hash = h;
+	e->len       = len;
+	e->hash      = h;
 	return e;
 }
 
@@ -194,17 +191,17 @@ static int
 registry_insert_locked(struct registry *r, struct topic_entry *e)
 {
 	if (r->n == r->list_cap) {
-		size_t ncap = r->list_cap == 0 ? TABLE_MIN_CAP : r->list_cap * 2;
-		struct topic_entry **nl = realloc(r->list, ncap * sizeof(*nl));
+		size_t               ncap = r->list_cap == 0 ? TABLE_MIN_CAP : r->list_cap * 2;
+		struct topic_entry **nl   = realloc(r->list, ncap * sizeof(*nl));
 		if (nl == NULL) {
 			return BRQ_ENOMEM;
 		}
-		r->list = nl;
+		r->list     = nl;
 		r->list_cap = ncap;
 	}
 	if ((r->n + 1) * 2 > r->cap) {
-		size_t ncap = r->cap == 0 ? TABLE_MIN_CAP : r->cap * 2;
-		struct topic_entry **ns = calloc(ncap, sizeof(*ns));
+		size_t               ncap = r->cap == 0 ? TABLE_MIN_CAP : r->cap * 2;
+		struct topic_entry **ns   = calloc(ncap, sizeof(*ns));
 		if (ns == NULL) {
 			return BRQ_ENOMEM;
 		}
@@ -213,7 +210,7 @@ registry_insert_locked(struct registry *r, struct topic_entry *e)
 		}
 		free(r->slots);
 		r->slots = ns;
-		r->cap = ncap;
+		r->cap   = ncap;
 	}
 	table_put(r->slots, r->cap, e);
 	r->list[r->n++] = e;
@@ -225,7 +222,7 @@ static struct topic_entry *
 other_entry_locked(struct registry *r)
 {
 	if (r->other == NULL) {
-		uint64_t h = hash_topic(OTHER_TOPIC, strlen(OTHER_TOPIC));
+		uint64_t            h = hash_topic(OTHER_TOPIC, strlen(OTHER_TOPIC));
 		struct topic_entry *e = entry_new(OTHER_TOPIC, strlen(OTHER_TOPIC), h);
 		if (e == NULL) {
 			return NULL;
@@ -246,8 +243,8 @@ other_entry_locked(struct registry *r)
 static struct topic_entry *
 topic_get(const char *s, size_t len)
 {
-	struct registry *r = &M.reg;
-	uint64_t h = hash_topic(s, len);
+	struct registry    *r = &M.reg;
+	uint64_t            h = hash_topic(s, len);
 	struct topic_entry *e;
 
 	pthread_rwlock_rdlock(&r->rw);
@@ -259,26 +256,25 @@ topic_get(const char *s, size_t len)
 
 	// 1. Allocate outside the lock. 2. Re-check under the writer lock: another
 	// thread may have inserted the same topic meanwhile.
-	struct topic_entry *fresh = entry_new(s, len, h);
-	bool is_full = false;
+	struct topic_entry *fresh   = entry_new(s, len, h);
+	bool                is_full = false;
 	pthread_rwlock_wrlock(&r->rw);
 	e = table_find(r, s, len, h);
 	if (e == NULL) {
 		size_t n_real = r->n - (r->other != NULL ? 1 : 0);
 		if (fresh != NULL && n_real < MAX_TOPICS && registry_insert_locked(r, fresh) == 0) {
-			e = fresh;
+			e     = fresh;
 			fresh = NULL;
 		} else {
 			is_full = n_real >= MAX_TOPICS;
-			e = other_entry_locked(r);
+			e       = other_entry_locked(r);
 		}
 	}
 	pthread_rwlock_unlock(&r->rw);
 	entry_free(fresh);
 
 	if (is_full && !atomic_exchange(&r->is_overflow_logged, true)) {
-		BRQ_LOG_WARN("metrics_topics_overflow", "max_topics=%d label=%s", MAX_TOPICS,
-		    OTHER_TOPIC);
+		BRQ_LOG_WARN("metrics_topics_overflow", "max_topics=%d label=%s", MAX_TOPICS, OTHER_TOPIC);
 	}
 	return e;
 }
@@ -289,8 +285,8 @@ registry_snapshot(struct topic_entry ***out, size_t *n)
 {
 	struct registry *r = &M.reg;
 	pthread_rwlock_rdlock(&r->rw);
-	size_t cnt = r->n;
-	struct topic_entry **v = malloc((cnt > 0 ? cnt : 1) * sizeof(*v));
+	size_t               cnt = r->n;
+	struct topic_entry **v   = malloc((cnt > 0 ? cnt : 1) * sizeof(*v));
 	if (v != NULL && cnt > 0) {
 		memcpy(v, r->list, cnt * sizeof(*v));
 	}
@@ -299,7 +295,7 @@ registry_snapshot(struct topic_entry ***out, size_t *n)
 		return BRQ_ENOMEM;
 	}
 	*out = v;
-	*n = cnt;
+	*n   = cnt;
 	return 0;
 }
 
@@ -308,8 +304,8 @@ entry_cmp(const void *a, const void *b)
 {
 	const struct topic_entry *x = *(struct topic_entry *const *) a;
 	const struct topic_entry *y = *(struct topic_entry *const *) b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(x->name, y->name, n);
+	size_t                    n = x->len < y->len ? x->len : y->len;
+	int                       c = memcmp(x->name, y->name, n);
 	if (c != 0) {
 		return c;
 	}
@@ -460,7 +456,7 @@ brq_metrics_depth_set(const brq_depth_row *rows, size_t n)
 		if (e->depth_gen != gen) {
 			memset(e->jobs, 0, sizeof(e->jobs));
 			e->oldest_ready_age_s = 0;
-			e->depth_gen = gen;
+			e->depth_gen          = gen;
 		}
 		// Several rows can land on one entry (overflow topics share "_other"):
 		// counts add up, the age is the oldest.
@@ -480,7 +476,7 @@ brq_metrics_depth_set(const brq_depth_row *rows, size_t n)
 		if (e->depth_gen != gen) {
 			memset(e->jobs, 0, sizeof(e->jobs));
 			e->oldest_ready_age_s = 0;
-			e->depth_gen = gen;
+			e->depth_gen          = gen;
 		}
 	}
 	pthread_rwlock_unlock(&r->rw);
@@ -490,10 +486,10 @@ brq_metrics_depth_set(const brq_depth_row *rows, size_t n)
 // ---- rendering ------------------------------------------------------------
 
 struct buf {
-	char *p;
+	char  *p;
 	size_t len;
 	size_t cap;
-	bool is_oom;
+	bool   is_oom;
 };
 
 static void
@@ -511,7 +507,7 @@ buf_reserve(struct buf *b, size_t more)
 		b->is_oom = true;
 		return;
 	}
-	b->p = np;
+	b->p   = np;
 	b->cap = ncap;
 }
 
@@ -533,11 +529,10 @@ buf_str(struct buf *b, const char *s)
 	buf_mem(b, s, strlen(s));
 }
 
-static void __attribute__((format(printf, 2, 3)))
-buf_printf(struct buf *b, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3))) buf_printf(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;
-	char tmp[256];
+	char    tmp[256];
 	va_start(ap, fmt);
 	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
@@ -567,17 +562,10 @@ buf_label_value(struct buf *b, const char *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const char *esc = NULL;
 		switch (s[i]) {
-		case '\\':
-			esc = "\\\\";
-			break;
-		case '"':
-			esc = "\\\"";
-			break;
-		case '\n':
-			esc = "\\n";
-			break;
-		default:
-			continue;
+		case '\\': esc = "\\\\"; break;
+		case '"': esc = "\\\""; break;
+		case '\n': esc = "\\n"; break;
+		default: continue;
 		}
 		buf_mem(b, s + start, i - start);
 		buf_str(b, esc);
@@ -609,14 +597,14 @@ render_seconds_us(struct buf *b, uint64_t us)
 }
 
 static void
-render_topic_counter(struct buf *b, struct topic_entry **v, size_t n, const char *name,
-    const char *help, brq_topic_counter c)
+render_topic_counter(struct buf *b, struct topic_entry **v, size_t n, const char *name, const char *help,
+		     brq_topic_counter c)
 {
 	family(b, name, "counter", help);
 	for (size_t i = 0; i < n; i++) {
 		topic_sample(b, name, v[i]);
 		buf_printf(b, "} %" PRIu64 "\n",
-		    atomic_load_explicit(&v[i]->counter[c], memory_order_relaxed));
+			   atomic_load_explicit(&v[i]->counter[c], memory_order_relaxed));
 	}
 }
 
@@ -625,16 +613,18 @@ render_depth(struct buf *b, struct topic_entry **v, size_t n)
 {
 	pthread_mutex_lock(&M.reg.depth_mu);
 	family(b, "brooq_jobs", "gauge",
-	    "Jobs per topic and state, from the periodic depth query (terminal states refresh less often).");
+	       "Jobs per topic and state, from the periodic depth query (terminal states refresh less "
+	       "often).");
 	for (size_t i = 0; i < n; i++) {
 		for (int s = 0; s < BRQ_STATE__COUNT; s++) {
 			topic_sample(b, "brooq_jobs", v[i]);
 			buf_printf(b, ",state=\"%s\"} %" PRIu64 "\n", brq_state_name((brq_state) s),
-			    v[i]->jobs[s]);
+				   v[i]->jobs[s]);
 		}
 	}
 	family(b, "brooq_ready_oldest_age_seconds", "gauge",
-	    "Age of the oldest ready job (pending or failed, available_at <= now()) per topic; 0 when nothing is ready.");
+	       "Age of the oldest ready job (pending or failed, available_at <= now()) per topic; 0 when "
+	       "nothing is ready.");
 	for (size_t i = 0; i < n; i++) {
 		topic_sample(b, "brooq_ready_oldest_age_seconds", v[i]);
 		buf_printf(b, "} %.3f\n", v[i]->oldest_ready_age_s);
@@ -648,8 +638,8 @@ render_histogram(struct buf *b, const char *op, const struct histogram *h)
 	uint64_t cum = 0;
 	for (size_t i = 0; i <= N_BUCKETS; i++) {
 		cum += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
-		buf_printf(b, "brooq_rpc_duration_seconds_bucket{op=\"%s\",le=\"%s\"} %" PRIu64 "\n",
-		    op, i < N_BUCKETS ? bucket_le_str[i] : "+Inf", cum);
+		buf_printf(b, "brooq_rpc_duration_seconds_bucket{op=\"%s\",le=\"%s\"} %" PRIu64 "\n", op,
+			   i < N_BUCKETS ? bucket_le_str[i] : "+Inf", cum);
 	}
 	buf_printf(b, "brooq_rpc_duration_seconds_sum{op=\"%s\"} ", op);
 	render_seconds_us(b, atomic_load_explicit(&h->sum_us, memory_order_relaxed));
@@ -671,7 +661,7 @@ static void
 render_rpc(struct buf *b)
 {
 	family(b, "brooq_rpc_requests_total", "counter",
-	    "RPCs answered, by operation and reply status code.");
+	       "RPCs answered, by operation and reply status code.");
 	for (int op = 0; op < BRQ_OP__COUNT; op++) {
 		for (int st = 0; st < BRQ_ST__COUNT; st++) {
 			uint64_t v = atomic_load_explicit(&M.rpc[op][st], memory_order_relaxed);
@@ -682,11 +672,12 @@ render_rpc(struct buf *b)
 				continue;
 			}
 			buf_printf(b, "brooq_rpc_requests_total{op=\"%s\",code=\"%s\"} %" PRIu64 "\n",
-			    brq_op_name((brq_op) op), brq_status_name((brq_status) st), v);
+				   brq_op_name((brq_op) op), brq_status_name((brq_status) st), v);
 		}
 	}
 	family(b, "brooq_rpc_duration_seconds", "histogram",
-	    "RPC latency from receipt to reply, by operation; long-poll claims that waited are op=\"claim_wait\".");
+	       "RPC latency from receipt to reply, by operation; long-poll claims that waited are "
+	       "op=\"claim_wait\".");
 	for (int op = 0; op < BRQ_OP__COUNT; op++) {
 		if (op == BRQ_OP_NONE && hist_is_empty(&M.hist[op])) {
 			continue;
@@ -700,13 +691,12 @@ static void
 render_settle(struct buf *b, struct topic_entry **v, size_t n)
 {
 	family(b, "brooq_settle_total", "counter",
-	    "Settles applied (the row was changed), by topic and outcome.");
+	       "Settles applied (the row was changed), by topic and outcome.");
 	for (size_t i = 0; i < n; i++) {
 		for (int oc = 0; oc < BRQ_OUTCOME__COUNT; oc++) {
 			topic_sample(b, "brooq_settle_total", v[i]);
-			buf_printf(b, ",outcome=\"%s\"} %" PRIu64 "\n",
-			    brq_outcome_name((brq_outcome) oc),
-			    atomic_load_explicit(&v[i]->settle[oc], memory_order_relaxed));
+			buf_printf(b, ",outcome=\"%s\"} %" PRIu64 "\n", brq_outcome_name((brq_outcome) oc),
+				   atomic_load_explicit(&v[i]->settle[oc], memory_order_relaxed));
 		}
 	}
 }
@@ -714,9 +704,9 @@ render_settle(struct buf *b, struct topic_entry **v, size_t n)
 int
 brq_metrics_render(char **out, size_t *len)
 {
-	struct buf b = {0};
+	struct buf           b = {0};
 	struct topic_entry **v = NULL;
-	size_t n = 0;
+	size_t               n = 0;
 
 	if (registry_snapshot(&v, &n) != 0) {
 		return BRQ_ENOMEM;
@@ -729,56 +719,56 @@ brq_metrics_render(char **out, size_t *len)
 	buf_label_value(&b, ver, strlen(ver));
 	buf_str(&b, "\"} 1\n");
 	family(&b, "brooq_start_time_seconds", "gauge",
-	    "Start time of the gateway since the Unix epoch, in seconds.");
+	       "Start time of the gateway since the Unix epoch, in seconds.");
 	buf_printf(&b, "brooq_start_time_seconds %.3f\n", M.start_time_s);
 
 	render_depth(&b, v, n);
-	render_topic_counter(&b, v, n, "brooq_enqueued_total",
-	    "Jobs created by enqueue and by chained jobs of settle done (idempotent repeats excluded).",
-	    BRQ_MT_ENQUEUED);
+	render_topic_counter(
+		&b, v, n, "brooq_enqueued_total",
+		"Jobs created by enqueue and by chained jobs of settle done (idempotent repeats excluded).",
+		BRQ_MT_ENQUEUED);
 	render_topic_counter(&b, v, n, "brooq_claimed_total",
-	    "Jobs handed to workers by claim (each is one attempt).", BRQ_MT_CLAIMED);
+			     "Jobs handed to workers by claim (each is one attempt).", BRQ_MT_CLAIMED);
 	render_settle(&b, v, n);
 	family(&b, "brooq_dead_total", "counter",
-	    "Jobs that reached dead: a recorded failure on their last attempt.");
+	       "Jobs that reached dead: a recorded failure on their last attempt.");
 	for (size_t i = 0; i < n; i++) {
 		topic_sample(&b, "brooq_dead_total", v[i]);
 		buf_printf(&b, "} %" PRIu64 "\n", atomic_load_explicit(&v[i]->dead, memory_order_relaxed));
 	}
 	render_topic_counter(&b, v, n, "brooq_lease_lost_total",
-	    "Heartbeats or settles that found the lease gone (canceled, reaped or settled).",
-	    BRQ_MT_LEASE_LOST);
+			     "Heartbeats or settles that found the lease gone (canceled, reaped or settled).",
+			     BRQ_MT_LEASE_LOST);
 	render_topic_counter(&b, v, n, "brooq_reaped_total",
-	    "Expired leases returned to pending by the reaper.", BRQ_MT_REAPED);
-	render_topic_counter(&b, v, n, "brooq_retention_deleted_total",
-	    "Terminal jobs deleted by retention.", BRQ_MT_RETENTION_DELETED);
+			     "Expired leases returned to pending by the reaper.", BRQ_MT_REAPED);
+	render_topic_counter(&b, v, n, "brooq_retention_deleted_total", "Terminal jobs deleted by retention.",
+			     BRQ_MT_RETENTION_DELETED);
 
-	family(&b, "brooq_attempt_duration_seconds", "summary",
-	    "Time from claim to settle of an attempt.");
+	family(&b, "brooq_attempt_duration_seconds", "summary", "Time from claim to settle of an attempt.");
 	buf_str(&b, "brooq_attempt_duration_seconds_sum ");
 	render_seconds_us(&b, atomic_load_explicit(&M.attempt_sum_us, memory_order_relaxed));
 	buf_printf(&b, "\nbrooq_attempt_duration_seconds_count %" PRIu64 "\n",
-	    atomic_load_explicit(&M.attempt_count, memory_order_relaxed));
+		   atomic_load_explicit(&M.attempt_count, memory_order_relaxed));
 
 	render_rpc(&b);
 
 	family(&b, "brooq_auth_failures_total", "counter",
-	    "Requests refused with unauthenticated (missing or unknown token).");
+	       "Requests refused with unauthenticated (missing or unknown token).");
 	buf_printf(&b, "brooq_auth_failures_total %" PRIu64 "\n",
-	    atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
+		   atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
 
 	family(&b, "brooq_db_pool_connections", "gauge",
-	    "Database pool connections by state (down: not connected, reconnecting).");
+	       "Database pool connections by state (down: not connected, reconnecting).");
 	for (int s = 0; s < BRQ_POOL__COUNT; s++) {
-		buf_printf(&b, "brooq_db_pool_connections{state=\"%s\"} %" PRId64 "\n",
-		    pool_state_names[s], atomic_load_explicit(&M.pool[s], memory_order_relaxed));
+		buf_printf(&b, "brooq_db_pool_connections{state=\"%s\"} %" PRId64 "\n", pool_state_names[s],
+			   atomic_load_explicit(&M.pool[s], memory_order_relaxed));
 	}
 	family(&b, "brooq_db_up", "gauge",
-	    "1 when the monitor's last database round trip succeeded recently, else 0.");
+	       "1 when the monitor's last database round trip succeeded recently, else 0.");
 	buf_printf(&b, "brooq_db_up %d\n", atomic_load_explicit(&M.db_up, memory_order_relaxed));
 	family(&b, "brooq_long_polls", "gauge", "Claims parked in a long poll right now.");
 	buf_printf(&b, "brooq_long_polls %" PRId64 "\n",
-	    atomic_load_explicit(&M.waiters, memory_order_relaxed));
+		   atomic_load_explicit(&M.waiters, memory_order_relaxed));
 
 	free(v);
 	if (b.is_oom) {
@@ -817,10 +807,10 @@ brq_metrics_fini(void)
 	}
 	free(r->list);
 	free(r->slots);
-	r->list = NULL;
+	r->list  = NULL;
 	r->slots = NULL;
 	r->n = r->cap = r->list_cap = 0;
-	r->other = NULL;
+	r->other                    = NULL;
 	atomic_store(&r->is_overflow_logged, false);
 	pthread_rwlock_unlock(&r->rw);
 

@@ -18,11 +18,11 @@
 
 // Per-topic counters (all *_total).
 typedef enum brq_topic_counter {
-	BRQ_MT_ENQUEUED = 0,       // brooq_enqueued_total{topic}: rows created by enqueue/chain
-	BRQ_MT_CLAIMED,            // brooq_claimed_total{topic}
-	BRQ_MT_LEASE_LOST,         // brooq_lease_lost_total{topic}: heartbeat/settle found no lease
-	BRQ_MT_REAPED,             // brooq_reaped_total{topic}
-	BRQ_MT_RETENTION_DELETED,  // brooq_retention_deleted_total{topic}
+	BRQ_MT_ENQUEUED = 0,      // brooq_enqueued_total{topic}: rows created by enqueue/chain
+	BRQ_MT_CLAIMED,           // brooq_claimed_total{topic}
+	BRQ_MT_LEASE_LOST,        // brooq_lease_lost_total{topic}: heartbeat/settle found no lease
+	BRQ_MT_REAPED,            // brooq_reaped_total{topic}
+	BRQ_MT_RETENTION_DELETED, // brooq_retention_deleted_total{topic}
 	BRQ_MT__COUNT
 } brq_topic_counter;
 

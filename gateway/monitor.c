@@ -22,7 +22,7 @@
 #define SLICE_MS 100
 // Health: a round trip within max(HEALTH_INTERVALS x interval, HEALTH_MIN_MS).
 #define HEALTH_INTERVALS 3
-#define HEALTH_MIN_MS 3000
+#define HEALTH_MIN_MS    3000
 // Reconnect backoff: starts at the interval, doubles, stops at max(interval, this).
 #define BACKOFF_MAX_MS 5000
 // The server enforces statement_timeout = budget; an answer that has not come
@@ -31,16 +31,16 @@
 // A depth query that took d runs again after max(its period, THROTTLE x d).
 #define THROTTLE 10
 // Terminal sampling: TABLESAMPLE percentage bounds (100 = exact count).
-#define SAMPLE_MIN_PCT 0.01
+#define SAMPLE_MIN_PCT          0.01
 #define SQLSTATE_QUERY_CANCELED "57014"
 
 // Session settings: every statement bounded by the budget (so a round trip never
 // outlives the health window), never wait long behind a lock (e.g. a migration
 // holding ACCESS EXCLUSIVE), never write by mistake, and no parallel workers: this
 // is background work and stays on one core rather than compete with the claim path.
-#define SESSION_SQL_FMT                                                                \
-	"SET statement_timeout = %llu; SET lock_timeout = %llu;"                       \
-	" SET default_transaction_read_only = on;"                                     \
+#define SESSION_SQL_FMT                                          \
+	"SET statement_timeout = %llu; SET lock_timeout = %llu;" \
+	" SET default_transaction_read_only = on;"               \
 	" SET max_parallel_workers_per_gather = 0"
 
 // Active rows only. Each branch's WHERE is exactly the predicate of a partial index
@@ -48,15 +48,14 @@
 // small indexes (plus the heap pages of active rows) instead of the whole table: the
 // cost follows the backlog, not the history. Age: now() minus the oldest
 // available_at among ready rows; 0 when none is ready.
-static const char active_sql[] =
-	"SELECT topic, state, count(*),"
-	" COALESCE(EXTRACT(EPOCH FROM now() - min(available_at)"
-	"   FILTER (WHERE available_at <= now())), 0)"
-	" FROM job WHERE state IN ('pending', 'failed') GROUP BY topic, state"
-	" UNION ALL"
-	" SELECT topic, 'processing', count(*), 0"
-	" FROM job WHERE state = 'processing' GROUP BY topic"
-	" ORDER BY 1";
+static const char active_sql[] = "SELECT topic, state, count(*),"
+				 " COALESCE(EXTRACT(EPOCH FROM now() - min(available_at)"
+				 "   FILTER (WHERE available_at <= now())), 0)"
+				 " FROM job WHERE state IN ('pending', 'failed') GROUP BY topic, state"
+				 " UNION ALL"
+				 " SELECT topic, 'processing', count(*), 0"
+				 " FROM job WHERE state = 'processing' GROUP BY topic"
+				 " ORDER BY 1";
 
 // Terminal rows: the bulk of the table (until retention deletes them), so this runs
 // every terminal_interval_ms only, exactly while it fits the budget. When it does
@@ -69,51 +68,51 @@ static const char terminal_sql_fmt[] =
 
 // Outcome of one statement.
 enum qres {
-	Q_OK = 0,   // a result (the caller PQclear()s it)
-	Q_SQL_ERROR, // the server answered with an error (m->sqlstate): connection usable
+	Q_OK = 0,     // a result (the caller PQclear()s it)
+	Q_SQL_ERROR,  // the server answered with an error (m->sqlstate): connection usable
 	Q_CONN_ERROR, // no answer: the connection is in an unknown state, drop it
 };
 
 // One topic's counts while a snapshot is assembled.
 struct mrow {
-	char *topic; // owned
-	size_t len;
+	char    *topic; // owned
+	size_t   len;
 	uint64_t count[BRQ_STATE__COUNT];
-	double age_s;
+	double   age_s;
 };
 
 struct rows {
 	struct mrow *v;
-	size_t n;
-	size_t cap;
+	size_t       n;
+	size_t       cap;
 };
 
 struct brq_monitor {
 	// Set at start, read-only afterwards.
-	char *dsn; // secret: never logged; wiped at stop
+	char    *dsn; // secret: never logged; wiped at stop
 	uint64_t interval_ms;
 	uint64_t terminal_interval_ms;
 	uint64_t connect_timeout_ms;
 	uint64_t health_window_ms;
 	uint64_t budget_ms; // statement_timeout of every monitor statement
 
-	pthread_t thread;
-	pthread_mutex_t mu; // guards the condvar wait only
-	pthread_cond_t cv;  // CLOCK_MONOTONIC; signalled by brq_monitor_stop
-	atomic_bool is_stopping;
+	pthread_t        thread;
+	pthread_mutex_t  mu; // guards the condvar wait only
+	pthread_cond_t   cv; // CLOCK_MONOTONIC; signalled by brq_monitor_stop
+	atomic_bool      is_stopping;
 	_Atomic uint64_t last_ok_ms; // monotonic ms of the last good round trip, 0 = never
 
 	// Owned by the thread.
-	PGconn *conn;
-	bool is_down; // an outage was logged; the next success logs the recovery
-	struct rows terminal; // last terminal counts (only done/dead/canceled filled)
-	double sample_pct;      // terminal count: 100 = exact, else TABLESAMPLE percentage
-	bool is_depth_slow;     // the active count timed out; logged once until it recovers
-	bool was_terminal_last; // the last count run was the terminal one
-	uint64_t next_depth_ms;
-	uint64_t next_terminal_ms;
-	char sqlstate[6];       // of the last Q_SQL_ERROR
-	char why[256];          // last error, one line, for logs
+	PGconn     *conn;
+	bool        is_down;           // an outage was logged; the next success logs the recovery
+	struct rows terminal;          // last terminal counts (only done/dead/canceled filled)
+	double      sample_pct;        // terminal count: 100 = exact, else TABLESAMPLE percentage
+	bool        is_depth_slow;     // the active count timed out; logged once until it recovers
+	bool        was_terminal_last; // the last count run was the terminal one
+	uint64_t    next_depth_ms;
+	uint64_t    next_terminal_ms;
+	char        sqlstate[6]; // of the last Q_SQL_ERROR
+	char        why[256];    // last error, one line, for logs
 };
 
 static uint64_t
@@ -182,7 +181,7 @@ sleep_until(struct brq_monitor *m, uint64_t deadline_ms)
 		if (now >= deadline_ms) {
 			break;
 		}
-		uint64_t wake = deadline_ms - now > 500 ? now + 500 : deadline_ms;
+		uint64_t        wake = deadline_ms - now > 500 ? now + 500 : deadline_ms;
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t ns = (uint64_t) ts.tv_nsec + (wake - now) * 1000000;
@@ -214,9 +213,9 @@ wait_socket(struct brq_monitor *m, short events, uint64_t deadline_ms)
 		if (now >= deadline_ms) {
 			return 0;
 		}
-		uint64_t slice = deadline_ms - now < SLICE_MS ? deadline_ms - now : SLICE_MS;
-		struct pollfd p = {.fd = fd, .events = events};
-		int rv = poll(&p, 1, (int) slice);
+		uint64_t      slice = deadline_ms - now < SLICE_MS ? deadline_ms - now : SLICE_MS;
+		struct pollfd p     = {.fd = fd, .events = events};
+		int           rv    = poll(&p, 1, (int) slice);
 		if (rv > 0) {
 			return 1;
 		}
@@ -251,9 +250,9 @@ note_answer(struct brq_monitor *m)
 static enum qres
 query(struct brq_monitor *m, const char *sql, PGresult **out)
 {
-	PGresult *last = NULL;
-	bool is_failed = false;
-	uint64_t deadline = now_ms() + m->budget_ms + QUERY_GRACE_MS;
+	PGresult *last      = NULL;
+	bool      is_failed = false;
+	uint64_t  deadline  = now_ms() + m->budget_ms + QUERY_GRACE_MS;
 
 	*out = NULL;
 	if (!PQsendQuery(m->conn, sql)) {
@@ -315,9 +314,9 @@ connect_db(struct brq_monitor *m)
 {
 	// expand_dbname: the DSN (keyword/value or URI) fills in every parameter; the
 	// fallback application name applies only when the DSN names none.
-	const char *const kw[] = {"fallback_application_name", "dbname", NULL};
+	const char *const kw[]  = {"fallback_application_name", "dbname", NULL};
 	const char *const val[] = {"brooq-monitor", m->dsn, NULL};
-	char session_sql[256];
+	char              session_sql[256];
 
 	m->conn = PQconnectStartParams(kw, val, 1);
 	if (m->conn == NULL) {
@@ -329,8 +328,8 @@ connect_db(struct brq_monitor *m)
 		disconnect(m);
 		return -1;
 	}
-	uint64_t deadline = now_ms() + m->connect_timeout_ms;
-	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	uint64_t                  deadline = now_ms() + m->connect_timeout_ms;
+	PostgresPollingStatusType st       = PGRES_POLLING_WRITING;
 	while (st != PGRES_POLLING_OK) {
 		if (st == PGRES_POLLING_FAILED) {
 			set_why(m, PQerrorMessage(m->conn));
@@ -345,8 +344,8 @@ connect_db(struct brq_monitor *m)
 		}
 		st = PQconnectPoll(m->conn);
 	}
-	snprintf(session_sql, sizeof(session_sql), SESSION_SQL_FMT,
-	    (unsigned long long) m->budget_ms, (unsigned long long) m->budget_ms);
+	snprintf(session_sql, sizeof(session_sql), SESSION_SQL_FMT, (unsigned long long) m->budget_ms,
+		 (unsigned long long) m->budget_ms);
 	PGresult *r;
 	if (query(m, session_sql, &r) != Q_OK) {
 		disconnect(m);
@@ -379,12 +378,12 @@ rows_at(struct rows *rs, const char *topic, size_t len)
 		}
 	}
 	if (rs->n == rs->cap) {
-		size_t ncap = rs->cap == 0 ? 16 : rs->cap * 2;
-		struct mrow *nv = realloc(rs->v, ncap * sizeof(*nv));
+		size_t       ncap = rs->cap == 0 ? 16 : rs->cap * 2;
+		struct mrow *nv   = realloc(rs->v, ncap * sizeof(*nv));
 		if (nv == NULL) {
 			return NULL;
 		}
-		rs->v = nv;
+		rs->v   = nv;
 		rs->cap = ncap;
 	}
 	struct mrow *r = &rs->v[rs->n];
@@ -395,7 +394,7 @@ rows_at(struct rows *rs, const char *topic, size_t len)
 	}
 	memcpy(r->topic, topic, len);
 	r->topic[len] = '\0';
-	r->len = len;
+	r->len        = len;
 	rs->n++;
 	return r;
 }
@@ -404,8 +403,8 @@ static int
 mrow_cmp(const void *a, const void *b)
 {
 	const struct mrow *x = a, *y = b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(x->topic, y->topic, n);
+	size_t             n = x->len < y->len ? x->len : y->len;
+	int                c = memcmp(x->topic, y->topic, n);
 	return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
@@ -422,7 +421,7 @@ parse_counts(struct brq_monitor *m, PGresult *r, struct rows *rs, bool has_age, 
 	for (int i = 0; i < n; i++) {
 		const char *topic = PQgetvalue(r, i, 0);
 		const char *state = PQgetvalue(r, i, 1);
-		int st = brq_state_lookup(state, (size_t) PQgetlength(r, i, 1));
+		int         st    = brq_state_lookup(state, (size_t) PQgetlength(r, i, 1));
 		if (st < 0) {
 			continue; // a state this build does not know: not ours to count
 		}
@@ -452,7 +451,7 @@ parse_counts(struct brq_monitor *m, PGresult *r, struct rows *rs, bool has_age, 
 static int
 publish(struct brq_monitor *m, const struct rows *active)
 {
-	size_t cap = active->n + m->terminal.n;
+	size_t         cap = active->n + m->terminal.n;
 	brq_depth_row *out = calloc(cap > 0 ? cap : 1, sizeof(*out));
 	if (out == NULL) {
 		set_why(m, "out of memory");
@@ -460,23 +459,23 @@ publish(struct brq_monitor *m, const struct rows *active)
 	}
 	size_t i = 0, j = 0, n = 0;
 	while (i < active->n || j < m->terminal.n) {
-		const struct mrow *a = i < active->n ? &active->v[i] : NULL;
-		const struct mrow *t = j < m->terminal.n ? &m->terminal.v[j] : NULL;
-		int c = a == NULL ? 1 : t == NULL ? -1 : mrow_cmp(a, t);
+		const struct mrow *a    = i < active->n ? &active->v[i] : NULL;
+		const struct mrow *t    = j < m->terminal.n ? &m->terminal.v[j] : NULL;
+		int                c    = a == NULL ? 1 : t == NULL ? -1 : mrow_cmp(a, t);
 		const struct mrow *name = c <= 0 ? a : t;
-		brq_depth_row *d = &out[n++];
-		d->topic = name->topic;
-		d->topic_len = name->len;
+		brq_depth_row     *d    = &out[n++];
+		d->topic                = name->topic;
+		d->topic_len            = name->len;
 		if (c <= 0) {
-			d->count[BRQ_STATE_PENDING] = a->count[BRQ_STATE_PENDING];
+			d->count[BRQ_STATE_PENDING]    = a->count[BRQ_STATE_PENDING];
 			d->count[BRQ_STATE_PROCESSING] = a->count[BRQ_STATE_PROCESSING];
-			d->count[BRQ_STATE_FAILED] = a->count[BRQ_STATE_FAILED];
-			d->oldest_ready_age_s = a->age_s;
+			d->count[BRQ_STATE_FAILED]     = a->count[BRQ_STATE_FAILED];
+			d->oldest_ready_age_s          = a->age_s;
 			i++;
 		}
 		if (c >= 0) {
-			d->count[BRQ_STATE_DONE] = t->count[BRQ_STATE_DONE];
-			d->count[BRQ_STATE_DEAD] = t->count[BRQ_STATE_DEAD];
+			d->count[BRQ_STATE_DONE]     = t->count[BRQ_STATE_DONE];
+			d->count[BRQ_STATE_DEAD]     = t->count[BRQ_STATE_DEAD];
 			d->count[BRQ_STATE_CANCELED] = t->count[BRQ_STATE_CANCELED];
 			j++;
 		}
@@ -491,18 +490,18 @@ publish(struct brq_monitor *m, const struct rows *active)
 static int
 terminal_count(struct brq_monitor *m)
 {
-	char sample[64] = "", sql[sizeof(terminal_sql_fmt) + sizeof(sample)];
-	struct rows term = {0};
-	PGresult *r;
-	uint64_t t0 = now_ms();
-	double pct = m->sample_pct;
+	char        sample[64] = "", sql[sizeof(terminal_sql_fmt) + sizeof(sample)];
+	struct rows term       = {0};
+	PGresult   *r;
+	uint64_t    t0  = now_ms();
+	double      pct = m->sample_pct;
 
 	if (pct < 100) {
 		snprintf(sample, sizeof(sample), " TABLESAMPLE SYSTEM (%.4f)", pct);
 	}
 	snprintf(sql, sizeof(sql), terminal_sql_fmt, sample);
-	enum qres q = query(m, sql, &r);
-	uint64_t took = now_ms() - t0;
+	enum qres q    = query(m, sql, &r);
+	uint64_t  took = now_ms() - t0;
 	if (q == Q_CONN_ERROR) {
 		return -1;
 	}
@@ -512,11 +511,11 @@ terminal_count(struct brq_monitor *m)
 			m->sample_pct = pct >= 100 ? 10 : pct / 4 < SAMPLE_MIN_PCT ? SAMPLE_MIN_PCT : pct / 4;
 			m->next_terminal_ms = now_ms() + m->interval_ms;
 			BRQ_LOG_WARN("monitor_terminal_count_sampled", "budget_ms=%llu sample_pct=%.4f",
-			    (unsigned long long) m->budget_ms, m->sample_pct);
+				     (unsigned long long) m->budget_ms, m->sample_pct);
 		} else {
 			m->next_terminal_ms = now_ms() + m->terminal_interval_ms;
 			BRQ_LOG_WARN("monitor_terminal_count_failed", "sqlstate=%s reason=%s",
-			    BRQ_LOG_Q(m->sqlstate), BRQ_LOG_Q(m->why));
+				     BRQ_LOG_Q(m->sqlstate), BRQ_LOG_Q(m->why));
 		}
 		return 0;
 	}
@@ -528,7 +527,7 @@ terminal_count(struct brq_monitor *m)
 		return 0;
 	}
 	rows_clear(&m->terminal);
-	m->terminal = term;
+	m->terminal         = term;
 	m->next_terminal_ms = t0 + max_u64(m->terminal_interval_ms, THROTTLE * took);
 	// Well inside the budget: try a bigger sample (eventually exact) next time.
 	if (pct < 100 && took * 8 < m->budget_ms) {
@@ -543,10 +542,10 @@ static int
 depth_count(struct brq_monitor *m)
 {
 	struct rows active = {0};
-	PGresult *r;
-	uint64_t t0 = now_ms();
-	enum qres q = query(m, active_sql, &r);
-	uint64_t took = now_ms() - t0;
+	PGresult   *r;
+	uint64_t    t0   = now_ms();
+	enum qres   q    = query(m, active_sql, &r);
+	uint64_t    took = now_ms() - t0;
 
 	if (q == Q_CONN_ERROR) {
 		return -1;
@@ -558,7 +557,8 @@ depth_count(struct brq_monitor *m)
 		if (!m->is_depth_slow) {
 			m->is_depth_slow = true;
 			BRQ_LOG_WARN("monitor_depth_count_failed", "sqlstate=%s reason=%s budget_ms=%llu",
-			    BRQ_LOG_Q(m->sqlstate), BRQ_LOG_Q(m->why), (unsigned long long) m->budget_ms);
+				     BRQ_LOG_Q(m->sqlstate), BRQ_LOG_Q(m->why),
+				     (unsigned long long) m->budget_ms);
 		}
 		return 0;
 	}
@@ -588,9 +588,9 @@ tick(struct brq_monitor *m)
 		return -1;
 	}
 	PQclear(r);
-	uint64_t now = now_ms();
-	bool is_terminal_due = now >= m->next_terminal_ms;
-	bool is_depth_due = now >= m->next_depth_ms;
+	uint64_t now             = now_ms();
+	bool     is_terminal_due = now >= m->next_terminal_ms;
+	bool     is_depth_due    = now >= m->next_depth_ms;
 	// Both due: take turns, so neither count starves the other.
 	if (is_terminal_due && (!is_depth_due || !m->was_terminal_last)) {
 		m->was_terminal_last = true;
@@ -626,13 +626,13 @@ note_recovery(struct brq_monitor *m)
 static void *
 monitor_main(void *arg)
 {
-	struct brq_monitor *m = arg;
-	uint64_t backoff_cap = max_u64(m->interval_ms, BACKOFF_MAX_MS);
-	uint64_t backoff = m->interval_ms;
+	struct brq_monitor *m           = arg;
+	uint64_t            backoff_cap = max_u64(m->interval_ms, BACKOFF_MAX_MS);
+	uint64_t            backoff     = m->interval_ms;
 
 	while (!is_stopping(m)) {
 		uint64_t start = now_ms();
-		int rv = m->conn != NULL ? 0 : connect_db(m);
+		int      rv    = m->conn != NULL ? 0 : connect_db(m);
 		if (rv == 0) {
 			rv = tick(m);
 		}
@@ -677,13 +677,12 @@ monitor_free(struct brq_monitor *m)
 }
 
 int
-brq_monitor_start(const struct brq_config *cfg, const struct brq_monitor_opts *opts,
-    struct brq_monitor **out)
+brq_monitor_start(const struct brq_config *cfg, const struct brq_monitor_opts *opts, struct brq_monitor **out)
 {
 	struct brq_monitor *m = calloc(1, sizeof(*m));
-	pthread_condattr_t ca;
-	bool has_mu = false, has_cv = false;
-	int rv = -ENOMEM;
+	pthread_condattr_t  ca;
+	bool                has_mu = false, has_cv = false;
+	int                 rv = -ENOMEM;
 
 	if (m == NULL) {
 		return -ENOMEM;
@@ -692,20 +691,18 @@ brq_monitor_start(const struct brq_config *cfg, const struct brq_monitor_opts *o
 	if (m->dsn == NULL) {
 		goto fail;
 	}
-	m->interval_ms = opts != NULL && opts->interval_ms != 0 ? opts->interval_ms
-	                                                        : BRQ_MONITOR_DEFAULT_INTERVAL_MS;
+	m->interval_ms =
+		opts != NULL && opts->interval_ms != 0 ? opts->interval_ms : BRQ_MONITOR_DEFAULT_INTERVAL_MS;
 	m->terminal_interval_ms = opts != NULL && opts->terminal_interval_ms != 0
-	    ? opts->terminal_interval_ms
-	    : BRQ_MONITOR_DEFAULT_TERMINAL_INTERVAL_MS;
+		? opts->terminal_interval_ms
+		: BRQ_MONITOR_DEFAULT_TERMINAL_INTERVAL_MS;
 	m->terminal_interval_ms = max_u64(m->terminal_interval_ms, m->interval_ms);
-	m->connect_timeout_ms = opts != NULL && opts->connect_timeout_ms != 0
-	    ? opts->connect_timeout_ms
-	    : 5000;
+	m->connect_timeout_ms =
+		opts != NULL && opts->connect_timeout_ms != 0 ? opts->connect_timeout_ms : 5000;
 	m->health_window_ms = max_u64(HEALTH_INTERVALS * m->interval_ms, HEALTH_MIN_MS);
 	// Half the window: a count that runs out its budget still leaves the next
 	// answer inside the window.
-	m->budget_ms = opts != NULL && opts->budget_ms != 0 ? opts->budget_ms
-	                                                    : m->health_window_ms / 2;
+	m->budget_ms  = opts != NULL && opts->budget_ms != 0 ? opts->budget_ms : m->health_window_ms / 2;
 	m->sample_pct = 100;
 
 	if (pthread_mutex_init(&m->mu, NULL) != 0) {
@@ -736,7 +733,7 @@ brq_monitor_start(const struct brq_config *cfg, const struct brq_monitor_opts *o
 		goto fail;
 	}
 	BRQ_LOG_INFO("monitor_start", "interval_ms=%llu terminal_interval_ms=%llu",
-	    (unsigned long long) m->interval_ms, (unsigned long long) m->terminal_interval_ms);
+		     (unsigned long long) m->interval_ms, (unsigned long long) m->terminal_interval_ms);
 	*out = m;
 	return 0;
 

@@ -34,17 +34,17 @@
 #define BRQ_MUSTCHECK __attribute__((warn_unused_result))
 #endif
 
-#define BRQ_MONITOR_DEFAULT_INTERVAL_MS 1000
+#define BRQ_MONITOR_DEFAULT_INTERVAL_MS          1000
 #define BRQ_MONITOR_DEFAULT_TERMINAL_INTERVAL_MS 60000
 
 // Tuning; zero fields take the defaults. Pass NULL for all defaults.
 struct brq_monitor_opts {
 	uint64_t interval_ms;          // round period (health and active depth), default 1 s
 	uint64_t terminal_interval_ms; // period of the terminal-state count, default 60 s;
-	                               // never shorter than interval_ms
+				       // never shorter than interval_ms
 	uint64_t connect_timeout_ms;   // per connection attempt, default 5 s
 	uint64_t budget_ms;            // statement_timeout of each count, default half the
-	                               // health window; keep it below the window
+				       // health window; keep it below the window
 };
 
 // A running monitor (opaque).
@@ -56,8 +56,8 @@ struct brq_monitor;
 // first successful round trip).
 // Returns 0 and sets *out (owned by the caller, release with brq_monitor_stop()), or
 // -ENOMEM / -EAGAIN (no thread) with *out untouched.
-BRQ_MUSTCHECK int brq_monitor_start(const struct brq_config *cfg,
-    const struct brq_monitor_opts *opts, struct brq_monitor **out);
+BRQ_MUSTCHECK int brq_monitor_start(const struct brq_config *cfg, const struct brq_monitor_opts *opts,
+				    struct brq_monitor **out);
 
 // Stops the thread (within ~100 ms, even in the middle of a query or a connection
 // attempt), closes its connection and frees mon. After it returns, nothing may call

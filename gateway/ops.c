@@ -27,8 +27,7 @@ typedef struct op_err {
 	char       msg[BRQ_MSG_MAX];
 } op_err;
 
-static brq_status __attribute__((format(printf, 3, 4)))
-fail(op_err *e, brq_status code, const char *fmt, ...)
+static brq_status __attribute__((format(printf, 3, 4))) fail(op_err *e, brq_status code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -54,7 +53,7 @@ db_fail(op_err *e, brq_db *db, PGresult *r, const char *what)
 		code = BRQ_ST_INTERNAL;
 	if (code != BRQ_ST_INVALID_ARGUMENT)
 		BRQ_LOG_WARN("db_statement_failed", "what=%s sqlstate=%s error=%s", what, state ? state : "-",
-		             BRQ_LOG_Q(msg ? msg : "no connection"));
+			     BRQ_LOG_Q(msg ? msg : "no connection"));
 	return fail(e, code, "%s: database: %s", what, msg ? msg : "unavailable");
 }
 
@@ -67,7 +66,7 @@ int_at(const PGresult *r, int row, int col)
 static brq_str
 str_at(const PGresult *r, int row, int col)
 {
-	return (brq_str){PQgetvalue(r, row, col), (uint32_t) PQgetlength(r, row, col)};
+	return (brq_str) {PQgetvalue(r, row, col), (uint32_t) PQgetlength(r, row, col)};
 }
 
 static bool
@@ -121,7 +120,8 @@ count_lost(brq_pool_thread *t, const uint64_t *ids, uint32_t n)
 	PGresult *r = brq_db_exec(&t->db, BRQ_STMT_TOPICS_OF, v, l, f);
 	if (brq_db_ok(r)) {
 		for (int i = 0; i < PQntuples(r); i++)
-			brq_metrics_topic_add(PQgetvalue(r, i, 0), (size_t) PQgetlength(r, i, 0), BRQ_MT_LEASE_LOST, 1);
+			brq_metrics_topic_add(PQgetvalue(r, i, 0), (size_t) PQgetlength(r, i, 0),
+					      BRQ_MT_LEASE_LOST, 1);
 	}
 	PQclear(r);
 }
@@ -131,8 +131,8 @@ count_lost(brq_pool_thread *t, const uint64_t *ids, uint32_t n)
 // Inserts jobs[0..n) in one statement and writes (id, created) per job into res.
 // Wakes parked long-polls for the created jobs that are ready now.
 static brq_status
-enqueue_rows(brq_server *s, brq_pool_thread *t, const brq_job_spec *jobs, uint32_t n,
-             brq_enqueue_result *res, op_err *e)
+enqueue_rows(brq_server *s, brq_pool_thread *t, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res,
+	     op_err *e)
 {
 	brq_pgarr *a = t->arr;
 	brq_pgarr_begin(&a[0], BRQ_OID_TEXT);
@@ -161,7 +161,7 @@ enqueue_rows(brq_server *s, brq_pool_thread *t, const brq_job_spec *jobs, uint32
 			brq_pgarr_null(&a[4]);
 		if (!j->has_max_attempts)
 			brq_config_topic_settings(s->cfg, cstr(topic, sizeof(topic), j->topic), &max_attempts,
-			                          NULL, NULL, NULL);
+						  NULL, NULL, NULL);
 		brq_pgarr_int4(&a[5], (int32_t) max_attempts);
 	}
 	const char *v[6];
@@ -193,11 +193,13 @@ enqueue_rows(brq_server *s, brq_pool_thread *t, const brq_job_spec *jobs, uint32
 		if (res[i].id != 0)
 			continue;
 		char        topic[BRQ_TOPIC_MAX + 1], key[BRQ_KEY_MAX + 1];
-		const char *lv[2] = {cstr(topic, sizeof(topic), jobs[i].topic), cstr(key, sizeof(key), jobs[i].key)};
-		r = brq_db_exec(&t->db, BRQ_STMT_ENQUEUE_LOOKUP, lv, NULL, NULL);
+		const char *lv[2] = {cstr(topic, sizeof(topic), jobs[i].topic),
+				     cstr(key, sizeof(key), jobs[i].key)};
+		r                 = brq_db_exec(&t->db, BRQ_STMT_ENQUEUE_LOOKUP, lv, NULL, NULL);
 		if (!brq_db_ok(r) || PQntuples(r) != 1) {
-			brq_status st = brq_db_ok(r) ? fail(e, BRQ_ST_UNAVAILABLE, "enqueue: key conflict, retry")
-			                             : db_fail(e, &t->db, r, "enqueue");
+			brq_status st = brq_db_ok(r)
+				? fail(e, BRQ_ST_UNAVAILABLE, "enqueue: key conflict, retry")
+				: db_fail(e, &t->db, r, "enqueue");
 			PQclear(r);
 			return st;
 		}
@@ -248,8 +250,8 @@ op_enqueue(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
 // What a settle leaves for after its commit: metrics need the rows, and wakes for
 // chained jobs must not run before those jobs are visible to other sessions.
 typedef struct settle_done {
-	PGresult           *rows;      // id, state, topic, attempt seconds; PQclear()ed by after_commit
-	brq_job_spec       *chain;     // chained jobs enqueued (arena)
+	PGresult           *rows;  // id, state, topic, attempt seconds; PQclear()ed by after_commit
+	brq_job_spec       *chain; // chained jobs enqueued (arena)
 	brq_enqueue_result *chain_res;
 	uint32_t            n_chain;
 } settle_done;
@@ -261,7 +263,7 @@ typedef struct settle_done {
 // go to settle_after_commit() once the transaction (if any) committed.
 static brq_status
 settle_exec(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_item *items, uint32_t n,
-            brq_settle_result *res, bool in_tx, settle_done *d, op_err *e)
+	    brq_settle_result *res, bool in_tx, settle_done *d, op_err *e)
 {
 	brq_pgarr *a         = t->arr;
 	bool       has_chain = false;
@@ -279,12 +281,12 @@ settle_exec(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_ite
 		brq_pgarr_text(&a[2], oc, strlen(oc));
 		if (it->has_error)
 			brq_pgarr_text(&a[3], it->error.ptr,
-			               brq_utf8_truncate(it->error.ptr, it->error.len, BRQ_ERROR_STORED_MAX));
+				       brq_utf8_truncate(it->error.ptr, it->error.len, BRQ_ERROR_STORED_MAX));
 		else
 			brq_pgarr_null(&a[3]);
 		brq_pgarr_int8(&a[4], (int64_t) it->delay_ms);
 		has_chain = has_chain || it->n_chain > 0;
-		res[i]    = (brq_settle_result){.id = it->id, .applied = false};
+		res[i]    = (brq_settle_result) {.id = it->id, .applied = false};
 	}
 	const char *v[5];
 	int         l[5], f[5] = {BINARY, BINARY, BINARY, BINARY, BINARY};
@@ -357,7 +359,7 @@ rollback:
 // Releases d->rows.
 static void
 settle_after_commit(brq_server *s, brq_pool_thread *t, brq_work *w, const brq_settle_item *items, uint32_t n,
-                    const brq_settle_result *res, settle_done *d)
+		    const brq_settle_result *res, settle_done *d)
 {
 	PGresult *r = d->rows;
 	for (int row = 0; r != NULL && row < PQntuples(r); row++) {
@@ -451,8 +453,8 @@ op_claim(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e, bool *park)
 	bool        settle_now = q->has_settle && !w->settled && q->n_settle > 0;
 	settle_done d          = {0};
 	if (q->has_settle && !w->settled) {
-		w->settle_results = brq_arena_alloc(&w->arena, q->n_settle ? q->n_settle : 1,
-		                                    sizeof(*w->settle_results));
+		w->settle_results =
+			brq_arena_alloc(&w->arena, q->n_settle ? q->n_settle : 1, sizeof(*w->settle_results));
 		if (w->settle_results == NULL)
 			return fail(e, BRQ_ST_INTERNAL, "claim.settle: out of memory");
 		w->settled = !settle_now;
@@ -512,7 +514,8 @@ op_claim(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e, bool *park)
 		if (!brq_db_command(&t->db, "COMMIT")) {
 			PQclear(r);
 			PQclear(d.rows);
-			return fail(e, BRQ_ST_UNAVAILABLE, "claim: commit failed; nothing was settled or claimed");
+			return fail(e, BRQ_ST_UNAVAILABLE,
+				    "claim: commit failed; nothing was settled or claimed");
 		}
 		w->settled = true;
 		settle_after_commit(s, t, w, q->settle, q->n_settle, w->settle_results, &d);
@@ -531,14 +534,14 @@ op_claim(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e, bool *park)
 	for (int row = 0; row < rows; row++) {
 		int64_t         rn = int_at(r, row, 5);
 		brq_claimed_job j  = {
-			.id             = (uint64_t) int_at(r, row, 0),
-			.topic          = str_at(r, row, 1),
-			.payload        = str_at(r, row, 2),
-			.attempts       = (uint32_t) int_at(r, row, 3),
-			.max_attempts   = (uint32_t) int_at(r, row, 4),
-			.lease_until_ms = int_at(r, row, 6),
-			.created_at_ms  = int_at(r, row, 7),
-		};
+			 .id             = (uint64_t) int_at(r, row, 0),
+			 .topic          = str_at(r, row, 1),
+			 .payload        = str_at(r, row, 2),
+			 .attempts       = (uint32_t) int_at(r, row, 3),
+			 .max_attempts   = (uint32_t) int_at(r, row, 4),
+			 .lease_until_ms = int_at(r, row, 6),
+			 .created_at_ms  = int_at(r, row, 7),
+                };
 		if (rn < 1 || rn > (int64_t) q->n) {
 			PQclear(r);
 			return fail(e, BRQ_ST_INTERNAL, "claim: bad row number");
@@ -588,7 +591,7 @@ op_heartbeat(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
 		PQclear(r);
 		return st;
 	}
-	bool    *ext   = brq_arena_alloc(&w->arena, q->n_leases, sizeof(bool));
+	bool     *ext  = brq_arena_alloc(&w->arena, q->n_leases, sizeof(bool));
 	uint64_t *lost = brq_arena_alloc(&w->arena, q->n_leases, sizeof(uint64_t));
 	if (ext == NULL || lost == NULL) {
 		PQclear(r);
@@ -659,7 +662,8 @@ op_cancel(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
 		return st;
 	brq_cancel_rep c = {.state = state_at(r, 0, 0), .canceled = bool_at(r, 0, 1)};
 	if (c.canceled)
-		BRQ_LOG_INFO("job_canceled", "id=%" PRIu64 " topic=%s", w->req.cancel.id, PQgetvalue(r, 0, 2));
+		BRQ_LOG_INFO("job_canceled", "id=%" PRIu64 " topic=%s", w->req.cancel.id,
+			     PQgetvalue(r, 0, 2));
 	PQclear(r);
 	brq_buf *b = &w->out;
 	brq_reply_begin(b, w->req.rid, 2);
@@ -721,7 +725,8 @@ op_stats(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
 	brq_pack_key(b, "topics");
 	brq_pack_array(b, (uint32_t) rows);
 	for (int row = 0; row < rows; row++) {
-		brq_topic_stats ts = {.topic = str_at(r, row, 0), .oldest_ready_age_ms = (uint64_t) int_at(r, row, 7)};
+		brq_topic_stats ts = {.topic               = str_at(r, row, 0),
+				      .oldest_ready_age_ms = (uint64_t) int_at(r, row, 7)};
 		for (int k = 0; k < BRQ_STATE__COUNT; k++)
 			ts.count[k] = (uint64_t) int_at(r, row, 1 + k);
 		brq_pack_topic_stats(b, &ts);

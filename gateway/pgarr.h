@@ -30,9 +30,9 @@ typedef struct brq_pgarr {
 	size_t   len;
 	size_t   cap;
 	uint32_t oid;
-	uint32_t n;        // elements appended so far
+	uint32_t n; // elements appended so far
 	bool     has_null;
-	bool     oom;      // sticky: an append failed; the array must not be sent
+	bool     oom; // sticky: an append failed; the array must not be sent
 } brq_pgarr;
 
 void brq_pgarr_init(brq_pgarr *a);

@@ -41,8 +41,8 @@ int
 brq_pool_start(brq_pool *p, int n, const char *dsn, const brq_sql *sql, brq_pool_run_fn run, void *arg)
 {
 	memset(p, 0, sizeof(*p));
-	p->run = run;
-	p->arg = arg;
+	p->run     = run;
+	p->arg     = arg;
 	p->threads = calloc((size_t) n, sizeof(*p->threads));
 	if (p->threads == NULL)
 		return -1;
@@ -51,7 +51,7 @@ brq_pool_start(brq_pool *p, int n, const char *dsn, const brq_sql *sql, brq_pool
 	brq_metrics_pool_set(BRQ_POOL_DOWN, n);
 	for (int i = 0; i < n; i++) {
 		brq_pool_thread *t = &p->threads[i];
-		t->pool = p;
+		t->pool            = p;
 		snprintf(t->name, sizeof(t->name), "pool-%d", i);
 		brq_db_init(&t->db, dsn, sql, t->name);
 		for (int k = 0; k < BRQ_POOL_ARRAYS; k++)

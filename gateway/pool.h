@@ -46,8 +46,8 @@ typedef struct brq_pool {
 // Starts n threads with connections to dsn (connected lazily, so the gateway starts
 // while PostgreSQL is down and answers `unavailable` meanwhile). Borrows dsn and sql.
 // Returns 0, or -1 with nothing left running.
-BRQ_MUSTCHECK int brq_pool_start(brq_pool *p, int n, const char *dsn, const brq_sql *sql,
-                                 brq_pool_run_fn run, void *arg);
+BRQ_MUSTCHECK int brq_pool_start(brq_pool *p, int n, const char *dsn, const brq_sql *sql, brq_pool_run_fn run,
+				 void *arg);
 
 // Queues w for a pool thread. The pool owns w until run() is called with it.
 void brq_pool_submit(brq_pool *p, brq_work *w);

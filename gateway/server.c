@@ -33,7 +33,8 @@ brq_server_reply(brq_server *s, brq_work *w)
 		// The reply did not fit (memory, or larger than the request limit): still
 		// answer, since a REQ peer that gets nothing resends (NNG-NOTES §2.2).
 		w->code = BRQ_ST_INTERNAL;
-		if (brq_reply_encode_error(&w->out, w->req.rid, BRQ_ST_INTERNAL, "reply could not be encoded") != 0)
+		if (brq_reply_encode_error(&w->out, w->req.rid, BRQ_ST_INTERNAL,
+					   "reply could not be encoded") != 0)
 			brq_buf_reset(&w->out);
 	}
 	if (nng_msg_alloc(&m, 0) != 0 || nng_msg_append(m, w->out.data, w->out.len) != 0) {
@@ -93,7 +94,7 @@ waiters_remove(brq_server *s, brq_work *w)
 	else
 		s->wtail = w->wprev;
 	w->wprev = w->wnext = NULL;
-	w->in_waiters      = false;
+	w->in_waiters       = false;
 	brq_metrics_waiters_add(-1);
 }
 
@@ -209,16 +210,16 @@ rearm(brq_server *s, brq_work *w)
 static void
 handle_request(brq_server *s, brq_work *w)
 {
-	char    err[BRQ_ERRTEXT_MAX];
-	void   *body = nng_msg_body(w->msg);
-	size_t  len  = nng_msg_len(w->msg);
+	char   err[BRQ_ERRTEXT_MAX];
+	void  *body = nng_msg_body(w->msg);
+	size_t len  = nng_msg_len(w->msg);
 
 	w->start_us = brq_now_us();
 	w->pipe_id  = (uint32_t) nng_pipe_id(nng_msg_get_pipe(w->msg));
 	w->waited = w->orphaned = w->is_long_poll = w->settled = false;
-	w->settle_results = NULL;
-	w->deadline_ms = 0;
-	w->role        = BRQ_ROLE_NONE;
+	w->settle_results                                      = NULL;
+	w->deadline_ms                                         = 0;
+	w->role                                                = BRQ_ROLE_NONE;
 	brq_arena_reset(&w->arena);
 	memset(&w->req, 0, sizeof(w->req));
 	atomic_fetch_add(&s->inflight, 1);
@@ -234,12 +235,13 @@ handle_request(brq_server *s, brq_work *w)
 	if (w->role == BRQ_ROLE_NONE) {
 		brq_metrics_auth_failure();
 		BRQ_LOG_WARN("auth_failed", "op=%s rid=%llu pipe=%u token_len=%u", brq_op_name(w->req.op),
-		             (unsigned long long) w->req.rid, w->pipe_id, w->req.token.len);
+			     (unsigned long long) w->req.rid, w->pipe_id, w->req.token.len);
 		reply_error(s, w, BRQ_ST_UNAUTHENTICATED, "missing or unknown bearer token");
 		return;
 	}
 	if (!brq_auth_role_may(w->role, w->req.op == BRQ_OP_CANCEL)) {
-		reply_error(s, w, BRQ_ST_PERMISSION_DENIED, "%s: needs the admin role", brq_op_name(w->req.op));
+		reply_error(s, w, BRQ_ST_PERMISSION_DENIED, "%s: needs the admin role",
+			    brq_op_name(w->req.op));
 		return;
 	}
 	st = brq_request_decode_body(&w->req, &s->lim, &w->arena, err, sizeof(err));
@@ -260,8 +262,8 @@ handle_request(brq_server *s, brq_work *w)
 		if (atomic_fetch_add(&s->long_polls, 1) >= (int) s->cfg->max_waiters) {
 			atomic_fetch_sub(&s->long_polls, 1);
 			reply_error(s, w, BRQ_ST_RESOURCE_EXHAUSTED,
-			            "claim.wait_ms: too many concurrent long-polls (max %u); retry later",
-			            s->cfg->max_waiters);
+				    "claim.wait_ms: too many concurrent long-polls (max %u); retry later",
+				    s->cfg->max_waiters);
 			return;
 		}
 		w->is_long_poll = true;
@@ -328,8 +330,7 @@ work_cb(void *arg)
 		brq_pool_submit(&s->pool, w);
 		return;
 
-	case BRQ_W_DB:
-		break;
+	case BRQ_W_DB: break;
 	}
 	BRQ_LOG_ERROR("work_bad_state", "state=%d", (int) w->state);
 }
@@ -365,7 +366,8 @@ listen_start(brq_server *s)
 		goto fail;
 	return 0;
 fail:
-	BRQ_LOG_ERROR("listen_failed", "url=%s error=%s", BRQ_LOG_Q(s->cfg->listen), BRQ_LOG_Q(nng_strerror(rv)));
+	BRQ_LOG_ERROR("listen_failed", "url=%s error=%s", BRQ_LOG_Q(s->cfg->listen),
+		      BRQ_LOG_Q(nng_strerror(rv)));
 	return -1;
 }
 
@@ -419,7 +421,7 @@ brq_server_start(brq_server *s, const struct brq_config *cfg, const struct brq_a
 	for (int i = 0; i < s->n_work; i++)
 		rearm(s, &s->work[i]);
 	BRQ_LOG_INFO("listening", "url=%s work_items=%d pool_size=%u", BRQ_LOG_Q(cfg->listen), s->n_work,
-	             cfg->pool_size);
+		     cfg->pool_size);
 	return 0;
 
 fail_pool:

@@ -24,14 +24,14 @@ typedef struct brq_server {
 	brq_sql                  sql;
 	brq_pool                 pool;
 
-	nng_socket    sock;
-	nng_listener  listener;
-	brq_work     *work; // n_work items, allocated up front
-	int           n_work;
+	nng_socket   sock;
+	nng_listener listener;
+	brq_work    *work; // n_work items, allocated up front
+	int          n_work;
 
-	atomic_bool   stopping;
-	atomic_int    inflight;   // requests accepted and not yet answered
-	atomic_int    long_polls; // requests with a wait, until answered
+	atomic_bool stopping;
+	atomic_int  inflight;   // requests accepted and not yet answered
+	atomic_int  long_polls; // requests with a wait, until answered
 
 	// Parked long-polls, FIFO. wake_gen counts enqueues that made jobs ready; a
 	// claim that saw an older generation than the current one retries instead of
@@ -44,8 +44,7 @@ typedef struct brq_server {
 // Opens the socket and listener (ipc socket mode from the config), allocates the
 // work items, starts the pool, and begins receiving. Borrows cfg and auth, which
 // must outlive the server. Returns 0, or -1 (logged) with nothing left running.
-BRQ_MUSTCHECK int brq_server_start(brq_server *s, const struct brq_config *cfg,
-                                   const struct brq_auth *auth);
+BRQ_MUSTCHECK int brq_server_start(brq_server *s, const struct brq_config *cfg, const struct brq_auth *auth);
 
 // Graceful stop (NNG-NOTES §2.3.5): refuse new work with `unavailable`, answer
 // parked long-polls, let in-flight requests finish within the shutdown grace, stop

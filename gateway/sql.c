@@ -8,17 +8,12 @@
 #include <string.h>
 
 static const char *const names[BRQ_STMT__COUNT] = {
-	[BRQ_STMT_ENQUEUE]        = "brq_enqueue",
-	[BRQ_STMT_ENQUEUE_LOOKUP] = "brq_enqueue_lookup",
-	[BRQ_STMT_CLAIM]          = "brq_claim",
-	[BRQ_STMT_HEARTBEAT]      = "brq_heartbeat",
-	[BRQ_STMT_SETTLE]         = "brq_settle",
-	[BRQ_STMT_TOPICS_OF]      = "brq_topics_of",
-	[BRQ_STMT_CANCEL]         = "brq_cancel",
-	[BRQ_STMT_JOB]            = "brq_job",
-	[BRQ_STMT_STATS]          = "brq_stats",
-	[BRQ_STMT_REAP]           = "brq_reap",
-	[BRQ_STMT_RETENTION]      = "brq_retention",
+	[BRQ_STMT_ENQUEUE] = "brq_enqueue",     [BRQ_STMT_ENQUEUE_LOOKUP] = "brq_enqueue_lookup",
+	[BRQ_STMT_CLAIM] = "brq_claim",         [BRQ_STMT_HEARTBEAT] = "brq_heartbeat",
+	[BRQ_STMT_SETTLE] = "brq_settle",       [BRQ_STMT_TOPICS_OF] = "brq_topics_of",
+	[BRQ_STMT_CANCEL] = "brq_cancel",       [BRQ_STMT_JOB] = "brq_job",
+	[BRQ_STMT_STATS] = "brq_stats",         [BRQ_STMT_REAP] = "brq_reap",
+	[BRQ_STMT_RETENTION] = "brq_retention",
 };
 
 const char *
@@ -35,14 +30,14 @@ enum setting { LEASE_MS, BACKOFF_BASE_MS, BACKOFF_MAX_MS };
 static void
 topic_case(FILE *f, const struct brq_config *cfg, const char *col, enum setting which)
 {
-	uint64_t def = which == LEASE_MS          ? cfg->lease_ms
-	               : which == BACKOFF_BASE_MS ? cfg->backoff_base_ms
-	                                          : cfg->backoff_max_ms;
+	uint64_t def = which == LEASE_MS   ? cfg->lease_ms
+		: which == BACKOFF_BASE_MS ? cfg->backoff_base_ms
+					   : cfg->backoff_max_ms;
 	bool     any = false;
 	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
 		const struct brq_topic_override *o = &cfg->topic_overrides[i];
-		bool     has;
-		uint64_t v;
+		bool                             has;
+		uint64_t                         v;
 		switch (which) {
 		case LEASE_MS: has = o->has_lease, v = o->lease_ms; break;
 		case BACKOFF_BASE_MS: has = o->has_backoff_base, v = o->backoff_base_ms; break;
@@ -124,7 +119,8 @@ build(const struct brq_config *cfg, brq_stmt st)
 		// (invariant 6); order is available_at, then id (invariant 9).
 		fputs("WITH c AS MATERIALIZED ("
 		      " SELECT id FROM job"
-		      " WHERE state IN ('pending', 'failed') AND available_at <= now() AND topic = ANY($1::text[])"
+		      " WHERE state IN ('pending', 'failed') AND available_at <= now() AND topic = "
+		      "ANY($1::text[])"
 		      " ORDER BY available_at, id LIMIT $2"
 		      " FOR NO KEY UPDATE SKIP LOCKED"
 		      "), r AS (SELECT id, row_number() OVER () AS rn FROM c)"
@@ -161,7 +157,8 @@ build(const struct brq_config *cfg, brq_stmt st)
 		      " state = CASE s.outcome WHEN 'done' THEN 'done' WHEN 'cancel' THEN 'canceled'"
 		      "  WHEN 'preserve' THEN 'failed'"
 		      "  ELSE CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'failed' END END,"
-		      " attempts = CASE WHEN s.outcome = 'preserve' THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,"
+		      " attempts = CASE WHEN s.outcome = 'preserve' THEN greatest(j.attempts - 1, 0) ELSE "
+		      "j.attempts END,"
 		      " available_at = CASE s.outcome"
 		      "  WHEN 'fail' THEN now() + ",
 		      f);
@@ -180,7 +177,8 @@ build(const struct brq_config *cfg, brq_stmt st)
 		      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()"
 		      " FROM unnest($1::int8[], $2::uuid[], $3::text[], $4::text[], $5::int8[])"
 		      "  AS s(id, token, outcome, error, delay_ms), job o"
-		      " WHERE j.id = s.id AND o.id = s.id AND j.state = 'processing' AND j.lease_token = s.token"
+		      " WHERE j.id = s.id AND o.id = s.id AND j.state = 'processing' AND j.lease_token = "
+		      "s.token"
 		      " RETURNING j.id, j.state, j.topic, extract(epoch FROM now() - o.updated_at)",
 		      f);
 		break;
@@ -219,7 +217,8 @@ build(const struct brq_config *cfg, brq_stmt st)
 		      " count(*) FILTER (WHERE state = 'dead'),"
 		      " count(*) FILTER (WHERE state = 'canceled'),"
 		      " coalesce((extract(epoch FROM now() - min(available_at)"
-		      "  FILTER (WHERE state IN ('pending', 'failed') AND available_at <= now())) * 1000)::int8, 0)"
+		      "  FILTER (WHERE state IN ('pending', 'failed') AND available_at <= now())) * "
+		      "1000)::int8, 0)"
 		      " FROM job GROUP BY topic ORDER BY topic",
 		      f);
 		break;
@@ -245,8 +244,7 @@ build(const struct brq_config *cfg, brq_stmt st)
 		      " RETURNING j.topic",
 		      f);
 		break;
-	default:
-		break;
+	default: break;
 	}
 	if (fclose(f) != 0) {
 		free(buf);
@@ -259,10 +257,12 @@ int
 brq_sql_build(brq_sql *s, const struct brq_config *cfg)
 {
 	static const int nparams[BRQ_STMT__COUNT] = {
-		[BRQ_STMT_ENQUEUE] = 6, [BRQ_STMT_ENQUEUE_LOOKUP] = 2, [BRQ_STMT_CLAIM] = 5,
-		[BRQ_STMT_HEARTBEAT] = 3, [BRQ_STMT_SETTLE] = 5, [BRQ_STMT_TOPICS_OF] = 1,
-		[BRQ_STMT_CANCEL] = 1, [BRQ_STMT_JOB] = 1, [BRQ_STMT_STATS] = 0,
-		[BRQ_STMT_REAP] = 1, [BRQ_STMT_RETENTION] = 2,
+		[BRQ_STMT_ENQUEUE] = 6,   [BRQ_STMT_ENQUEUE_LOOKUP] = 2,
+		[BRQ_STMT_CLAIM] = 5,     [BRQ_STMT_HEARTBEAT] = 3,
+		[BRQ_STMT_SETTLE] = 5,    [BRQ_STMT_TOPICS_OF] = 1,
+		[BRQ_STMT_CANCEL] = 1,    [BRQ_STMT_JOB] = 1,
+		[BRQ_STMT_STATS] = 0,     [BRQ_STMT_REAP] = 1,
+		[BRQ_STMT_RETENTION] = 2,
 	};
 	memset(s, 0, sizeof(*s));
 	for (int i = 0; i < BRQ_STMT__COUNT; i++) {

@@ -33,7 +33,7 @@ typedef struct brq_sql {
 // Builds every statement for cfg. Returns 0 or -1 (out of memory). On success the
 // caller owns *s and releases it with brq_sql_fini().
 BRQ_MUSTCHECK int brq_sql_build(brq_sql *s, const struct brq_config *cfg);
-void brq_sql_fini(brq_sql *s);
+void              brq_sql_fini(brq_sql *s);
 
 // Statement name for PQprepare/PQexecPrepared ("brq_claim", ...). Static storage.
 const char *brq_sql_name(brq_stmt st);

@@ -30,13 +30,13 @@ typedef struct brq_work {
 	nng_ctx            ctx;
 	struct brq_server *srv;
 
-	nng_msg    *msg;       // the request while it is handled; req borrows from it
-	brq_request req;       // decoded request (strings point into msg)
-	brq_arena   arena;     // req's arrays; reset per request
-	brq_buf     out;       // the reply being built
+	nng_msg      *msg;   // the request while it is handled; req borrows from it
+	brq_request   req;   // decoded request (strings point into msg)
+	brq_arena     arena; // req's arrays; reset per request
+	brq_buf       out;   // the reply being built
 	enum brq_role role;
-	brq_status  code;      // status of the reply, for metrics
-	uint32_t    pipe_id;   // the requester's pipe, to notice it going away
+	brq_status    code;    // status of the reply, for metrics
+	uint32_t      pipe_id; // the requester's pipe, to notice it going away
 
 	uint64_t start_us;     // when the request arrived (monotonic)
 	uint64_t deadline_ms;  // long-poll: when the wait ends (monotonic); 0 = no wait
@@ -47,10 +47,10 @@ typedef struct brq_work {
 
 	// claim with "settle": the settle runs once, before the first claim attempt;
 	// its results wait here (in the arena) for the reply, across long-poll rounds.
-	bool                       settled;
-	struct brq_settle_result  *settle_results;
+	bool                      settled;
+	struct brq_settle_result *settle_results;
 
-	struct brq_work *qnext;        // pool queue link
+	struct brq_work *qnext;         // pool queue link
 	struct brq_work *wprev, *wnext; // waiters list links
 	bool             in_waiters;
 } brq_work;

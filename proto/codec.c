@@ -9,18 +9,18 @@
 #include "dec.h"
 
 // Helper: bail out of a decode function on the first failing step.
-#define TRY(expr)                          \
-	do {                                   \
-		brq_status st_ = (expr);           \
-		if (st_ != BRQ_ST_OK) {            \
-			return st_;                    \
-		}                                  \
+#define TRY(expr)                        \
+	do {                             \
+		brq_status st_ = (expr); \
+		if (st_ != BRQ_ST_OK) {  \
+			return st_;      \
+		}                        \
 	} while (0)
 
 brq_str
 brq_str_c(const char *s)
 {
-	brq_str r = { s != NULL ? s : "", 0 };
+	brq_str r = {s != NULL ? s : "", 0};
 	if (s != NULL) {
 		size_t n = strlen(s);
 		r.len    = n > UINT32_MAX ? UINT32_MAX : (uint32_t) n;
@@ -59,7 +59,7 @@ check_text(brq_dec *d, const char *path, const char *name, brq_str s)
 {
 	if (!brq_utf8_valid(s.ptr, s.len, true)) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, name,
-		                     "must be valid UTF-8 without NUL");
+				     "must be valid UTF-8 without NUL");
 	}
 	return BRQ_ST_OK;
 }
@@ -69,8 +69,7 @@ check_topic(brq_dec *d, const char *path, const char *name, brq_str s)
 {
 	if (!brq_topic_valid(s.ptr, s.len)) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, name,
-		                     "invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)",
-		                     BRQ_TOPIC_MAX);
+				     "invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)", BRQ_TOPIC_MAX);
 	}
 	return BRQ_ST_OK;
 }
@@ -89,9 +88,9 @@ static brq_status
 decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 {
 	brq_field f[J__COUNT] = {
-		[J_TOPIC] = { "topic", NULL },         [J_PAYLOAD] = { "payload", NULL },
-		[J_KEY] = { "key", NULL },             [J_DELAY] = { "delay_ms", NULL },
-		[J_RUN_AT] = { "run_at_ms", NULL },    [J_MAX_ATTEMPTS] = { "max_attempts", NULL },
+		[J_TOPIC] = {"topic", NULL},      [J_PAYLOAD] = {"payload", NULL},
+		[J_KEY] = {"key", NULL},          [J_DELAY] = {"delay_ms", NULL},
+		[J_RUN_AT] = {"run_at_ms", NULL}, [J_MAX_ATTEMPTS] = {"max_attempts", NULL},
 	};
 	const brq_limits *lim = d->lim;
 	uint64_t          u;
@@ -99,38 +98,36 @@ decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 
 	TRY(brq_dec_map(d, r, path, f, J__COUNT));
 
-	TRY(brq_dec_str(d, &f[J_TOPIC], path, true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT,
-	                &j->topic, NULL));
+	TRY(brq_dec_str(d, &f[J_TOPIC], path, true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &j->topic,
+			NULL));
 	TRY(check_topic(d, path, "topic", j->topic));
 
-	TRY(brq_dec_str(d, &f[J_PAYLOAD], path, true, false, 0, UINT32_MAX,
-	                BRQ_ST_INVALID_ARGUMENT, &j->payload, NULL));
+	TRY(brq_dec_str(d, &f[J_PAYLOAD], path, true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT,
+			&j->payload, NULL));
 	if (j->payload.len > lim->max_payload) {
 		return brq_dec_failf(d, BRQ_ST_TOO_LARGE, path, "payload",
-		                     "%" PRIu32 " bytes exceeds max_payload %" PRIu32, j->payload.len,
-		                     lim->max_payload);
+				     "%" PRIu32 " bytes exceeds max_payload %" PRIu32, j->payload.len,
+				     lim->max_payload);
 	}
-	if (!brq_json_valid(j->payload.ptr, j->payload.len, lim->max_json_depth,
-	                    BRQ_JSON_REJECT_NUL_ESCAPE, &je)) {
+	if (!brq_json_valid(j->payload.ptr, j->payload.len, lim->max_json_depth, BRQ_JSON_REJECT_NUL_ESCAPE,
+			    &je)) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "payload",
-		                     "invalid JSON at byte %zu: %s", je.offset, je.reason);
+				     "invalid JSON at byte %zu: %s", je.offset, je.reason);
 	}
 
 	// An empty key is "no key": it is simply left with len 0.
-	TRY(brq_dec_str(d, &f[J_KEY], path, false, false, 0, BRQ_KEY_MAX, BRQ_ST_INVALID_ARGUMENT,
-	                &j->key, NULL));
+	TRY(brq_dec_str(d, &f[J_KEY], path, false, false, 0, BRQ_KEY_MAX, BRQ_ST_INVALID_ARGUMENT, &j->key,
+			NULL));
 	TRY(check_text(d, path, "key", j->key));
 
-	TRY(brq_dec_uint(d, &f[J_DELAY], path, false, 0, BRQ_DELAY_MS_MAX, &j->delay_ms,
-	                 &j->has_delay_ms));
+	TRY(brq_dec_uint(d, &f[J_DELAY], path, false, 0, BRQ_DELAY_MS_MAX, &j->delay_ms, &j->has_delay_ms));
 	TRY(brq_dec_int(d, &f[J_RUN_AT], path, false, 0, BRQ_RUN_AT_MS_MAX, &j->run_at_ms,
-	                &j->has_run_at_ms));
+			&j->has_run_at_ms));
 	if (j->has_delay_ms && j->has_run_at_ms) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "run_at_ms",
-		                     "not allowed together with delay_ms");
+				     "not allowed together with delay_ms");
 	}
-	TRY(brq_dec_uint(d, &f[J_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &u,
-	                 &j->has_max_attempts));
+	TRY(brq_dec_uint(d, &f[J_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &u, &j->has_max_attempts));
 	j->max_attempts = (uint32_t) u;
 	return BRQ_ST_OK;
 }
@@ -139,8 +136,8 @@ decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 typedef brq_status (*elem_fn)(brq_dec *d, brq_rd *r, const char *path, void *out);
 
 static brq_status
-decode_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const char *name,
-             size_t size, elem_fn fn, void **out)
+decode_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const char *name, size_t size,
+	     elem_fn fn, void **out)
 {
 	char path[BRQ_PATH_MAX];
 
@@ -165,12 +162,11 @@ enum { S_ID, S_LEASE, S_OUTCOME, S_ERROR, S_DELAY, S_CHAIN, S__COUNT };
 static brq_status
 decode_settle_item(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	brq_settle_item *it         = out;
+	brq_settle_item *it          = out;
 	brq_field        f[S__COUNT] = {
-		[S_ID] = { "id", NULL },       [S_LEASE] = { "lease", NULL },
-		[S_OUTCOME] = { "outcome", NULL }, [S_ERROR] = { "error", NULL },
-		[S_DELAY] = { "delay_ms", NULL }, [S_CHAIN] = { "chain", NULL },
-	};
+		       [S_ID] = {"id", NULL},       [S_LEASE] = {"lease", NULL},    [S_OUTCOME] = {"outcome", NULL},
+		       [S_ERROR] = {"error", NULL}, [S_DELAY] = {"delay_ms", NULL}, [S_CHAIN] = {"chain", NULL},
+        };
 	brq_str outcome;
 	brq_rd  elems;
 	int     oc;
@@ -178,43 +174,43 @@ decode_settle_item(brq_dec *d, brq_rd *r, const char *path, void *out)
 	TRY(brq_dec_map(d, r, path, f, S__COUNT));
 	TRY(decode_id(d, &f[S_ID], path, &it->id));
 	TRY(brq_dec_lease(d, &f[S_LEASE], path, it->lease));
-	TRY(brq_dec_str(d, &f[S_OUTCOME], path, true, false, 0, UINT32_MAX,
-	                BRQ_ST_INVALID_ARGUMENT, &outcome, NULL));
+	TRY(brq_dec_str(d, &f[S_OUTCOME], path, true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &outcome,
+			NULL));
 	oc = brq_outcome_lookup(outcome.ptr, outcome.len);
 	if (oc < 0) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "outcome",
-		                     "must be one of done|fail|delay|preserve|cancel");
+				     "must be one of done|fail|delay|preserve|cancel");
 	}
 	it->outcome = (brq_outcome) oc;
 
-	TRY(brq_dec_str(d, &f[S_ERROR], path, false, false, 0, BRQ_ERROR_WIRE_MAX,
-	                BRQ_ST_TOO_LARGE, &it->error, &it->has_error));
+	TRY(brq_dec_str(d, &f[S_ERROR], path, false, false, 0, BRQ_ERROR_WIRE_MAX, BRQ_ST_TOO_LARGE,
+			&it->error, &it->has_error));
 	TRY(check_text(d, path, "error", it->error));
 
 	if (it->outcome == BRQ_OUTCOME_DELAY) {
 		TRY(brq_dec_uint(d, &f[S_DELAY], path, true, 0, BRQ_DELAY_MS_MAX, &it->delay_ms, NULL));
 	} else if (f[S_DELAY].at != NULL) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "delay_ms",
-		                     "only allowed with outcome delay");
+				     "only allowed with outcome delay");
 	}
 
 	if (f[S_CHAIN].at != NULL && it->outcome != BRQ_OUTCOME_DONE) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "chain",
-		                     "only allowed with outcome done");
+				     "only allowed with outcome done");
 	}
-	TRY(brq_dec_array(d, &f[S_CHAIN], path, false, 0, d->lim->max_batch, BRQ_ST_TOO_LARGE,
-	                  &elems, &it->n_chain, &it->has_chain));
+	TRY(brq_dec_array(d, &f[S_CHAIN], path, false, 0, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
+			  &it->n_chain, &it->has_chain));
 	if (it->has_chain) {
 		// One settle request writes at most max_batch chained jobs in all, so a batch
 		// of settles cannot turn into max_batch^2 inserts in one transaction.
 		if (it->n_chain > d->lim->max_batch - d->chain_total) {
 			return brq_dec_failf(d, BRQ_ST_TOO_LARGE, path, "chain",
-			                     "more than max_batch (%" PRIu32 ") chained jobs in one request",
-			                     d->lim->max_batch);
+					     "more than max_batch (%" PRIu32 ") chained jobs in one request",
+					     d->lim->max_batch);
 		}
 		d->chain_total += it->n_chain;
-		TRY(decode_elems(d, &elems, it->n_chain, path, "chain", sizeof(brq_job_spec),
-		                 job_spec_elem, (void **) &it->chain));
+		TRY(decode_elems(d, &elems, it->n_chain, path, "chain", sizeof(brq_job_spec), job_spec_elem,
+				 (void **) &it->chain));
 	}
 	return BRQ_ST_OK;
 }
@@ -225,7 +221,7 @@ static brq_status
 decode_lease_ref(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
 	brq_lease_ref *l    = out;
-	brq_field      f[2] = { { "id", NULL }, { "lease", NULL } };
+	brq_field      f[2] = {{"id", NULL}, {"lease", NULL}};
 
 	TRY(brq_dec_map(d, r, path, f, 2));
 	TRY(decode_id(d, &f[0], path, &l->id));
@@ -237,14 +233,14 @@ decode_lease_ref(brq_dec *d, brq_rd *r, const char *path, void *out)
 static brq_status
 decode_enqueue(brq_dec *d, brq_rd *top, brq_enqueue_req *q)
 {
-	brq_field f[1] = { { "jobs", NULL } };
+	brq_field f[1] = {{"jobs", NULL}};
 	brq_rd    elems;
 
 	TRY(brq_dec_map(d, top, "", f, 1));
-	TRY(brq_dec_array(d, &f[0], "enqueue", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE,
-	                  &elems, &q->n_jobs, NULL));
-	return decode_elems(d, &elems, q->n_jobs, "enqueue", "jobs", sizeof(brq_job_spec),
-	                    job_spec_elem, (void **) &q->jobs);
+	TRY(brq_dec_array(d, &f[0], "enqueue", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
+			  &q->n_jobs, NULL));
+	return decode_elems(d, &elems, q->n_jobs, "enqueue", "jobs", sizeof(brq_job_spec), job_spec_elem,
+			    (void **) &q->jobs);
 }
 
 enum { C_WORKER, C_TOPICS, C_N, C_LEASE, C_WAIT, C_SETTLE, C__COUNT };
@@ -253,9 +249,8 @@ static brq_status
 decode_claim(brq_dec *d, brq_rd *top, brq_claim_req *q)
 {
 	brq_field f[C__COUNT] = {
-		[C_WORKER] = { "worker", NULL },  [C_TOPICS] = { "topics", NULL },
-		[C_N] = { "n", NULL },            [C_LEASE] = { "lease_ms", NULL },
-		[C_WAIT] = { "wait_ms", NULL },   [C_SETTLE] = { "settle", NULL },
+		[C_WORKER] = {"worker", NULL},  [C_TOPICS] = {"topics", NULL}, [C_N] = {"n", NULL},
+		[C_LEASE] = {"lease_ms", NULL}, [C_WAIT] = {"wait_ms", NULL},  [C_SETTLE] = {"settle", NULL},
 	};
 	const char *P = "claim";
 	char        path[BRQ_PATH_MAX];
@@ -263,12 +258,12 @@ decode_claim(brq_dec *d, brq_rd *top, brq_claim_req *q)
 	uint64_t    u;
 
 	TRY(brq_dec_map(d, top, "", f, C__COUNT));
-	TRY(brq_dec_str(d, &f[C_WORKER], P, true, false, 1, BRQ_WORKER_MAX,
-	                BRQ_ST_INVALID_ARGUMENT, &q->worker, NULL));
+	TRY(brq_dec_str(d, &f[C_WORKER], P, true, false, 1, BRQ_WORKER_MAX, BRQ_ST_INVALID_ARGUMENT,
+			&q->worker, NULL));
 	TRY(check_text(d, P, "worker", q->worker));
 
-	TRY(brq_dec_array(d, &f[C_TOPICS], P, true, 1, BRQ_TOPICS_MAX, BRQ_ST_INVALID_ARGUMENT,
-	                  &elems, &q->n_topics, NULL));
+	TRY(brq_dec_array(d, &f[C_TOPICS], P, true, 1, BRQ_TOPICS_MAX, BRQ_ST_INVALID_ARGUMENT, &elems,
+			  &q->n_topics, NULL));
 	TRY(brq_dec_alloc(d, q->n_topics, sizeof(brq_str), (void **) &q->topics));
 	for (uint32_t i = 0; i < q->n_topics; i++) {
 		(void) snprintf(path, sizeof path, "topics[%" PRIu32 "]", i);
@@ -280,36 +275,35 @@ decode_claim(brq_dec *d, brq_rd *top, brq_claim_req *q)
 
 	TRY(brq_dec_uint(d, &f[C_N], P, true, 1, d->lim->max_batch, &u, NULL));
 	q->n = (uint32_t) u;
-	TRY(brq_dec_uint(d, &f[C_LEASE], P, false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &u,
-	                 &q->has_lease_ms));
+	TRY(brq_dec_uint(d, &f[C_LEASE], P, false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &u, &q->has_lease_ms));
 	q->lease_ms = (uint32_t) u;
 	TRY(brq_dec_uint(d, &f[C_WAIT], P, false, 0, d->lim->max_wait_ms, &u, &q->has_wait_ms));
 	q->wait_ms = (uint32_t) u;
 
 	// An empty "settle" is allowed so a worker can always send the key.
-	TRY(brq_dec_array(d, &f[C_SETTLE], P, false, 0, d->lim->max_batch, BRQ_ST_TOO_LARGE,
-	                  &elems, &q->n_settle, &q->has_settle));
+	TRY(brq_dec_array(d, &f[C_SETTLE], P, false, 0, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
+			  &q->n_settle, &q->has_settle));
 	if (!q->has_settle) {
 		return BRQ_ST_OK;
 	}
-	return decode_elems(d, &elems, q->n_settle, P, "settle", sizeof(brq_settle_item),
-	                    decode_settle_item, (void **) &q->settle);
+	return decode_elems(d, &elems, q->n_settle, P, "settle", sizeof(brq_settle_item), decode_settle_item,
+			    (void **) &q->settle);
 }
 
 static brq_status
 decode_heartbeat(brq_dec *d, brq_rd *top, brq_heartbeat_req *q)
 {
-	brq_field f[2] = { { "leases", NULL }, { "lease_ms", NULL } };
+	brq_field f[2] = {{"leases", NULL}, {"lease_ms", NULL}};
 	brq_rd    elems;
 	uint64_t  u;
 
 	TRY(brq_dec_map(d, top, "", f, 2));
-	TRY(brq_dec_array(d, &f[0], "heartbeat", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE,
-	                  &elems, &q->n_leases, NULL));
+	TRY(brq_dec_array(d, &f[0], "heartbeat", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
+			  &q->n_leases, NULL));
 	TRY(decode_elems(d, &elems, q->n_leases, "heartbeat", "leases", sizeof(brq_lease_ref),
-	                 decode_lease_ref, (void **) &q->leases));
+			 decode_lease_ref, (void **) &q->leases));
 	TRY(brq_dec_uint(d, &f[1], "heartbeat", false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &u,
-	                 &q->has_lease_ms));
+			 &q->has_lease_ms));
 	q->lease_ms = (uint32_t) u;
 	return BRQ_ST_OK;
 }
@@ -317,20 +311,20 @@ decode_heartbeat(brq_dec *d, brq_rd *top, brq_heartbeat_req *q)
 static brq_status
 decode_settle(brq_dec *d, brq_rd *top, brq_settle_req *q)
 {
-	brq_field f[1] = { { "items", NULL } };
+	brq_field f[1] = {{"items", NULL}};
 	brq_rd    elems;
 
 	TRY(brq_dec_map(d, top, "", f, 1));
-	TRY(brq_dec_array(d, &f[0], "settle", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE,
-	                  &elems, &q->n_items, NULL));
+	TRY(brq_dec_array(d, &f[0], "settle", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
+			  &q->n_items, NULL));
 	return decode_elems(d, &elems, q->n_items, "settle", "items", sizeof(brq_settle_item),
-	                    decode_settle_item, (void **) &q->items);
+			    decode_settle_item, (void **) &q->items);
 }
 
 static brq_status
 decode_id_op(brq_dec *d, brq_rd *top, const char *op, brq_id_req *q)
 {
-	brq_field f[1] = { { "id", NULL } };
+	brq_field f[1] = {{"id", NULL}};
 
 	TRY(brq_dec_map(d, top, "", f, 1));
 	return decode_id(d, &f[0], op, &q->id);
@@ -372,24 +366,26 @@ decode_version(brq_dec *d, const brq_field *f)
 			return BRQ_ST_OK;
 		}
 		return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "v: unsupported protocol version %" PRIu64,
-		                    u);
+				    u);
 	}
 	if (brq_mp_read_int(&r, &i) == 0) {
 		return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "v: unsupported protocol version %" PRId64,
-		                    i);
+				    i);
 	}
 	return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "v: must be an unsigned integer");
 }
 
 brq_status
-brq_request_decode_envelope(brq_request *req, const void *buf, size_t len,
-                            const brq_limits *lim, char *err, size_t errlen)
+brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const brq_limits *lim, char *err,
+			    size_t errlen)
 {
-	brq_dec     d = { lim, NULL, err, errlen, (const uint8_t *) buf + len, 0 };
-	brq_rd      r = { buf, (const uint8_t *) buf + len };
-	brq_field   f[E__COUNT] = {
-		[E_RID] = { "rid", NULL }, [E_V] = { "v", NULL },
-		[E_OP] = { "op", NULL },   [E_TOKEN] = { "token", NULL },
+	brq_dec   d           = {lim, NULL, err, errlen, (const uint8_t *) buf + len, 0};
+	brq_rd    r           = {buf, (const uint8_t *) buf + len};
+	brq_field f[E__COUNT] = {
+		[E_RID]   = {"rid", NULL},
+		[E_V]     = {"v", NULL},
+		[E_OP]    = {"op", NULL},
+		[E_TOKEN] = {"token", NULL},
 	};
 	brq_str     op, token;
 	bool        has_token;
@@ -403,9 +399,8 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len,
 	}
 	// 1. Size, then structure: after this every read below stays inside buf.
 	if (len > lim->max_request) {
-		return brq_dec_fail(&d, BRQ_ST_TOO_LARGE,
-		                    "message: %zu bytes exceeds max_request %" PRIu32, len,
-		                    lim->max_request);
+		return brq_dec_fail(&d, BRQ_ST_TOO_LARGE, "message: %zu bytes exceeds max_request %" PRIu32,
+				    len, lim->max_request);
 	}
 	if (!brq_mp_check(buf, len, lim->max_depth, &off, &why)) {
 		return brq_dec_fail(&d, BRQ_ST_INVALID_ARGUMENT, "message: %s at byte %zu", why, off);
@@ -416,19 +411,18 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len,
 	// 3. rid first, so that every later failure can still be answered with it.
 	TRY(brq_dec_uint(&d, &f[E_RID], "", false, 0, UINT64_MAX, &req->rid, NULL));
 	TRY(decode_version(&d, &f[E_V]));
-	TRY(brq_dec_str(&d, &f[E_OP], "", true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT,
-	                &op, NULL));
+	TRY(brq_dec_str(&d, &f[E_OP], "", true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &op, NULL));
 	k = brq_op_lookup(op.ptr, op.len);
 	if (k < 0) {
 		if (printable_name(op)) {
 			return brq_dec_fail(&d, BRQ_ST_INVALID_ARGUMENT, "op: unknown operation \"%.*s\"",
-			                    (int) op.len, op.ptr);
+					    (int) op.len, op.ptr);
 		}
 		return brq_dec_fail(&d, BRQ_ST_INVALID_ARGUMENT, "op: unknown operation");
 	}
 	req->op = (brq_op) k;
-	TRY(brq_dec_str(&d, &f[E_TOKEN], "", false, true, 1, BRQ_TOKEN_MAX,
-	                BRQ_ST_INVALID_ARGUMENT, &token, &has_token));
+	TRY(brq_dec_str(&d, &f[E_TOKEN], "", false, true, 1, BRQ_TOKEN_MAX, BRQ_ST_INVALID_ARGUMENT, &token,
+			&has_token));
 	if (has_token) {
 		req->token = token;
 	}
@@ -438,11 +432,10 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len,
 }
 
 brq_status
-brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *arena, char *err,
-                        size_t errlen)
+brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *arena, char *err, size_t errlen)
 {
-	brq_dec d = { lim, arena, err, errlen, req->end_, 0 };
-	brq_rd  top = { req->body_, req->end_ };
+	brq_dec d   = {lim, arena, err, errlen, req->end_, 0};
+	brq_rd  top = {req->body_, req->end_};
 
 	if (err != NULL && errlen > 0) {
 		err[0] = '\0';
@@ -451,26 +444,20 @@ brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *aren
 		return brq_dec_fail(&d, BRQ_ST_INTERNAL, "request envelope was not decoded");
 	}
 	switch (req->op) {
-	case BRQ_OP_ENQUEUE:
-		return decode_enqueue(&d, &top, &req->enqueue);
-	case BRQ_OP_CLAIM:
-		return decode_claim(&d, &top, &req->claim);
-	case BRQ_OP_HEARTBEAT:
-		return decode_heartbeat(&d, &top, &req->heartbeat);
-	case BRQ_OP_SETTLE:
-		return decode_settle(&d, &top, &req->settle);
-	case BRQ_OP_CANCEL:
-		return decode_id_op(&d, &top, "cancel", &req->cancel);
-	case BRQ_OP_JOB:
-		return decode_id_op(&d, &top, "job", &req->job);
+	case BRQ_OP_ENQUEUE: return decode_enqueue(&d, &top, &req->enqueue);
+	case BRQ_OP_CLAIM: return decode_claim(&d, &top, &req->claim);
+	case BRQ_OP_HEARTBEAT: return decode_heartbeat(&d, &top, &req->heartbeat);
+	case BRQ_OP_SETTLE: return decode_settle(&d, &top, &req->settle);
+	case BRQ_OP_CANCEL: return decode_id_op(&d, &top, "cancel", &req->cancel);
+	case BRQ_OP_JOB: return decode_id_op(&d, &top, "job", &req->job);
 	default: // ping, stats: no fields; unknown keys are ignored
 		return BRQ_ST_OK;
 	}
 }
 
 brq_status
-brq_request_decode(brq_request *req, const void *buf, size_t len, const brq_limits *lim,
-                   brq_arena *arena, char *err, size_t errlen)
+brq_request_decode(brq_request *req, const void *buf, size_t len, const brq_limits *lim, brq_arena *arena,
+		   char *err, size_t errlen)
 {
 	TRY(brq_request_decode_envelope(req, buf, len, lim, err, errlen));
 	return brq_request_decode_body(req, lim, arena, err, errlen);

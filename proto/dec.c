@@ -27,8 +27,7 @@ brq_dec_fail(brq_dec *d, brq_status st, const char *fmt, ...)
 }
 
 brq_status
-brq_dec_failf(brq_dec *d, brq_status st, const char *path, const char *name, const char *fmt,
-              ...)
+brq_dec_failf(brq_dec *d, brq_status st, const char *path, const char *name, const char *fmt, ...)
 {
 	va_list ap;
 	int     n = 0;
@@ -48,7 +47,7 @@ brq_dec_failf(brq_dec *d, brq_status st, const char *path, const char *name, con
 brq_rd
 brq_dec_at(const brq_dec *d, const brq_field *f)
 {
-	brq_rd r = { f->at, d->end };
+	brq_rd r = {f->at, d->end};
 	return r;
 }
 
@@ -67,14 +66,13 @@ brq_dec_map(brq_dec *d, brq_rd *r, const char *path, brq_field *f, size_t nf)
 	for (uint32_t i = 0; i < pairs; i++) {
 		brq_str key;
 		if (brq_mp_read_str(r, &key) != 0) {
-			return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "%s: map keys must be strings",
-			                    what);
+			return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "%s: map keys must be strings", what);
 		}
 		for (size_t k = 0; k < nf; k++) {
 			if (brq_str_eq(key, f[k].name)) {
 				if (f[k].at != NULL) {
 					return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f[k].name,
-					                     "duplicate key");
+							     "duplicate key");
 				}
 				f[k].at = r->p;
 				break;
@@ -89,8 +87,7 @@ brq_dec_map(brq_dec *d, brq_rd *r, const char *path, brq_field *f, size_t nf)
 }
 
 static brq_status
-absent(brq_dec *d, const char *path, const char *name, bool required, const char *type,
-       bool *present)
+absent(brq_dec *d, const char *path, const char *name, bool required, const char *type, bool *present)
 {
 	if (present != NULL) {
 		*present = false;
@@ -110,8 +107,8 @@ set_present(bool *present)
 }
 
 brq_status
-brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required, uint64_t min,
-             uint64_t max, uint64_t *out, bool *present)
+brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required, uint64_t min, uint64_t max,
+	     uint64_t *out, bool *present)
 {
 	brq_rd   r = brq_dec_at(d, f);
 	uint64_t v;
@@ -124,11 +121,11 @@ brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required, ui
 	rc = brq_mp_read_uint(&r, &v);
 	if (rc == BRQ_MP_ETYPE) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
-		                     "must be an unsigned integer");
+				     "must be an unsigned integer");
 	}
 	if (rc != 0 || v < min || v > max) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
-		                     "must be %" PRIu64 "..%" PRIu64, min, max);
+				     "must be %" PRIu64 "..%" PRIu64, min, max);
 	}
 	*out = v;
 	set_present(present);
@@ -136,8 +133,8 @@ brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required, ui
 }
 
 brq_status
-brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required, int64_t min,
-            int64_t max, int64_t *out, bool *present)
+brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required, int64_t min, int64_t max,
+	    int64_t *out, bool *present)
 {
 	brq_rd  r = brq_dec_at(d, f);
 	int64_t v;
@@ -153,7 +150,7 @@ brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required, int
 	}
 	if (rc != 0 || v < min || v > max) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
-		                     "must be %" PRId64 "..%" PRId64, min, max);
+				     "must be %" PRId64 "..%" PRId64, min, max);
 	}
 	*out = v;
 	set_present(present);
@@ -161,8 +158,7 @@ brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required, int
 }
 
 brq_status
-brq_dec_bool(brq_dec *d, const brq_field *f, const char *path, bool required, bool *out,
-             bool *present)
+brq_dec_bool(brq_dec *d, const brq_field *f, const char *path, bool required, bool *out, bool *present)
 {
 	brq_rd r = brq_dec_at(d, f);
 
@@ -178,8 +174,8 @@ brq_dec_bool(brq_dec *d, const brq_field *f, const char *path, bool required, bo
 }
 
 brq_status
-brq_dec_str(brq_dec *d, const brq_field *f, const char *path, bool required, bool allow_bin,
-            uint32_t min, uint32_t max, brq_status over, brq_str *out, bool *present)
+brq_dec_str(brq_dec *d, const brq_field *f, const char *path, bool required, bool allow_bin, uint32_t min,
+	    uint32_t max, brq_status over, brq_str *out, bool *present)
 {
 	brq_rd  r = brq_dec_at(d, f);
 	brq_str s;
@@ -191,15 +187,15 @@ brq_dec_str(brq_dec *d, const brq_field *f, const char *path, bool required, boo
 	}
 	if (brq_mp_read_str(&r, &s) != 0 && (!allow_bin || brq_mp_read_bin(&r, &s) != 0)) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
-		                     allow_bin ? "must be a string or binary" : "must be a string");
+				     allow_bin ? "must be a string or binary" : "must be a string");
 	}
 	if (s.len > max) {
-		return brq_dec_failf(d, over, path, f->name, "%" PRIu32 " bytes exceeds %" PRIu32,
-		                     s.len, max);
+		return brq_dec_failf(d, over, path, f->name, "%" PRIu32 " bytes exceeds %" PRIu32, s.len,
+				     max);
 	}
 	if (s.len < min) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
-		                     "must be %" PRIu32 "..%" PRIu32 " bytes", min, max);
+				     "must be %" PRIu32 "..%" PRIu32 " bytes", min, max);
 	}
 	*out = s;
 	set_present(present);
@@ -217,15 +213,15 @@ brq_dec_lease(brq_dec *d, const brq_field *f, const char *path, uint8_t out[BRQ_
 	}
 	if (brq_mp_read_bin(&r, &s) != 0 || s.len != BRQ_LEASE_LEN) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
-		                     "must be binary of exactly %d bytes", BRQ_LEASE_LEN);
+				     "must be binary of exactly %d bytes", BRQ_LEASE_LEN);
 	}
 	memcpy(out, s.ptr, BRQ_LEASE_LEN);
 	return BRQ_ST_OK;
 }
 
 brq_status
-brq_dec_array(brq_dec *d, const brq_field *f, const char *path, bool required, uint32_t min,
-              uint32_t max, brq_status over, brq_rd *elems, uint32_t *n, bool *present)
+brq_dec_array(brq_dec *d, const brq_field *f, const char *path, bool required, uint32_t min, uint32_t max,
+	      brq_status over, brq_rd *elems, uint32_t *n, bool *present)
 {
 	brq_rd r = brq_dec_at(d, f);
 
@@ -238,11 +234,11 @@ brq_dec_array(brq_dec *d, const brq_field *f, const char *path, bool required, u
 	}
 	if (*n > max) {
 		return brq_dec_failf(d, over, path, f->name,
-		                     "%" PRIu32 " entries exceeds the limit of %" PRIu32, *n, max);
+				     "%" PRIu32 " entries exceeds the limit of %" PRIu32, *n, max);
 	}
 	if (*n < min) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name,
-		                     "must have %" PRIu32 "..%" PRIu32 " entries", min, max);
+				     "must have %" PRIu32 "..%" PRIu32 " entries", min, max);
 	}
 	*elems = r;
 	set_present(present);

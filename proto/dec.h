@@ -10,7 +10,7 @@
 typedef struct brq_dec {
 	const brq_limits *lim;
 	brq_arena        *arena;
-	char             *err;    // caller's buffer, may be NULL
+	char             *err; // caller's buffer, may be NULL
 	size_t            errlen;
 	const uint8_t    *end;         // end of the (pre-scanned) message
 	uint32_t          chain_total; // chained jobs seen so far in this request
@@ -27,10 +27,10 @@ typedef struct brq_field {
 
 // Formats "fmt..." into d->err and returns st.
 brq_status brq_dec_fail(brq_dec *d, brq_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 // Formats "<path>.<name>: fmt..." (or "<name>: ..." when path is empty) and returns st.
-brq_status brq_dec_failf(brq_dec *d, brq_status st, const char *path, const char *name,
-                         const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+brq_status brq_dec_failf(brq_dec *d, brq_status st, const char *path, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 
 // Reads the map at r (which must be at a value inside a pre-scanned buffer), records for
 // each of f[0..nf) where its value starts, skips everything else. Fails on a non-map
@@ -41,23 +41,20 @@ brq_status brq_dec_map(brq_dec *d, brq_rd *r, const char *path, brq_field *f, si
 // "required <type>", else *present = false (present may be NULL for required fields).
 // Ranges are inclusive; a violation (including a negative value for an unsigned field)
 // gives "must be min..max". All errors are BRQ_ST_INVALID_ARGUMENT unless stated.
-brq_status brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required,
-                        uint64_t min, uint64_t max, uint64_t *out, bool *present);
-brq_status brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required,
-                       int64_t min, int64_t max, int64_t *out, bool *present);
-brq_status brq_dec_bool(brq_dec *d, const brq_field *f, const char *path, bool required,
-                        bool *out, bool *present);
+brq_status brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required, uint64_t min,
+			uint64_t max, uint64_t *out, bool *present);
+brq_status brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required, int64_t min,
+		       int64_t max, int64_t *out, bool *present);
+brq_status brq_dec_bool(brq_dec *d, const brq_field *f, const char *path, bool required, bool *out,
+			bool *present);
 // String (or bin too, when allow_bin) of min..max bytes; over max gives `over`.
-brq_status brq_dec_str(brq_dec *d, const brq_field *f, const char *path, bool required,
-                       bool allow_bin, uint32_t min, uint32_t max, brq_status over,
-                       brq_str *out, bool *present);
+brq_status brq_dec_str(brq_dec *d, const brq_field *f, const char *path, bool required, bool allow_bin,
+		       uint32_t min, uint32_t max, brq_status over, brq_str *out, bool *present);
 // A 16-byte lease token (msgpack bin, exactly BRQ_LEASE_LEN bytes).
-brq_status brq_dec_lease(brq_dec *d, const brq_field *f, const char *path,
-                         uint8_t out[BRQ_LEASE_LEN]);
+brq_status brq_dec_lease(brq_dec *d, const brq_field *f, const char *path, uint8_t out[BRQ_LEASE_LEN]);
 // Array of min..max elements (over max gives `over`); *elems is left at the first one.
-brq_status brq_dec_array(brq_dec *d, const brq_field *f, const char *path, bool required,
-                         uint32_t min, uint32_t max, brq_status over, brq_rd *elems,
-                         uint32_t *n, bool *present);
+brq_status brq_dec_array(brq_dec *d, const brq_field *f, const char *path, bool required, uint32_t min,
+			 uint32_t max, brq_status over, brq_rd *elems, uint32_t *n, bool *present);
 // Arena storage for n elements, or BRQ_ST_INTERNAL.
 brq_status brq_dec_alloc(brq_dec *d, uint32_t n, size_t size, void **out);
 

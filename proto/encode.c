@@ -349,18 +349,14 @@ static uint32_t
 request_fields(const brq_request *req)
 {
 	switch (req->op) {
-	case BRQ_OP_ENQUEUE:
-		return 1;
+	case BRQ_OP_ENQUEUE: return 1;
 	case BRQ_OP_CLAIM:
 		return 3 + req->claim.has_lease_ms + req->claim.has_wait_ms + req->claim.has_settle;
-	case BRQ_OP_HEARTBEAT:
-		return 1 + req->heartbeat.has_lease_ms;
+	case BRQ_OP_HEARTBEAT: return 1 + req->heartbeat.has_lease_ms;
 	case BRQ_OP_SETTLE:
 	case BRQ_OP_CANCEL:
-	case BRQ_OP_JOB:
-		return 1;
-	default:
-		return 0;
+	case BRQ_OP_JOB: return 1;
+	default: return 0;
 	}
 }
 
@@ -437,12 +433,8 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 			brq_pack_settle_item(b, &req->settle.items[i]);
 		}
 		break;
-	case BRQ_OP_CANCEL:
-		kv_uint(b, "id", req->cancel.id);
-		break;
-	case BRQ_OP_JOB:
-		kv_uint(b, "id", req->job.id);
-		break;
+	case BRQ_OP_CANCEL: kv_uint(b, "id", req->cancel.id); break;
+	case BRQ_OP_JOB: kv_uint(b, "id", req->job.id); break;
 	default: // ping, stats: no fields
 		break;
 	}
@@ -487,10 +479,10 @@ brq_reply_encode_error(brq_buf *b, uint64_t rid, brq_status code, const char *fm
 	n = vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
 	if (n < 0) {
-		n = 0;
+		n       = 0;
 		text[0] = '\0';
 	}
-	brq_str msg = { text, (uint32_t) (n < (int) sizeof text ? n : (int) sizeof text - 1) };
+	brq_str msg = {text, (uint32_t) (n < (int) sizeof text ? n : (int) sizeof text - 1)};
 	return encode_error(b, rid, code, msg);
 }
 
@@ -563,8 +555,7 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 			brq_pack_topic_stats(b, &rep->stats.topics[i]);
 		}
 		break;
-	default:
-		return BRQ_EINVAL;
+	default: return BRQ_EINVAL;
 	}
 	return b->err;
 }

@@ -119,13 +119,9 @@ scan_string(scanner *sc)
 		case 'f':
 		case 'n':
 		case 'r':
-		case 't':
-			sc->i += 2;
-			continue;
-		case 'u':
-			break;
-		default:
-			return fail(sc, sc->i, "invalid escape");
+		case 't': sc->i += 2; continue;
+		case 'u': break;
+		default: return fail(sc, sc->i, "invalid escape");
 		}
 		size_t at = sc->i;
 		int    unit;
@@ -210,14 +206,10 @@ static bool
 scan_scalar(scanner *sc)
 {
 	switch (sc->s[sc->i]) {
-	case '"':
-		return scan_string(sc);
-	case 't':
-		return scan_literal(sc, "true", 4);
-	case 'f':
-		return scan_literal(sc, "false", 5);
-	case 'n':
-		return scan_literal(sc, "null", 4);
+	case '"': return scan_string(sc);
+	case 't': return scan_literal(sc, "true", 4);
+	case 'f': return scan_literal(sc, "false", 5);
+	case 'n': return scan_literal(sc, "null", 4);
 	default:
 		if (sc->s[sc->i] == '-' || (sc->s[sc->i] >= '0' && sc->s[sc->i] <= '9')) {
 			return scan_number(sc);
@@ -227,14 +219,13 @@ scan_scalar(scanner *sc)
 }
 
 bool
-brq_json_valid(const char *text, size_t len, uint32_t max_depth, unsigned flags,
-               brq_json_err *err)
+brq_json_valid(const char *text, size_t len, uint32_t max_depth, unsigned flags, brq_json_err *err)
 {
 	// One bit per open container: 1 = object, 0 = array.
-	uint8_t    kinds[BRQ_JSON_DEPTH_CAP / 8] = { 0 };
-	uint32_t   depth = 0;
-	scan_state st    = S_VALUE;
-	scanner    sc    = { (const uint8_t *) text, len, 0, flags, err };
+	uint8_t    kinds[BRQ_JSON_DEPTH_CAP / 8] = {0};
+	uint32_t   depth                         = 0;
+	scan_state st                            = S_VALUE;
+	scanner    sc                            = {(const uint8_t *) text, len, 0, flags, err};
 
 	if (max_depth > BRQ_JSON_DEPTH_CAP) {
 		max_depth = BRQ_JSON_DEPTH_CAP;
@@ -313,7 +304,8 @@ brq_json_valid(const char *text, size_t len, uint32_t max_depth, unsigned flags,
 				sc.i++;
 				depth--;
 			} else {
-				return fail(&sc, sc.i, in_obj ? "expected ',' or '}'" : "expected ',' or ']'");
+				return fail(&sc, sc.i,
+					    in_obj ? "expected ',' or '}'" : "expected ',' or ']'");
 			}
 			continue;
 		}

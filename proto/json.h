@@ -35,7 +35,6 @@ typedef struct brq_json_err {
 // depth 1, a scalar depth 0). Duplicate object keys are not checked (RFC: SHOULD be
 // unique; jsonb keeps the last). Runs in O(len) time and O(1) space without recursion.
 // On false and err != NULL, *err says where and why. Borrows text for the call only.
-bool brq_json_valid(const char *text, size_t len, uint32_t max_depth, unsigned flags,
-                    brq_json_err *err);
+bool brq_json_valid(const char *text, size_t len, uint32_t max_depth, unsigned flags, brq_json_err *err);
 
 #endif

@@ -93,9 +93,7 @@ head_only(const uint8_t *p, size_t avail, brq_mp_head *h)
 		return 0;
 	}
 	switch (c) {
-	case 0xc0:
-		h->kind = BRQ_MP_NIL;
-		return 0;
+	case 0xc0: h->kind = BRQ_MP_NIL; return 0;
 	case 0xc2:
 	case 0xc3:
 		h->kind = BRQ_MP_BOOL;
@@ -133,8 +131,7 @@ head_only(const uint8_t *p, size_t avail, brq_mp_head *h)
 	case 0xd0:
 	case 0xd1:
 	case 0xd2:
-	case 0xd3:
-		return signed_int(h, p, avail, 1u << (c - 0xd0));
+	case 0xd3: return signed_int(h, p, avail, 1u << (c - 0xd0));
 	case 0xd4: return fixext(h, 1);
 	case 0xd5: return fixext(h, 2);
 	case 0xd6: return fixext(h, 4);
@@ -147,8 +144,7 @@ head_only(const uint8_t *p, size_t avail, brq_mp_head *h)
 	case 0xdd: return sized(h, p, avail, BRQ_MP_ARRAY, 4);
 	case 0xde: return sized(h, p, avail, BRQ_MP_MAP, 2);
 	case 0xdf: return sized(h, p, avail, BRQ_MP_MAP, 4);
-	default:
-		return -1; // 0xc1: "never used"
+	default: return -1; // 0xc1: "never used"
 	}
 }
 
@@ -166,8 +162,7 @@ brq_mp_head_read(const uint8_t *p, const uint8_t *end, brq_mp_head *h)
 			return -1;
 		}
 		break;
-	default:
-		break;
+	default: break;
 	}
 	return 0;
 }

@@ -22,8 +22,8 @@
 typedef enum brq_mp_kind {
 	BRQ_MP_NIL = 1,
 	BRQ_MP_BOOL,
-	BRQ_MP_UINT,  // any int encoding whose value is >= 0 (fixint, uint8..64, int8..64)
-	BRQ_MP_NINT,  // any int encoding whose value is < 0
+	BRQ_MP_UINT, // any int encoding whose value is >= 0 (fixint, uint8..64, int8..64)
+	BRQ_MP_NINT, // any int encoding whose value is < 0
 	BRQ_MP_FLOAT,
 	BRQ_MP_STR,
 	BRQ_MP_BIN,
@@ -35,11 +35,11 @@ typedef enum brq_mp_kind {
 // One decoded value header.
 typedef struct brq_mp_head {
 	brq_mp_kind kind;
-	uint32_t    hdr;  // bytes of the header (type byte + length/value bytes)
-	uint64_t    n;    // STR/BIN/EXT: body bytes (EXT: incl. its type byte); ARRAY: elements; MAP: pairs
-	uint64_t    u;    // UINT value
-	int64_t     i;    // NINT value
-	bool        b;    // BOOL value
+	uint32_t    hdr; // bytes of the header (type byte + length/value bytes)
+	uint64_t    n;   // STR/BIN/EXT: body bytes (EXT: incl. its type byte); ARRAY: elements; MAP: pairs
+	uint64_t    u;   // UINT value
+	int64_t     i;   // NINT value
+	bool        b;   // BOOL value
 } brq_mp_head;
 
 // A read position inside a buffer that the caller keeps alive.
@@ -62,8 +62,7 @@ int brq_mp_head_read(const uint8_t *p, const uint8_t *end, brq_mp_head *h);
 // nested at most max_depth deep (top level = 1; clamped to BRQ_MP_DEPTH_CAP), every
 // container count no larger than the bytes left after its header. On false, *off and
 // *why (static text) locate the problem. Iterative; no allocation.
-bool brq_mp_check(const uint8_t *buf, size_t len, uint32_t max_depth, size_t *off,
-                  const char **why);
+bool brq_mp_check(const uint8_t *buf, size_t len, uint32_t max_depth, size_t *off, const char **why);
 
 // Kind of the next value, or 0 if truncated/invalid.
 int brq_mp_peek(const brq_rd *r);

@@ -28,21 +28,21 @@
 #define BRQ_PROTO_VERSION 1
 
 // Fixed limits of protocol v1 (not configurable: a client may rely on them).
-#define BRQ_LEASE_LEN        16                          // lease token bytes
-#define BRQ_TOKEN_MAX        1024                        // bearer token bytes (min 1)
-#define BRQ_KEY_MAX          256                         // idempotency key bytes
-#define BRQ_WORKER_MAX       128                         // claim.worker bytes (min 1)
-#define BRQ_TOPICS_MAX       64                          // claim.topics entries (min 1)
-#define BRQ_ERROR_WIRE_MAX   65536                       // settle error bytes accepted
-#define BRQ_ERROR_STORED_MAX 4096                        // last_error bytes stored (UTF-8 safe cut)
-#define BRQ_ATTEMPTS_MAX     1000                        // max_attempts upper bound (min 1)
-#define BRQ_LEASE_MS_MIN     1000                        // lease_ms lower bound
-#define BRQ_LEASE_MS_MAX     86400000                    // lease_ms upper bound (24 h)
-#define BRQ_DELAY_MS_MAX     UINT64_C(315360000000)      // 10 * 365 days in ms
-#define BRQ_RUN_AT_MS_MAX    INT64_C(253402300799999)    // 9999-12-31T23:59:59.999Z
+#define BRQ_LEASE_LEN        16                            // lease token bytes
+#define BRQ_TOKEN_MAX        1024                          // bearer token bytes (min 1)
+#define BRQ_KEY_MAX          256                           // idempotency key bytes
+#define BRQ_WORKER_MAX       128                           // claim.worker bytes (min 1)
+#define BRQ_TOPICS_MAX       64                            // claim.topics entries (min 1)
+#define BRQ_ERROR_WIRE_MAX   65536                         // settle error bytes accepted
+#define BRQ_ERROR_STORED_MAX 4096                          // last_error bytes stored (UTF-8 safe cut)
+#define BRQ_ATTEMPTS_MAX     1000                          // max_attempts upper bound (min 1)
+#define BRQ_LEASE_MS_MIN     1000                          // lease_ms lower bound
+#define BRQ_LEASE_MS_MAX     86400000                      // lease_ms upper bound (24 h)
+#define BRQ_DELAY_MS_MAX     UINT64_C(315360000000)        // 10 * 365 days in ms
+#define BRQ_RUN_AT_MS_MAX    INT64_C(253402300799999)      // 9999-12-31T23:59:59.999Z
 #define BRQ_ID_MAX           UINT64_C(9223372036854775807) // ids are PostgreSQL bigint >= 1
-#define BRQ_MSG_MAX          1024                        // reply "msg" bytes we emit at most
-#define BRQ_ERRTEXT_MAX      256                         // suggested size of decode error buffers
+#define BRQ_MSG_MAX          1024                          // reply "msg" bytes we emit at most
+#define BRQ_ERRTEXT_MAX      256                           // suggested size of decode error buffers
 
 // Bytes borrowed from elsewhere (usually the message buffer). Not NUL-terminated.
 typedef struct brq_str {
@@ -63,7 +63,7 @@ typedef struct brq_limits {
 	uint32_t max_wait_ms;    // claim.wait_ms upper bound; default 300000
 	uint32_t max_request;    // bytes of one request message; default 16 MiB
 	uint32_t max_depth;      // msgpack container nesting, top-level map = 1; default 8
-	                         // (clamped to 32; below 5 a settle with chain cannot pass)
+				 // (clamped to 32; below 5 a settle with chain cannot pass)
 	uint32_t max_json_depth; // payload JSON nesting; default 256 (clamped to 4096)
 } brq_limits;
 
@@ -97,15 +97,15 @@ void *brq_arena_alloc(brq_arena *a, size_t n, size_t size);
 
 // One job to enqueue (enqueue.jobs[i], settle chain[i]).
 typedef struct brq_job_spec {
-	brq_str  topic;            // valid topic
-	brq_str  payload;          // JSON text
-	brq_str  key;              // idempotency key; len 0 = no key (the empty key is "no key")
+	brq_str  topic;   // valid topic
+	brq_str  payload; // JSON text
+	brq_str  key;     // idempotency key; len 0 = no key (the empty key is "no key")
 	bool     has_delay_ms;
-	uint64_t delay_ms;         // 0..BRQ_DELAY_MS_MAX
-	bool     has_run_at_ms;    // never together with has_delay_ms
-	int64_t  run_at_ms;        // unix ms, 0..BRQ_RUN_AT_MS_MAX (the past means "now")
+	uint64_t delay_ms;      // 0..BRQ_DELAY_MS_MAX
+	bool     has_run_at_ms; // never together with has_delay_ms
+	int64_t  run_at_ms;     // unix ms, 0..BRQ_RUN_AT_MS_MAX (the past means "now")
 	bool     has_max_attempts;
-	uint32_t max_attempts;     // 1..BRQ_ATTEMPTS_MAX
+	uint32_t max_attempts; // 1..BRQ_ATTEMPTS_MAX
 } brq_job_spec;
 
 // (id, lease token) of a held job.
@@ -163,9 +163,9 @@ typedef struct brq_id_req {
 
 // One request. Envelope first, then the fields of `op` in the matching union member.
 typedef struct brq_request {
-	uint64_t rid;     // request id, echoed in the reply; 0 when absent
+	uint64_t rid; // request id, echoed in the reply; 0 when absent
 	brq_op   op;
-	brq_str  token;   // bearer token bytes (msgpack str or bin); len 0 = absent
+	brq_str  token; // bearer token bytes (msgpack str or bin); len 0 = absent
 	union {
 		brq_enqueue_req   enqueue;
 		brq_claim_req     claim;
@@ -190,7 +190,7 @@ typedef struct brq_claimed_job {
 	uint64_t id;
 	brq_str  topic;
 	brq_str  payload;
-	uint32_t attempts;     // including this claim
+	uint32_t attempts; // including this claim
 	uint32_t max_attempts;
 	uint8_t  lease[BRQ_LEASE_LEN];
 	int64_t  lease_until_ms;
@@ -310,23 +310,21 @@ typedef struct brq_reply {
 // Nothing else in *req is meaningful. An absent token is not an error here: the gateway
 // answers BRQ_ST_UNAUTHENTICATED for it when it authenticates.
 // req borrows buf (keep it alive and unchanged until stage 2 and the use of the fields).
-brq_status brq_request_decode_envelope(brq_request *req, const void *buf, size_t len,
-                                       const brq_limits *lim, char *err, size_t errlen)
-    BRQ_MUSTCHECK;
+brq_status brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const brq_limits *lim,
+				       char *err, size_t errlen) BRQ_MUSTCHECK;
 
 // Stage 2 (after authentication): decodes and validates the fields of req->op into the
 // matching union member; arrays come from `arena`. Requires that stage 1 returned
 // BRQ_ST_OK for req. Returns BRQ_ST_INVALID_ARGUMENT or BRQ_ST_TOO_LARGE (payload over
 // max_payload, arrays over max_batch) with the field named, BRQ_ST_INTERNAL if the arena
 // runs out of memory. Unknown keys are ignored.
-brq_status brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *arena,
-                                   char *err, size_t errlen) BRQ_MUSTCHECK;
+brq_status brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *arena, char *err,
+				   size_t errlen) BRQ_MUSTCHECK;
 
 // Both stages in one call, for callers that do not authenticate in between (tests,
 // tools). On failure, the outputs valid are those documented for the failing stage.
-brq_status brq_request_decode(brq_request *req, const void *buf, size_t len,
-                              const brq_limits *lim, brq_arena *arena, char *err,
-                              size_t errlen) BRQ_MUSTCHECK;
+brq_status brq_request_decode(brq_request *req, const void *buf, size_t len, const brq_limits *lim,
+			      brq_arena *arena, char *err, size_t errlen) BRQ_MUSTCHECK;
 
 // Client side: decodes a reply to a request of operation `op`. Checks structure (as in
 // stage 1, with lim->max_depth; max_request is not applied, the transport bounds reply
@@ -336,9 +334,8 @@ brq_status brq_request_decode(brq_request *req, const void *buf, size_t len,
 // Returns BRQ_ST_OK when the reply was decoded (whatever rep->code says), else
 // BRQ_ST_INVALID_ARGUMENT (malformed reply) or BRQ_ST_INTERNAL (out of memory).
 // rep borrows buf; arrays come from `arena`.
-brq_status brq_reply_decode(brq_reply *rep, brq_op op, const void *buf, size_t len,
-                            const brq_limits *lim, brq_arena *arena, char *err,
-                            size_t errlen) BRQ_MUSTCHECK;
+brq_status brq_reply_decode(brq_reply *rep, brq_op op, const void *buf, size_t len, const brq_limits *lim,
+			    brq_arena *arena, char *err, size_t errlen) BRQ_MUSTCHECK;
 
 // ---- Encoding -----------------------------------------------------------------------
 
@@ -393,7 +390,8 @@ int brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t);
 // has_* flag is set (a key only if its len > 0, "rid" always).
 
 // Client: a request for req->op with req->rid, req->token (omitted when len 0; sent as
-// str when it is valid UTF-8, else as bin) and the op's fields. BRQ_EINVAL for BRQ_OP_NONE or an out-of-range enum.
+// str when it is valid UTF-8, else as bin) and the op's fields. BRQ_EINVAL for BRQ_OP_NONE or an out-of-range
+// enum.
 int brq_request_encode(brq_buf *b, const brq_request *req) BRQ_MUSTCHECK;
 
 // Gateway: rep->code == OK gives the op's fields for rep->op; any other code gives an
@@ -402,8 +400,8 @@ int brq_reply_encode(brq_buf *b, const brq_reply *rep) BRQ_MUSTCHECK;
 
 // Gateway: an error reply {v, rid, code, msg} with msg formatted from fmt (cut to
 // BRQ_MSG_MAX bytes). code must not be BRQ_ST_OK.
-int brq_reply_encode_error(brq_buf *b, uint64_t rid, brq_status code, const char *fmt, ...)
-    BRQ_MUSTCHECK __attribute__((format(printf, 4, 5)));
+int brq_reply_encode_error(brq_buf *b, uint64_t rid, brq_status code, const char *fmt, ...) BRQ_MUSTCHECK
+	__attribute__((format(printf, 4, 5)));
 
 // Gateway, streaming: starts an ok reply as a map of 3 + n_fields pairs and writes
 // "v", "rid", "code":"ok"; the caller then writes exactly n_fields key/value pairs with

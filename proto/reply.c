@@ -8,12 +8,12 @@
 
 #include "dec.h"
 
-#define TRY(expr)                          \
-	do {                                   \
-		brq_status st_ = (expr);           \
-		if (st_ != BRQ_ST_OK) {            \
-			return st_;                    \
-		}                                  \
+#define TRY(expr)                        \
+	do {                             \
+		brq_status st_ = (expr); \
+		if (st_ != BRQ_ST_OK) {  \
+			return st_;      \
+		}                        \
 	} while (0)
 
 #define BAD BRQ_ST_INVALID_ARGUMENT
@@ -84,8 +84,8 @@ typedef brq_status (*elem_fn)(brq_dec *d, brq_rd *r, const char *path, void *out
 
 // Array field `name` of the top map (path = op name) decoded with fn into arena storage.
 static brq_status
-get_elems(brq_dec *d, const brq_field *f, const char *op, bool required, size_t size,
-          elem_fn fn, void **out, uint32_t *n, bool *present)
+get_elems(brq_dec *d, const brq_field *f, const char *op, bool required, size_t size, elem_fn fn, void **out,
+	  uint32_t *n, bool *present)
 {
 	char   path[BRQ_PATH_MAX];
 	brq_rd elems;
@@ -106,7 +106,7 @@ static brq_status
 enqueue_result(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
 	brq_enqueue_result *x    = out;
-	brq_field           f[2] = { { "id", NULL }, { "created", NULL } };
+	brq_field           f[2] = {{"id", NULL}, {"created", NULL}};
 
 	TRY(brq_dec_map(d, r, path, f, 2));
 	TRY(get_u64(d, &f[0], path, &x->id));
@@ -117,7 +117,7 @@ static brq_status
 settle_result(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
 	brq_settle_result *x    = out;
-	brq_field          f[3] = { { "id", NULL }, { "applied", NULL }, { "state", NULL } };
+	brq_field          f[3] = {{"id", NULL}, {"applied", NULL}, {"state", NULL}};
 
 	TRY(brq_dec_map(d, r, path, f, 3));
 	TRY(get_u64(d, &f[0], path, &x->id));
@@ -137,17 +137,17 @@ enum { CJ_ID, CJ_TOPIC, CJ_PAYLOAD, CJ_ATT, CJ_MAXATT, CJ_LEASE, CJ_UNTIL, CJ_CR
 static brq_status
 claimed_job(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	brq_claimed_job *j = out;
-	brq_field f[CJ__N] = {
-		[CJ_ID] = { "id", NULL },
-		[CJ_TOPIC] = { "topic", NULL },
-		[CJ_PAYLOAD] = { "payload", NULL },
-		[CJ_ATT] = { "attempts", NULL },
-		[CJ_MAXATT] = { "max_attempts", NULL },
-		[CJ_LEASE] = { "lease", NULL },
-		[CJ_UNTIL] = { "lease_until_ms", NULL },
-		[CJ_CREATED] = { "created_at_ms", NULL },
-	};
+	brq_claimed_job *j        = out;
+	brq_field        f[CJ__N] = {
+		       [CJ_ID]      = {"id", NULL},
+		       [CJ_TOPIC]   = {"topic", NULL},
+		       [CJ_PAYLOAD] = {"payload", NULL},
+		       [CJ_ATT]     = {"attempts", NULL},
+		       [CJ_MAXATT]  = {"max_attempts", NULL},
+		       [CJ_LEASE]   = {"lease", NULL},
+		       [CJ_UNTIL]   = {"lease_until_ms", NULL},
+		       [CJ_CREATED] = {"created_at_ms", NULL},
+        };
 
 	TRY(brq_dec_map(d, r, path, f, CJ__N));
 	TRY(get_u64(d, &f[CJ_ID], path, &j->id));
@@ -161,27 +161,39 @@ claimed_job(brq_dec *d, brq_rd *r, const char *path, void *out)
 }
 
 enum {
-	JI_ID, JI_TOPIC, JI_PAYLOAD, JI_STATE, JI_ATT, JI_MAXATT, JI_AVAIL, JI_LOCKED_BY,
-	JI_LOCKED_UNTIL, JI_LAST_ERROR, JI_KEY, JI_CREATED, JI_UPDATED, JI__N
+	JI_ID,
+	JI_TOPIC,
+	JI_PAYLOAD,
+	JI_STATE,
+	JI_ATT,
+	JI_MAXATT,
+	JI_AVAIL,
+	JI_LOCKED_BY,
+	JI_LOCKED_UNTIL,
+	JI_LAST_ERROR,
+	JI_KEY,
+	JI_CREATED,
+	JI_UPDATED,
+	JI__N
 };
 
 static brq_status
 job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 {
 	brq_field f[JI__N] = {
-		[JI_ID] = { "id", NULL },
-		[JI_TOPIC] = { "topic", NULL },
-		[JI_PAYLOAD] = { "payload", NULL },
-		[JI_STATE] = { "state", NULL },
-		[JI_ATT] = { "attempts", NULL },
-		[JI_MAXATT] = { "max_attempts", NULL },
-		[JI_AVAIL] = { "available_at_ms", NULL },
-		[JI_LOCKED_BY] = { "locked_by", NULL },
-		[JI_LOCKED_UNTIL] = { "locked_until_ms", NULL },
-		[JI_LAST_ERROR] = { "last_error", NULL },
-		[JI_KEY] = { "key", NULL },
-		[JI_CREATED] = { "created_at_ms", NULL },
-		[JI_UPDATED] = { "updated_at_ms", NULL },
+		[JI_ID]           = {"id", NULL},
+		[JI_TOPIC]        = {"topic", NULL},
+		[JI_PAYLOAD]      = {"payload", NULL},
+		[JI_STATE]        = {"state", NULL},
+		[JI_ATT]          = {"attempts", NULL},
+		[JI_MAXATT]       = {"max_attempts", NULL},
+		[JI_AVAIL]        = {"available_at_ms", NULL},
+		[JI_LOCKED_BY]    = {"locked_by", NULL},
+		[JI_LOCKED_UNTIL] = {"locked_until_ms", NULL},
+		[JI_LAST_ERROR]   = {"last_error", NULL},
+		[JI_KEY]          = {"key", NULL},
+		[JI_CREATED]      = {"created_at_ms", NULL},
+		[JI_UPDATED]      = {"updated_at_ms", NULL},
 	};
 
 	TRY(brq_dec_map(d, r, path, f, JI__N));
@@ -237,44 +249,51 @@ bool_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
 static brq_status
 decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
-	brq_field f[2] = { { NULL, NULL }, { NULL, NULL } };
+	brq_field f[2] = {{NULL, NULL}, {NULL, NULL}};
 	brq_rd    r;
 
 	// The op fields each reply carries; found in one pass over the top map.
 	switch (rep->op) {
 	case BRQ_OP_PING: f[0].name = "server"; break;
 	case BRQ_OP_ENQUEUE: f[0].name = "results"; break;
-	case BRQ_OP_CLAIM: f[0].name = "jobs"; f[1].name = "settled"; break;
-	case BRQ_OP_HEARTBEAT: f[0].name = "extended"; f[1].name = "lease_until_ms"; break;
+	case BRQ_OP_CLAIM:
+		f[0].name = "jobs";
+		f[1].name = "settled";
+		break;
+	case BRQ_OP_HEARTBEAT:
+		f[0].name = "extended";
+		f[1].name = "lease_until_ms";
+		break;
 	case BRQ_OP_SETTLE: f[0].name = "results"; break;
-	case BRQ_OP_CANCEL: f[0].name = "state"; f[1].name = "canceled"; break;
+	case BRQ_OP_CANCEL:
+		f[0].name = "state";
+		f[1].name = "canceled";
+		break;
 	case BRQ_OP_JOB: f[0].name = "job"; break;
 	case BRQ_OP_STATS: f[0].name = "topics"; break;
-	default:
-		return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
+	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
 	}
 	TRY(brq_dec_map(d, top, "", f, f[1].name != NULL ? 2 : 1));
 
 	const char *op = brq_op_name(rep->op);
 	switch (rep->op) {
-	case BRQ_OP_PING:
-		return get_str(d, &f[0], op, &rep->ping.server);
+	case BRQ_OP_PING: return get_str(d, &f[0], op, &rep->ping.server);
 	case BRQ_OP_ENQUEUE:
 		return get_elems(d, &f[0], op, true, sizeof(brq_enqueue_result), enqueue_result,
-		                 (void **) &rep->enqueue.results, &rep->enqueue.n_results, NULL);
+				 (void **) &rep->enqueue.results, &rep->enqueue.n_results, NULL);
 	case BRQ_OP_CLAIM:
 		TRY(get_elems(d, &f[0], op, true, sizeof(brq_claimed_job), claimed_job,
-		              (void **) &rep->claim.jobs, &rep->claim.n_jobs, NULL));
+			      (void **) &rep->claim.jobs, &rep->claim.n_jobs, NULL));
 		return get_elems(d, &f[1], op, false, sizeof(brq_settle_result), settle_result,
-		                 (void **) &rep->claim.settled, &rep->claim.n_settled,
-		                 &rep->claim.has_settled);
+				 (void **) &rep->claim.settled, &rep->claim.n_settled,
+				 &rep->claim.has_settled);
 	case BRQ_OP_HEARTBEAT:
-		TRY(get_elems(d, &f[0], op, true, sizeof(bool), bool_elem,
-		              (void **) &rep->heartbeat.extended, &rep->heartbeat.n_extended, NULL));
+		TRY(get_elems(d, &f[0], op, true, sizeof(bool), bool_elem, (void **) &rep->heartbeat.extended,
+			      &rep->heartbeat.n_extended, NULL));
 		return get_i64(d, &f[1], op, &rep->heartbeat.lease_until_ms);
 	case BRQ_OP_SETTLE:
 		return get_elems(d, &f[0], op, true, sizeof(brq_settle_result), settle_result,
-		                 (void **) &rep->settle.results, &rep->settle.n_results, NULL);
+				 (void **) &rep->settle.results, &rep->settle.n_results, NULL);
 	case BRQ_OP_CANCEL:
 		TRY(get_state(d, &f[0], op, &rep->cancel.state));
 		return brq_dec_bool(d, &f[1], op, true, &rep->cancel.canceled, NULL);
@@ -286,9 +305,8 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		return job_info(d, &r, "job.job", &rep->job.job);
 	case BRQ_OP_STATS:
 		return get_elems(d, &f[0], op, true, sizeof(brq_topic_stats), topic_stats,
-		                 (void **) &rep->stats.topics, &rep->stats.n_topics, NULL);
-	default:
-		return BRQ_ST_INTERNAL;
+				 (void **) &rep->stats.topics, &rep->stats.n_topics, NULL);
+	default: return BRQ_ST_INTERNAL;
 	}
 }
 
@@ -296,13 +314,15 @@ enum { R_V, R_RID, R_CODE, R_MSG, R__COUNT };
 
 brq_status
 brq_reply_decode(brq_reply *rep, brq_op op, const void *buf, size_t len, const brq_limits *lim,
-                 brq_arena *arena, char *err, size_t errlen)
+		 brq_arena *arena, char *err, size_t errlen)
 {
-	brq_dec     d = { lim, arena, err, errlen, (const uint8_t *) buf + len, 0 };
-	brq_rd      r = { buf, (const uint8_t *) buf + len };
-	brq_field   f[R__COUNT] = {
-		[R_V] = { "v", NULL }, [R_RID] = { "rid", NULL },
-		[R_CODE] = { "code", NULL }, [R_MSG] = { "msg", NULL },
+	brq_dec   d           = {lim, arena, err, errlen, (const uint8_t *) buf + len, 0};
+	brq_rd    r           = {buf, (const uint8_t *) buf + len};
+	brq_field f[R__COUNT] = {
+		[R_V]    = {"v", NULL},
+		[R_RID]  = {"rid", NULL},
+		[R_CODE] = {"code", NULL},
+		[R_MSG]  = {"msg", NULL},
 	};
 	uint64_t    v;
 	size_t      off;

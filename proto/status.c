@@ -17,32 +17,22 @@ static const char *const status_names[BRQ_ST__COUNT] = {
 };
 
 static const char *const op_names[BRQ_OP__COUNT] = {
-	[BRQ_OP_NONE]      = "unknown",
-	[BRQ_OP_PING]      = "ping",
-	[BRQ_OP_ENQUEUE]   = "enqueue",
-	[BRQ_OP_CLAIM]     = "claim",
-	[BRQ_OP_HEARTBEAT] = "heartbeat",
-	[BRQ_OP_SETTLE]    = "settle",
-	[BRQ_OP_CANCEL]    = "cancel",
-	[BRQ_OP_JOB]       = "job",
-	[BRQ_OP_STATS]     = "stats",
+	[BRQ_OP_NONE] = "unknown",        [BRQ_OP_PING] = "ping",
+	[BRQ_OP_ENQUEUE] = "enqueue",     [BRQ_OP_CLAIM] = "claim",
+	[BRQ_OP_HEARTBEAT] = "heartbeat", [BRQ_OP_SETTLE] = "settle",
+	[BRQ_OP_CANCEL] = "cancel",       [BRQ_OP_JOB] = "job",
+	[BRQ_OP_STATS] = "stats",
 };
 
 static const char *const state_names[BRQ_STATE__COUNT] = {
-	[BRQ_STATE_PENDING]    = "pending",
-	[BRQ_STATE_PROCESSING] = "processing",
-	[BRQ_STATE_FAILED]     = "failed",
-	[BRQ_STATE_DONE]       = "done",
-	[BRQ_STATE_DEAD]       = "dead",
-	[BRQ_STATE_CANCELED]   = "canceled",
+	[BRQ_STATE_PENDING] = "pending", [BRQ_STATE_PROCESSING] = "processing",
+	[BRQ_STATE_FAILED] = "failed",   [BRQ_STATE_DONE] = "done",
+	[BRQ_STATE_DEAD] = "dead",       [BRQ_STATE_CANCELED] = "canceled",
 };
 
 static const char *const outcome_names[BRQ_OUTCOME__COUNT] = {
-	[BRQ_OUTCOME_DONE]     = "done",
-	[BRQ_OUTCOME_FAIL]     = "fail",
-	[BRQ_OUTCOME_DELAY]    = "delay",
-	[BRQ_OUTCOME_PRESERVE] = "preserve",
-	[BRQ_OUTCOME_CANCEL]   = "cancel",
+	[BRQ_OUTCOME_DONE] = "done",         [BRQ_OUTCOME_FAIL] = "fail",     [BRQ_OUTCOME_DELAY] = "delay",
+	[BRQ_OUTCOME_PRESERVE] = "preserve", [BRQ_OUTCOME_CANCEL] = "cancel",
 };
 
 static const char *

@@ -18,9 +18,9 @@
 #define A1 "admin-one-0123456789abcdefghijklmnopqrstuvwxyz!"
 #define A2 "admin-two-\x01\x02\x7f\xff binary and spaces inside ok"
 
-static struct brq_auth auth;
+static struct brq_auth            auth;
 static struct brq_config_problems probs;
-static char tmpdir[64];
+static char                       tmpdir[64];
 
 static void
 setup(void)
@@ -50,8 +50,8 @@ static char *
 token_file(const char *name, const void *content, size_t len, mode_t mode)
 {
 	static char paths[16][256];
-	static int slot;
-	char *p = paths[slot++ % 16];
+	static int  slot;
+	char       *p = paths[slot++ % 16];
 	snprintf(p, 256, "%s/%s", tmpdir, name);
 	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	cr_assert_geq(fd, 0);
@@ -85,7 +85,7 @@ load_standard(void)
 {
 	const char *w[] = {TOKEN_FILE("w1", W1 "\n", 0600), TOKEN_FILE("w2", W2 " \t\r\n\n", 0640)};
 	const char *a[] = {TOKEN_FILE("a1", A1, 0400), TOKEN_FILE("a2", A2 "\n", 0600)};
-	int rc = brq_auth_init(&auth, w, 2, a, 2, &probs);
+	int         rc  = brq_auth_init(&auth, w, 2, a, 2, &probs);
 	for (size_t i = 0; i < probs.count; i++) {
 		cr_log_info("problem: %s", probs.lines[i]);
 	}
@@ -132,9 +132,9 @@ Test(auth, accepts_tokens_of_any_bytes_up_to_the_maximum)
 	for (size_t i = 0; i < sizeof(tok); i++) {
 		tok[i] = (unsigned char) (i * 7 + 1); // includes NUL-free binary; no trailing space
 	}
-	tok[10] = '\0'; // an embedded NUL is just a byte
+	tok[10]              = '\0'; // an embedded NUL is just a byte
 	tok[sizeof(tok) - 1] = 'z';
-	const char *w[] = {token_file("big", tok, sizeof(tok), 0600)};
+	const char *w[]      = {token_file("big", tok, sizeof(tok), 0600)};
 	cr_assert_eq(brq_auth_init(&auth, w, 1, NULL, 0, &probs), 0);
 	cr_assert_eq(brq_auth_check(&auth, tok, sizeof(tok)), BRQ_ROLE_WORKER);
 	cr_assert_eq(brq_auth_check(&auth, tok, 10), BRQ_ROLE_NONE);
@@ -222,7 +222,7 @@ Test(auth, warns_about_a_world_readable_token_file_without_showing_it)
 	const char *w[] = {TOKEN_FILE("group-ok", W1, 0640), TOKEN_FILE("world", W2, 0644)};
 	cr_assert_eq(brq_auth_init(&auth, w, 2, NULL, 0, &probs), 0);
 
-	char out[4096];
+	char    out[4096];
 	ssize_t n = read(fds[0], out, sizeof(out) - 1);
 	cr_assert_gt(n, 0);
 	out[n] = '\0';
@@ -242,14 +242,14 @@ Test(auth, role_permissions_follow_the_table)
 	// op name, admin only? (as the dispatcher will pass it)
 	static const struct {
 		const char *op;
-		bool admin_only;
+		bool        admin_only;
 	} ops[] = {
-		{"ping", false}, {"enqueue", false}, {"claim", false}, {"heartbeat", false},
-		{"settle", false}, {"job", false}, {"stats", false}, {"cancel", true},
+		{"ping", false},   {"enqueue", false}, {"claim", false}, {"heartbeat", false},
+		{"settle", false}, {"job", false},     {"stats", false}, {"cancel", true},
 	};
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		cr_assert_eq(brq_auth_role_may(BRQ_ROLE_WORKER, ops[i].admin_only), !ops[i].admin_only,
-		    "worker %s", ops[i].op);
+			     "worker %s", ops[i].op);
 		cr_assert(brq_auth_role_may(BRQ_ROLE_ADMIN, ops[i].admin_only), "admin %s", ops[i].op);
 		cr_assert_not(brq_auth_role_may(BRQ_ROLE_NONE, ops[i].admin_only), "none %s", ops[i].op);
 	}
@@ -261,14 +261,14 @@ Test(auth, role_permissions_follow_the_table)
 
 Test(auth, loads_from_a_config_struct)
 {
-	char *w = TOKEN_FILE("w", W1, 0600);
-	char *a = TOKEN_FILE("a", A1, 0600);
+	char             *w = TOKEN_FILE("w", W1, 0600);
+	char             *a = TOKEN_FILE("a", A1, 0600);
 	struct brq_config cfg;
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.worker_token_files = &w;
+	cfg.worker_token_files   = &w;
 	cfg.n_worker_token_files = 1;
-	cfg.admin_token_files = &a;
-	cfg.n_admin_token_files = 1;
+	cfg.admin_token_files    = &a;
+	cfg.n_admin_token_files  = 1;
 	cr_assert_eq(brq_auth_init_config(&auth, &cfg, &probs), 0);
 	cr_assert_eq(check(W1), BRQ_ROLE_WORKER);
 	cr_assert_eq(check(A1), BRQ_ROLE_ADMIN);

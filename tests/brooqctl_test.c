@@ -103,8 +103,8 @@ run_in(const char *input, char **out, ...)
 }
 
 #define run(out, ...) run_in(NULL, out, __VA_ARGS__, (const char *) NULL)
-#define W "--url", gw.url, "--token-file", gw.worker_token_file
-#define A "--url", gw.url, "--token-file", gw.admin_token_file
+#define W             "--url", gw.url, "--token-file", gw.worker_token_file
+#define A             "--url", gw.url, "--token-file", gw.admin_token_file
 
 /* The id in "enqueued job N". */
 static unsigned long long
@@ -214,25 +214,26 @@ assert_one_json_object(const char *out)
 Test(brooqctl, enqueue_then_job_shows_every_field)
 {
 	char *out;
-	cr_assert_eq(run(&out, W, "enqueue", "mail.send", "{\"to\":\"x\"}", "--key", "k1", "--max-attempts", "4"), 0,
-	             "%s", out);
+	cr_assert_eq(
+		run(&out, W, "enqueue", "mail.send", "{\"to\":\"x\"}", "--key", "k1", "--max-attempts", "4"),
+		0, "%s", out);
 	unsigned long long id = enqueued_id(out);
 	free(out);
 
 	char ids[32];
 	snprintf(ids, sizeof(ids), "%llu", id);
 	cr_assert_eq(run(&out, W, "job", ids), 0, "%s", out);
-	static const char *const want[] = {"id ", "topic ", "mail.send", "state ", "pending",
-	                                   "attempts ", "0 of 4", "available_at ", "locked_by ",
-	                                   "locked_until ", "last_error ", "key ", "k1", "created_at ",
-	                                   "updated_at ", "payload ", "{\"to\": \"x\"}"};
+	static const char *const want[] = {
+		"id ",    "topic ",        "mail.send",   "state ",        "pending",        "attempts ",
+		"0 of 4", "available_at ", "locked_by ",  "locked_until ", "last_error ",    "key ",
+		"k1",     "created_at ",   "updated_at ", "payload ",      "{\"to\": \"x\"}"};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_assert(strstr(out, want[i]) != NULL, "'%s' missing from:\n%s", want[i], out);
 	/* ISO-8601 UTC with milliseconds: 20YY-MM-DDTHH:MM:SS.mmmZ */
 	const char *t = strstr(out, "created_at");
 	int         y, mo, d, h, mi, s, ms;
 	cr_assert_eq(sscanf(t, "created_at %4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &y, &mo, &d, &h, &mi, &s, &ms), 7,
-	             "%s", t);
+		     "%s", t);
 	cr_assert(y >= 2024);
 	free(out);
 
@@ -245,9 +246,9 @@ Test(brooqctl, enqueue_then_job_shows_every_field)
 Test(brooqctl, json_output_is_one_object_with_the_key_fields)
 {
 	char *out;
-	cr_assert_eq(run(&out, W, "--json", "enqueue", "report.build", "{\"q\":[1,2]}", "--key", "quote\"back\\slash\nnl",
-	                 "--delay", "1h"),
-	             0, "%s", out);
+	cr_assert_eq(run(&out, W, "--json", "enqueue", "report.build", "{\"q\":[1,2]}", "--key",
+			 "quote\"back\\slash\nnl", "--delay", "1h"),
+		     0, "%s", out);
 	assert_one_json_object(out);
 	unsigned long long id = 0;
 	cr_assert_eq(sscanf(out, "{\"id\":%llu,", &id), 1, "%s", out);
@@ -259,9 +260,16 @@ Test(brooqctl, json_output_is_one_object_with_the_key_fields)
 	cr_assert_eq(run(&out, W, "job", ids, "--json"), 0, "%s", out);
 	assert_one_json_object(out);
 	static const char *const want[] = {
-		"\"topic\":\"report.build\"", "\"state\":\"pending\"", "\"attempts\":0", "\"locked_by\":null",
-		"\"locked_until\":null", "\"last_error\":null", "\"payload\":{\"q\": [1, 2]}",
-		"\"key\":\"quote\\\"back\\\\slash\\nnl\"", "\"available_at\":\"20", "Z\"",
+		"\"topic\":\"report.build\"",
+		"\"state\":\"pending\"",
+		"\"attempts\":0",
+		"\"locked_by\":null",
+		"\"locked_until\":null",
+		"\"last_error\":null",
+		"\"payload\":{\"q\": [1, 2]}",
+		"\"key\":\"quote\\\"back\\\\slash\\nnl\"",
+		"\"available_at\":\"20",
+		"Z\"",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_assert(strstr(out, want[i]) != NULL, "'%s' missing from: %s", want[i], out);
@@ -344,7 +352,8 @@ Test(brooqctl, a_refused_payload_exits_1)
 Test(brooqctl, the_payload_can_come_from_stdin)
 {
 	char *out;
-	cr_assert_eq(run_in("{\"from\":\"stdin\"}\n", &out, W, "enqueue", "t", "-", (const char *) NULL), 0, "%s", out);
+	cr_assert_eq(run_in("{\"from\":\"stdin\"}\n", &out, W, "enqueue", "t", "-", (const char *) NULL), 0,
+		     "%s", out);
 	char ids[32];
 	snprintf(ids, sizeof(ids), "%llu", enqueued_id(out));
 	free(out);
@@ -359,23 +368,25 @@ Test(brooqctl, an_unreachable_gateway_exits_3)
 	snprintf(url, sizeof(url), "ipc://%s/nobody.sock", gw.dir);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	cr_assert_eq(run(&out, "--url", url, "--token-file", gw.worker_token_file, "--timeout", "300ms", "ping"), 3,
-	             "%s", out);
+	cr_assert_eq(
+		run(&out, "--url", url, "--token-file", gw.worker_token_file, "--timeout", "300ms", "ping"),
+		3, "%s", out);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double dt = (double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
 	cr_assert(dt < 3000, "took %.0f ms with --timeout 300ms", dt);
 	free(out);
-	cr_assert_eq(run(&out, "--url", url, "--token-file", gw.worker_token_file, "--timeout", "200ms", "--json",
-	                 "stats"),
-	             3, "%s", out);
-	cr_assert(strstr(out, "\"error\":\"timed_out\"") != NULL || strstr(out, "\"error\":\"unreachable\"") != NULL,
-	          "%s", out);
+	cr_assert_eq(run(&out, "--url", url, "--token-file", gw.worker_token_file, "--timeout", "200ms",
+			 "--json", "stats"),
+		     3, "%s", out);
+	cr_assert(strstr(out, "\"error\":\"timed_out\"") != NULL ||
+			  strstr(out, "\"error\":\"unreachable\"") != NULL,
+		  "%s", out);
 	free(out);
 }
 
 Test(brooqctl, usage_errors_exit_2)
 {
-	char *out;
+	char             *out;
 	const char *const cases[][6] = {
 		{NULL},
 		{"frobnicate", NULL},
@@ -441,13 +452,16 @@ Test(brooqctl, the_token_never_appears_in_any_output)
 	cr_assert_eq(run(&out, W, "enqueue", "t", "{}", "--json"), 0, "%s", out);
 	no_tokens_in(out);
 	free(out);
-	const char *const cmds[][2] = {{"ping", NULL}, {"stats", NULL}, {"job", "1"}, {"job", "424242"}, {"cancel", "1"}};
+	const char *const cmds[][2] = {
+		{"ping", NULL}, {"stats", NULL}, {"job", "1"}, {"job", "424242"}, {"cancel", "1"}};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		for (int json = 0; json < 2; json++) {
 			if (cmds[i][1] != NULL)
-				(void) run(&out, W, json ? "--json" : "--url", json ? "--json" : gw.url, cmds[i][0], cmds[i][1]);
+				(void) run(&out, W, json ? "--json" : "--url", json ? "--json" : gw.url,
+					   cmds[i][0], cmds[i][1]);
 			else
-				(void) run(&out, W, json ? "--json" : "--url", json ? "--json" : gw.url, cmds[i][0]);
+				(void) run(&out, W, json ? "--json" : "--url", json ? "--json" : gw.url,
+					   cmds[i][0]);
 			no_tokens_in(out);
 			free(out);
 		}

@@ -69,9 +69,9 @@ now_ms(void)
 	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
-#define OK(call)                                                                                  \
-	do {                                                                                          \
-		brooq_err e_ = (call);                                                                    \
+#define OK(call)                                                                                           \
+	do {                                                                                               \
+		brooq_err e_ = (call);                                                                     \
 		cr_assert_eq(e_, BROOQ_OK, "%s: %s: %s", #call, brooq_strerror(e_), brooq_last_message()); \
 	} while (0)
 
@@ -90,9 +90,12 @@ static size_t
 claim(const char *topic, uint32_t max, uint32_t wait_ms, brooq_job **jobs)
 {
 	const char      *topics[] = {topic};
-	brooq_claim_opts o = {.worker = "client-test", .topics = topics, .n_topics = 1, .max_jobs = max,
-	                      .wait_ms = wait_ms};
-	size_t           n = 0;
+	brooq_claim_opts o        = {.worker   = "client-test",
+				     .topics   = topics,
+				     .n_topics = 1,
+				     .max_jobs = max,
+				     .wait_ms  = wait_ms};
+	size_t           n        = 0;
 	OK(brooq_claim(wc, &o, jobs, &n));
 	return n;
 }
@@ -274,8 +277,8 @@ Test(client, bad_arguments_fail_locally_with_einval)
 {
 	brooq_job_spec       spec = {.topic = "t"};
 	brooq_enqueue_result r;
-	brooq_job           *jobs = NULL;
-	size_t               n    = 0;
+	brooq_job           *jobs     = NULL;
+	size_t               n        = 0;
 	const char          *topics[] = {"t"};
 	bool                 ext;
 	brooq_lease          lease = {0};
@@ -304,7 +307,7 @@ Test(client, bad_arguments_fail_locally_with_einval)
 
 	cr_assert_eq(brooq_heartbeat(wc, &lease, 0, 0, &ext), BROOQ_EINVAL);
 	cr_assert_eq(brooq_heartbeat(wc, &lease, 1, 0, NULL), BROOQ_EINVAL);
-	brooq_settle_item   s  = {.outcome = (brooq_outcome) 42};
+	brooq_settle_item   s = {.outcome = (brooq_outcome) 42};
 	brooq_settle_result sr;
 	cr_assert_eq(brooq_settle(wc, &s, 1, &sr), BROOQ_EINVAL);
 	brooq_settle_item chained_fail = {.outcome = BROOQ_OUTCOME_FAIL, .chain = &spec, .n_chain = 1};
@@ -327,8 +330,8 @@ Test(client, bad_arguments_fail_locally_with_einval)
 
 Test(client, claim_returns_lease_tokens_and_counts_the_attempt)
 {
-	uint64_t a = enqueue1("img.resize", "{\"w\":64}", NULL, NULL);
-	uint64_t b = enqueue1("img.resize", "{\"w\":128}", NULL, NULL);
+	uint64_t a      = enqueue1("img.resize", "{\"w\":64}", NULL, NULL);
+	uint64_t b      = enqueue1("img.resize", "{\"w\":128}", NULL, NULL);
 	int64_t  before = (int64_t) time(NULL) * 1000;
 
 	brooq_job *jobs = NULL;
@@ -418,7 +421,7 @@ Test(client, settle_outcomes_lead_to_their_states)
 {
 	brooq_job_spec specs[5];
 	for (int i = 0; i < 5; i++)
-		specs[i] = (brooq_job_spec){.topic = "settle.me", .payload = "{}", .max_attempts = 3};
+		specs[i] = (brooq_job_spec) {.topic = "settle.me", .payload = "{}", .max_attempts = 3};
 	brooq_enqueue_result ids[5];
 	OK(brooq_enqueue(wc, specs, 5, ids));
 	brooq_job *jobs;
@@ -485,8 +488,9 @@ Test(client, done_may_chain_jobs_enqueued_in_the_same_transaction)
 	enqueue1("step.one", "{}", NULL, NULL);
 	brooq_job *jobs;
 	cr_assert_eq(claim("step.one", 1, 0, &jobs), 1);
-	brooq_job_spec      next = {.topic = "step.two", .payload = "{\"from\":1}"};
-	brooq_settle_item   s    = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE, .chain = &next, .n_chain = 1};
+	brooq_job_spec    next = {.topic = "step.two", .payload = "{\"from\":1}"};
+	brooq_settle_item s    = {
+		   .lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE, .chain = &next, .n_chain = 1};
 	brooq_settle_result res;
 	OK(brooq_settle(wc, &s, 1, &res));
 	cr_assert(res.applied);
@@ -507,8 +511,13 @@ Test(client, claim_can_settle_the_previous_job_in_the_same_round_trip)
 	const char         *topics[] = {"pipe"};
 	brooq_settle_item   s        = {.lease = first[0].lease, .outcome = BROOQ_OUTCOME_DONE};
 	brooq_settle_result settled  = {0};
-	brooq_claim_opts    o        = {.worker = "w", .topics = topics, .n_topics = 1, .max_jobs = 1,
-	                                .settle = &s, .n_settle = 1, .settled = &settled};
+	brooq_claim_opts    o        = {.worker   = "w",
+					.topics   = topics,
+					.n_topics = 1,
+					.max_jobs = 1,
+					.settle   = &s,
+					.n_settle = 1,
+					.settled  = &settled};
 	brooq_job          *jobs;
 	size_t              n;
 	OK(brooq_claim(wc, &o, &jobs, &n));
@@ -527,8 +536,8 @@ Test(client, claim_can_settle_the_previous_job_in_the_same_round_trip)
 
 Test(client, a_worker_token_cannot_cancel_and_changes_nothing)
 {
-	uint64_t    id = enqueue1("t", "{}", NULL, NULL);
-	brooq_state st = BROOQ_DONE;
+	uint64_t    id       = enqueue1("t", "{}", NULL, NULL);
+	brooq_state st       = BROOQ_DONE;
 	bool        canceled = true;
 	cr_assert_eq(brooq_cancel(wc, id, &st, &canceled), BROOQ_EPERMISSION_DENIED);
 	cr_assert(strstr(brooq_last_message(), "admin") != NULL, "message: %s", brooq_last_message());
@@ -631,7 +640,7 @@ Test(client_offline, a_call_to_a_url_nobody_listens_on_fails_within_its_timeout)
 
 	/* A claim's wait is added to the timeout, and still bounded. */
 	const char      *topics[] = {"t"};
-	brooq_claim_opts o = {.topics = topics, .n_topics = 1, .max_jobs = 1, .wait_ms = 200};
+	brooq_claim_opts o        = {.topics = topics, .n_topics = 1, .max_jobs = 1, .wait_ms = 200};
 	brooq_job       *jobs;
 	size_t           n;
 	t0 = now_ms();
@@ -646,7 +655,7 @@ Test(client_offline, a_call_to_a_url_nobody_listens_on_fails_within_its_timeout)
 
 /* ---- concurrency --------------------------------------------------------------------------- */
 
-#define N_THREADS 8
+#define N_THREADS  8
 #define PER_THREAD 200
 
 typedef struct enq_arg {
@@ -688,7 +697,7 @@ Test(client, many_threads_share_one_client_handle)
 	static enq_arg args[N_THREADS];
 	pthread_t      th[N_THREADS];
 	for (int t = 0; t < N_THREADS; t++) {
-		args[t] = (enq_arg){.t = t};
+		args[t] = (enq_arg) {.t = t};
 		cr_assert_eq(pthread_create(&th[t], NULL, enqueue_many, &args[t]), 0);
 	}
 	for (int t = 0; t < N_THREADS; t++)
@@ -697,7 +706,7 @@ Test(client, many_threads_share_one_client_handle)
 	static uint64_t all[N_THREADS * PER_THREAD];
 	for (int t = 0; t < N_THREADS; t++) {
 		cr_assert_eq(args[t].failures, 0, "thread %d: %d failures, first %s", t, args[t].failures,
-		             brooq_strerror(args[t].first_err));
+			     brooq_strerror(args[t].first_err));
 		memcpy(all + t * PER_THREAD, args[t].ids, sizeof(args[t].ids));
 	}
 	qsort(all, N_THREADS * PER_THREAD, sizeof(uint64_t), cmp_u64);
@@ -726,8 +735,8 @@ long_poll(void *p)
 {
 	poll_arg        *a        = p;
 	const char      *topics[] = {"wake.me"};
-	brooq_claim_opts o        = {.worker = "poller", .topics = topics, .n_topics = 1, .max_jobs = 1,
-	                             .wait_ms = 10000};
+	brooq_claim_opts o        = {
+		       .worker = "poller", .topics = topics, .n_topics = 1, .max_jobs = 1, .wait_ms = 10000};
 	a->err         = brooq_claim(wc, &o, &a->jobs, &a->n);
 	a->returned_ms = now_ms();
 	return NULL;
@@ -850,8 +859,8 @@ claim_x(void *p)
 {
 	poll_arg        *a        = p;
 	const char      *topics[] = {"x"};
-	brooq_claim_opts o        = {.worker = "restart-test", .topics = topics, .n_topics = 1, .max_jobs = 1,
-	                             .wait_ms = 20000};
+	brooq_claim_opts o        = {
+		       .worker = "restart-test", .topics = topics, .n_topics = 1, .max_jobs = 1, .wait_ms = 20000};
 	a->err         = brooq_claim(wc, &o, &a->jobs, &a->n);
 	a->returned_ms = now_ms();
 	snprintf(a->msg, sizeof(a->msg), "%s", brooq_last_message());

@@ -7,23 +7,24 @@
 
 #include <brooq/brooq.h>
 
-#define CHECK(call)                                                                                 \
-	do {                                                                                            \
-		brooq_err e_ = (call);                                                                      \
-		if (e_ != BROOQ_OK) {                                                                       \
-			fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, brooq_strerror(e_),   \
-			        brooq_last_message());                                                          \
-			exit(1);                                                                                \
-		}                                                                                           \
+#define CHECK(call)                                                                       \
+	do {                                                                              \
+		brooq_err e_ = (call);                                                    \
+		if (e_ != BROOQ_OK) {                                                     \
+			fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, \
+				brooq_strerror(e_), brooq_last_message());                \
+			exit(1);                                                          \
+		}                                                                         \
 	} while (0)
 
-#define EXPECT(call, want)                                                                          \
-	do {                                                                                            \
-		brooq_err e_ = (call);                                                                      \
-		if (e_ != (want)) {                                                                         \
-			fprintf(stderr, "%s:%d: %s: got %s\n", __FILE__, __LINE__, #call, brooq_strerror(e_));  \
-			exit(1);                                                                                \
-		}                                                                                           \
+#define EXPECT(call, want)                                                                \
+	do {                                                                              \
+		brooq_err e_ = (call);                                                    \
+		if (e_ != (want)) {                                                       \
+			fprintf(stderr, "%s:%d: %s: got %s\n", __FILE__, __LINE__, #call, \
+				brooq_strerror(e_));                                      \
+			exit(1);                                                          \
+		}                                                                         \
 	} while (0)
 
 static brooq_client *wc;
@@ -62,8 +63,8 @@ main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 
 	brooq_job_spec       specs[3] = {{.topic = "vg", .payload = "{\"a\":1}", .key = "k"},
-	                                 {.topic = "vg", .payload = "[]"},
-	                                 {.topic = "vg.next", .payload = NULL}};
+					 {.topic = "vg", .payload = "[]"},
+					 {.topic = "vg.next", .payload = NULL}};
 	brooq_enqueue_result r[3];
 	CHECK(brooq_enqueue(wc, specs, 3, r));
 
@@ -79,8 +80,9 @@ main(int argc, char **argv)
 	CHECK(brooq_heartbeat(wc, &jobs[0].lease, 1, 0, &ext));
 
 	/* Claim the second job while settling the first (with a chained job). */
-	brooq_job_spec      chain = {.topic = "vg.chain", .payload = "{}"};
-	brooq_settle_item   s     = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE, .chain = &chain, .n_chain = 1};
+	brooq_job_spec    chain = {.topic = "vg.chain", .payload = "{}"};
+	brooq_settle_item s     = {
+		    .lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE, .chain = &chain, .n_chain = 1};
 	brooq_settle_result settled;
 	o.settle   = &s;
 	o.n_settle = 1;

@@ -38,10 +38,10 @@ Test(client_valgrind, the_client_library_leaks_nothing_and_valgrind_finds_no_err
 	char cmd[2048], log[400];
 	snprintf(log, sizeof(log), "%s/valgrind.log", gw.dir);
 	snprintf(cmd, sizeof(cmd),
-	         "%s --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect "
-	         "--error-exitcode=1 --log-file=%s %s ipc://%s/gw.sock %s %s ipc://%s/nobody.sock",
-	         BRQ_VALGRIND, log, BRQ_VALGRIND_PROG, gw.dir, gw.worker_token_file, gw.admin_token_file,
-	         gw.dir);
+		 "%s --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect "
+		 "--error-exitcode=1 --log-file=%s %s ipc://%s/gw.sock %s %s ipc://%s/nobody.sock",
+		 BRQ_VALGRIND, log, BRQ_VALGRIND_PROG, gw.dir, gw.worker_token_file, gw.admin_token_file,
+		 gw.dir);
 	int st = system(cmd);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		char show[500];

@@ -28,7 +28,7 @@ tests_dir(void)
 	return dir;
 }
 
-#define SECRET "S3cretPassw0rd"
+#define SECRET   "S3cretPassw0rd"
 #define GOOD_DSN "postgresql://brooq:" SECRET "@db.example/brooq?sslmode=require"
 
 // A fake environment: NULL-terminated key/value table, passed through the lookup seam.
@@ -47,9 +47,9 @@ tab_lookup(const char *name, void *arg)
 	return NULL;
 }
 
-static struct brq_config cfg;
+static struct brq_config          cfg;
 static struct brq_config_problems probs;
-static char tmpdir[64];
+static char                       tmpdir[64];
 
 static void
 setup(void)
@@ -116,8 +116,8 @@ static const char *
 write_file(const char *name, const char *content, mode_t mode)
 {
 	static char path[8][256];
-	static int slot;
-	char *p = path[slot++ % 8];
+	static int  slot;
+	char       *p = path[slot++ % 8];
 	snprintf(p, 256, "%s/%s", tmpdir, name);
 	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, mode);
 	cr_assert_geq(fd, 0, "create %s", p);
@@ -127,11 +127,10 @@ write_file(const char *name, const char *content, mode_t mode)
 }
 
 // The minimal valid environment plus `extra` pairs (extra first: they win).
-#define ENV(...)                                                                          \
-	(const struct kv[])                                                               \
-	{                                                                                 \
-		__VA_ARGS__, {"BROOQ_DSN", GOOD_DSN}, {"BROOQ_WORKER_TOKEN_FILES", "/run/w1"}, \
-		    {NULL, NULL},                                                         \
+#define ENV(...)                                                                                             \
+	(const struct kv[])                                                                                  \
+	{                                                                                                    \
+		__VA_ARGS__, {"BROOQ_DSN", GOOD_DSN}, {"BROOQ_WORKER_TOKEN_FILES", "/run/w1"}, {NULL, NULL}, \
 	}
 
 static const struct kv minimal[] = {
@@ -244,9 +243,9 @@ Test(config, reads_every_variable)
 
 Test(config, treats_an_empty_variable_as_unset)
 {
-	const struct kv *env = ENV({"BROOQ_LEASE", ""}, {"BROOQ_POOL_SIZE", ""},
-	    {"BROOQ_HTTP_LISTEN", ""}, {"BROOQ_LOG_LEVEL", ""}, {"BROOQ_ADMIN_TOKEN_FILES", ""},
-	    {"BROOQ_RETENTION_TTL", ""});
+	const struct kv *env =
+		ENV({"BROOQ_LEASE", ""}, {"BROOQ_POOL_SIZE", ""}, {"BROOQ_HTTP_LISTEN", ""},
+		    {"BROOQ_LOG_LEVEL", ""}, {"BROOQ_ADMIN_TOKEN_FILES", ""}, {"BROOQ_RETENTION_TTL", ""});
 	cr_assert_eq(load(env), 0);
 	cr_assert_eq(cfg.lease_ms, 120000);
 	cr_assert_eq(cfg.pool_size, 4);
@@ -259,8 +258,8 @@ Test(config, treats_an_empty_variable_as_unset)
 
 Test(config, an_empty_dsn_is_missing)
 {
-	const struct kv env[] = {{"BROOQ_DSN", ""}, {"BROOQ_DSN_FILE", ""},
-	    {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
+	const struct kv env[] = {
+		{"BROOQ_DSN", ""}, {"BROOQ_DSN_FILE", ""}, {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
 	cr_assert_eq(load(env), -EINVAL);
 	cr_assert_eq(probs.count, 1);
 	cr_assert(has_problem("BROOQ_DSN: required"));
@@ -270,17 +269,24 @@ Test(config, parses_durations_with_units)
 {
 	static const struct {
 		const char *in;
-		uint64_t ms;
+		uint64_t    ms;
 	} ok[] = {
-		{"0", 0}, {"0s", 0}, {"0ms", 0}, {"000", 0}, {"1500ms", 1500}, {"120s", 120000},
-		{"2m", 120000}, {"1h", 3600000}, {"30d", 2592000000ull}, {"007s", 7000},
+		{"0", 0},
+		{"0s", 0},
+		{"0ms", 0},
+		{"000", 0},
+		{"1500ms", 1500},
+		{"120s", 120000},
+		{"2m", 120000},
+		{"1h", 3600000},
+		{"30d", 2592000000ull},
+		{"007s", 7000},
 		{"18446744073709551615ms", UINT64_MAX},
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		uint64_t v = 1;
+		uint64_t    v   = 1;
 		const char *why = NULL;
-		cr_assert_eq(brq_config_parse_duration_ms(ok[i].in, &v, &why), 0, "'%s': %s",
-		    ok[i].in, why);
+		cr_assert_eq(brq_config_parse_duration_ms(ok[i].in, &v, &why), 0, "'%s': %s", ok[i].in, why);
 		cr_assert_eq(v, ok[i].ms, "'%s'", ok[i].in);
 	}
 }
@@ -311,10 +317,10 @@ Test(config, rejects_bare_numbers_and_malformed_durations)
 		{"213503982335d", "too large"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		uint64_t v = 77;
+		uint64_t    v   = 77;
 		const char *why = NULL;
 		cr_assert_neq(brq_config_parse_duration_ms(bad[i].in, &v, &why), 0, "accepted '%s'",
-		    bad[i].in);
+			      bad[i].in);
 		cr_assert_eq(v, 77, "output written on failure for '%s'", bad[i].in);
 		cr_assert_not_null(strstr(why, bad[i].why), "'%s': got '%s'", bad[i].in, why);
 	}
@@ -330,8 +336,8 @@ Test(config, reports_a_bare_duration_by_variable_name)
 Test(config, accepts_zero_without_a_unit_where_zero_is_in_range)
 {
 	cr_assert_eq(load(ENV({"BROOQ_MAX_WAIT", "0"}, {"BROOQ_RETENTION_TTL", "0"},
-	                 {"BROOQ_SHUTDOWN_GRACE", "0ms"})),
-	    0);
+			      {"BROOQ_SHUTDOWN_GRACE", "0ms"})),
+		     0);
 	cr_assert_eq(cfg.max_wait_ms, 0);
 	cr_assert_eq(cfg.retention_ttl_ms, 0);
 	cr_assert_eq(cfg.shutdown_grace_ms, 0);
@@ -340,9 +346,9 @@ Test(config, accepts_zero_without_a_unit_where_zero_is_in_range)
 Test(config, rejects_durations_out_of_range)
 {
 	cr_assert_eq(load(ENV({"BROOQ_LEASE", "0"}, {"BROOQ_BACKOFF_BASE", "0"},
-	                 {"BROOQ_POLL_INTERVAL", "1ms"}, {"BROOQ_MAX_WAIT", "2h"},
-	                 {"BROOQ_RETENTION_INTERVAL", "999ms"}, {"BROOQ_REAPER_INTERVAL", "25h"})),
-	    -EINVAL);
+			      {"BROOQ_POLL_INTERVAL", "1ms"}, {"BROOQ_MAX_WAIT", "2h"},
+			      {"BROOQ_RETENTION_INTERVAL", "999ms"}, {"BROOQ_REAPER_INTERVAL", "25h"})),
+		     -EINVAL);
 	dump_problems();
 	cr_assert(has_problem("BROOQ_LEASE: must be between 1s and 1d"));
 	cr_assert(has_problem("BROOQ_BACKOFF_BASE: must be between 1ms and 1d"));
@@ -357,19 +363,18 @@ Test(config, parses_sizes_with_units_only)
 {
 	static const struct {
 		const char *in;
-		uint64_t v;
-	} ok[] = {{"0", 0}, {"512B", 512}, {"64KiB", 65536}, {"16MiB", 16777216},
-	    {"1GiB", 1073741824}};
+		uint64_t    v;
+	} ok[] = {{"0", 0}, {"512B", 512}, {"64KiB", 65536}, {"16MiB", 16777216}, {"1GiB", 1073741824}};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		uint64_t v;
+		uint64_t    v;
 		const char *why = NULL;
 		cr_assert_eq(brq_config_parse_size(ok[i].in, &v, &why), 0, "'%s': %s", ok[i].in, why);
 		cr_assert_eq(v, ok[i].v);
 	}
-	const char *bad[] = {"1024", "1mib", "1MB", "1M", "1 MiB", "-1B", "1.5MiB", "MiB", "",
-	    "17179869184GiB"};
+	const char *bad[] = {"1024", "1mib",   "1MB", "1M", "1 MiB",
+			     "-1B",  "1.5MiB", "MiB", "",   "17179869184GiB"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		uint64_t v;
+		uint64_t    v;
 		const char *why = NULL;
 		cr_assert_neq(brq_config_parse_size(bad[i], &v, &why), 0, "accepted '%s'", bad[i]);
 	}
@@ -379,21 +384,30 @@ Test(config, parses_sizes_with_units_only)
 
 Test(config, parses_integers_strictly)
 {
-	uint64_t v;
+	uint64_t    v;
 	const char *why;
 	cr_assert_eq(brq_config_parse_uint("42", &v, &why), 0);
 	cr_assert_eq(v, 42);
 	cr_assert_eq(brq_config_parse_uint("18446744073709551615", &v, &why), 0);
 	cr_assert_eq(v, UINT64_MAX);
-	const char *bad[] = {"", "-1", "+1", " 1", "1 ", "1e3", "0x10", "12abc", "4.0",
-	    "18446744073709551616", "99999999999999999999999"};
+	const char *bad[] = {"",
+			     "-1",
+			     "+1",
+			     " 1",
+			     "1 ",
+			     "1e3",
+			     "0x10",
+			     "12abc",
+			     "4.0",
+			     "18446744073709551616",
+			     "99999999999999999999999"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cr_assert_neq(brq_config_parse_uint(bad[i], &v, &why), 0, "accepted '%s'", bad[i]);
 	}
 	cr_assert_eq(load(ENV({"BROOQ_POOL_SIZE", "0"}, {"BROOQ_MAX_ATTEMPTS", "1001"},
-	                 {"BROOQ_MAX_BATCH", "-5"}, {"BROOQ_MAX_WAITERS", "100001"},
-	                 {"BROOQ_RETENTION_BATCH", "99999999999999999999999"})),
-	    -EINVAL);
+			      {"BROOQ_MAX_BATCH", "-5"}, {"BROOQ_MAX_WAITERS", "100001"},
+			      {"BROOQ_RETENTION_BATCH", "99999999999999999999999"})),
+		     -EINVAL);
 	cr_assert(has_problem("BROOQ_POOL_SIZE: must be between 1 and 256"));
 	cr_assert(has_problem("BROOQ_MAX_ATTEMPTS: must be between 1 and 1000"));
 	cr_assert(has_problem("BROOQ_MAX_BATCH: not a non-negative decimal integer"));
@@ -405,9 +419,9 @@ Test(config, parses_integers_strictly)
 Test(config, parses_booleans)
 {
 	const char *yes[] = {"true", "TRUE", "1", "yes", "Yes"};
-	const char *no[] = {"false", "0", "no", "NO"};
+	const char *no[]  = {"false", "0", "no", "NO"};
 	const char *bad[] = {"", "y", "on", "2", "true "};
-	bool b;
+	bool        b;
 	const char *why;
 	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
 		b = false;
@@ -528,8 +542,8 @@ Test(config, never_shows_the_dsn_in_problems)
 		("password='" SECRET),
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		const struct kv env[] = {{"BROOQ_DSN", bad[i]}, {"BROOQ_WORKER_TOKEN_FILES", "/w"},
-		    {NULL, NULL}};
+		const struct kv env[] = {
+			{"BROOQ_DSN", bad[i]}, {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
 		brq_config_problems_fini(&probs);
 		cr_assert_eq(load(env), -EINVAL, "accepted dsn %zu", i);
 		cr_assert(has_problem("BROOQ_DSN: not a valid libpq connection string"));
@@ -537,17 +551,18 @@ Test(config, never_shows_the_dsn_in_problems)
 	}
 
 	// Same through a DSN file and through a broken env file line.
-	const char *dsn_path = write_file("dsn", "host=db password=" SECRET " bogus\n", 0600);
-	const struct kv env2[] = {{"BROOQ_DSN_FILE", dsn_path}, {"BROOQ_WORKER_TOKEN_FILES", "/w"},
-	    {NULL, NULL}};
+	const char     *dsn_path = write_file("dsn", "host=db password=" SECRET " bogus\n", 0600);
+	const struct kv env2[]   = {
+		  {"BROOQ_DSN_FILE", dsn_path}, {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
 	brq_config_problems_fini(&probs);
 	cr_assert_eq(load(env2), -EINVAL);
 	cr_assert(has_problem("BROOQ_DSN_FILE: not a valid libpq connection string"));
 	assert_no_secret();
 
-	const char *envf = write_file("env", "BROOQ_DSN postgresql://u:" SECRET "@h/x\n"
-	                                     "BROOQ_DSN=\"postgresql://u:" SECRET "@h/x\n",
-	    0600);
+	const char *envf = write_file("env",
+				      "BROOQ_DSN postgresql://u:" SECRET "@h/x\n"
+				      "BROOQ_DSN=\"postgresql://u:" SECRET "@h/x\n",
+				      0600);
 	brq_config_problems_fini(&probs);
 	cr_assert_eq(load_file(envf, minimal), -EINVAL);
 	dump_problems();
@@ -558,29 +573,30 @@ Test(config, never_shows_the_dsn_in_problems)
 
 Test(config, reads_the_dsn_from_a_file_trimmed)
 {
-	const char *p = write_file("dsn", "  \n" GOOD_DSN "\n\n", 0600);
-	const struct kv env[] = {{"BROOQ_DSN_FILE", p}, {"BROOQ_WORKER_TOKEN_FILES", "/w"},
-	    {NULL, NULL}};
+	const char     *p     = write_file("dsn", "  \n" GOOD_DSN "\n\n", 0600);
+	const struct kv env[] = {{"BROOQ_DSN_FILE", p}, {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
 	cr_assert_eq(load(env), 0);
 	cr_assert_str_eq(cfg.dsn, GOOD_DSN);
 }
 
 Test(config, rejects_two_dsn_sources_and_unreadable_or_empty_dsn_files)
 {
-	const struct kv both[] = {{"BROOQ_DSN", GOOD_DSN}, {"BROOQ_DSN_FILE", "/x"},
-	    {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
+	const struct kv both[] = {{"BROOQ_DSN", GOOD_DSN},
+				  {"BROOQ_DSN_FILE", "/x"},
+				  {"BROOQ_WORKER_TOKEN_FILES", "/w"},
+				  {NULL, NULL}};
 	cr_assert_eq(load(both), -EINVAL);
 	cr_assert(has_problem("BROOQ_DSN: set either BROOQ_DSN or BROOQ_DSN_FILE, not both"));
 
 	const struct kv missing[] = {{"BROOQ_DSN_FILE", "/nonexistent/brooq/dsn"},
-	    {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
+				     {"BROOQ_WORKER_TOKEN_FILES", "/w"},
+				     {NULL, NULL}};
 	brq_config_problems_fini(&probs);
 	cr_assert_eq(load(missing), -EINVAL);
 	cr_assert(has_problem("BROOQ_DSN_FILE: cannot read /nonexistent/brooq/dsn"));
 
-	const char *empty = write_file("empty", " \n\t\n", 0600);
-	const struct kv emp[] = {{"BROOQ_DSN_FILE", empty}, {"BROOQ_WORKER_TOKEN_FILES", "/w"},
-	    {NULL, NULL}};
+	const char     *empty = write_file("empty", " \n\t\n", 0600);
+	const struct kv emp[] = {{"BROOQ_DSN_FILE", empty}, {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
 	brq_config_problems_fini(&probs);
 	cr_assert_eq(load(emp), -EINVAL);
 	cr_assert(has_problem("is empty"));
@@ -588,24 +604,24 @@ Test(config, rejects_two_dsn_sources_and_unreadable_or_empty_dsn_files)
 
 Test(config, parses_an_env_file_and_lets_the_environment_override_it)
 {
-	const char *envf = write_file("gateway.env",
-	    "# brooq gateway\n"
-	    "\n"
-	    "   # indented comment\n"
-	    "BROOQ_DSN='" GOOD_DSN "'\n"
-	    "BROOQ_WORKER_TOKEN_FILES = /run/w1 , /run/w2\r\n"
-	    "export BROOQ_LEASE=30s\n"
-	    "BROOQ_POOL_SIZE=8\n"
-	    "BROOQ_LISTEN=\"ipc:///tmp/with \\\"quote\\\".sock\"\n"
-	    "BROOQ_LOG_LEVEL=warn   \n"
-	    "BROOQ_MAX_BATCH=10\n"
-	    "BROOQ_MAX_BATCH=20\n"
-	    "BROOQ_RETENTION_BATCH=\n"
-	    "OTHER_TOOL_SETTING=whatever # not ours\n"
-	    "BROOQ_MAX_WAITERS=7",
-	    0600);
+	const char     *envf  = write_file("gateway.env",
+					   "# brooq gateway\n"
+						"\n"
+						"   # indented comment\n"
+						"BROOQ_DSN='" GOOD_DSN "'\n"
+						"BROOQ_WORKER_TOKEN_FILES = /run/w1 , /run/w2\r\n"
+						"export BROOQ_LEASE=30s\n"
+						"BROOQ_POOL_SIZE=8\n"
+						"BROOQ_LISTEN=\"ipc:///tmp/with \\\"quote\\\".sock\"\n"
+						"BROOQ_LOG_LEVEL=warn   \n"
+						"BROOQ_MAX_BATCH=10\n"
+						"BROOQ_MAX_BATCH=20\n"
+						"BROOQ_RETENTION_BATCH=\n"
+						"OTHER_TOOL_SETTING=whatever # not ours\n"
+						"BROOQ_MAX_WAITERS=7",
+					   0600);
 	const struct kv env[] = {{"BROOQ_POOL_SIZE", "12"}, {"BROOQ_LEASE", ""}, {NULL, NULL}};
-	int rc = load_file(envf, env);
+	int             rc    = load_file(envf, env);
 	dump_problems();
 	cr_assert_eq(rc, 0);
 	cr_assert_str_eq(cfg.dsn, GOOD_DSN, "single quotes stripped");
@@ -623,15 +639,15 @@ Test(config, parses_an_env_file_and_lets_the_environment_override_it)
 Test(config, reports_env_file_mistakes_by_line)
 {
 	const char *envf = write_file("bad.env",
-	    "BROOQ_DSN=" GOOD_DSN "\n"
-	    "BROOQ_WORKER_TOKEN_FILES=/w\n"
-	    "BROOQ_LEASEE=30s\n"
-	    "no equals sign\n"
-	    "1BROOQ=x\n"
-	    "BROOQ_LISTEN='ipc:///x' trailing\n"
-	    "BROOQ_LOG_LEVEL='info\n",
-	    0600);
-	cr_assert_eq(load_file(envf, (const struct kv[]){{NULL, NULL}}), -EINVAL);
+				      "BROOQ_DSN=" GOOD_DSN "\n"
+				      "BROOQ_WORKER_TOKEN_FILES=/w\n"
+				      "BROOQ_LEASEE=30s\n"
+				      "no equals sign\n"
+				      "1BROOQ=x\n"
+				      "BROOQ_LISTEN='ipc:///x' trailing\n"
+				      "BROOQ_LOG_LEVEL='info\n",
+				      0600);
+	cr_assert_eq(load_file(envf, (const struct kv[]) {{NULL, NULL}}), -EINVAL);
 	dump_problems();
 	cr_assert(has_problem("line 3: unknown variable BROOQ_LEASEE"));
 	cr_assert(has_problem("line 4: expected KEY=VALUE"));
@@ -648,9 +664,9 @@ Test(config, reports_env_file_mistakes_by_line)
 Test(config, parses_topic_overrides)
 {
 	cr_assert_eq(load(ENV({"BROOQ_TOPIC_OVERRIDES",
-	                 "email.send:max_attempts=10,backoff_base=2s,backoff_max=5m,lease=30s;"
-	                 " report.build : lease = 10m "})),
-	    0);
+			       "email.send:max_attempts=10,backoff_base=2s,backoff_max=5m,lease=30s;"
+			       " report.build : lease = 10m "})),
+		     0);
 	dump_problems();
 	cr_assert_eq(cfg.n_topic_overrides, 2);
 	const struct brq_topic_override *o = &cfg.topic_overrides[0];
@@ -729,7 +745,7 @@ Test(config, rejects_every_malformed_topic_override)
 		cr_assert(has_problem(bad[i].why), "'%s': expected '%s'", in, bad[i].why);
 		for (size_t j = 0; j < probs.count; j++) {
 			cr_assert(strncmp(probs.lines[j], "BROOQ_TOPIC_OVERRIDES: ", 23) == 0,
-			    "'%s': unrelated problem %s", in, probs.lines[j]);
+				  "'%s': unrelated problem %s", in, probs.lines[j]);
 		}
 	}
 	// The longest valid topic (128 bytes) is fine.
@@ -741,8 +757,8 @@ Test(config, rejects_every_malformed_topic_override)
 
 Test(config, requires_permission_for_a_non_loopback_http_listener)
 {
-	const char *loopback[] = {"127.0.0.1:8090", "127.3.4.5:1", "localhost:8090",
-	    "LOCALHOST:65535", "[::1]:8090", "[::ffff:127.0.0.1]:80"};
+	const char *loopback[] = {"127.0.0.1:8090",  "127.3.4.5:1", "localhost:8090",
+				  "LOCALHOST:65535", "[::1]:8090",  "[::ffff:127.0.0.1]:80"};
 	for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++) {
 		brq_config_fini(&cfg);
 		brq_config_problems_fini(&probs);
@@ -753,16 +769,16 @@ Test(config, requires_permission_for_a_non_loopback_http_listener)
 	cr_assert_eq(cfg.http_port, 80);
 
 	const char *remote[] = {"0.0.0.0:8090", "10.1.2.3:8090", "[::]:8090", "metrics.example:80",
-	    "128.0.0.1:80"};
+				"128.0.0.1:80"};
 	for (size_t i = 0; i < sizeof(remote) / sizeof(remote[0]); i++) {
 		brq_config_fini(&cfg);
 		brq_config_problems_fini(&probs);
 		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", remote[i]})), -EINVAL, "%s", remote[i]);
 		cr_assert(has_problem("is not loopback; set BROOQ_HTTP_ALLOW_NONLOOPBACK=true"));
 		brq_config_problems_fini(&probs);
-		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", remote[i]},
-		                 {"BROOQ_HTTP_ALLOW_NONLOOPBACK", "true"})),
-		    0, "%s", remote[i]);
+		cr_assert_eq(
+			load(ENV({"BROOQ_HTTP_LISTEN", remote[i]}, {"BROOQ_HTTP_ALLOW_NONLOOPBACK", "true"})),
+			0, "%s", remote[i]);
 	}
 
 	brq_config_fini(&cfg);
@@ -771,14 +787,14 @@ Test(config, requires_permission_for_a_non_loopback_http_listener)
 	cr_assert_not(cfg.http_enabled);
 	cr_assert_null(cfg.http_host);
 
-	const char *bad[] = {"127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", ":8090", "::1:8090",
-	    "[::1]8090", "[::1", "[nothost]:80", "127.0.0.1:80x", "bad_host:80", "OFF"};
+	const char *bad[] = {"127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", ":8090",         "::1:8090",
+			     "[::1]8090", "[::1",        "[nothost]:80",    "127.0.0.1:80x", "bad_host:80",
+			     "OFF"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		brq_config_fini(&cfg);
 		brq_config_problems_fini(&probs);
-		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", bad[i]},
-		                 {"BROOQ_HTTP_ALLOW_NONLOOPBACK", "1"})),
-		    -EINVAL, "accepted %s", bad[i]);
+		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", bad[i]}, {"BROOQ_HTTP_ALLOW_NONLOOPBACK", "1"})),
+			     -EINVAL, "accepted %s", bad[i]);
 		cr_assert(has_problem("BROOQ_HTTP_LISTEN: "));
 	}
 
@@ -802,9 +818,10 @@ Test(config, discovers_dsn_and_tokens_in_the_credentials_directory)
 	snprintf(explicit_path, sizeof(explicit_path), "%s/worker-token", tmpdir);
 
 	const struct kv env[] = {{"CREDENTIALS_DIRECTORY", tmpdir},
-	    {"BROOQ_WORKER_TOKEN_FILES", explicit_path}, {"BROOQ_ADMIN_TOKEN_FILES", "/etc/adm"},
-	    {NULL, NULL}};
-	int rc = load(env);
+				 {"BROOQ_WORKER_TOKEN_FILES", explicit_path},
+				 {"BROOQ_ADMIN_TOKEN_FILES", "/etc/adm"},
+				 {NULL, NULL}};
+	int             rc    = load(env);
 	dump_problems();
 	cr_assert_eq(rc, 0);
 	cr_assert_str_eq(cfg.dsn, GOOD_DSN);
@@ -882,14 +899,13 @@ Test(config, fini_is_safe_twice_and_on_zeroed_structs)
 // The shipped example must parse, and every value it shows must be the real default.
 Test(config, example_env_file_shows_the_real_defaults)
 {
-	char path[1024];
+	char        path[1024];
 	const char *src = getenv("BROOQ_SOURCE_DIR");
-	int plen;
+	int         plen;
 	if (src != NULL && src[0] != '\0') {
 		plen = snprintf(path, sizeof(path), "%s/deploy/brooq-gateway.env.example", src);
 	} else {
-		plen = snprintf(path, sizeof(path), "%s/../deploy/brooq-gateway.env.example",
-		    tests_dir());
+		plen = snprintf(path, sizeof(path), "%s/../deploy/brooq-gateway.env.example", tests_dir());
 	}
 	cr_assert_lt(plen, (int) sizeof(path));
 	FILE *in = fopen(path, "r");
@@ -899,7 +915,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	FILE *out = fopen(out_path, "w");
 	cr_assert_not_null(out);
 	char line[1024];
-	int n_vars = 0;
+	int  n_vars = 0;
 	while (fgets(line, sizeof(line), in) != NULL) {
 		// Uncomment "#BROOQ_X=..." lines, except the second DSN source.
 		if (strncmp(line, "#BROOQ_", 7) == 0 && strncmp(line, "#BROOQ_DSN_FILE=", 16) != 0) {
@@ -919,7 +935,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	brq_config_problems_fini(&probs);
 
 	const struct kv env[] = {{"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
-	int rc = load_file(out_path, env);
+	int             rc    = load_file(out_path, env);
 	dump_problems();
 	cr_assert_eq(rc, 0);
 	struct brq_config def;

@@ -20,9 +20,10 @@ static brq_arena arena;
 static void
 setup(void)
 {
-	static const char *env[] = {"BROOQ_MAX_PAYLOAD=64KiB", "BROOQ_MAX_REQUEST=1MiB", "BROOQ_MAX_BATCH=100", NULL};
-	dsn = brq_testdb_create(true);
-	db  = brq_testdb_connect(dsn);
+	static const char *env[] = {"BROOQ_MAX_PAYLOAD=64KiB", "BROOQ_MAX_REQUEST=1MiB",
+				    "BROOQ_MAX_BATCH=100", NULL};
+	dsn                      = brq_testdb_create(true);
+	db                       = brq_testdb_connect(dsn);
 	brq_gw_start(&gw, dsn, env);
 	brq_arena_init(&arena);
 	/* One job in place, so "changes nothing" has something to not change. */
@@ -44,7 +45,8 @@ TestSuite(input, .init = setup, .fini = teardown, .timeout = 120);
 static char *
 digest(void)
 {
-	return brq_testdb_value(db, "SELECT md5(coalesce(string_agg(j::text, ',' ORDER BY id), '')) FROM job j");
+	return brq_testdb_value(db,
+				"SELECT md5(coalesce(string_agg(j::text, ',' ORDER BY id), '')) FROM job j");
 }
 
 /* Sends raw bytes; decodes the reply as one to `op` (error replies decode as any
@@ -97,10 +99,15 @@ encode(brq_request *req, unsigned char **out)
 
 Test(input, answers_garbage_with_invalid_argument)
 {
-	char *before = digest();
-	const char *cases[] = {"", "\xc1", "hello", "\x93\x01\x02\x03", "\x81\xa2op", "\xdf\xff\xff\xff\xff",
-	                       "\xdd\x7f\xff\xff\xff\x00"};
-	size_t lens[] = {0, 1, 5, 4, 4, 5, 6};
+	char       *before  = digest();
+	const char *cases[] = {"",
+			       "\xc1",
+			       "hello",
+			       "\x93\x01\x02\x03",
+			       "\x81\xa2op",
+			       "\xdf\xff\xff\xff\xff",
+			       "\xdd\x7f\xff\xff\xff\x00"};
+	size_t      lens[]  = {0, 1, 5, 4, 4, 5, 6};
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
 		cr_assert_eq(send_raw(cases[i], lens[i]), BRQ_ST_INVALID_ARGUMENT, "case %zu", i);
 	char *after = digest();
@@ -112,8 +119,10 @@ Test(input, answers_garbage_with_invalid_argument)
 
 Test(input, answers_every_truncation_of_a_valid_request_with_invalid_argument)
 {
-	brq_job_spec   j   = {.topic = brq_str_c("t"), .payload = brq_str_c("{\"x\":[1,2,3]}"), .key = brq_str_c("k")};
-	brq_request    req = {.op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(&gw), .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_job_spec j = {
+		.topic = brq_str_c("t"), .payload = brq_str_c("{\"x\":[1,2,3]}"), .key = brq_str_c("k")};
+	brq_request req = {
+		.op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(&gw), .enqueue = {.jobs = &j, .n_jobs = 1}};
 	unsigned char *buf;
 	size_t         n      = encode(&req, &buf);
 	char          *before = digest();
@@ -131,23 +140,35 @@ Test(input, answers_every_truncation_of_a_valid_request_with_invalid_argument)
 Test(input, answers_an_unknown_op_and_wrong_types_with_invalid_argument)
 {
 	/* Hand-made maps: {"v":1,"op":"explode","token":T} and friends. */
-	char  tok[80];
-	int   tl = snprintf(tok, sizeof(tok), "\xa5token\xd9\x40%s", gw.worker_token);
-	char  msg[256];
-	int   n;
-	n = snprintf(msg, sizeof(msg), "\x83\xa1v\x01\xa2op\xa7" "explode%s", tok);
+	char tok[80];
+	int  tl = snprintf(tok, sizeof(tok), "\xa5token\xd9\x40%s", gw.worker_token);
+	char msg[256];
+	int  n;
+	n = snprintf(msg, sizeof(msg),
+		     "\x83\xa1v\x01\xa2op\xa7"
+		     "explode%s",
+		     tok);
 	cr_assert_eq(send_raw(msg, (size_t) n), BRQ_ST_INVALID_ARGUMENT);
-	n = snprintf(msg, sizeof(msg), "\x83\xa1v\xa1" "1\xa2op\xa4ping%s", tok); /* v as a string */
+	n = snprintf(msg, sizeof(msg),
+		     "\x83\xa1v\xa1"
+		     "1\xa2op\xa4ping%s",
+		     tok); /* v as a string */
 	cr_assert_eq(send_raw(msg, (size_t) n), BRQ_ST_INVALID_ARGUMENT);
 	n = snprintf(msg, sizeof(msg), "\x83\xa1v\x02\xa2op\xa4ping%s", tok); /* unsupported version */
 	cr_assert_eq(send_raw(msg, (size_t) n), BRQ_ST_INVALID_ARGUMENT);
 	n = snprintf(msg, sizeof(msg), "\x83\xa1v\x01\xa2op\x07%s", tok); /* op as an int */
 	cr_assert_eq(send_raw(msg, (size_t) n), BRQ_ST_INVALID_ARGUMENT);
 	/* enqueue whose jobs is a map */
-	n = snprintf(msg, sizeof(msg), "\x84\xa1v\x01\xa2op\xa7" "enqueue%s\xa4jobs\x80", tok);
+	n = snprintf(msg, sizeof(msg),
+		     "\x84\xa1v\x01\xa2op\xa7"
+		     "enqueue%s\xa4jobs\x80",
+		     tok);
 	cr_assert_eq(send_raw(msg, (size_t) n), BRQ_ST_INVALID_ARGUMENT);
 	/* claim with n = -1 */
-	n = snprintf(msg, sizeof(msg), "\x86\xa1v\x01\xa2op\xa5" "claim%s\xa6worker\xa1w\xa6topics\x91\xa1t\xa1n\xff", tok);
+	n = snprintf(msg, sizeof(msg),
+		     "\x86\xa1v\x01\xa2op\xa5"
+		     "claim%s\xa6worker\xa1w\xa6topics\x91\xa1t\xa1n\xff",
+		     tok);
 	cr_assert_eq(send_raw(msg, (size_t) n), BRQ_ST_INVALID_ARGUMENT);
 	(void) tl;
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing'"), 0);
@@ -157,14 +178,16 @@ Test(input, answers_an_unknown_op_and_wrong_types_with_invalid_argument)
 Test(input, refuses_invalid_json_and_bad_topics_and_inserts_nothing)
 {
 	brq_job_spec jobs[2] = {{.topic = brq_str_c("t"), .payload = brq_str_c("{}")},
-	                        {.topic = brq_str_c("t"), .payload = brq_str_c("{nope")}};
-	brq_request  req     = {.op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(&gw), .enqueue = {.jobs = jobs, .n_jobs = 2}};
-	brq_reply    rep;
-	void        *keep;
+				{.topic = brq_str_c("t"), .payload = brq_str_c("{nope")}};
+	brq_request  req     = {
+		     .op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(&gw), .enqueue = {.jobs = jobs, .n_jobs = 2}};
+	brq_reply rep;
+	void     *keep;
 	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_INVALID_ARGUMENT);
-	cr_assert_not_null(memmem(rep.msg.ptr, rep.msg.len, "jobs[1].payload", 15), "%.*s", (int) rep.msg.len, rep.msg.ptr);
+	cr_assert_not_null(memmem(rep.msg.ptr, rep.msg.len, "jobs[1].payload", 15), "%.*s", (int) rep.msg.len,
+			   rep.msg.ptr);
 	free(keep);
-	jobs[1] = (brq_job_spec){.topic = brq_str_c("Email.Send"), .payload = brq_str_c("{}")};
+	jobs[1] = (brq_job_spec) {.topic = brq_str_c("Email.Send"), .payload = brq_str_c("{}")};
 	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_INVALID_ARGUMENT);
 	free(keep);
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 1, "a refused batch inserted rows");
@@ -176,19 +199,20 @@ Test(input, refuses_an_oversize_payload_and_an_oversize_batch_with_too_large)
 	char  *p   = malloc(big + 3);
 	p[0]       = '"';
 	memset(p + 1, 'a', big);
-	p[big + 1]         = '"';
-	p[big + 2]         = '\0';
-	brq_job_spec j     = {.topic = brq_str_c("t"), .payload = brq_str_c(p)};
-	brq_request  req   = {.op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(&gw), .enqueue = {.jobs = &j, .n_jobs = 1}};
-	brq_reply    rep;
-	void        *keep;
+	p[big + 1]       = '"';
+	p[big + 2]       = '\0';
+	brq_job_spec j   = {.topic = brq_str_c("t"), .payload = brq_str_c(p)};
+	brq_request  req = {
+		 .op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(&gw), .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_reply rep;
+	void     *keep;
 	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_TOO_LARGE);
 	free(keep);
 	free(p);
 	brq_job_spec many[101];
 	for (int i = 0; i < 101; i++)
-		many[i] = (brq_job_spec){.topic = brq_str_c("t"), .payload = brq_str_c("{}")};
-	req.enqueue = (brq_enqueue_req){.jobs = many, .n_jobs = 101};
+		many[i] = (brq_job_spec) {.topic = brq_str_c("t"), .payload = brq_str_c("{}")};
+	req.enqueue = (brq_enqueue_req) {.jobs = many, .n_jobs = 101};
 	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_TOO_LARGE);
 	free(keep);
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 1);
@@ -214,19 +238,19 @@ Test(input, answers_a_message_over_the_request_limit_with_too_large)
 
 Test(input, answers_a_wrong_or_missing_token_with_unauthenticated_and_never_logs_it)
 {
-	char        bad[65];
+	char bad[65];
 	memcpy(bad, gw.worker_token, 65);
-	bad[10] = bad[10] == 'a' ? 'b' : 'a';
+	bad[10]          = bad[10] == 'a' ? 'b' : 'a';
 	brq_job_spec j   = {.topic = brq_str_c("t"), .payload = brq_str_c("{}")};
 	brq_request  req = {.op = BRQ_OP_ENQUEUE, .token = {bad, 64}, .enqueue = {.jobs = &j, .n_jobs = 1}};
 	brq_reply    rep;
 	void        *keep;
 	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_UNAUTHENTICATED);
 	free(keep);
-	req.token = (brq_str){gw.worker_token, 63}; /* a prefix is not the token */
+	req.token = (brq_str) {gw.worker_token, 63}; /* a prefix is not the token */
 	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_UNAUTHENTICATED);
 	free(keep);
-	req.token = (brq_str){NULL, 0};
+	req.token = (brq_str) {NULL, 0};
 	brq_buf b;
 	brq_buf_init(&b, 0);
 	cr_assert_eq(brq_request_encode(&b, &req), 0);
@@ -236,7 +260,7 @@ Test(input, answers_a_wrong_or_missing_token_with_unauthenticated_and_never_logs
 
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd), "grep -c auth_failed %s", gw.log);
-	FILE *f = popen(cmd, "r");
+	FILE *f     = popen(cmd, "r");
 	int   count = 0;
 	cr_assert_eq(fscanf(f, "%d", &count), 1);
 	pclose(f);
@@ -247,8 +271,8 @@ Test(input, answers_a_wrong_or_missing_token_with_unauthenticated_and_never_logs
 
 Test(input, refuses_cancel_with_a_worker_token_and_changes_nothing)
 {
-	char *before = digest();
-	brq_request req = {.op = BRQ_OP_CANCEL, .token = brq_gw_worker(&gw), .cancel = {.id = 1}};
+	char       *before = digest();
+	brq_request req    = {.op = BRQ_OP_CANCEL, .token = brq_gw_worker(&gw), .cancel = {.id = 1}};
 	brq_reply   rep;
 	void       *keep;
 	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_PERMISSION_DENIED);
@@ -265,20 +289,21 @@ Test(input, refuses_cancel_with_a_worker_token_and_changes_nothing)
 
 Test(input, fuzzed_requests_never_stop_the_gateway)
 {
-	brq_job_spec   j   = {.topic = brq_str_c("t"), .payload = brq_str_c("{\"x\":1}"), .key = brq_str_c("k")};
-	brq_request    req = {.op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(&gw), .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_job_spec j = {.topic = brq_str_c("t"), .payload = brq_str_c("{\"x\":1}"), .key = brq_str_c("k")};
+	brq_request  req = {
+		 .op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(&gw), .enqueue = {.jobs = &j, .n_jobs = 1}};
 	unsigned char *buf;
-	size_t         n = encode(&req, &buf);
+	size_t         n    = encode(&req, &buf);
 	unsigned       seed = 12345;
 	for (int i = 0; i < 300; i++) {
 		unsigned char m[256];
 		memcpy(m, buf, n);
 		for (int k = 0; k < 3; k++) {
-			seed = seed * 1103515245u + 12345u;
+			seed               = seed * 1103515245u + 12345u;
 			m[(seed >> 8) % n] = (unsigned char) (seed >> 16);
 		}
-		size_t     rl;
-		void      *rep = brq_gw_raw(&gw, m, n, &rl, 10000);
+		size_t rl;
+		void  *rep = brq_gw_raw(&gw, m, n, &rl, 10000);
 		cr_assert_not_null(rep, "no reply to mutation %d", i);
 		free(rep);
 	}
@@ -290,9 +315,11 @@ Test(config, bad_configuration_lists_every_problem_and_exits_2)
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd),
-	         "env -i BROOQ_LEASE=120 BROOQ_POOL_SIZE=0 BROOQ_LISTEN=http://x BROOQ_DSN='host=/x password=hunter2'"
-	         " %s 2>&1", brq_testdb_bin("brooq-gateway"));
-	FILE  *p   = popen(cmd, "r");
+		 "env -i BROOQ_LEASE=120 BROOQ_POOL_SIZE=0 BROOQ_LISTEN=http://x BROOQ_DSN='host=/x "
+		 "password=hunter2'"
+		 " %s 2>&1",
+		 brq_testdb_bin("brooq-gateway"));
+	FILE  *p = popen(cmd, "r");
 	char   out[8192];
 	size_t len = fread(out, 1, sizeof(out) - 1, p);
 	out[len]   = '\0';

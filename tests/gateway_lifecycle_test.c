@@ -21,8 +21,8 @@ static void
 pg(const char *fn, const char *dir)
 {
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "bash -c '. %s/tests/pg.sh && %s %s' >/dev/null 2>&1", getenv("BROOQ_SOURCE_DIR"), fn,
-	         dir);
+	snprintf(cmd, sizeof(cmd), "bash -c '. %s/tests/pg.sh && %s %s' >/dev/null 2>&1",
+		 getenv("BROOQ_SOURCE_DIR"), fn, dir);
 	cr_assert_eq(system(cmd), 0, "%s %s failed", fn, dir);
 }
 
@@ -54,7 +54,7 @@ Test(lifecycle, answers_unavailable_while_postgres_is_down_and_recovers, .timeou
 	char dsn[512], tmpl[600];
 	snprintf(dsn, sizeof(dsn), "host=%s/sock user=postgres dbname=postgres", dir);
 	snprintf(tmpl, sizeof(tmpl), "BROOQ_DSN='%s' %s migrate up --dir %s/migrations >/dev/null", dsn,
-	         brq_testdb_bin("brooqctl"), getenv("BROOQ_SOURCE_DIR"));
+		 brq_testdb_bin("brooqctl"), getenv("BROOQ_SOURCE_DIR"));
 	cr_assert_eq(system(tmpl), 0);
 
 	brq_gw    gw;
@@ -72,9 +72,10 @@ Test(lifecycle, answers_unavailable_while_postgres_is_down_and_recovers, .timeou
 	/* Restart on the same socket; the pool reconnects within its backoff (≤ 5 s). */
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd),
-	         "bash -c '. %s/tests/pg.sh && bin=$(brq_pg_bindir) && brq_pg_as_owner $bin/pg_ctl -D %s/data -l %s/server.log -w start"
-	         " -o \"-c listen_addresses= -c unix_socket_directories=%s/sock\"' >/dev/null 2>&1",
-	         getenv("BROOQ_SOURCE_DIR"), dir, dir, dir);
+		 "bash -c '. %s/tests/pg.sh && bin=$(brq_pg_bindir) && brq_pg_as_owner $bin/pg_ctl -D "
+		 "%s/data -l %s/server.log -w start"
+		 " -o \"-c listen_addresses= -c unix_socket_directories=%s/sock\"' >/dev/null 2>&1",
+		 getenv("BROOQ_SOURCE_DIR"), dir, dir, dir);
 	cr_assert_eq(system(cmd), 0, "restart failed");
 	brq_status st = BRQ_ST_UNAVAILABLE;
 	for (int i = 0; i < 100 && st != BRQ_ST_OK; i++) {
@@ -95,13 +96,18 @@ static brq_gw gw2;
 static void *
 parked_claim(void *arg)
 {
-	brq_arena a;
-	brq_str   t   = brq_str_c("never");
-	brq_request req = {.op = BRQ_OP_CLAIM, .token = brq_gw_worker(&gw2),
-	                   .claim = {.worker = brq_str_c("w"), .topics = &t, .n_topics = 1, .n = 1,
-	                             .has_wait_ms = true, .wait_ms = 60000}};
-	brq_reply rep;
-	void     *keep;
+	brq_arena   a;
+	brq_str     t   = brq_str_c("never");
+	brq_request req = {.op    = BRQ_OP_CLAIM,
+			   .token = brq_gw_worker(&gw2),
+			   .claim = {.worker      = brq_str_c("w"),
+				     .topics      = &t,
+				     .n_topics    = 1,
+				     .n           = 1,
+				     .has_wait_ms = true,
+				     .wait_ms     = 60000}};
+	brq_reply   rep;
+	void       *keep;
 	brq_arena_init(&a);
 	brq_status st = brq_gw_call(&gw2, &req, &rep, &a, &keep);
 	*(int *) arg  = st == BRQ_ST_OK ? (int) rep.claim.n_jobs : -1;

@@ -21,10 +21,11 @@ static brq_arena arena;
 static void
 setup(void)
 {
-	static const char *env[] = {"BROOQ_MAX_PAYLOAD=64KiB", "BROOQ_MAX_REQUEST=1MiB", "BROOQ_MAX_BATCH=100",
-	                            "BROOQ_MAX_WAITERS=4", "BROOQ_REAPER_INTERVAL=300ms", NULL};
-	dsn = brq_testdb_create(true);
-	db  = brq_testdb_connect(dsn);
+	static const char *env[] = {"BROOQ_MAX_PAYLOAD=64KiB",     "BROOQ_MAX_REQUEST=1MiB",
+				    "BROOQ_MAX_BATCH=100",         "BROOQ_MAX_WAITERS=4",
+				    "BROOQ_REAPER_INTERVAL=300ms", NULL};
+	dsn                      = brq_testdb_create(true);
+	db                       = brq_testdb_connect(dsn);
 	brq_gw_start(&gw, dsn, env);
 	brq_arena_init(&arena);
 }
@@ -73,8 +74,12 @@ claim(const char *topic, uint32_t n, uint32_t wait_ms, brq_lease_ref *out)
 {
 	brq_str     t   = brq_str_c(topic);
 	brq_request req = {.op    = BRQ_OP_CLAIM,
-	                   .claim = {.worker = brq_str_c("test"), .topics = &t, .n_topics = 1, .n = n,
-	                             .has_wait_ms = wait_ms > 0, .wait_ms = wait_ms}};
+			   .claim = {.worker      = brq_str_c("test"),
+				     .topics      = &t,
+				     .n_topics    = 1,
+				     .n           = n,
+				     .has_wait_ms = wait_ms > 0,
+				     .wait_ms     = wait_ms}};
 	brq_reply   rep;
 	void       *keep;
 	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK, "claim: %.*s", (int) rep.msg.len, rep.msg.ptr);
@@ -91,8 +96,11 @@ claim(const char *topic, uint32_t n, uint32_t wait_ms, brq_lease_ref *out)
 static bool
 settle(const brq_lease_ref *l, brq_outcome oc, const char *error, uint64_t delay_ms, brq_state *st)
 {
-	brq_settle_item it = {.id = l->id, .outcome = oc, .has_error = error != NULL,
-	                      .error = brq_str_c(error), .delay_ms = delay_ms};
+	brq_settle_item it = {.id        = l->id,
+			      .outcome   = oc,
+			      .has_error = error != NULL,
+			      .error     = brq_str_c(error),
+			      .delay_ms  = delay_ms};
 	memcpy(it.lease, l->lease, BRQ_LEASE_LEN);
 	brq_request req = {.op = BRQ_OP_SETTLE, .settle = {.items = &it, .n_items = 1}};
 	brq_reply   rep;
@@ -152,7 +160,10 @@ Test(gateway, enqueues_a_batch_atomically)
 	brq_job_spec jobs[3] = {
 		{.topic = brq_str_c("a"), .payload = brq_str_c("1")},
 		{.topic = brq_str_c("b"), .payload = brq_str_c("[1,2]")},
-		{.topic = brq_str_c("c"), .payload = brq_str_c("{\"x\":null}"), .has_max_attempts = true, .max_attempts = 9},
+		{.topic            = brq_str_c("c"),
+		 .payload          = brq_str_c("{\"x\":null}"),
+		 .has_max_attempts = true,
+		 .max_attempts     = 9},
 	};
 	brq_request req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = jobs, .n_jobs = 3}};
 	brq_reply   rep;
@@ -167,8 +178,10 @@ Test(gateway, enqueues_a_batch_atomically)
 
 Test(gateway, delays_a_job_until_its_time)
 {
-	brq_job_spec j   = {.topic = brq_str_c("later"), .payload = brq_str_c("{}"), .has_delay_ms = true,
-	                    .delay_ms = 3600000};
+	brq_job_spec j   = {.topic        = brq_str_c("later"),
+			    .payload      = brq_str_c("{}"),
+			    .has_delay_ms = true,
+			    .delay_ms     = 3600000};
 	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
 	brq_reply    rep;
 	void        *keep;
@@ -176,7 +189,10 @@ Test(gateway, delays_a_job_until_its_time)
 	free(keep);
 	brq_lease_ref l[1];
 	cr_assert_eq(claim("later", 1, 0, l), 0);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE available_at > now() + interval '59 minutes'"), 1);
+	cr_assert_eq(
+		brq_testdb_int(db,
+			       "SELECT count(*) FROM job WHERE available_at > now() + interval '59 minutes'"),
+		1);
 }
 
 /* ---- invariants (SPEC §2) ---------------------------------------------------------------- */
@@ -199,7 +215,7 @@ Test(gateway, returns_the_same_id_for_the_same_topic_and_key)
 	cr_assert(!c2);
 	/* The same key twice in one batch: one row, both get its id. */
 	brq_job_spec jobs[2] = {{.topic = brq_str_c("v"), .payload = brq_str_c("1"), .key = brq_str_c("k")},
-	                        {.topic = brq_str_c("v"), .payload = brq_str_c("2"), .key = brq_str_c("k")}};
+				{.topic = brq_str_c("v"), .payload = brq_str_c("2"), .key = brq_str_c("k")}};
 	brq_request  req     = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = jobs, .n_jobs = 2}};
 	brq_reply    rep;
 	void        *keep;
@@ -235,8 +251,9 @@ hammer(void *arg)
 	brq_arena_init(&a);
 	for (int round = 0; round < 200; round++) {
 		brq_str     t   = brq_str_c("race");
-		brq_request req = {.op = BRQ_OP_CLAIM, .token = brq_gw_worker(&gw),
-		                   .claim = {.worker = brq_str_c("h"), .topics = &t, .n_topics = 1, .n = 7}};
+		brq_request req = {.op    = BRQ_OP_CLAIM,
+				   .token = brq_gw_worker(&gw),
+				   .claim = {.worker = brq_str_c("h"), .topics = &t, .n_topics = 1, .n = 7}};
 		brq_reply   rep;
 		void       *keep;
 		brq_arena_reset(&a);
@@ -256,7 +273,7 @@ Test(gateway, never_gives_one_job_to_two_claimers)
 {
 	brq_job_spec jobs[100];
 	for (int i = 0; i < 100; i++)
-		jobs[i] = (brq_job_spec){.topic = brq_str_c("race"), .payload = brq_str_c("{}")};
+		jobs[i] = (brq_job_spec) {.topic = brq_str_c("race"), .payload = brq_str_c("{}")};
 	for (int b = 0; b < HAMMER_JOBS / 100; b++) {
 		brq_request req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = jobs, .n_jobs = 100}};
 		brq_reply   rep;
@@ -273,8 +290,9 @@ Test(gateway, never_gives_one_job_to_two_claimers)
 		pthread_join(th[i], NULL);
 	for (int i = 0; i < HAMMER_JOBS; i++)
 		cr_assert_eq(atomic_load(&seen[i]), 1, "job %d claimed %u times", i, atomic_load(&seen[i]));
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing' AND attempts = 1"),
-	             HAMMER_JOBS);
+	cr_assert_eq(
+		brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing' AND attempts = 1"),
+		HAMMER_JOBS);
 }
 
 /* Invariant 2: a worker without the lease token cannot settle or heartbeat. */
@@ -339,7 +357,10 @@ Test(gateway, never_overwrites_a_terminal_state)
 /* Invariants 6 and 7. */
 Test(gateway, counts_attempts_at_claim_and_dies_only_on_a_recorded_last_failure)
 {
-	brq_job_spec j   = {.topic = brq_str_c("t"), .payload = brq_str_c("{}"), .has_max_attempts = true, .max_attempts = 2};
+	brq_job_spec j   = {.topic            = brq_str_c("t"),
+			    .payload          = brq_str_c("{}"),
+			    .has_max_attempts = true,
+			    .max_attempts     = 2};
 	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
 	brq_reply    rep;
 	void        *keep;
@@ -363,7 +384,10 @@ Test(gateway, counts_attempts_at_claim_and_dies_only_on_a_recorded_last_failure)
 
 Test(gateway, never_kills_a_job_through_an_expired_lease)
 {
-	brq_job_spec j   = {.topic = brq_str_c("t"), .payload = brq_str_c("{}"), .has_max_attempts = true, .max_attempts = 1};
+	brq_job_spec j   = {.topic            = brq_str_c("t"),
+			    .payload          = brq_str_c("{}"),
+			    .has_max_attempts = true,
+			    .max_attempts     = 1};
 	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
 	brq_reply    rep;
 	void        *keep;
@@ -375,7 +399,7 @@ Test(gateway, never_kills_a_job_through_an_expired_lease)
 	/* Expire the lease; the reaper (every 300 ms here) returns it to pending. */
 	brq_testdb_exec(db, "UPDATE job SET locked_until = now() - interval '1 second'");
 	for (int i = 0; i < 100; i++) {
-		char *s = row(id, "state");
+		char *s    = row(id, "state");
 		bool  back = strcmp(s, "pending") == 0;
 		free(s);
 		if (back)
@@ -418,8 +442,11 @@ Test(gateway, clamps_a_delay_to_the_backoff_maximum)
 	cr_assert(settle(&l[0], BRQ_OUTCOME_DELAY, NULL, 36000000, &st));
 	cr_assert_eq(st, BRQ_STATE_FAILED);
 	/* default backoff max is 1m */
-	assert_row(id, "(available_at BETWEEN now() + interval '55 seconds' AND now() + interval '61 seconds')::text"
-	               " || attempts", "true1");
+	assert_row(
+		id,
+		"(available_at BETWEEN now() + interval '55 seconds' AND now() + interval '61 seconds')::text"
+		" || attempts",
+		"true1");
 }
 
 Test(gateway, cancel_outcome_cancels_whatever_attempts_remain)
@@ -440,8 +467,9 @@ Test(gateway, keeps_backoff_in_bounds_for_attempts_1_to_1000)
 	brq_testdb_exec(db, "UPDATE job SET max_attempts = 1000");
 	for (int a = 1; a <= 1000; a++) {
 		char sql[256];
-		snprintf(sql, sizeof(sql), "UPDATE job SET attempts = %d, available_at = now() WHERE id = %llu", a - 1,
-		         (unsigned long long) id);
+		snprintf(sql, sizeof(sql),
+			 "UPDATE job SET attempts = %d, available_at = now() WHERE id = %llu", a - 1,
+			 (unsigned long long) id);
 		brq_testdb_exec(db, sql);
 		brq_lease_ref l[1];
 		brq_state     st;
@@ -452,13 +480,14 @@ Test(gateway, keeps_backoff_in_bounds_for_attempts_1_to_1000)
 			break;
 		}
 		double d = a >= 7 ? 60.0 : (double) (1 << (a - 1));
-		snprintf(sql, sizeof(sql), "SELECT extract(epoch FROM available_at - updated_at) FROM job WHERE id = %llu",
-		         (unsigned long long) id);
+		snprintf(sql, sizeof(sql),
+			 "SELECT extract(epoch FROM available_at - updated_at) FROM job WHERE id = %llu",
+			 (unsigned long long) id);
 		char  *v     = brq_testdb_value(db, sql);
 		double delay = strtod(v, NULL);
 		free(v);
-		cr_assert(delay >= d / 2 - 0.001 && delay <= d + 0.001, "attempt %d: delay %.3f outside [%.1f, %.1f]", a,
-		          delay, d / 2, d);
+		cr_assert(delay >= d / 2 - 0.001 && delay <= d + 0.001,
+			  "attempt %d: delay %.3f outside [%.1f, %.1f]", a, delay, d / 2, d);
 	}
 }
 
@@ -468,9 +497,9 @@ Test(gateway, settles_done_with_chained_jobs_in_one_transaction)
 	brq_lease_ref l[1];
 	cr_assert_eq(claim("parent", 1, 0, l), 1);
 	brq_job_spec    chain[2] = {{.topic = brq_str_c("child"), .payload = brq_str_c("{\"n\":1}")},
-	                            {.topic = brq_str_c("child"), .payload = brq_str_c("{\"n\":2}")}};
-	brq_settle_item it       = {.id = l[0].id, .outcome = BRQ_OUTCOME_DONE, .chain = chain, .n_chain = 2,
-	                            .has_chain = true};
+				    {.topic = brq_str_c("child"), .payload = brq_str_c("{\"n\":2}")}};
+	brq_settle_item it       = {
+		      .id = l[0].id, .outcome = BRQ_OUTCOME_DONE, .chain = chain, .n_chain = 2, .has_chain = true};
 	memcpy(it.lease, l[0].lease, BRQ_LEASE_LEN);
 	brq_request req = {.op = BRQ_OP_SETTLE, .settle = {.items = &it, .n_items = 1}};
 	brq_reply   rep;
@@ -478,7 +507,9 @@ Test(gateway, settles_done_with_chained_jobs_in_one_transaction)
 	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
 	cr_assert(rep.settle.results[0].applied);
 	free(keep);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'child' AND state = 'pending'"), 2);
+	cr_assert_eq(
+		brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'child' AND state = 'pending'"),
+		2);
 	/* The same settle again (lease gone): not applied, and no more children. */
 	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
 	cr_assert(!rep.settle.results[0].applied);
@@ -496,8 +527,13 @@ Test(gateway, claims_and_settles_in_one_round_trip)
 	memcpy(it.lease, l[0].lease, BRQ_LEASE_LEN);
 	brq_str     t   = brq_str_c("t");
 	brq_request req = {.op    = BRQ_OP_CLAIM,
-	                   .claim = {.worker = brq_str_c("w"), .topics = &t, .n_topics = 1, .n = 5,
-	                             .has_settle = true, .settle = &it, .n_settle = 1}};
+			   .claim = {.worker     = brq_str_c("w"),
+				     .topics     = &t,
+				     .n_topics   = 1,
+				     .n          = 5,
+				     .has_settle = true,
+				     .settle     = &it,
+				     .n_settle   = 1}};
 	brq_reply   rep;
 	void       *keep;
 	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
@@ -519,13 +555,18 @@ Test(gateway, long_poll_wakes_on_enqueue_and_ends_empty_at_its_deadline)
 static void *
 long_poller(void *arg)
 {
-	brq_arena a;
-	brq_str   t   = brq_str_c("none");
-	brq_request req = {.op = BRQ_OP_CLAIM, .token = brq_gw_worker(&gw),
-	                   .claim = {.worker = brq_str_c("lp"), .topics = &t, .n_topics = 1, .n = 1,
-	                             .has_wait_ms = true, .wait_ms = 5000}};
-	brq_reply rep;
-	void     *keep;
+	brq_arena   a;
+	brq_str     t   = brq_str_c("none");
+	brq_request req = {.op    = BRQ_OP_CLAIM,
+			   .token = brq_gw_worker(&gw),
+			   .claim = {.worker      = brq_str_c("lp"),
+				     .topics      = &t,
+				     .n_topics    = 1,
+				     .n           = 1,
+				     .has_wait_ms = true,
+				     .wait_ms     = 5000}};
+	brq_reply   rep;
+	void       *keep;
 	brq_arena_init(&a);
 	*(brq_status *) arg = brq_gw_call(&gw, &req, &rep, &a, &keep);
 	free(keep);
@@ -544,8 +585,12 @@ Test(gateway, refuses_long_polls_past_the_configured_maximum)
 	brq_lease_ref l[1];
 	brq_str       t   = brq_str_c("none");
 	brq_request   req = {.op    = BRQ_OP_CLAIM,
-	                     .claim = {.worker = brq_str_c("x"), .topics = &t, .n_topics = 1, .n = 1,
-	                               .has_wait_ms = true, .wait_ms = 1000}};
+			     .claim = {.worker      = brq_str_c("x"),
+				       .topics      = &t,
+				       .n_topics    = 1,
+				       .n           = 1,
+				       .has_wait_ms = true,
+				       .wait_ms     = 1000}};
 	brq_reply     rep;
 	void         *keep;
 	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_RESOURCE_EXHAUSTED);
@@ -574,15 +619,15 @@ Test(gateway, job_reads_the_whole_row_and_stats_count_per_topic)
 	cr_assert(rep.job.job.has_key && rep.job.job.key.len == 5);
 	cr_assert(!rep.job.job.has_locked_by);
 	free(keep);
-	req = (brq_request){.op = BRQ_OP_JOB, .job = {.id = id + 1000}};
+	req = (brq_request) {.op = BRQ_OP_JOB, .job = {.id = id + 1000}};
 	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_NOT_FOUND);
 	free(keep);
-	req = (brq_request){.op = BRQ_OP_STATS};
+	req = (brq_request) {.op = BRQ_OP_STATS};
 	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
 	cr_assert_eq(rep.stats.n_topics, 1);
 	cr_assert_eq(rep.stats.topics[0].count[BRQ_STATE_PENDING], 1);
 	free(keep);
-	req = (brq_request){.op = BRQ_OP_CANCEL, .token = brq_gw_admin(&gw), .cancel = {.id = id + 1000}};
+	req = (brq_request) {.op = BRQ_OP_CANCEL, .token = brq_gw_admin(&gw), .cancel = {.id = id + 1000}};
 	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_NOT_FOUND);
 	free(keep);
 }
@@ -597,9 +642,15 @@ Test(gateway, settles_once_before_a_long_poll_and_reports_it_after_the_wait)
 		memcpy(it.lease, l[0].lease, BRQ_LEASE_LEN);
 		brq_str     t   = brq_str_c("lp");
 		brq_request req = {.op    = BRQ_OP_CLAIM,
-		                   .claim = {.worker = brq_str_c("w"), .topics = &t, .n_topics = 1, .n = 1,
-		                             .has_wait_ms = true, .wait_ms = 200, .has_settle = true,
-		                             .settle = &it, .n_settle = 1}};
+				   .claim = {.worker      = brq_str_c("w"),
+					     .topics      = &t,
+					     .n_topics    = 1,
+					     .n           = 1,
+					     .has_wait_ms = true,
+					     .wait_ms     = 200,
+					     .has_settle  = true,
+					     .settle      = &it,
+					     .n_settle    = 1}};
 		brq_reply   rep;
 		void       *keep;
 		cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);

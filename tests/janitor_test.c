@@ -64,19 +64,23 @@ janitor_fini(brq_janitor *j)
 
 Test(janitor, reaps_only_expired_leases_and_keeps_attempts)
 {
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, attempts, locked_by, locked_until, lease_token)"
-	                    " SELECT 'r', 'processing', 3, 'w', now() - interval '1 second', gen_random_uuid()"
-	                    " FROM generate_series(1, 25)");
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, attempts, locked_by, locked_until, lease_token)"
-	                    " VALUES ('r', 'processing', 1, 'w', now() + interval '1 hour', gen_random_uuid())");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, attempts, locked_by, locked_until, lease_token)"
+			" SELECT 'r', 'processing', 3, 'w', now() - interval '1 second', gen_random_uuid()"
+			" FROM generate_series(1, 25)");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, attempts, locked_by, locked_until, lease_token)"
+			" VALUES ('r', 'processing', 1, 'w', now() + interval '1 hour', gen_random_uuid())");
 	brq_janitor j;
 	janitor_init(&j);
 	cr_assert_eq(brq_janitor_reap(&j), 25);
 	cr_assert_eq(brq_janitor_reap(&j), 0, "reaping is not idempotent");
 	janitor_fini(&j);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'pending' AND attempts = 3"
-	                                " AND locked_by IS NULL AND lease_token IS NULL AND available_at <= now()"),
-	             25);
+	cr_assert_eq(
+		brq_testdb_int(db,
+			       "SELECT count(*) FROM job WHERE state = 'pending' AND attempts = 3"
+			       " AND locked_by IS NULL AND lease_token IS NULL AND available_at <= now()"),
+		25);
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing'"), 1);
 }
 
@@ -93,9 +97,10 @@ reap_one(void *arg)
 
 Test(janitor, two_gateways_reaping_at_once_reap_each_row_once)
 {
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
-	                    " SELECT 'r', 'processing', 'w', now() - interval '1 second', gen_random_uuid()"
-	                    " FROM generate_series(1, 5000)");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
+			" SELECT 'r', 'processing', 'w', now() - interval '1 second', gen_random_uuid()"
+			" FROM generate_series(1, 5000)");
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++) {
 		janitor_init(&pair[i]);
@@ -107,7 +112,8 @@ Test(janitor, two_gateways_reaping_at_once_reap_each_row_once)
 		pthread_join(th[i], NULL);
 		janitor_fini(&pair[i]);
 	}
-	cr_assert_eq(reaped[0] + reaped[1], 5000, "reaped %lld + %lld", (long long) reaped[0], (long long) reaped[1]);
+	cr_assert_eq(reaped[0] + reaped[1], 5000, "reaped %lld + %lld", (long long) reaped[0],
+		     (long long) reaped[1]);
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'pending'"), 5000);
 }
 
@@ -115,28 +121,38 @@ Test(janitor, retention_deletes_only_old_terminal_rows_in_batches)
 {
 	/* 35 old terminal rows, plus rows that must survive: recent terminal ones and
 	 * old active ones (active rows are never deleted, however old). */
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, updated_at)"
-	                    " SELECT 'x', (ARRAY['done','dead','canceled'])[1 + g % 3], now() - interval '2 days'"
-	                    " FROM generate_series(1, 35) g");
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, updated_at)"
-	                    " SELECT 'x', 'done', now() - interval '1 hour' FROM generate_series(1, 5)");
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, updated_at)"
-	                    " SELECT 'x', s, now() - interval '90 days' FROM unnest(ARRAY['pending','failed']) s");
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, updated_at, locked_by, locked_until, lease_token)"
-	                    " VALUES ('x', 'processing', now() - interval '90 days', 'w', now(), gen_random_uuid())");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, updated_at)"
+			" SELECT 'x', (ARRAY['done','dead','canceled'])[1 + g % 3], now() - interval '2 days'"
+			" FROM generate_series(1, 35) g");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, updated_at)"
+			" SELECT 'x', 'done', now() - interval '1 hour' FROM generate_series(1, 5)");
+	brq_testdb_exec(
+		db,
+		"INSERT INTO job (topic, state, updated_at)"
+		" SELECT 'x', s, now() - interval '90 days' FROM unnest(ARRAY['pending','failed']) s");
+	brq_testdb_exec(
+		db,
+		"INSERT INTO job (topic, state, updated_at, locked_by, locked_until, lease_token)"
+		" VALUES ('x', 'processing', now() - interval '90 days', 'w', now(), gen_random_uuid())");
 	brq_janitor j;
 	janitor_init(&j);
 	cr_assert_eq(brq_janitor_retain(&j), 35);
 	cr_assert_eq(brq_janitor_retain(&j), 0);
 	janitor_fini(&j);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state IN ('done','dead','canceled')"), 5);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state IN ('pending','failed','processing')"), 3);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state IN ('done','dead','canceled')"),
+		     5);
+	cr_assert_eq(brq_testdb_int(
+			     db, "SELECT count(*) FROM job WHERE state IN ('pending','failed','processing')"),
+		     3);
 }
 
 Test(janitor, retention_stops_after_the_batch_limit_of_a_tick)
 {
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, updated_at)"
-	                    " SELECT 'x', 'done', now() - interval '2 days' FROM generate_series(1, 50)");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, updated_at)"
+			" SELECT 'x', 'done', now() - interval '2 days' FROM generate_series(1, 50)");
 	cfg.retention_max_batches = 2; /* 2 batches of 10 per tick */
 	brq_janitor j;
 	janitor_init(&j);
@@ -148,8 +164,9 @@ Test(janitor, retention_stops_after_the_batch_limit_of_a_tick)
 
 Test(janitor, retention_ttl_zero_deletes_nothing)
 {
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, updated_at)"
-	                    " SELECT 'x', 'done', now() - interval '3650 days' FROM generate_series(1, 20)");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, updated_at)"
+			" SELECT 'x', 'done', now() - interval '3650 days' FROM generate_series(1, 20)");
 	cfg.retention_ttl_ms = 0;
 	brq_janitor j;
 	janitor_init(&j);
@@ -160,8 +177,9 @@ Test(janitor, retention_ttl_zero_deletes_nothing)
 
 Test(janitor, retention_frees_the_idempotency_key)
 {
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, idempotency_key, updated_at)"
-	                    " VALUES ('x', 'done', 'k', now() - interval '2 days')");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, idempotency_key, updated_at)"
+			" VALUES ('x', 'done', 'k', now() - interval '2 days')");
 	brq_janitor j;
 	janitor_init(&j);
 	cr_assert_eq(brq_janitor_retain(&j), 1);

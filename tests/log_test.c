@@ -42,7 +42,7 @@ static const char *
 captured(void)
 {
 	static char buf[65536];
-	size_t len = 0;
+	size_t      len = 0;
 	for (;;) {
 		ssize_t n = read(pipe_fds[0], buf + len, sizeof(buf) - 1 - len);
 		if (n <= 0) {
@@ -81,9 +81,9 @@ Test(log, writes_timestamp_level_event_and_fields_on_one_line)
 	BRQ_LOG_INFO("startup", "pool_size=%d listen=%s", 4, "ipc:///tmp/x.sock");
 	const char *out = captured();
 	cr_assert(matches("^ts=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z "
-	                  "level=info msg=startup pool_size=4 listen=ipc:///tmp/x.sock\n$",
-	              out),
-	    "got: %s", out);
+			  "level=info msg=startup pool_size=4 listen=ipc:///tmp/x.sock\n$",
+			  out),
+		  "got: %s", out);
 }
 
 Test(log, writes_each_level_name)
@@ -95,9 +95,9 @@ Test(log, writes_each_level_name)
 	BRQ_LOG_ERROR("d", "k=4");
 	const char *out = captured();
 	cr_assert(matches(" level=debug msg=a k=1\n.* level=info msg=b k=2\n.* level=warn msg=c "
-	                  "k=3\n.* level=error msg=d k=4\n$",
-	              out),
-	    "got: %s", out);
+			  "k=3\n.* level=error msg=d k=4\n$",
+			  out),
+		  "got: %s", out);
 	cr_assert_eq(count_char(out, '\n'), 4);
 }
 
@@ -106,9 +106,8 @@ Test(log, accepts_an_event_without_fields)
 	BRQ_LOG_WARN("retention_backlog", NULL);
 	BRQ_LOG_WARN("retention_backlog", "%s", "");
 	const char *out = captured();
-	cr_assert(matches("level=warn msg=retention_backlog\n.*level=warn msg=retention_backlog\n$",
-	              out),
-	    "got: %s", out);
+	cr_assert(matches("level=warn msg=retention_backlog\n.*level=warn msg=retention_backlog\n$", out),
+		  "got: %s", out);
 }
 
 Test(log, quotes_an_event_name_that_needs_it)
@@ -192,8 +191,7 @@ Test(log, quote_leaves_plain_values_alone_and_quotes_the_rest)
 	};
 	char buf[64];
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cr_assert_str_eq(brq_log_quote(buf, sizeof(buf), cases[i].in), cases[i].want,
-		    "case %zu", i);
+		cr_assert_str_eq(brq_log_quote(buf, sizeof(buf), cases[i].in), cases[i].want, "case %zu", i);
 	}
 	cr_assert_str_eq(BRQ_LOG_Q("x y"), "\"x y\"");
 }
@@ -210,8 +208,7 @@ Test(log, quote_cuts_long_values_safely)
 	cr_assert_str_eq(brq_log_quote(buf, sizeof(buf), big), "\"          ...\"");
 
 	// An escape sequence is never split: "\"" is 2 bytes, so the cut falls before it.
-	cr_assert_str_eq(brq_log_quote(buf, sizeof(buf), "abcdefghi\"\"\"\"\"\""),
-	    "\"abcdefghi...\"");
+	cr_assert_str_eq(brq_log_quote(buf, sizeof(buf), "abcdefghi\"\"\"\"\"\""), "\"abcdefghi...\"");
 
 	// A UTF-8 character is never split (\xc3\xa9 is one character).
 	cr_assert_str_eq(brq_log_quote(buf, sizeof(buf), "aaaaaaaaaaa\xc3\xa9zzzz"), "aaaaaaaaaaa...");
@@ -247,7 +244,7 @@ Test(log, truncates_a_long_line_to_the_limit_and_marks_it)
 	memset(big, 'x', sizeof(big) - 1);
 	BRQ_LOG_INFO("big", "v=%s", big);
 	const char *out = captured();
-	size_t len = strlen(out);
+	size_t      len = strlen(out);
 	cr_assert_leq(len, BRQ_LOG_LINE_MAX);
 	cr_assert_eq(count_char(out, '\n'), 1);
 	cr_assert(matches("msg=big v=x+ truncated=true\n$", out), "tail: %s", out + len - 40);
@@ -259,13 +256,13 @@ Test(log, truncation_closes_an_open_quoted_value)
 	memset(big, 'x', sizeof(big) - 1);
 	big[0] = ' ';
 	BRQ_LOG_INFO("big", "v=%s", BRQ_LOG_Q(big)); // quoted, then cut by BRQ_LOG_QUOTE_MAX
-	BRQ_LOG_INFO("big", "v=\"%s\"", big);         // quoted by hand, cut by the line limit
+	BRQ_LOG_INFO("big", "v=\"%s\"", big);        // quoted by hand, cut by the line limit
 	const char *out = captured();
 	cr_assert_eq(count_char(out, '\n'), 2);
 	const char *second = strchr(out, '\n') + 1;
 	cr_assert(matches("v=\" x+\\.\\.\\.\"\n", out));
 	cr_assert(matches("v=\" x+\" truncated=true\n$", second), "got tail: %s",
-	    second + strlen(second) - 40);
+		  second + strlen(second) - 40);
 	cr_assert_leq(strlen(second), BRQ_LOG_LINE_MAX);
 	cr_assert_eq(count_char(second, '"') % 2, 0, "quotes must balance");
 }
@@ -294,13 +291,13 @@ writer(void *arg)
 Test(log, lines_from_threads_never_interleave)
 {
 	char path[] = "/tmp/brq_log_test_XXXXXX";
-	int fd = mkstemp(path);
+	int  fd     = mkstemp(path);
 	cr_assert_geq(fd, 0);
 	int afd = open(path, O_WRONLY | O_APPEND);
 	cr_assert_geq(afd, 0);
 	brq_log_set_fd(afd);
 
-	pthread_t th[8];
+	pthread_t         th[8];
 	struct writer_arg args[8];
 	for (int i = 0; i < 8; i++) {
 		args[i].id = i;
@@ -314,13 +311,12 @@ Test(log, lines_from_threads_never_interleave)
 
 	FILE *f = fdopen(fd, "r");
 	cr_assert_not_null(f);
-	char line[1024];
-	int n = 0;
+	char    line[1024];
+	int     n = 0;
 	regex_t rx;
-	cr_assert_eq(regcomp(&rx,
-	                 "^ts=[^ ]+ level=info msg=concurrent thread=[0-7] i=[0-9]+ pad=0{300}\n$",
-	                 REG_EXTENDED | REG_NOSUB),
-	    0);
+	cr_assert_eq(regcomp(&rx, "^ts=[^ ]+ level=info msg=concurrent thread=[0-7] i=[0-9]+ pad=0{300}\n$",
+			     REG_EXTENDED | REG_NOSUB),
+		     0);
 	while (fgets(line, sizeof(line), f) != NULL) {
 		cr_assert_eq(regexec(&rx, line, 0, NULL, 0), 0, "mangled line: %s", line);
 		n++;

@@ -17,7 +17,7 @@
 static char *
 render(void)
 {
-	char *out = NULL;
+	char  *out = NULL;
 	size_t len = 0;
 	cr_assert_eq(brq_metrics_render(&out, &len), 0);
 	cr_assert_not_null(out);
@@ -60,7 +60,7 @@ TestSuite(metrics, .init = setup, .fini = teardown);
 Test(metrics, every_family_has_help_and_type_and_counters_end_in_total)
 {
 	brq_metrics_topic_add("a", 1, BRQ_MT_ENQUEUED, 1);
-	char *t = render();
+	char                    *t             = render();
 	static const char *const families[][2] = {
 		{"brooq_build_info", "gauge"},
 		{"brooq_jobs", "gauge"},
@@ -173,7 +173,7 @@ Test(metrics, histogram_buckets_are_cumulative_and_count_matches_sum)
 {
 	/* 40us, 100us (on a bound: le is inclusive), 3ms, 2s, 20min. */
 	static const uint64_t obs[] = {40, 100, 3000, 2000000, 1200000000ULL};
-	uint64_t total = 0;
+	uint64_t              total = 0;
 	for (size_t i = 0; i < sizeof(obs) / sizeof(obs[0]); i++) {
 		brq_metrics_rpc(BRQ_OP_CLAIM, BRQ_ST_OK, obs[i], 0);
 		total += obs[i];
@@ -193,17 +193,17 @@ Test(metrics, histogram_buckets_are_cumulative_and_count_matches_sum)
 	cr_assert_eq(B("+Inf"), 5);
 #undef B
 	cr_assert_eq(sample(t, "brooq_rpc_duration_seconds_count{op=\"claim\"}"), 5);
-	cr_assert_float_eq(sample(t, "brooq_rpc_duration_seconds_sum{op=\"claim\"}"),
-	    (double) total / 1e6, 1e-6);
+	cr_assert_float_eq(sample(t, "brooq_rpc_duration_seconds_sum{op=\"claim\"}"), (double) total / 1e6,
+			   1e-6);
 	cr_assert_eq(sample(t, "brooq_rpc_duration_seconds_count{op=\"claim_wait\"}"), 1);
 	cr_assert_eq(sample(t, "brooq_rpc_duration_seconds_bucket{op=\"claim_wait\",le=\"2.5\"}"), 0);
 	cr_assert_eq(sample(t, "brooq_rpc_duration_seconds_bucket{op=\"claim_wait\",le=\"5\"}"), 1);
 	cr_assert_eq(sample(t, "brooq_rpc_requests_total{op=\"claim\",code=\"ok\"}"), 6);
 
 	/* Every op's buckets never decrease and end at _count. */
-	const char *p = t;
-	double prev = -1;
-	char op[64] = "", cur[64];
+	const char *p      = t;
+	double      prev   = -1;
+	char        op[64] = "", cur[64];
 	while ((p = strstr(p, "brooq_rpc_duration_seconds_bucket{op=\"")) != NULL) {
 		p += strlen("brooq_rpc_duration_seconds_bucket{op=\"");
 		size_t n = strcspn(p, "\"");
@@ -244,8 +244,8 @@ Test(metrics, depth_set_replaces_the_previous_snapshot)
 		{.topic = "a", .topic_len = 1, .oldest_ready_age_s = 12.5},
 		{.topic = "b", .topic_len = 1, .oldest_ready_age_s = 0},
 	};
-	rows[0].count[BRQ_STATE_PENDING] = 3;
-	rows[0].count[BRQ_STATE_DEAD] = 2;
+	rows[0].count[BRQ_STATE_PENDING]    = 3;
+	rows[0].count[BRQ_STATE_DEAD]       = 2;
 	rows[1].count[BRQ_STATE_PROCESSING] = 4;
 	brq_metrics_depth_set(rows, 2);
 	char *t = render();
@@ -258,14 +258,14 @@ Test(metrics, depth_set_replaces_the_previous_snapshot)
 	free(t);
 
 	/* The next snapshot has only b: a drops to 0, not to its old values. */
-	brq_depth_row next = {.topic = "b", .topic_len = 1, .oldest_ready_age_s = 1};
+	brq_depth_row next            = {.topic = "b", .topic_len = 1, .oldest_ready_age_s = 1};
 	next.count[BRQ_STATE_PENDING] = 1;
 	brq_metrics_depth_set(&next, 1);
 	t = render();
 	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
 		char series[128];
 		snprintf(series, sizeof(series), "brooq_jobs{topic=\"a\",state=\"%s\"}",
-		    brq_state_name((brq_state) s));
+			 brq_state_name((brq_state) s));
 		cr_assert_eq(sample(t, series), 0, "%s", series);
 	}
 	cr_assert_eq(sample(t, "brooq_ready_oldest_age_seconds{topic=\"a\"}"), 0);
@@ -300,12 +300,12 @@ Test(metrics, topics_past_the_cap_are_counted_under_other)
 }
 
 #define N_THREADS 8
-#define N_ITERS 20000
+#define N_ITERS   20000
 
 static void *
 hammer(void *arg)
 {
-	int id = (int) (intptr_t) arg;
+	int  id = (int) (intptr_t) arg;
 	char topic[16];
 	for (int i = 0; i < N_ITERS; i++) {
 		/* 50 topics shared by all threads, created concurrently on first use. */
@@ -315,7 +315,7 @@ hammer(void *arg)
 		brq_metrics_rpc(BRQ_OP_SETTLE, BRQ_ST_OK, (uint64_t) (i % 5000), 0);
 		brq_metrics_auth_failure();
 		if (i % 1000 == 0) {
-			char *out;
+			char  *out;
 			size_t len;
 			if (brq_metrics_render(&out, &len) == 0) {
 				free(out);
@@ -334,27 +334,25 @@ Test(metrics, concurrent_updates_sum_exactly)
 	for (int i = 0; i < N_THREADS; i++) {
 		pthread_join(th[i], NULL);
 	}
-	char *t = render();
+	char  *t   = render();
 	double enq = 0, settled = 0;
 	for (int k = 0; k < 50; k++) {
 		char series[128];
 		snprintf(series, sizeof(series), "brooq_enqueued_total{topic=\"topic%d\"}", k);
 		enq += sample(t, series);
-		snprintf(series, sizeof(series),
-		    "brooq_settle_total{topic=\"topic%d\",outcome=\"done\"}", k);
+		snprintf(series, sizeof(series), "brooq_settle_total{topic=\"topic%d\",outcome=\"done\"}", k);
 		settled += sample(t, series);
 	}
 	cr_assert_eq(enq, N_THREADS * N_ITERS);
 	cr_assert_eq(settled, N_THREADS * N_ITERS);
 	cr_assert_eq(sample(t, "brooq_auth_failures_total"), N_THREADS * N_ITERS);
-	cr_assert_eq(sample(t, "brooq_rpc_requests_total{op=\"settle\",code=\"ok\"}"),
-	    N_THREADS * N_ITERS);
+	cr_assert_eq(sample(t, "brooq_rpc_requests_total{op=\"settle\",code=\"ok\"}"), N_THREADS * N_ITERS);
 	cr_assert_eq(sample(t, "brooq_rpc_duration_seconds_count{op=\"settle\"}"), N_THREADS * N_ITERS);
 	cr_assert_eq(sample(t, "brooq_rpc_duration_seconds_bucket{op=\"settle\",le=\"+Inf\"}"),
-	    N_THREADS * N_ITERS);
+		     N_THREADS * N_ITERS);
 	/* Each topic appears once: the registry never inserts a topic twice. */
-	const char *p = t;
-	int seen = 0;
+	const char *p    = t;
+	int         seen = 0;
 	while ((p = strstr(p, "brooq_claimed_total{topic=\"topic7\"}")) != NULL) {
 		seen++;
 		p++;
@@ -371,7 +369,7 @@ dump_exposition(void)
 		return 1;
 	}
 	static const char topic[] = "example.topic";
-	const size_t tl = sizeof(topic) - 1;
+	const size_t      tl      = sizeof(topic) - 1;
 	for (int c = 0; c < BRQ_MT__COUNT; c++) {
 		brq_metrics_topic_add(topic, tl, (brq_topic_counter) c, 1);
 	}
@@ -398,7 +396,7 @@ dump_exposition(void)
 	}
 	brq_metrics_depth_set(&row, 1);
 
-	char *out;
+	char  *out;
 	size_t len;
 	if (brq_metrics_render(&out, &len) != 0) {
 		return 1;
@@ -417,8 +415,8 @@ main(int argc, char *argv[])
 	if (argc == 2 && strcmp(argv[1], "--dump-exposition") == 0) {
 		return dump_exposition();
 	}
-	struct criterion_test_set *tests = criterion_initialize();
-	int result = 0;
+	struct criterion_test_set *tests  = criterion_initialize();
+	int                        result = 0;
 	if (criterion_handle_args(argc, argv, true)) {
 		result = !criterion_run_all_tests(tests);
 	}

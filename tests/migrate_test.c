@@ -36,8 +36,8 @@ static int
 brooqctl(const char *args, char **out)
 {
 	char *cmd = NULL;
-	cr_assert(asprintf(&cmd, "BROOQ_DSN='%s' BROOQ_MIGRATIONS_DIR='%s/migrations' %s migrate %s 2>&1", dsn,
-	                   getenv("BROOQ_SOURCE_DIR"), brq_testdb_bin("brooqctl"), args) > 0);
+	cr_assert(asprintf(&cmd, "BROOQ_DSN='%s' BROOQ_MIGRATIONS_DIR='%s/migrations' %s migrate %s 2>&1",
+			   dsn, getenv("BROOQ_SOURCE_DIR"), brq_testdb_bin("brooqctl"), args) > 0);
 	FILE *p = popen(cmd, "r");
 	free(cmd);
 	cr_assert_not_null(p);
@@ -67,8 +67,9 @@ Test(migrate, up_applies_every_migration_and_records_goose_versions)
 {
 	cr_assert_eq(brooqctl("up", NULL), 0);
 	cr_assert_eq(job_table_exists(), 1);
-	char *v = brq_testdb_value(db, "SELECT string_agg(version_id::text || ':' || is_applied::text, ','"
-	                               " ORDER BY id) FROM goose_db_version");
+	char *v = brq_testdb_value(db,
+				   "SELECT string_agg(version_id::text || ':' || is_applied::text, ','"
+				   " ORDER BY id) FROM goose_db_version");
 	cr_assert_str_eq(v, "0:true,1:true,2:true,3:true");
 	free(v);
 }
@@ -89,7 +90,8 @@ Test(migrate, down_to_zero_then_up_round_trips)
 	brq_testdb_exec(db, "INSERT INTO job (topic) VALUES ('t')");
 	cr_assert_eq(brooqctl("down-to 0", NULL), 0);
 	cr_assert_eq(job_table_exists(), 0);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM pg_proc WHERE proname = 'job_terminal_guard'"), 0);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM pg_proc WHERE proname = 'job_terminal_guard'"),
+		     0);
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version WHERE version_id > 0"), 0);
 	cr_assert_eq(brooqctl("up", NULL), 0);
 	cr_assert_eq(job_table_exists(), 1);
@@ -143,11 +145,11 @@ Test(migrate, rejects_unknown_commands_with_usage_exit_code)
 
 Test(migrate, reports_an_unreachable_database)
 {
-	char *out = NULL;
+	char *out   = NULL;
 	char *saved = dsn;
-	dsn = "host=/nonexistent dbname=x";
-	int rc = brooqctl("status", &out);
-	dsn = saved;
+	dsn         = "host=/nonexistent dbname=x";
+	int rc      = brooqctl("status", &out);
+	dsn         = saved;
 	cr_assert_eq(rc, 1);
 	cr_assert_not_null(strstr(out, "cannot connect"), "%s", out);
 	free(out);
@@ -155,15 +157,15 @@ Test(migrate, reports_an_unreachable_database)
 
 Test(parse, splits_statements_and_honours_statement_blocks)
 {
-	const char *sql = "-- +goose Up\n"
-	                  "CREATE TABLE a (x int);\n"
-	                  "-- +goose StatementBegin\n"
-	                  "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$\n SELECT 1;\n$$;\n"
-	                  "-- +goose StatementEnd\n"
-	                  "CREATE TABLE b\n (y int);\n"
-	                  "-- +goose Down\n"
-	                  "DROP TABLE b;\nDROP FUNCTION f();\nDROP TABLE a;\n";
-	brq_migration m = {0};
+	const char   *sql = "-- +goose Up\n"
+			    "CREATE TABLE a (x int);\n"
+			    "-- +goose StatementBegin\n"
+			    "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$\n SELECT 1;\n$$;\n"
+			    "-- +goose StatementEnd\n"
+			    "CREATE TABLE b\n (y int);\n"
+			    "-- +goose Down\n"
+			    "DROP TABLE b;\nDROP FUNCTION f();\nDROP TABLE a;\n";
+	brq_migration m   = {0};
 	char          err[128];
 	cr_assert_eq(brq_migration_parse(sql, &m, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(m.n_up, 3);
@@ -180,8 +182,8 @@ Test(parse, rejects_files_without_up_or_with_open_blocks)
 	char          err[128];
 	cr_assert_eq(brq_migration_parse("CREATE TABLE a (x int);\n", &m, err, sizeof(err)), -1);
 	cr_assert_eq(brq_migration_parse("-- +goose Up\n-- +goose StatementBegin\nSELECT 1;\n", &m, err,
-	                                 sizeof(err)),
-	             -1);
+					 sizeof(err)),
+		     -1);
 	cr_assert_not_null(strstr(err, "StatementEnd"));
 	cr_assert_eq(brq_migration_parse("-- +goose Up\nSELECT 1\n", &m, err, sizeof(err)), -1);
 }
@@ -190,9 +192,11 @@ Test(parse, reads_no_transaction)
 {
 	brq_migration m = {0};
 	char          err[128];
-	cr_assert_eq(brq_migration_parse("-- +goose NO TRANSACTION\n-- +goose Up\nCREATE INDEX CONCURRENTLY i ON t (x);\n",
-	                                 &m, err, sizeof(err)),
-	             0);
+	cr_assert_eq(
+		brq_migration_parse(
+			"-- +goose NO TRANSACTION\n-- +goose Up\nCREATE INDEX CONCURRENTLY i ON t (x);\n", &m,
+			err, sizeof(err)),
+		0);
 	cr_assert_eq(m.no_tx, 1);
 	brq_migration_fini(&m);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* HTTP endpoint and depth monitor: /metrics and /healthz over real HTTP, depth gauges from a real database,
- * and end to end: a real brooq-gateway's counters, /healthz across a PostgreSQL restart, a real Prometheus. */
+ * and end to end: a real brooq-gateway's counters, /healthz across a PostgreSQL restart, a real Prometheus.
+ */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <signal.h>
@@ -42,14 +43,13 @@ http_req(uint16_t port, const char *method, const char *path, char **head, char 
 	struct timeval tv = {.tv_sec = 5};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0, "connect: %s",
-	    strerror(errno));
+	sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0, "connect: %s", strerror(errno));
 	char req[256];
-	int n = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", method, path);
+	int  n = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", method, path);
 	cr_assert_eq(write(fd, req, (size_t) n), n);
 	size_t len = 0, cap = 65536;
-	char *buf = malloc(cap);
+	char  *buf = malloc(cap);
 	for (;;) {
 		if (len + 4096 > cap) {
 			cap *= 2;
@@ -63,7 +63,7 @@ http_req(uint16_t port, const char *method, const char *path, char **head, char 
 		len += (size_t) r;
 	}
 	close(fd);
-	buf[len] = '\0';
+	buf[len]   = '\0';
 	int status = 0;
 	cr_assert_eq(sscanf(buf, "HTTP/1.%*d %d", &status), 1, "bad response: %.80s", buf);
 	char *sep = strstr(buf, "\r\n\r\n");
@@ -98,7 +98,7 @@ sample(const char *text, const char *series)
 static char *
 render(void)
 {
-	char *out;
+	char  *out;
 	size_t len;
 	cr_assert_eq(brq_metrics_render(&out, &len), 0);
 	return out;
@@ -108,9 +108,9 @@ static struct brq_config
 http_cfg(uint16_t port)
 {
 	struct brq_config cfg = {0};
-	cfg.http_enabled = true;
-	cfg.http_host = "127.0.0.1";
-	cfg.http_port = port;
+	cfg.http_enabled      = true;
+	cfg.http_host         = "127.0.0.1";
+	cfg.http_port         = port;
 	return cfg;
 }
 
@@ -137,7 +137,7 @@ TestSuite(http, .init = metrics_setup, .fini = metrics_teardown, .timeout = 60);
 Test(http, serves_metrics_in_the_text_format)
 {
 	struct brq_config cfg = http_cfg(0);
-	struct brq_http *h = NULL;
+	struct brq_http  *h   = NULL;
 	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
 	uint16_t port = brq_http_port(h);
 	cr_assert_neq(port, 0);
@@ -146,7 +146,7 @@ Test(http, serves_metrics_in_the_text_format)
 	char *head, *body;
 	cr_assert_eq(http_req(port, "GET", "/metrics", &head, &body), 200);
 	cr_assert_not_null(strstr(head, "Content-Type: text/plain; version=0.0.4; charset=utf-8"), "%s",
-	    head);
+			   head);
 	cr_assert_eq(sample(body, "brooq_enqueued_total{topic=\"email.send\"}"), 3);
 	cr_assert_eq(sample(body, "brooq_build_info{version=\"9.9.9\"}"), 1);
 	free(head);
@@ -162,12 +162,12 @@ Test(http, serves_metrics_in_the_text_format)
 
 Test(http, healthz_follows_the_health_function)
 {
-	volatile bool healthy = false;
-	struct brq_config cfg = http_cfg(0);
-	struct brq_http *h = NULL;
+	volatile bool     healthy = false;
+	struct brq_config cfg     = http_cfg(0);
+	struct brq_http  *h       = NULL;
 	cr_assert_eq(brq_http_start(&cfg, flag_health, (void *) &healthy, &h), 0);
 	uint16_t port = brq_http_port(h);
-	char *body;
+	char    *body;
 
 	cr_assert_eq(http_req(port, "GET", "/healthz", NULL, &body), 503);
 	cr_assert_str_eq(body, "database unavailable\n");
@@ -184,7 +184,7 @@ Test(http, healthz_follows_the_health_function)
 Test(http, unknown_paths_are_404_and_other_methods_405)
 {
 	struct brq_config cfg = http_cfg(0);
-	struct brq_http *h = NULL;
+	struct brq_http  *h   = NULL;
 	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
 	uint16_t port = brq_http_port(h);
 	cr_assert_eq(http_req(port, "GET", "/", NULL, NULL), 404);
@@ -198,7 +198,7 @@ Test(http, unknown_paths_are_404_and_other_methods_405)
 Test(http, disabled_starts_nothing_and_stop_accepts_null)
 {
 	struct brq_config cfg = {0};
-	struct brq_http *h = (struct brq_http *) &cfg; /* poison: must be overwritten */
+	struct brq_http  *h   = (struct brq_http *) &cfg; /* poison: must be overwritten */
 	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
 	cr_assert_null(h);
 	cr_assert_eq(brq_http_port(h), 0);
@@ -207,18 +207,18 @@ Test(http, disabled_starts_nothing_and_stop_accepts_null)
 
 Test(http, a_port_in_use_is_reported)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd  = socket(AF_INET, SOCK_STREAM, 0);
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	struct sockaddr_in sa = {.sin_family = AF_INET};
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
 	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
 	cr_assert_eq(listen(fd, 1), 0);
 	socklen_t sl = sizeof(sa);
 	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &sl), 0);
 
 	struct brq_config cfg = http_cfg(ntohs(sa.sin_port));
-	struct brq_http *h = NULL;
+	struct brq_http  *h   = NULL;
 	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), -EADDRINUSE);
 	cr_assert_null(h);
 	close(fd);
@@ -227,14 +227,14 @@ Test(http, a_port_in_use_is_reported)
 Test(http, stops_while_clients_are_connected)
 {
 	struct brq_config cfg = http_cfg(0);
-	struct brq_http *h = NULL;
+	struct brq_http  *h   = NULL;
 	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
 	/* An idle keep-alive connection and a half-sent request must not block stop. */
 	int fds[2];
 	for (int i = 0; i < 2; i++) {
-		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		fds[i]                = socket(AF_INET, SOCK_STREAM, 0);
 		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(brq_http_port(h))};
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
 		cr_assert_eq(connect(fds[i], (struct sockaddr *) &sa, sizeof(sa)), 0);
 	}
 	cr_assert_eq(write(fds[1], "GET /metr", 9), 9);
@@ -248,7 +248,7 @@ Test(http, stops_while_clients_are_connected)
 
 /* ---- monitor (needs the harness database) ---------------------------------- */
 
-static char *dsn;
+static char   *dsn;
 static PGconn *db;
 
 static void
@@ -256,7 +256,7 @@ monitor_setup(void)
 {
 	metrics_setup();
 	dsn = brq_testdb_create(true);
-	db = brq_testdb_connect(dsn);
+	db  = brq_testdb_connect(dsn);
 }
 
 static void
@@ -272,10 +272,10 @@ TestSuite(monitor, .init = monitor_setup, .fini = monitor_teardown, .timeout = 1
 static struct brq_monitor *
 start_monitor(const char *conninfo, uint64_t interval_ms)
 {
-	struct brq_config cfg = {0};
-	cfg.dsn = (char *) conninfo;
+	struct brq_config cfg     = {0};
+	cfg.dsn                   = (char *) conninfo;
 	struct brq_monitor_opts o = {.interval_ms = interval_ms, .terminal_interval_ms = interval_ms};
-	struct brq_monitor *m = NULL;
+	struct brq_monitor     *m = NULL;
 	cr_assert_eq(brq_monitor_start(&cfg, &o, &m), 0);
 	cr_assert_not_null(m);
 	return m;
@@ -286,10 +286,10 @@ static double
 await_sample(const char *series, double want, uint64_t timeout_ms)
 {
 	uint64_t end = mono_ms() + timeout_ms;
-	double v;
+	double   v;
 	for (;;) {
 		char *t = render();
-		v = sample(t, series);
+		v       = sample(t, series);
 		free(t);
 		if (v == want || mono_ms() > end) {
 			return v;
@@ -316,17 +316,17 @@ Test(monitor, depth_gauges_follow_the_table)
 	/* a: 2 pending ready (oldest 100 s), 1 pending in the future, 1 failed ready,
 	 *    1 processing, 3 done, 1 dead. b: 1 canceled only. */
 	brq_testdb_exec(db,
-	    "INSERT INTO job (topic, state, available_at) VALUES"
-	    " ('a', 'pending', now() - interval '100 seconds'),"
-	    " ('a', 'pending', now() - interval '5 seconds'),"
-	    " ('a', 'pending', now() + interval '1 hour'),"
-	    " ('a', 'failed', now() - interval '50 seconds')");
+			"INSERT INTO job (topic, state, available_at) VALUES"
+			" ('a', 'pending', now() - interval '100 seconds'),"
+			" ('a', 'pending', now() - interval '5 seconds'),"
+			" ('a', 'pending', now() + interval '1 hour'),"
+			" ('a', 'failed', now() - interval '50 seconds')");
 	brq_testdb_exec(db,
-	    "INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
-	    " VALUES ('a', 'processing', 'w1', now() + interval '1 minute', gen_random_uuid())");
+			"INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
+			" VALUES ('a', 'processing', 'w1', now() + interval '1 minute', gen_random_uuid())");
 	brq_testdb_exec(db,
-	    "INSERT INTO job (topic, state) VALUES ('a', 'done'), ('a', 'done'), ('a', 'done'),"
-	    " ('a', 'dead'), ('b', 'canceled')");
+			"INSERT INTO job (topic, state) VALUES ('a', 'done'), ('a', 'done'), ('a', 'done'),"
+			" ('a', 'dead'), ('b', 'canceled')");
 
 	struct brq_monitor *m = start_monitor(dsn, 100);
 	cr_assert(await_health(m, true, 5000), "monitor never reached the database");
@@ -346,8 +346,9 @@ Test(monitor, depth_gauges_follow_the_table)
 	free(t);
 
 	/* Work drains: a's ready rows become done; nothing ready means age 0. */
-	brq_testdb_exec(db, "UPDATE job SET state = 'done' WHERE topic = 'a'"
-	                    " AND state IN ('pending', 'failed') AND available_at <= now()");
+	brq_testdb_exec(db,
+			"UPDATE job SET state = 'done' WHERE topic = 'a'"
+			" AND state IN ('pending', 'failed') AND available_at <= now()");
 	cr_assert_eq(await_sample("brooq_jobs{topic=\"a\",state=\"done\"}", 6, 5000), 6);
 	cr_assert_eq(await_sample("brooq_ready_oldest_age_seconds{topic=\"a\"}", 0, 5000), 0);
 	t = render();
@@ -367,28 +368,29 @@ Test(monitor, depth_gauges_follow_the_table)
 Test(monitor, terminal_counts_fall_back_to_an_estimate_when_over_budget)
 {
 	/* 400k terminal rows take far more than a 30 ms budget to count exactly. */
-	brq_testdb_exec(db, "INSERT INTO job (topic, state)"
-	                    " SELECT 'big', CASE WHEN i % 4 = 0 THEN 'dead' ELSE 'done' END"
-	                    " FROM generate_series(1, 400000) i");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state)"
+			" SELECT 'big', CASE WHEN i % 4 = 0 THEN 'dead' ELSE 'done' END"
+			" FROM generate_series(1, 400000) i");
 	brq_testdb_exec(db, "INSERT INTO job (topic, state) VALUES ('big', 'pending')");
 	brq_testdb_exec(db, "VACUUM ANALYZE job");
 
-	struct brq_config cfg = {0};
-	cfg.dsn = dsn;
+	struct brq_config cfg     = {0};
+	cfg.dsn                   = dsn;
 	struct brq_monitor_opts o = {.interval_ms = 100, .terminal_interval_ms = 100, .budget_ms = 30};
-	struct brq_monitor *m = NULL;
+	struct brq_monitor     *m = NULL;
 	cr_assert_eq(brq_monitor_start(&cfg, &o, &m), 0);
 
 	/* The active count (1 row) is unaffected and exact. */
 	cr_assert_eq(await_sample("brooq_jobs{topic=\"big\",state=\"pending\"}", 1, 10000), 1);
 	/* The terminal count becomes an estimate from a page sample: same order of
 	 * magnitude, never exact zero. */
-	uint64_t end = mono_ms() + 15000;
-	double done = -1, dead = -1;
+	uint64_t end  = mono_ms() + 15000;
+	double   done = -1, dead = -1;
 	while (mono_ms() < end) {
 		char *t = render();
-		done = sample(t, "brooq_jobs{topic=\"big\",state=\"done\"}");
-		dead = sample(t, "brooq_jobs{topic=\"big\",state=\"dead\"}");
+		done    = sample(t, "brooq_jobs{topic=\"big\",state=\"done\"}");
+		dead    = sample(t, "brooq_jobs{topic=\"big\",state=\"dead\"}");
 		free(t);
 		if (done > 0 && dead > 0) {
 			break;
@@ -419,16 +421,16 @@ Test(monitor, is_unhealthy_until_the_database_answers_and_stops_promptly)
 Test(monitor, stops_promptly_while_connecting_to_a_silent_server)
 {
 	/* A listener that never answers: the connect hangs until our own deadline. */
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int                fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET};
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
 	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
 	cr_assert_eq(listen(fd, 1), 0);
 	socklen_t sl = sizeof(sa);
 	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &sl), 0);
 	char conninfo[128];
 	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%u user=x dbname=x sslmode=disable",
-	    ntohs(sa.sin_port));
+		 ntohs(sa.sin_port));
 
 	struct brq_monitor *m = start_monitor(conninfo, 100);
 	usleep(300 * 1000);
@@ -448,16 +450,16 @@ Test(monitor, health_turns_false_when_the_database_goes_away_and_back_when_it_re
 	 * lock itself out) and kill the monitor's session: from here every reconnect
 	 * fails, as when the server is down. */
 	const char *dbname = strstr(dsn, "dbname=") + strlen("dbname=");
-	char admin_dsn[512], sql[512];
+	char        admin_dsn[512], sql[512];
 	snprintf(admin_dsn, sizeof(admin_dsn), "host=%s user=postgres dbname=postgres",
-	    getenv("BROOQ_TEST_PGHOST"));
+		 getenv("BROOQ_TEST_PGHOST"));
 	PGconn *admin = brq_testdb_connect(admin_dsn);
 	snprintf(sql, sizeof(sql), "ALTER DATABASE %s ALLOW_CONNECTIONS false", dbname);
 	brq_testdb_exec(admin, sql);
 	snprintf(sql, sizeof(sql),
-	    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-	    " WHERE datname = '%s' AND application_name = 'brooq-monitor'",
-	    dbname);
+		 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+		 " WHERE datname = '%s' AND application_name = 'brooq-monitor'",
+		 dbname);
 	free(brq_testdb_value(db, sql));
 
 	/* The window is max(3 x 100 ms, 3 s): false within ~3 s plus a tick. */
@@ -477,9 +479,9 @@ Test(monitor, health_turns_false_when_the_database_goes_away_and_back_when_it_re
 
 Test(monitor, serves_healthz_through_http)
 {
-	struct brq_monitor *m = start_monitor(dsn, 100);
-	struct brq_config cfg = http_cfg(0);
-	struct brq_http *h = NULL;
+	struct brq_monitor *m   = start_monitor(dsn, 100);
+	struct brq_config   cfg = http_cfg(0);
+	struct brq_http    *h   = NULL;
 	cr_assert_eq(brq_http_start(&cfg, brq_monitor_healthy, m, &h), 0);
 	cr_assert(await_health(m, true, 5000));
 	cr_assert_eq(http_req(brq_http_port(h), "GET", "/healthz", NULL, NULL), 200);
@@ -494,9 +496,9 @@ Test(monitor, serves_healthz_through_http)
 static uint16_t
 free_port(void)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int                fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET};
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
 	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
 	socklen_t sl = sizeof(sa);
 	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &sl), 0);
@@ -525,10 +527,10 @@ static double
 await_scraped(uint16_t port, const char *series, double want, uint64_t timeout_ms)
 {
 	uint64_t end = mono_ms() + timeout_ms;
-	double v;
+	double   v;
 	for (;;) {
 		char *t = scrape(port);
-		v = sample(t, series);
+		v       = sample(t, series);
 		free(t);
 		if (v == want || mono_ms() > end) {
 			return v;
@@ -541,14 +543,14 @@ static int
 await_healthz(uint16_t port, int want, uint64_t timeout_ms)
 {
 	uint64_t end = mono_ms() + timeout_ms;
-	int got;
+	int      got;
 	while ((got = http_req(port, "GET", "/healthz", NULL, NULL)) != want && mono_ms() < end) {
 		usleep(100 * 1000);
 	}
 	return got;
 }
 
-static brq_gw gw;
+static brq_gw    gw;
 static brq_arena arena;
 
 static void
@@ -562,16 +564,16 @@ start_gateway(char *conninfo, uint16_t http_port)
 	/* brq_gw_start returns once RPCs are answered; HTTP starts last. */
 	uint64_t end = mono_ms() + 10000;
 	for (;;) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		int                fd = socket(AF_INET, SOCK_STREAM, 0);
 		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(http_port)};
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		bool is_up = connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
+		sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
+		bool is_up            = connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
 		close(fd);
 		if (is_up) {
 			break;
 		}
-		cr_assert_lt(mono_ms(), end, "the gateway never listened on HTTP port %u (see %s)",
-		    http_port, gw.log);
+		cr_assert_lt(mono_ms(), end, "the gateway never listened on HTTP port %u (see %s)", http_port,
+			     gw.log);
 		usleep(20 * 1000);
 	}
 }
@@ -598,10 +600,12 @@ gw_call(brq_request *req, brq_reply *rep)
 static uint64_t
 gw_enqueue(const char *topic, uint32_t max_attempts)
 {
-	brq_job_spec j = {.topic = brq_str_c(topic), .payload = brq_str_c("{}"),
-	    .has_max_attempts = max_attempts > 0, .max_attempts = max_attempts};
-	brq_request req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
-	brq_reply rep;
+	brq_job_spec j   = {.topic            = brq_str_c(topic),
+			    .payload          = brq_str_c("{}"),
+			    .has_max_attempts = max_attempts > 0,
+			    .max_attempts     = max_attempts};
+	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_reply    rep;
 	cr_assert_eq(gw_call(&req, &rep), BRQ_ST_OK);
 	return rep.enqueue.results[0].id;
 }
@@ -610,11 +614,15 @@ gw_enqueue(const char *topic, uint32_t max_attempts)
 static brq_lease_ref
 gw_claim_one(const char *topic, uint32_t lease_ms)
 {
-	brq_str t = brq_str_c(topic);
-	brq_request req = {.op = BRQ_OP_CLAIM,
-	    .claim = {.worker = brq_str_c("obs-test"), .topics = &t, .n_topics = 1, .n = 1,
-	        .has_lease_ms = lease_ms > 0, .lease_ms = lease_ms}};
-	brq_reply rep;
+	brq_str     t   = brq_str_c(topic);
+	brq_request req = {.op    = BRQ_OP_CLAIM,
+			   .claim = {.worker       = brq_str_c("obs-test"),
+				     .topics       = &t,
+				     .n_topics     = 1,
+				     .n            = 1,
+				     .has_lease_ms = lease_ms > 0,
+				     .lease_ms     = lease_ms}};
+	brq_reply   rep;
 	cr_assert_eq(gw_call(&req, &rep), BRQ_ST_OK);
 	cr_assert_eq(rep.claim.n_jobs, 1);
 	brq_lease_ref l = {.id = rep.claim.jobs[0].id};
@@ -625,11 +633,11 @@ gw_claim_one(const char *topic, uint32_t lease_ms)
 static void
 gw_settle(const brq_lease_ref *l, brq_outcome oc, brq_state want)
 {
-	brq_settle_item it = {.id = l->id, .outcome = oc, .has_error = oc == BRQ_OUTCOME_FAIL,
-	    .error = brq_str_c("boom")};
+	brq_settle_item it = {
+		.id = l->id, .outcome = oc, .has_error = oc == BRQ_OUTCOME_FAIL, .error = brq_str_c("boom")};
 	memcpy(it.lease, l->lease, BRQ_LEASE_LEN);
 	brq_request req = {.op = BRQ_OP_SETTLE, .settle = {.items = &it, .n_items = 1}};
-	brq_reply rep;
+	brq_reply   rep;
 	cr_assert_eq(gw_call(&req, &rep), BRQ_ST_OK);
 	cr_assert(rep.settle.results[0].applied);
 	cr_assert_eq(rep.settle.results[0].state, want);
@@ -638,9 +646,9 @@ gw_settle(const brq_lease_ref *l, brq_outcome oc, brq_state want)
 static bool
 gw_heartbeat(const brq_lease_ref *l)
 {
-	brq_request req = {.op = BRQ_OP_HEARTBEAT,
-	    .heartbeat = {.leases = (brq_lease_ref *) l, .n_leases = 1}};
-	brq_reply rep;
+	brq_request req = {.op        = BRQ_OP_HEARTBEAT,
+			   .heartbeat = {.leases = (brq_lease_ref *) l, .n_leases = 1}};
+	brq_reply   rep;
 	cr_assert_eq(gw_call(&req, &rep), BRQ_ST_OK);
 	cr_assert_eq(rep.heartbeat.n_extended, 1);
 	return rep.heartbeat.extended[0];
@@ -650,7 +658,7 @@ static void
 e2e_setup(void)
 {
 	dsn = brq_testdb_create(true);
-	db = brq_testdb_connect(dsn);
+	db  = brq_testdb_connect(dsn);
 }
 
 static void
@@ -676,25 +684,25 @@ Test(e2e, counters_move_with_enqueue_claim_settle_cancel_reap_and_auth_failures)
 	gw_enqueue("obs.a", 0);
 	gw_enqueue("obs.a", 1);
 	gw_enqueue("obs.a", 0);
-	brq_lease_ref done = gw_claim_one("obs.a", 0);
-	brq_lease_ref dying = gw_claim_one("obs.a", 0);
+	brq_lease_ref done     = gw_claim_one("obs.a", 0);
+	brq_lease_ref dying    = gw_claim_one("obs.a", 0);
 	brq_lease_ref canceled = gw_claim_one("obs.a", 0);
 	gw_settle(&done, BRQ_OUTCOME_DONE, BRQ_STATE_DONE);
 	gw_settle(&dying, BRQ_OUTCOME_FAIL, BRQ_STATE_DEAD); /* max_attempts 1: dead */
 
 	/* Admin cancel of a running job: its next heartbeat finds the lease gone. */
 	brq_request creq = {.op = BRQ_OP_CANCEL, .token = brq_gw_admin(&gw), .cancel = {.id = canceled.id}};
-	brq_reply crep;
+	brq_reply   crep;
 	cr_assert_eq(gw_call(&creq, &crep), BRQ_ST_OK);
 	cr_assert(crep.cancel.canceled);
 	cr_assert_not(gw_heartbeat(&canceled));
 
 	gw_enqueue("obs.a", 0);
 	brq_lease_ref reaped = gw_claim_one("obs.a", 1000);
-	uint64_t end = mono_ms() + 10000;
-	char sql[128];
+	uint64_t      end    = mono_ms() + 10000;
+	char          sql[128];
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM job WHERE id = %llu AND state = 'pending'",
-	    (unsigned long long) reaped.id);
+		 (unsigned long long) reaped.id);
 	while (brq_testdb_int(db, sql) != 1) {
 		cr_assert_lt(mono_ms(), end, "the reaper never returned the expired lease");
 		usleep(100 * 1000);
@@ -702,7 +710,7 @@ Test(e2e, counters_move_with_enqueue_claim_settle_cancel_reap_and_auth_failures)
 
 	/* A wrong token: unauthenticated, counted. */
 	brq_request bad = {.op = BRQ_OP_PING, .token = brq_str_c("not-a-valid-token-not-a-valid-token-xx")};
-	brq_reply brep;
+	brq_reply   brep;
 	cr_assert_eq(gw_call(&bad, &brep), BRQ_ST_UNAUTHENTICATED);
 
 	t = scrape(port);
@@ -753,7 +761,7 @@ Test(e2e, healthz_is_503_while_postgresql_is_stopped_and_200_after_it_restarts)
 	char conninfo[512], cmd[1024];
 	snprintf(conninfo, sizeof(conninfo), "host=%s/sock user=postgres dbname=postgres", dir);
 	snprintf(cmd, sizeof(cmd), "BROOQ_DSN='%s' '%s' migrate up --dir '%s/migrations' >&2", conninfo,
-	    brq_testdb_bin("brooqctl"), src_dir());
+		 brq_testdb_bin("brooqctl"), src_dir());
 	cr_assert_eq(system(cmd), 0, "migrate up failed");
 
 	uint16_t port = free_port();
@@ -767,7 +775,7 @@ Test(e2e, healthz_is_503_while_postgresql_is_stopped_and_200_after_it_restarts)
 
 	/* restart on a stopped server starts it with its previous options. */
 	pg_sh("brq_pg_as_owner \"$(brq_pg_bindir)/pg_ctl\" -D %s/data -l %s/server.log -w restart >/dev/null",
-	    dir);
+	      dir);
 	/* Back within the reconnect backoff (at most 5 s) plus a round. */
 	cr_assert_eq(await_healthz(port, 200, 15000), 200);
 	cr_assert_eq(await_scraped(port, "brooq_db_up", 1, 3000), 1);
@@ -788,11 +796,11 @@ Test(e2e, a_real_prometheus_scrapes_the_gateway_and_loads_the_rules)
 	FILE *f = fopen(path, "w");
 	cr_assert_not_null(f);
 	fprintf(f,
-	    "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-	    "rule_files:\n  - %s/deploy/prometheus/brooq-rules.yml\n"
-	    "scrape_configs:\n  - job_name: brooq\n    static_configs:\n"
-	    "      - targets: [\"127.0.0.1:%u\"]\n",
-	    src_dir(), port);
+		"global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+		"rule_files:\n  - %s/deploy/prometheus/brooq-rules.yml\n"
+		"scrape_configs:\n  - job_name: brooq\n    static_configs:\n"
+		"      - targets: [\"127.0.0.1:%u\"]\n",
+		src_dir(), port);
 	fclose(f);
 	uint16_t prom_port = free_port();
 	snprintf(arg_cfg, sizeof(arg_cfg), "--config.file=%s", path);
@@ -813,8 +821,8 @@ Test(e2e, a_real_prometheus_scrapes_the_gateway_and_loads_the_rules)
 	}
 
 	/* up{job="brooq"} == 1 once Prometheus has scraped /metrics. */
-	uint64_t end = mono_ms() + 60000;
-	bool is_up = false;
+	uint64_t end   = mono_ms() + 60000;
+	bool     is_up = false;
 	while (!is_up && mono_ms() < end) {
 		usleep(250 * 1000);
 		int status = 0;
@@ -822,16 +830,17 @@ Test(e2e, a_real_prometheus_scrapes_the_gateway_and_loads_the_rules)
 			pid = 0;
 			break;
 		}
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		int                fd = socket(AF_INET, SOCK_STREAM, 0);
 		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(prom_port)};
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		bool is_listening = connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
+		sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
+		bool is_listening     = connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
 		close(fd);
 		if (!is_listening) {
 			continue;
 		}
 		char *body;
-		if (http_req(prom_port, "GET", "/api/v1/query?query=up%7Bjob%3D%22brooq%22%7D", NULL, &body) == 200) {
+		if (http_req(prom_port, "GET", "/api/v1/query?query=up%7Bjob%3D%22brooq%22%7D", NULL,
+			     &body) == 200) {
 			is_up = strstr(body, "\"1\"]") != NULL;
 		}
 		free(body);

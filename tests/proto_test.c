@@ -130,12 +130,20 @@ mp_forced_int(brq_buf *b, const char **s)
 	unsigned bits = (unsigned) strtoul(*s + 1, (char **) s, 10);
 	cr_assert(**s == ':', "mp: bad forced int");
 	(*s)++;
-	uint64_t  u   = kind == 'u' ? (uint64_t) strtoull(*s, (char **) s, 10)
-	                            : (uint64_t) strtoll(*s, (char **) s, 10);
-	uint8_t   out[9];
-	unsigned  w   = bits / 8;
-	out[0]        = kind == 'u' ? (uint8_t) (0xcc + (w == 1 ? 0 : w == 2 ? 1 : w == 4 ? 2 : 3))
-	                            : (uint8_t) (0xd0 + (w == 1 ? 0 : w == 2 ? 1 : w == 4 ? 2 : 3));
+	uint64_t u = kind == 'u' ? (uint64_t) strtoull(*s, (char **) s, 10)
+				 : (uint64_t) strtoll(*s, (char **) s, 10);
+	uint8_t  out[9];
+	unsigned w = bits / 8;
+	out[0]     = kind == 'u' ? (uint8_t) (0xcc +
+                                          (w == 1           ? 0
+						       : w == 2 ? 1
+						       : w == 4 ? 2
+								: 3))
+				 : (uint8_t) (0xd0 +
+                                          (w == 1           ? 0
+						       : w == 2 ? 1
+						       : w == 4 ? 2
+								: 3));
 	for (unsigned k = 0; k < w; k++) {
 		out[1 + k] = (uint8_t) (u >> (8 * (w - 1 - k)));
 	}
@@ -145,9 +153,9 @@ mp_forced_int(brq_buf *b, const char **s)
 static void
 mp_container(brq_buf *b, const char **s)
 {
-	bool    is_map = *(*s)++ == '{';
-	char    close  = is_map ? '}' : ']';
-	brq_buf tmp;
+	bool     is_map = *(*s)++ == '{';
+	char     close  = is_map ? '}' : ']';
+	brq_buf  tmp;
 	uint32_t n = 0;
 
 	brq_buf_init(&tmp, 0);
@@ -284,11 +292,11 @@ check_rows(const row *rows, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		brq_status st = decode_req(rows[i].src);
-		cr_expect_eq(st, rows[i].st, "%s\n  -> %s (%s), want %s", rows[i].src,
-		             brq_status_name(st), E, brq_status_name(rows[i].st));
+		cr_expect_eq(st, rows[i].st, "%s\n  -> %s (%s), want %s", rows[i].src, brq_status_name(st), E,
+			     brq_status_name(rows[i].st));
 		if (rows[i].msg != NULL) {
 			cr_expect(strstr(E, rows[i].msg) != NULL, "%s\n  -> message \"%s\", want \"%s\"",
-			          rows[i].src, E, rows[i].msg);
+				  rows[i].src, E, rows[i].msg);
 		}
 	}
 }
@@ -297,28 +305,37 @@ check_rows(const row *rows, size_t n)
 
 // ---- Sample messages: every op, minimal and full ------------------------------------
 
-static const uint8_t LEASE_A[BRQ_LEASE_LEN] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+static const uint8_t LEASE_A[BRQ_LEASE_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
 static brq_job_spec JOBS[3] = {
-	{ .topic = { "a", 1 }, .payload = { "{}", 2 } },
-	{ .topic = { "email.send", 10 }, .payload = { "{\"to\":\"x@y\"}", 12 }, .key = { "k1", 2 },
-	  .has_delay_ms = true, .delay_ms = 1500, .has_max_attempts = true, .max_attempts = 7 },
-	{ .topic = { "z9._-", 5 }, .payload = { "[1,\"\\u00e9\",null]", 17 }, .key = { "   ", 3 },
-	  .has_run_at_ms = true, .run_at_ms = 1700000000123, .has_max_attempts = true,
-	  .max_attempts = 1000 },
+	{.topic = {"a", 1}, .payload = {"{}", 2}},
+	{.topic            = {"email.send", 10},
+	 .payload          = {"{\"to\":\"x@y\"}", 12},
+	 .key              = {"k1", 2},
+	 .has_delay_ms     = true,
+	 .delay_ms         = 1500,
+	 .has_max_attempts = true,
+	 .max_attempts     = 7},
+	{.topic            = {"z9._-", 5},
+	 .payload          = {"[1,\"\\u00e9\",null]", 17},
+	 .key              = {"   ", 3},
+	 .has_run_at_ms    = true,
+	 .run_at_ms        = 1700000000123,
+	 .has_max_attempts = true,
+	 .max_attempts     = 1000},
 };
 
-static brq_str TOPICS[2] = { { "email.send", 10 }, { "b", 1 } };
+static brq_str TOPICS[2] = {{"email.send", 10}, {"b", 1}};
 
 static brq_settle_item ITEMS[5] = {
-	{ .id = 1, .outcome = BRQ_OUTCOME_DONE, .has_chain = true, .chain = JOBS, .n_chain = 2 },
-	{ .id = 2, .outcome = BRQ_OUTCOME_FAIL, .has_error = true, .error = { "boom", 4 } },
-	{ .id = 3, .outcome = BRQ_OUTCOME_DELAY, .delay_ms = 0 },
-	{ .id = 4, .outcome = BRQ_OUTCOME_PRESERVE, .has_error = true, .error = { "", 0 } },
-	{ .id = INT64_MAX, .outcome = BRQ_OUTCOME_CANCEL },
+	{.id = 1, .outcome = BRQ_OUTCOME_DONE, .has_chain = true, .chain = JOBS, .n_chain = 2},
+	{.id = 2, .outcome = BRQ_OUTCOME_FAIL, .has_error = true, .error = {"boom", 4}},
+	{.id = 3, .outcome = BRQ_OUTCOME_DELAY, .delay_ms = 0},
+	{.id = 4, .outcome = BRQ_OUTCOME_PRESERVE, .has_error = true, .error = {"", 0}},
+	{.id = INT64_MAX, .outcome = BRQ_OUTCOME_CANCEL},
 };
 
-static brq_lease_ref LEASES[2] = { { .id = 5 }, { .id = 6 } };
+static brq_lease_ref LEASES[2] = {{.id = 5}, {.id = 6}};
 
 #define N_SAMPLE_REQ 12
 
@@ -337,50 +354,71 @@ sample_requests(brq_request out[N_SAMPLE_REQ])
 		out[i].token = brq_str_c("secret-token");
 		out[i].rid   = (uint64_t) i * 1000;
 	}
-	out[0].op   = BRQ_OP_PING;
-	out[1].op   = BRQ_OP_STATS;
-	out[1].rid  = UINT64_MAX;
-	out[1].token = (brq_str){ "\x00\x01\xff", 3 };
-	out[2].op   = BRQ_OP_ENQUEUE;
-	out[2].enqueue = (brq_enqueue_req){ JOBS, 1 };
-	out[3].op   = BRQ_OP_ENQUEUE;
-	out[3].enqueue = (brq_enqueue_req){ JOBS, 3 };
-	out[4].op   = BRQ_OP_CLAIM;
-	out[4].claim = (brq_claim_req){ .worker = { "w", 1 }, .topics = TOPICS, .n_topics = 1, .n = 1 };
-	out[5].op   = BRQ_OP_CLAIM;
-	out[5].claim = (brq_claim_req){ .worker = { "host/\xc3\xa9", 7 }, .topics = TOPICS,
-		                            .n_topics = 2, .n = 1000, .has_lease_ms = true,
-		                            .lease_ms = 86400000, .has_wait_ms = true, .wait_ms = 300000,
-		                            .has_settle = true, .settle = ITEMS, .n_settle = 5 };
-	out[6].op   = BRQ_OP_CLAIM;
-	out[6].claim = (brq_claim_req){ .worker = { "w", 1 }, .topics = TOPICS, .n_topics = 1, .n = 3,
-		                            .has_wait_ms = true, .wait_ms = 0, .has_settle = true };
-	out[7].op   = BRQ_OP_HEARTBEAT;
-	out[7].heartbeat = (brq_heartbeat_req){ LEASES, 2, false, 0 };
-	out[8].op   = BRQ_OP_HEARTBEAT;
-	out[8].heartbeat = (brq_heartbeat_req){ LEASES, 1, true, 1000 };
-	out[9].op   = BRQ_OP_SETTLE;
-	out[9].settle = (brq_settle_req){ ITEMS, 5 };
-	out[10].op  = BRQ_OP_CANCEL;
+	out[0].op         = BRQ_OP_PING;
+	out[1].op         = BRQ_OP_STATS;
+	out[1].rid        = UINT64_MAX;
+	out[1].token      = (brq_str) {"\x00\x01\xff", 3};
+	out[2].op         = BRQ_OP_ENQUEUE;
+	out[2].enqueue    = (brq_enqueue_req) {JOBS, 1};
+	out[3].op         = BRQ_OP_ENQUEUE;
+	out[3].enqueue    = (brq_enqueue_req) {JOBS, 3};
+	out[4].op         = BRQ_OP_CLAIM;
+	out[4].claim      = (brq_claim_req) {.worker = {"w", 1}, .topics = TOPICS, .n_topics = 1, .n = 1};
+	out[5].op         = BRQ_OP_CLAIM;
+	out[5].claim      = (brq_claim_req) {.worker       = {"host/\xc3\xa9", 7},
+					     .topics       = TOPICS,
+					     .n_topics     = 2,
+					     .n            = 1000,
+					     .has_lease_ms = true,
+					     .lease_ms     = 86400000,
+					     .has_wait_ms  = true,
+					     .wait_ms      = 300000,
+					     .has_settle   = true,
+					     .settle       = ITEMS,
+					     .n_settle     = 5};
+	out[6].op         = BRQ_OP_CLAIM;
+	out[6].claim      = (brq_claim_req) {.worker      = {"w", 1},
+					     .topics      = TOPICS,
+					     .n_topics    = 1,
+					     .n           = 3,
+					     .has_wait_ms = true,
+					     .wait_ms     = 0,
+					     .has_settle  = true};
+	out[7].op         = BRQ_OP_HEARTBEAT;
+	out[7].heartbeat  = (brq_heartbeat_req) {LEASES, 2, false, 0};
+	out[8].op         = BRQ_OP_HEARTBEAT;
+	out[8].heartbeat  = (brq_heartbeat_req) {LEASES, 1, true, 1000};
+	out[9].op         = BRQ_OP_SETTLE;
+	out[9].settle     = (brq_settle_req) {ITEMS, 5};
+	out[10].op        = BRQ_OP_CANCEL;
 	out[10].cancel.id = 1;
-	out[11].op  = BRQ_OP_JOB;
-	out[11].job.id = 9007199254740993ull;
+	out[11].op        = BRQ_OP_JOB;
+	out[11].job.id    = 9007199254740993ull;
 }
 
-static brq_enqueue_result ERES[2] = { { 1, true }, { UINT64_MAX, false } };
+static brq_enqueue_result ERES[2]  = {{1, true}, {UINT64_MAX, false}};
 static brq_claimed_job    CJOBS[2] = {
-	{ .id = 10, .topic = { "a", 1 }, .payload = { "{}", 2 }, .attempts = 1, .max_attempts = 5,
-	  .lease_until_ms = 1700000000000, .created_at_ms = -5 },
-	{ .id = 11, .topic = { "b.c", 3 }, .payload = { "[]", 2 }, .attempts = UINT32_MAX,
-	  .max_attempts = 1000, .lease_until_ms = INT64_MAX, .created_at_ms = INT64_MIN },
+	   {.id             = 10,
+	    .topic          = {"a", 1},
+	    .payload        = {"{}", 2},
+	    .attempts       = 1,
+	    .max_attempts   = 5,
+	    .lease_until_ms = 1700000000000,
+	    .created_at_ms  = -5},
+	   {.id             = 11,
+	    .topic          = {"b.c", 3},
+	    .payload        = {"[]", 2},
+	    .attempts       = UINT32_MAX,
+	    .max_attempts   = 1000,
+	    .lease_until_ms = INT64_MAX,
+	    .created_at_ms  = INT64_MIN},
 };
-static brq_settle_result SRES[3] = { { 1, true, BRQ_STATE_DONE },
-	                                 { 2, false, BRQ_STATE_PENDING },
-	                                 { 3, true, BRQ_STATE_DEAD } };
-static bool            EXT[3]    = { true, false, true };
+static brq_settle_result SRES[3] = {
+	{1, true, BRQ_STATE_DONE}, {2, false, BRQ_STATE_PENDING}, {3, true, BRQ_STATE_DEAD}};
+static bool            EXT[3]    = {true, false, true};
 static brq_topic_stats TSTATS[2] = {
-	{ .topic = { "a", 1 }, .count = { 1, 2, 3, 4, 5, 6 }, .oldest_ready_age_ms = 0 },
-	{ .topic = { "b", 1 }, .count = { UINT64_MAX, 0, 0, 0, 0, 0 }, .oldest_ready_age_ms = 99 },
+	{.topic = {"a", 1}, .count = {1, 2, 3, 4, 5, 6}, .oldest_ready_age_ms = 0},
+	{.topic = {"b", 1}, .count = {UINT64_MAX, 0, 0, 0, 0, 0}, .oldest_ready_age_ms = 99},
 };
 
 #define N_SAMPLE_REP 13
@@ -396,36 +434,51 @@ sample_replies(brq_reply out[N_SAMPLE_REP])
 	out[0].op          = BRQ_OP_PING;
 	out[0].ping.server = brq_str_c("brooq-gateway 0.1.0");
 	out[1].op          = BRQ_OP_ENQUEUE;
-	out[1].enqueue     = (brq_enqueue_rep){ ERES, 2 };
+	out[1].enqueue     = (brq_enqueue_rep) {ERES, 2};
 	out[2].op          = BRQ_OP_CLAIM;
-	out[2].claim       = (brq_claim_rep){ CJOBS, 2, false, NULL, 0 };
+	out[2].claim       = (brq_claim_rep) {CJOBS, 2, false, NULL, 0};
 	out[3].op          = BRQ_OP_CLAIM;
-	out[3].claim       = (brq_claim_rep){ CJOBS, 0, true, SRES, 3 };
+	out[3].claim       = (brq_claim_rep) {CJOBS, 0, true, SRES, 3};
 	out[4].op          = BRQ_OP_HEARTBEAT;
-	out[4].heartbeat   = (brq_heartbeat_rep){ EXT, 3, 1700000000000 };
+	out[4].heartbeat   = (brq_heartbeat_rep) {EXT, 3, 1700000000000};
 	out[5].op          = BRQ_OP_SETTLE;
-	out[5].settle      = (brq_settle_rep){ SRES, 3 };
+	out[5].settle      = (brq_settle_rep) {SRES, 3};
 	out[6].op          = BRQ_OP_CANCEL;
-	out[6].cancel      = (brq_cancel_rep){ BRQ_STATE_CANCELED, true };
+	out[6].cancel      = (brq_cancel_rep) {BRQ_STATE_CANCELED, true};
 	out[7].op          = BRQ_OP_CANCEL;
-	out[7].cancel      = (brq_cancel_rep){ BRQ_STATE_DONE, false };
+	out[7].cancel      = (brq_cancel_rep) {BRQ_STATE_DONE, false};
 	out[8].op          = BRQ_OP_JOB;
-	out[8].job.job     = (brq_job_info){ .id = 5, .topic = { "a", 1 }, .payload = { "{\"a\": 1}", 8 },
-		                                 .state = BRQ_STATE_PENDING, .attempts = 0, .max_attempts = 5,
-		                                 .available_at_ms = 1, .created_at_ms = 2, .updated_at_ms = 3 };
+	out[8].job.job     = (brq_job_info) {.id              = 5,
+					     .topic           = {"a", 1},
+					     .payload         = {"{\"a\": 1}", 8},
+					     .state           = BRQ_STATE_PENDING,
+					     .attempts        = 0,
+					     .max_attempts    = 5,
+					     .available_at_ms = 1,
+					     .created_at_ms   = 2,
+					     .updated_at_ms   = 3};
 	out[9].op          = BRQ_OP_JOB;
-	out[9].job.job     = (brq_job_info){ .id = 6, .topic = { "b", 1 }, .payload = { "1", 1 },
-		                                 .state = BRQ_STATE_PROCESSING, .attempts = 2,
-		                                 .max_attempts = 5, .available_at_ms = 1,
-		                                 .has_locked_by = true, .locked_by = { "w1", 2 },
-		                                 .has_locked_until_ms = true, .locked_until_ms = 44,
-		                                 .has_last_error = true, .last_error = { "e", 1 },
-		                                 .has_key = true, .key = { "", 0 }, .created_at_ms = 2,
-		                                 .updated_at_ms = 3 };
+	out[9].job.job     = (brq_job_info) {.id                  = 6,
+					     .topic               = {"b", 1},
+					     .payload             = {"1", 1},
+					     .state               = BRQ_STATE_PROCESSING,
+					     .attempts            = 2,
+					     .max_attempts        = 5,
+					     .available_at_ms     = 1,
+					     .has_locked_by       = true,
+					     .locked_by           = {"w1", 2},
+					     .has_locked_until_ms = true,
+					     .locked_until_ms     = 44,
+					     .has_last_error      = true,
+					     .last_error          = {"e", 1},
+					     .has_key             = true,
+					     .key                 = {"", 0},
+					     .created_at_ms       = 2,
+					     .updated_at_ms       = 3};
 	out[10].op         = BRQ_OP_STATS;
-	out[10].stats      = (brq_stats_rep){ TSTATS, 2 };
+	out[10].stats      = (brq_stats_rep) {TSTATS, 2};
 	out[11].op         = BRQ_OP_STATS;
-	out[11].stats      = (brq_stats_rep){ NULL, 0 };
+	out[11].stats      = (brq_stats_rep) {NULL, 0};
 	out[12].op         = BRQ_OP_CLAIM;
 	out[12].code       = BRQ_ST_RESOURCE_EXHAUSTED;
 	out[12].msg        = brq_str_c("too many concurrent long-polls");
@@ -437,8 +490,8 @@ static void
 expect_str(brq_str a, brq_str b, const char *what)
 {
 	cr_expect(a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0),
-	          "%s: \"%.*s\" != \"%.*s\"", what, (int) a.len, a.ptr ? a.ptr : "", (int) b.len,
-	          b.ptr ? b.ptr : "");
+		  "%s: \"%.*s\" != \"%.*s\"", what, (int) a.len, a.ptr ? a.ptr : "", (int) b.len,
+		  b.ptr ? b.ptr : "");
 }
 
 static void
@@ -514,7 +567,7 @@ expect_request(const brq_request *a, const brq_request *b)
 		for (uint32_t i = 0; i < a->heartbeat.n_leases; i++) {
 			cr_expect_eq(a->heartbeat.leases[i].id, b->heartbeat.leases[i].id);
 			cr_expect(memcmp(a->heartbeat.leases[i].lease, b->heartbeat.leases[i].lease,
-			                 BRQ_LEASE_LEN) == 0);
+					 BRQ_LEASE_LEN) == 0);
 		}
 		cr_expect_eq(a->heartbeat.has_lease_ms, b->heartbeat.has_lease_ms);
 		cr_expect_eq(a->heartbeat.lease_ms, b->heartbeat.lease_ms);
@@ -525,14 +578,9 @@ expect_request(const brq_request *a, const brq_request *b)
 			expect_settle_item(&a->settle.items[i], &b->settle.items[i]);
 		}
 		break;
-	case BRQ_OP_CANCEL:
-		cr_expect_eq(a->cancel.id, b->cancel.id);
-		break;
-	case BRQ_OP_JOB:
-		cr_expect_eq(a->job.id, b->job.id);
-		break;
-	default:
-		break;
+	case BRQ_OP_CANCEL: cr_expect_eq(a->cancel.id, b->cancel.id); break;
+	case BRQ_OP_JOB: cr_expect_eq(a->job.id, b->job.id); break;
+	default: break;
 	}
 }
 
@@ -558,9 +606,7 @@ expect_reply(const brq_reply *a, const brq_reply *b)
 		return;
 	}
 	switch (a->op) {
-	case BRQ_OP_PING:
-		expect_str(a->ping.server, b->ping.server, "server");
-		break;
+	case BRQ_OP_PING: expect_str(a->ping.server, b->ping.server, "server"); break;
 	case BRQ_OP_ENQUEUE:
 		cr_assert_eq(a->enqueue.n_results, b->enqueue.n_results);
 		for (uint32_t i = 0; i < a->enqueue.n_results; i++) {
@@ -633,11 +679,10 @@ expect_reply(const brq_reply *a, const brq_reply *b)
 				cr_expect_eq(a->stats.topics[i].count[s], b->stats.topics[i].count[s]);
 			}
 			cr_expect_eq(a->stats.topics[i].oldest_ready_age_ms,
-			             b->stats.topics[i].oldest_ready_age_ms);
+				     b->stats.topics[i].oldest_ready_age_ms);
 		}
 		break;
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -706,8 +751,8 @@ Test(codec, error_reply_message_is_cut_at_a_character_boundary)
 		long_msg[2 * i]     = '\xc3';
 		long_msg[2 * i + 1] = '\xa9';
 	}
-	brq_reply rep = { .op = BRQ_OP_PING, .code = BRQ_ST_INTERNAL };
-	rep.msg       = (brq_str){ long_msg + 1, 1999 }; // starts mid-character
+	brq_reply rep = {.op = BRQ_OP_PING, .code = BRQ_ST_INTERNAL};
+	rep.msg       = (brq_str) {long_msg + 1, 1999}; // starts mid-character
 	cr_assert_eq(brq_reply_encode(&B, &rep), 0);
 	cr_assert_eq(brq_reply_decode(&P, BRQ_OP_PING, B.data, B.len, &L, &A, E, sizeof E), BRQ_ST_OK);
 	cr_expect_leq(P.msg.len, BRQ_MSG_MAX);
@@ -716,62 +761,63 @@ Test(codec, error_reply_message_is_cut_at_a_character_boundary)
 
 Test(codec, integers_decode_from_every_msgpack_int_encoding)
 {
-	static const char *ns[] = { "5", "u8:5", "u16:5", "u32:5", "u64:5",
-		                        "i8:5", "i16:5", "i32:5", "i64:5" };
-	char src[256];
+	static const char *ns[] = {"5", "u8:5", "u16:5", "u32:5", "u64:5", "i8:5", "i16:5", "i32:5", "i64:5"};
+	char               src[256];
 	for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
 		snprintf(src, sizeof src,
-		         "{v:1, op:'claim', token:'t', rid:%s, worker:'w', topics:['a'], n:%s}", ns[i],
-		         ns[i]);
+			 "{v:1, op:'claim', token:'t', rid:%s, worker:'w', topics:['a'], n:%s}", ns[i],
+			 ns[i]);
 		cr_expect_eq(decode_req(src), BRQ_ST_OK, "%s: %s", src, E);
 		cr_expect_eq(R.claim.n, 5);
 		cr_expect_eq(R.rid, 5);
 	}
 	cr_expect_eq(decode_req("{v:1, op:'job', token:'t', rid:u64:18446744073709551615, id:i64:9}"),
-	             BRQ_ST_OK, "%s", E);
+		     BRQ_ST_OK, "%s", E);
 	cr_expect_eq(R.rid, UINT64_MAX);
 	cr_expect_eq(R.job.id, 9);
 }
 
 Test(codec, run_at_ms_accepts_signed_and_unsigned_encodings)
 {
-	cr_assert_eq(decode_req("{v:1, op:'enqueue', jobs:[{topic:'a', payload:'1', run_at_ms:i64:1700000000000}]}"),
-	             BRQ_ST_OK, "%s", E);
+	cr_assert_eq(
+		decode_req(
+			"{v:1, op:'enqueue', jobs:[{topic:'a', payload:'1', run_at_ms:i64:1700000000000}]}"),
+		BRQ_ST_OK, "%s", E);
 	cr_expect_eq(R.enqueue.jobs[0].run_at_ms, 1700000000000);
 	cr_assert_eq(decode_req("{v:1, op:'enqueue', jobs:[{topic:'a', payload:'1', run_at_ms:u32:17}]}"),
-	             BRQ_ST_OK, "%s", E);
+		     BRQ_ST_OK, "%s", E);
 	cr_expect_eq(R.enqueue.jobs[0].run_at_ms, 17);
 }
 
 Test(codec, unknown_keys_are_ignored_at_every_level)
 {
 	cr_assert_eq(decode_req("{v:1, op:'enqueue', token:'t', future:{a:[1,2,{b:x'00'}]}, "
-	                        "jobs:[{topic:'a', payload:'{}', shiny:nil, extra:[1.5, -3]}], zz:'z'}"),
-	             BRQ_ST_OK, "%s", E);
+				"jobs:[{topic:'a', payload:'{}', shiny:nil, extra:[1.5, -3]}], zz:'z'}"),
+		     BRQ_ST_OK, "%s", E);
 	cr_expect_eq(R.enqueue.n_jobs, 1);
 	cr_assert_eq(decode_req("{v:1, op:'ping', token:'t', anything:[[[]]]}"), BRQ_ST_OK, "%s", E);
 	cr_assert_eq(decode_req("{v:1, op:'stats', token:'t', ext:r'd40102'}"), BRQ_ST_OK, "%s", E);
 	cr_assert_eq(decode_req("{v:1, op:'heartbeat', leases:[{id:1, lease:x'00'*16, note:'x'}]}"),
-	             BRQ_ST_OK, "%s", E);
+		     BRQ_ST_OK, "%s", E);
 }
 
 Test(codec, empty_key_means_no_key_and_spaces_are_a_real_key)
 {
-	cr_assert_eq(decode_req("{v:1, op:'enqueue', jobs:[{topic:'a', payload:'1', key:''}]}"),
-	             BRQ_ST_OK, "%s", E);
+	cr_assert_eq(decode_req("{v:1, op:'enqueue', jobs:[{topic:'a', payload:'1', key:''}]}"), BRQ_ST_OK,
+		     "%s", E);
 	cr_expect_eq(R.enqueue.jobs[0].key.len, 0);
-	cr_assert_eq(decode_req("{v:1, op:'enqueue', jobs:[{topic:'a', payload:'1', key:'   '}]}"),
-	             BRQ_ST_OK, "%s", E);
+	cr_assert_eq(decode_req("{v:1, op:'enqueue', jobs:[{topic:'a', payload:'1', key:'   '}]}"), BRQ_ST_OK,
+		     "%s", E);
 	expect_str(R.enqueue.jobs[0].key, brq_str_c("   "), "key");
 	cr_assert_eq(decode_req("{v:1, op:'enqueue', jobs:[{topic:'a', payload:'1', key:'k'*256}]}"),
-	             BRQ_ST_OK, "%s", E);
+		     BRQ_ST_OK, "%s", E);
 	cr_expect_eq(R.enqueue.jobs[0].key.len, 256);
 }
 
 Test(codec, decoded_strings_point_into_the_message_buffer)
 {
 	cr_assert_eq(decode_req("{v:1, op:'enqueue', token:'tok', jobs:[{topic:'abc', payload:'[]'}]}"),
-	             BRQ_ST_OK);
+		     BRQ_ST_OK);
 	const char *lo = B.data, *hi = B.data + B.len;
 	cr_expect(R.token.ptr >= lo && R.token.ptr + R.token.len <= hi);
 	cr_expect(R.enqueue.jobs[0].topic.ptr >= lo && R.enqueue.jobs[0].topic.ptr < hi);
@@ -782,40 +828,40 @@ Test(codec, limits_at_their_maximum_are_accepted)
 {
 	char src[512];
 	snprintf(src, sizeof src,
-	         "{v:1, op:'claim', worker:'w'*128, topics:['t'*128], n:1000, lease_ms:86400000, "
-	         "wait_ms:300000}");
+		 "{v:1, op:'claim', worker:'w'*128, topics:['t'*128], n:1000, lease_ms:86400000, "
+		 "wait_ms:300000}");
 	cr_expect_eq(decode_req(src), BRQ_ST_OK, "%s", E);
-	cr_expect_eq(decode_req("{v:1, op:'claim', worker:'w', topics:['t'], n:1, lease_ms:1000}"),
-	             BRQ_ST_OK, "%s", E);
+	cr_expect_eq(decode_req("{v:1, op:'claim', worker:'w', topics:['t'], n:1, lease_ms:1000}"), BRQ_ST_OK,
+		     "%s", E);
 	cr_expect_eq(decode_req("{v:1, op:'enqueue', jobs:[{topic:'a', payload:'1', "
-	                        "delay_ms:315360000000, max_attempts:1000}]}"),
-	             BRQ_ST_OK, "%s", E);
+				"delay_ms:315360000000, max_attempts:1000}]}"),
+		     BRQ_ST_OK, "%s", E);
 	cr_expect_eq(decode_req("{v:1, op:'enqueue', jobs:[{topic:'a', payload:'1', "
-	                        "run_at_ms:253402300799999}]}"),
-	             BRQ_ST_OK, "%s", E);
+				"run_at_ms:253402300799999}]}"),
+		     BRQ_ST_OK, "%s", E);
 	cr_expect_eq(decode_req("{v:1, op:'job', id:9223372036854775807}"), BRQ_ST_OK, "%s", E);
 	cr_expect_eq(decode_req("{v:1, op:'settle', items:[{id:1, lease:x'ab'*16, outcome:'fail', "
-	                        "error:'e'*65536}]}"),
-	             BRQ_ST_OK, "%s", E);
+				"error:'e'*65536}]}"),
+		     BRQ_ST_OK, "%s", E);
 }
 
 Test(codec, payload_of_exactly_max_payload_is_accepted_and_one_more_byte_is_too_large)
 {
 	size_t       n   = L.max_payload;
 	char        *pl  = malloc(n + 1);
-	brq_job_spec job = { .topic = { "a", 1 } };
-	brq_request  q   = { .op = BRQ_OP_ENQUEUE, .enqueue = { &job, 1 } };
+	brq_job_spec job = {.topic = {"a", 1}};
+	brq_request  q   = {.op = BRQ_OP_ENQUEUE, .enqueue = {&job, 1}};
 
 	// A JSON string "aaaa...a" of exactly n bytes, then n + 1.
 	memset(pl, 'a', n + 1);
 	pl[0]       = '"';
 	pl[n - 1]   = '"';
-	job.payload = (brq_str){ pl, (uint32_t) n };
+	job.payload = (brq_str) {pl, (uint32_t) n};
 	cr_assert_eq(brq_request_encode(&B, &q), 0);
 	cr_expect_eq(decode_raw(B.data, B.len), BRQ_ST_OK, "%s", E);
 	pl[n - 1]   = 'a';
 	pl[n]       = '"';
-	job.payload = (brq_str){ pl, (uint32_t) n + 1 };
+	job.payload = (brq_str) {pl, (uint32_t) n + 1};
 	cr_assert_eq(brq_request_encode(&B, &q), 0);
 	cr_expect_eq(decode_raw(B.data, B.len), BRQ_ST_TOO_LARGE);
 	cr_expect(strstr(E, "enqueue.jobs[0].payload") != NULL, "%s", E);
@@ -827,11 +873,11 @@ Test(codec, payload_of_exactly_max_payload_is_accepted_and_one_more_byte_is_too_
 Test(envelope, rejects_a_top_level_value_that_is_not_a_map)
 {
 	static const row rows[] = {
-		{ "[1, 2]", BRQ_ST_INVALID_ARGUMENT, "message: must be a map" },
-		{ "'ping'", BRQ_ST_INVALID_ARGUMENT, "message: must be a map" },
-		{ "5", BRQ_ST_INVALID_ARGUMENT, "message: must be a map" },
-		{ "nil", BRQ_ST_INVALID_ARGUMENT, "message: must be a map" },
-		{ "x'8100'", BRQ_ST_INVALID_ARGUMENT, "message: must be a map" },
+		{"[1, 2]", BRQ_ST_INVALID_ARGUMENT, "message: must be a map"},
+		{"'ping'", BRQ_ST_INVALID_ARGUMENT, "message: must be a map"},
+		{"5", BRQ_ST_INVALID_ARGUMENT, "message: must be a map"},
+		{"nil", BRQ_ST_INVALID_ARGUMENT, "message: must be a map"},
+		{"x'8100'", BRQ_ST_INVALID_ARGUMENT, "message: must be a map"},
 	};
 	ROWS(rows);
 }
@@ -839,13 +885,13 @@ Test(envelope, rejects_a_top_level_value_that_is_not_a_map)
 Test(envelope, rejects_bad_or_missing_version)
 {
 	static const row rows[] = {
-		{ "{op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: required unsigned integer" },
-		{ "{v:2, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: unsupported protocol version 2" },
-		{ "{v:0, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: unsupported protocol version 0" },
-		{ "{v:-1, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: unsupported protocol version -1" },
-		{ "{v:'1', op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: must be an unsigned integer" },
-		{ "{v:1.0, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: must be an unsigned integer" },
-		{ "{v:u64:1, op:'ping'}", BRQ_ST_OK, NULL },
+		{"{op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: required unsigned integer"},
+		{"{v:2, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: unsupported protocol version 2"},
+		{"{v:0, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: unsupported protocol version 0"},
+		{"{v:-1, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: unsupported protocol version -1"},
+		{"{v:'1', op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: must be an unsigned integer"},
+		{"{v:1.0, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: must be an unsigned integer"},
+		{"{v:u64:1, op:'ping'}", BRQ_ST_OK, NULL},
 	};
 	ROWS(rows);
 }
@@ -853,14 +899,14 @@ Test(envelope, rejects_bad_or_missing_version)
 Test(envelope, rejects_missing_ill_typed_and_unknown_ops)
 {
 	static const row rows[] = {
-		{ "{v:1}", BRQ_ST_INVALID_ARGUMENT, "op: required string" },
-		{ "{v:1, op:3}", BRQ_ST_INVALID_ARGUMENT, "op: must be a string" },
-		{ "{v:1, op:x'70696e67'}", BRQ_ST_INVALID_ARGUMENT, "op: must be a string" },
-		{ "{v:1, op:'nope'}", BRQ_ST_INVALID_ARGUMENT, "op: unknown operation \"nope\"" },
-		{ "{v:1, op:'PING'}", BRQ_ST_INVALID_ARGUMENT, "op: unknown operation" },
-		{ "{v:1, op:'unknown'}", BRQ_ST_INVALID_ARGUMENT, "op: unknown operation" },
-		{ "{v:1, op:''}", BRQ_ST_INVALID_ARGUMENT, "op: unknown operation" },
-		{ "{v:1, op:'ping '}", BRQ_ST_INVALID_ARGUMENT, "op: unknown operation" },
+		{"{v:1}", BRQ_ST_INVALID_ARGUMENT, "op: required string"},
+		{"{v:1, op:3}", BRQ_ST_INVALID_ARGUMENT, "op: must be a string"},
+		{"{v:1, op:x'70696e67'}", BRQ_ST_INVALID_ARGUMENT, "op: must be a string"},
+		{"{v:1, op:'nope'}", BRQ_ST_INVALID_ARGUMENT, "op: unknown operation \"nope\""},
+		{"{v:1, op:'PING'}", BRQ_ST_INVALID_ARGUMENT, "op: unknown operation"},
+		{"{v:1, op:'unknown'}", BRQ_ST_INVALID_ARGUMENT, "op: unknown operation"},
+		{"{v:1, op:''}", BRQ_ST_INVALID_ARGUMENT, "op: unknown operation"},
+		{"{v:1, op:'ping '}", BRQ_ST_INVALID_ARGUMENT, "op: unknown operation"},
 	};
 	ROWS(rows);
 	// Bytes that are not a plain name are not echoed back.
@@ -871,13 +917,14 @@ Test(envelope, rejects_missing_ill_typed_and_unknown_ops)
 Test(envelope, checks_token_type_and_length_but_not_presence)
 {
 	static const row rows[] = {
-		{ "{v:1, op:'ping', token:5}", BRQ_ST_INVALID_ARGUMENT, "token: must be a string or binary" },
-		{ "{v:1, op:'ping', token:''}", BRQ_ST_INVALID_ARGUMENT, "token: must be 1..1024 bytes" },
-		{ "{v:1, op:'ping', token:x''}", BRQ_ST_INVALID_ARGUMENT, "token: must be 1..1024 bytes" },
-		{ "{v:1, op:'ping', token:'t'*1025}", BRQ_ST_INVALID_ARGUMENT, "token: 1025 bytes exceeds 1024" },
-		{ "{v:1, op:'ping', token:'t'*1024}", BRQ_ST_OK, NULL },
-		{ "{v:1, op:'ping', token:x'00ff'}", BRQ_ST_OK, NULL },
-		{ "{v:1, op:'ping'}", BRQ_ST_OK, NULL },
+		{"{v:1, op:'ping', token:5}", BRQ_ST_INVALID_ARGUMENT, "token: must be a string or binary"},
+		{"{v:1, op:'ping', token:''}", BRQ_ST_INVALID_ARGUMENT, "token: must be 1..1024 bytes"},
+		{"{v:1, op:'ping', token:x''}", BRQ_ST_INVALID_ARGUMENT, "token: must be 1..1024 bytes"},
+		{"{v:1, op:'ping', token:'t'*1025}", BRQ_ST_INVALID_ARGUMENT,
+		 "token: 1025 bytes exceeds 1024"},
+		{"{v:1, op:'ping', token:'t'*1024}", BRQ_ST_OK, NULL},
+		{"{v:1, op:'ping', token:x'00ff'}", BRQ_ST_OK, NULL},
+		{"{v:1, op:'ping'}", BRQ_ST_OK, NULL},
 	};
 	ROWS(rows);
 	cr_expect_eq(R.token.len, 0, "an absent token is left for authentication to refuse");
@@ -886,9 +933,9 @@ Test(envelope, checks_token_type_and_length_but_not_presence)
 Test(envelope, rejects_ill_typed_rid)
 {
 	static const row rows[] = {
-		{ "{v:1, op:'ping', rid:-1}", BRQ_ST_INVALID_ARGUMENT, "rid: must be 0..18446744073709551615" },
-		{ "{v:1, op:'ping', rid:'7'}", BRQ_ST_INVALID_ARGUMENT, "rid: must be an unsigned integer" },
-		{ "{v:1, op:'ping', rid:nil}", BRQ_ST_INVALID_ARGUMENT, "rid: must be an unsigned integer" },
+		{"{v:1, op:'ping', rid:-1}", BRQ_ST_INVALID_ARGUMENT, "rid: must be 0..18446744073709551615"},
+		{"{v:1, op:'ping', rid:'7'}", BRQ_ST_INVALID_ARGUMENT, "rid: must be an unsigned integer"},
+		{"{v:1, op:'ping', rid:nil}", BRQ_ST_INVALID_ARGUMENT, "rid: must be an unsigned integer"},
 	};
 	ROWS(rows);
 }
@@ -896,14 +943,14 @@ Test(envelope, rejects_ill_typed_rid)
 Test(envelope, rejects_duplicate_and_non_string_keys)
 {
 	static const row rows[] = {
-		{ "{v:1, v:1, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: duplicate key" },
-		{ "{v:1, op:'ping', 1:2}", BRQ_ST_INVALID_ARGUMENT, "message: map keys must be strings" },
-		{ "{v:1, op:'ping', x'76':1}", BRQ_ST_INVALID_ARGUMENT, "message: map keys must be strings" },
-		{ "{v:1, op:'enqueue', jobs:[{topic:'a', topic:'b', payload:'1'}]}",
-		  BRQ_ST_INVALID_ARGUMENT, "enqueue.jobs[0].topic: duplicate key" },
-		{ "{v:1, op:'enqueue', jobs:[{nil:1, topic:'a', payload:'1'}]}", BRQ_ST_OK, NULL },
-		{ "{v:1, op:'enqueue', jobs:[{[1]:1, topic:'a', payload:'1'}]}",
-		  BRQ_ST_INVALID_ARGUMENT, "enqueue.jobs[0]: map keys must be strings" },
+		{"{v:1, v:1, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, "v: duplicate key"},
+		{"{v:1, op:'ping', 1:2}", BRQ_ST_INVALID_ARGUMENT, "message: map keys must be strings"},
+		{"{v:1, op:'ping', x'76':1}", BRQ_ST_INVALID_ARGUMENT, "message: map keys must be strings"},
+		{"{v:1, op:'enqueue', jobs:[{topic:'a', topic:'b', payload:'1'}]}", BRQ_ST_INVALID_ARGUMENT,
+		 "enqueue.jobs[0].topic: duplicate key"},
+		{"{v:1, op:'enqueue', jobs:[{nil:1, topic:'a', payload:'1'}]}", BRQ_ST_OK, NULL},
+		{"{v:1, op:'enqueue', jobs:[{[1]:1, topic:'a', payload:'1'}]}", BRQ_ST_INVALID_ARGUMENT,
+		 "enqueue.jobs[0]: map keys must be strings"},
 	};
 	ROWS(rows);
 }
@@ -911,7 +958,7 @@ Test(envelope, rejects_duplicate_and_non_string_keys)
 Test(envelope, echoes_rid_whenever_the_message_is_a_well_formed_map)
 {
 	cr_expect_eq(decode_req("{v:1, op:'claim', token:'t', rid:77, worker:'w', topics:['a'], n:0}"),
-	             BRQ_ST_INVALID_ARGUMENT);
+		     BRQ_ST_INVALID_ARGUMENT);
 	cr_expect_eq(R.rid, 77);
 	cr_expect_eq(R.op, BRQ_OP_CLAIM);
 	cr_expect_str_eq(E, "claim.n: must be 1..1000");
@@ -996,14 +1043,14 @@ Test(codec, rejects_garbage_bytes)
 		const char *bytes;
 		size_t      len;
 	} g[] = {
-		{ "", 0 },
-		{ "\xc1", 1 },
-		{ "\x81\xc1\x01", 3 },
-		{ "\xff\xff\xff\xff", 4 },
-		{ "GET / HTTP/1.1\r\n\r\n", 18 },
-		{ "{\"v\":1,\"op\":\"ping\"}", 19 },
-		{ "\x81\xa1v", 3 },
-		{ "\xdb\xff\xff\xff\xff", 5 },
+		{"", 0},
+		{"\xc1", 1},
+		{"\x81\xc1\x01", 3},
+		{"\xff\xff\xff\xff", 4},
+		{"GET / HTTP/1.1\r\n\r\n", 18},
+		{"{\"v\":1,\"op\":\"ping\"}", 19},
+		{"\x81\xa1v", 3},
+		{"\xdb\xff\xff\xff\xff", 5},
 	};
 	for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
 		brq_status st = decode_raw(g[i].bytes, g[i].len);
@@ -1020,13 +1067,13 @@ Test(codec, rejects_huge_claimed_counts_before_allocating)
 	cr_expect_eq(decode_raw("\xdc\xff\xff", 3), BRQ_ST_INVALID_ARGUMENT);
 	// Inside an otherwise valid envelope.
 	static const row rows[] = {
-		{ "{v:1, op:'enqueue', jobs:r'ddffffffff'}", BRQ_ST_INVALID_ARGUMENT, "container count" },
-		{ "{v:1, op:'claim', worker:'w', topics:r'dd00010000', n:1}", BRQ_ST_INVALID_ARGUMENT,
-		  "container count" },
-		{ "{v:1, op:'ping', x:r'dfffffffff'}", BRQ_ST_INVALID_ARGUMENT, "container count" },
-		{ "{v:1, op:'ping', x:r'dbffffffff'}", BRQ_ST_INVALID_ARGUMENT, "truncated" },
-		{ "{v:1, op:'ping', x:r'c6ffffffff'}", BRQ_ST_INVALID_ARGUMENT, "truncated" },
-		{ "{v:1, op:'ping', x:r'c9ffffffff01'}", BRQ_ST_INVALID_ARGUMENT, "truncated" },
+		{"{v:1, op:'enqueue', jobs:r'ddffffffff'}", BRQ_ST_INVALID_ARGUMENT, "container count"},
+		{"{v:1, op:'claim', worker:'w', topics:r'dd00010000', n:1}", BRQ_ST_INVALID_ARGUMENT,
+		 "container count"},
+		{"{v:1, op:'ping', x:r'dfffffffff'}", BRQ_ST_INVALID_ARGUMENT, "container count"},
+		{"{v:1, op:'ping', x:r'dbffffffff'}", BRQ_ST_INVALID_ARGUMENT, "truncated"},
+		{"{v:1, op:'ping', x:r'c6ffffffff'}", BRQ_ST_INVALID_ARGUMENT, "truncated"},
+		{"{v:1, op:'ping', x:r'c9ffffffff01'}", BRQ_ST_INVALID_ARGUMENT, "truncated"},
 	};
 	ROWS(rows);
 }
@@ -1038,9 +1085,9 @@ Test(codec, rejects_nesting_deeper_than_max_depth)
 	cr_expect_eq(decode_req("{v:1, op:'ping', x:[[[[[[[[1]]]]]]]]}"), BRQ_ST_INVALID_ARGUMENT);
 	cr_expect(strstr(E, "nesting too deep") != NULL, "%s", E);
 	cr_expect_eq(decode_req("{v:1, op:'ping', x:[[[[[[[{}]]]]]]]}"), BRQ_ST_INVALID_ARGUMENT,
-	             "an empty container still counts as a level");
+		     "an empty container still counts as a level");
 	// A million levels are refused without recursion.
-	size_t   n   = 1000000;
+	size_t   n    = 1000000;
 	uint8_t *deep = malloc(n + 1);
 	memset(deep, 0x91, n);
 	deep[n] = 0x01;
@@ -1051,7 +1098,7 @@ Test(codec, rejects_nesting_deeper_than_max_depth)
 Test(codec, max_depth_five_is_enough_for_a_settle_with_chain)
 {
 	const char *src = "{v:1, op:'settle', items:[{id:1, lease:x'00'*16, outcome:'done', "
-	                  "chain:[{topic:'a', payload:'{}'}]}]}";
+			  "chain:[{topic:'a', payload:'{}'}]}]}";
 	L.max_depth     = 5;
 	cr_expect_eq(decode_req(src), BRQ_ST_OK, "%s", E);
 	L.max_depth = 4;
@@ -1071,37 +1118,41 @@ Test(codec, max_depth_five_is_enough_for_a_settle_with_chain)
 Test(fields, enqueue_rejects_missing_and_ill_typed_fields)
 {
 	static const row rows[] = {
-		{ "{v:1, op:'enqueue'}", IA, "enqueue.jobs: required array" },
-		{ "{v:1, op:'enqueue', jobs:{}}", IA, "enqueue.jobs: must be an array" },
-		{ ENQ(""), IA, "enqueue.jobs: must have 1..1000 entries" },
-		{ ENQ("5"), IA, "enqueue.jobs[0]: must be a map" },
-		{ ENQ("{payload:'1'}"), IA, "enqueue.jobs[0].topic: required string" },
-		{ ENQ("{topic:5, payload:'1'}"), IA, "enqueue.jobs[0].topic: must be a string" },
-		{ ENQ("{topic:x'61', payload:'1'}"), IA, "enqueue.jobs[0].topic: must be a string" },
-		{ ENQ("{topic:nil, payload:'1'}"), IA, "enqueue.jobs[0].topic: must be a string" },
-		{ ENQ("{topic:'a'}"), IA, "enqueue.jobs[0].payload: required string" },
-		{ ENQ("{topic:'a', payload:{}}"), IA, "enqueue.jobs[0].payload: must be a string" },
-		{ ENQ("{topic:'a', payload:x'7b7d'}"), IA, "enqueue.jobs[0].payload: must be a string" },
-		{ ENQ("{topic:'a', payload:'1'}, {topic:'a', payload:'1'}, {topic:'a', payload:'1'}, "
-		      "{payload:'1'}"),
-		  IA, "enqueue.jobs[3].topic: required string" },
-		{ ENQ("{topic:'a', payload:'1', key:5}"), IA, "enqueue.jobs[0].key: must be a string" },
-		{ ENQ("{topic:'a', payload:'1', key:nil}"), IA, "enqueue.jobs[0].key: must be a string" },
-		{ ENQ("{topic:'a', payload:'1', key:'k'*257}"), IA, "enqueue.jobs[0].key: 257 bytes exceeds 256" },
-		{ ENQ("{topic:'a', payload:'1', key:'a\\x00b'}"), IA, "key: must be valid UTF-8 without NUL" },
-		{ ENQ("{topic:'a', payload:'1', key:'\\xff'}"), IA, "key: must be valid UTF-8 without NUL" },
-		{ ENQ("{topic:'a', payload:'1', key:'\\xed\\xa0\\x80'}"), IA, "key: must be valid UTF-8" },
-		{ ENQ("{topic:'a', payload:'1', delay_ms:-1}"), IA, "delay_ms: must be 0..315360000000" },
-		{ ENQ("{topic:'a', payload:'1', delay_ms:315360000001}"), IA, "delay_ms: must be 0..315360000000" },
-		{ ENQ("{topic:'a', payload:'1', delay_ms:'5'}"), IA, "delay_ms: must be an unsigned integer" },
-		{ ENQ("{topic:'a', payload:'1', delay_ms:1.5}"), IA, "delay_ms: must be an unsigned integer" },
-		{ ENQ("{topic:'a', payload:'1', run_at_ms:-1}"), IA, "run_at_ms: must be 0..253402300799999" },
-		{ ENQ("{topic:'a', payload:'1', run_at_ms:253402300800000}"), IA, "run_at_ms: must be 0.." },
-		{ ENQ("{topic:'a', payload:'1', run_at_ms:u64:18446744073709551615}"), IA, "run_at_ms: must be 0.." },
-		{ ENQ("{topic:'a', payload:'1', run_at_ms:'x'}"), IA, "run_at_ms: must be an integer" },
-		{ ENQ("{topic:'a', payload:'1', max_attempts:0}"), IA, "max_attempts: must be 1..1000" },
-		{ ENQ("{topic:'a', payload:'1', max_attempts:1001}"), IA, "max_attempts: must be 1..1000" },
-		{ ENQ("{topic:'a', payload:'1', max_attempts:true}"), IA, "max_attempts: must be an unsigned integer" },
+		{"{v:1, op:'enqueue'}", IA, "enqueue.jobs: required array"},
+		{"{v:1, op:'enqueue', jobs:{}}", IA, "enqueue.jobs: must be an array"},
+		{ENQ(""), IA, "enqueue.jobs: must have 1..1000 entries"},
+		{ENQ("5"), IA, "enqueue.jobs[0]: must be a map"},
+		{ENQ("{payload:'1'}"), IA, "enqueue.jobs[0].topic: required string"},
+		{ENQ("{topic:5, payload:'1'}"), IA, "enqueue.jobs[0].topic: must be a string"},
+		{ENQ("{topic:x'61', payload:'1'}"), IA, "enqueue.jobs[0].topic: must be a string"},
+		{ENQ("{topic:nil, payload:'1'}"), IA, "enqueue.jobs[0].topic: must be a string"},
+		{ENQ("{topic:'a'}"), IA, "enqueue.jobs[0].payload: required string"},
+		{ENQ("{topic:'a', payload:{}}"), IA, "enqueue.jobs[0].payload: must be a string"},
+		{ENQ("{topic:'a', payload:x'7b7d'}"), IA, "enqueue.jobs[0].payload: must be a string"},
+		{ENQ("{topic:'a', payload:'1'}, {topic:'a', payload:'1'}, {topic:'a', payload:'1'}, "
+		     "{payload:'1'}"),
+		 IA, "enqueue.jobs[3].topic: required string"},
+		{ENQ("{topic:'a', payload:'1', key:5}"), IA, "enqueue.jobs[0].key: must be a string"},
+		{ENQ("{topic:'a', payload:'1', key:nil}"), IA, "enqueue.jobs[0].key: must be a string"},
+		{ENQ("{topic:'a', payload:'1', key:'k'*257}"), IA,
+		 "enqueue.jobs[0].key: 257 bytes exceeds 256"},
+		{ENQ("{topic:'a', payload:'1', key:'a\\x00b'}"), IA, "key: must be valid UTF-8 without NUL"},
+		{ENQ("{topic:'a', payload:'1', key:'\\xff'}"), IA, "key: must be valid UTF-8 without NUL"},
+		{ENQ("{topic:'a', payload:'1', key:'\\xed\\xa0\\x80'}"), IA, "key: must be valid UTF-8"},
+		{ENQ("{topic:'a', payload:'1', delay_ms:-1}"), IA, "delay_ms: must be 0..315360000000"},
+		{ENQ("{topic:'a', payload:'1', delay_ms:315360000001}"), IA,
+		 "delay_ms: must be 0..315360000000"},
+		{ENQ("{topic:'a', payload:'1', delay_ms:'5'}"), IA, "delay_ms: must be an unsigned integer"},
+		{ENQ("{topic:'a', payload:'1', delay_ms:1.5}"), IA, "delay_ms: must be an unsigned integer"},
+		{ENQ("{topic:'a', payload:'1', run_at_ms:-1}"), IA, "run_at_ms: must be 0..253402300799999"},
+		{ENQ("{topic:'a', payload:'1', run_at_ms:253402300800000}"), IA, "run_at_ms: must be 0.."},
+		{ENQ("{topic:'a', payload:'1', run_at_ms:u64:18446744073709551615}"), IA,
+		 "run_at_ms: must be 0.."},
+		{ENQ("{topic:'a', payload:'1', run_at_ms:'x'}"), IA, "run_at_ms: must be an integer"},
+		{ENQ("{topic:'a', payload:'1', max_attempts:0}"), IA, "max_attempts: must be 1..1000"},
+		{ENQ("{topic:'a', payload:'1', max_attempts:1001}"), IA, "max_attempts: must be 1..1000"},
+		{ENQ("{topic:'a', payload:'1', max_attempts:true}"), IA,
+		 "max_attempts: must be an unsigned integer"},
 	};
 	ROWS(rows);
 }
@@ -1109,10 +1160,10 @@ Test(fields, enqueue_rejects_missing_and_ill_typed_fields)
 Test(fields, delay_ms_and_run_at_ms_together_are_rejected)
 {
 	static const row rows[] = {
-		{ ENQ("{topic:'a', payload:'1', delay_ms:0, run_at_ms:0}"), IA,
-		  "enqueue.jobs[0].run_at_ms: not allowed together with delay_ms" },
-		{ ENQ("{topic:'a', payload:'1', delay_ms:10}"), BRQ_ST_OK, NULL },
-		{ ENQ("{topic:'a', payload:'1', run_at_ms:10}"), BRQ_ST_OK, NULL },
+		{ENQ("{topic:'a', payload:'1', delay_ms:0, run_at_ms:0}"), IA,
+		 "enqueue.jobs[0].run_at_ms: not allowed together with delay_ms"},
+		{ENQ("{topic:'a', payload:'1', delay_ms:10}"), BRQ_ST_OK, NULL},
+		{ENQ("{topic:'a', payload:'1', run_at_ms:10}"), BRQ_ST_OK, NULL},
 	};
 	ROWS(rows);
 }
@@ -1120,24 +1171,24 @@ Test(fields, delay_ms_and_run_at_ms_together_are_rejected)
 Test(fields, topics_must_be_lowercase_and_1_to_128_bytes)
 {
 	static const row rows[] = {
-		{ ENQ("{topic:'Email', payload:'1'}"), IA, "enqueue.jobs[0].topic: invalid topic" },
-		{ ENQ("{topic:'EMAIL.SEND', payload:'1'}"), IA, "invalid topic" },
-		{ ENQ("{topic:'', payload:'1'}"), IA, "invalid topic" },
-		{ ENQ("{topic:'t'*129, payload:'1'}"), IA, "invalid topic" },
-		{ ENQ("{topic:'-a', payload:'1'}"), IA, "invalid topic" },
-		{ ENQ("{topic:'.a', payload:'1'}"), IA, "invalid topic" },
-		{ ENQ("{topic:'_a', payload:'1'}"), IA, "invalid topic" },
-		{ ENQ("{topic:'a b', payload:'1'}"), IA, "invalid topic" },
-		{ ENQ("{topic:'a/b', payload:'1'}"), IA, "invalid topic" },
-		{ ENQ("{topic:'caf\\xc3\\xa9', payload:'1'}"), IA, "invalid topic" },
-		{ ENQ("{topic:'a\\x00', payload:'1'}"), IA, "invalid topic" },
-		{ ENQ("{topic:'t'*128, payload:'1'}"), BRQ_ST_OK, NULL },
-		{ ENQ("{topic:'a', payload:'1'}"), BRQ_ST_OK, NULL },
-		{ ENQ("{topic:'0', payload:'1'}"), BRQ_ST_OK, NULL },
-		{ ENQ("{topic:'a-b_c.d', payload:'1'}"), BRQ_ST_OK, NULL },
-		{ ENQ("{topic:'9..--__', payload:'1'}"), BRQ_ST_OK, NULL },
-		{ CLAIM("worker:'w', topics:['a', 'B'], n:1"), IA, "claim.topics[1]: invalid topic" },
-		{ CLAIM("worker:'w', topics:['-x'], n:1"), IA, "claim.topics[0]: invalid topic" },
+		{ENQ("{topic:'Email', payload:'1'}"), IA, "enqueue.jobs[0].topic: invalid topic"},
+		{ENQ("{topic:'EMAIL.SEND', payload:'1'}"), IA, "invalid topic"},
+		{ENQ("{topic:'', payload:'1'}"), IA, "invalid topic"},
+		{ENQ("{topic:'t'*129, payload:'1'}"), IA, "invalid topic"},
+		{ENQ("{topic:'-a', payload:'1'}"), IA, "invalid topic"},
+		{ENQ("{topic:'.a', payload:'1'}"), IA, "invalid topic"},
+		{ENQ("{topic:'_a', payload:'1'}"), IA, "invalid topic"},
+		{ENQ("{topic:'a b', payload:'1'}"), IA, "invalid topic"},
+		{ENQ("{topic:'a/b', payload:'1'}"), IA, "invalid topic"},
+		{ENQ("{topic:'caf\\xc3\\xa9', payload:'1'}"), IA, "invalid topic"},
+		{ENQ("{topic:'a\\x00', payload:'1'}"), IA, "invalid topic"},
+		{ENQ("{topic:'t'*128, payload:'1'}"), BRQ_ST_OK, NULL},
+		{ENQ("{topic:'a', payload:'1'}"), BRQ_ST_OK, NULL},
+		{ENQ("{topic:'0', payload:'1'}"), BRQ_ST_OK, NULL},
+		{ENQ("{topic:'a-b_c.d', payload:'1'}"), BRQ_ST_OK, NULL},
+		{ENQ("{topic:'9..--__', payload:'1'}"), BRQ_ST_OK, NULL},
+		{CLAIM("worker:'w', topics:['a', 'B'], n:1"), IA, "claim.topics[1]: invalid topic"},
+		{CLAIM("worker:'w', topics:['-x'], n:1"), IA, "claim.topics[0]: invalid topic"},
 	};
 	ROWS(rows);
 }
@@ -1145,35 +1196,35 @@ Test(fields, topics_must_be_lowercase_and_1_to_128_bytes)
 Test(fields, payload_must_be_valid_json)
 {
 	static const row rows[] = {
-		{ ENQ("{topic:'a', payload:''}"), IA, "enqueue.jobs[0].payload: invalid JSON at byte 0" },
-		{ ENQ("{topic:'a', payload:'{'}"), IA, "invalid JSON at byte 1" },
-		{ ENQ("{topic:'a', payload:'{a:1}'}"), IA, "invalid JSON at byte 1: expected string key" },
-		{ ENQ("{topic:'a', payload:'{\"a\":1'}"), IA, "invalid JSON" },
-		{ ENQ("{topic:'a', payload:'01'}"), IA, "invalid JSON at byte 1" },
-		{ ENQ("{topic:'a', payload:'NaN'}"), IA, "invalid JSON" },
-		{ ENQ("{topic:'a', payload:'[1,]'}"), IA, "invalid JSON at byte 3" },
-		{ ENQ("{topic:'a', payload:'\"\\x01\"'}"), IA, "control character" },
-		{ ENQ("{topic:'a', payload:'\"\\\\u0000\"'}"), IA, "\\u0000 is not allowed" },
-		{ ENQ("{topic:'a', payload:'\"\\\\ud800\"'}"), IA, "lone high surrogate" },
-		{ ENQ("{topic:'a', payload:'\"\\xff\"'}"), IA, "invalid UTF-8" },
-		{ ENQ("{topic:'a', payload:'{} {}'}"), IA, "trailing characters" },
-		{ ENQ("{topic:'a', payload:'['*257}"), IA, "nesting too deep" },
-		{ ENQ("{topic:'a', payload:' {\"a\": [1, 2.5e-3, true, null, \"x\"]} '}"), BRQ_ST_OK, NULL },
-		{ ENQ("{topic:'a', payload:'\"\"'}"), BRQ_ST_OK, NULL },
-		{ ENQ("{topic:'a', payload:'null'}"), BRQ_ST_OK, NULL },
+		{ENQ("{topic:'a', payload:''}"), IA, "enqueue.jobs[0].payload: invalid JSON at byte 0"},
+		{ENQ("{topic:'a', payload:'{'}"), IA, "invalid JSON at byte 1"},
+		{ENQ("{topic:'a', payload:'{a:1}'}"), IA, "invalid JSON at byte 1: expected string key"},
+		{ENQ("{topic:'a', payload:'{\"a\":1'}"), IA, "invalid JSON"},
+		{ENQ("{topic:'a', payload:'01'}"), IA, "invalid JSON at byte 1"},
+		{ENQ("{topic:'a', payload:'NaN'}"), IA, "invalid JSON"},
+		{ENQ("{topic:'a', payload:'[1,]'}"), IA, "invalid JSON at byte 3"},
+		{ENQ("{topic:'a', payload:'\"\\x01\"'}"), IA, "control character"},
+		{ENQ("{topic:'a', payload:'\"\\\\u0000\"'}"), IA, "\\u0000 is not allowed"},
+		{ENQ("{topic:'a', payload:'\"\\\\ud800\"'}"), IA, "lone high surrogate"},
+		{ENQ("{topic:'a', payload:'\"\\xff\"'}"), IA, "invalid UTF-8"},
+		{ENQ("{topic:'a', payload:'{} {}'}"), IA, "trailing characters"},
+		{ENQ("{topic:'a', payload:'['*257}"), IA, "nesting too deep"},
+		{ENQ("{topic:'a', payload:' {\"a\": [1, 2.5e-3, true, null, \"x\"]} '}"), BRQ_ST_OK, NULL},
+		{ENQ("{topic:'a', payload:'\"\"'}"), BRQ_ST_OK, NULL},
+		{ENQ("{topic:'a', payload:'null'}"), BRQ_ST_OK, NULL},
 	};
 	ROWS(rows);
 }
 
 Test(fields, payload_over_max_payload_is_too_large_and_named)
 {
-	L.max_payload = 4;
+	L.max_payload           = 4;
 	static const row rows[] = {
-		{ ENQ("{topic:'a', payload:'12345'}"), BRQ_ST_TOO_LARGE,
-		  "enqueue.jobs[0].payload: 5 bytes exceeds max_payload 4" },
-		{ ENQ("{topic:'a', payload:'1234'}"), BRQ_ST_OK, NULL },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[{topic:'a', payload:'[1,2,3]'}]}"),
-		  BRQ_ST_TOO_LARGE, "settle.items[0].chain[0].payload: 7 bytes exceeds max_payload 4" },
+		{ENQ("{topic:'a', payload:'12345'}"), BRQ_ST_TOO_LARGE,
+		 "enqueue.jobs[0].payload: 5 bytes exceeds max_payload 4"},
+		{ENQ("{topic:'a', payload:'1234'}"), BRQ_ST_OK, NULL},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[{topic:'a', payload:'[1,2,3]'}]}"),
+		 BRQ_ST_TOO_LARGE, "settle.items[0].chain[0].payload: 7 bytes exceeds max_payload 4"},
 	};
 	ROWS(rows);
 }
@@ -1181,32 +1232,32 @@ Test(fields, payload_over_max_payload_is_too_large_and_named)
 Test(fields, claim_rejects_missing_ill_typed_and_out_of_range_fields)
 {
 	static const row rows[] = {
-		{ CLAIM("topics:['a'], n:1"), IA, "claim.worker: required string" },
-		{ CLAIM("worker:5, topics:['a'], n:1"), IA, "claim.worker: must be a string" },
-		{ CLAIM("worker:'', topics:['a'], n:1"), IA, "claim.worker: must be 1..128 bytes" },
-		{ CLAIM("worker:'w'*129, topics:['a'], n:1"), IA, "claim.worker: 129 bytes exceeds 128" },
-		{ CLAIM("worker:'\\xc3', topics:['a'], n:1"), IA, "claim.worker: must be valid UTF-8" },
-		{ CLAIM("worker:'w', n:1"), IA, "claim.topics: required array" },
-		{ CLAIM("worker:'w', topics:'a', n:1"), IA, "claim.topics: must be an array" },
-		{ CLAIM("worker:'w', topics:[], n:1"), IA, "claim.topics: must have 1..64 entries" },
-		{ CLAIM("worker:'w', topics:[5], n:1"), IA, "claim.topics[0]: must be a string" },
-		{ CLAIM("worker:'w', topics:['a']"), IA, "claim.n: required unsigned integer" },
-		{ CLAIM("worker:'w', topics:['a'], n:0"), IA, "claim.n: must be 1..1000" },
-		{ CLAIM("worker:'w', topics:['a'], n:1001"), IA, "claim.n: must be 1..1000" },
-		{ CLAIM("worker:'w', topics:['a'], n:-1"), IA, "claim.n: must be 1..1000" },
-		{ CLAIM("worker:'w', topics:['a'], n:i8:-1"), IA, "claim.n: must be 1..1000" },
-		{ CLAIM("worker:'w', topics:['a'], n:'1'"), IA, "claim.n: must be an unsigned integer" },
-		{ CLAIM("worker:'w', topics:['a'], n:true"), IA, "claim.n: must be an unsigned integer" },
-		{ CLAIM_OK("lease_ms:999"), IA, "claim.lease_ms: must be 1000..86400000" },
-		{ CLAIM_OK("lease_ms:86400001"), IA, "claim.lease_ms: must be 1000..86400000" },
-		{ CLAIM_OK("lease_ms:nil"), IA, "claim.lease_ms: must be an unsigned integer" },
-		{ CLAIM_OK("wait_ms:300001"), IA, "claim.wait_ms: must be 0..300000" },
-		{ CLAIM_OK("wait_ms:-1"), IA, "claim.wait_ms: must be 0..300000" },
-		{ CLAIM_OK("settle:5"), IA, "claim.settle: must be an array" },
-		{ CLAIM_OK("settle:[{id:1, lease:x'00'*15, outcome:'done'}]"), IA,
-		  "claim.settle[0].lease: must be binary of exactly 16 bytes" },
-		{ CLAIM_OK("settle:[]"), BRQ_ST_OK, NULL },
-		{ CLAIM_OK("wait_ms:0"), BRQ_ST_OK, NULL },
+		{CLAIM("topics:['a'], n:1"), IA, "claim.worker: required string"},
+		{CLAIM("worker:5, topics:['a'], n:1"), IA, "claim.worker: must be a string"},
+		{CLAIM("worker:'', topics:['a'], n:1"), IA, "claim.worker: must be 1..128 bytes"},
+		{CLAIM("worker:'w'*129, topics:['a'], n:1"), IA, "claim.worker: 129 bytes exceeds 128"},
+		{CLAIM("worker:'\\xc3', topics:['a'], n:1"), IA, "claim.worker: must be valid UTF-8"},
+		{CLAIM("worker:'w', n:1"), IA, "claim.topics: required array"},
+		{CLAIM("worker:'w', topics:'a', n:1"), IA, "claim.topics: must be an array"},
+		{CLAIM("worker:'w', topics:[], n:1"), IA, "claim.topics: must have 1..64 entries"},
+		{CLAIM("worker:'w', topics:[5], n:1"), IA, "claim.topics[0]: must be a string"},
+		{CLAIM("worker:'w', topics:['a']"), IA, "claim.n: required unsigned integer"},
+		{CLAIM("worker:'w', topics:['a'], n:0"), IA, "claim.n: must be 1..1000"},
+		{CLAIM("worker:'w', topics:['a'], n:1001"), IA, "claim.n: must be 1..1000"},
+		{CLAIM("worker:'w', topics:['a'], n:-1"), IA, "claim.n: must be 1..1000"},
+		{CLAIM("worker:'w', topics:['a'], n:i8:-1"), IA, "claim.n: must be 1..1000"},
+		{CLAIM("worker:'w', topics:['a'], n:'1'"), IA, "claim.n: must be an unsigned integer"},
+		{CLAIM("worker:'w', topics:['a'], n:true"), IA, "claim.n: must be an unsigned integer"},
+		{CLAIM_OK("lease_ms:999"), IA, "claim.lease_ms: must be 1000..86400000"},
+		{CLAIM_OK("lease_ms:86400001"), IA, "claim.lease_ms: must be 1000..86400000"},
+		{CLAIM_OK("lease_ms:nil"), IA, "claim.lease_ms: must be an unsigned integer"},
+		{CLAIM_OK("wait_ms:300001"), IA, "claim.wait_ms: must be 0..300000"},
+		{CLAIM_OK("wait_ms:-1"), IA, "claim.wait_ms: must be 0..300000"},
+		{CLAIM_OK("settle:5"), IA, "claim.settle: must be an array"},
+		{CLAIM_OK("settle:[{id:1, lease:x'00'*15, outcome:'done'}]"), IA,
+		 "claim.settle[0].lease: must be binary of exactly 16 bytes"},
+		{CLAIM_OK("settle:[]"), BRQ_ST_OK, NULL},
+		{CLAIM_OK("wait_ms:0"), BRQ_ST_OK, NULL},
 	};
 	ROWS(rows);
 	cr_expect(R.claim.has_wait_ms && R.claim.wait_ms == 0);
@@ -1231,20 +1282,23 @@ Test(fields, claim_accepts_64_topics_and_rejects_65)
 Test(fields, heartbeat_rejects_bad_leases)
 {
 	static const row rows[] = {
-		{ HB(""), IA, "heartbeat.leases: required array" },
-		{ HB("leases:[]"), IA, "heartbeat.leases: must have 1..1000 entries" },
-		{ HB("leases:[5]"), IA, "heartbeat.leases[0]: must be a map" },
-		{ HB("leases:[{id:1}]"), IA, "heartbeat.leases[0].lease: required binary" },
-		{ HB("leases:[{lease:" LEASE16 "}]"), IA, "heartbeat.leases[0].id: required unsigned integer" },
-		{ HB("leases:[{id:1, lease:x'00'*15}]"), IA, "lease: must be binary of exactly 16 bytes" },
-		{ HB("leases:[{id:1, lease:x'00'*17}]"), IA, "lease: must be binary of exactly 16 bytes" },
-		{ HB("leases:[{id:1, lease:x''}]"), IA, "lease: must be binary of exactly 16 bytes" },
-		{ HB("leases:[{id:1, lease:'a'*16}]"), IA, "lease: must be binary of exactly 16 bytes" },
-		{ HB("leases:[{id:0, lease:" LEASE16 "}]"), IA, "heartbeat.leases[0].id: must be 1..9223372036854775807" },
-		{ HB("leases:[{id:9223372036854775808, lease:" LEASE16 "}]"), IA, "id: must be 1..9223372036854775807" },
-		{ HB("leases:[{id:-3, lease:" LEASE16 "}]"), IA, "id: must be 1..9223372036854775807" },
-		{ HB("leases:[{id:1, lease:" LEASE16 "}], lease_ms:5"), IA, "heartbeat.lease_ms: must be 1000..86400000" },
-		{ HB("leases:[{id:1, lease:" LEASE16 "}], lease_ms:5000"), BRQ_ST_OK, NULL },
+		{HB(""), IA, "heartbeat.leases: required array"},
+		{HB("leases:[]"), IA, "heartbeat.leases: must have 1..1000 entries"},
+		{HB("leases:[5]"), IA, "heartbeat.leases[0]: must be a map"},
+		{HB("leases:[{id:1}]"), IA, "heartbeat.leases[0].lease: required binary"},
+		{HB("leases:[{lease:" LEASE16 "}]"), IA, "heartbeat.leases[0].id: required unsigned integer"},
+		{HB("leases:[{id:1, lease:x'00'*15}]"), IA, "lease: must be binary of exactly 16 bytes"},
+		{HB("leases:[{id:1, lease:x'00'*17}]"), IA, "lease: must be binary of exactly 16 bytes"},
+		{HB("leases:[{id:1, lease:x''}]"), IA, "lease: must be binary of exactly 16 bytes"},
+		{HB("leases:[{id:1, lease:'a'*16}]"), IA, "lease: must be binary of exactly 16 bytes"},
+		{HB("leases:[{id:0, lease:" LEASE16 "}]"), IA,
+		 "heartbeat.leases[0].id: must be 1..9223372036854775807"},
+		{HB("leases:[{id:9223372036854775808, lease:" LEASE16 "}]"), IA,
+		 "id: must be 1..9223372036854775807"},
+		{HB("leases:[{id:-3, lease:" LEASE16 "}]"), IA, "id: must be 1..9223372036854775807"},
+		{HB("leases:[{id:1, lease:" LEASE16 "}], lease_ms:5"), IA,
+		 "heartbeat.lease_ms: must be 1000..86400000"},
+		{HB("leases:[{id:1, lease:" LEASE16 "}], lease_ms:5000"), BRQ_ST_OK, NULL},
 	};
 	ROWS(rows);
 }
@@ -1252,45 +1306,52 @@ Test(fields, heartbeat_rejects_bad_leases)
 Test(fields, settle_checks_outcome_delay_chain_and_error)
 {
 	static const row rows[] = {
-		{ "{v:1, op:'settle'}", IA, "settle.items: required array" },
-		{ SETTLE(""), IA, "settle.items: must have 1..1000 entries" },
-		{ SETTLE("{lease:" LEASE16 ", outcome:'done'}"), IA, "settle.items[0].id: required unsigned integer" },
-		{ SETTLE("{id:1, outcome:'done'}"), IA, "settle.items[0].lease: required binary" },
-		{ SETTLE("{id:1, lease:x'00'*8, outcome:'done'}"), IA, "settle.items[0].lease: must be binary of exactly 16" },
-		{ SETTLE("{id:1, lease:" LEASE16 "}"), IA, "settle.items[0].outcome: required string" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:1}"), IA, "settle.items[0].outcome: must be a string" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'DONE'}"), IA,
-		  "settle.items[0].outcome: must be one of done|fail|delay|preserve|cancel" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'retry'}"), IA, "outcome: must be one of" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'delay'}"), IA,
-		  "settle.items[0].delay_ms: required unsigned integer" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'delay', delay_ms:-5}"), IA,
-		  "settle.items[0].delay_ms: must be 0..315360000000" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'delay', delay_ms:5}"), BRQ_ST_OK, NULL },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'fail', delay_ms:5}"), IA,
-		  "settle.items[0].delay_ms: only allowed with outcome delay" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', delay_ms:5}"), IA, "delay_ms: only allowed" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'fail', chain:[]}"), IA,
-		  "settle.items[0].chain: only allowed with outcome done" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'cancel', chain:[{topic:'a', payload:'1'}]}"), IA,
-		  "chain: only allowed with outcome done" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'delay', delay_ms:1, chain:[]}"), IA,
-		  "chain: only allowed with outcome done" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'preserve', chain:nil}"), IA,
-		  "chain: only allowed with outcome done" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:5}"), IA, "settle.items[0].chain: must be an array" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[{topic:'A', payload:'1'}]}"), IA,
-		  "settle.items[0].chain[0].topic: invalid topic" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[{topic:'a', payload:'1'}]}"), BRQ_ST_OK, NULL },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[]}"), BRQ_ST_OK, NULL },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'fail', error:5}"), IA, "settle.items[0].error: must be a string" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'fail', error:'e'*65537}"), BRQ_ST_TOO_LARGE,
-		  "settle.items[0].error: 65537 bytes exceeds 65536" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'fail', error:'\\xc0\\x80'}"), IA,
-		  "settle.items[0].error: must be valid UTF-8 without NUL" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', error:'ignored'}"), BRQ_ST_OK, NULL },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done'}, {id:2, lease:" LEASE16 ", outcome:'x'}"), IA,
-		  "settle.items[1].outcome" },
+		{"{v:1, op:'settle'}", IA, "settle.items: required array"},
+		{SETTLE(""), IA, "settle.items: must have 1..1000 entries"},
+		{SETTLE("{lease:" LEASE16 ", outcome:'done'}"), IA,
+		 "settle.items[0].id: required unsigned integer"},
+		{SETTLE("{id:1, outcome:'done'}"), IA, "settle.items[0].lease: required binary"},
+		{SETTLE("{id:1, lease:x'00'*8, outcome:'done'}"), IA,
+		 "settle.items[0].lease: must be binary of exactly 16"},
+		{SETTLE("{id:1, lease:" LEASE16 "}"), IA, "settle.items[0].outcome: required string"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:1}"), IA,
+		 "settle.items[0].outcome: must be a string"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'DONE'}"), IA,
+		 "settle.items[0].outcome: must be one of done|fail|delay|preserve|cancel"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'retry'}"), IA, "outcome: must be one of"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'delay'}"), IA,
+		 "settle.items[0].delay_ms: required unsigned integer"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'delay', delay_ms:-5}"), IA,
+		 "settle.items[0].delay_ms: must be 0..315360000000"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'delay', delay_ms:5}"), BRQ_ST_OK, NULL},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'fail', delay_ms:5}"), IA,
+		 "settle.items[0].delay_ms: only allowed with outcome delay"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', delay_ms:5}"), IA,
+		 "delay_ms: only allowed"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'fail', chain:[]}"), IA,
+		 "settle.items[0].chain: only allowed with outcome done"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'cancel', chain:[{topic:'a', payload:'1'}]}"), IA,
+		 "chain: only allowed with outcome done"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'delay', delay_ms:1, chain:[]}"), IA,
+		 "chain: only allowed with outcome done"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'preserve', chain:nil}"), IA,
+		 "chain: only allowed with outcome done"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:5}"), IA,
+		 "settle.items[0].chain: must be an array"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[{topic:'A', payload:'1'}]}"), IA,
+		 "settle.items[0].chain[0].topic: invalid topic"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[{topic:'a', payload:'1'}]}"),
+		 BRQ_ST_OK, NULL},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[]}"), BRQ_ST_OK, NULL},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'fail', error:5}"), IA,
+		 "settle.items[0].error: must be a string"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'fail', error:'e'*65537}"), BRQ_ST_TOO_LARGE,
+		 "settle.items[0].error: 65537 bytes exceeds 65536"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'fail', error:'\\xc0\\x80'}"), IA,
+		 "settle.items[0].error: must be valid UTF-8 without NUL"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', error:'ignored'}"), BRQ_ST_OK, NULL},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'done'}, {id:2, lease:" LEASE16 ", outcome:'x'}"),
+		 IA, "settle.items[1].outcome"},
 	};
 	ROWS(rows);
 }
@@ -1298,49 +1359,54 @@ Test(fields, settle_checks_outcome_delay_chain_and_error)
 Test(fields, cancel_and_job_need_a_valid_id)
 {
 	static const row rows[] = {
-		{ "{v:1, op:'cancel'}", IA, "cancel.id: required unsigned integer" },
-		{ "{v:1, op:'cancel', id:0}", IA, "cancel.id: must be 1..9223372036854775807" },
-		{ "{v:1, op:'cancel', id:-5}", IA, "cancel.id: must be 1..9223372036854775807" },
-		{ "{v:1, op:'cancel', id:'5'}", IA, "cancel.id: must be an unsigned integer" },
-		{ "{v:1, op:'job', id:u64:9223372036854775808}", IA, "job.id: must be 1..9223372036854775807" },
-		{ "{v:1, op:'job', id:[1]}", IA, "job.id: must be an unsigned integer" },
-		{ "{v:1, op:'job', id:1}", BRQ_ST_OK, NULL },
+		{"{v:1, op:'cancel'}", IA, "cancel.id: required unsigned integer"},
+		{"{v:1, op:'cancel', id:0}", IA, "cancel.id: must be 1..9223372036854775807"},
+		{"{v:1, op:'cancel', id:-5}", IA, "cancel.id: must be 1..9223372036854775807"},
+		{"{v:1, op:'cancel', id:'5'}", IA, "cancel.id: must be an unsigned integer"},
+		{"{v:1, op:'job', id:u64:9223372036854775808}", IA, "job.id: must be 1..9223372036854775807"},
+		{"{v:1, op:'job', id:[1]}", IA, "job.id: must be an unsigned integer"},
+		{"{v:1, op:'job', id:1}", BRQ_ST_OK, NULL},
 	};
 	ROWS(rows);
 }
 
 Test(fields, arrays_over_max_batch_are_too_large_and_n_over_it_is_invalid)
 {
-	L.max_batch = 3;
+	L.max_batch             = 3;
 	static const row rows[] = {
-		{ ENQ("{topic:'a', payload:'1'}, {topic:'a', payload:'1'}, {topic:'a', payload:'1'}, "
-		      "{topic:'a', payload:'1'}"),
-		  BRQ_ST_TOO_LARGE, "enqueue.jobs: 4 entries exceeds the limit of 3" },
-		{ ENQ("{topic:'a', payload:'1'}, {topic:'a', payload:'1'}, {topic:'a', payload:'1'}"),
-		  BRQ_ST_OK, NULL },
-		{ CLAIM("worker:'w', topics:['a'], n:4"), IA, "claim.n: must be 1..3" },
-		{ HB("leases:[1,2,3,4]"), BRQ_ST_TOO_LARGE, "heartbeat.leases: 4 entries exceeds the limit of 3" },
-		{ SETTLE("1,2,3,4"), BRQ_ST_TOO_LARGE, "settle.items: 4 entries exceeds the limit of 3" },
-		{ CLAIM_OK("settle:[1,2,3,4]"), BRQ_ST_TOO_LARGE, "claim.settle: 4 entries exceeds" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[1,2,3,4]}"), BRQ_ST_TOO_LARGE,
-		  "settle.items[0].chain: 4 entries exceeds" },
+		{ENQ("{topic:'a', payload:'1'}, {topic:'a', payload:'1'}, {topic:'a', payload:'1'}, "
+		     "{topic:'a', payload:'1'}"),
+		 BRQ_ST_TOO_LARGE, "enqueue.jobs: 4 entries exceeds the limit of 3"},
+		{ENQ("{topic:'a', payload:'1'}, {topic:'a', payload:'1'}, {topic:'a', payload:'1'}"),
+		 BRQ_ST_OK, NULL},
+		{CLAIM("worker:'w', topics:['a'], n:4"), IA, "claim.n: must be 1..3"},
+		{HB("leases:[1,2,3,4]"), BRQ_ST_TOO_LARGE,
+		 "heartbeat.leases: 4 entries exceeds the limit of 3"},
+		{SETTLE("1,2,3,4"), BRQ_ST_TOO_LARGE, "settle.items: 4 entries exceeds the limit of 3"},
+		{CLAIM_OK("settle:[1,2,3,4]"), BRQ_ST_TOO_LARGE, "claim.settle: 4 entries exceeds"},
+		{SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[1,2,3,4]}"), BRQ_ST_TOO_LARGE,
+		 "settle.items[0].chain: 4 entries exceeds"},
 		// The chain limit is per request, summed over items.
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[{topic:'a', payload:'1'}, {topic:'a', payload:'1'}]},"
-		         "{id:2, lease:" LEASE16 ", outcome:'done', chain:[{topic:'a', payload:'1'}, {topic:'a', payload:'1'}]}"),
-		  BRQ_ST_TOO_LARGE, "settle.items[1].chain: more than max_batch (3) chained jobs in one request" },
-		{ SETTLE("{id:1, lease:" LEASE16 ", outcome:'done', chain:[{topic:'a', payload:'1'}, {topic:'a', payload:'1'}]},"
-		         "{id:2, lease:" LEASE16 ", outcome:'done', chain:[{topic:'a', payload:'1'}]}"),
-		  BRQ_ST_OK, NULL },
+		{SETTLE("{id:1, lease:" LEASE16
+			", outcome:'done', chain:[{topic:'a', payload:'1'}, {topic:'a', payload:'1'}]},"
+			"{id:2, lease:" LEASE16
+			", outcome:'done', chain:[{topic:'a', payload:'1'}, {topic:'a', payload:'1'}]}"),
+		 BRQ_ST_TOO_LARGE,
+		 "settle.items[1].chain: more than max_batch (3) chained jobs in one request"},
+		{SETTLE("{id:1, lease:" LEASE16
+			", outcome:'done', chain:[{topic:'a', payload:'1'}, {topic:'a', payload:'1'}]},"
+			"{id:2, lease:" LEASE16 ", outcome:'done', chain:[{topic:'a', payload:'1'}]}"),
+		 BRQ_ST_OK, NULL},
 	};
 	ROWS(rows);
 }
 
 Test(fields, wait_ms_is_bounded_by_the_configured_maximum)
 {
-	L.max_wait_ms = 50;
+	L.max_wait_ms           = 50;
 	static const row rows[] = {
-		{ CLAIM_OK("wait_ms:50"), BRQ_ST_OK, NULL },
-		{ CLAIM_OK("wait_ms:51"), IA, "claim.wait_ms: must be 0..50" },
+		{CLAIM_OK("wait_ms:50"), BRQ_ST_OK, NULL},
+		{CLAIM_OK("wait_ms:51"), IA, "claim.wait_ms: must be 0..50"},
 	};
 	ROWS(rows);
 }
@@ -1348,11 +1414,11 @@ Test(fields, wait_ms_is_bounded_by_the_configured_maximum)
 Test(fields, settle_decodes_every_outcome)
 {
 	cr_assert_eq(decode_req(SETTLE("{id:1, lease:x'01'*16, outcome:'done'},"
-	                               "{id:2, lease:x'02'*16, outcome:'fail', error:'bad'},"
-	                               "{id:3, lease:x'03'*16, outcome:'delay', delay_ms:250},"
-	                               "{id:4, lease:x'04'*16, outcome:'preserve'},"
-	                               "{id:5, lease:x'05'*16, outcome:'cancel'}")),
-	             BRQ_ST_OK, "%s", E);
+				       "{id:2, lease:x'02'*16, outcome:'fail', error:'bad'},"
+				       "{id:3, lease:x'03'*16, outcome:'delay', delay_ms:250},"
+				       "{id:4, lease:x'04'*16, outcome:'preserve'},"
+				       "{id:5, lease:x'05'*16, outcome:'cancel'}")),
+		     BRQ_ST_OK, "%s", E);
 	cr_assert_eq(R.settle.n_items, 5);
 	for (uint32_t i = 0; i < 5; i++) {
 		cr_expect_eq(R.settle.items[i].id, i + 1);
@@ -1399,54 +1465,57 @@ Test(reply, rejects_malformed_replies)
 		const char *src;
 		const char *msg;
 	} rows[] = {
-		{ BRQ_OP_PING, "{code:'ok', server:'s'}", "v: required unsigned integer" },
-		{ BRQ_OP_PING, "{v:2, code:'ok', server:'s'}", "v: unsupported protocol version 2" },
-		{ BRQ_OP_PING, "{v:1, server:'s'}", "code: required string" },
-		{ BRQ_OP_PING, "{v:1, code:5}", "code: must be a string" },
-		{ BRQ_OP_PING, "{v:1, code:'internal', msg:5}", "msg: must be a string" },
-		{ BRQ_OP_PING, "{v:1, code:'ok'}", "ping.server: required string" },
-		{ BRQ_OP_PING, "[1]", "message: must be a map" },
-		{ BRQ_OP_ENQUEUE, "{v:1, code:'ok', results:[{id:1}]}", "enqueue.results[0].created: required boolean" },
-		{ BRQ_OP_ENQUEUE, "{v:1, code:'ok', results:[{id:-1, created:true}]}", "enqueue.results[0].id" },
-		{ BRQ_OP_CLAIM, "{v:1, code:'ok'}", "claim.jobs: required array" },
-		{ BRQ_OP_CLAIM,
-		  "{v:1, code:'ok', jobs:[{id:1, topic:'a', payload:'1', attempts:1, max_attempts:1, "
-		  "lease:x'00'*15, lease_until_ms:1, created_at_ms:1}]}",
-		  "claim.jobs[0].lease: must be binary of exactly 16 bytes" },
-		{ BRQ_OP_CLAIM,
-		  "{v:1, code:'ok', jobs:[{id:1, topic:'a', payload:'1', attempts:4294967296, max_attempts:1, "
-		  "lease:x'00'*16, lease_until_ms:1, created_at_ms:1}]}",
-		  "claim.jobs[0].attempts: must be 0..4294967295" },
-		{ BRQ_OP_CLAIM, "{v:1, code:'ok', jobs:[], settled:[{id:1, applied:true}]}",
-		  "claim.settled[0].state: required string" },
-		{ BRQ_OP_SETTLE, "{v:1, code:'ok', results:[{id:1, applied:false, state:'done'}]}",
-		  "settle.results[0].state: must be nil when not applied" },
-		{ BRQ_OP_SETTLE, "{v:1, code:'ok', results:[{id:1, applied:true, state:'gone'}]}",
-		  "settle.results[0].state: unknown job state" },
-		{ BRQ_OP_HEARTBEAT, "{v:1, code:'ok', extended:[true, 1], lease_until_ms:5}",
-		  "heartbeat.extended[1]: must be a boolean" },
-		{ BRQ_OP_HEARTBEAT, "{v:1, code:'ok', extended:[]}", "heartbeat.lease_until_ms: required integer" },
-		{ BRQ_OP_CANCEL, "{v:1, code:'ok', state:'canceled'}", "cancel.canceled: required boolean" },
-		{ BRQ_OP_JOB, "{v:1, code:'ok'}", "job.job: required map" },
-		{ BRQ_OP_JOB, "{v:1, code:'ok', job:[]}", "job.job: must be a map" },
-		{ BRQ_OP_STATS, "{v:1, code:'ok', topics:[{topic:'a'}]}", "stats.topics[0].pending: required" },
+		{BRQ_OP_PING, "{code:'ok', server:'s'}", "v: required unsigned integer"},
+		{BRQ_OP_PING, "{v:2, code:'ok', server:'s'}", "v: unsupported protocol version 2"},
+		{BRQ_OP_PING, "{v:1, server:'s'}", "code: required string"},
+		{BRQ_OP_PING, "{v:1, code:5}", "code: must be a string"},
+		{BRQ_OP_PING, "{v:1, code:'internal', msg:5}", "msg: must be a string"},
+		{BRQ_OP_PING, "{v:1, code:'ok'}", "ping.server: required string"},
+		{BRQ_OP_PING, "[1]", "message: must be a map"},
+		{BRQ_OP_ENQUEUE, "{v:1, code:'ok', results:[{id:1}]}",
+		 "enqueue.results[0].created: required boolean"},
+		{BRQ_OP_ENQUEUE, "{v:1, code:'ok', results:[{id:-1, created:true}]}",
+		 "enqueue.results[0].id"},
+		{BRQ_OP_CLAIM, "{v:1, code:'ok'}", "claim.jobs: required array"},
+		{BRQ_OP_CLAIM,
+		 "{v:1, code:'ok', jobs:[{id:1, topic:'a', payload:'1', attempts:1, max_attempts:1, "
+		 "lease:x'00'*15, lease_until_ms:1, created_at_ms:1}]}",
+		 "claim.jobs[0].lease: must be binary of exactly 16 bytes"},
+		{BRQ_OP_CLAIM,
+		 "{v:1, code:'ok', jobs:[{id:1, topic:'a', payload:'1', attempts:4294967296, max_attempts:1, "
+		 "lease:x'00'*16, lease_until_ms:1, created_at_ms:1}]}",
+		 "claim.jobs[0].attempts: must be 0..4294967295"},
+		{BRQ_OP_CLAIM, "{v:1, code:'ok', jobs:[], settled:[{id:1, applied:true}]}",
+		 "claim.settled[0].state: required string"},
+		{BRQ_OP_SETTLE, "{v:1, code:'ok', results:[{id:1, applied:false, state:'done'}]}",
+		 "settle.results[0].state: must be nil when not applied"},
+		{BRQ_OP_SETTLE, "{v:1, code:'ok', results:[{id:1, applied:true, state:'gone'}]}",
+		 "settle.results[0].state: unknown job state"},
+		{BRQ_OP_HEARTBEAT, "{v:1, code:'ok', extended:[true, 1], lease_until_ms:5}",
+		 "heartbeat.extended[1]: must be a boolean"},
+		{BRQ_OP_HEARTBEAT, "{v:1, code:'ok', extended:[]}",
+		 "heartbeat.lease_until_ms: required integer"},
+		{BRQ_OP_CANCEL, "{v:1, code:'ok', state:'canceled'}", "cancel.canceled: required boolean"},
+		{BRQ_OP_JOB, "{v:1, code:'ok'}", "job.job: required map"},
+		{BRQ_OP_JOB, "{v:1, code:'ok', job:[]}", "job.job: must be a map"},
+		{BRQ_OP_STATS, "{v:1, code:'ok', topics:[{topic:'a'}]}", "stats.topics[0].pending: required"},
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		brq_status st = decode_rep(rows[i].op, rows[i].src);
 		cr_expect_eq(st, BRQ_ST_INVALID_ARGUMENT, "%s -> %s", rows[i].src, E);
 		cr_expect(strstr(E, rows[i].msg) != NULL, "%s\n  -> \"%s\", want \"%s\"", rows[i].src, E,
-		          rows[i].msg);
+			  rows[i].msg);
 	}
 }
 
 Test(reply, nullable_job_fields_accept_nil_and_absence)
 {
 	cr_assert_eq(decode_rep(BRQ_OP_JOB,
-	                        "{v:1, code:'ok', job:{id:1, topic:'a', payload:'{}', state:'dead', "
-	                        "attempts:5, max_attempts:5, available_at_ms:1, locked_by:nil, "
-	                        "locked_until_ms:nil, last_error:'x', created_at_ms:0, "
-	                        "updated_at_ms:-1, future:1}}"),
-	             BRQ_ST_OK, "%s", E);
+				"{v:1, code:'ok', job:{id:1, topic:'a', payload:'{}', state:'dead', "
+				"attempts:5, max_attempts:5, available_at_ms:1, locked_by:nil, "
+				"locked_until_ms:nil, last_error:'x', created_at_ms:0, "
+				"updated_at_ms:-1, future:1}}"),
+		     BRQ_ST_OK, "%s", E);
 	cr_expect(!P.job.job.has_locked_by && !P.job.job.has_locked_until_ms && !P.job.job.has_key);
 	cr_expect(P.job.job.has_last_error);
 	cr_expect_eq(P.job.job.state, BRQ_STATE_DEAD);
@@ -1484,13 +1553,13 @@ check_json(const jrow *rows, size_t n, uint32_t depth, unsigned flags)
 {
 	for (size_t i = 0; i < n; i++) {
 		size_t       len = rows[i].len ? rows[i].len : strlen(rows[i].text);
-		brq_json_err je  = { 0, NULL };
+		brq_json_err je  = {0, NULL};
 		bool         ok  = brq_json_valid(rows[i].text, len, depth, flags, &je);
 		cr_expect_eq(ok, rows[i].ok, "json %zu [%s]: %s at %zu", i, rows[i].text,
-		             je.reason ? je.reason : "", je.offset);
+			     je.reason ? je.reason : "", je.offset);
 		if (!rows[i].ok && ok == rows[i].ok) {
 			cr_expect_eq(je.offset, rows[i].off, "json %zu [%s]: offset %zu (%s), want %zu", i,
-			             rows[i].text, je.offset, je.reason, rows[i].off);
+				     rows[i].text, je.offset, je.reason, rows[i].off);
 		}
 	}
 }
@@ -1498,24 +1567,24 @@ check_json(const jrow *rows, size_t n, uint32_t depth, unsigned flags)
 Test(json, accepts_valid_documents)
 {
 	static const jrow rows[] = {
-		{ "0", 0, true, 0 },
-		{ "-0", 0, true, 0 },
-		{ "1.5e+10", 0, true, 0 },
-		{ "-12.0E-3", 0, true, 0 },
-		{ "123456789012345678901234567890", 0, true, 0 },
-		{ "true", 0, true, 0 },
-		{ "false", 0, true, 0 },
-		{ "null", 0, true, 0 },
-		{ "\"\"", 0, true, 0 },
-		{ " \t\r\n[] \n", 0, true, 0 },
-		{ "{}", 0, true, 0 },
-		{ "{\"a\":{\"b\":[1,{\"c\":null}]},\"d\":\"e\"}", 0, true, 0 },
-		{ "{\"a\":1,\"a\":2}", 0, true, 0 }, // duplicates are not checked
-		{ "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", 0, true, 0 },
-		{ "\"\\u00e9\\uD83D\\uDE00\"", 0, true, 0 }, // é and a surrogate pair
-		{ "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"", 0, true, 0 },
-		{ "\"\\u0000\"", 0, true, 0 }, // valid JSON; only refused with the flag
-		{ "\"\x7f\"", 0, true, 0 },     // DEL is not a control character in JSON
+		{"0", 0, true, 0},
+		{"-0", 0, true, 0},
+		{"1.5e+10", 0, true, 0},
+		{"-12.0E-3", 0, true, 0},
+		{"123456789012345678901234567890", 0, true, 0},
+		{"true", 0, true, 0},
+		{"false", 0, true, 0},
+		{"null", 0, true, 0},
+		{"\"\"", 0, true, 0},
+		{" \t\r\n[] \n", 0, true, 0},
+		{"{}", 0, true, 0},
+		{"{\"a\":{\"b\":[1,{\"c\":null}]},\"d\":\"e\"}", 0, true, 0},
+		{"{\"a\":1,\"a\":2}", 0, true, 0}, // duplicates are not checked
+		{"\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", 0, true, 0},
+		{"\"\\u00e9\\uD83D\\uDE00\"", 0, true, 0}, // é and a surrogate pair
+		{"\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"", 0, true, 0},
+		{"\"\\u0000\"", 0, true, 0}, // valid JSON; only refused with the flag
+		{"\"\x7f\"", 0, true, 0},    // DEL is not a control character in JSON
 	};
 	check_json(rows, sizeof rows / sizeof rows[0], 64, 0);
 }
@@ -1523,52 +1592,52 @@ Test(json, accepts_valid_documents)
 Test(json, rejects_invalid_documents_at_the_right_offset)
 {
 	static const jrow rows[] = {
-		{ "", 0, false, 0 },
-		{ "   ", 0, false, 3 },
-		{ "\xef\xbb\xbf{}", 0, false, 0 }, // BOM
-		{ "{", 0, false, 1 },
-		{ "}", 0, false, 0 },
-		{ "[1,]", 0, false, 3 },
-		{ "[,1]", 0, false, 1 },
-		{ "{\"a\"}", 0, false, 4 },
-		{ "{\"a\":}", 0, false, 5 },
-		{ "{\"a\":1,}", 0, false, 7 },
-		{ "{a:1}", 0, false, 1 },
-		{ "{'a':1}", 0, false, 1 },
-		{ "[1 2]", 0, false, 3 },
-		{ "[1]]", 0, false, 3 },
-		{ "{} x", 0, false, 3 },
-		{ "01", 0, false, 1 },
-		{ "-", 0, false, 1 },
-		{ "+1", 0, false, 0 },
-		{ ".5", 0, false, 0 },
-		{ "1.", 0, false, 2 },
-		{ "1.e5", 0, false, 2 },
-		{ "1e", 0, false, 2 },
-		{ "1e+", 0, false, 3 },
-		{ "0x10", 0, false, 1 },
-		{ "NaN", 0, false, 0 },
-		{ "Infinity", 0, false, 0 },
-		{ "tru", 0, false, 3 },
-		{ "nulL", 0, false, 3 },
-		{ "\"abc", 0, false, 4 },
-		{ "\"a\tb\"", 0, false, 2 },
-		{ "\"a\nb\"", 0, false, 2 },
-		{ "\"\x1f\"", 0, false, 1 },
-		{ "\"\\x\"", 0, false, 1 },
-		{ "\"\\u12\"", 0, false, 1 },
-		{ "\"\\u12g4\"", 0, false, 1 },
-		{ "\"\\uD800\"", 0, false, 1 },       // lone high surrogate
-		{ "\"\\uDC00\"", 0, false, 1 },       // lone low surrogate
-		{ "\"\\uD800\\u0041\"", 0, false, 1 }, // high followed by a non-low
-		{ "\"\\uD800x\"", 0, false, 1 },
-		{ "\"\xff\"", 0, false, 1 },
-		{ "\"\xc0\x80\"", 0, false, 1 },         // overlong NUL
-		{ "\"\xed\xa0\x80\"", 0, false, 1 },     // UTF-8 encoded surrogate
-		{ "\"\xf4\x90\x80\x80\"", 0, false, 1 }, // above U+10FFFF
-		{ "\"\xe2\x82\"", 0, false, 1 },         // truncated sequence
-		{ "[\"a\0b\"]", 6, false, 3 },           // raw NUL
-		{ "\xc3\xa9", 0, false, 0 },             // non-ASCII outside a string
+		{"", 0, false, 0},
+		{"   ", 0, false, 3},
+		{"\xef\xbb\xbf{}", 0, false, 0}, // BOM
+		{"{", 0, false, 1},
+		{"}", 0, false, 0},
+		{"[1,]", 0, false, 3},
+		{"[,1]", 0, false, 1},
+		{"{\"a\"}", 0, false, 4},
+		{"{\"a\":}", 0, false, 5},
+		{"{\"a\":1,}", 0, false, 7},
+		{"{a:1}", 0, false, 1},
+		{"{'a':1}", 0, false, 1},
+		{"[1 2]", 0, false, 3},
+		{"[1]]", 0, false, 3},
+		{"{} x", 0, false, 3},
+		{"01", 0, false, 1},
+		{"-", 0, false, 1},
+		{"+1", 0, false, 0},
+		{".5", 0, false, 0},
+		{"1.", 0, false, 2},
+		{"1.e5", 0, false, 2},
+		{"1e", 0, false, 2},
+		{"1e+", 0, false, 3},
+		{"0x10", 0, false, 1},
+		{"NaN", 0, false, 0},
+		{"Infinity", 0, false, 0},
+		{"tru", 0, false, 3},
+		{"nulL", 0, false, 3},
+		{"\"abc", 0, false, 4},
+		{"\"a\tb\"", 0, false, 2},
+		{"\"a\nb\"", 0, false, 2},
+		{"\"\x1f\"", 0, false, 1},
+		{"\"\\x\"", 0, false, 1},
+		{"\"\\u12\"", 0, false, 1},
+		{"\"\\u12g4\"", 0, false, 1},
+		{"\"\\uD800\"", 0, false, 1},        // lone high surrogate
+		{"\"\\uDC00\"", 0, false, 1},        // lone low surrogate
+		{"\"\\uD800\\u0041\"", 0, false, 1}, // high followed by a non-low
+		{"\"\\uD800x\"", 0, false, 1},
+		{"\"\xff\"", 0, false, 1},
+		{"\"\xc0\x80\"", 0, false, 1},         // overlong NUL
+		{"\"\xed\xa0\x80\"", 0, false, 1},     // UTF-8 encoded surrogate
+		{"\"\xf4\x90\x80\x80\"", 0, false, 1}, // above U+10FFFF
+		{"\"\xe2\x82\"", 0, false, 1},         // truncated sequence
+		{"[\"a\0b\"]", 6, false, 3},           // raw NUL
+		{"\xc3\xa9", 0, false, 0},             // non-ASCII outside a string
 	};
 	check_json(rows, sizeof rows / sizeof rows[0], 64, 0);
 }
@@ -1576,15 +1645,15 @@ Test(json, rejects_invalid_documents_at_the_right_offset)
 Test(json, flags_change_surrogate_and_nul_escape_handling)
 {
 	static const jrow lone_ok[] = {
-		{ "\"\\uD800\"", 0, true, 0 },
-		{ "\"\\uDC00\\uD800\"", 0, true, 0 },
-		{ "\"\\uD800\\u0041\"", 0, true, 0 },
+		{"\"\\uD800\"", 0, true, 0},
+		{"\"\\uDC00\\uD800\"", 0, true, 0},
+		{"\"\\uD800\\u0041\"", 0, true, 0},
 	};
 	check_json(lone_ok, 3, 64, BRQ_JSON_ALLOW_LONE_SURROGATES);
 	static const jrow nul[] = {
-		{ "\"\\u0000\"", 0, false, 1 },
-		{ "[\"ok\", \"a\\u0000\"]", 0, false, 9 },
-		{ "\"\\u0001\"", 0, true, 0 },
+		{"\"\\u0000\"", 0, false, 1},
+		{"[\"ok\", \"a\\u0000\"]", 0, false, 9},
+		{"\"\\u0001\"", 0, true, 0},
 	};
 	check_json(nul, 3, 64, BRQ_JSON_REJECT_NUL_ESCAPE);
 }
@@ -1621,19 +1690,19 @@ Test(text, utf8_validation_follows_the_unicode_table)
 		size_t      len;
 		bool        ok;
 	} rows[] = {
-		{ "", 0, true },
-		{ "plain", 5, true },
-		{ "\xc3\xa9", 2, true },
-		{ "\xef\xbf\xbf", 3, true },
-		{ "\xf4\x8f\xbf\xbf", 4, true },
-		{ "\xc2", 1, false },
-		{ "\xc1\xbf", 2, false },
-		{ "\xe0\x9f\xbf", 3, false },
-		{ "\xed\xbf\xbf", 3, false },
-		{ "\xf0\x8f\xbf\xbf", 4, false },
-		{ "\xf5\x80\x80\x80", 4, false },
-		{ "\x80", 1, false },
-		{ "a\0b", 3, false },
+		{"", 0, true},
+		{"plain", 5, true},
+		{"\xc3\xa9", 2, true},
+		{"\xef\xbf\xbf", 3, true},
+		{"\xf4\x8f\xbf\xbf", 4, true},
+		{"\xc2", 1, false},
+		{"\xc1\xbf", 2, false},
+		{"\xe0\x9f\xbf", 3, false},
+		{"\xed\xbf\xbf", 3, false},
+		{"\xf0\x8f\xbf\xbf", 4, false},
+		{"\xf5\x80\x80\x80", 4, false},
+		{"\x80", 1, false},
+		{"a\0b", 3, false},
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		cr_expect_eq(brq_utf8_valid(rows[i].s, rows[i].len, true), rows[i].ok, "row %zu", i);
@@ -1762,7 +1831,7 @@ Test(buf, whole_message_encoders_replace_the_contents_without_reallocating)
 {
 	brq_buf b;
 	brq_buf_init(&b, 0);
-	brq_request q = { .op = BRQ_OP_CANCEL, .cancel = { 5 } };
+	brq_request q = {.op = BRQ_OP_CANCEL, .cancel = {5}};
 	cr_assert_eq(brq_request_encode(&b, &q), 0);
 	size_t len  = b.len;
 	char  *data = b.data;
@@ -1771,14 +1840,14 @@ Test(buf, whole_message_encoders_replace_the_contents_without_reallocating)
 	}
 	cr_expect_eq(b.len, len);
 	cr_expect_eq(b.data, data);
-	brq_request none = { .op = BRQ_OP_NONE };
+	brq_request none = {.op = BRQ_OP_NONE};
 	cr_expect_eq(brq_request_encode(&b, &none), BRQ_EINVAL);
 	brq_buf_fini(&b);
 }
 
 Test(codec, binary_tokens_are_sent_as_bin)
 {
-	brq_request q = { .op = BRQ_OP_PING, .token = { "\xff\xfe", 2 } };
+	brq_request q = {.op = BRQ_OP_PING, .token = {"\xff\xfe", 2}};
 	cr_assert_eq(brq_request_encode(&B, &q), 0);
 	cr_assert_eq(decode_raw(B.data, B.len), BRQ_ST_OK);
 	expect_str(R.token, q.token, "token");
@@ -1828,14 +1897,13 @@ Test(fuzz, random_mutations_of_valid_messages_never_crash_and_get_a_defined_stat
 		size_t len;
 		brq_op op;
 	} seeds[N_SAMPLE_REQ + N_SAMPLE_REP];
-	static const uint8_t special[] = { 0x00, 0x01, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0,
-		                               0xc1, 0xc2, 0xc3, 0xc4, 0xc6, 0xc9, 0xca, 0xcb, 0xcc, 0xcf,
-		                               0xd0, 0xd3, 0xd4, 0xd8, 0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf,
-		                               0xe0, 0xff };
-	size_t   n_seeds = 0;
-	uint64_t s       = 0x9e3779b97f4a7c15u;
-	uint32_t counts[BRQ_ST__COUNT] = { 0 };
-	char     m[MAXLEN + 16];
+	static const uint8_t special[] = {0x00, 0x01, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1,
+					  0xc2, 0xc3, 0xc4, 0xc6, 0xc9, 0xca, 0xcb, 0xcc, 0xcf, 0xd0, 0xd3,
+					  0xd4, 0xd8, 0xd9, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff};
+	size_t               n_seeds   = 0;
+	uint64_t             s         = 0x9e3779b97f4a7c15u;
+	uint32_t             counts[BRQ_ST__COUNT] = {0};
+	char                 m[MAXLEN + 16];
 
 	sample_requests(reqs);
 	sample_replies(reps);
@@ -1906,7 +1974,7 @@ static char *
 slurp(FILE *f, size_t *len)
 {
 	size_t cap = 1 << 16, n = 0;
-	char  *s   = malloc(cap);
+	char  *s = malloc(cap);
 	size_t got;
 	while ((got = fread(s + n, 1, cap - n - 1, f)) > 0) {
 		n += got;
@@ -1962,7 +2030,7 @@ Test(docs, protocol_examples_match_the_generator_output)
 
 	const char *begin = strstr(md, "<!-- BEGIN GENERATED EXAMPLES");
 	cr_assert_not_null(begin);
-	begin = strstr(begin, "-->") + 3;
+	begin           = strstr(begin, "-->") + 3;
 	const char *end = strstr(begin, "<!-- END GENERATED EXAMPLES -->");
 	cr_assert_not_null(end);
 	size_t      n1 = (size_t) (end - begin), n2 = glen;
@@ -1970,7 +2038,7 @@ Test(docs, protocol_examples_match_the_generator_output)
 	trim(&p1, &n1);
 	trim(&p2, &n2);
 	cr_expect(n1 == n2 && memcmp(p1, p2, n1) == 0,
-	          "docs/protocol.md examples differ from brooq_proto_examples output; regenerate");
+		  "docs/protocol.md examples differ from brooq_proto_examples output; regenerate");
 	free(out);
 	free(md);
 }

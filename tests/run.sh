@@ -9,6 +9,12 @@ cd "$root"
 
 deploy/deps.sh
 
+echo "== format (.clang-format)"
+if ! clang-format --dry-run --Werror $(git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.[ch]' -not -path './build*'); then
+  echo "format: run clang-format -i on the files above"
+  exit 1
+fi
+
 jobs=$(nproc)
 build() { # build DIR CC [cmake options...]
   local dir=$1 cc=$2

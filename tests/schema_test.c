@@ -40,38 +40,44 @@ Test(schema, accepts_a_plain_insert_with_defaults)
 Test(schema, rejects_an_unknown_state)
 {
 	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, state) VALUES ('t', 'cancelled')"),
-	                 CHECK_VIOLATION);
+			 CHECK_VIOLATION);
 	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, state) VALUES ('t', 'Pending')"),
-	                 CHECK_VIOLATION);
+			 CHECK_VIOLATION);
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 0);
 }
 
 Test(schema, rejects_a_processing_row_without_a_lease)
 {
 	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, state) VALUES ('t', 'processing')"),
-	                 CHECK_VIOLATION);
+			 CHECK_VIOLATION);
 	/* Half a lease is no lease: holder, expiry and token go together. */
-	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, state, locked_by, locked_until)"
-	                                    " VALUES ('t', 'processing', 'w1', now())"),
-	                 CHECK_VIOLATION);
-	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, state, locked_by, lease_token)"
-	                                    " VALUES ('t', 'processing', 'w1', gen_random_uuid())"),
-	                 CHECK_VIOLATION);
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
-	                    " VALUES ('t', 'processing', 'w1', now(), gen_random_uuid())");
+	cr_assert_str_eq(brq_testdb_try(db,
+					"INSERT INTO job (topic, state, locked_by, locked_until)"
+					" VALUES ('t', 'processing', 'w1', now())"),
+			 CHECK_VIOLATION);
+	cr_assert_str_eq(brq_testdb_try(db,
+					"INSERT INTO job (topic, state, locked_by, lease_token)"
+					" VALUES ('t', 'processing', 'w1', gen_random_uuid())"),
+			 CHECK_VIOLATION);
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
+			" VALUES ('t', 'processing', 'w1', now(), gen_random_uuid())");
 	/* ... and clearing the lease of a processing row is refused too. */
-	cr_assert_str_eq(brq_testdb_try(db, "UPDATE job SET locked_by = NULL, locked_until = NULL,"
-	                                    " lease_token = NULL"),
-	                 CHECK_VIOLATION);
+	cr_assert_str_eq(brq_testdb_try(db,
+					"UPDATE job SET locked_by = NULL, locked_until = NULL,"
+					" lease_token = NULL"),
+			 CHECK_VIOLATION);
 }
 
 Test(schema, rejects_a_lease_on_a_row_that_is_not_processing)
 {
-	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
-	                                    " VALUES ('t', 'pending', 'w1', now(), gen_random_uuid())"),
-	                 CHECK_VIOLATION);
-	brq_testdb_exec(db, "INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
-	                    " VALUES ('t', 'processing', 'w1', now(), gen_random_uuid())");
+	cr_assert_str_eq(brq_testdb_try(db,
+					"INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
+					" VALUES ('t', 'pending', 'w1', now(), gen_random_uuid())"),
+			 CHECK_VIOLATION);
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, locked_by, locked_until, lease_token)"
+			" VALUES ('t', 'processing', 'w1', now(), gen_random_uuid())");
 	cr_assert_str_eq(brq_testdb_try(db, "UPDATE job SET state = 'pending'"), CHECK_VIOLATION);
 }
 
@@ -80,27 +86,31 @@ Test(schema, never_overwrites_a_terminal_state)
 	const char *terminal[] = {"done", "dead", "canceled"};
 	for (size_t i = 0; i < 3; i++) {
 		char sql[256];
-		snprintf(sql, sizeof(sql), "INSERT INTO job (topic, state) VALUES ('t%zu', '%s')", i, terminal[i]);
+		snprintf(sql, sizeof(sql), "INSERT INTO job (topic, state) VALUES ('t%zu', '%s')", i,
+			 terminal[i]);
 		brq_testdb_exec(db, sql);
 		snprintf(sql, sizeof(sql), "UPDATE job SET state = 'pending' WHERE topic = 't%zu'", i);
 		cr_assert_str_eq(brq_testdb_try(db, sql), CHECK_VIOLATION, "%s was overwritten", terminal[i]);
 		snprintf(sql, sizeof(sql), "UPDATE job SET last_error = 'x' WHERE topic = 't%zu'", i);
 		cr_assert_str_eq(brq_testdb_try(db, sql), CHECK_VIOLATION, "%s row was changed", terminal[i]);
 	}
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state IN ('done','dead','canceled')"), 3);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state IN ('done','dead','canceled')"),
+		     3);
 }
 
 Test(schema, rejects_a_duplicate_topic_and_key)
 {
 	brq_testdb_exec(db, "INSERT INTO job (topic, idempotency_key) VALUES ('t', 'order-42')");
-	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, idempotency_key) VALUES ('t', 'order-42')"),
-	                 UNIQUE_VIOLATION);
+	cr_assert_str_eq(
+		brq_testdb_try(db, "INSERT INTO job (topic, idempotency_key) VALUES ('t', 'order-42')"),
+		UNIQUE_VIOLATION);
 	/* The same key on another topic is another job. */
 	brq_testdb_exec(db, "INSERT INTO job (topic, idempotency_key) VALUES ('u', 'order-42')");
 	/* A terminal row still owns its key (for its whole life). */
 	brq_testdb_exec(db, "UPDATE job SET state = 'done' WHERE topic = 't'");
-	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, idempotency_key) VALUES ('t', 'order-42')"),
-	                 UNIQUE_VIOLATION);
+	cr_assert_str_eq(
+		brq_testdb_try(db, "INSERT INTO job (topic, idempotency_key) VALUES ('t', 'order-42')"),
+		UNIQUE_VIOLATION);
 }
 
 Test(schema, does_not_deduplicate_null_keys)
@@ -113,7 +123,7 @@ Test(schema, treats_a_key_of_spaces_as_a_real_key)
 {
 	brq_testdb_exec(db, "INSERT INTO job (topic, idempotency_key) VALUES ('t', '   ')");
 	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, idempotency_key) VALUES ('t', '   ')"),
-	                 UNIQUE_VIOLATION);
+			 UNIQUE_VIOLATION);
 	/* Spaces are not trimmed: one space is a different key from three. */
 	brq_testdb_exec(db, "INSERT INTO job (topic, idempotency_key) VALUES ('t', ' ')");
 }
@@ -121,7 +131,7 @@ Test(schema, treats_a_key_of_spaces_as_a_real_key)
 Test(schema, rejects_an_empty_key_which_must_be_null)
 {
 	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, idempotency_key) VALUES ('t', '')"),
-	                 CHECK_VIOLATION);
+			 CHECK_VIOLATION);
 }
 
 Test(schema, rejects_malformed_topics)
@@ -137,18 +147,22 @@ Test(schema, rejects_malformed_topics)
 
 Test(schema, rejects_attempt_counts_out_of_range)
 {
-	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, attempts) VALUES ('t', -1)"), CHECK_VIOLATION);
-	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, max_attempts) VALUES ('t', 0)"), CHECK_VIOLATION);
+	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, attempts) VALUES ('t', -1)"),
+			 CHECK_VIOLATION);
+	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, max_attempts) VALUES ('t', 0)"),
+			 CHECK_VIOLATION);
 }
 
 Test(schema, rejects_invalid_json_payloads)
 {
-	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, payload) VALUES ('t', '{nope')"), "22P02");
+	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, payload) VALUES ('t', '{nope')"),
+			 "22P02");
 }
 
 Test(schema, sets_autovacuum_thresholds_on_job)
 {
-	char *opts = brq_testdb_value(db, "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = 'job'");
+	char *opts = brq_testdb_value(
+		db, "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = 'job'");
 	cr_assert_not_null(strstr(opts, "autovacuum_vacuum_scale_factor=0.02"), "%s", opts);
 	cr_assert_not_null(strstr(opts, "autovacuum_vacuum_threshold=100"), "%s", opts);
 	free(opts);
@@ -157,12 +171,14 @@ Test(schema, sets_autovacuum_thresholds_on_job)
 Test(schema, claim_query_uses_the_partial_claim_index)
 {
 	/* Enough terminal rows that a sequential scan would be the wrong plan. */
-	brq_testdb_exec(db, "INSERT INTO job (topic, state) SELECT 't', 'done' FROM generate_series(1, 20000)");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state) SELECT 't', 'done' FROM generate_series(1, 20000)");
 	brq_testdb_exec(db, "INSERT INTO job (topic) SELECT 't' FROM generate_series(1, 10)");
 	brq_testdb_exec(db, "ANALYZE job");
-	PGresult *r = PQexec(db, "EXPLAIN SELECT id FROM job WHERE state IN ('pending','failed')"
-	                         " AND available_at <= now() ORDER BY available_at, id LIMIT 10"
-	                         " FOR NO KEY UPDATE SKIP LOCKED");
+	PGresult *r = PQexec(db,
+			     "EXPLAIN SELECT id FROM job WHERE state IN ('pending','failed')"
+			     " AND available_at <= now() ORDER BY available_at, id LIMIT 10"
+			     " FOR NO KEY UPDATE SKIP LOCKED");
 	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK);
 	bool uses = false;
 	for (int i = 0; i < PQntuples(r); i++)

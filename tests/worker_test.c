@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The worker runtime against a real brooq-gateway and PostgreSQL: pick-up, retries, cancel, reaping, chains, stop. */
+/* The worker runtime against a real brooq-gateway and PostgreSQL: pick-up, retries, cancel, reaping, chains,
+ * stop. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <inttypes.h>
@@ -68,9 +69,9 @@ TestSuite(worker, .fini = teardown, .timeout = 60);
 /* Argument checks that need no gateway. */
 TestSuite(worker_api, .timeout = 30);
 
-#define OK(call)                                                                                  \
-	do {                                                                                          \
-		brooq_err e_ = (call);                                                                    \
+#define OK(call)                                                                                           \
+	do {                                                                                               \
+		brooq_err e_ = (call);                                                                     \
 		cr_assert_eq(e_, BROOQ_OK, "%s: %s: %s", #call, brooq_strerror(e_), brooq_last_message()); \
 	} while (0)
 
@@ -219,9 +220,11 @@ h_topic(brooq_job_ctx *job, void *arg)
 	size_t      len;
 	const char *payload = brooq_job_payload(job, &len);
 	long long   now     = atomic_fetch_add(&running, 1) + 1;
-	for (long long m = atomic_load(&max_running); now > m && !atomic_compare_exchange_weak(&max_running, &m, now);) {
+	for (long long m = atomic_load(&max_running);
+	     now > m && !atomic_compare_exchange_weak(&max_running, &m, now);) {
 	}
-	if (strcmp(brooq_job_topic(job), want) != 0 || strstr(payload, want) == NULL || strlen(payload) != len)
+	if (strcmp(brooq_job_topic(job), want) != 0 || strstr(payload, want) == NULL ||
+	    strlen(payload) != len)
 		atomic_fetch_add(&n_wrong, 1);
 	atomic_fetch_add(strcmp(want, "t.alpha") == 0 ? &n_alpha : &n_beta, 1);
 	sleep_ms(20);
@@ -334,7 +337,7 @@ h_outcome(brooq_job_ctx *job, void *arg)
 Test(worker, starts_a_job_enqueued_during_its_long_poll_within_200_ms)
 {
 	start(NULL);
-	brooq_worker *w = worker_new(wc, (brooq_worker_opts){.threads = 2}); /* default wait: 30 s */
+	brooq_worker *w = worker_new(wc, (brooq_worker_opts) {.threads = 2}); /* default wait: 30 s */
 	OK(brooq_worker_handle(w, "t.wake", h_record, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -347,8 +350,10 @@ Test(worker, starts_a_job_enqueued_during_its_long_poll_within_200_ms)
 		int64_t t1 = now_us();
 		cr_assert(wait_atomic(&started, i, 5000), "job %d never started", i);
 		double ms = (double) (atomic_load(&started_at_us) - t0) / 1000.0;
-		fprintf(stderr, "worker_test: wake latency %.2f ms (enqueue call to handler start; the enqueue call itself %.2f ms)\n",
-		        ms, (double) (t1 - t0) / 1000.0);
+		fprintf(stderr,
+			"worker_test: wake latency %.2f ms (enqueue call to handler start; the enqueue call "
+			"itself %.2f ms)\n",
+			ms, (double) (t1 - t0) / 1000.0);
 		worst = ms > worst ? ms : worst;
 	}
 	cr_assert_lt(worst, 200.0, "worst wake latency %.1f ms", worst);
@@ -369,12 +374,12 @@ Test(worker, runs_jobs_of_two_topics_to_done_each_with_its_own_handler)
 	for (int i = 0; i < 2 * N; i++) {
 		const char *topic = i % 2 ? "t.beta" : "t.alpha";
 		snprintf(payloads[i], sizeof(payloads[i]), "{\"topic\": \"%s\", \"i\": %d}", topic, i);
-		specs[i] = (brooq_job_spec){.topic = topic, .payload = payloads[i]};
+		specs[i] = (brooq_job_spec) {.topic = topic, .payload = payloads[i]};
 	}
 	brooq_enqueue_result res[2 * N];
 	OK(brooq_enqueue(wc, specs, 2 * N, res));
 
-	brooq_worker *w = worker_new(wc, (brooq_worker_opts){.threads = THREADS, .wait_ms = 500});
+	brooq_worker *w = worker_new(wc, (brooq_worker_opts) {.threads = THREADS, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "t.alpha", h_topic, "t.alpha"));
 	OK(brooq_worker_handle(w, "t.beta", h_topic, "t.beta"));
 	runner r;
@@ -408,15 +413,19 @@ Test(worker, retries_a_failing_job_until_an_attempt_succeeds)
 {
 	start(fast_backoff);
 	uint64_t      id = enqueue("t.flaky", "{}", 5);
-	brooq_worker *w  = worker_new(wc, (brooq_worker_opts){.threads = 2, .wait_ms = 500});
+	brooq_worker *w  = worker_new(wc, (brooq_worker_opts) {.threads = 2, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "t.flaky", h_flaky, NULL));
 	runner r;
 	runner_start(&r, w);
-	cr_assert_eq(wait_int(1, 10000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'done'", id), 1,
-	             "the job never ended done");
+	cr_assert_eq(
+		wait_int(1, 10000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'done'", id),
+		1, "the job never ended done");
 	runner_stop(&r);
 	cr_assert_eq(sql_int("SELECT attempts FROM job WHERE id = %" PRIu64, id), 3);
-	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64 " AND last_error = 'boom on attempt 2'", id), 1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64
+			     " AND last_error = 'boom on attempt 2'",
+			     id),
+		     1);
 	cr_assert_eq(atomic_load(&started), 3);
 	brooq_worker_stats st = stats_of(w);
 	cr_assert_eq(st.claimed, 3);
@@ -428,16 +437,20 @@ Test(worker, buries_a_job_whose_last_attempt_fails)
 {
 	start(fast_backoff);
 	uint64_t      id = enqueue("t.flaky", "{}", 2);
-	brooq_worker *w  = worker_new(wc, (brooq_worker_opts){.threads = 2, .wait_ms = 500});
+	brooq_worker *w  = worker_new(wc, (brooq_worker_opts) {.threads = 2, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "t.flaky", h_flaky, "always"));
 	runner r;
 	runner_start(&r, w);
-	cr_assert_eq(wait_int(1, 10000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'dead'", id), 1,
-	             "the job never ended dead");
+	cr_assert_eq(
+		wait_int(1, 10000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'dead'", id),
+		1, "the job never ended dead");
 	sleep_ms(200); /* a third claim would show up now */
 	runner_stop(&r);
 	cr_assert_eq(sql_int("SELECT attempts FROM job WHERE id = %" PRIu64, id), 2);
-	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64 " AND last_error = 'boom on attempt 2'", id), 1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64
+			     " AND last_error = 'boom on attempt 2'",
+			     id),
+		     1);
 	brooq_worker_stats st = stats_of(w);
 	cr_assert_eq(st.claimed, 2);
 	cr_assert_eq(st.settled, 2);
@@ -448,7 +461,8 @@ Test(worker, hands_an_operator_cancel_to_the_running_handler_within_a_third_of_t
 {
 	start(NULL);
 	uint64_t      id = enqueue("t.cancel", "{}", 0);
-	brooq_worker *w  = worker_new(wc, (brooq_worker_opts){.threads = 1, .lease_ms = 3000, .wait_ms = 500});
+	brooq_worker *w =
+		worker_new(wc, (brooq_worker_opts) {.threads = 1, .lease_ms = 3000, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "t.cancel", h_until_canceled, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -463,15 +477,18 @@ Test(worker, hands_an_operator_cancel_to_the_running_handler_within_a_third_of_t
 	cr_assert_eq(st_after, BROOQ_CANCELED);
 	cr_assert(wait_atomic(&finished, 1, 5000), "the handler never saw its cancel");
 	double ms = (double) (atomic_load(&cancel_seen_us) - t0) / 1000.0;
-	fprintf(stderr, "worker_test: cancel reached the handler in %.1f ms (lease 3000 ms, heartbeat every 1000 ms)\n", ms);
+	fprintf(stderr,
+		"worker_test: cancel reached the handler in %.1f ms (lease 3000 ms, heartbeat every 1000 "
+		"ms)\n",
+		ms);
 	cr_assert_leq(ms, 1000.0 + 500.0, "cancel took %.1f ms to reach the handler", ms);
 
 	sleep_ms(300); /* a (wrong) settle of the discarded fail would land now */
 	runner_stop(&r);
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64
-	                     " AND state = 'canceled' AND last_error IS NULL AND attempts = 1",
-	                     id),
-	             1, "the worker wrote to a canceled job");
+			     " AND state = 'canceled' AND last_error IS NULL AND attempts = 1",
+			     id),
+		     1, "the worker wrote to a canceled job");
 	brooq_worker_stats st = stats_of(w);
 	cr_assert_eq(st.lease_lost, 1);
 	cr_assert_eq(st.settled, 0);
@@ -498,14 +515,14 @@ Test(worker, a_job_whose_worker_is_killed_is_reaped_without_spending_an_attempt_
 			dup2(fd, STDOUT_FILENO);
 			dup2(fd, STDERR_FILENO);
 		}
-		execl(bin, "example-worker", "--url", gw.url, "--token-file", gw.worker_token_file, "--threads",
-		      "1", (char *) NULL);
+		execl(bin, "example-worker", "--url", gw.url, "--token-file", gw.worker_token_file,
+		      "--threads", "1", (char *) NULL);
 		_exit(127);
 	}
 	long long processing = wait_int(1, 10000,
-	                                "SELECT count(*) FROM job WHERE id = %" PRIu64
-	                                " AND state = 'processing' AND attempts = 1",
-	                                id);
+					"SELECT count(*) FROM job WHERE id = %" PRIu64
+					" AND state = 'processing' AND attempts = 1",
+					id);
 	if (processing != 1)
 		kill(pid, SIGKILL);
 	cr_assert_eq(processing, 1, "example-worker never claimed the job (see %s)", log);
@@ -517,20 +534,22 @@ Test(worker, a_job_whose_worker_is_killed_is_reaped_without_spending_an_attempt_
 
 	/* The reaper: back to pending, attempts unchanged (an expiry is not a failure). */
 	cr_assert_eq(wait_int(1, 5000,
-	                      "SELECT count(*) FROM job WHERE id = %" PRIu64
-	                      " AND state = 'pending' AND attempts = 1 AND locked_by IS NULL",
-	                      id),
-	             1, "the expired lease was not reaped back to pending");
+			      "SELECT count(*) FROM job WHERE id = %" PRIu64
+			      " AND state = 'pending' AND attempts = 1 AND locked_by IS NULL",
+			      id),
+		     1, "the expired lease was not reaped back to pending");
 
-	brooq_worker *w = worker_new(wc, (brooq_worker_opts){.threads = 1, .wait_ms = 500});
+	brooq_worker *w = worker_new(wc, (brooq_worker_opts) {.threads = 1, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "demo.slow", h_done, NULL));
 	runner r;
 	runner_start(&r, w);
-	cr_assert_eq(wait_int(1, 5000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'done'", id), 1);
+	cr_assert_eq(
+		wait_int(1, 5000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'done'", id),
+		1);
 	runner_stop(&r);
 	cr_assert_eq(sql_int("SELECT attempts FROM job WHERE id = %" PRIu64, id), 2);
 	cr_assert_eq(atomic_load(&started_at_us), 2, "the second worker saw attempt %lld",
-	             (long long) atomic_load(&started_at_us));
+		     (long long) atomic_load(&started_at_us));
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state = 'dead'"), 0);
 	brooq_worker_free(w);
 }
@@ -540,19 +559,20 @@ Test(worker, enqueues_chained_jobs_only_when_the_parent_ends_done)
 	start(NULL);
 	uint64_t      failing = enqueue("t.parent", "{\"mode\": \"fail\"}", 1);
 	uint64_t      ok      = enqueue("t.parent", "{\"mode\": \"ok\"}", 1);
-	brooq_worker *w       = worker_new(wc, (brooq_worker_opts){.threads = 2, .wait_ms = 500});
+	brooq_worker *w       = worker_new(wc, (brooq_worker_opts) {.threads = 2, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "t.parent", h_parent, NULL));
 	runner r;
 	runner_start(&r, w);
 	cr_assert_eq(wait_int(2, 5000,
-	                      "SELECT count(*) FROM job WHERE (id = %" PRIu64 " AND state = 'dead')"
-	                      " OR (id = %" PRIu64 " AND state = 'done')",
-	                      failing, ok),
-	             2);
+			      "SELECT count(*) FROM job WHERE (id = %" PRIu64 " AND state = 'dead')"
+			      " OR (id = %" PRIu64 " AND state = 'done')",
+			      failing, ok),
+		     2);
 	runner_stop(&r);
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 't.child'"), 1,
-	             "a fail must enqueue no chained job, a done exactly its one");
-	cr_assert_eq(sql_int("SELECT (payload->>'parent')::int8 FROM job WHERE topic = 't.child'"), (long long) ok);
+		     "a fail must enqueue no chained job, a done exactly its one");
+	cr_assert_eq(sql_int("SELECT (payload->>'parent')::int8 FROM job WHERE topic = 't.child'"),
+		     (long long) ok);
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 't.child' AND state = 'pending'"), 1);
 	brooq_worker_free(w);
 }
@@ -567,13 +587,15 @@ Test(worker, stops_gracefully_settling_what_finished_and_losing_nothing)
 	OK(brooq_enqueue(wc, first, 4, res));
 
 	brooq_worker *w = worker_new(
-		wc, (brooq_worker_opts){.threads = 4, .lease_ms = 1500, .wait_ms = 500, .stop_grace_ms = 800});
+		wc,
+		(brooq_worker_opts) {.threads = 4, .lease_ms = 1500, .wait_ms = 500, .stop_grace_ms = 800});
 	OK(brooq_worker_handle(w, "t.short", h_short, NULL));
 	OK(brooq_worker_handle(w, "t.long", h_until_canceled, NULL));
 	runner r;
 	runner_start(&r, w);
 	cr_assert(wait_atomic(&started, 4, 5000), "not all four jobs started");
-	brooq_job_spec more[] = {{.topic = "t.short"}, {.topic = "t.short"}, {.topic = "t.short"}, {.topic = "t.short"}};
+	brooq_job_spec more[] = {
+		{.topic = "t.short"}, {.topic = "t.short"}, {.topic = "t.short"}, {.topic = "t.short"}};
 	OK(brooq_enqueue(wc, more, 4, res)); /* pending: no free thread to claim them */
 
 	/* Stop while all four run: the short ones finish within the grace (and must be
@@ -585,7 +607,8 @@ Test(worker, stops_gracefully_settling_what_finished_and_losing_nothing)
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state = 'done'"), 2);
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state = 'done' AND topic = 't.short'"), 2);
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state IN ('dead', 'failed', 'canceled')"), 0);
-	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 't.long' AND last_error IS NOT NULL"), 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 't.long' AND last_error IS NOT NULL"),
+		     0);
 	brooq_worker_stats st = stats_of(w);
 	cr_assert_eq(st.claimed, 4);
 	cr_assert_eq(st.settled, 2);
@@ -598,7 +621,7 @@ Test(worker, stops_gracefully_settling_what_finished_and_losing_nothing)
 
 	/* A second worker drains everything to done. */
 	atomic_store(&finished, 0);
-	brooq_worker *w2 = worker_new(wc, (brooq_worker_opts){.threads = 4, .wait_ms = 500});
+	brooq_worker *w2 = worker_new(wc, (brooq_worker_opts) {.threads = 4, .wait_ms = 500});
 	OK(brooq_worker_handle(w2, "t.short", h_done, NULL));
 	OK(brooq_worker_handle(w2, "t.long", h_done, NULL));
 	runner_start(&r, w2);
@@ -614,7 +637,8 @@ Test(worker, counts_a_handler_that_ignores_its_cancel_past_the_grace_as_hung)
 	start(NULL);
 	uint64_t      id = enqueue("t.hung", "{}", 0);
 	brooq_worker *w  = worker_new(
-		wc, (brooq_worker_opts){.threads = 1, .lease_ms = 3000, .wait_ms = 500, .hung_grace_ms = 300});
+		 wc,
+		 (brooq_worker_opts) {.threads = 1, .lease_ms = 3000, .wait_ms = 500, .hung_grace_ms = 300});
 	OK(brooq_worker_handle(w, "t.hung", h_ignores_cancel, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -638,7 +662,10 @@ Test(worker, counts_a_handler_that_ignores_its_cancel_past_the_grace_as_hung)
 	cr_assert_eq(st.hung, 1);
 	cr_assert_eq(st.lease_lost, 1);
 	cr_assert_eq(st.settled, 0);
-	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'canceled' AND last_error IS NULL", id), 1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64
+			     " AND state = 'canceled' AND last_error IS NULL",
+			     id),
+		     1);
 	brooq_worker_free(w);
 }
 
@@ -647,7 +674,7 @@ Test(worker, maps_each_handler_outcome_to_its_settle_outcome)
 	start(NULL);
 	static const char *const how[] = {"done", "default", "delay", "preserve", "cancel", "fail"};
 	uint64_t                 id[6];
-	brooq_worker *w = worker_new(wc, (brooq_worker_opts){.threads = 3, .wait_ms = 500});
+	brooq_worker            *w = worker_new(wc, (brooq_worker_opts) {.threads = 3, .wait_ms = 500});
 	for (int i = 0; i < 6; i++) {
 		char topic[32];
 		snprintf(topic, sizeof(topic), "t.%s", how[i]);
@@ -656,18 +683,22 @@ Test(worker, maps_each_handler_outcome_to_its_settle_outcome)
 	}
 	runner r;
 	runner_start(&r, w);
-	cr_assert_eq(wait_int(6, 5000, "SELECT count(*) FROM job WHERE state <> 'pending' AND state <> 'processing'"), 6);
+	cr_assert_eq(wait_int(6, 5000,
+			      "SELECT count(*) FROM job WHERE state <> 'pending' AND state <> 'processing'"),
+		     6);
 	runner_stop(&r);
 	cr_assert_eq(stats_of(w).settled, 6);
 #define ROW(i, cond) sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64 " AND " cond, id[i])
 	cr_assert_eq(ROW(0, "state = 'done' AND attempts = 1 AND last_error IS NULL"), 1, "last call wins");
 	cr_assert_eq(ROW(1, "state = 'done' AND attempts = 1"), 1, "nothing set means done");
-	cr_assert_eq(ROW(2, "state = 'failed' AND attempts = 1 AND available_at > now() + interval '30 s'"), 1);
+	cr_assert_eq(ROW(2, "state = 'failed' AND attempts = 1 AND available_at > now() + interval '30 s'"),
+		     1);
 	cr_assert_eq(ROW(3, "state = 'failed' AND attempts = 0 AND last_error = 'preserved'"), 1);
 	cr_assert_eq(ROW(4, "state = 'canceled' AND attempts = 1"), 1);
-	cr_assert_eq(ROW(5, "state = 'failed' AND attempts = 1 AND octet_length(last_error) = 4096"
-	                    " AND starts_with(last_error, 'xxxxxxxxxx?xxx')"),
-	             1, "a long, invalid error text is cut and cleaned, not refused");
+	cr_assert_eq(ROW(5,
+			 "state = 'failed' AND attempts = 1 AND octet_length(last_error) = 4096"
+			 " AND starts_with(last_error, 'xxxxxxxxxx?xxx')"),
+		     1, "a long, invalid error text is cut and cleaned, not refused");
 #undef ROW
 	brooq_worker_free(w);
 }
@@ -676,7 +707,7 @@ Test(worker, keeps_running_and_counts_errors_while_the_gateway_is_down)
 {
 	start(NULL);
 	brooq_client *c = open_client(gw.worker_token_file, 1000);
-	brooq_worker *w = worker_new(c, (brooq_worker_opts){.threads = 1, .wait_ms = 300});
+	brooq_worker *w = worker_new(c, (brooq_worker_opts) {.threads = 1, .wait_ms = 300});
 	OK(brooq_worker_handle(w, "t.any", h_done, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -710,9 +741,9 @@ Test(worker_api, rejects_bad_arguments_and_runs_once)
 
 	brooq_worker *w = NULL;
 	cr_assert_eq(brooq_worker_new(NULL, NULL, &w), BROOQ_EINVAL);
-	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts){.threads = -1}, &w), BROOQ_EINVAL);
-	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts){.lease_ms = 999}, &w), BROOQ_EINVAL);
-	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts){.name = ""}, &w), BROOQ_EINVAL);
+	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts) {.threads = -1}, &w), BROOQ_EINVAL);
+	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts) {.lease_ms = 999}, &w), BROOQ_EINVAL);
+	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts) {.name = ""}, &w), BROOQ_EINVAL);
 	cr_assert_null(w);
 
 	OK(brooq_worker_new(c, NULL, &w));

@@ -22,39 +22,39 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: brooqctl [OPTIONS] ping\n"
-	        "       brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n"
-	        "       brooqctl [OPTIONS] job ID\n"
-	        "       brooqctl [OPTIONS] cancel ID          (admin token)\n"
-	        "       brooqctl [OPTIONS] stats\n"
-	        "       brooqctl migrate up|up-to N|down|down-to N|status|version\n"
-	        "                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
-	        "\n"
-	        "Options (before or after the command):\n"
-	        "  --url URL          gateway address (default $BROOQ_URL, else\n"
-	        "                     ipc:///run/brooq/gateway.sock)\n"
-	        "  --token-file FILE  bearer token file (default: the file named by\n"
-	        "                     $BROOQ_TOKEN_FILE); a token is never accepted on the\n"
-	        "                     command line\n"
-	        "  --timeout D        per-call timeout (default 10s)\n"
-	        "  --json             print one JSON object instead of a table\n"
-	        "Durations D: a number with a unit ms, s, m or h (500ms, 30s, 5m, 1h);\n"
-	        "a bare number is milliseconds. JSON - reads the payload from stdin.\n"
-	        "\n"
-	        "Exit codes: 0 ok; 1 operation failed (refused, not found, job not cancelable);\n"
-	        "2 usage error; 3 gateway unreachable, timed out or unavailable;\n"
-	        "4 authentication or permission (token file, unauthenticated, not admin).\n"
-	        "\n"
-	        "migrate: the DSN comes from --dsn-file, --dsn, $BROOQ_DSN_FILE or $BROOQ_DSN\n"
-	        "(in that order). Prefer a file: a password on the command line is visible\n"
-	        "to every user.\n");
+		"usage: brooqctl [OPTIONS] ping\n"
+		"       brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n"
+		"       brooqctl [OPTIONS] job ID\n"
+		"       brooqctl [OPTIONS] cancel ID          (admin token)\n"
+		"       brooqctl [OPTIONS] stats\n"
+		"       brooqctl migrate up|up-to N|down|down-to N|status|version\n"
+		"                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
+		"\n"
+		"Options (before or after the command):\n"
+		"  --url URL          gateway address (default $BROOQ_URL, else\n"
+		"                     ipc:///run/brooq/gateway.sock)\n"
+		"  --token-file FILE  bearer token file (default: the file named by\n"
+		"                     $BROOQ_TOKEN_FILE); a token is never accepted on the\n"
+		"                     command line\n"
+		"  --timeout D        per-call timeout (default 10s)\n"
+		"  --json             print one JSON object instead of a table\n"
+		"Durations D: a number with a unit ms, s, m or h (500ms, 30s, 5m, 1h);\n"
+		"a bare number is milliseconds. JSON - reads the payload from stdin.\n"
+		"\n"
+		"Exit codes: 0 ok; 1 operation failed (refused, not found, job not cancelable);\n"
+		"2 usage error; 3 gateway unreachable, timed out or unavailable;\n"
+		"4 authentication or permission (token file, unauthenticated, not admin).\n"
+		"\n"
+		"migrate: the DSN comes from --dsn-file, --dsn, $BROOQ_DSN_FILE or $BROOQ_DSN\n"
+		"(in that order). Prefer a file: a password on the command line is visible\n"
+		"to every user.\n");
 }
 
 /* Reads the first line of a DSN file into a malloc'd string (caller frees). */
 static char *
 read_dsn_file(const char *path)
 {
-	FILE  *f = fopen(path, "r");
+	FILE  *f    = fopen(path, "r");
 	char  *line = NULL;
 	size_t cap  = 0;
 	if (f == NULL)
@@ -81,7 +81,7 @@ static int
 cmd_migrate(int argc, char **argv)
 {
 	const char *dsn = NULL, *dsn_file = NULL, *dir = env_nonempty("BROOQ_MIGRATIONS_DIR");
-	const char *sub = NULL;
+	const char *sub    = NULL;
 	long long   target = -1;
 	char       *owned  = NULL;
 	int         rc;
@@ -128,7 +128,8 @@ cmd_migrate(int argc, char **argv)
 	if (dsn == NULL)
 		dsn = env_nonempty("BROOQ_DSN");
 	if (dsn == NULL) {
-		fprintf(stderr, "brooqctl: migrate: no DSN (use --dsn-file, $BROOQ_DSN_FILE or $BROOQ_DSN)\n");
+		fprintf(stderr,
+			"brooqctl: migrate: no DSN (use --dsn-file, $BROOQ_DSN_FILE or $BROOQ_DSN)\n");
 		return EXIT_USAGE;
 	}
 	rc = brq_migrate_run(dsn, dir != NULL ? dir : BROOQ_MIGRATIONS_DIR, sub, target, stdout);
@@ -189,8 +190,8 @@ bad_usage(const char *fmt, ...)
 static int
 run_command(int argc, char **argv)
 {
-	brq_ctl     ctl = {0};
-	char      **pos = calloc((size_t) argc + 1, sizeof(char *));
+	brq_ctl     ctl  = {0};
+	char      **pos  = calloc((size_t) argc + 1, sizeof(char *));
 	int         npos = 0, rc;
 	const char *v;
 	bool        only_pos = false;
@@ -235,7 +236,8 @@ run_command(int argc, char **argv)
 			if (m < 0)
 				goto missing;
 			if (brq_ctl_parse_duration(v, &ctl.delay_ms) != 0) {
-				rc = bad_usage("--delay: '%s' is not a duration (e.g. 500ms, 30s, 5m, 1h)", v);
+				rc = bad_usage("--delay: '%s' is not a duration (e.g. 500ms, 30s, 5m, 1h)",
+					       v);
 				goto out;
 			}
 			has_delay = true;
@@ -248,11 +250,11 @@ run_command(int argc, char **argv)
 				goto out;
 			}
 			ctl.max_attempts = (uint32_t) n;
-			has_max = true;
+			has_max          = true;
 		} else if (strncmp(a, "--token", 7) == 0 && strncmp(a, "--token-file", 12) != 0) {
 			/* Never echo it: the argument may be the secret itself. */
 			rc = bad_usage("a token is never accepted on the command line; use --token-file FILE "
-			               "or $BROOQ_TOKEN_FILE");
+				       "or $BROOQ_TOKEN_FILE");
 			goto out;
 		} else {
 			rc = bad_usage("unknown option '%s'", a);
@@ -280,7 +282,8 @@ run_command(int argc, char **argv)
 			ctl.token_file  = (env != NULL && env[0] != '\0') ? env : NULL;
 		}
 		if (ctl.token_file == NULL) {
-			rc = bad_usage("%s: no token file: use --token-file FILE or set $BROOQ_TOKEN_FILE", pos[0]);
+			rc = bad_usage("%s: no token file: use --token-file FILE or set $BROOQ_TOKEN_FILE",
+				       pos[0]);
 			goto out;
 		}
 		rc = commands[k].fn(&ctl, npos - 1, pos + 1);

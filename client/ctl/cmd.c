@@ -347,8 +347,8 @@ brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv)
 		/* Canceled now or before: the job will not run. Done or dead: it cannot be. */
 		rc = st == BROOQ_CANCELED ? BRQ_EXIT_OK : BRQ_EXIT_FAIL;
 		if (ctl->json)
-			printf("{\"id\":%" PRIu64 ",\"state\":\"%s\",\"canceled\":%s}\n", id, brooq_state_name(st),
-			       canceled ? "true" : "false");
+			printf("{\"id\":%" PRIu64 ",\"state\":\"%s\",\"canceled\":%s}\n", id,
+			       brooq_state_name(st), canceled ? "true" : "false");
 		else if (canceled)
 			printf("job %" PRIu64 " canceled\n", id);
 		else
@@ -358,10 +358,11 @@ brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv)
 	return rc;
 }
 
-/* ---- stats ---------------------------------------------------------------------------------------------- */
+/* ---- stats ----------------------------------------------------------------------------------------------
+ */
 
 static const brooq_state state_order[] = {BROOQ_PENDING, BROOQ_PROCESSING, BROOQ_FAILED,
-                                          BROOQ_DONE,    BROOQ_DEAD,       BROOQ_CANCELED};
+					  BROOQ_DONE,    BROOQ_DEAD,       BROOQ_CANCELED};
 #define N_STATES (sizeof(state_order) / sizeof(state_order[0]))
 
 static void
@@ -372,7 +373,8 @@ print_stats_json(const brooq_topic_stats *s, size_t n)
 		fputs(i > 0 ? ",{\"topic\":" : "{\"topic\":", stdout);
 		brq_ctl_json_cstr(stdout, s[i].topic);
 		for (size_t k = 0; k < N_STATES; k++)
-			printf(",\"%s\":%" PRIu64, brooq_state_name(state_order[k]), s[i].count[state_order[k]]);
+			printf(",\"%s\":%" PRIu64, brooq_state_name(state_order[k]),
+			       s[i].count[state_order[k]]);
 		printf(",\"oldest_ready_age_ms\":%" PRIu64 "}", s[i].oldest_ready_age_ms);
 	}
 	fputs("]}\n", stdout);

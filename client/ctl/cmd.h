@@ -19,12 +19,12 @@ enum brq_ctl_exit {
 
 /* Settings common to the gateway commands, from options and the environment. */
 typedef struct brq_ctl {
-	const char *url;        /* NULL: the library default ($BROOQ_URL, then the ipc path) */
-	const char *token_file; /* required (option or $BROOQ_TOKEN_FILE) */
-	int         timeout_ms; /* 0: the library default */
-	bool        json;       /* one JSON object on stdout instead of a table */
-	const char *key;        /* enqueue --key */
-	uint64_t    delay_ms;   /* enqueue --delay */
+	const char *url;          /* NULL: the library default ($BROOQ_URL, then the ipc path) */
+	const char *token_file;   /* required (option or $BROOQ_TOKEN_FILE) */
+	int         timeout_ms;   /* 0: the library default */
+	bool        json;         /* one JSON object on stdout instead of a table */
+	const char *key;          /* enqueue --key */
+	uint64_t    delay_ms;     /* enqueue --delay */
 	uint32_t    max_attempts; /* enqueue --max-attempts; 0: the gateway's default */
 } brq_ctl;
 

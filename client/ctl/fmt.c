@@ -124,7 +124,7 @@ brq_ctl_iso8601(int64_t ms, char *buf, size_t cap)
 		return;
 	}
 	snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int) rem);
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int) rem);
 }
 
 void
@@ -136,8 +136,8 @@ brq_ctl_human_ms(uint64_t ms, char *buf, size_t cap)
 		snprintf(buf, cap, "%.1fs", (double) ms / 1000.0);
 	else if (ms < 3600000)
 		snprintf(buf, cap, "%llum%02llus", (unsigned long long) (ms / 60000),
-		         (unsigned long long) (ms % 60000 / 1000));
+			 (unsigned long long) (ms % 60000 / 1000));
 	else
 		snprintf(buf, cap, "%lluh%02llum", (unsigned long long) (ms / 3600000),
-		         (unsigned long long) (ms % 3600000 / 60000));
+			 (unsigned long long) (ms % 3600000 / 60000));
 }

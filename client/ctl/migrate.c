@@ -97,7 +97,7 @@ brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t errlen)
 	enum { NONE, UP, DOWN } section = NONE;
 	strlist     up = {0}, down = {0};
 	bool        in_block = false, seen_up = false;
-	int         no_tx    = 0;
+	int         no_tx   = 0;
 	size_t      cur_cap = 0, cur_len = 0;
 	char       *cur = NULL;
 	const char *p   = sql;
@@ -191,7 +191,7 @@ brq_migration_fini(brq_migration *m)
 static char *
 read_file(const char *path)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f   = fopen(path, "rb");
 	char *buf = NULL;
 	long  n;
 	if (f == NULL)
@@ -245,7 +245,7 @@ load_migrations(const char *dir, brq_migration **out, int *n_out)
 			goto fail;
 		}
 		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
+			cap               = cap ? cap * 2 : 16;
 			brq_migration *nv = realloc(v, (size_t) cap * sizeof(*v));
 			if (nv == NULL)
 				goto fail;
@@ -274,7 +274,7 @@ load_migrations(const char *dir, brq_migration **out, int *n_out)
 	for (int i = 1; i < n; i++) {
 		if (v[i].version == v[i - 1].version) {
 			fprintf(stderr, "migrate: duplicate version %lld (%s, %s)\n", v[i].version,
-			        v[i - 1].name, v[i].name);
+				v[i - 1].name, v[i].name);
 			goto fail;
 		}
 	}
@@ -319,8 +319,9 @@ applied_set(PGconn *c, const brq_migration *v, int n)
 	PGresult *r;
 	if (set == NULL)
 		return NULL;
-	r = PQexec(c, "SELECT DISTINCT ON (version_id) version_id, is_applied"
-	              " FROM goose_db_version ORDER BY version_id, id DESC");
+	r = PQexec(c,
+		   "SELECT DISTINCT ON (version_id) version_id, is_applied"
+		   " FROM goose_db_version ORDER BY version_id, id DESC");
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		fprintf(stderr, "migrate: reading goose_db_version: %s", PQerrorMessage(c));
 		PQclear(r);
@@ -355,11 +356,11 @@ apply_one(PGconn *c, const brq_migration *m, bool up, FILE *out)
 	}
 	if (up)
 		snprintf(rec, sizeof(rec),
-		         "INSERT INTO goose_db_version (version_id, is_applied) VALUES (%lld, true)",
-		         m->version);
+			 "INSERT INTO goose_db_version (version_id, is_applied) VALUES (%lld, true)",
+			 m->version);
 	else
 		snprintf(rec, sizeof(rec), "DELETE FROM goose_db_version WHERE version_id = %lld",
-		         m->version);
+			 m->version);
 	if (!exec_ok(c, rec, "recording version"))
 		goto fail;
 	if (!m->no_tx && !exec_ok(c, "COMMIT", "commit"))
@@ -384,7 +385,9 @@ brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long tar
 	bool is_down = strcmp(cmd, "down") == 0, is_down_to = strcmp(cmd, "down-to") == 0;
 	bool is_status = strcmp(cmd, "status") == 0, is_version = strcmp(cmd, "version") == 0;
 	if (!(is_up || is_up_to || is_down || is_down_to || is_status || is_version)) {
-		fprintf(stderr, "migrate: unknown command '%s' (up, up-to N, down, down-to N, status, version)\n", cmd);
+		fprintf(stderr,
+			"migrate: unknown command '%s' (up, up-to N, down, down-to N, status, version)\n",
+			cmd);
 		return 2;
 	}
 	if (load_migrations(dir, &v, &n) != 0)
@@ -400,12 +403,15 @@ brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long tar
 		goto out;
 	/* goose's own table, exactly as goose creates it for PostgreSQL (so the real
 	 * goose tool sees the same state), seeded with version 0 as goose does. */
-	if (!exec_ok(c,
-	             "DO $$ BEGIN IF to_regclass('goose_db_version') IS NULL THEN "
-	             "EXECUTE $q$ CREATE TABLE goose_db_version (id serial NOT NULL, version_id bigint NOT NULL,"
-	             " is_applied boolean NOT NULL, tstamp timestamp NULL DEFAULT now(), PRIMARY KEY (id)) $q$;"
-	             " INSERT INTO goose_db_version (version_id, is_applied) VALUES (0, true); END IF; END $$",
-	             "creating goose_db_version"))
+	if (!exec_ok(
+		    c,
+		    "DO $$ BEGIN IF to_regclass('goose_db_version') IS NULL THEN "
+		    "EXECUTE $q$ CREATE TABLE goose_db_version (id serial NOT NULL, version_id bigint NOT "
+		    "NULL,"
+		    " is_applied boolean NOT NULL, tstamp timestamp NULL DEFAULT now(), PRIMARY KEY (id)) "
+		    "$q$;"
+		    " INSERT INTO goose_db_version (version_id, is_applied) VALUES (0, true); END IF; END $$",
+		    "creating goose_db_version"))
 		goto out;
 	set = applied_set(c, v, n);
 	if (set == NULL)

@@ -7,13 +7,13 @@
 
 /* One parsed migration file. All strings are owned by the struct. */
 typedef struct brq_migration {
-	long long version;   /* from the file name prefix, e.g. 00001 -> 1 */
-	char     *name;      /* file name without directory */
-	char    **up;        /* statements of the Up section, in order */
+	long long version; /* from the file name prefix, e.g. 00001 -> 1 */
+	char     *name;    /* file name without directory */
+	char    **up;      /* statements of the Up section, in order */
 	int       n_up;
-	char    **down;      /* statements of the Down section, in order */
+	char    **down; /* statements of the Down section, in order */
 	int       n_down;
-	int       no_tx;     /* "-- +goose NO TRANSACTION": run outside BEGIN/COMMIT */
+	int       no_tx; /* "-- +goose NO TRANSACTION": run outside BEGIN/COMMIT */
 } brq_migration;
 
 /*
@@ -23,7 +23,7 @@ typedef struct brq_migration {
  * Returns 0, or -1 with a message in err. On success the caller owns m and
  * releases it with brq_migration_fini(); on failure m holds nothing.
  */
-int brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t errlen);
+int  brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t errlen);
 void brq_migration_fini(brq_migration *m);
 
 /*
@@ -32,7 +32,6 @@ void brq_migration_fini(brq_migration *m);
  * from directory `dir`. Progress goes to `out`, errors to stderr.
  * Returns a process exit code: 0 ok, 1 database/migration error, 2 usage.
  */
-int brq_migrate_run(const char *dsn, const char *dir, const char *cmd,
-                    long long target, FILE *out);
+int brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long target, FILE *out);
 
 #endif

@@ -37,10 +37,12 @@ flaky(brooq_job_ctx *job, void *arg)
 	uint32_t attempt = brooq_job_attempts(job);
 	if (attempt < 3) {
 		brooq_job_fail(job, attempt == 1 ? "flaky: first try fails" : "flaky: second try fails");
-		printf("job=%" PRIu64 " topic=demo.flaky attempt=%" PRIu32 " outcome=fail\n", brooq_job_id(job), attempt);
+		printf("job=%" PRIu64 " topic=demo.flaky attempt=%" PRIu32 " outcome=fail\n",
+		       brooq_job_id(job), attempt);
 		return;
 	}
-	printf("job=%" PRIu64 " topic=demo.flaky attempt=%" PRIu32 " outcome=done\n", brooq_job_id(job), attempt);
+	printf("job=%" PRIu64 " topic=demo.flaky attempt=%" PRIu32 " outcome=done\n", brooq_job_id(job),
+	       attempt);
 }
 
 /* demo.slow: 30 s of "work" in 100 ms steps, giving up as soon as the job is canceled
@@ -75,9 +77,9 @@ static int
 usage(const char *prog)
 {
 	fprintf(stderr,
-	        "usage: %s [--url URL] [--token-file FILE] [--threads N]\n"
-	        "  (defaults: $BROOQ_URL, else ipc:///run/brooq/gateway.sock; $BROOQ_TOKEN_FILE; 4)\n",
-	        prog);
+		"usage: %s [--url URL] [--token-file FILE] [--threads N]\n"
+		"  (defaults: $BROOQ_URL, else ipc:///run/brooq/gateway.sock; $BROOQ_TOKEN_FILE; 4)\n",
+		prog);
 	return 2;
 }
 

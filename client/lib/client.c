@@ -164,7 +164,7 @@ token_load(const char *path, char **out, size_t *out_len)
 	}
 	if (len < TOKEN_MIN) {
 		(void) brq_fail(err, "token file %s: token too short (%zu bytes; at least %d required)", path,
-		                len, TOKEN_MIN);
+				len, TOKEN_MIN);
 		goto out;
 	}
 	tok = sodium_malloc(len + 1);
@@ -199,9 +199,9 @@ brooq_err
 brooq_client_open(const brooq_client_opts *opts, brooq_client **out)
 {
 	static const brooq_client_opts defaults = {0};
-	brooq_client *c = NULL;
-	brooq_err     err;
-	int           rv;
+	brooq_client                  *c        = NULL;
+	brooq_err                      err;
+	int                            rv;
 
 	brq_msg_clear();
 	if (out == NULL)
@@ -213,9 +213,11 @@ brooq_client_open(const brooq_client_opts *opts, brooq_client **out)
 	const char *url = opts->url != NULL ? opts->url : env_nonempty("BROOQ_URL");
 	if (url == NULL)
 		url = DEFAULT_URL;
-	const char *token_file = opts->token_file != NULL ? opts->token_file : env_nonempty("BROOQ_TOKEN_FILE");
+	const char *token_file =
+		opts->token_file != NULL ? opts->token_file : env_nonempty("BROOQ_TOKEN_FILE");
 	if (token_file == NULL)
-		return brq_fail(BROOQ_ETOKEN, "no token file: set brooq_client_opts.token_file or $BROOQ_TOKEN_FILE");
+		return brq_fail(BROOQ_ETOKEN,
+				"no token file: set brooq_client_opts.token_file or $BROOQ_TOKEN_FILE");
 	if (strlen(url) >= sizeof(c->url))
 		return brq_fail(BROOQ_EINVAL, "client_open: url too long");
 	if (sodium_init() < 0)
@@ -246,7 +248,8 @@ brooq_client_open(const brooq_client_opts *opts, brooq_client **out)
 	 * requests rather than re-sending them on reconnect (see rpc.c exchange). */
 	rv = nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 	if (rv != 0) {
-		err = brq_fail(BROOQ_ENOMEM, "client_open: cannot configure the socket: %s", nng_strerror(rv));
+		err = brq_fail(BROOQ_ENOMEM, "client_open: cannot configure the socket: %s",
+			       nng_strerror(rv));
 		goto fail_sock;
 	}
 	/* Non-blocking: the client opens before the gateway is up; NNG keeps

@@ -28,16 +28,16 @@ typedef struct brq_slot brq_slot;
  * `idle` or owned by exactly one running call.
  */
 struct brooq_client {
-	nng_socket      sock;
-	pthread_mutex_t mtx;        /* guards idle, n_idle */
-	brq_slot       *idle;       /* singly linked through next */
-	unsigned        n_idle;     /* <= BRQ_CLIENT_IDLE_MAX */
-	_Atomic(uint64_t) next_rid; /* request ids, from 1 */
-	char           *token;      /* sodium_malloc'd (locked, guarded), read-only */
-	size_t          token_len;  /* 32..BRQ_TOKEN_MAX */
-	int             timeout_ms; /* per call, on top of a claim's wait; > 0 */
-	brq_limits      lim;        /* reply decoding limits */
-	char            url[512];   /* for messages only */
+	nng_socket        sock;
+	pthread_mutex_t   mtx;        /* guards idle, n_idle */
+	brq_slot         *idle;       /* singly linked through next */
+	unsigned          n_idle;     /* <= BRQ_CLIENT_IDLE_MAX */
+	_Atomic(uint64_t) next_rid;   /* request ids, from 1 */
+	char             *token;      /* sodium_malloc'd (locked, guarded), read-only */
+	size_t            token_len;  /* 32..BRQ_TOKEN_MAX */
+	int               timeout_ms; /* per call, on top of a claim's wait; > 0 */
+	brq_limits        lim;        /* reply decoding limits */
+	char              url[512];   /* for messages only */
 };
 
 /*

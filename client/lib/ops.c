@@ -8,19 +8,19 @@
 #include <unistd.h>
 
 _Static_assert((int) BROOQ_PENDING == (int) BRQ_STATE_PENDING &&
-                   (int) BROOQ_PROCESSING == (int) BRQ_STATE_PROCESSING &&
-                   (int) BROOQ_FAILED == (int) BRQ_STATE_FAILED && (int) BROOQ_DONE == (int) BRQ_STATE_DONE &&
-                   (int) BROOQ_DEAD == (int) BRQ_STATE_DEAD &&
-                   (int) BROOQ_CANCELED == (int) BRQ_STATE_CANCELED,
-               "brooq_state must match the wire's brq_state");
+		       (int) BROOQ_PROCESSING == (int) BRQ_STATE_PROCESSING &&
+		       (int) BROOQ_FAILED == (int) BRQ_STATE_FAILED &&
+		       (int) BROOQ_DONE == (int) BRQ_STATE_DONE && (int) BROOQ_DEAD == (int) BRQ_STATE_DEAD &&
+		       (int) BROOQ_CANCELED == (int) BRQ_STATE_CANCELED,
+	       "brooq_state must match the wire's brq_state");
 _Static_assert((int) BROOQ_OUTCOME_DONE == (int) BRQ_OUTCOME_DONE &&
-                   (int) BROOQ_OUTCOME_FAIL == (int) BRQ_OUTCOME_FAIL &&
-                   (int) BROOQ_OUTCOME_DELAY == (int) BRQ_OUTCOME_DELAY &&
-                   (int) BROOQ_OUTCOME_PRESERVE == (int) BRQ_OUTCOME_PRESERVE &&
-                   (int) BROOQ_OUTCOME_CANCEL == (int) BRQ_OUTCOME_CANCEL,
-               "brooq_outcome must match the wire's brq_outcome");
+		       (int) BROOQ_OUTCOME_FAIL == (int) BRQ_OUTCOME_FAIL &&
+		       (int) BROOQ_OUTCOME_DELAY == (int) BRQ_OUTCOME_DELAY &&
+		       (int) BROOQ_OUTCOME_PRESERVE == (int) BRQ_OUTCOME_PRESERVE &&
+		       (int) BROOQ_OUTCOME_CANCEL == (int) BRQ_OUTCOME_CANCEL,
+	       "brooq_outcome must match the wire's brq_outcome");
 _Static_assert(sizeof(((brooq_topic_stats *) 0)->count) / sizeof(uint64_t) == BRQ_STATE__COUNT,
-               "brooq_topic_stats.count must have one counter per state");
+	       "brooq_topic_stats.count must have one counter per state");
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
@@ -62,7 +62,7 @@ spec_from(const brooq_job_spec *in, brq_job_spec *out, const char *what, size_t 
 		return brq_fail(BROOQ_EINVAL, "%s[%zu]: delay_ms and run_at_ms are exclusive", what, i);
 	memset(out, 0, sizeof(*out));
 	out->topic   = brq_str_c(in->topic);
-	out->payload = (brq_str){in->payload != NULL ? in->payload : "{}", (uint32_t) plen};
+	out->payload = (brq_str) {in->payload != NULL ? in->payload : "{}", (uint32_t) plen};
 	out->key     = brq_str_c(in->key); /* NULL and "" both mean no key */
 	if (in->delay_ms > 0) {
 		out->has_delay_ms = true;
@@ -104,13 +104,15 @@ settles_from(brq_call *k, const brooq_settle_item *items, size_t n, const char *
 		return brq_fail(BROOQ_ENOMEM, "%s: out of memory", what);
 	for (size_t i = 0; i < n; i++) {
 		const brooq_settle_item *in = &items[i];
-		brq_settle_item    *it = &v[i];
+		brq_settle_item         *it = &v[i];
 		if ((unsigned) in->outcome > (unsigned) BROOQ_OUTCOME_CANCEL)
-			return brq_fail(BROOQ_EINVAL, "%s[%zu].outcome: unknown outcome %d", what, i, (int) in->outcome);
+			return brq_fail(BROOQ_EINVAL, "%s[%zu].outcome: unknown outcome %d", what, i,
+					(int) in->outcome);
 		if (in->n_chain > 0 && in->outcome != BROOQ_OUTCOME_DONE)
 			return brq_fail(BROOQ_EINVAL, "%s[%zu].chain: only with the done outcome", what, i);
 		if (in->n_chain > 0 && in->chain == NULL)
-			return brq_fail(BROOQ_EINVAL, "%s[%zu].chain: NULL with n_chain %zu", what, i, in->n_chain);
+			return brq_fail(BROOQ_EINVAL, "%s[%zu].chain: NULL with n_chain %zu", what, i,
+					in->n_chain);
 		if (in->n_chain > UINT32_MAX)
 			return brq_fail(BROOQ_EINVAL, "%s[%zu].n_chain: too large", what, i);
 		if (in->error != NULL && strlen(in->error) > UINT32_MAX)
@@ -128,7 +130,8 @@ settles_from(brq_call *k, const brooq_settle_item *items, size_t n, const char *
 			brooq_err err;
 			it->has_chain = true;
 			it->n_chain   = (uint32_t) in->n_chain;
-			if ((err = specs_from(k, in->chain, in->n_chain, "settle.chain", &it->chain)) != BROOQ_OK)
+			if ((err = specs_from(k, in->chain, in->n_chain, "settle.chain", &it->chain)) !=
+			    BROOQ_OK)
 				return err;
 		}
 	}
@@ -167,7 +170,7 @@ brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n, brooq_enque
 		return brq_fail(BROOQ_EINVAL, "enqueue: n must be 1..%u", (unsigned) UINT32_MAX);
 	brq_call_init(&k, BRQ_OP_ENQUEUE);
 	k.req.enqueue.n_jobs = (uint32_t) n;
-	err = specs_from(&k, jobs, n, "enqueue.jobs", &k.req.enqueue.jobs);
+	err                  = specs_from(&k, jobs, n, "enqueue.jobs", &k.req.enqueue.jobs);
 	if (err == BROOQ_OK)
 		err = brq_rpc_call(c, &k, 0);
 	if (err == BROOQ_OK && k.rep.enqueue.n_results != n)
@@ -341,7 +344,7 @@ brooq_settle(brooq_client *c, const brooq_settle_item *items, size_t n, brooq_se
 		return brq_fail(BROOQ_EINVAL, "settle: n must be 1..%u", (unsigned) UINT32_MAX);
 	brq_call_init(&k, BRQ_OP_SETTLE);
 	k.req.settle.n_items = (uint32_t) n;
-	err = settles_from(&k, items, n, "settle.items", &k.req.settle.items);
+	err                  = settles_from(&k, items, n, "settle.items", &k.req.settle.items);
 	if (err == BROOQ_OK)
 		err = brq_rpc_call(c, &k, 0);
 	if (err == BROOQ_OK && k.rep.settle.n_results != n)

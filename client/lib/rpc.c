@@ -18,7 +18,7 @@ struct brq_slot {
 	brq_slot *next; /* idle list */
 	nng_ctx   ctx;
 	nng_aio  *aio;
-	brq_buf   out;  /* encoded request; wiped after each use (it holds the token) */
+	brq_buf   out; /* encoded request; wiped after each use (it holds the token) */
 };
 
 /* ---- slot pool ------------------------------------------------------------------------ */
@@ -63,7 +63,7 @@ slot_get(brooq_client *c, brq_slot **out)
 			brq_buf_fini(&s->out);
 			free(s);
 			return brq_fail(rv == NNG_ECLOSED ? BROOQ_EINVAL : BROOQ_ENOMEM,
-			                "cannot open a REQ context: %s", nng_strerror(rv));
+					"cannot open a REQ context: %s", nng_strerror(rv));
 		}
 	}
 	s->next = NULL;
@@ -127,14 +127,15 @@ transport_fail(const brooq_client *c, int rv, bool sent, nng_duration timeout_ms
 {
 	if (rv == NNG_ETIMEDOUT && !sent)
 		return brq_fail(BROOQ_ETIMEDOUT, "%s: no connection to %s within %d ms", op, c->url,
-		                (int) timeout_ms);
+				(int) timeout_ms);
 	if (rv == NNG_ETIMEDOUT)
-		return brq_fail(BROOQ_ETIMEDOUT, "%s: no reply from %s within %d ms (the request may have run)",
-		                op, c->url, (int) timeout_ms);
+		return brq_fail(BROOQ_ETIMEDOUT,
+				"%s: no reply from %s within %d ms (the request may have run)", op, c->url,
+				(int) timeout_ms);
 	if (rv == NNG_ENOMEM)
 		return brq_fail(BROOQ_ENOMEM, "%s: out of memory in the transport", op);
 	return brq_fail(BROOQ_ECONNECT, "%s: %s: %s%s", op, c->url, nng_strerror(rv),
-	                sent ? " (the request may have run)" : "");
+			sent ? " (the request may have run)" : "");
 }
 
 /*
@@ -187,7 +188,7 @@ brq_rpc_call(brooq_client *c, brq_call *k, uint32_t extra_ms)
 {
 	int64_t   total = (int64_t) c->timeout_ms + (int64_t) extra_ms;
 	brq_slot *s     = NULL;
-	nng_msg  *m = NULL;
+	nng_msg  *m     = NULL;
 	brooq_err err;
 	int       rv;
 	char      why[BRQ_ERRTEXT_MAX];
@@ -199,9 +200,9 @@ brq_rpc_call(brooq_client *c, brq_call *k, uint32_t extra_ms)
 
 	/* 1. Encode with this call's rid and the token, copy into a message, wipe. */
 	k->req.rid   = atomic_fetch_add(&c->next_rid, 1);
-	k->req.token = (brq_str){c->token, (uint32_t) c->token_len};
+	k->req.token = (brq_str) {c->token, (uint32_t) c->token_len};
 	rv           = brq_request_encode(&s->out, &k->req);
-	k->req.token = (brq_str){NULL, 0};
+	k->req.token = (brq_str) {NULL, 0};
 	if (rv == 0 && nng_msg_alloc(&m, s->out.len) == 0)
 		memcpy(nng_msg_body(m), s->out.data, s->out.len);
 	if (s->out.data != NULL)
@@ -210,7 +211,8 @@ brq_rpc_call(brooq_client *c, brq_call *k, uint32_t extra_ms)
 	if (rv != 0 || m == NULL) {
 		slot_put(c, s, true);
 		if (rv == BRQ_E2BIG || rv == BRQ_EINVAL)
-			return brq_fail(BROOQ_EINVAL, "%s: request cannot be encoded", brq_op_name(k->req.op));
+			return brq_fail(BROOQ_EINVAL, "%s: request cannot be encoded",
+					brq_op_name(k->req.op));
 		return brq_fail(BROOQ_ENOMEM, "%s: out of memory", brq_op_name(k->req.op));
 	}
 
@@ -223,15 +225,16 @@ brq_rpc_call(brooq_client *c, brq_call *k, uint32_t extra_ms)
 
 	/* 3. Decode; the reply must answer this request. */
 	brq_status st = brq_reply_decode(&k->rep, k->req.op, nng_msg_body(k->msg), nng_msg_len(k->msg),
-	                                 &c->lim, &k->arena, why, sizeof(why));
+					 &c->lim, &k->arena, why, sizeof(why));
 	if (st == BRQ_ST_INTERNAL)
 		return brq_fail(BROOQ_ENOMEM, "%s: out of memory decoding the reply", brq_op_name(k->req.op));
 	if (st != BRQ_ST_OK)
 		return brq_fail(BROOQ_EPROTO, "%s: malformed reply: %s", brq_op_name(k->req.op), why);
 	/* rid 0 on an error reply: the gateway could not read the request's rid. */
 	if (k->rep.rid != k->req.rid && !(k->rep.rid == 0 && k->rep.code != BRQ_ST_OK))
-		return brq_fail(BROOQ_EPROTO, "%s: reply is for request %llu, not %llu", brq_op_name(k->req.op),
-		                (unsigned long long) k->rep.rid, (unsigned long long) k->req.rid);
+		return brq_fail(BROOQ_EPROTO, "%s: reply is for request %llu, not %llu",
+				brq_op_name(k->req.op), (unsigned long long) k->rep.rid,
+				(unsigned long long) k->req.rid);
 	if (k->rep.code != BRQ_ST_OK) {
 		brq_str text = k->rep.msg.len > 0 ? k->rep.msg : k->rep.code_name;
 		brq_msg_set(text.ptr, text.len);

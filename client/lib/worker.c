@@ -240,7 +240,8 @@ jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n)
 		if (j == NULL) {
 			/* Not lost: the lease expires and the reaper hands the job out again. */
 			w->st.errors++;
-			brq_worker_log("error", "msg=job_dropped job=%" PRIu64 " reason=out_of_memory", jobs[i].lease.id);
+			brq_worker_log("error", "msg=job_dropped job=%" PRIu64 " reason=out_of_memory",
+				       jobs[i].lease.id);
 			continue;
 		}
 		brq_held_add(w, j);
@@ -282,14 +283,14 @@ dispatch_step(brooq_worker *w)
 	brooq_job_ctx      *b[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_item   items[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_result res[BRQ_W_SETTLE_ITEMS_MAX];
-	brooq_job          *jobs = NULL;
-	size_t              n    = 0;
+	brooq_job          *jobs                     = NULL;
+	size_t              n                        = 0;
 	char                detail[BRQ_W_DETAIL_MAX] = "";
 
 	pthread_mutex_lock(&w->mu);
-	size_t n_settle   = brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, false);
-	long   free_slots = (long) w->n_threads - w->n_busy - (long) (w->n_settling - n_settle) -
-	                    (long) w->finished.n;
+	size_t n_settle = brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, false);
+	long   free_slots =
+		(long) w->n_threads - w->n_busy - (long) (w->n_settling - n_settle) - (long) w->finished.n;
 	if (free_slots <= 0) {
 		brq_worker_give_back(w, b, n_settle);
 		set_ds(w, D_FULL);
@@ -325,8 +326,8 @@ dispatch_step(brooq_worker *w)
 		jobs_take(w, jobs, n);
 	} else {
 		w->st.errors++;
-		brq_worker_log("warn", "msg=claim_failed err=\"%s\" detail=\"%s\" settle_items=%zu", brooq_strerror(err),
-		               detail, n_settle);
+		brq_worker_log("warn", "msg=claim_failed err=\"%s\" detail=\"%s\" settle_items=%zu",
+			       brooq_strerror(err), detail, n_settle);
 	}
 	pthread_mutex_unlock(&w->mu);
 	brooq_jobs_free(jobs, n);
@@ -378,7 +379,8 @@ stop_phase(brooq_worker *w)
 				j->lost      = j->ph == PH_QUEUED; /* never started: dropped when popped */
 				brq_worker_cancel_job(j, now);
 				abandoned++;
-				brq_worker_log("warn", "msg=handler_abandoned job=%" PRIu64 " topic=%s", j->lease.id, j->topic);
+				brq_worker_log("warn", "msg=handler_abandoned job=%" PRIu64 " topic=%s",
+					       j->lease.id, j->topic);
 			}
 			pthread_cond_signal(&w->keeper_cv);
 		}
@@ -387,8 +389,10 @@ stop_phase(brooq_worker *w)
 				next = j->qnext;
 				if (now < j->lease_end_ms)
 					continue;
-				brq_worker_log("error", "msg=result_dropped job=%" PRIu64 " topic=%s reason=lease_ended",
-				               j->lease.id, j->topic);
+				brq_worker_log("error",
+					       "msg=result_dropped job=%" PRIu64
+					       " topic=%s reason=lease_ended",
+					       j->lease.id, j->topic);
 				brq_list_del(&w->finished, j);
 				brq_held_del(w, j);
 				brq_job_ctx_free(j);
@@ -415,9 +419,9 @@ stop_phase(brooq_worker *w)
 	w->quit_handlers = true;
 	pthread_cond_broadcast(&w->work_cv);
 	brq_worker_log("info",
-	               "msg=worker_stopped claimed=%" PRIu64 " settled=%" PRIu64 " lease_lost=%" PRIu64
-	               " abandoned=%zu",
-	               w->st.claimed, w->st.settled, w->st.lease_lost, abandoned);
+		       "msg=worker_stopped claimed=%" PRIu64 " settled=%" PRIu64 " lease_lost=%" PRIu64
+		       " abandoned=%zu",
+		       w->st.claimed, w->st.settled, w->st.lease_lost, abandoned);
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -450,7 +454,8 @@ threads_start(brooq_worker *w)
 		w->topics[i] = w->handlers[i].topic;
 	for (; w->n_started < w->n_threads; w->n_started++)
 		if (pthread_create(&w->threads[w->n_started], NULL, handler_main, w) != 0)
-			return brq_fail(BROOQ_ENOMEM, "worker_run: cannot start handler thread %d", w->n_started);
+			return brq_fail(BROOQ_ENOMEM, "worker_run: cannot start handler thread %d",
+					w->n_started);
 	if (pthread_create(&w->keeper, NULL, brq_worker_keeper_main, w) != 0)
 		return brq_fail(BROOQ_ENOMEM, "worker_run: cannot start the heartbeat thread");
 	w->keeper_started = true;
@@ -481,7 +486,7 @@ brooq_worker_new(brooq_client *c, const brooq_worker_opts *o, brooq_worker **out
 		return brq_fail(BROOQ_EINVAL, "worker_new: threads must be 0..%d", THREADS_MAX);
 	if (o->lease_ms != 0 && (o->lease_ms < BRQ_W_LEASE_MIN_MS || o->lease_ms > BRQ_W_LEASE_MAX_MS))
 		return brq_fail(BROOQ_EINVAL, "worker_new: lease_ms must be 0 or %d..%d", BRQ_W_LEASE_MIN_MS,
-		                BRQ_W_LEASE_MAX_MS);
+				BRQ_W_LEASE_MAX_MS);
 	if (o->name != NULL && (o->name[0] == '\0' || strlen(o->name) > NAME_MAX_LEN))
 		return brq_fail(BROOQ_EINVAL, "worker_new: name must be 1..%d bytes", NAME_MAX_LEN);
 
@@ -543,8 +548,8 @@ brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *
 		return brq_fail(BROOQ_EINVAL, "worker_handle: worker, topic and handler are required");
 	if (!topic_valid(topic))
 		return brq_fail(BROOQ_EINVAL,
-		                "worker_handle: invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)",
-		                TOPIC_MAX);
+				"worker_handle: invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)",
+				TOPIC_MAX);
 	pthread_mutex_lock(&w->mu);
 	brooq_err err = BROOQ_OK;
 	if (w->has_run)
@@ -562,7 +567,7 @@ brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *
 			free(t);
 			err = brq_fail(BROOQ_ENOMEM, "worker_handle: out of memory");
 		} else {
-			w->handlers[w->n_handlers++] = (brq_topic_handler){.topic = t, .fn = fn, .arg = arg};
+			w->handlers[w->n_handlers++] = (brq_topic_handler) {.topic = t, .fn = fn, .arg = arg};
 		}
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -612,8 +617,8 @@ brooq_worker_run(brooq_worker *w)
 			backoff = brq_worker_backoff_next(backoff);
 			/* Only a stop ends the wait early; completions are the settler's now. */
 			int64_t until = brq_worker_now_ms() + brq_worker_jitter(backoff, &seed);
-			for (int64_t now = brq_worker_now_ms(); now < until && !atomic_load(&w->stop_requested);
-			     now = brq_worker_now_ms()) {
+			for (int64_t now                                          = brq_worker_now_ms();
+			     now < until && !atomic_load(&w->stop_requested); now = brq_worker_now_ms()) {
 				drain_wake(w);
 				wait_wake(w, (int) (until - now));
 			}

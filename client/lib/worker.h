@@ -39,7 +39,7 @@
  * (atomic, read by handlers without the lock).
  */
 
-#define BRQ_W_LEASE_MIN_MS 1000     /* the gateway's lease bounds */
+#define BRQ_W_LEASE_MIN_MS 1000 /* the gateway's lease bounds */
 #define BRQ_W_LEASE_MAX_MS 86400000
 /* Per request: leases per heartbeat, chained jobs per settle (the gateway's default
  * max batch). A gateway configured lower answers too_large; settles then fall back
@@ -182,7 +182,7 @@ void brq_worker_give_back(brooq_worker *w, brooq_job_ctx **b, size_t n);
 /* Processes the answer to a settle of b[0..n) (a plain settle when `plain`, else
  * carried by a claim); frees what is done with. Under w->mu. */
 void brq_worker_settle_done(brooq_worker *w, brooq_job_ctx **b, size_t n, brooq_err err,
-                            const brooq_settle_result *res, bool plain, const char *detail);
+			    const brooq_settle_result *res, bool plain, const char *detail);
 
 /* ---- worker_job.c: job contexts ------------------------------------------------------- */
 

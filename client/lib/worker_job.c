@@ -97,14 +97,14 @@ chain_copy(const brooq_job_spec *src, size_t n)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		const brooq_job_spec *s = &src[i];
-		size_t plen = s->payload == NULL ? 0 : s->payload_len ? s->payload_len : strlen(s->payload);
-		c[i]             = *s;
-		c[i].topic       = s->topic != NULL ? strdup(s->topic) : NULL;
-		c[i].payload     = s->payload != NULL ? mem_dup0(s->payload, plen) : NULL;
+		size_t plen  = s->payload == NULL ? 0 : s->payload_len ? s->payload_len : strlen(s->payload);
+		c[i]         = *s;
+		c[i].topic   = s->topic != NULL ? strdup(s->topic) : NULL;
+		c[i].payload = s->payload != NULL ? mem_dup0(s->payload, plen) : NULL;
 		c[i].payload_len = plen;
 		c[i].key         = s->key != NULL ? strdup(s->key) : NULL;
-		if ((s->topic != NULL && c[i].topic == NULL) || (s->payload != NULL && c[i].payload == NULL) ||
-		    (s->key != NULL && c[i].key == NULL)) {
+		if ((s->topic != NULL && c[i].topic == NULL) ||
+		    (s->payload != NULL && c[i].payload == NULL) || (s->key != NULL && c[i].key == NULL)) {
 			chain_free(c, i + 1);
 			return NULL;
 		}

@@ -111,22 +111,23 @@ static void
 outcome_refused(brooq_worker *w, brooq_job_ctx *j, brooq_err err, const char *detail)
 {
 	if (j->rewritten) {
-		brq_worker_log("error", "msg=result_dropped job=%" PRIu64 " topic=%s reason=refused err=\"%s\"",
-		               j->lease.id, j->topic, detail);
+		brq_worker_log("error",
+			       "msg=result_dropped job=%" PRIu64 " topic=%s reason=refused err=\"%s\"",
+			       j->lease.id, j->topic, detail);
 		brq_held_del(w, j);
 		brq_job_ctx_free(j);
 		return;
 	}
 	char text[BRQ_W_DETAIL_MAX + 96];
 	snprintf(text, sizeof(text), "worker: the gateway refused this job's outcome: %s: %s",
-	         brooq_strerror(err), detail);
+		 brooq_strerror(err), detail);
 	brq_job_outcome_clear(j);
 	j->rewritten = true;
 	j->outcome   = BROOQ_OUTCOME_FAIL;
 	j->error     = brq_worker_error_copy(text);
 	j->oom       = j->error == NULL;
-	brq_worker_log("warn", "msg=outcome_refused job=%" PRIu64 " topic=%s err=\"%s\"", j->lease.id, j->topic,
-	               detail);
+	brq_worker_log("warn", "msg=outcome_refused job=%" PRIu64 " topic=%s err=\"%s\"", j->lease.id,
+		       j->topic, detail);
 	j->ph = PH_FINISHED;
 	brq_list_push_front(&w->finished, j);
 }
@@ -140,7 +141,7 @@ outcome_refused(brooq_worker *w, brooq_job_ctx *j, brooq_err err, const char *de
  */
 void
 brq_worker_settle_done(brooq_worker *w, brooq_job_ctx **b, size_t n, brooq_err err,
-                       const brooq_settle_result *res, bool plain, const char *detail)
+		       const brooq_settle_result *res, bool plain, const char *detail)
 {
 	w->n_settling -= n;
 	if (err == BROOQ_OK) {
@@ -150,8 +151,8 @@ brq_worker_settle_done(brooq_worker *w, brooq_job_ctx **b, size_t n, brooq_err e
 				w->st.settled++;
 			} else if (!j->ambiguous) {
 				w->st.lease_lost++;
-				brq_worker_log("info", "msg=lease_lost job=%" PRIu64 " topic=%s at=settle", j->lease.id,
-				               j->topic);
+				brq_worker_log("info", "msg=lease_lost job=%" PRIu64 " topic=%s at=settle",
+					       j->lease.id, j->topic);
 			}
 			brq_held_del(w, j);
 			brq_job_ctx_free(j);
@@ -201,8 +202,8 @@ settle_some(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	}
 	if (err != BROOQ_OK) {
 		w->st.errors++;
-		brq_worker_log("warn", "msg=settle_failed items=%zu err=\"%s\" detail=\"%s\"", n, brooq_strerror(err),
-		               detail);
+		brq_worker_log("warn", "msg=settle_failed items=%zu err=\"%s\" detail=\"%s\"", n,
+			       brooq_strerror(err), detail);
 	}
 	brq_worker_wake(w);
 }
@@ -279,11 +280,11 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	size_t n = 0, answered = 0;
 	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
 		n += needs_heartbeat(j);
-	brooq_lease *ls  = malloc(n * sizeof(*ls));
-	bool        *ext = malloc(n * sizeof(*ext));
-	brooq_err    err = BROOQ_ENOMEM;
+	brooq_lease *ls                       = malloc(n * sizeof(*ls));
+	bool        *ext                      = malloc(n * sizeof(*ext));
+	brooq_err    err                      = BROOQ_ENOMEM;
 	char         detail[BRQ_W_DETAIL_MAX] = "out of memory";
-	int64_t      t0  = brq_worker_now_ms();
+	int64_t      t0                       = brq_worker_now_ms();
 
 	if (ls != NULL && ext != NULL) {
 		size_t k = 0;
@@ -306,8 +307,8 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	if (err != BROOQ_OK) {
 		w->st.errors++;
 		*backoff = brq_worker_backoff_next(*backoff);
-		brq_worker_log("warn", "msg=heartbeat_failed leases=%zu err=\"%s\" detail=\"%s\"", n - answered,
-		               brooq_strerror(err), detail);
+		brq_worker_log("warn", "msg=heartbeat_failed leases=%zu err=\"%s\" detail=\"%s\"",
+			       n - answered, brooq_strerror(err), detail);
 	} else {
 		*backoff = 0;
 	}
@@ -326,12 +327,14 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 		/* Nothing was sent: retry every lease that is due. */
 		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
 			if (needs_heartbeat(j) && j->next_hb_ms <= now)
-				j->next_hb_ms = now + brq_min64(brq_worker_jitter(*backoff, seed), j->lease_ms / 6);
+				j->next_hb_ms =
+					now + brq_min64(brq_worker_jitter(*backoff, seed), j->lease_ms / 6);
 	} else {
 		for (size_t i = answered; i < n; i++) {
 			brooq_job_ctx *j = held_find(w, &ls[i]);
 			if (j != NULL && needs_heartbeat(j))
-				j->next_hb_ms = now + brq_min64(brq_worker_jitter(*backoff, seed), j->lease_ms / 6);
+				j->next_hb_ms =
+					now + brq_min64(brq_worker_jitter(*backoff, seed), j->lease_ms / 6);
 		}
 	}
 	free(ls);

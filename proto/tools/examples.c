@@ -10,8 +10,8 @@
 
 #include "mpread.h"
 
-static const uint8_t LEASE[BRQ_LEASE_LEN] = { 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
-	                                          0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff };
+static const uint8_t LEASE[BRQ_LEASE_LEN] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+					     0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
 
 static void
 die(const char *what)
@@ -30,10 +30,22 @@ render(brq_rd *r, int indent)
 		die("render: bad msgpack");
 	}
 	switch (h.kind) {
-	case BRQ_MP_NIL: printf("nil"); r->p += 1; return;
-	case BRQ_MP_BOOL: printf(h.b ? "true" : "false"); r->p += 1; return;
-	case BRQ_MP_UINT: printf("%" PRIu64, h.u); r->p += h.hdr; return;
-	case BRQ_MP_NINT: printf("%" PRId64, h.i); r->p += h.hdr; return;
+	case BRQ_MP_NIL:
+		printf("nil");
+		r->p += 1;
+		return;
+	case BRQ_MP_BOOL:
+		printf(h.b ? "true" : "false");
+		r->p += 1;
+		return;
+	case BRQ_MP_UINT:
+		printf("%" PRIu64, h.u);
+		r->p += h.hdr;
+		return;
+	case BRQ_MP_NINT:
+		printf("%" PRId64, h.i);
+		r->p += h.hdr;
+		return;
 	case BRQ_MP_STR:
 		putchar('"');
 		for (uint64_t i = 0; i < h.n; i++) {
@@ -76,15 +88,14 @@ render(brq_rd *r, int indent)
 		printf(map ? "}" : "]");
 		return;
 	}
-	default:
-		die("render: unexpected type");
+	default: die("render: unexpected type");
 	}
 }
 
 static void
 show(const char *title, const brq_buf *b)
 {
-	brq_rd r = { (const uint8_t *) b->data, (const uint8_t *) b->data + b->len };
+	brq_rd r = {(const uint8_t *) b->data, (const uint8_t *) b->data + b->len};
 
 	printf("%s (%zu bytes):\n\n```\n", title, b->len);
 	render(&r, 0);
@@ -98,9 +109,9 @@ show(const char *title, const brq_buf *b)
 static void
 example(const char *name, brq_request *req, brq_reply *rep)
 {
-	brq_buf    b;
-	brq_arena  a;
-	brq_limits lim;
+	brq_buf     b;
+	brq_arena   a;
+	brq_limits  lim;
 	brq_request dreq;
 	brq_reply   drep;
 	char        err[BRQ_ERRTEXT_MAX];
@@ -123,8 +134,7 @@ example(const char *name, brq_request *req, brq_reply *rep)
 	if (brq_reply_encode(&b, rep) != 0) {
 		die("reply encode");
 	}
-	if (brq_reply_decode(&drep, rep->op, b.data, b.len, &lim, &a, err, sizeof err) !=
-	    BRQ_ST_OK) {
+	if (brq_reply_decode(&drep, rep->op, b.data, b.len, &lim, &a, err, sizeof err) != BRQ_ST_OK) {
 		die(err);
 	}
 	show("Reply", &b);
@@ -140,18 +150,23 @@ main(void)
 
 	memset(&req, 0, sizeof req);
 	memset(&rep, 0, sizeof rep);
-	req.op           = BRQ_OP_PING;
-	rep.op           = BRQ_OP_PING;
-	rep.ping.server  = brq_str_c("brooq-gateway 0.1.0");
+	req.op          = BRQ_OP_PING;
+	rep.op          = BRQ_OP_PING;
+	rep.ping.server = brq_str_c("brooq-gateway 0.1.0");
 	example("ping", &req, &rep);
 
 	brq_job_spec jobs[2] = {
-		{ .topic = brq_str_c("email.send"), .payload = brq_str_c("{\"to\":\"a@example.com\"}"),
-		  .key = brq_str_c("welcome-42") },
-		{ .topic = brq_str_c("report.build"), .payload = brq_str_c("[1,2]"), .has_delay_ms = true,
-		  .delay_ms = 60000, .has_max_attempts = true, .max_attempts = 3 },
+		{.topic   = brq_str_c("email.send"),
+		 .payload = brq_str_c("{\"to\":\"a@example.com\"}"),
+		 .key     = brq_str_c("welcome-42")},
+		{.topic            = brq_str_c("report.build"),
+		 .payload          = brq_str_c("[1,2]"),
+		 .has_delay_ms     = true,
+		 .delay_ms         = 60000,
+		 .has_max_attempts = true,
+		 .max_attempts     = 3},
 	};
-	brq_enqueue_result eres[2] = { { 101, true }, { 57, false } };
+	brq_enqueue_result eres[2] = {{101, true}, {57, false}};
 	memset(&req, 0, sizeof req);
 	memset(&rep, 0, sizeof rep);
 	req.op                = BRQ_OP_ENQUEUE;
@@ -162,38 +177,41 @@ main(void)
 	rep.enqueue.n_results = 2;
 	example("enqueue", &req, &rep);
 
-	brq_str         topics[1] = { brq_str_c("email.send") };
-	brq_settle_item done      = { .id = 99, .outcome = BRQ_OUTCOME_DONE };
+	brq_str         topics[1] = {brq_str_c("email.send")};
+	brq_settle_item done      = {.id = 99, .outcome = BRQ_OUTCOME_DONE};
 	memcpy(done.lease, LEASE, sizeof LEASE);
-	brq_claimed_job cj = { .id = 101, .topic = brq_str_c("email.send"),
-		                   .payload = brq_str_c("{\"to\":\"a@example.com\"}"), .attempts = 1,
-		                   .max_attempts = 5, .lease_until_ms = 1700000030000,
-		                   .created_at_ms = 1699999990000 };
+	brq_claimed_job cj = {.id             = 101,
+			      .topic          = brq_str_c("email.send"),
+			      .payload        = brq_str_c("{\"to\":\"a@example.com\"}"),
+			      .attempts       = 1,
+			      .max_attempts   = 5,
+			      .lease_until_ms = 1700000030000,
+			      .created_at_ms  = 1699999990000};
 	memcpy(cj.lease, LEASE, sizeof LEASE);
-	brq_settle_result sres1 = { 99, true, BRQ_STATE_DONE };
+	brq_settle_result sres1 = {99, true, BRQ_STATE_DONE};
 	memset(&req, 0, sizeof req);
 	memset(&rep, 0, sizeof rep);
-	req.op                = BRQ_OP_CLAIM;
-	req.claim.worker      = brq_str_c("host1/pid42");
-	req.claim.topics      = topics;
-	req.claim.n_topics    = 1;
-	req.claim.n           = 2;
+	req.op                 = BRQ_OP_CLAIM;
+	req.claim.worker       = brq_str_c("host1/pid42");
+	req.claim.topics       = topics;
+	req.claim.n_topics     = 1;
+	req.claim.n            = 2;
 	req.claim.has_lease_ms = true;
-	req.claim.lease_ms    = 30000;
-	req.claim.has_wait_ms = true;
-	req.claim.wait_ms     = 10000;
-	req.claim.has_settle  = true;
-	req.claim.settle      = &done;
-	req.claim.n_settle    = 1;
-	rep.op                = BRQ_OP_CLAIM;
-	rep.claim.jobs        = &cj;
-	rep.claim.n_jobs      = 1;
-	rep.claim.has_settled = true;
-	rep.claim.settled     = &sres1;
-	rep.claim.n_settled   = 1;
+	req.claim.lease_ms     = 30000;
+	req.claim.has_wait_ms  = true;
+	req.claim.wait_ms      = 10000;
+	req.claim.has_settle   = true;
+	req.claim.settle       = &done;
+	req.claim.n_settle     = 1;
+	rep.op                 = BRQ_OP_CLAIM;
+	rep.claim.jobs         = &cj;
+	rep.claim.n_jobs       = 1;
+	rep.claim.has_settled  = true;
+	rep.claim.settled      = &sres1;
+	rep.claim.n_settled    = 1;
 	example("claim", &req, &rep);
 
-	brq_lease_ref lr = { .id = 101 };
+	brq_lease_ref lr = {.id = 101};
 	memcpy(lr.lease, LEASE, sizeof LEASE);
 	bool ext = true;
 	memset(&req, 0, sizeof req);
@@ -209,20 +227,20 @@ main(void)
 	rep.heartbeat.lease_until_ms = 1700000060000;
 	example("heartbeat", &req, &rep);
 
-	brq_job_spec    chain = { .topic = brq_str_c("email.audit"), .payload = brq_str_c("{}") };
+	brq_job_spec    chain    = {.topic = brq_str_c("email.audit"), .payload = brq_str_c("{}")};
 	brq_settle_item items[3] = {
-		{ .id = 101, .outcome = BRQ_OUTCOME_FAIL, .has_error = true,
-		  .error = brq_str_c("smtp timeout") },
-		{ .id = 102, .outcome = BRQ_OUTCOME_DELAY, .delay_ms = 5000 },
-		{ .id = 103, .outcome = BRQ_OUTCOME_DONE, .has_chain = true, .chain = &chain,
-		  .n_chain = 1 },
+		{.id        = 101,
+		 .outcome   = BRQ_OUTCOME_FAIL,
+		 .has_error = true,
+		 .error     = brq_str_c("smtp timeout")},
+		{.id = 102, .outcome = BRQ_OUTCOME_DELAY, .delay_ms = 5000},
+		{.id = 103, .outcome = BRQ_OUTCOME_DONE, .has_chain = true, .chain = &chain, .n_chain = 1},
 	};
 	for (int i = 0; i < 3; i++) {
 		memcpy(items[i].lease, LEASE, sizeof LEASE);
 	}
-	brq_settle_result sres[3] = { { 101, true, BRQ_STATE_FAILED },
-		                          { 102, false, BRQ_STATE_PENDING },
-		                          { 103, true, BRQ_STATE_DONE } };
+	brq_settle_result sres[3] = {
+		{101, true, BRQ_STATE_FAILED}, {102, false, BRQ_STATE_PENDING}, {103, true, BRQ_STATE_DONE}};
 	memset(&req, 0, sizeof req);
 	memset(&rep, 0, sizeof rep);
 	req.op               = BRQ_OP_SETTLE;
@@ -244,22 +262,31 @@ main(void)
 
 	memset(&req, 0, sizeof req);
 	memset(&rep, 0, sizeof rep);
-	req.op     = BRQ_OP_JOB;
-	req.job.id = 101;
-	rep.op     = BRQ_OP_JOB;
-	rep.job.job = (brq_job_info){
-		.id = 101, .topic = brq_str_c("email.send"),
-		.payload = brq_str_c("{\"to\": \"a@example.com\"}"), .state = BRQ_STATE_PROCESSING,
-		.attempts = 1, .max_attempts = 5, .available_at_ms = 1699999990000,
-		.has_locked_by = true, .locked_by = brq_str_c("host1/pid42"),
-		.has_locked_until_ms = true, .locked_until_ms = 1700000030000,
-		.has_key = true, .key = brq_str_c("welcome-42"),
-		.created_at_ms = 1699999990000, .updated_at_ms = 1700000000000,
+	req.op      = BRQ_OP_JOB;
+	req.job.id  = 101;
+	rep.op      = BRQ_OP_JOB;
+	rep.job.job = (brq_job_info) {
+		.id                  = 101,
+		.topic               = brq_str_c("email.send"),
+		.payload             = brq_str_c("{\"to\": \"a@example.com\"}"),
+		.state               = BRQ_STATE_PROCESSING,
+		.attempts            = 1,
+		.max_attempts        = 5,
+		.available_at_ms     = 1699999990000,
+		.has_locked_by       = true,
+		.locked_by           = brq_str_c("host1/pid42"),
+		.has_locked_until_ms = true,
+		.locked_until_ms     = 1700000030000,
+		.has_key             = true,
+		.key                 = brq_str_c("welcome-42"),
+		.created_at_ms       = 1699999990000,
+		.updated_at_ms       = 1700000000000,
 	};
 	example("job", &req, &rep);
 
-	brq_topic_stats ts = { .topic = brq_str_c("email.send"),
-		                   .count = { 12, 1, 2, 340, 3, 4 }, .oldest_ready_age_ms = 1500 };
+	brq_topic_stats ts = {.topic               = brq_str_c("email.send"),
+			      .count               = {12, 1, 2, 340, 3, 4},
+			      .oldest_ready_age_ms = 1500};
 	memset(&req, 0, sizeof req);
 	memset(&rep, 0, sizeof rep);
 	req.op             = BRQ_OP_STATS;
@@ -271,8 +298,7 @@ main(void)
 	// An error reply, as the gateway answers a claim with n = 0.
 	brq_buf b;
 	brq_buf_init(&b, 0);
-	if (brq_reply_encode_error(&b, 7, BRQ_ST_INVALID_ARGUMENT, "claim.n: must be 1..%d", 1000) !=
-	    0) {
+	if (brq_reply_encode_error(&b, 7, BRQ_ST_INVALID_ARGUMENT, "claim.n: must be 1..%d", 1000) != 0) {
 		die("error encode");
 	}
 	printf("### error reply\n\n");

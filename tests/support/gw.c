@@ -36,13 +36,13 @@ write_token(const char *path, char *hex)
 brq_str
 brq_gw_worker(const brq_gw *gw)
 {
-	return (brq_str){gw->worker_token, 64};
+	return (brq_str) {gw->worker_token, 64};
 }
 
 brq_str
 brq_gw_admin(const brq_gw *gw)
 {
-	return (brq_str){gw->admin_token, 64};
+	return (brq_str) {gw->admin_token, 64};
 }
 
 void *
@@ -88,7 +88,7 @@ brq_gw_call(const brq_gw *gw, brq_request *req, brq_reply *rep, brq_arena *arena
 	brq_buf_fini(&b);
 	cr_assert_not_null(*keep, "no reply from the gateway for %s", brq_op_name(req->op));
 	cr_assert_eq(brq_reply_decode(rep, req->op, *keep, n, &lim, arena, err, sizeof(err)), BRQ_ST_OK,
-	             "reply to %s does not decode: %s", brq_op_name(req->op), err);
+		     "reply to %s does not decode: %s", brq_op_name(req->op), err);
 	return rep->code;
 }
 
@@ -114,11 +114,18 @@ brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env)
 	snprintf(e_listen, sizeof(e_listen), "BROOQ_LISTEN=%s", gw->url);
 	snprintf(e_worker, sizeof(e_worker), "BROOQ_WORKER_TOKEN_FILES=%s", gw->worker_token_file);
 	snprintf(e_admin, sizeof(e_admin), "BROOQ_ADMIN_TOKEN_FILES=%s", gw->admin_token_file);
-	const char *defaults[] = {e_dsn, e_listen, e_worker, e_admin, "BROOQ_HTTP_LISTEN=off",
-	                          "BROOQ_LOG_LEVEL=info", "BROOQ_POOL_SIZE=4", "BROOQ_SHUTDOWN_GRACE=5s", NULL};
+	const char *defaults[] = {e_dsn,
+				  e_listen,
+				  e_worker,
+				  e_admin,
+				  "BROOQ_HTTP_LISTEN=off",
+				  "BROOQ_LOG_LEVEL=info",
+				  "BROOQ_POOL_SIZE=4",
+				  "BROOQ_SHUTDOWN_GRACE=5s",
+				  NULL};
 	for (int i = 0; defaults[i] != NULL; i++) {
-		bool overridden = false;
-		size_t kl = strcspn(defaults[i], "=") + 1;
+		bool   overridden = false;
+		size_t kl         = strcspn(defaults[i], "=") + 1;
 		for (int k = 0; extra_env != NULL && extra_env[k] != NULL; k++)
 			overridden = overridden || strncmp(extra_env[k], defaults[i], kl) == 0;
 		if (!overridden)
@@ -184,7 +191,7 @@ brq_gw_stop(brq_gw *gw)
 			waitpid(gw->pid, &st, 0);
 		}
 	}
-	gw->pid = 0;
+	gw->pid    = 0;
 	bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
 	if (!clean) {
 		char cmd[400];

@@ -11,14 +11,14 @@
 
 typedef struct brq_gw {
 	pid_t pid;
-	char  dir[256];           /* temp dir: socket, token files, log */
-	char  url[300];           /* ipc://DIR/gw.sock */
-	char  worker_token[65];   /* 64 hex chars */
+	char  dir[256];         /* temp dir: socket, token files, log */
+	char  url[300];         /* ipc://DIR/gw.sock */
+	char  worker_token[65]; /* 64 hex chars */
 	char  admin_token[65];
 	char  worker_token_file[300];
 	char  admin_token_file[300];
-	char  log[300];           /* the gateway's stderr */
-	char *dsn;                /* borrowed */
+	char  log[300]; /* the gateway's stderr */
+	char *dsn;      /* borrowed */
 } brq_gw;
 
 /*
@@ -38,8 +38,7 @@ void *brq_gw_raw(const brq_gw *gw, const void *req, size_t len, size_t *rep_len,
 /* Encodes req (token set by the caller), sends it, decodes the reply for req->op
  * into rep (strings borrow *keep, which the caller frees; arrays from arena).
  * Fails the test on transport or decode errors. Returns rep->code. */
-brq_status brq_gw_call(const brq_gw *gw, brq_request *req, brq_reply *rep, brq_arena *arena,
-                       void **keep);
+brq_status brq_gw_call(const brq_gw *gw, brq_request *req, brq_reply *rep, brq_arena *arena, void **keep);
 
 /* Shorthand token selection for brq_gw_call. */
 brq_str brq_gw_worker(const brq_gw *gw);

@@ -19,7 +19,7 @@ harness_host(void)
 	const char *h = getenv("BROOQ_TEST_PGHOST");
 	if (h == NULL || h[0] == '\0')
 		cr_assert_fail("BROOQ_TEST_PGHOST is not set: run the suite through tests/run.sh "
-		               "(it starts the throwaway PostgreSQL cluster)");
+			       "(it starts the throwaway PostgreSQL cluster)");
 	return h;
 }
 
@@ -41,7 +41,7 @@ brq_testdb_create(bool migrated)
 
 	snprintf(name, sizeof(name), "t_%ld_%d", (long) getpid(), atomic_fetch_add(&db_counter, 1));
 	snprintf(sql, sizeof(sql), "CREATE DATABASE %s TEMPLATE %s", name,
-	         migrated ? "brooq_template" : "template0");
+		 migrated ? "brooq_template" : "template0");
 	brq_testdb_exec(c, sql);
 	PQfinish(c);
 	free(adsn);
@@ -88,7 +88,7 @@ brq_testdb_exec(PGconn *c, const char *sql)
 	int       st = PQresultStatus(r);
 	PQclear(r);
 	cr_assert(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "SQL failed: %s\n%s", sql,
-	          PQerrorMessage(c));
+		  PQerrorMessage(c));
 }
 
 const char *
@@ -112,7 +112,7 @@ brq_testdb_value(PGconn *c, const char *sql)
 	PGresult *r = PQexec(c, sql);
 	char     *v = NULL;
 	cr_assert(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && PQnfields(r) == 1,
-	          "expected one value from: %s\n%s", sql, PQerrorMessage(c));
+		  "expected one value from: %s\n%s", sql, PQerrorMessage(c));
 	if (!PQgetisnull(r, 0, 0))
 		v = strdup(PQgetvalue(r, 0, 0));
 	PQclear(r);

@@ -35,12 +35,12 @@ extern "C" {
 typedef enum brooq_err {
 	BROOQ_OK = 0,
 	/* Local failures. */
-	BROOQ_EINVAL,     /* a bad argument, caught before sending */
-	BROOQ_ENOMEM,     /* out of memory */
-	BROOQ_ETIMEDOUT,  /* no reply within the timeout (the request may have run) */
-	BROOQ_ECONNECT,   /* transport failure: gateway not reachable */
-	BROOQ_EPROTO,     /* the reply could not be decoded */
-	BROOQ_ETOKEN,     /* the token file is missing, unreadable or too short */
+	BROOQ_EINVAL,    /* a bad argument, caught before sending */
+	BROOQ_ENOMEM,    /* out of memory */
+	BROOQ_ETIMEDOUT, /* no reply within the timeout (the request may have run) */
+	BROOQ_ECONNECT,  /* transport failure: gateway not reachable */
+	BROOQ_EPROTO,    /* the reply could not be decoded */
+	BROOQ_ETOKEN,    /* the token file is missing, unreadable or too short */
 	/* Gateway status codes (docs/protocol.md). */
 	BROOQ_EINVALID_ARGUMENT,
 	BROOQ_EUNAUTHENTICATED,
@@ -118,7 +118,7 @@ typedef struct brooq_enqueue_result {
 
 /* Enqueues n jobs atomically; results[0..n) are filled aligned with jobs. */
 BROOQ_API brooq_err brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n,
-                                  brooq_enqueue_result *results);
+				  brooq_enqueue_result *results);
 
 /* ---- claim, heartbeat, settle -------------------------------------------------- */
 
@@ -129,11 +129,11 @@ typedef struct brooq_lease {
 
 /* A claimed job. Library-allocated; free with brooq_jobs_free(). */
 typedef struct brooq_job {
-	brooq_lease lease;          /* id and lease token */
-	char       *topic;          /* NUL-terminated */
-	char       *payload;        /* NUL-terminated JSON text */
+	brooq_lease lease;   /* id and lease token */
+	char       *topic;   /* NUL-terminated */
+	char       *payload; /* NUL-terminated JSON text */
 	size_t      payload_len;
-	uint32_t    attempts;       /* including this claim */
+	uint32_t    attempts; /* including this claim */
 	uint32_t    max_attempts;
 	int64_t     lease_until_ms; /* unix ms */
 	int64_t     created_at_ms;
@@ -156,7 +156,7 @@ typedef struct brooq_settle_result {
 } brooq_settle_result;
 
 typedef struct brooq_claim_opts {
-	const char        *worker;   /* names the holder, for humans; NULL: "host:pid" */
+	const char        *worker; /* names the holder, for humans; NULL: "host:pid" */
 	const char *const *topics;
 	size_t             n_topics;
 	uint32_t           max_jobs; /* 1..the gateway's max batch */
@@ -170,18 +170,17 @@ typedef struct brooq_claim_opts {
 
 /* Claims up to o->max_jobs jobs. On success *jobs (possibly NULL when *n == 0)
  * belongs to the caller: brooq_jobs_free(*jobs, *n). */
-BROOQ_API brooq_err brooq_claim(brooq_client *c, const brooq_claim_opts *o, brooq_job **jobs,
-                                size_t *n);
+BROOQ_API brooq_err brooq_claim(brooq_client *c, const brooq_claim_opts *o, brooq_job **jobs, size_t *n);
 BROOQ_API void      brooq_jobs_free(brooq_job *jobs, size_t n);
 
 /* Extends n leases; extended[i] false means lease i is lost (a normal answer).
  * lease_ms 0: the topic's default. */
-BROOQ_API brooq_err brooq_heartbeat(brooq_client *c, const brooq_lease *leases, size_t n,
-                                    uint32_t lease_ms, bool *extended);
+BROOQ_API brooq_err brooq_heartbeat(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t lease_ms,
+				    bool *extended);
 
 /* Settles n jobs; results[0..n) aligned with items. */
 BROOQ_API brooq_err brooq_settle(brooq_client *c, const brooq_settle_item *items, size_t n,
-                                 brooq_settle_result *results);
+				 brooq_settle_result *results);
 
 /* ---- admin and introspection ------------------------------------------------------ */
 
@@ -231,7 +230,7 @@ BROOQ_API uint32_t    brooq_job_attempts(const brooq_job_ctx *j);
 BROOQ_API uint32_t    brooq_job_max_attempts(const brooq_job_ctx *j);
 /* True once the lease is lost (canceled by an operator, reaped) or the worker is
  * stopping past its grace: stop work; whatever the handler returns is discarded. */
-BROOQ_API bool        brooq_job_canceled(const brooq_job_ctx *j);
+BROOQ_API bool brooq_job_canceled(const brooq_job_ctx *j);
 
 /* What a handler decides. If it sets nothing, the outcome is done. The last call
  * wins. Strings and chained specs are copied. */
@@ -266,13 +265,13 @@ BROOQ_API brooq_err brooq_worker_run(brooq_worker *w);
 /* Asks a running worker to stop: no more claims; running handlers get the grace,
  * finished ones are settled; unfinished leases expire (nothing is lost).
  * Async-signal-safe: may be called from a SIGTERM handler. */
-BROOQ_API void      brooq_worker_stop(brooq_worker *w);
+BROOQ_API void brooq_worker_stop(brooq_worker *w);
 /* Counters since start. */
 typedef struct brooq_worker_stats {
 	uint64_t claimed, settled, lease_lost, hung, errors;
 } brooq_worker_stats;
-BROOQ_API void      brooq_worker_get_stats(brooq_worker *w, brooq_worker_stats *out);
-BROOQ_API void      brooq_worker_free(brooq_worker *w);
+BROOQ_API void brooq_worker_get_stats(brooq_worker *w, brooq_worker_stats *out);
+BROOQ_API void brooq_worker_free(brooq_worker *w);
 
 #ifdef __cplusplus
 }
