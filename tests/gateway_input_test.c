@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -330,4 +331,14 @@ Test(config, bad_configuration_lists_every_problem_and_exits_2)
 	cr_assert_not_null(strstr(out, "BROOQ_LISTEN"), "%s", out);
 	cr_assert_not_null(strstr(out, "token"), "missing tokens not reported: %s", out);
 	cr_assert_null(strstr(out, "hunter2"), "the DSN password was printed");
+}
+
+Test(input, creates_the_ipc_socket_with_mode_0660)
+{
+	char        path[400];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/gw.sock", gw.dir);
+	cr_assert_eq(stat(path, &st), 0, "no socket at %s", path);
+	cr_assert(S_ISSOCK(st.st_mode));
+	cr_assert_eq(st.st_mode & 0777, 0660, "socket mode %o", st.st_mode & 0777);
 }
