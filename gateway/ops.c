@@ -223,6 +223,18 @@ enqueue_committed(brq_server *s, const brq_job_spec *jobs, uint32_t n, const brq
 	}
 }
 
+static void
+encode_enqueue_reply(brq_work *w, const brq_enqueue_result *res)
+{
+	brq_buf *b = &w->out;
+	w->code    = BRQ_ST_OK;
+	brq_reply_begin(b, w->req.rid, 1);
+	brq_pack_key(b, "results");
+	brq_pack_array(b, w->req.enqueue.n_jobs);
+	for (uint32_t i = 0; i < w->req.enqueue.n_jobs; i++)
+		brq_pack_enqueue_result(b, &res[i]);
+}
+
 static brq_status
 op_enqueue(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
 {
@@ -235,14 +247,60 @@ op_enqueue(brq_server *s, brq_pool_thread *t, brq_work *w, op_err *e)
 	if (st != BRQ_ST_OK)
 		return st;
 	enqueue_committed(s, q->jobs, q->n_jobs, res);
-
-	brq_buf *b = &w->out;
-	brq_reply_begin(b, w->req.rid, 1);
-	brq_pack_key(b, "results");
-	brq_pack_array(b, q->n_jobs);
-	for (uint32_t i = 0; i < q->n_jobs; i++)
-		brq_pack_enqueue_result(b, &res[i]);
+	encode_enqueue_reply(w, res);
 	return BRQ_ST_OK;
+}
+
+// Enqueue requests that queued up behind each other, as one statement: one round
+// trip and one commit for all (group commit). Each request's jobs stay atomic:
+// the statement is all or nothing, and when it is refused every request is run
+// on its own, so each gets its own answer. Fills every item's reply.
+void
+brq_ops_enqueue_group(brq_server *s, brq_pool_thread *t, brq_work *head)
+{
+	uint32_t total = 0, requests = 0;
+	for (brq_work *w = head; w != NULL; w = w->qnext, requests++)
+		total += w->req.enqueue.n_jobs;
+	BRQ_LOG_DEBUG("enqueue_group", "requests=%u jobs=%u", requests, total);
+	size_t need = (size_t) total * (sizeof(brq_job_spec) + sizeof(brq_enqueue_result));
+	if (need > t->group_cap) {
+		void *g = realloc(t->group, need);
+		if (g == NULL)
+			goto one_by_one;
+		t->group     = g;
+		t->group_cap = need;
+	}
+	brq_job_spec       *jobs = t->group;
+	brq_enqueue_result *res  = (brq_enqueue_result *) (jobs + total);
+	uint32_t            k    = 0;
+	for (brq_work *w = head; w != NULL; w = w->qnext) {
+		memcpy(jobs + k, w->req.enqueue.jobs, w->req.enqueue.n_jobs * sizeof(*jobs));
+		k += w->req.enqueue.n_jobs;
+	}
+
+	op_err e = {.code = BRQ_ST_OK};
+	if (!brq_db_ready(&t->db)) {
+		fail(&e, BRQ_ST_UNAVAILABLE, "database unavailable; retry later");
+	} else if (enqueue_rows(s, t, jobs, total, res, &e) == BRQ_ST_OK) {
+		enqueue_committed(s, jobs, total, res);
+		k = 0;
+		for (brq_work *w = head; w != NULL; w = w->qnext) {
+			encode_enqueue_reply(w, res + k);
+			k += w->req.enqueue.n_jobs;
+		}
+		return;
+	}
+	if (e.code == BRQ_ST_INVALID_ARGUMENT)
+		goto one_by_one; // somebody's data was refused: find out whose
+	for (brq_work *w = head; w != NULL; w = w->qnext) {
+		w->code = e.code;
+		if (brq_reply_encode_error(&w->out, w->req.rid, e.code, "%s", e.msg) != 0)
+			brq_buf_reset(&w->out);
+	}
+	return;
+one_by_one:
+	for (brq_work *w = head; w != NULL; w = w->qnext)
+		(void) brq_ops_run(s, t, w);
 }
 
 // ---- settle -----------------------------------------------------------------------------

@@ -16,6 +16,10 @@ typedef enum brq_ops_result {
 // Runs w's (decoded, authorised) request on pool thread t.
 brq_ops_result brq_ops_run(struct brq_server *s, brq_pool_thread *t, brq_work *w);
 
+// Runs a group of enqueue requests (linked through qnext) as one statement and
+// fills each one's reply (w->out, w->code).
+void brq_ops_enqueue_group(struct brq_server *s, brq_pool_thread *t, brq_work *head);
+
 // Encodes the ping reply into w->out. Touches no database.
 void brq_ops_ping(brq_work *w);
 

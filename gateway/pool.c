@@ -23,11 +23,24 @@ pool_main(void *arg)
 			pthread_mutex_unlock(&p->mtx);
 			break;
 		}
-		p->head = w->qnext;
+		// Enqueues waiting behind each other go together: one statement and
+		// one commit for all of them (group commit from concurrency). The
+		// group stays linked through qnext for run().
+		brq_work *last  = w;
+		uint32_t  jobs  = w->req.op == BRQ_OP_ENQUEUE ? w->req.enqueue.n_jobs : 0;
+		int       group = 1;
+		while (jobs > 0 && last->qnext != NULL && last->qnext->req.op == BRQ_OP_ENQUEUE &&
+		       group < BRQ_POOL_GROUP_MAX &&
+		       jobs + last->qnext->req.enqueue.n_jobs <= BRQ_POOL_GROUP_JOBS) {
+			last = last->qnext;
+			jobs += last->req.enqueue.n_jobs;
+			group++;
+		}
+		p->head = last->qnext;
 		if (p->head == NULL)
 			p->tail = NULL;
 		pthread_mutex_unlock(&p->mtx);
-		w->qnext = NULL;
+		last->qnext = NULL;
 
 		bool was_up = t->db.conn != NULL;
 		brq_metrics_pool_move(was_up ? BRQ_POOL_IDLE : BRQ_POOL_DOWN, BRQ_POOL_BUSY);
@@ -96,6 +109,7 @@ brq_pool_stop(brq_pool *p)
 		for (int k = 0; k < BRQ_POOL_ARRAYS; k++)
 			brq_pgarr_fini(&t->arr[k]);
 		free(t->tokens);
+		free(t->group);
 	}
 	free(p->threads);
 	p->threads = NULL;

@@ -16,6 +16,11 @@
 
 #define BRQ_POOL_ARRAYS 6
 
+// Group commit bounds: at most this many queued enqueue requests, with at most this
+// many jobs in all, run as one statement.
+#define BRQ_POOL_GROUP_MAX  64
+#define BRQ_POOL_GROUP_JOBS 10000
+
 // One pool thread's private state: its connection and reusable scratch space, so
 // the hot path does not allocate once warmed up.
 typedef struct brq_pool_thread {
@@ -24,12 +29,15 @@ typedef struct brq_pool_thread {
 	char             name[32];
 	brq_db           db;
 	brq_pgarr        arr[BRQ_POOL_ARRAYS]; // batch parameters
+	void            *group;                // scratch for a group's jobs and results
+	size_t           group_cap;            // bytes
 	uint8_t         *tokens;               // lease tokens for a claim
 	size_t           tokens_cap;           // in tokens (16 bytes each)
 } brq_pool_thread;
 
-// Runs one work item on a pool thread. The function owns w until it hands it on
-// (reply sent, or parked); it must do exactly one of those.
+// Runs work on a pool thread: one item, or a group of enqueue requests linked
+// through qnext (NULL-terminated). The function owns every item until it hands it
+// on (reply sent, or parked); it must do exactly one of those for each.
 typedef void (*brq_pool_run_fn)(void *arg, brq_pool_thread *t, brq_work *w);
 
 typedef struct brq_pool {

@@ -341,6 +341,16 @@ static void
 run_on_pool(void *arg, brq_pool_thread *t, brq_work *w)
 {
 	brq_server *s = arg;
+	if (w->qnext != NULL) {
+		brq_ops_enqueue_group(s, t, w);
+		while (w != NULL) {
+			brq_work *next = w->qnext;
+			w->qnext       = NULL;
+			brq_server_reply(s, w); // hands w on: read its link first
+			w = next;
+		}
+		return;
+	}
 	if (brq_ops_run(s, t, w) == BRQ_OPS_PARK)
 		brq_server_park(s, w);
 	else

@@ -662,3 +662,90 @@ Test(gateway, settles_once_before_a_long_poll_and_reports_it_after_the_wait)
 		assert_row(id, "state", "done");
 	}
 }
+
+/* Concurrent enqueues are grouped into one statement by the gateway (group
+ * commit); every request must still get exactly its own answer. */
+#define GROUP_THREADS 8
+#define GROUP_ROUNDS  60
+static uint64_t group_ids[GROUP_THREADS][GROUP_ROUNDS];
+static uint64_t group_own[GROUP_THREADS][GROUP_ROUNDS];
+
+static void *
+group_enqueuer(void *arg)
+{
+	int       me = (int) (intptr_t) arg;
+	brq_arena a;
+	brq_arena_init(&a);
+	for (int r = 0; r < GROUP_ROUNDS; r++) {
+		char key[32], payload[64];
+		snprintf(key, sizeof(key), "k-%d", r); /* every thread uses the same keys */
+		snprintf(payload, sizeof(payload), "{\"t\":%d,\"r\":%d}", me, r);
+		bool         bad  = me == 0 && r % 10 == 5; /* valid JSON that jsonb refuses */
+		brq_job_spec j[2] = {
+			{.topic = brq_str_c("grp"), .payload = brq_str_c(payload)},
+			{.topic   = brq_str_c("grp"),
+			 .payload = brq_str_c(bad ? "1e1000000" : "{}"),
+			 .key     = brq_str_c(key)},
+		};
+		brq_request req = {.op      = BRQ_OP_ENQUEUE,
+				   .token   = brq_gw_worker(&gw),
+				   .enqueue = {.jobs = j, .n_jobs = 2}};
+		brq_reply   rep;
+		void       *keep;
+		brq_arena_reset(&a);
+		brq_status st = brq_gw_call(&gw, &req, &rep, &a, &keep);
+		if (bad) {
+			cr_assert_eq(st, BRQ_ST_INVALID_ARGUMENT, "a refused payload was accepted");
+			group_ids[me][r] = 0;
+		} else {
+			cr_assert_eq(st, BRQ_ST_OK, "%.*s", (int) rep.msg.len, rep.msg.ptr);
+			cr_assert_eq(rep.enqueue.n_results, 2);
+			group_ids[me][r] = rep.enqueue.results[1].id;
+			/* the unkeyed job's id is this request's own row: recorded to check below */
+			group_own[me][r] = rep.enqueue.results[0].id;
+		}
+		free(keep);
+	}
+	brq_arena_fini(&a);
+	return NULL;
+}
+
+Test(gateway, groups_concurrent_enqueues_without_mixing_their_answers)
+{
+	pthread_t th[GROUP_THREADS];
+	for (int i = 0; i < GROUP_THREADS; i++)
+		pthread_create(&th[i], NULL, group_enqueuer, (void *) (intptr_t) i);
+	for (int i = 0; i < GROUP_THREADS; i++)
+		pthread_join(th[i], NULL);
+	/* Every keyed job was created once; all requests with a key got that row's id. */
+	for (int r = 0; r < GROUP_ROUNDS; r++) {
+		char sql[128];
+		snprintf(sql, sizeof(sql),
+			 "SELECT id FROM job WHERE topic = 'grp' AND idempotency_key = 'k-%d'", r);
+		long long id = brq_testdb_int(db, sql);
+		for (int t = 0; t < GROUP_THREADS; t++)
+			if (group_ids[t][r] != 0)
+				cr_assert_eq(group_ids[t][r], (uint64_t) id,
+					     "thread %d round %d got %llu, key's row is %lld", t, r,
+					     (unsigned long long) group_ids[t][r], id);
+	}
+	/* One unkeyed row per accepted request, none for the refused ones. */
+	int refused = GROUP_ROUNDS / 10;
+	cr_assert_eq(brq_testdb_int(
+			     db, "SELECT count(*) FROM job WHERE topic = 'grp' AND idempotency_key IS NULL"),
+		     GROUP_THREADS * GROUP_ROUNDS - refused);
+	/* Each request's unkeyed id holds that request's own payload. */
+	for (int t = 0; t < GROUP_THREADS; t++)
+		for (int r = 0; r < GROUP_ROUNDS; r++) {
+			if (group_ids[t][r] == 0)
+				continue;
+			char sql[160], want[32];
+			snprintf(sql, sizeof(sql),
+				 "SELECT (payload->>'t') || '/' || (payload->>'r') FROM job WHERE id = %llu",
+				 (unsigned long long) group_own[t][r]);
+			snprintf(want, sizeof(want), "%d/%d", t, r);
+			char *got = brq_testdb_value(db, sql);
+			cr_assert_str_eq(got, want, "request %s was answered with the id of %s", want, got);
+			free(got);
+		}
+}
