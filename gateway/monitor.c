@@ -44,7 +44,7 @@
 	" SET max_parallel_workers_per_gather = 0"
 
 // Active rows only. Each branch's WHERE is exactly the predicate of a partial index
-// (job_claim_idx, job_lease_expiry_idx), so on a big table the planner reads those
+// (job_claim_topic_idx, job_lease_expiry_idx), so on a big table the planner reads those
 // small indexes (plus the heap pages of active rows) instead of the whole table: the
 // cost follows the backlog, not the history. Age: now() minus the oldest
 // available_at among ready rows; 0 when none is ready.

@@ -117,17 +117,23 @@ build(const struct brq_config *cfg, brq_stmt st)
 		// from libsodium), $5 lease_ms (NULL = the topic's default).
 		// One statement claims the batch (invariant 2); attempts are counted here
 		// (invariant 6); order is available_at, then id (invariant 9).
-		// The locked ids travel as one array and the update finds them through
-		// the primary key (`id = ANY(...)`): with a parameter for LIMIT, the
-		// generic plan expects thousands of rows, and a join here became a
-		// sequential scan of the whole table (60 ms at 100k rows, not 0.4 ms).
-		// A token's index in $4 is its id's position in that array.
+		// 1. One ordered index scan per distinct topic (job_claim_topic_idx),
+		//    each locking at most n rows, merged by (available_at, id): ready
+		//    jobs of topics not asked for cost nothing. Extra rows locked for a
+		//    multi-topic claim are released when the statement commits.
+		// 2. The locked ids travel as one array and the update finds them
+		//    through the primary key (`id = ANY(...)`): with a parameter for
+		//    LIMIT the generic plan expects thousands of rows, and a join here
+		//    became a sequential scan of the table (60 ms at 100k rows, not
+		//    0.4 ms). A token's index in $4 is its id's position in the array.
 		fputs("WITH c AS MATERIALIZED ("
-		      " SELECT id FROM job"
-		      " WHERE state IN ('pending', 'failed') AND available_at <= now()"
-		      " AND topic = ANY($1::text[])"
-		      " ORDER BY available_at, id LIMIT $2"
-		      " FOR NO KEY UPDATE SKIP LOCKED"
+		      " SELECT l.id FROM (SELECT DISTINCT unnest($1::text[])) AS t(topic) CROSS JOIN LATERAL "
+		      "("
+		      "  SELECT id, available_at FROM job"
+		      "  WHERE topic = t.topic AND state IN ('pending', 'failed') AND available_at <= now()"
+		      "  ORDER BY available_at, id LIMIT $2"
+		      "  FOR NO KEY UPDATE SKIP LOCKED) l"
+		      " ORDER BY l.available_at, l.id LIMIT $2"
 		      "), ids AS MATERIALIZED (SELECT array_agg(id) AS a FROM c)"
 		      " UPDATE job j SET state = 'processing', attempts = j.attempts + 1, locked_by = $3,"
 		      "  lease_token = ($4::uuid[])[array_position((SELECT a FROM ids), j.id)],"

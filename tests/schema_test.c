@@ -182,7 +182,7 @@ Test(schema, claim_query_uses_the_partial_claim_index)
 	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK);
 	bool uses = false;
 	for (int i = 0; i < PQntuples(r); i++)
-		uses = uses || strstr(PQgetvalue(r, i, 0), "job_claim_idx") != NULL;
+		uses = uses || strstr(PQgetvalue(r, i, 0), "job_claim_topic_idx") != NULL;
 	PQclear(r);
-	cr_assert(uses, "claim query does not use job_claim_idx");
+	cr_assert(uses, "claim query does not use job_claim_topic_idx");
 }
