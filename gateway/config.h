@@ -128,7 +128,7 @@ struct brq_config {
 	uint64_t max_request_bytes; // one request message
 	uint64_t max_wait_ms;       // longest long-poll accepted, 0..1h
 	uint32_t max_waiters;       // concurrent long-polls, 0..100000 (0: no long-poll)
-	uint64_t poll_interval_ms;  // parked long-polls re-check the DB this often
+	uint64_t poll_interval_ms;  // monitor round: depth metrics, health, wakes for ready topics
 
 	uint64_t reaper_interval_ms;    // period of the lease reaper
 	uint64_t retention_ttl_ms;      // 0 = retention disabled (never "delete all")

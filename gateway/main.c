@@ -113,7 +113,11 @@ main(int argc, char **argv)
 		goto out_metrics;
 	if (brq_janitor_start(&jan, &cfg, &srv.sql) != 0)
 		goto out_server;
-	if (brq_monitor_start(&cfg, NULL, &mon) != 0)
+	// The monitor's round doubles as the long-poll re-check for jobs that no
+	// enqueue through this gateway announced.
+	struct brq_monitor_opts mopts = {
+		.interval_ms = cfg.poll_interval_ms, .on_ready = brq_server_wake_topic, .on_ready_arg = &srv};
+	if (brq_monitor_start(&cfg, &mopts, &mon) != 0)
 		goto out_janitor;
 	if (cfg.http_enabled && brq_http_start(&cfg, brq_monitor_healthy, mon, &http) != 0)
 		goto out_monitor;

@@ -93,6 +93,8 @@ struct brq_monitor {
 	uint64_t interval_ms;
 	uint64_t terminal_interval_ms;
 	uint64_t connect_timeout_ms;
+	void (*on_ready)(void *arg, const char *topic, size_t topic_len);
+	void    *on_ready_arg;
 	uint64_t health_window_ms;
 	uint64_t budget_ms; // statement_timeout of every monitor statement
 
@@ -481,6 +483,9 @@ publish(struct brq_monitor *m, const struct rows *active)
 		}
 	}
 	brq_metrics_depth_set(out, n);
+	for (size_t k = 0; m->on_ready != NULL && k < n; k++)
+		if (out[k].oldest_ready_age_s > 0)
+			m->on_ready(m->on_ready_arg, out[k].topic, out[k].topic_len);
 	free(out);
 	return 0;
 }
@@ -697,6 +702,10 @@ brq_monitor_start(const struct brq_config *cfg, const struct brq_monitor_opts *o
 		? opts->terminal_interval_ms
 		: BRQ_MONITOR_DEFAULT_TERMINAL_INTERVAL_MS;
 	m->terminal_interval_ms = max_u64(m->terminal_interval_ms, m->interval_ms);
+	if (opts != NULL) {
+		m->on_ready     = opts->on_ready;
+		m->on_ready_arg = opts->on_ready_arg;
+	}
 	m->connect_timeout_ms =
 		opts != NULL && opts->connect_timeout_ms != 0 ? opts->connect_timeout_ms : 5000;
 	m->health_window_ms = max_u64(HEALTH_INTERVALS * m->interval_ms, HEALTH_MIN_MS);

@@ -45,6 +45,12 @@ struct brq_monitor_opts {
 	uint64_t connect_timeout_ms;   // per connection attempt, default 5 s
 	uint64_t budget_ms;            // statement_timeout of each count, default half the
 				       // health window; keep it below the window
+	// Called on the monitor thread, after each depth round, once per topic that
+	// has jobs ready now: the gateway wakes its parked long-polls for that topic,
+	// so one query a round serves every waiter (jobs inserted by SQL or another
+	// gateway, or ready by time). NULL: not called.
+	void (*on_ready)(void *arg, const char *topic, size_t topic_len);
+	void *on_ready_arg;
 };
 
 // A running monitor (opaque).

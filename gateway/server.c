@@ -113,9 +113,11 @@ brq_server_park(brq_server *s, brq_work *w)
 	uint64_t now = brq_now_ms();
 	uint64_t ms  = w->deadline_ms > now ? w->deadline_ms - now : 0;
 	// Jobs that become ready by time, or arrive through SQL or another gateway,
-	// wake nobody: re-check at least every poll interval.
-	if (ms > s->cfg->poll_interval_ms)
-		ms = s->cfg->poll_interval_ms;
+	// are found by the monitor's one depth query per poll interval, which wakes
+	// the waiters of their topics (brq_server_wake_topic). Each waiter's own
+	// re-check is only a safety net for when that query cannot run.
+	if (ms > BRQ_SERVER_RECHECK_MS)
+		ms = BRQ_SERVER_RECHECK_MS;
 
 	pthread_mutex_lock(&s->wmtx);
 	if (s->wake_gen != w->wake_gen || atomic_load(&s->stopping)) {
@@ -154,6 +156,12 @@ claims_topic(const brq_work *w, const char *topic, size_t len)
 			return true;
 	}
 	return false;
+}
+
+void
+brq_server_wake_topic(void *arg, const char *topic, size_t topic_len)
+{
+	brq_server_wake(arg, topic, topic_len, UINT32_MAX);
 }
 
 void

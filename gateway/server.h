@@ -17,6 +17,11 @@
 #include "sql.h"
 #include "work.h"
 
+// A parked long-poll re-checks the database on its own at least this often, in
+// case the monitor's round (which wakes waiters of topics with ready jobs) cannot
+// run.
+#define BRQ_SERVER_RECHECK_MS 30000
+
 typedef struct brq_server {
 	const struct brq_config *cfg;  // borrowed
 	const struct brq_auth   *auth; // borrowed
@@ -54,6 +59,10 @@ void brq_server_stop(brq_server *s);
 // Wakes up to n parked long-polls that claim `topic` (called after an enqueue
 // committed jobs that are ready now). Any thread.
 void brq_server_wake(brq_server *s, const char *topic, size_t topic_len, uint32_t n);
+
+// Wakes every parked long-poll that claims `topic`: the monitor's callback when
+// its depth round finds ready jobs there (monitor.h on_ready). arg: the server.
+void brq_server_wake_topic(void *arg, const char *topic, size_t topic_len);
 
 // Generation of wakes so far (see wake_gen). Any thread.
 uint64_t brq_server_wake_gen(brq_server *s);

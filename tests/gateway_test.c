@@ -749,3 +749,28 @@ Test(gateway, groups_concurrent_enqueues_without_mixing_their_answers)
 			free(got);
 		}
 }
+
+static uint32_t sql_claimed;
+
+static void *
+sql_waiter(void *arg)
+{
+	(void) arg;
+	brq_lease_ref l[1];
+	sql_claimed = claim("sqlins", 1, 10000, l);
+	return NULL;
+}
+
+Test(gateway, a_job_inserted_by_sql_wakes_a_parked_long_poll_within_the_poll_interval)
+{
+	pthread_t th;
+	pthread_create(&th, NULL, sql_waiter, NULL);
+	usleep(300000);
+	long long t0 = brq_testdb_int(db, "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8");
+	brq_testdb_exec(db, "INSERT INTO job (topic, payload) VALUES ('sqlins', '{}')");
+	pthread_join(th, NULL);
+	long long t1 = brq_testdb_int(db, "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8");
+	cr_assert_eq(sql_claimed, 1);
+	/* BROOQ_POLL_INTERVAL is 1 s by default; the wait was 10 s. */
+	cr_assert_lt(t1 - t0, 2500, "picked up after %lld ms", t1 - t0);
+}
