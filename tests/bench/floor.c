@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+// The transport's floor: NNG req/rep round trips over ipc with an echo server, no brooq at all.
+//
+// The server runs in a child process with the gateway's pattern (one rep0 socket,
+// many contexts, each an aio state machine that replies from NNG's callback thread);
+// the clients are threads with a REQ socket each. What a ping costs above this is
+// brooq's own (client library, decoding, auth, reply encoding).
+#include "bench.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#define ECHO_CTXS 64
+
+typedef struct echo {
+	nng_aio *aio;
+	nng_ctx  ctx;
+	bool     sending;
+} echo;
+
+static void
+echo_cb(void *arg)
+{
+	echo *e  = arg;
+	int   rv = nng_aio_result(e->aio);
+	if (rv == NNG_ECLOSED)
+		return;
+	if (!e->sending && rv == 0) {
+		nng_msg *m = nng_aio_get_msg(e->aio);
+		e->sending = true;
+		nng_aio_set_msg(e->aio, m);
+		nng_ctx_send(e->ctx, e->aio);
+		return;
+	}
+	if (e->sending && rv != 0)
+		nng_msg_free(nng_aio_get_msg(e->aio));
+	e->sending = false;
+	nng_ctx_recv(e->ctx, e->aio);
+}
+
+static void
+echo_server(const char *url)
+{
+	nng_socket  s;
+	static echo e[ECHO_CTXS];
+	if (nng_rep0_open(&s) != 0)
+		_exit(1);
+	for (int i = 0; i < ECHO_CTXS; i++)
+		if (nng_aio_alloc(&e[i].aio, echo_cb, &e[i]) != 0 || nng_ctx_open(&e[i].ctx, s) != 0)
+			_exit(1);
+	if (nng_listen(s, url, NULL, 0) != 0)
+		_exit(1);
+	for (int i = 0; i < ECHO_CTXS; i++)
+		nng_ctx_recv(e[i].ctx, e[i].aio);
+	for (;;)
+		pause();
+}
+
+typedef struct floor_thread {
+	pthread_t          th;
+	const char        *url;
+	double             seconds;
+	pthread_barrier_t *bar;
+	bench_samples      lat;
+} floor_thread;
+
+static void *
+floor_main(void *arg)
+{
+	floor_thread *t = arg;
+	nng_socket    s;
+	if (nng_req0_open(&s) != 0 || nng_dial(s, t->url, NULL, NNG_FLAG_NONBLOCK) != 0)
+		bench_die("floor: cannot dial %s", t->url);
+	char payload[64];
+	memset(payload, 'x', sizeof(payload));
+	// Connected before the clock starts: one unmeasured round trip.
+	for (int warm = 0; warm < 2; warm++) {
+		if (nng_send(s, payload, sizeof(payload), 0) != 0)
+			bench_die("floor: send");
+		char  *buf = NULL;
+		size_t len = 0;
+		if (nng_recv(s, &buf, &len, NNG_FLAG_ALLOC) != 0)
+			bench_die("floor: recv");
+		nng_free(buf, len);
+	}
+	pthread_barrier_wait(t->bar);
+	int64_t end = bench_now_ns() + (int64_t) (t->seconds * 1e9);
+	for (;;) {
+		int64_t t0 = bench_now_ns();
+		if (t0 >= end)
+			break;
+		nng_msg *m;
+		if (nng_msg_alloc(&m, 0) != 0 || nng_msg_append(m, payload, sizeof(payload)) != 0 ||
+		    nng_sendmsg(s, m, 0) != 0)
+			bench_die("floor: send");
+		if (nng_recvmsg(s, &m, 0) != 0)
+			bench_die("floor: recv");
+		nng_msg_free(m);
+		bench_samples_add(&t->lat, bench_now_ns() - t0);
+	}
+	nng_close(s);
+	return NULL;
+}
+
+int
+bench_floor(const bench_opts *o)
+{
+	char url[128];
+	snprintf(url, sizeof(url), "ipc:///tmp/brooq-bench-floor-%ld.sock", (long) getpid());
+	pid_t pid = fork();
+	if (pid < 0)
+		bench_die("fork");
+	if (pid == 0)
+		echo_server(url);
+	bench_sleep_ns(200 * 1000000LL);
+
+	int               n = o->producers;
+	floor_thread     *t = calloc((size_t) n, sizeof(*t));
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, (unsigned) n);
+	for (int i = 0; i < n; i++) {
+		t[i] = (floor_thread) {.url = url, .seconds = o->seconds, .bar = &bar};
+		if (pthread_create(&t[i].th, NULL, floor_main, &t[i]) != 0)
+			bench_die("pthread_create");
+	}
+	bench_samples all = {0};
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i].th, NULL);
+		bench_samples_merge(&all, &t[i].lat);
+		bench_samples_free(&t[i].lat);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(url + strlen("ipc://"));
+	char scen[32];
+	snprintf(scen, sizeof(scen), "ping_c%d", n);
+	bench_sort(all.v, all.n);
+	// Reported as the "raw" column of the ping rows: the floor under the gateway.
+	bench_result(o, scen, "raw", "rtt_p50", "us", (double) bench_pct(all.v, all.n, 0.50) / 1e3);
+	bench_result(o, scen, "raw", "rtt_p99", "us", (double) bench_pct(all.v, all.n, 0.99) / 1e3);
+	bench_result(o, scen, "raw", "rate", "calls/s", (double) all.n / o->seconds);
+	bench_samples_free(&all);
+	pthread_barrier_destroy(&bar);
+	free(t);
+	return 0;
+}

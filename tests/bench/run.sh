@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The brooq benchmark (issue 6), one command: builds what it needs (Release), starts
+# a private durable PostgreSQL 15 and a gateway, runs every scenario against the
+# gateway and the raw-SQL baseline of the same statements, and prints the table.
+#
+#   tests/bench/run.sh            every scenario, 3 runs each (about 6 min on 2 cores)
+#   tests/bench/run.sh --smoke    every scenario once, tiny sizes (~10 s of measuring; CI)
+#   tests/bench/run.sh --growth   how cost grows: terminal rows, ready rows, held-back vacuum
+#   tests/bench/run.sh --levers   optimisations tried on the raw loop; gateway pool sizes
+#
+# Options: --runs N, --bin-dir DIR (use programs built already), --out-dir DIR.
+# Environment: BROOQ_BENCH_POOL_SIZE (gateway connections; default 4, the gateway's own).
+# Results: DIR/results.jsonl (every figure of every run), DIR/summary.json and
+# DIR/table.md; DIR is printed at the end. docs/benchmarks.md explains the scenarios.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mode=full runs=3 bin_dir='' out_dir=''
+while [ $# -gt 0 ]; do
+  case $1 in
+    --smoke) mode=smoke; runs=1 ;;
+    --growth) mode=growth ;;
+    --levers) mode=levers ;;
+    --runs) runs=$2; shift ;;
+    --bin-dir) bin_dir=$2; shift ;;
+    --out-dir) out_dir=$2; shift ;;
+    *) echo "usage: $0 [--smoke|--growth|--levers] [--runs N] [--bin-dir DIR] [--out-dir DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [ -z "$bin_dir" ]; then
+  "$root/deploy/deps.sh"
+  build="$root/build-bench"
+  echo "== build (Release) in $build"
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" -j "$(nproc)" --target brooq-gateway brooqctl brooq-bench brooq-bench-worker >/dev/null
+  bin_dir="$build/bin"
+fi
+bench="$bin_dir/brooq-bench"
+for p in brooq-gateway brooqctl brooq-bench brooq-bench-worker; do
+  [ -x "$bin_dir/$p" ] || { echo "run.sh: $bin_dir/$p not built" >&2; exit 1; }
+done
+[ -n "$out_dir" ] || out_dir=/tmp/brooq-bench-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out_dir"
+results="$out_dir/results.jsonl"
+: >"$results"
+: >"$out_dir/bench.log"
+
+# shellcheck source=tests/pg.sh
+. "$root/tests/pg.sh"
+work=$(mktemp -d /tmp/brooq-bench-run.XXXXXX)
+gw_pid=
+gw_stop() {
+  if [ -n "$gw_pid" ]; then
+    kill "$gw_pid" 2>/dev/null || true
+    wait "$gw_pid" 2>/dev/null || true
+    gw_pid=
+  fi
+}
+cleanup() {
+  gw_stop
+  brq_pg_stop "$work"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== PostgreSQL (durable: fsync, synchronous_commit, full_page_writes on) in $work"
+brq_pg_start "$work" durable
+psql -X -q -h "$BROOQ_TEST_PGHOST" -U postgres -d postgres -c 'CREATE DATABASE brooq_bench' >/dev/null
+export BROOQ_BENCH_DSN="host=$BROOQ_TEST_PGHOST user=postgres dbname=brooq_bench"
+BROOQ_DSN=$BROOQ_BENCH_DSN "$bin_dir/brooqctl" migrate up --dir "$root/migrations" >/dev/null
+export BROOQ_BENCH_PG_PID # our postmaster, for the CPU accounting
+BROOQ_BENCH_PG_PID=$(head -n 1 "$work/data/postmaster.pid")
+
+mkdir -p "$work/gw"
+od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$work/gw/worker.token"
+chmod 600 "$work/gw/worker.token"
+export BROOQ_BENCH_URL="ipc://$work/gw/gateway.sock"
+export BROOQ_BENCH_TOKEN_FILE="$work/gw/worker.token"
+export BROOQ_BENCH_WORKER="$bin_dir/brooq-bench-worker"
+export BROOQ_BENCH_GW_PID
+
+# gw_start POOL: a gateway with defaults but for the pool size, long-polls up to
+# 1,000 (the default) and metrics on a free loopback port (the driver reads the RPC
+# counters: how full the workers' claims were).
+export BROOQ_BENCH_METRICS
+gw_start() {
+  gw_stop
+  local port
+  for _ in $(seq 20); do
+    port=$((20000 + RANDOM % 20000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+  done
+  BROOQ_BENCH_METRICS=127.0.0.1:$port
+  BROOQ_DSN=$BROOQ_BENCH_DSN BROOQ_LISTEN=$BROOQ_BENCH_URL BROOQ_WORKER_TOKEN_FILES=$BROOQ_BENCH_TOKEN_FILE \
+    BROOQ_POOL_SIZE=$1 BROOQ_HTTP_LISTEN=$BROOQ_BENCH_METRICS BROOQ_MAX_WAITERS=1000 BROOQ_LOG_LEVEL=warn \
+    "$bin_dir/brooq-gateway" 2>>"$out_dir/gateway.log" &
+  gw_pid=$!
+  BROOQ_BENCH_GW_PID=$gw_pid
+  for _ in $(seq 100); do
+    "$bench" ping --producers 1 --seconds 0.05 >/dev/null 2>&1 && return 0
+    kill -0 "$gw_pid" 2>/dev/null || { cat "$out_dir/gateway.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "run.sh: the gateway does not answer" >&2
+  exit 1
+}
+pool=${BROOQ_BENCH_POOL_SIZE:-4}
+echo "== gateway (pool $pool) on $BROOQ_BENCH_URL"
+gw_start "$pool"
+
+pg() { psql -X -qAt -h "$BROOQ_TEST_PGHOST" -U postgres -d brooq_bench -c "$1"; }
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# b CMD ARGS...: one measurement; its log goes to bench.log, shown if it fails.
+b() {
+  if ! "$bench" "$@" --out "$results" >>"$out_dir/bench.log" 2>&1; then
+    echo "run.sh: brooq-bench $* failed:" >&2
+    tail -n 20 "$out_dir/bench.log" >&2
+    exit 1
+  fi
+}
+# pair RUN CMD ARGS...: the gateway scenario and its raw twin, alternating which goes first.
+pair() {
+  local run=$1 cmd=$2
+  shift 2
+  if [ $((run % 2)) -eq 1 ]; then
+    b "$cmd" --run "$run" "$@"; b "raw-$cmd" --run "$run" "$@"
+  else
+    b "raw-$cmd" --run "$run" "$@"; b "$cmd" --run "$run" "$@"
+  fi
+}
+
+# Shapes. Concurrency = worker processes x handler threads: 2 x 4 and 2 x 16. A worker
+# claims up to one job per free thread and carries its finished results in the same
+# request; the raw baseline runs one libpq connection per worker process, claiming
+# the same batch (threads) and settling it in the claim's transaction.
+c8="--procs 2 --threads 4"
+c32="--procs 2 --threads 16"
+if [ "$mode" = smoke ]; then
+  sec=0.5 jobs=5000 lat_sec=1 ping_sec=0.3 polls=100
+else
+  sec=5 jobs=100000 lat_sec=10 ping_sec=3 polls=1000
+fi
+
+case $mode in
+full | smoke)
+  for run in $(seq "$runs"); do
+    echo "== run $run/$runs: enqueue"
+    pair "$run" enqueue --producers 1 --batch 1 --seconds "$sec"
+    pair "$run" enqueue --producers 16 --batch 1 --seconds "$sec"
+    pair "$run" enqueue --producers 1 --batch 100 --seconds "$sec"
+    pair "$run" enqueue --producers 8 --batch 100 --seconds "$sec"
+    echo "== run $run/$runs: drain"
+    # shellcheck disable=SC2086
+    pair "$run" drain --jobs "$jobs" $c8
+    # shellcheck disable=SC2086
+    pair "$run" drain --jobs "$jobs" $c32
+    echo "== run $run/$runs: latency, ping, long-polls"
+    # shellcheck disable=SC2086
+    b latency --run "$run" --rate 200 --seconds "$lat_sec" $c8
+    pair "$run" ping --producers 1 --seconds "$ping_sec"
+    pair "$run" ping --producers 16 --seconds "$ping_sec"
+    # Memory: what the gateway holds after the scenarios above, then 1,000 parked
+    # long-polls on a fresh gateway.
+    b rss --run "$run" --gw-pid "$gw_pid"
+    gw_start "$pool"
+    b longpoll --run "$run" --polls "$polls" --gw-pid "$gw_pid"
+  done
+  ;;
+growth)
+  echo "== growth: drain 100k at concurrency 32 with 0, 1M, 5M terminal rows"
+  for m in 0 1000000 5000000; do
+    [ "$m" -gt 0 ] && "$bench" terminal --terminal "$m" >>"$out_dir/bench.log" 2>&1
+    for run in $(seq "$runs"); do
+      # 0: really none (the other scenarios start from 10,000 terminal rows).
+      # shellcheck disable=SC2086
+      BROOQ_BENCH_EMPTY_TABLE=$([ "$m" -eq 0 ] && echo 1) \
+        pair "$run" drain --jobs 100000 $c32 --terminal "$m" --label "drain_c32_terminal_$m"
+    done
+  done
+  echo "== growth: claim latency with 10k and 1M ready jobs (ours, or another topic's)"
+  for run in $(seq "$runs"); do
+    b claim-ready --run "$run" --ready 10000
+    b claim-ready --run "$run" --ready 1000000
+    b claim-ready --run "$run" --ready 100000 --cross
+    b claim-ready --run "$run" --ready 1000000 --cross
+  done
+  echo "== growth: 1,000 parked long-polls while another topic has 100k ready jobs"
+  b longpoll --run 1 --polls 1000 --ready 100000 --gw-pid "$gw_pid"
+  echo "== growth: a transaction holding back vacuum during a 20k drain"
+  for run in $(seq "$runs"); do
+    # shellcheck disable=SC2086
+    pair "$run" drain --jobs 20000 $c32 --label drain_c32_20k
+    # shellcheck disable=SC2086
+    pair "$run" drain --jobs 20000 $c32 --hold-xmin --label drain_c32_20k_xmin_held
+  done
+  ;;
+levers)
+  echo "== levers: the raw claim loop sent differently (c32, 100k jobs)"
+  for run in $(seq "$runs"); do
+    # shellcheck disable=SC2086
+    pair "$run" drain --jobs 100000 $c32
+    for lever in literal generic pipeline pipeline+generic; do
+      # shellcheck disable=SC2086
+      b raw-drain --run "$run" --jobs 100000 $c32 --lever "$lever" --label "drain_c32_lever_$lever"
+    done
+  done
+  echo "== levers: gateway pool size (enqueue 1 job/RPC x 16, drain c32)"
+  for p in 2 4 8 16; do
+    gw_start "$p"
+    for run in $(seq "$runs"); do
+      b enqueue --run "$run" --producers 16 --seconds 5 --label "enqueue_b1_p16_pool$p"
+      # shellcheck disable=SC2086
+      b drain --run "$run" --jobs 100000 $c32 --label "drain_c32_pool$p"
+    done
+  done
+  gw_start "$pool"
+  echo "== levers: enqueue on an empty table (plans made while it is small), and without the join to job"
+  for run in $(seq "$runs"); do
+    BROOQ_BENCH_EMPTY_TABLE=1 pair "$run" enqueue --producers 16 --seconds 5 --label enqueue_b1_p16_empty_table
+    BROOQ_BENCH_EMPTY_TABLE=1 b raw-enqueue --run "$run" --producers 16 --seconds 5 --lever enqueue-nojoin \
+      --label enqueue_b1_p16_empty_table_nojoin
+    b raw-enqueue --run "$run" --producers 16 --seconds 5 --lever enqueue-nojoin --label enqueue_b1_p16_nojoin
+  done
+  ;;
+esac
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# The machine and settings, for the summary.
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/"//g')
+mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
+pgv=$(pg 'SHOW server_version')
+settings=$(pg "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name) FROM pg_settings
+  WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method', 'shared_buffers',
+                 'max_wal_size', 'commit_delay', 'max_connections')")
+BROOQ_BENCH_META=$(printf '{"mode":"%s","runs":%d,"nproc":%d,"cpu":"%s","memory":"%s","kernel":"%s","postgresql":"%s","settings":"%s","gateway_pool_size":%d,"load_start":"%s","load_end":"%s","date":"%s"}' \
+  "$mode" "$runs" "$(nproc)" "$cpu" "$mem" "$(uname -r)" "$pgv" "$settings" "$pool" "$load_start" "$load_end" "$(date -u +%FT%TZ)")
+export BROOQ_BENCH_META
+
+{
+  echo "brooq benchmark ($mode, $runs run(s), median (min–max)); $(nproc) cores ($cpu), $mem;"
+  echo "PostgreSQL $pgv: $settings; gateway pool $pool; load average $load_start at start, $load_end at end."
+  echo
+  "$bench" report "$results" --json "$out_dir/summary.json"
+} >"$out_dir/table.md"
+cat "$out_dir/table.md"
+echo
+echo "results: $out_dir (results.jsonl, summary.json, table.md, gateway.log, bench.log)"
