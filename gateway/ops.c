@@ -186,27 +186,52 @@ enqueue_rows(brq_server *s, brq_pool_thread *t, const brq_job_spec *jobs, uint32
 	}
 	PQclear(r);
 
-	// A key that conflicted with a row this statement could not see (the same key
-	// twice in the batch, or a row committed after the statement began): the row
-	// exists now, so look it up.
+	// A key that conflicted (with an older row, one of the same batch, or one
+	// committed after the statement began): the row exists now, so look them all
+	// up in one statement, by position among the conflicting jobs.
+	uint32_t  n_missing = 0;
+	uint32_t *missing   = NULL;
+	for (uint32_t i = 0; i < n; i++)
+		n_missing += res[i].id == 0;
+	if (n_missing == 0)
+		return BRQ_ST_OK;
+	missing = malloc((size_t) n_missing * sizeof(*missing));
+	if (missing == NULL)
+		return fail(e, BRQ_ST_INTERNAL, "enqueue: out of memory");
+	brq_pgarr_begin(&a[0], BRQ_OID_TEXT);
+	brq_pgarr_begin(&a[1], BRQ_OID_TEXT);
+	n_missing = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (res[i].id != 0)
 			continue;
-		char        topic[BRQ_TOPIC_MAX + 1], key[BRQ_KEY_MAX + 1];
-		const char *lv[2] = {cstr(topic, sizeof(topic), jobs[i].topic),
-				     cstr(key, sizeof(key), jobs[i].key)};
-		r                 = brq_db_exec(&t->db, BRQ_STMT_ENQUEUE_LOOKUP, lv, NULL, NULL);
-		if (!brq_db_ok(r) || PQntuples(r) != 1) {
-			brq_status st = brq_db_ok(r)
-				? fail(e, BRQ_ST_UNAVAILABLE, "enqueue: key conflict, retry")
-				: db_fail(e, &t->db, r, "enqueue");
-			PQclear(r);
-			return st;
-		}
-		res[i].id = (uint64_t) int_at(r, 0, 0);
-		PQclear(r);
+		missing[n_missing++] = i;
+		brq_pgarr_text(&a[0], jobs[i].topic.ptr, jobs[i].topic.len);
+		brq_pgarr_text(&a[1], jobs[i].key.ptr, jobs[i].key.len);
 	}
-	return BRQ_ST_OK;
+	brq_status st = BRQ_ST_OK;
+	if (arr_end(&a[0], &v[0], &l[0]) != 0 || arr_end(&a[1], &v[1], &l[1]) != 0) {
+		st = fail(e, BRQ_ST_INTERNAL, "enqueue: out of memory");
+		goto out;
+	}
+	r = brq_db_exec(&t->db, BRQ_STMT_ENQUEUE_LOOKUP, v, l, f);
+	if (!brq_db_ok(r)) {
+		st = db_fail(e, &t->db, r, "enqueue");
+		PQclear(r);
+		goto out;
+	}
+	for (int row = 0; row < PQntuples(r); row++) {
+		int64_t k = int_at(r, row, 0);
+		if (k >= 1 && k <= (int64_t) n_missing)
+			res[missing[k - 1]].id = (uint64_t) int_at(r, row, 1);
+	}
+	PQclear(r);
+	for (uint32_t k = 0; k < n_missing; k++)
+		if (res[missing[k]].id == 0) // its row was deleted in between
+			st = fail(e, BRQ_ST_UNAVAILABLE,
+				  "enqueue: key conflict with a row that went away; retry");
+out:
+	free(missing);
+	return st;
 }
 
 // After commit: metrics, and wake one parked long-poll per job that is ready now.
