@@ -517,26 +517,37 @@ Test(gateway, settles_done_with_chained_jobs_in_one_transaction)
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'child'"), 2);
 }
 
+/* One combined round trip: settle `held` as done, then claim up to n jobs of
+ * topic, waiting up to wait_ms. The reply borrows *keep (caller frees). */
+static brq_status
+claim_settling(const char *topic, uint32_t n, uint32_t wait_ms, const brq_lease_ref *held, brq_reply *rep,
+	       void **keep)
+{
+	brq_settle_item it = {.id = held->id, .outcome = BRQ_OUTCOME_DONE};
+	memcpy(it.lease, held->lease, BRQ_LEASE_LEN);
+	brq_str     t   = brq_str_c(topic);
+	brq_request req = {.op    = BRQ_OP_CLAIM,
+			   .claim = {.worker      = brq_str_c("w"),
+				     .topics      = &t,
+				     .n_topics    = 1,
+				     .n           = n,
+				     .has_wait_ms = wait_ms > 0,
+				     .wait_ms     = wait_ms,
+				     .has_settle  = true,
+				     .settle      = &it,
+				     .n_settle    = 1}};
+	return call(&req, rep, keep);
+}
+
 Test(gateway, claims_and_settles_in_one_round_trip)
 {
 	enqueue("t", "{}", NULL, NULL);
 	enqueue("t", "{}", NULL, NULL);
 	brq_lease_ref l[1];
 	cr_assert_eq(claim("t", 1, 0, l), 1);
-	brq_settle_item it = {.id = l[0].id, .outcome = BRQ_OUTCOME_DONE};
-	memcpy(it.lease, l[0].lease, BRQ_LEASE_LEN);
-	brq_str     t   = brq_str_c("t");
-	brq_request req = {.op    = BRQ_OP_CLAIM,
-			   .claim = {.worker     = brq_str_c("w"),
-				     .topics     = &t,
-				     .n_topics   = 1,
-				     .n          = 5,
-				     .has_settle = true,
-				     .settle     = &it,
-				     .n_settle   = 1}};
-	brq_reply   rep;
-	void       *keep;
-	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	brq_reply rep;
+	void     *keep;
+	cr_assert_eq(claim_settling("t", 5, 0, &l[0], &rep, &keep), BRQ_ST_OK);
 	cr_assert_eq(rep.claim.n_jobs, 1);
 	cr_assert(rep.claim.has_settled && rep.claim.n_settled == 1 && rep.claim.settled[0].applied);
 	free(keep);
@@ -638,22 +649,9 @@ Test(gateway, settles_once_before_a_long_poll_and_reports_it_after_the_wait)
 		uint64_t      id = enqueue("lp", "{}", NULL, NULL);
 		brq_lease_ref l[1];
 		cr_assert_eq(claim("lp", 1, 0, l), 1);
-		brq_settle_item it = {.id = l[0].id, .outcome = BRQ_OUTCOME_DONE};
-		memcpy(it.lease, l[0].lease, BRQ_LEASE_LEN);
-		brq_str     t   = brq_str_c("lp");
-		brq_request req = {.op    = BRQ_OP_CLAIM,
-				   .claim = {.worker      = brq_str_c("w"),
-					     .topics      = &t,
-					     .n_topics    = 1,
-					     .n           = 1,
-					     .has_wait_ms = true,
-					     .wait_ms     = 200,
-					     .has_settle  = true,
-					     .settle      = &it,
-					     .n_settle    = 1}};
-		brq_reply   rep;
-		void       *keep;
-		cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+		brq_reply rep;
+		void     *keep;
+		cr_assert_eq(claim_settling("lp", 1, 200, &l[0], &rep, &keep), BRQ_ST_OK);
 		cr_assert_eq(rep.claim.n_jobs, 0);
 		cr_assert(rep.claim.has_settled && rep.claim.n_settled == 1);
 		cr_assert(rep.claim.settled[0].applied, "round %d: settle not applied", round);
