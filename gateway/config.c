@@ -3,6 +3,7 @@
 // problem at once.
 #include "config.h"
 #include "config_parse.h"
+#include "text.h" // proto: brq_topic_valid, the one topic rule
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -611,7 +612,7 @@ parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, con
 	}
 	const char *ta = a, *tb = colon;
 	trim_span(&ta, &tb);
-	if (!brq_config_topic_is_valid(ta, (size_t) (tb - ta))) {
+	if (!brq_topic_valid(ta, (size_t) (tb - ta))) {
 		brq_config_problem_add(
 			L->p, "%s: entry %zu: topic must match [a-z0-9][a-z0-9._-]* and be at most %d bytes",
 			var, index, BRQ_CONFIG_TOPIC_MAX);

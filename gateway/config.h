@@ -206,7 +206,4 @@ BRQ_MUSTCHECK int brq_config_parse_bool(const char *s, bool *out, const char **w
 // True if `host` is localhost, in 127.0.0.0/8, ::1 or an IPv4-mapped 127.x address.
 bool brq_config_host_is_loopback(const char *host);
 
-// True if `s` (len bytes, need not be NUL-terminated) is a valid topic name.
-bool brq_config_topic_is_valid(const char *s, size_t len);
-
 #endif // BRQ_GATEWAY_CONFIG_H

@@ -206,50 +206,32 @@ brq_config_parse_bool(const char *s, bool *out, const char **why)
 	return -EINVAL;
 }
 
-bool
-brq_config_topic_is_valid(const char *s, size_t len)
+// Renders v with the largest unit of `units` that divides it ("90s", "2m",
+// "1500ms"; "16MiB"); units[0] has factor 1 and names what is left.
+static const char *
+fmt_units(char *buf, size_t cap, uint64_t v, const struct unit *units, size_t n)
 {
-	if (len == 0 || len > BRQ_CONFIG_TOPIC_MAX) {
-		return false;
-	}
-	for (size_t i = 0; i < len; i++) {
-		char c  = s[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			(i > 0 && (c == '.' || c == '_' || c == '-'));
-		if (!ok) {
-			return false;
-		}
-	}
-	return true;
-}
-
-// Renders a duration with the largest unit that divides it ("90s", "2m", "1500ms").
-const char *
-brq_config_fmt_duration(char *buf, size_t cap, uint64_t ms)
-{
-	for (size_t i = sizeof(duration_units) / sizeof(duration_units[0]); i-- > 0;) {
-		if (ms != 0 && ms % duration_units[i].factor == 0) {
-			snprintf(buf, cap, "%llu%s", (unsigned long long) (ms / duration_units[i].factor),
-				 duration_units[i].name);
+	for (size_t i = n; i-- > 0;) {
+		if (v != 0 && v % units[i].factor == 0) {
+			snprintf(buf, cap, "%llu%s", (unsigned long long) (v / units[i].factor),
+				 units[i].name);
 			return buf;
 		}
 	}
-	snprintf(buf, cap, "%llums", (unsigned long long) ms);
+	snprintf(buf, cap, "%llu%s", (unsigned long long) v, units[0].name);
 	return buf;
+}
+
+const char *
+brq_config_fmt_duration(char *buf, size_t cap, uint64_t ms)
+{
+	return fmt_units(buf, cap, ms, duration_units, sizeof(duration_units) / sizeof(duration_units[0]));
 }
 
 const char *
 brq_config_fmt_size(char *buf, size_t cap, uint64_t b)
 {
-	for (size_t i = sizeof(size_units) / sizeof(size_units[0]); i-- > 0;) {
-		if (b != 0 && b % size_units[i].factor == 0) {
-			snprintf(buf, cap, "%llu%s", (unsigned long long) (b / size_units[i].factor),
-				 size_units[i].name);
-			return buf;
-		}
-	}
-	snprintf(buf, cap, "%lluB", (unsigned long long) b);
-	return buf;
+	return fmt_units(buf, cap, b, size_units, sizeof(size_units) / sizeof(size_units[0]));
 }
 
 bool

@@ -68,6 +68,23 @@ enqueue(const char *topic, const char *payload, const char *key, bool *created)
 	return id;
 }
 
+/* Enqueues one job of topic with its own max_attempts; returns its id. */
+static uint64_t
+enqueue_max_attempts(const char *topic, uint32_t max_attempts)
+{
+	brq_job_spec j   = {.topic            = brq_str_c(topic),
+			    .payload          = brq_str_c("{}"),
+			    .has_max_attempts = true,
+			    .max_attempts     = max_attempts};
+	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_reply    rep;
+	void        *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	uint64_t id = rep.enqueue.results[0].id;
+	free(keep);
+	return id;
+}
+
 /* Claims up to n jobs of topic; copies them to out (leases included). */
 static uint32_t
 claim(const char *topic, uint32_t n, uint32_t wait_ms, brq_lease_ref *out)
@@ -357,16 +374,7 @@ Test(gateway, never_overwrites_a_terminal_state)
 /* Invariants 6 and 7. */
 Test(gateway, counts_attempts_at_claim_and_dies_only_on_a_recorded_last_failure)
 {
-	brq_job_spec j   = {.topic            = brq_str_c("t"),
-			    .payload          = brq_str_c("{}"),
-			    .has_max_attempts = true,
-			    .max_attempts     = 2};
-	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
-	brq_reply    rep;
-	void        *keep;
-	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
-	uint64_t id = rep.enqueue.results[0].id;
-	free(keep);
+	uint64_t      id = enqueue_max_attempts("t", 2);
 	brq_lease_ref l[1];
 	brq_state     st;
 	cr_assert_eq(claim("t", 1, 0, l), 1);
@@ -384,16 +392,7 @@ Test(gateway, counts_attempts_at_claim_and_dies_only_on_a_recorded_last_failure)
 
 Test(gateway, never_kills_a_job_through_an_expired_lease)
 {
-	brq_job_spec j   = {.topic            = brq_str_c("t"),
-			    .payload          = brq_str_c("{}"),
-			    .has_max_attempts = true,
-			    .max_attempts     = 1};
-	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
-	brq_reply    rep;
-	void        *keep;
-	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
-	uint64_t id = rep.enqueue.results[0].id;
-	free(keep);
+	uint64_t      id = enqueue_max_attempts("t", 1);
 	brq_lease_ref l[1];
 	cr_assert_eq(claim("t", 1, 0, l), 1);
 	/* Expire the lease; the reaper (every 300 ms here) returns it to pending. */
