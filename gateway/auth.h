@@ -10,14 +10,12 @@
 #ifndef BRQ_GATEWAY_AUTH_H
 #define BRQ_GATEWAY_AUTH_H
 
+#include "brq_base.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "config.h"
-
-#ifndef BRQ_MUSTCHECK
-#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
-#endif
 
 // Token files must hold at least this many bytes after trimming trailing whitespace.
 #define BRQ_AUTH_TOKEN_MIN 32

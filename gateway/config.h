@@ -78,15 +78,13 @@
 #ifndef BRQ_GATEWAY_CONFIG_H
 #define BRQ_GATEWAY_CONFIG_H
 
+#include "brq_base.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "log.h"
-
-#ifndef BRQ_MUSTCHECK
-#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
-#endif
 
 #define BRQ_CONFIG_TOPIC_MAX           128
 #define BRQ_CONFIG_MAX_TOPIC_OVERRIDES 1024

@@ -7,16 +7,14 @@
 #ifndef BRQ_GATEWAY_DB_H
 #define BRQ_GATEWAY_DB_H
 
+#include "brq_base.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
 #include <libpq-fe.h>
 
 #include "sql.h"
-
-#ifndef BRQ_MUSTCHECK
-#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
-#endif
 
 typedef struct brq_db {
 	PGconn        *conn;        // NULL while disconnected

@@ -15,14 +15,12 @@
 #ifndef BRQ_GATEWAY_HTTP_H
 #define BRQ_GATEWAY_HTTP_H
 
+#include "brq_base.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
-
-#ifndef BRQ_MUSTCHECK
-#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
-#endif
 
 // Health probe behind /healthz. Returns true when the database answered recently
 // (the gateway can do its job), false otherwise. Called on an NNG thread for every

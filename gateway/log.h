@@ -19,12 +19,10 @@
 #ifndef BRQ_GATEWAY_LOG_H
 #define BRQ_GATEWAY_LOG_H
 
+#include "brq_base.h"
+
 #include <stdbool.h>
 #include <stddef.h>
-
-#ifndef BRQ_MUSTCHECK
-#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
-#endif
 
 // Maximum length of one line including the trailing '\n'. Longer lines are cut and end
 // in " truncated=true" (an open quoted value is closed first).

@@ -16,10 +16,7 @@
 #include "metrics.h"
 #include "monitor.h"
 #include "server.h"
-
-#ifndef BROOQ_VERSION
-#define BROOQ_VERSION "0.0.0"
-#endif
+#include "brq_version.h"
 
 static void
 usage(FILE *f)

@@ -7,14 +7,12 @@
 #ifndef BRQ_GATEWAY_METRICS_H
 #define BRQ_GATEWAY_METRICS_H
 
+#include "brq_base.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #include "status.h" // proto: brq_op, brq_status, brq_state, brq_outcome
-
-#ifndef BRQ_MUSTCHECK
-#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
-#endif
 
 // Per-topic counters (all *_total).
 typedef enum brq_topic_counter {

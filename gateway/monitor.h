@@ -25,14 +25,12 @@
 #ifndef BRQ_GATEWAY_MONITOR_H
 #define BRQ_GATEWAY_MONITOR_H
 
+#include "brq_base.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
-
-#ifndef BRQ_MUSTCHECK
-#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
-#endif
 
 #define BRQ_MONITOR_DEFAULT_INTERVAL_MS          1000
 #define BRQ_MONITOR_DEFAULT_TERMINAL_INTERVAL_MS 60000

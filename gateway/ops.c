@@ -13,10 +13,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
-
-#ifndef BROOQ_VERSION
-#define BROOQ_VERSION "0.0.0"
-#endif
+#include "brq_version.h"
 
 #define BINARY 1
 #define TEXT   0

@@ -7,13 +7,11 @@
 #ifndef BRQ_GATEWAY_PGARR_H
 #define BRQ_GATEWAY_PGARR_H
 
+#include "brq_base.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#ifndef BRQ_MUSTCHECK
-#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
-#endif
 
 // Element type OIDs (pg_type.h; stable across PostgreSQL versions).
 #define BRQ_OID_BOOL  16

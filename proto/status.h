@@ -5,17 +5,7 @@
 
 #include <stddef.h>
 
-// Fallible internal calls whose result must be looked at (PgBouncer _MUSTCHECK).
-#ifndef BRQ_MUSTCHECK
-#define BRQ_MUSTCHECK __attribute__((warn_unused_result))
-#endif
-
-// Negative results of internal (non-decode) calls: 0 is success.
-enum brq_errno {
-	BRQ_ENOMEM = -1, // allocation failed
-	BRQ_E2BIG  = -2, // a size limit set by the caller was exceeded
-	BRQ_EINVAL = -3, // the caller passed a value the encoder cannot represent
-};
+#include "brq_base.h"
 
 // Reply status codes. The numeric values are ours; only the strings go on the wire.
 typedef enum brq_status {
