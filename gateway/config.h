@@ -103,6 +103,8 @@ struct brq_topic_override {
 	uint64_t lease_ms;        // 1s..24h
 };
 
+typedef struct brq_config brq_config;
+
 // A validated configuration. Every pointer is owned by the struct and released by
 // brq_config_fini(). Strings are NUL-terminated.
 struct brq_config {

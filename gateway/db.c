@@ -1,37 +1,44 @@
 // SPDX-License-Identifier: MIT
-// One PostgreSQL connection of the gateway: connect, prepare, reconnect with backoff.
+// One PostgreSQL connection: connect with a deadline, prepare, run a statement with a deadline, reconnect.
 #include "db.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "brq_clock.h"
 #include "log.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
+#define CONNECT_TIMEOUT_MS 5000
+#define BACKOFF_MIN_MS     100
+#define BACKOFF_MAX_MS     5000
+// Longest single poll while a stop flag is set, so a stop is seen within it.
+#define SLICE_MS 100
+// After our deadline the server is asked to cancel the statement; an answer that
+// has not come this long after that means the server or the network is gone.
+#define CANCEL_GRACE_MS 5000
 
-uint64_t
-brq_now_us(void)
+bool (*brq_db_fault_hook)(const char *what);
+
+// Records why something failed as one printable line (libpq messages end in '\n'
+// and may span lines). Never includes the DSN: libpq messages name host and port.
+static void
+set_errmsg(brq_db *db, const char *msg)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+	snprintf(db->errmsg, sizeof(db->errmsg), "%s", msg != NULL && *msg != '\0' ? msg : "unknown error");
+	for (char *p = db->errmsg; *p != '\0'; p++)
+		if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+	size_t n = strlen(db->errmsg);
+	while (n > 0 && db->errmsg[n - 1] == ' ')
+		db->errmsg[--n] = '\0';
 }
 
-uint64_t
-brq_now_ms(void)
+static bool
+is_stopping(const brq_db *db)
 {
-	return brq_now_us() / 1000u;
-}
-
-void
-brq_db_init(brq_db *db, const char *dsn, const brq_sql *sql, const char *name)
-{
-	memset(db, 0, sizeof(*db));
-	db->dsn        = dsn;
-	db->sql        = sql;
-	db->name       = name;
-	db->backoff_ms = BACKOFF_MIN_MS;
+	return db->o.stop != NULL && atomic_load_explicit(db->o.stop, memory_order_acquire);
 }
 
 static void
@@ -41,6 +48,33 @@ drop(brq_db *db)
 		PQfinish(db->conn);
 		db->conn = NULL;
 	}
+}
+
+// Forgets a connection whose state is unknown; the next brq_db_ready() reconnects
+// after the shortest backoff.
+static void
+lose(brq_db *db)
+{
+	if (db->conn != NULL)
+		BRQ_LOG_WARN("db_connection_lost", "conn=%s error=%s", db->o.name, BRQ_LOG_Q(db->errmsg));
+	drop(db);
+	db->retry_at_ms = brq_now_ms() + db->o.backoff_min_ms;
+}
+
+void
+brq_db_init(brq_db *db, const char *dsn, const brq_db_opts *o)
+{
+	memset(db, 0, sizeof(*db));
+	db->dsn = dsn;
+	db->o   = *o;
+	if (db->o.connect_timeout_ms == 0)
+		db->o.connect_timeout_ms = CONNECT_TIMEOUT_MS;
+	if (db->o.backoff_min_ms == 0)
+		db->o.backoff_min_ms = BACKOFF_MIN_MS;
+	if (db->o.backoff_max_ms < db->o.backoff_min_ms)
+		db->o.backoff_max_ms =
+			db->o.backoff_min_ms > BACKOFF_MAX_MS ? db->o.backoff_min_ms : BACKOFF_MAX_MS;
+	db->backoff_ms = db->o.backoff_min_ms;
 }
 
 void
@@ -56,51 +90,240 @@ brq_db_ok(const PGresult *r)
 	return r != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
 }
 
-// Connects and prepares every statement. On failure logs why (never the DSN).
-static bool
-connect_now(brq_db *db)
+// Waits until the socket is ready for `events`. Returns 1 when ready, 0 at the
+// deadline (0 = none), -1 when stopping or on a poll error.
+static int
+wait_socket(brq_db *db, short events, uint64_t deadline_ms)
 {
-	// Our keywords come first so that the operator's DSN can override them.
-	const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
-	const char *vals[] = {"5", "brooq-gateway", db->dsn, NULL};
+	for (;;) {
+		if (is_stopping(db))
+			return -1;
+		int fd = PQsocket(db->conn);
+		if (fd < 0)
+			return -1;
+		int timeout = -1;
+		if (deadline_ms != 0) {
+			uint64_t now = brq_now_ms();
+			if (now >= deadline_ms)
+				return 0;
+			timeout = (int) (deadline_ms - now > SLICE_MS ? SLICE_MS : deadline_ms - now);
+		}
+		if (db->o.stop != NULL && (timeout < 0 || timeout > SLICE_MS))
+			timeout = SLICE_MS;
+		struct pollfd p  = {.fd = fd, .events = events};
+		int           rv = poll(&p, 1, timeout);
+		if (rv > 0)
+			return 1;
+		if (rv < 0 && errno != EINTR)
+			return -1;
+	}
+}
 
-	db->conn = PQconnectdbParams(keys, vals, 1);
+// Asks the server to cancel the running statement (a separate connection, so this
+// works while ours waits for the answer).
+static void
+send_cancel(brq_db *db)
+{
+	char      err[256];
+	PGcancel *c = PQgetCancel(db->conn);
+	if (c == NULL)
+		return;
+	if (!PQcancel(c, err, (int) sizeof(err)))
+		BRQ_LOG_WARN("db_cancel_failed", "conn=%s error=%s", db->o.name, BRQ_LOG_Q(err));
+	PQfreeCancel(c);
+}
+
+// Collects the results of what was just sent. Returns the first failed result, or
+// else the last one (the caller PQclear()s it); NULL when no complete answer came
+// (the connection is then dropped, db->errmsg says why).
+static PGresult *
+collect(brq_db *db, uint64_t deadline_ms)
+{
+	PGresult *keep     = NULL;
+	bool      canceled = false;
+	for (;;) {
+		while (PQisBusy(db->conn)) {
+			int rv = wait_socket(db, POLLIN, deadline_ms);
+			if (rv == 0 && !canceled) {
+				// Our deadline passed: the server answers 57014 shortly.
+				send_cancel(db);
+				canceled    = true;
+				deadline_ms = brq_now_ms() + CANCEL_GRACE_MS;
+				continue;
+			}
+			if (rv <= 0 || !PQconsumeInput(db->conn)) {
+				set_errmsg(db,
+					   rv == 0          ? "no answer in time"
+						   : rv < 0 ? (is_stopping(db) ? "stopping" : "poll failed")
+							    : PQerrorMessage(db->conn));
+				PQclear(keep);
+				lose(db);
+				return NULL;
+			}
+		}
+		PGresult *r = PQgetResult(db->conn);
+		if (r == NULL)
+			break;
+		if (keep != NULL && !brq_db_ok(keep)) {
+			PQclear(r); // an earlier failure is the one that explains
+			continue;
+		}
+		PQclear(keep);
+		keep = r;
+	}
 	if (PQstatus(db->conn) != CONNECTION_OK) {
-		BRQ_LOG_WARN("db_connect_failed", "conn=%s error=%s", db->name,
-			     BRQ_LOG_Q(PQerrorMessage(db->conn)));
-		goto fail;
+		set_errmsg(db, PQerrorMessage(db->conn));
+		PQclear(keep);
+		lose(db);
+		return NULL;
+	}
+	db->last_answer_ms = brq_now_ms();
+	return keep;
+}
+
+// The fault seam: true when the hook fails `what` (the connection is then dropped).
+static bool
+faulted(brq_db *db, const char *what)
+{
+	if (brq_db_fault_hook == NULL || !brq_db_fault_hook(what))
+		return false;
+	set_errmsg(db, "injected fault");
+	lose(db);
+	return true;
+}
+
+PGresult *
+brq_db_query(brq_db *db, const char *sql, uint64_t deadline_ms)
+{
+	if (db->conn == NULL || faulted(db, sql))
+		return NULL;
+	if (!PQsendQuery(db->conn, sql)) {
+		set_errmsg(db, PQerrorMessage(db->conn));
+		lose(db);
+		return NULL;
+	}
+	return collect(db, deadline_ms);
+}
+
+PGresult *
+brq_db_exec(brq_db *db, size_t stmt, const char *const *values, const int *lengths, const int *formats,
+	    uint64_t deadline_ms)
+{
+	if (db->conn == NULL || stmt >= db->o.n_stmts)
+		return NULL;
+	const brq_db_stmt *s = &db->o.stmts[stmt];
+	if (faulted(db, s->name))
+		return NULL;
+	if (!PQsendQueryPrepared(db->conn, s->name, s->nparams, values, lengths, formats, 0)) {
+		set_errmsg(db, PQerrorMessage(db->conn));
+		lose(db);
+		return NULL;
+	}
+	return collect(db, deadline_ms);
+}
+
+int
+brq_db_command(brq_db *db, const char *sql)
+{
+	PGresult *r  = brq_db_query(db, sql, 0);
+	int       rv = brq_db_ok(r) ? 0 : brq_db_error(db, r);
+	PQclear(r);
+	return rv;
+}
+
+int
+brq_db_error(brq_db *db, const PGresult *r)
+{
+	const char *state = r != NULL ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg   = r != NULL ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	if (r != NULL) {
+		snprintf(db->sqlstate, sizeof(db->sqlstate), "%s", state != NULL ? state : "");
+		set_errmsg(db, msg != NULL ? msg : PQresultErrorMessage(r));
+	} else {
+		db->sqlstate[0] = '\0';
+		if (db->errmsg[0] == '\0')
+			set_errmsg(db, "no connection");
+	}
+	if (db->conn == NULL || r == NULL || state == NULL)
+		return BRQ_EUNAVAIL; // no server answer: the connection failed
+	if (strcmp(state, "57014") == 0)
+		return BRQ_ETIMEDOUT; // canceled: statement_timeout or our deadline
+	// 08 connection exception, 57 operator intervention (shutdown), 53 insufficient
+	// resources, 40 serialization failure or deadlock: retrying helps.
+	if (strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 || strncmp(state, "53", 2) == 0 ||
+	    strncmp(state, "40", 2) == 0)
+		return BRQ_EUNAVAIL;
+	if (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0)
+		return BRQ_EINVAL;
+	return BRQ_EINTERNAL;
+}
+
+// Opens db->conn without blocking past connect_timeout_ms (or a stop). Returns 0
+// or -1 (db->errmsg set, no connection).
+static int
+open_conn(brq_db *db)
+{
+	// The DSN (keyword/value or URI) is expanded last, so the operator's own
+	// settings win over ours.
+	const char *const kw[]  = {"fallback_application_name", "dbname", NULL};
+	const char *const val[] = {db->o.app_name != NULL ? db->o.app_name : "brooq-gateway", db->dsn, NULL};
+
+	db->conn = PQconnectStartParams(kw, val, 1);
+	if (db->conn == NULL) {
+		set_errmsg(db, "out of memory");
+		return -1;
+	}
+	uint64_t                  deadline = brq_now_ms() + db->o.connect_timeout_ms;
+	PostgresPollingStatusType st       = PGRES_POLLING_WRITING;
+	while (PQstatus(db->conn) != CONNECTION_BAD && st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
+		int rv = wait_socket(db, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
+		if (rv <= 0) {
+			set_errmsg(db, rv == 0 ? "connect timed out" : "stopping");
+			drop(db);
+			return -1;
+		}
+		st = PQconnectPoll(db->conn);
+	}
+	if (PQstatus(db->conn) != CONNECTION_OK) {
+		set_errmsg(db, PQerrorMessage(db->conn));
+		drop(db);
+		return -1;
 	}
 	PQsetNoticeProcessor(db->conn, NULL, NULL);
-	// A statement never runs forever: a request must not hang on a stuck lock.
-	// Every statement is written to have one good plan whatever its parameters
-	// (sql.c), so each is planned once per connection: custom plans re-planned
-	// the claim on every call (8 % of PostgreSQL's CPU per job, benchmarks.md).
-	PGresult *r  = PQexec(db->conn,
-			      "SET statement_timeout = '30s';"
-			       " SET idle_in_transaction_session_timeout = '60s';"
-			       " SET plan_cache_mode = force_generic_plan");
-	bool      ok = brq_db_ok(r);
-	PQclear(r);
-	if (!ok)
-		goto fail_log;
-	for (int i = 0; i < BRQ_STMT__COUNT; i++) {
-		r  = PQprepare(db->conn, brq_sql_name((brq_stmt) i), db->sql->text[i], db->sql->nparams[i],
-			       NULL);
-		ok = brq_db_ok(r);
+	return 0;
+}
+
+// Runs the session settings and prepares every statement. Returns 0 or -1.
+static int
+setup_conn(brq_db *db)
+{
+	PGresult *r;
+	if (db->o.session_sql != NULL) {
+		r = brq_db_query(db, db->o.session_sql, brq_now_ms() + db->o.connect_timeout_ms);
+		if (!brq_db_ok(r)) {
+			(void) brq_db_error(db, r);
+			PQclear(r);
+			return -1;
+		}
 		PQclear(r);
-		if (!ok)
-			goto fail_log;
 	}
-	BRQ_LOG_INFO("db_connected", "conn=%s", db->name);
-	db->backoff_ms = BACKOFF_MIN_MS;
-	return true;
-fail_log:
-	BRQ_LOG_ERROR("db_prepare_failed", "conn=%s error=%s", db->name, BRQ_LOG_Q(PQerrorMessage(db->conn)));
-fail:
-	drop(db);
-	db->retry_at_ms = brq_now_ms() + db->backoff_ms;
-	db->backoff_ms  = db->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : db->backoff_ms * 2;
-	return false;
+	for (size_t i = 0; i < db->o.n_stmts && db->conn != NULL; i++) {
+		const brq_db_stmt *s = &db->o.stmts[i];
+		if (!PQsendPrepare(db->conn, s->name, s->text, s->nparams, NULL)) {
+			set_errmsg(db, PQerrorMessage(db->conn));
+			return -1;
+		}
+		r = collect(db, brq_now_ms() + db->o.connect_timeout_ms);
+		if (!brq_db_ok(r)) {
+			(void) brq_db_error(db, r);
+			BRQ_LOG_ERROR("db_prepare_failed", "conn=%s stmt=%s error=%s", db->o.name, s->name,
+				      BRQ_LOG_Q(db->errmsg));
+			PQclear(r);
+			return -1;
+		}
+		PQclear(r);
+	}
+	return db->conn != NULL ? 0 : -1;
 }
 
 bool
@@ -109,59 +332,17 @@ brq_db_ready(brq_db *db)
 	if (db->conn != NULL && PQstatus(db->conn) == CONNECTION_OK)
 		return true;
 	drop(db);
-	if (brq_now_ms() < db->retry_at_ms)
+	if (brq_now_ms() < db->retry_at_ms || is_stopping(db))
 		return false;
-	return connect_now(db);
-}
-
-// A failed statement on a broken connection: forget the connection, so the next
-// request reconnects (after the backoff) instead of failing on a dead socket.
-static void
-check_conn(brq_db *db)
-{
-	if (db->conn != NULL && PQstatus(db->conn) != CONNECTION_OK) {
-		BRQ_LOG_WARN("db_connection_lost", "conn=%s", db->name);
-		drop(db);
-		db->retry_at_ms = brq_now_ms() + BACKOFF_MIN_MS;
-	}
-}
-
-PGresult *
-brq_db_exec(brq_db *db, brq_stmt st, const char *const *values, const int *lengths, const int *formats)
-{
-	if (db->conn == NULL)
-		return NULL;
-	PGresult *r =
-		PQexecPrepared(db->conn, brq_sql_name(st), db->sql->nparams[st], values, lengths, formats, 0);
-	if (!brq_db_ok(r))
-		check_conn(db);
-	return r;
-}
-
-bool
-brq_db_command(brq_db *db, const char *sql)
-{
-	if (db->conn == NULL)
-		return false;
-	PGresult *r  = PQexec(db->conn, sql);
-	bool      ok = brq_db_ok(r);
-	PQclear(r);
-	if (!ok)
-		check_conn(db);
-	return ok;
-}
-
-bool
-brq_db_is_unavailable(brq_db *db, const PGresult *r)
-{
-	if (db->conn == NULL || r == NULL)
+	if (open_conn(db) == 0 && setup_conn(db) == 0) {
+		BRQ_LOG_INFO("db_connected", "conn=%s", db->o.name);
+		db->backoff_ms = db->o.backoff_min_ms;
 		return true;
-	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-	if (state == NULL)
-		return true; // no server answer: the connection failed
-	// Class 08 connection exception, 57 operator intervention (shutdown, query
-	// canceled by timeout), 53 insufficient resources, 40 serialization/deadlock
-	// (retrying helps).
-	return strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 || strncmp(state, "53", 2) == 0 ||
-		strncmp(state, "40", 2) == 0;
+	}
+	BRQ_LOG_WARN("db_connect_failed", "conn=%s error=%s", db->o.name, BRQ_LOG_Q(db->errmsg));
+	drop(db);
+	db->retry_at_ms = brq_now_ms() + db->backoff_ms;
+	db->backoff_ms =
+		db->backoff_ms * 2 > db->o.backoff_max_ms ? db->o.backoff_max_ms : db->backoff_ms * 2;
+	return false;
 }

@@ -8,28 +8,30 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "db.h"
+#include "store.h"
 
 typedef struct brq_janitor {
-	const struct brq_config *cfg; // borrowed
-	brq_db                   db;
-	pthread_t                thread;
-	pthread_mutex_t          mtx;
-	pthread_cond_t           cv; // signalled by stop
-	bool                     stopping;
-	uint64_t                 next_reap_ms;      // monotonic
-	uint64_t                 next_retention_ms; // monotonic
+	const brq_config *cfg; // borrowed
+	brq_store_conn    conn;
+	pthread_t         thread;
+	pthread_mutex_t   mtx;
+	pthread_cond_t    cv; // signalled by stop
+	bool              stopping;
+	uint64_t          next_reap_ms;      // monotonic
+	uint64_t          next_retention_ms; // monotonic
 } brq_janitor;
 
-// Starts the thread. Borrows cfg and sql. Returns 0 or -1.
-BRQ_MUSTCHECK int brq_janitor_start(brq_janitor *j, const struct brq_config *cfg, const brq_sql *sql);
+// Starts the thread with a connection of store st. Borrows cfg and st. Returns 0 or
+// BRQ_EUNAVAIL (no thread).
+BRQ_MUSTCHECK int brq_janitor_start(brq_janitor *j, const brq_config *cfg, const brq_store *st);
 // Wakes the thread, lets the current batch finish, joins it.
 void brq_janitor_stop(brq_janitor *j);
 
-// One reaper pass: returns rows reaped, or -1 when the database is unavailable.
-// Exposed for tests.
+// One reaper pass: returns rows reaped (>= 0), or a BRQ_E* code when the database
+// is unavailable. Exposed for tests.
 int64_t brq_janitor_reap(brq_janitor *j);
-// One retention tick (up to retention_max_batches batches): rows deleted or -1.
+// One retention tick (up to retention_max_batches batches): rows deleted (>= 0), or
+// a BRQ_E* code when nothing could be deleted.
 int64_t brq_janitor_retain(brq_janitor *j);
 
 #endif

@@ -16,6 +16,7 @@
 #include "metrics.h"
 #include "monitor.h"
 #include "server.h"
+#include "store.h"
 #include "brq_version.h"
 
 static void
@@ -47,6 +48,7 @@ main(int argc, char **argv)
 	struct brq_config_problems problems = {0};
 	struct brq_auth            auth     = {0};
 	struct brq_monitor        *mon      = NULL;
+	brq_store                 *store    = NULL;
 	struct brq_http           *http     = NULL;
 	brq_server                 srv;
 	brq_janitor                jan;
@@ -106,15 +108,17 @@ main(int argc, char **argv)
 		goto out_auth;
 	BRQ_LOG_INFO("starting", "version=%s pool_size=%u lease_ms=%llu max_waiters=%u", BROOQ_VERSION,
 		     cfg.pool_size, (unsigned long long) cfg.lease_ms, cfg.max_waiters);
-	if (brq_server_start(&srv, &cfg, &auth) != 0)
+	if (brq_store_new(&cfg, &store) != 0)
 		goto out_metrics;
-	if (brq_janitor_start(&jan, &cfg, &srv.sql) != 0)
+	if (brq_server_start(&srv, &cfg, &auth, store) != 0)
+		goto out_store;
+	if (brq_janitor_start(&jan, &cfg, store) != 0)
 		goto out_server;
 	// The monitor's round doubles as the long-poll re-check for jobs that no
 	// enqueue through this gateway announced.
 	struct brq_monitor_opts mopts = {
 		.interval_ms = cfg.poll_interval_ms, .on_ready = brq_server_wake_topic, .on_ready_arg = &srv};
-	if (brq_monitor_start(&cfg, &mopts, &mon) != 0)
+	if (brq_monitor_start(store, &mopts, &mon) != 0)
 		goto out_janitor;
 	if (cfg.http_enabled && brq_http_start(&cfg, brq_monitor_healthy, mon, &http) != 0)
 		goto out_monitor;
@@ -131,6 +135,8 @@ out_janitor:
 	brq_janitor_stop(&jan);
 out_server:
 	brq_server_stop(&srv);
+out_store:
+	brq_store_free(store);
 out_metrics:
 	brq_metrics_fini();
 out_auth:

@@ -42,23 +42,25 @@ pool_main(void *arg)
 		pthread_mutex_unlock(&p->mtx);
 		last->qnext = NULL;
 
-		bool was_up = t->db.conn != NULL;
+		bool was_up = brq_store_is_up(&t->conn);
 		brq_metrics_pool_move(was_up ? BRQ_POOL_IDLE : BRQ_POOL_DOWN, BRQ_POOL_BUSY);
-		p->run(p->arg, t, w);
-		brq_metrics_pool_move(BRQ_POOL_BUSY, t->db.conn != NULL ? BRQ_POOL_IDLE : BRQ_POOL_DOWN);
+		p->run(p->arg, &t->conn, w);
+		brq_store_reset(&t->conn);
+		brq_metrics_pool_move(BRQ_POOL_BUSY,
+				      brq_store_is_up(&t->conn) ? BRQ_POOL_IDLE : BRQ_POOL_DOWN);
 	}
 	return NULL;
 }
 
 int
-brq_pool_start(brq_pool *p, int n, const char *dsn, const brq_sql *sql, brq_pool_run_fn run, void *arg)
+brq_pool_start(brq_pool *p, int n, const brq_store *st, brq_pool_run_fn run, void *arg)
 {
 	memset(p, 0, sizeof(*p));
 	p->run     = run;
 	p->arg     = arg;
 	p->threads = calloc((size_t) n, sizeof(*p->threads));
 	if (p->threads == NULL)
-		return -1;
+		return BRQ_ENOMEM;
 	pthread_mutex_init(&p->mtx, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	brq_metrics_pool_set(BRQ_POOL_DOWN, n);
@@ -66,13 +68,13 @@ brq_pool_start(brq_pool *p, int n, const char *dsn, const brq_sql *sql, brq_pool
 		brq_pool_thread *t = &p->threads[i];
 		t->pool            = p;
 		snprintf(t->name, sizeof(t->name), "pool-%d", i);
-		brq_db_init(&t->db, dsn, sql, t->name);
-		for (int k = 0; k < BRQ_POOL_ARRAYS; k++)
-			brq_pgarr_init(&t->arr[k]);
+		brq_store_conn_init(&t->conn, st,
+				    &(brq_store_conn_opts) {.name = t->name, .role = BRQ_STORE_POOL});
 		if (pthread_create(&t->thread, NULL, pool_main, t) != 0) {
+			brq_store_conn_fini(&t->conn);
 			p->n = i;
 			brq_pool_stop(p);
-			return -1;
+			return BRQ_EUNAVAIL;
 		}
 	}
 	p->n = n;
@@ -105,11 +107,7 @@ brq_pool_stop(brq_pool *p)
 	for (int i = 0; i < p->n; i++) {
 		brq_pool_thread *t = &p->threads[i];
 		pthread_join(t->thread, NULL);
-		brq_db_fini(&t->db);
-		for (int k = 0; k < BRQ_POOL_ARRAYS; k++)
-			brq_pgarr_fini(&t->arr[k]);
-		free(t->tokens);
-		free(t->group);
+		brq_store_conn_fini(&t->conn);
 	}
 	free(p->threads);
 	p->threads = NULL;

@@ -1,44 +1,38 @@
 // SPDX-License-Identifier: MIT
-// The database pool: N threads, each with its own connection, taking work items from one queue.
+// The database pool: N threads, each with its own store connection, taking work items from one queue.
 //
 // Blocking database calls never run on NNG's callback threads (NNG-NOTES §2.2): a
-// callback only queues the work item here, and a pool thread runs the statement,
+// callback only queues the work item here, and a pool thread runs the statements,
 // builds the reply and sends it.
 #ifndef BRQ_GATEWAY_POOL_H
 #define BRQ_GATEWAY_POOL_H
 
+#include "brq_base.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "db.h"
-#include "pgarr.h"
+#include "store.h"
 #include "work.h"
-
-#define BRQ_POOL_ARRAYS 6
 
 // Group commit bounds: at most this many queued enqueue requests, with at most this
 // many jobs in all, run as one statement.
 #define BRQ_POOL_GROUP_MAX  64
 #define BRQ_POOL_GROUP_JOBS 10000
 
-// One pool thread's private state: its connection and reusable scratch space, so
-// the hot path does not allocate once warmed up.
+// One pool thread: its connection, which is its own (no lock).
 typedef struct brq_pool_thread {
 	struct brq_pool *pool;
 	pthread_t        thread;
 	char             name[32];
-	brq_db           db;
-	brq_pgarr        arr[BRQ_POOL_ARRAYS]; // batch parameters
-	void            *group;                // scratch for a group's jobs and results
-	size_t           group_cap;            // bytes
-	uint8_t         *tokens;               // lease tokens for a claim
-	size_t           tokens_cap;           // in tokens (16 bytes each)
+	brq_store_conn   conn;
 } brq_pool_thread;
 
-// Runs work on a pool thread: one item, or a group of enqueue requests linked
-// through qnext (NULL-terminated). The function owns every item until it hands it
-// on (reply sent, or parked); it must do exactly one of those for each.
-typedef void (*brq_pool_run_fn)(void *arg, brq_pool_thread *t, brq_work *w);
+// Runs work on a pool thread's connection: one item, or a group of enqueue requests
+// linked through qnext (NULL-terminated). The function owns every item until it
+// hands it on (reply sent, dropped, or parked); it must do exactly one of those for
+// each. The pool resets the connection's borrowed outputs after it returns.
+typedef void (*brq_pool_run_fn)(void *arg, brq_store_conn *c, brq_work *w);
 
 typedef struct brq_pool {
 	pthread_mutex_t  mtx;
@@ -51,11 +45,10 @@ typedef struct brq_pool {
 	void            *arg;
 } brq_pool;
 
-// Starts n threads with connections to dsn (connected lazily, so the gateway starts
-// while PostgreSQL is down and answers `unavailable` meanwhile). Borrows dsn and sql.
-// Returns 0, or -1 with nothing left running.
-BRQ_MUSTCHECK int brq_pool_start(brq_pool *p, int n, const char *dsn, const brq_sql *sql, brq_pool_run_fn run,
-				 void *arg);
+// Starts n threads with connections of store st (connected lazily, so the gateway
+// starts while PostgreSQL is down and answers `unavailable` meanwhile). Borrows st.
+// Returns 0, or BRQ_EUNAVAIL (no thread) with nothing left running.
+BRQ_MUSTCHECK int brq_pool_start(brq_pool *p, int n, const brq_store *st, brq_pool_run_fn run, void *arg);
 
 // Queues w for a pool thread. The pool owns w until run() is called with it.
 void brq_pool_submit(brq_pool *p, brq_work *w);

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // A work item: one REP context and everything one request needs while it is handled.
 //
-// Ownership: whoever holds the pointer owns the item -- the NNG callback, a pool
-// thread running its statement, or the waiters list while it is parked (see
-// server.c). Nothing touches an item it does not own.
+// Ownership: whoever holds the pointer owns the item -- the NNG callback (server.c),
+// the pool's queue or a pool thread running its statements (pool.c, ops.c), or the
+// waiters list while it is parked (waiters.c). Nothing touches an item it does not
+// own, except the waiters module, which marks a tracked claim `orphaned` when its
+// peer goes away (an atomic flag, read by the owner before it replies).
 #ifndef BRQ_GATEWAY_WORK_H
 #define BRQ_GATEWAY_WORK_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -15,8 +18,6 @@
 #include "auth.h"
 #include "proto.h"
 
-struct brq_server;
-
 typedef enum brq_work_state {
 	BRQ_W_RECV = 0, // waiting for a request on the context
 	BRQ_W_DB,       // queued for, or running on, a pool thread
@@ -24,15 +25,18 @@ typedef enum brq_work_state {
 	BRQ_W_SEND,     // reply being sent
 } brq_work_state;
 
-typedef struct brq_work {
-	brq_work_state     state;
-	nng_aio           *aio; // its callback is the state machine (server.c)
-	nng_ctx            ctx;
-	struct brq_server *srv;
+typedef struct brq_work brq_work;
+
+struct brq_work {
+	brq_work_state state;
+	nng_aio       *aio; // its callback is the state machine (server.c)
+	nng_ctx        ctx;
+	void          *srv; // the server (server.c's type), for the callback
 
 	nng_msg      *msg;   // the request while it is handled; req borrows from it
+	nng_msg      *spare; // kept for an error reply when no message can be allocated
 	brq_request   req;   // decoded request (strings point into msg)
-	brq_arena     arena; // req's arrays; reset per request
+	brq_arena     arena; // req's arrays, and what must outlive a long-poll round
 	brq_buf       out;   // the reply being built
 	enum brq_role role;
 	brq_status    code;    // status of the reply, for metrics
@@ -43,16 +47,24 @@ typedef struct brq_work {
 	uint64_t wake_gen;     // waiters generation seen before the last claim attempt
 	bool     is_long_poll; // counted against max_waiters until answered
 	bool     waited;       // it was parked at least once (metrics: claim_wait)
-	bool     orphaned;     // its pipe went away while parked: drop, do not claim
+	// Its peer went away (waiters.c sets it, for tracked claims): a claim must not
+	// lease jobs to a reply nobody reads.
+	atomic_bool orphaned;
 
 	// claim with "settle": the settle runs once, before the first claim attempt;
 	// its results wait here (in the arena) for the reply, across long-poll rounds.
-	bool                      settled;
-	struct brq_settle_result *settle_results;
+	bool               settled;
+	brq_settle_result *settle_results;
+	// The jobs of the reply being delivered (borrowed from the pool thread's store
+	// connection until it is reset): given back if the reply cannot be delivered.
+	const brq_claimed_job *claimed;
+	uint32_t               n_claimed;
 
-	struct brq_work *qnext;         // pool queue link
-	struct brq_work *wprev, *wnext; // waiters list links
-	bool             in_waiters;
-} brq_work;
+	brq_work *qnext;         // pool queue link
+	brq_work *wprev, *wnext; // parked list links (waiters.c)
+	bool      is_parked;
+	brq_work *tprev, *tnext; // tracked claims (waiters.c)
+	bool      is_tracked;
+};
 
 #endif

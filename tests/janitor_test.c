@@ -9,12 +9,13 @@
 
 #include "janitor.h"
 #include "metrics.h"
+#include "store.h"
 #include "testdb.h"
 
-static char             *dsn;
-static PGconn           *db;
-static struct brq_config cfg;
-static brq_sql           sql;
+static char      *dsn;
+static PGconn    *db;
+static brq_config cfg;
+static brq_store *store;
 
 static void
 setup(void)
@@ -27,7 +28,7 @@ setup(void)
 	cfg.retention_ttl_ms      = 24ull * 3600 * 1000;
 	cfg.retention_batch       = 10;
 	cfg.retention_max_batches = 100;
-	cr_assert_eq(brq_sql_build(&sql, &cfg), 0);
+	cr_assert_eq(brq_store_new(&cfg, &store), 0);
 	cr_assert_eq(brq_metrics_init("test"), 0);
 }
 
@@ -35,7 +36,7 @@ static void
 teardown(void)
 {
 	brq_metrics_fini();
-	brq_sql_fini(&sql);
+	brq_store_free(store);
 	brq_config_fini(&cfg);
 	PQfinish(db);
 	brq_testdb_drop(dsn);
@@ -51,13 +52,14 @@ janitor_init(brq_janitor *j)
 	j->cfg = &cfg;
 	pthread_mutex_init(&j->mtx, NULL);
 	pthread_cond_init(&j->cv, NULL);
-	brq_db_init(&j->db, cfg.dsn, &sql, "test");
+	brq_store_conn_init(&j->conn, store,
+			    &(brq_store_conn_opts) {.name = "test", .role = BRQ_STORE_JANITOR});
 }
 
 static void
 janitor_fini(brq_janitor *j)
 {
-	brq_db_fini(&j->db);
+	brq_store_conn_fini(&j->conn);
 	pthread_mutex_destroy(&j->mtx);
 	pthread_cond_destroy(&j->cv);
 }
@@ -104,7 +106,7 @@ Test(janitor, two_gateways_reaping_at_once_reap_each_row_once)
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++) {
 		janitor_init(&pair[i]);
-		cr_assert(brq_db_ready(&pair[i].db));
+		cr_assert(brq_store_ready(&pair[i].conn));
 	}
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, reap_one, (void *) (intptr_t) i);

@@ -23,6 +23,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "monitor.h"
+#include "store.h"
 #include "testdb.h"
 
 static uint64_t
@@ -269,16 +270,38 @@ monitor_teardown(void)
 
 TestSuite(monitor, .init = monitor_setup, .fini = monitor_teardown, .timeout = 120);
 
-static struct brq_monitor *
-start_monitor(const char *conninfo, uint64_t interval_ms)
+/* The monitor under test borrows a store built from a default configuration with
+ * this DSN; stop_monitor() releases both. */
+static brq_config monitor_cfg;
+static brq_store *monitor_store;
+
+static brq_monitor *
+start_monitor_opts(const char *conninfo, const brq_monitor_opts *o)
 {
-	struct brq_config cfg     = {0};
-	cfg.dsn                   = (char *) conninfo;
-	struct brq_monitor_opts o = {.interval_ms = interval_ms, .terminal_interval_ms = interval_ms};
-	struct brq_monitor     *m = NULL;
-	cr_assert_eq(brq_monitor_start(&cfg, &o, &m), 0);
+	cr_assert_eq(brq_config_init_defaults(&monitor_cfg), 0);
+	free(monitor_cfg.dsn);
+	monitor_cfg.dsn = strdup(conninfo);
+	cr_assert_eq(brq_store_new(&monitor_cfg, &monitor_store), 0);
+	brq_monitor *m = NULL;
+	cr_assert_eq(brq_monitor_start(monitor_store, o, &m), 0);
 	cr_assert_not_null(m);
 	return m;
+}
+
+static brq_monitor *
+start_monitor(const char *conninfo, uint64_t interval_ms)
+{
+	brq_monitor_opts o = {.interval_ms = interval_ms, .terminal_interval_ms = interval_ms};
+	return start_monitor_opts(conninfo, &o);
+}
+
+static void
+stop_monitor(brq_monitor *m)
+{
+	brq_monitor_stop(m);
+	brq_store_free(monitor_store);
+	monitor_store = NULL;
+	brq_config_fini(&monitor_cfg);
 }
 
 /* Waits up to timeout_ms for series to equal want; returns the last value seen. */
@@ -361,7 +384,7 @@ Test(monitor, depth_gauges_follow_the_table)
 	cr_assert_eq(await_sample("brooq_jobs{topic=\"b\",state=\"canceled\"}", 0, 5000), 0);
 
 	uint64_t t0 = mono_ms();
-	brq_monitor_stop(m);
+	stop_monitor(m);
 	cr_assert_lt(mono_ms() - t0, 1000);
 }
 
@@ -375,11 +398,8 @@ Test(monitor, terminal_counts_fall_back_to_an_estimate_when_over_budget)
 	brq_testdb_exec(db, "INSERT INTO job (topic, state) VALUES ('big', 'pending')");
 	brq_testdb_exec(db, "VACUUM ANALYZE job");
 
-	struct brq_config cfg     = {0};
-	cfg.dsn                   = dsn;
-	struct brq_monitor_opts o = {.interval_ms = 100, .terminal_interval_ms = 100, .budget_ms = 30};
-	struct brq_monitor     *m = NULL;
-	cr_assert_eq(brq_monitor_start(&cfg, &o, &m), 0);
+	brq_monitor_opts o = {.interval_ms = 100, .terminal_interval_ms = 100, .budget_ms = 30};
+	brq_monitor     *m = start_monitor_opts(dsn, &o);
 
 	/* The active count (1 row) is unaffected and exact. */
 	cr_assert_eq(await_sample("brooq_jobs{topic=\"big\",state=\"pending\"}", 1, 10000), 1);
@@ -401,7 +421,7 @@ Test(monitor, terminal_counts_fall_back_to_an_estimate_when_over_budget)
 	cr_assert(dead > 100000 * 0.5 && dead < 100000 * 1.5, "dead estimate %f", dead);
 	/* Timed-out counts are answers: the database stays healthy. */
 	cr_assert(brq_monitor_healthy(m));
-	brq_monitor_stop(m);
+	stop_monitor(m);
 }
 
 Test(monitor, is_unhealthy_until_the_database_answers_and_stops_promptly)
@@ -414,7 +434,7 @@ Test(monitor, is_unhealthy_until_the_database_answers_and_stops_promptly)
 	cr_assert_eq(sample(t, "brooq_db_up"), 0);
 	free(t);
 	uint64_t t0 = mono_ms();
-	brq_monitor_stop(m);
+	stop_monitor(m);
 	cr_assert_lt(mono_ms() - t0, 1000);
 }
 
@@ -436,7 +456,7 @@ Test(monitor, stops_promptly_while_connecting_to_a_silent_server)
 	usleep(300 * 1000);
 	cr_assert_not(brq_monitor_healthy(m));
 	uint64_t t0 = mono_ms();
-	brq_monitor_stop(m);
+	stop_monitor(m);
 	cr_assert_lt(mono_ms() - t0, 1000);
 	close(fd);
 }
@@ -474,7 +494,7 @@ Test(monitor, health_turns_false_when_the_database_goes_away_and_back_when_it_re
 	/* Backoff is capped at 5 s: back within that plus a round. */
 	cr_assert(await_health(m, true, 8000), "never recovered");
 	cr_assert_eq(await_sample("brooq_db_up", 1, 2000), 1);
-	brq_monitor_stop(m);
+	stop_monitor(m);
 }
 
 Test(monitor, serves_healthz_through_http)
@@ -487,7 +507,7 @@ Test(monitor, serves_healthz_through_http)
 	cr_assert_eq(http_req(brq_http_port(h), "GET", "/healthz", NULL, NULL), 200);
 	/* Order matters: the endpoint goes first, then the monitor it asks. */
 	brq_http_stop(h);
-	brq_monitor_stop(m);
+	stop_monitor(m);
 }
 
 /* ---- end to end: a real gateway ---------------------------------------------------- */

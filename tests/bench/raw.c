@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The raw-SQL baseline: the gateway's own statements (sql.c), driven straight over libpq.
+// The raw-SQL baseline: the gateway's own statements (store_sql.c), driven straight over libpq.
 //
-// The statement text comes from brq_sql_build() with the default configuration, and
+// The statement text comes from brq_store_sql_build() with the default configuration, and
 // the array parameters are built by the gateway's brq_pgarr, so the server runs
 // byte-for-byte what the gateway sends, prepared the same way. What the baseline
 // leaves out is exactly the gateway's hop: NNG, msgpack, auth, the pool queue.
@@ -17,12 +17,13 @@
 #include "config.h"
 #include "pgarr.h"
 #include "proto.h"
-#include "sql.h"
+#include "store_sql.h"
 
 #define TOPIC_ENQ   "bench.enq"
 #define TOPIC_DRAIN "bench.drain"
 
-static brq_sql the_sql;
+static char       *the_texts[BRQ_STMT__COUNT];
+static brq_db_stmt the_stmts[BRQ_STMT__COUNT];
 // The claim statement's median latency in the last raw drain (where time goes).
 static double claim_p50_us;
 // Jobs per claim statement in the last raw drain (claims that found none excluded).
@@ -31,10 +32,10 @@ static double raw_jobs_per_claim;
 static void
 sql_init(void)
 {
-	struct brq_config cfg;
+	brq_config cfg;
 	if (sodium_init() < 0)
 		bench_die("sodium_init failed");
-	if (brq_config_init_defaults(&cfg) != 0 || brq_sql_build(&the_sql, &cfg) != 0)
+	if (brq_config_init_defaults(&cfg) != 0 || brq_store_sql_build(&cfg, the_texts, the_stmts) != 0)
 		bench_die("cannot build the statements");
 	brq_config_fini(&cfg);
 }
@@ -45,10 +46,9 @@ raw_connect(const bench_opts *o)
 {
 	PGconn *c = bench_db_connect(o->dsn);
 	for (int i = 0; i < BRQ_STMT__COUNT; i++) {
-		PGresult *r =
-			PQprepare(c, brq_sql_name((brq_stmt) i), the_sql.text[i], the_sql.nparams[i], NULL);
+		PGresult *r = PQprepare(c, the_stmts[i].name, the_stmts[i].text, the_stmts[i].nparams, NULL);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			bench_die("prepare %s: %s", brq_sql_name((brq_stmt) i), PQerrorMessage(c));
+			bench_die("prepare %s: %s", the_stmts[i].name, PQerrorMessage(c));
 		PQclear(r);
 	}
 	return c;
@@ -57,9 +57,9 @@ raw_connect(const bench_opts *o)
 static PGresult *
 exec_stmt(PGconn *c, brq_stmt st, const char *const *v, const int *l, const int *f)
 {
-	PGresult *r = PQexecPrepared(c, brq_sql_name(st), the_sql.nparams[st], v, l, f, 0);
+	PGresult *r = PQexecPrepared(c, the_stmts[st].name, the_stmts[st].nparams, v, l, f, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
-		bench_die("%s: %s", brq_sql_name(st), PQerrorMessage(c));
+		bench_die("%s: %s", the_stmts[st].name, PQerrorMessage(c));
 	return r;
 }
 
@@ -89,7 +89,7 @@ prepare_alt_enqueue(PGconn *c)
 		" ORDER BY i.ord";
 	static const char new_tail[] = ") SELECT ins.id, ins.id IS NOT NULL"
 				       " FROM input i LEFT JOIN ins ON ins.id = i.id ORDER BY i.ord";
-	const char       *text       = the_sql.text[BRQ_STMT_ENQUEUE];
+	const char       *text       = the_stmts[BRQ_STMT_ENQUEUE].text;
 	const char       *tail       = strstr(text, old_tail);
 	if (tail == NULL)
 		bench_die("the enqueue statement changed: update --lever enqueue-nojoin");
@@ -226,7 +226,7 @@ bench_raw_enqueue(const bench_opts *o)
 	pthread_barrier_destroy(&bar);
 	free(t);
 	PQfinish(db);
-	brq_sql_fini(&the_sql);
+	brq_store_sql_fini(the_texts);
 	return 0;
 }
 
@@ -263,7 +263,7 @@ lever_flags(const char *lever)
 static void
 prepare_literal_claim(PGconn *c, int batch)
 {
-	const char *text = the_sql.text[BRQ_STMT_CLAIM];
+	const char *text = the_stmts[BRQ_STMT_CLAIM].text;
 	char        lit[24];
 	int         ll  = snprintf(lit, sizeof(lit), "LIMIT %d", batch);
 	char       *sql = malloc(strlen(text) * 2 + 1), *o = sql;
@@ -327,7 +327,7 @@ drain_main(void *arg)
 		bench_die("out of memory");
 	char n_txt[16];
 	snprintf(n_txt, sizeof(n_txt), "%d", b);
-	const char *claim_name = brq_sql_name(BRQ_STMT_CLAIM);
+	const char *claim_name = the_stmts[BRQ_STMT_CLAIM].name;
 	if (lever & LEVER_LITERAL) {
 		prepare_literal_claim(t->c, b);
 		claim_name = "bench_claim_lit";
@@ -379,7 +379,7 @@ drain_main(void *arg)
 		if (lever & LEVER_PIPELINE) {
 			if ((in_tx && PQsendQueryParams(t->c, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) != 1) ||
 			    (in_tx &&
-			     PQsendQueryPrepared(t->c, brq_sql_name(BRQ_STMT_SETTLE), 5, sv, sl, sf, 0) !=
+			     PQsendQueryPrepared(t->c, the_stmts[BRQ_STMT_SETTLE].name, 5, sv, sl, sf, 0) !=
 				     1) ||
 			    PQsendQueryPrepared(t->c, claim_name, 5, cv, cl, cf, 0) != 1 ||
 			    (in_tx && PQsendQueryParams(t->c, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) != 1) ||
@@ -537,7 +537,7 @@ bench_raw_drain(const bench_opts *o)
 	bench_result(o, scen, "raw", "jobs_per_claim", "jobs", raw_jobs_per_claim);
 	bench_cpu_report(o, scen, "raw", &cpu[0], &cpu[1], (double) o->jobs);
 	PQfinish(db);
-	brq_sql_fini(&the_sql);
+	brq_store_sql_fini(the_texts);
 	return 0;
 }
 
@@ -614,6 +614,6 @@ bench_growth_claim(const bench_opts *o)
 	bench_samples_free(&lat);
 	PQfinish(c);
 	PQfinish(db);
-	brq_sql_fini(&the_sql);
+	brq_store_sql_fini(the_texts);
 	return 0;
 }

@@ -1,0 +1,644 @@
+// SPDX-License-Identifier: MIT
+// The store: connections, transactions, and the job lifecycle (enqueue, claim, settle, heartbeat, unclaim).
+#include "store_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "brq_clock.h"
+
+// Session settings per role. Requests and the janitor: a statement never runs
+// forever (a request must not hang on a stuck lock), an abandoned transaction is
+// ended by the server, and every statement (written to have one good plan whatever
+// its parameters) is planned once per connection: custom plans re-planned the claim
+// on every call (8 % of PostgreSQL's CPU per job, docs/benchmarks.md).
+#define SESSION_POOL                                                                      \
+	"SET statement_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s';" \
+	" SET plan_cache_mode = force_generic_plan"
+// The monitor: every statement bounded by the budget (a round trip never outlives
+// the health window), never wait long behind a lock (a migration holding ACCESS
+// EXCLUSIVE), never write by mistake, no parallel workers (background work stays on
+// one core rather than compete with the claim path).
+#define SESSION_MONITOR                                          \
+	"SET statement_timeout = %llu; SET lock_timeout = %llu;" \
+	" SET default_transaction_read_only = on; SET max_parallel_workers_per_gather = 0"
+
+// ---- the store and its connections ----------------------------------------------------
+
+int
+brq_store_new(const brq_config *cfg, brq_store **out)
+{
+	brq_store *st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return BRQ_ENOMEM;
+	st->cfg = cfg;
+	int rv  = brq_store_sql_build(cfg, st->texts, st->stmts);
+	if (rv != 0) {
+		free(st);
+		return rv;
+	}
+	*out = st;
+	return 0;
+}
+
+void
+brq_store_free(brq_store *st)
+{
+	if (st == NULL)
+		return;
+	brq_store_sql_fini(st->texts);
+	free(st);
+}
+
+void
+brq_store_conn_init(brq_store_conn *c, const brq_store *st, const brq_store_conn_opts *o)
+{
+	memset(c, 0, sizeof(*c));
+	c->st = st;
+	if (o->role == BRQ_STORE_MONITOR)
+		snprintf(c->session, sizeof(c->session), SESSION_MONITOR, (unsigned long long) o->budget_ms,
+			 (unsigned long long) o->budget_ms);
+	else
+		snprintf(c->session, sizeof(c->session), "%s", SESSION_POOL);
+	brq_db_opts dbo = {
+		.name           = o->name,
+		.app_name       = o->role == BRQ_STORE_MONITOR ? "brooq-monitor" : "brooq-gateway",
+		.session_sql    = c->session,
+		.stmts          = st->stmts,
+		.n_stmts        = BRQ_STMT__COUNT,
+		.backoff_min_ms = o->backoff_min_ms,
+		.backoff_max_ms = o->backoff_max_ms,
+		.stop           = o->stop,
+	};
+	brq_db_init(&c->db, st->cfg->dsn, &dbo);
+	for (int k = 0; k < BRQ_STORE_ARRAYS; k++)
+		brq_pgarr_init(&c->arr[k]);
+	brq_arena_init(&c->arena);
+}
+
+void
+brq_store_reset(brq_store_conn *c)
+{
+	for (size_t i = 0; i < c->n_kept; i++)
+		PQclear(c->kept[i]);
+	c->n_kept = 0;
+	brq_arena_reset(&c->arena);
+}
+
+void
+brq_store_conn_fini(brq_store_conn *c)
+{
+	brq_store_reset(c);
+	free(c->kept);
+	c->kept = NULL;
+	brq_arena_fini(&c->arena);
+	for (int k = 0; k < BRQ_STORE_ARRAYS; k++)
+		brq_pgarr_fini(&c->arr[k]);
+	brq_db_fini(&c->db);
+}
+
+bool
+brq_store_ready(brq_store_conn *c)
+{
+	return brq_db_ready(&c->db);
+}
+
+bool
+brq_store_is_up(const brq_store_conn *c)
+{
+	return c->db.conn != NULL;
+}
+
+uint64_t
+brq_store_last_answer_ms(const brq_store_conn *c)
+{
+	return c->db.last_answer_ms;
+}
+
+const char *
+brq_store_errmsg(const brq_store_conn *c)
+{
+	return c->db.errmsg[0] != '\0' ? c->db.errmsg : "no error";
+}
+
+// ---- helpers (store_int.h) ---------------------------------------------------------------
+
+int
+brq_store_fail(brq_store_conn *c, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->db.errmsg, sizeof(c->db.errmsg), fmt, ap);
+	va_end(ap);
+	c->db.sqlstate[0] = '\0';
+	return code;
+}
+
+int
+brq_store_run(brq_store_conn *c, brq_stmt st, const char *const *values, const int *lengths,
+	      const int *formats, int ncols, PGresult **out)
+{
+	PGresult *r = brq_db_exec(&c->db, (size_t) st, values, lengths, formats, 0);
+	if (!brq_db_ok(r)) {
+		int rv = brq_db_error(&c->db, r);
+		PQclear(r);
+		return rv;
+	}
+	if (PQnfields(r) != ncols) {
+		int got = PQnfields(r);
+		PQclear(r);
+		return brq_store_fail(c, BRQ_EINTERNAL, "%s: %d result columns, expected %d",
+				      c->st->stmts[st].name, got, ncols);
+	}
+	if (c->n_kept == c->cap_kept) {
+		size_t     cap  = c->cap_kept ? c->cap_kept * 2 : 8;
+		PGresult **kept = realloc(c->kept, cap * sizeof(*kept));
+		if (kept == NULL) {
+			PQclear(r);
+			return brq_store_fail(c, BRQ_ENOMEM, "out of memory");
+		}
+		c->kept     = kept;
+		c->cap_kept = cap;
+	}
+	c->kept[c->n_kept++] = r;
+	*out                 = r;
+	return 0;
+}
+
+int
+brq_store_begin(brq_store_conn *c)
+{
+	if (c->in_tx)
+		return brq_store_fail(c, BRQ_EINTERNAL, "transaction already open");
+	int rv = brq_db_command(&c->db, "BEGIN");
+	if (rv == 0)
+		c->in_tx = true;
+	return rv;
+}
+
+int
+brq_store_commit(brq_store_conn *c)
+{
+	c->in_tx    = false;
+	PGresult *r = brq_db_query(&c->db, "COMMIT", 0);
+	// A transaction that failed earlier "commits" as ROLLBACK: not a commit.
+	int rv = !brq_db_ok(r) ? brq_db_error(&c->db, r)
+		: strcmp(PQcmdStatus(r), "COMMIT") != 0
+		? brq_store_fail(c, BRQ_EUNAVAIL, "transaction rolled back")
+		: 0;
+	PQclear(r);
+	return rv;
+}
+
+void
+brq_store_rollback(brq_store_conn *c)
+{
+	c->in_tx = false;
+	if (c->db.conn != NULL) {
+		int rv = brq_db_command(&c->db, "ROLLBACK");
+		(void) rv; // on failure the connection is gone, and its transaction with it
+	}
+}
+
+int
+brq_store_param(brq_pgarr *a, const char **values, int *lengths, int k)
+{
+	if (brq_pgarr_end(a) != 0)
+		return BRQ_ENOMEM;
+	values[k]  = a->data;
+	lengths[k] = (int) a->len;
+	return 0;
+}
+
+int64_t
+brq_store_int(const PGresult *r, int row, int col)
+{
+	return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+double
+brq_store_double(const PGresult *r, int row, int col)
+{
+	return strtod(PQgetvalue(r, row, col), NULL);
+}
+
+bool
+brq_store_bool(const PGresult *r, int row, int col)
+{
+	return PQgetvalue(r, row, col)[0] == 't';
+}
+
+bool
+brq_store_is_null(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) != 0;
+}
+
+brq_str
+brq_store_str(const PGresult *r, int row, int col)
+{
+	return (brq_str) {PQgetvalue(r, row, col), (uint32_t) PQgetlength(r, row, col)};
+}
+
+brq_state
+brq_store_state(const PGresult *r, int row, int col)
+{
+	int st = brq_state_lookup(PQgetvalue(r, row, col), (size_t) PQgetlength(r, row, col));
+	return st < 0 ? BRQ_STATE_PENDING : (brq_state) st;
+}
+
+// ---- enqueue ---------------------------------------------------------------------------------
+
+// Runs the insert statement for jobs[0..n); res[i].id is 0 where a key conflicted
+// with a row the statement could not see.
+static int
+insert_rows(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res)
+{
+	brq_pgarr *a = c->arr;
+	brq_pgarr_begin(&a[0], BRQ_OID_TEXT);
+	brq_pgarr_begin(&a[1], BRQ_OID_JSONB);
+	brq_pgarr_begin(&a[2], BRQ_OID_TEXT);
+	brq_pgarr_begin(&a[3], BRQ_OID_INT8);
+	brq_pgarr_begin(&a[4], BRQ_OID_INT8);
+	brq_pgarr_begin(&a[5], BRQ_OID_INT4);
+	for (uint32_t i = 0; i < n; i++) {
+		const brq_job_spec *j = &jobs[i];
+		char                topic[BRQ_TOPIC_MAX + 1];
+		uint32_t            max_attempts = j->max_attempts;
+		brq_pgarr_text(&a[0], j->topic.ptr, j->topic.len);
+		brq_pgarr_text(&a[1], j->payload.ptr, j->payload.len);
+		if (j->key.len > 0)
+			brq_pgarr_text(&a[2], j->key.ptr, j->key.len);
+		else
+			brq_pgarr_null(&a[2]); // the empty key is "no key" (invariant 8)
+		if (j->has_delay_ms)
+			brq_pgarr_int8(&a[3], (int64_t) j->delay_ms);
+		else
+			brq_pgarr_null(&a[3]);
+		if (j->has_run_at_ms)
+			brq_pgarr_int8(&a[4], j->run_at_ms);
+		else
+			brq_pgarr_null(&a[4]);
+		if (!j->has_max_attempts) {
+			size_t len = j->topic.len < BRQ_TOPIC_MAX ? j->topic.len : BRQ_TOPIC_MAX;
+			memcpy(topic, j->topic.ptr, len);
+			topic[len] = '\0';
+			brq_config_topic_settings(c->st->cfg, topic, &max_attempts, NULL, NULL, NULL);
+		}
+		brq_pgarr_int4(&a[5], (int32_t) max_attempts);
+	}
+	const char *v[6];
+	int         l[6], f[6] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
+	for (int k = 0; k < 6; k++)
+		if (brq_store_param(&a[k], v, l, k) != 0)
+			return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
+	PGresult *r;
+	int       rv = brq_store_run(c, BRQ_STMT_ENQUEUE, v, l, f, ENQ__N, &r);
+	if (rv != 0)
+		return rv;
+	if ((uint32_t) PQntuples(r) != n)
+		return brq_store_fail(c, BRQ_EINTERNAL, "enqueue: %d rows for %u jobs", PQntuples(r), n);
+	for (uint32_t i = 0; i < n; i++) {
+		res[i].created = brq_store_bool(r, (int) i, ENQ_CREATED);
+		res[i].id      = brq_store_is_null(r, (int) i, ENQ_ID)
+			     ? 0
+			     : (uint64_t) brq_store_int(r, (int) i, ENQ_ID);
+	}
+	return 0;
+}
+
+// A key that conflicted (with an older row, one of the same batch, or one committed
+// after the statement began): the row exists now, so look them all up in one
+// statement, by position among the conflicting jobs. BRQ_ECONFLICT when one went
+// away in between (deleted by retention or by hand).
+static int
+resolve_conflicts(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res)
+{
+	uint32_t n_missing = 0;
+	for (uint32_t i = 0; i < n; i++)
+		n_missing += res[i].id == 0;
+	if (n_missing == 0)
+		return 0;
+	uint32_t *missing = brq_arena_alloc(&c->arena, n_missing, sizeof(*missing));
+	if (missing == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
+	brq_pgarr *a = c->arr;
+	brq_pgarr_begin(&a[0], BRQ_OID_TEXT);
+	brq_pgarr_begin(&a[1], BRQ_OID_TEXT);
+	n_missing = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (res[i].id != 0)
+			continue;
+		missing[n_missing++] = i;
+		brq_pgarr_text(&a[0], jobs[i].topic.ptr, jobs[i].topic.len);
+		brq_pgarr_text(&a[1], jobs[i].key.ptr, jobs[i].key.len);
+	}
+	const char *v[2];
+	int         l[2], f[2] = {BRQ_BINARY, BRQ_BINARY};
+	if (brq_store_param(&a[0], v, l, 0) != 0 || brq_store_param(&a[1], v, l, 1) != 0)
+		return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
+	PGresult *r;
+	int       rv = brq_store_run(c, BRQ_STMT_ENQUEUE_LOOKUP, v, l, f, LOOKUP__N, &r);
+	if (rv != 0)
+		return rv;
+	for (int row = 0; row < PQntuples(r); row++) {
+		int64_t k = brq_store_int(r, row, LOOKUP_ORD);
+		if (k >= 1 && k <= (int64_t) n_missing)
+			res[missing[k - 1]].id = (uint64_t) brq_store_int(r, row, LOOKUP_ID);
+	}
+	for (uint32_t k = 0; k < n_missing; k++)
+		if (res[missing[k]].id == 0)
+			return brq_store_fail(c, BRQ_ECONFLICT, "key conflict with a job that went away");
+	return 0;
+}
+
+int
+brq_store_enqueue(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res)
+{
+	// Keys are the only source of conflicts, and resolving one takes a second
+	// statement: a keyed batch runs in a transaction, so a conflict that cannot
+	// be resolved leaves nothing behind. A batch without keys is one statement.
+	bool keyed = false;
+	for (uint32_t i = 0; i < n && !keyed; i++)
+		keyed = jobs[i].key.len > 0;
+	bool own = keyed && !c->in_tx;
+	int  rv  = own ? brq_store_begin(c) : 0;
+	if (rv != 0)
+		return rv;
+	rv = insert_rows(c, jobs, n, res);
+	if (rv == 0)
+		rv = resolve_conflicts(c, jobs, n, res);
+	if (own && rv == 0)
+		rv = brq_store_commit(c);
+	else if (own)
+		brq_store_rollback(c);
+	return rv;
+}
+
+// ---- settle ------------------------------------------------------------------------------------
+
+// The guarded settle statement for items[0..n), inside whatever transaction is open;
+// then the chained jobs of applied `done` items (the transaction must be open then).
+static int
+settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_store_settled *out,
+	    brq_store_chain *chain)
+{
+	brq_pgarr *a = c->arr;
+	brq_pgarr_begin(&a[0], BRQ_OID_INT8);
+	brq_pgarr_begin(&a[1], BRQ_OID_UUID);
+	brq_pgarr_begin(&a[2], BRQ_OID_TEXT);
+	brq_pgarr_begin(&a[3], BRQ_OID_TEXT);
+	brq_pgarr_begin(&a[4], BRQ_OID_INT8);
+	for (uint32_t i = 0; i < n; i++) {
+		const brq_settle_item *it = &items[i];
+		const char            *oc = brq_outcome_name(it->outcome);
+		brq_pgarr_int8(&a[0], (int64_t) it->id);
+		brq_pgarr_uuid(&a[1], it->lease);
+		brq_pgarr_text(&a[2], oc, strlen(oc));
+		if (it->has_error)
+			brq_pgarr_text(&a[3], it->error.ptr,
+				       brq_utf8_truncate(it->error.ptr, it->error.len, BRQ_ERROR_STORED_MAX));
+		else
+			brq_pgarr_null(&a[3]);
+		brq_pgarr_int8(&a[4], (int64_t) it->delay_ms);
+		out[i] = (brq_store_settled) {.r = {.id = it->id, .applied = false}};
+	}
+	const char *v[5];
+	int         l[5], f[5] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
+	for (int k = 0; k < 5; k++)
+		if (brq_store_param(&a[k], v, l, k) != 0)
+			return brq_store_fail(c, BRQ_ENOMEM, "settle: out of memory");
+	PGresult *r;
+	int       rv = brq_store_run(c, BRQ_STMT_SETTLE, v, l, f, SETTLE__N, &r);
+	if (rv != 0)
+		return rv;
+	// Each returned row settles the first unmatched item with its id (an id given
+	// twice is applied once).
+	for (int row = 0; row < PQntuples(r); row++) {
+		uint64_t id = (uint64_t) brq_store_int(r, row, SETTLE_ID);
+		for (uint32_t i = 0; i < n; i++) {
+			if (out[i].r.id != id || out[i].r.applied)
+				continue;
+			out[i].r.applied = true;
+			out[i].r.state   = brq_store_state(r, row, SETTLE_STATE);
+			out[i].topic     = brq_store_str(r, row, SETTLE_TOPIC);
+			out[i].attempt_s = brq_store_double(r, row, SETTLE_ATTEMPT_S);
+			break;
+		}
+	}
+
+	// Chains of the applied `done` items, as one batch in this transaction.
+	uint32_t n_chain = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (out[i].r.applied && items[i].outcome == BRQ_OUTCOME_DONE)
+			n_chain += items[i].n_chain;
+	*chain = (brq_store_chain) {0};
+	if (n_chain == 0)
+		return 0;
+	brq_job_spec       *jobs = brq_arena_alloc(&c->arena, n_chain, sizeof(*jobs));
+	brq_enqueue_result *res  = brq_arena_alloc(&c->arena, n_chain, sizeof(*res));
+	if (jobs == NULL || res == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "settle: out of memory");
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (out[i].r.applied && items[i].outcome == BRQ_OUTCOME_DONE)
+			for (uint32_t j = 0; j < items[i].n_chain; j++)
+				jobs[k++] = items[i].chain[j];
+	rv = brq_store_enqueue(c, jobs, n_chain, res);
+	if (rv == 0)
+		*chain = (brq_store_chain) {.jobs = jobs, .res = res, .n = n_chain};
+	return rv;
+}
+
+static bool
+has_chain(const brq_settle_item *items, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (items[i].n_chain > 0)
+			return true;
+	return false;
+}
+
+int
+brq_store_settle(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_store_settled *out,
+		 brq_store_chain *chain)
+{
+	// One statement is atomic by itself; chains need a transaction around both.
+	bool own = has_chain(items, n) && !c->in_tx;
+	int  rv  = own ? brq_store_begin(c) : 0;
+	if (rv != 0)
+		return rv;
+	rv = settle_rows(c, items, n, out, chain);
+	if (own && rv == 0)
+		rv = brq_store_commit(c);
+	else if (own)
+		brq_store_rollback(c);
+	return rv;
+}
+
+// ---- claim -------------------------------------------------------------------------------------
+
+// Reads the claimed rows into out->jobs, with each job's lease token from tokens.
+static int
+read_claimed(brq_store_conn *c, const PGresult *r, const uint8_t *tokens, uint32_t n,
+	     brq_store_claim_out *out)
+{
+	int rows    = PQntuples(r);
+	out->jobs   = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(*out->jobs));
+	out->n_jobs = 0;
+	if (out->jobs == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
+	for (int row = 0; row < rows; row++) {
+		int64_t          k = brq_store_int(r, row, CLAIM_TOKEN_INDEX);
+		brq_claimed_job *j = &out->jobs[row];
+		if (k < 1 || k > (int64_t) n)
+			return brq_store_fail(c, BRQ_EINTERNAL, "claim: token index %lld out of range",
+					      (long long) k);
+		*j = (brq_claimed_job) {
+			.id             = (uint64_t) brq_store_int(r, row, CLAIM_ID),
+			.topic          = brq_store_str(r, row, CLAIM_TOPIC),
+			.payload        = brq_store_str(r, row, CLAIM_PAYLOAD),
+			.attempts       = (uint32_t) brq_store_int(r, row, CLAIM_ATTEMPTS),
+			.max_attempts   = (uint32_t) brq_store_int(r, row, CLAIM_MAX_ATTEMPTS),
+			.lease_until_ms = brq_store_int(r, row, CLAIM_LOCKED_UNTIL_MS),
+			.created_at_ms  = brq_store_int(r, row, CLAIM_CREATED_MS),
+		};
+		memcpy(j->lease, tokens + (size_t) (k - 1) * BRQ_LEASE_LEN, BRQ_LEASE_LEN);
+	}
+	out->n_jobs = (uint32_t) rows;
+	return 0;
+}
+
+// The claim statement, inside whatever transaction is open.
+static int
+claim_rows(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out *out)
+{
+	uint8_t *tokens = brq_arena_alloc(&c->arena, in->n, BRQ_LEASE_LEN);
+	if (tokens == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
+	// Fresh random lease tokens (SPEC §3): only the claimer learns them.
+	randombytes_buf(tokens, (size_t) in->n * BRQ_LEASE_LEN);
+
+	brq_pgarr *a = c->arr;
+	brq_pgarr_begin(&a[0], BRQ_OID_TEXT);
+	for (uint32_t i = 0; i < in->n_topics; i++)
+		brq_pgarr_text(&a[0], in->topics[i].ptr, in->topics[i].len);
+	brq_pgarr_begin(&a[1], BRQ_OID_UUID);
+	for (uint32_t i = 0; i < in->n; i++)
+		brq_pgarr_uuid(&a[1], tokens + (size_t) i * BRQ_LEASE_LEN);
+	char        n_txt[16], lease_txt[24], worker[BRQ_WORKER_MAX + 1];
+	const char *v[5];
+	int         l[5] = {0}, f[5] = {BRQ_BINARY, BRQ_TEXT, BRQ_TEXT, BRQ_BINARY, BRQ_TEXT};
+	if (brq_store_param(&a[0], v, l, 0) != 0 || brq_store_param(&a[1], v, l, 3) != 0)
+		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
+	snprintf(n_txt, sizeof(n_txt), "%u", in->n);
+	size_t wlen = in->worker.len < BRQ_WORKER_MAX ? in->worker.len : BRQ_WORKER_MAX;
+	memcpy(worker, in->worker.ptr, wlen);
+	worker[wlen] = '\0';
+	v[1]         = n_txt;
+	v[2]         = worker;
+	v[4]         = NULL;
+	if (in->has_lease_ms) {
+		snprintf(lease_txt, sizeof(lease_txt), "%u", in->lease_ms);
+		v[4] = lease_txt;
+	}
+	PGresult *r;
+	int       rv = brq_store_run(c, BRQ_STMT_CLAIM, v, l, f, CLAIM__N, &r);
+	return rv != 0 ? rv : read_claimed(c, r, tokens, in->n, out);
+}
+
+int
+brq_store_claim(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	// A combined "settle these, give me more" shares one transaction, so a busy
+	// worker pays one commit per round trip.
+	bool tx = in->n_settle > 0;
+	int  rv = tx ? brq_store_begin(c) : 0;
+	if (rv != 0)
+		return rv;
+	if (tx)
+		rv = settle_rows(c, in->settle, in->n_settle, in->settled, &out->chain);
+	if (rv == 0 && in->n > 0)
+		rv = claim_rows(c, in, out);
+	if (tx && rv == 0)
+		rv = brq_store_commit(c);
+	else if (tx)
+		brq_store_rollback(c);
+	if (rv != 0) {
+		out->n_jobs = 0;
+		out->chain  = (brq_store_chain) {0};
+	}
+	return rv;
+}
+
+// ---- unclaim and heartbeat -----------------------------------------------------------------
+
+// Binary (ids, tokens) arrays of leases[0..n) into v/l[0..1].
+static int
+lease_params(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, const char **v, int *l)
+{
+	brq_pgarr *a = c->arr;
+	brq_pgarr_begin(&a[0], BRQ_OID_INT8);
+	brq_pgarr_begin(&a[1], BRQ_OID_UUID);
+	for (uint32_t i = 0; i < n; i++) {
+		brq_pgarr_int8(&a[0], (int64_t) leases[i].id);
+		brq_pgarr_uuid(&a[1], leases[i].lease);
+	}
+	if (brq_store_param(&a[0], v, l, 0) != 0 || brq_store_param(&a[1], v, l, 1) != 0)
+		return brq_store_fail(c, BRQ_ENOMEM, "out of memory");
+	return 0;
+}
+
+int
+brq_store_unclaim(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, uint32_t *n_returned)
+{
+	const char *v[2];
+	int         l[2], f[2] = {BRQ_BINARY, BRQ_BINARY};
+	PGresult   *r;
+	int         rv = lease_params(c, leases, n, v, l);
+	if (rv == 0)
+		rv = brq_store_run(c, BRQ_STMT_UNCLAIM, v, l, f, UNCLAIM__N, &r);
+	if (rv == 0 && n_returned != NULL)
+		*n_returned = (uint32_t) PQntuples(r);
+	return rv;
+}
+
+int
+brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, bool has_lease_ms,
+		    uint32_t lease_ms, bool *extended, int64_t *until_ms)
+{
+	char        lease_txt[24];
+	const char *v[3];
+	int         l[3] = {0}, f[3] = {BRQ_BINARY, BRQ_BINARY, BRQ_TEXT};
+	PGresult   *r;
+	int         rv = lease_params(c, leases, n, v, l);
+	if (rv != 0)
+		return rv;
+	v[2] = NULL;
+	if (has_lease_ms) {
+		snprintf(lease_txt, sizeof(lease_txt), "%u", lease_ms);
+		v[2] = lease_txt;
+	}
+	rv = brq_store_run(c, BRQ_STMT_HEARTBEAT, v, l, f, HB__N, &r);
+	if (rv != 0)
+		return rv;
+	memset(extended, 0, n * sizeof(*extended));
+	*until_ms = 0;
+	for (int row = 0; row < PQntuples(r); row++) {
+		uint64_t id = (uint64_t) brq_store_int(r, row, HB_ID);
+		int64_t  u  = brq_store_int(r, row, HB_LOCKED_UNTIL_MS);
+		for (uint32_t i = 0; i < n; i++)
+			if (leases[i].id == id && !extended[i]) {
+				extended[i] = true;
+				break;
+			}
+		if (*until_ms == 0 || u < *until_ms)
+			*until_ms = u;
+	}
+	return 0;
+}

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+// The store: the one module that runs SQL on `job`. Plain C structs in and out; it
+// owns BEGIN/COMMIT/ROLLBACK and knows each statement's result columns.
+//
+// A brq_store holds the statement texts (built once from the configuration) and is
+// shared read-only by every connection. A brq_store_conn is one connection with its
+// scratch space, used by one thread at a time (a pool thread, the janitor, the
+// monitor).
+//
+// Results: every call returns 0 or a negative BRQ_E* code, and on failure
+// brq_store_errmsg() says why in one line (never secrets):
+//   BRQ_EUNAVAIL   the database is away or the transaction could not commit: retry;
+//                  nothing of the call was written (a lost COMMIT is the one
+//                  ambiguous case, as with any database client);
+//   BRQ_ETIMEDOUT  the statement ran out of time and was canceled; nothing written;
+//   BRQ_EINVAL     the database refused the data (a constraint); nothing written;
+//   BRQ_ENOTFOUND  no such job;
+//   BRQ_ECONFLICT  a row changed between two statements of the call; nothing
+//                  written: retry;
+//   BRQ_ENOMEM, BRQ_EINTERNAL.
+// Borrowed outputs (brq_str fields, arrays the store fills) point into the
+// connection's storage and stay valid until brq_store_reset() on that connection.
+#ifndef BRQ_GATEWAY_STORE_H
+#define BRQ_GATEWAY_STORE_H
+
+#include "brq_base.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "db.h"
+#include "pgarr.h"
+#include "proto.h"
+
+typedef struct brq_store brq_store;
+
+// Builds every statement for cfg (borrowed: it must outlive the store). Returns 0
+// and *out (caller frees with brq_store_free), or BRQ_ENOMEM.
+BRQ_MUSTCHECK int brq_store_new(const brq_config *cfg, brq_store **out);
+// NULL-safe. No connection of the store may be in use.
+void brq_store_free(brq_store *st);
+
+// What a connection is for: its session settings.
+typedef enum brq_store_role {
+	BRQ_STORE_POOL,    // requests: statement_timeout 30 s, generic plans
+	BRQ_STORE_JANITOR, // reaper and retention: as the pool
+	BRQ_STORE_MONITOR, // depth counts: read-only, every statement bounded by budget_ms
+} brq_store_role;
+
+typedef struct brq_store_conn_opts {
+	const char        *name;                           // for logs ("pool-3"); borrowed
+	brq_store_role     role;                           //
+	uint64_t           budget_ms;                      // monitor: statement_timeout and lock_timeout
+	uint64_t           backoff_min_ms, backoff_max_ms; // 0: the defaults (100 ms, 5 s)
+	const atomic_bool *stop;                           // optional: ends waits within ~100 ms when set
+} brq_store_conn_opts;
+
+#define BRQ_STORE_ARRAYS 6
+
+// One connection. Fields are the store's: callers use the functions below.
+typedef struct brq_store_conn {
+	brq_db           db;
+	const brq_store *st;
+	char             session[256];
+	bool             in_tx; // a transaction of this module is open
+	brq_pgarr        arr[BRQ_STORE_ARRAYS];
+	brq_arena        arena; // borrowed outputs; reset by brq_store_reset
+	PGresult       **kept;  // results whose strings callers borrow
+	size_t           n_kept, cap_kept;
+} brq_store_conn;
+
+// Prepares c on store st (borrowed) with the configured DSN; connects lazily.
+void brq_store_conn_init(brq_store_conn *c, const brq_store *st, const brq_store_conn_opts *o);
+void brq_store_conn_fini(brq_store_conn *c);
+// True when the connection is usable (connecting first if needed; false at once
+// while the reconnect backoff runs).
+bool brq_store_ready(brq_store_conn *c);
+// True when the connection is up (no attempt to connect).
+bool brq_store_is_up(const brq_store_conn *c);
+// Monotonic ms of the connection's last complete server answer (0: never).
+uint64_t brq_store_last_answer_ms(const brq_store_conn *c);
+// Why the last call failed, one line.
+const char *brq_store_errmsg(const brq_store_conn *c);
+// Ends a unit of work: every borrowed output of earlier calls becomes invalid.
+void brq_store_reset(brq_store_conn *c);
+
+// ---- the job lifecycle (store.c) -------------------------------------------------
+
+// enqueue: inserts jobs[0..n) as one atomic batch; res[i] = (id, created). A (topic,
+// key) that exists returns that job's id with created = false (invariant 8). Runs
+// inside an open transaction of the call's caller, or in its own.
+BRQ_MUSTCHECK int brq_store_enqueue(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n,
+				    brq_enqueue_result *res);
+
+// Chained jobs a settle enqueued (borrowed), for wakes and metrics.
+typedef struct brq_store_chain {
+	const brq_job_spec       *jobs;
+	const brq_enqueue_result *res;
+	uint32_t                  n;
+} brq_store_chain;
+
+// One settle item's result.
+typedef struct brq_store_settled {
+	brq_settle_result r;         // id, applied, new state (the wire result)
+	brq_str           topic;     // applied only: the job's topic (borrowed)
+	double            attempt_s; // applied only: seconds from claim to settle
+} brq_store_settled;
+
+// settle: guarded settle of items[0..n) (still processing, same lease token), out[i]
+// aligned with items. Chained jobs of applied `done` items are enqueued in the same
+// transaction: if that fails, nothing is settled. *chain gets them.
+BRQ_MUSTCHECK int brq_store_settle(brq_store_conn *c, const brq_settle_item *items, uint32_t n,
+				   brq_store_settled *out, brq_store_chain *chain);
+
+typedef struct brq_store_claim_in {
+	const brq_str *topics;
+	uint32_t       n_topics;
+	uint32_t       n; // at most this many jobs
+	brq_str        worker;
+	bool           has_lease_ms;
+	uint32_t       lease_ms;
+	// Settled first, in the same transaction (a worker's "settle these, give me
+	// more"); n_settle 0: none. settled[] (n_settle entries) gets the results.
+	const brq_settle_item *settle;
+	uint32_t               n_settle;
+	brq_store_settled     *settled;
+} brq_store_claim_in;
+
+typedef struct brq_store_claim_out {
+	brq_claimed_job *jobs; // borrowed; in claim order (available_at, id)
+	uint32_t         n_jobs;
+	brq_store_chain  chain; // chained jobs of the settle part
+} brq_store_claim_out;
+
+// claim: leases up to in->n ready jobs of in->topics with fresh random tokens,
+// after settling in->settle, all in one transaction.
+BRQ_MUSTCHECK int brq_store_claim(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out *out);
+
+// unclaim: gives leases back that were committed for a reply nobody will read: the
+// jobs return to `pending` with their attempt returned and their place in line kept.
+// *n_returned (may be NULL) counts the leases that were still held.
+BRQ_MUSTCHECK int brq_store_unclaim(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n,
+				    uint32_t *n_returned);
+
+// heartbeat: extends leases[0..n) (guarded); extended[i] aligned; *until_ms is the
+// earliest new expiry among those extended (0 when none).
+BRQ_MUSTCHECK int brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n,
+				      bool has_lease_ms, uint32_t lease_ms, bool *extended,
+				      int64_t *until_ms);
+
+// ---- admin, janitor, monitor (store_admin.c) ---------------------------------------
+
+// Topics of jobs ids[0..n) that exist (for lost-lease metrics): *topics borrowed.
+BRQ_MUSTCHECK int brq_store_topics_of(brq_store_conn *c, const uint64_t *ids, uint32_t n, brq_str **topics,
+				      uint32_t *n_topics);
+
+// cancel: a pending, failed or processing job becomes canceled; a terminal job is
+// reported as it is. *topic (borrowed) is the job's. BRQ_ENOTFOUND when no such job.
+BRQ_MUSTCHECK int brq_store_cancel(brq_store_conn *c, uint64_t id, brq_cancel_rep *out, brq_str *topic);
+
+// job: the job's row (strings borrowed). BRQ_ENOTFOUND when no such job.
+BRQ_MUSTCHECK int brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out);
+
+// stats: counts per topic and state and oldest ready age, by topic (borrowed).
+BRQ_MUSTCHECK int brq_store_stats(brq_store_conn *c, brq_topic_stats **topics, uint32_t *n);
+
+// reap: one batch of at most `batch` expired leases back to pending; *topics
+// (borrowed) has one entry per job reaped.
+BRQ_MUSTCHECK int brq_store_reap(brq_store_conn *c, uint32_t batch, brq_str **topics, uint32_t *n);
+
+// retention: deletes one batch of at most `batch` terminal jobs last updated more
+// than ttl_ms ago, oldest first; *topics (borrowed) has one entry per job deleted.
+BRQ_MUSTCHECK int brq_store_retention(brq_store_conn *c, uint64_t ttl_ms, uint32_t batch, brq_str **topics,
+				      uint32_t *n);
+
+// One (topic, state) count of the monitor.
+typedef struct brq_store_depth_row {
+	brq_str   topic;
+	brq_state state;
+	uint64_t  count;
+	double    ready_age_s; // active rows: age of the oldest ready job; else 0
+} brq_store_depth_row;
+
+typedef enum brq_store_depth_kind {
+	BRQ_DEPTH_ACTIVE,   // pending, failed (with ages), processing
+	BRQ_DEPTH_TERMINAL, // done, dead, canceled: exact when sample_pct >= 100
+} brq_store_depth_kind;
+
+// depth: the monitor's counts, ordered by topic (borrowed). With sample_pct < 100 the
+// terminal counts are an estimate over that percentage of pages, scaled up.
+BRQ_MUSTCHECK int brq_store_depth(brq_store_conn *c, brq_store_depth_kind kind, double sample_pct,
+				  brq_store_depth_row **rows, size_t *n);
+
+// ping: one round trip (SELECT 1).
+BRQ_MUSTCHECK int brq_store_ping(brq_store_conn *c);
+
+#endif

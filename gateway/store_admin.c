@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+// The store's reads and background statements: job, stats, cancel, topics of lost leases, reaper,
+// retention, the monitor's depth counts.
+#include "store_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+// Runs a statement whose only parameter is job `id` (text). BRQ_ENOTFOUND when it
+// returns no row.
+static int
+run_by_id(brq_store_conn *c, brq_stmt st, uint64_t id, int ncols, PGresult **out)
+{
+	char        txt[24];
+	const char *v[1] = {txt};
+	snprintf(txt, sizeof(txt), "%" PRIu64, id);
+	int rv = brq_store_run(c, st, v, NULL, NULL, ncols, out);
+	if (rv == 0 && PQntuples(*out) == 0)
+		return brq_store_fail(c, BRQ_ENOTFOUND, "job %s not found", txt);
+	return rv;
+}
+
+// Column 0 of every row of r as borrowed strings.
+static int
+topics_column(brq_store_conn *c, const PGresult *r, brq_str **topics, uint32_t *n)
+{
+	int rows = PQntuples(r);
+	*n       = 0;
+	*topics  = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(**topics));
+	if (*topics == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "out of memory");
+	for (int row = 0; row < rows; row++)
+		(*topics)[row] = brq_store_str(r, row, TOPIC_TOPIC);
+	*n = (uint32_t) rows;
+	return 0;
+}
+
+int
+brq_store_topics_of(brq_store_conn *c, const uint64_t *ids, uint32_t n, brq_str **topics, uint32_t *n_topics)
+{
+	brq_pgarr *a = &c->arr[0];
+	brq_pgarr_begin(a, BRQ_OID_INT8);
+	for (uint32_t i = 0; i < n; i++)
+		brq_pgarr_int8(a, (int64_t) ids[i]);
+	const char *v[1];
+	int         l[1], f[1] = {BRQ_BINARY};
+	PGresult   *r;
+	if (brq_store_param(a, v, l, 0) != 0)
+		return brq_store_fail(c, BRQ_ENOMEM, "out of memory");
+	int rv = brq_store_run(c, BRQ_STMT_TOPICS_OF, v, l, f, TOPIC__N, &r);
+	return rv != 0 ? rv : topics_column(c, r, topics, n_topics);
+}
+
+int
+brq_store_cancel(brq_store_conn *c, uint64_t id, brq_cancel_rep *out, brq_str *topic)
+{
+	PGresult *r;
+	int       rv = run_by_id(c, BRQ_STMT_CANCEL, id, CANCEL__N, &r);
+	if (rv != 0)
+		return rv;
+	out->state    = brq_store_state(r, 0, CANCEL_STATE);
+	out->canceled = brq_store_bool(r, 0, CANCEL_CANCELED);
+	*topic        = brq_store_str(r, 0, CANCEL_TOPIC);
+	return 0;
+}
+
+int
+brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out)
+{
+	PGresult *r;
+	int       rv = run_by_id(c, BRQ_STMT_JOB, id, JOB__N, &r);
+	if (rv != 0)
+		return rv;
+	*out = (brq_job_info) {
+		.id                  = (uint64_t) brq_store_int(r, 0, JOB_ID),
+		.topic               = brq_store_str(r, 0, JOB_TOPIC),
+		.payload             = brq_store_str(r, 0, JOB_PAYLOAD),
+		.state               = brq_store_state(r, 0, JOB_STATE),
+		.attempts            = (uint32_t) brq_store_int(r, 0, JOB_ATTEMPTS),
+		.max_attempts        = (uint32_t) brq_store_int(r, 0, JOB_MAX_ATTEMPTS),
+		.available_at_ms     = brq_store_int(r, 0, JOB_AVAILABLE_MS),
+		.has_locked_by       = !brq_store_is_null(r, 0, JOB_LOCKED_BY),
+		.locked_by           = brq_store_str(r, 0, JOB_LOCKED_BY),
+		.has_locked_until_ms = !brq_store_is_null(r, 0, JOB_LOCKED_UNTIL_MS),
+		.locked_until_ms     = brq_store_int(r, 0, JOB_LOCKED_UNTIL_MS),
+		.has_last_error      = !brq_store_is_null(r, 0, JOB_LAST_ERROR),
+		.last_error          = brq_store_str(r, 0, JOB_LAST_ERROR),
+		.has_key             = !brq_store_is_null(r, 0, JOB_KEY),
+		.key                 = brq_store_str(r, 0, JOB_KEY),
+		.created_at_ms       = brq_store_int(r, 0, JOB_CREATED_MS),
+		.updated_at_ms       = brq_store_int(r, 0, JOB_UPDATED_MS),
+	};
+	return 0;
+}
+
+int
+brq_store_stats(brq_store_conn *c, brq_topic_stats **topics, uint32_t *n)
+{
+	// The count columns follow brq_state's order.
+	_Static_assert(STATS_PENDING + BRQ_STATE_CANCELED == STATS_CANCELED, "stats columns in state order");
+	PGresult *r;
+	int       rv = brq_store_run(c, BRQ_STMT_STATS, NULL, NULL, NULL, STATS__N, &r);
+	if (rv != 0)
+		return rv;
+	int rows = PQntuples(r);
+	*topics  = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(**topics));
+	if (*topics == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "stats: out of memory");
+	for (int row = 0; row < rows; row++) {
+		brq_topic_stats *ts     = &(*topics)[row];
+		ts->topic               = brq_store_str(r, row, STATS_TOPIC);
+		ts->oldest_ready_age_ms = (uint64_t) brq_store_int(r, row, STATS_OLDEST_READY_MS);
+		for (int k = 0; k < BRQ_STATE__COUNT; k++)
+			ts->count[k] = (uint64_t) brq_store_int(r, row, STATS_PENDING + k);
+	}
+	*n = (uint32_t) rows;
+	return 0;
+}
+
+int
+brq_store_reap(brq_store_conn *c, uint32_t batch, brq_str **topics, uint32_t *n)
+{
+	char        lim[16];
+	const char *v[1] = {lim};
+	PGresult   *r;
+	snprintf(lim, sizeof(lim), "%u", batch);
+	int rv = brq_store_run(c, BRQ_STMT_REAP, v, NULL, NULL, TOPIC__N, &r);
+	return rv != 0 ? rv : topics_column(c, r, topics, n);
+}
+
+int
+brq_store_retention(brq_store_conn *c, uint64_t ttl_ms, uint32_t batch, brq_str **topics, uint32_t *n)
+{
+	char        ttl[24], lim[16];
+	const char *v[2] = {ttl, lim};
+	PGresult   *r;
+	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long) ttl_ms);
+	snprintf(lim, sizeof(lim), "%u", batch);
+	int rv = brq_store_run(c, BRQ_STMT_RETENTION, v, NULL, NULL, TOPIC__N, &r);
+	return rv != 0 ? rv : topics_column(c, r, topics, n);
+}
+
+int
+brq_store_depth(brq_store_conn *c, brq_store_depth_kind kind, double sample_pct, brq_store_depth_row **rows,
+		size_t *n)
+{
+	char        pct[32];
+	const char *v[1]    = {pct};
+	bool        sampled = kind == BRQ_DEPTH_TERMINAL && sample_pct < 100;
+	brq_stmt    st      = kind == BRQ_DEPTH_ACTIVE ? BRQ_STMT_DEPTH_ACTIVE
+			: sampled                      ? BRQ_STMT_DEPTH_TERMINAL_SAMPLE
+						       : BRQ_STMT_DEPTH_TERMINAL;
+	double      scale   = sampled ? 100 / sample_pct : 1;
+	PGresult   *r;
+	snprintf(pct, sizeof(pct), "%.4f", sample_pct);
+	int rv = brq_store_run(c, st, sampled ? v : NULL, NULL, NULL, DEPTH__N, &r);
+	if (rv != 0)
+		return rv;
+	int count = PQntuples(r);
+	*rows     = brq_arena_alloc(&c->arena, count > 0 ? (size_t) count : 1, sizeof(**rows));
+	if (*rows == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "depth: out of memory");
+	size_t k = 0;
+	for (int row = 0; row < count; row++) {
+		const char *state = PQgetvalue(r, row, DEPTH_STATE);
+		int         s     = brq_state_lookup(state, (size_t) PQgetlength(r, row, DEPTH_STATE));
+		if (s < 0)
+			continue; // a state this build does not know: not ours to count
+		uint64_t cnt = (uint64_t) brq_store_int(r, row, DEPTH_COUNT);
+		(*rows)[k++] = (brq_store_depth_row) {
+			.topic       = brq_store_str(r, row, DEPTH_TOPIC),
+			.state       = (brq_state) s,
+			.count       = scale == 1 ? cnt : (uint64_t) ((double) cnt * scale + 0.5),
+			.ready_age_s = brq_store_double(r, row, DEPTH_AGE_S),
+		};
+	}
+	*n = k;
+	return 0;
+}
+
+int
+brq_store_ping(brq_store_conn *c)
+{
+	PGresult *r  = brq_db_query(&c->db, "SELECT 1", 0);
+	int       rv = brq_db_ok(r) ? 0 : brq_db_error(&c->db, r);
+	PQclear(r);
+	return rv;
+}

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// Internals shared by the store's files (store.c, store_admin.c): the store itself and
+// the helpers that read results and build parameters.
+#ifndef BRQ_GATEWAY_STORE_INT_H
+#define BRQ_GATEWAY_STORE_INT_H
+
+#include "store.h"
+#include "store_sql.h"
+
+#define BRQ_BINARY 1
+#define BRQ_TEXT   0
+
+struct brq_store {
+	const brq_config *cfg; // borrowed
+	char             *texts[BRQ_STMT__COUNT];
+	brq_db_stmt       stmts[BRQ_STMT__COUNT];
+};
+
+// Runs statement st; on success returns 0 and *out (kept by c until brq_store_reset,
+// so strings read from it may be borrowed), checking that it has `ncols` columns. On
+// failure returns the classified BRQ_E* code (message in c->db.errmsg).
+BRQ_MUSTCHECK int brq_store_run(brq_store_conn *c, brq_stmt st, const char *const *values, const int *lengths,
+				const int *formats, int ncols, PGresult **out);
+
+// Transaction helpers: begin/commit return 0 or a BRQ_E* code; rollback never fails
+// (a broken connection rolls back by itself).
+BRQ_MUSTCHECK int brq_store_begin(brq_store_conn *c);
+BRQ_MUSTCHECK int brq_store_commit(brq_store_conn *c);
+void              brq_store_rollback(brq_store_conn *c);
+
+// Finishes array a as the parameter at index k of values/lengths. 0 or BRQ_ENOMEM.
+BRQ_MUSTCHECK int brq_store_param(brq_pgarr *a, const char **values, int *lengths, int k);
+
+// Records a failure of the store's own making (not the database's) and returns code.
+int brq_store_fail(brq_store_conn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// Column readers (the value must be non-NULL unless the reader says otherwise).
+int64_t   brq_store_int(const PGresult *r, int row, int col);
+double    brq_store_double(const PGresult *r, int row, int col);
+bool      brq_store_bool(const PGresult *r, int row, int col);
+bool      brq_store_is_null(const PGresult *r, int row, int col);
+brq_str   brq_store_str(const PGresult *r, int row, int col); // borrows r
+brq_state brq_store_state(const PGresult *r, int row, int col);
+
+#endif

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: MIT
+// The store's statement texts, built once at start-up from the configuration.
+//
+// Per-topic overrides (lease, backoff) are compiled into the text as CASE expressions:
+// topics are validated [a-z0-9._-] names, so they can be inlined safely, and the hot
+// path then sends no extra parameters for them.
+#define _GNU_SOURCE // open_memstream
+#include "store_sql.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BRQ_COL_EXPR(name, expr) expr,
+
+static const char *const enq_cols[]     = {ENQ_COLS(BRQ_COL_EXPR)};
+static const char *const lookup_cols[]  = {LOOKUP_COLS(BRQ_COL_EXPR)};
+static const char *const claim_cols[]   = {CLAIM_COLS(BRQ_COL_EXPR)};
+static const char *const hb_cols[]      = {HB_COLS(BRQ_COL_EXPR)};
+static const char *const settle_cols[]  = {SETTLE_COLS(BRQ_COL_EXPR)};
+static const char *const unclaim_cols[] = {UNCLAIM_COLS(BRQ_COL_EXPR)};
+static const char *const topic_cols[]   = {TOPIC_COLS(BRQ_COL_EXPR)};
+static const char *const cancel_cols[]  = {CANCEL_COLS(BRQ_COL_EXPR)};
+static const char *const job_cols[]     = {JOB_COLS(BRQ_COL_EXPR)};
+static const char *const stats_cols[]   = {STATS_COLS(BRQ_COL_EXPR)};
+static const char *const depth_cols[]   = {DEPTH_COLS(BRQ_COL_EXPR)};
+
+static const char *const names[BRQ_STMT__COUNT] = {
+	[BRQ_STMT_ENQUEUE]               = "brq_enqueue",
+	[BRQ_STMT_ENQUEUE_LOOKUP]        = "brq_enqueue_lookup",
+	[BRQ_STMT_CLAIM]                 = "brq_claim",
+	[BRQ_STMT_HEARTBEAT]             = "brq_heartbeat",
+	[BRQ_STMT_SETTLE]                = "brq_settle",
+	[BRQ_STMT_UNCLAIM]               = "brq_unclaim",
+	[BRQ_STMT_TOPICS_OF]             = "brq_topics_of",
+	[BRQ_STMT_CANCEL]                = "brq_cancel",
+	[BRQ_STMT_JOB]                   = "brq_job",
+	[BRQ_STMT_STATS]                 = "brq_stats",
+	[BRQ_STMT_REAP]                  = "brq_reap",
+	[BRQ_STMT_RETENTION]             = "brq_retention",
+	[BRQ_STMT_DEPTH_ACTIVE]          = "brq_depth_active",
+	[BRQ_STMT_DEPTH_TERMINAL]        = "brq_depth_terminal",
+	[BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = "brq_depth_terminal_sample",
+};
+
+static const int nparams[BRQ_STMT__COUNT] = {
+	[BRQ_STMT_ENQUEUE] = 6,      [BRQ_STMT_ENQUEUE_LOOKUP] = 2, [BRQ_STMT_CLAIM] = 5,
+	[BRQ_STMT_HEARTBEAT] = 3,    [BRQ_STMT_SETTLE] = 5,         [BRQ_STMT_UNCLAIM] = 2,
+	[BRQ_STMT_TOPICS_OF] = 1,    [BRQ_STMT_CANCEL] = 1,         [BRQ_STMT_JOB] = 1,
+	[BRQ_STMT_STATS] = 0,        [BRQ_STMT_REAP] = 1,           [BRQ_STMT_RETENTION] = 2,
+	[BRQ_STMT_DEPTH_ACTIVE] = 0, [BRQ_STMT_DEPTH_TERMINAL] = 0, [BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = 1,
+};
+
+#define COLS(a) (a), sizeof(a) / sizeof((a)[0])
+
+// Writes the column list "e1, e2, ...".
+static void
+cols(FILE *f, const char *const *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%s", i > 0 ? ", " : "", c[i]);
+}
+
+// Which per-topic setting a CASE expression selects.
+enum setting { LEASE_MS, BACKOFF_BASE_MS, BACKOFF_MAX_MS };
+
+// Writes "CASE <col> WHEN 'a' THEN 1 ... ELSE <default> END" for one setting, or just
+// the default when no override sets it.
+static void
+topic_case(FILE *f, const brq_config *cfg, const char *col, enum setting which)
+{
+	uint64_t def = which == LEASE_MS   ? cfg->lease_ms
+		: which == BACKOFF_BASE_MS ? cfg->backoff_base_ms
+					   : cfg->backoff_max_ms;
+	bool     any = false;
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
+		const struct brq_topic_override *o = &cfg->topic_overrides[i];
+		bool                             has;
+		uint64_t                         v;
+		switch (which) {
+		case LEASE_MS: has = o->has_lease, v = o->lease_ms; break;
+		case BACKOFF_BASE_MS: has = o->has_backoff_base, v = o->backoff_base_ms; break;
+		default: has = o->has_backoff_max, v = o->backoff_max_ms; break;
+		}
+		if (!has)
+			continue;
+		if (!any)
+			fprintf(f, "(CASE %s", col);
+		any = true;
+		// Topic names are validated [a-z0-9._-]: no quote can appear in them.
+		fprintf(f, " WHEN '%s' THEN %llu", o->topic, (unsigned long long) v);
+	}
+	if (any)
+		fprintf(f, " ELSE %llu END)", (unsigned long long) def);
+	else
+		fprintf(f, "%llu", (unsigned long long) def);
+}
+
+// The backoff of SPEC §3 in milliseconds, for attempts expression `a` of topic column
+// `col`: d = min(base * 2^(a-1), max), drawn uniformly from [d/2, d]. The exponent is
+// clamped before exponentiation and the arithmetic is float8, so no attempt count can
+// overflow (2^62 * 24h in ms is far inside float8's range).
+static void
+backoff_ms(FILE *f, const brq_config *cfg, const char *col, const char *a)
+{
+	fputs("(least(", f);
+	topic_case(f, cfg, col, BACKOFF_BASE_MS);
+	fprintf(f, "::float8 * power(2::float8, least(greatest(%s - 1, 0), 62)), ", a);
+	topic_case(f, cfg, col, BACKOFF_MAX_MS);
+	fputs("::float8) * (0.5 + random() * 0.5))", f);
+}
+
+static void
+enqueue_sql(FILE *f)
+{
+	// $1 topics text[], $2 payloads jsonb[], $3 keys text[] (NULL = no key),
+	// $4 delay_ms int8[] (NULL = none), $5 run_at_ms int8[] (NULL = none),
+	// $6 max_attempts int4[]. Ids are drawn first so that the reply can tell, per
+	// input row, whether this statement created it; a key that conflicts yields
+	// NULL: the store resolves those with BRQ_STMT_ENQUEUE_LOOKUP, in one batch (a
+	// join back to job here got a plan made on a small table, a scan of all of
+	// job, that stayed: 860 us per insert instead of 230 us; docs/benchmarks.md).
+	fputs("WITH input AS MATERIALIZED ("
+	      " SELECT nextval('job_id_seq'::regclass) AS id, t.*"
+	      " FROM unnest($1::text[], $2::jsonb[], $3::text[], $4::int8[], $5::int8[], $6::int4[])"
+	      "  WITH ORDINALITY AS t(topic, payload, key, delay_ms, run_at_ms, max_attempts, ord)"
+	      "), ins AS ("
+	      " INSERT INTO job (id, topic, payload, idempotency_key, available_at, max_attempts)"
+	      " SELECT id, topic, payload, key,"
+	      "  CASE WHEN run_at_ms IS NOT NULL"
+	      "   THEN greatest(now(), to_timestamp(run_at_ms / 1000.0))"
+	      "   ELSE now() + coalesce(delay_ms, 0) * interval '1 millisecond' END,"
+	      "  max_attempts"
+	      " FROM input ORDER BY ord"
+	      " ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+	      " RETURNING id"
+	      ") SELECT ",
+	      f);
+	cols(f, COLS(enq_cols));
+	fputs(" FROM input i LEFT JOIN ins ON ins.id = i.id ORDER BY i.ord", f);
+}
+
+static void
+claim_sql(FILE *f, const brq_config *cfg)
+{
+	// $1 topics text[], $2 n, $3 worker, $4 lease tokens uuid[] (n of them, from
+	// libsodium), $5 lease_ms (NULL = the topic's default).
+	// One statement claims the batch (invariant 2); attempts are counted here
+	// (invariant 6); order is available_at, then id (invariant 9).
+	// 1. One ordered index scan per distinct topic (job_claim_topic_idx), each
+	//    locking at most n rows, merged by (available_at, id): ready jobs of topics
+	//    not asked for cost nothing. Extra rows locked for a multi-topic claim are
+	//    released when the statement commits.
+	// 2. The locked ids travel as one array and the update finds them through the
+	//    primary key (`id = ANY(...)`): with a parameter for LIMIT the generic plan
+	//    expects thousands of rows, and a join here became a sequential scan of the
+	//    table (60 ms at 100k rows, not 0.4 ms). A token's index in $4 is its id's
+	//    position in the array.
+	fputs("WITH c AS MATERIALIZED ("
+	      " SELECT l.id FROM (SELECT DISTINCT unnest($1::text[])) AS t(topic) CROSS JOIN LATERAL ("
+	      "  SELECT id, available_at FROM job"
+	      "  WHERE topic = t.topic AND state IN ('pending', 'failed') AND available_at <= now()"
+	      "  ORDER BY available_at, id LIMIT $2"
+	      "  FOR NO KEY UPDATE SKIP LOCKED) l"
+	      " ORDER BY l.available_at, l.id LIMIT $2"
+	      "), ids AS MATERIALIZED (SELECT array_agg(id) AS a FROM c)"
+	      " UPDATE job j SET state = 'processing', attempts = j.attempts + 1, locked_by = $3,"
+	      "  lease_token = ($4::uuid[])[array_position((SELECT a FROM ids), j.id)],"
+	      "  updated_at = now(), locked_until = now() + coalesce($5::int8, ",
+	      f);
+	topic_case(f, cfg, "j.topic", LEASE_MS);
+	fputs(") * interval '1 millisecond'"
+	      " WHERE j.id = ANY((SELECT a FROM ids)::int8[])"
+	      " RETURNING ",
+	      f);
+	cols(f, COLS(claim_cols));
+}
+
+static void
+heartbeat_sql(FILE *f, const brq_config *cfg)
+{
+	// $1 ids int8[], $2 tokens uuid[], $3 lease_ms (NULL = the topic's default).
+	// Guard: still processing and still this lease (invariant 2). `id = ANY($1)`
+	// gives the planner the primary key path whatever its estimate of processing
+	// rows (else it may scan all of them).
+	fputs("UPDATE job j SET locked_until = now() + coalesce($3::int8, ", f);
+	topic_case(f, cfg, "j.topic", LEASE_MS);
+	fputs(") * interval '1 millisecond'"
+	      " FROM unnest($1::int8[], $2::uuid[]) AS h(id, token)"
+	      " WHERE j.id = ANY($1::int8[]) AND j.id = h.id AND j.state = 'processing'"
+	      " AND j.lease_token = h.token RETURNING ",
+	      f);
+	cols(f, COLS(hb_cols));
+}
+
+static void
+settle_sql(FILE *f, const brq_config *cfg)
+{
+	// $1 ids int8[], $2 tokens uuid[], $3 outcomes text[], $4 errors text[] (NULL =
+	// keep last_error), $5 delay_ms int8[]. Guarded like heartbeat; a row whose
+	// lease is gone matches nothing and is reported "not applied". `o` is the row
+	// as it was before this statement: its updated_at is the claim time
+	// (heartbeats do not touch it).
+	fputs("UPDATE job j SET"
+	      " state = CASE s.outcome WHEN 'done' THEN 'done' WHEN 'cancel' THEN 'canceled'"
+	      "  WHEN 'preserve' THEN 'failed'"
+	      "  ELSE CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'failed' END END,"
+	      " attempts = CASE WHEN s.outcome = 'preserve' THEN greatest(j.attempts - 1, 0)"
+	      "  ELSE j.attempts END,"
+	      " available_at = CASE s.outcome WHEN 'fail' THEN now() + ",
+	      f);
+	backoff_ms(f, cfg, "j.topic", "j.attempts");
+	fputs(" * interval '1 millisecond' WHEN 'preserve' THEN now() + ", f);
+	backoff_ms(f, cfg, "j.topic", "j.attempts");
+	fputs(" * interval '1 millisecond' WHEN 'delay' THEN now() + least(s.delay_ms, ", f);
+	topic_case(f, cfg, "j.topic", BACKOFF_MAX_MS);
+	fputs(") * interval '1 millisecond' ELSE j.available_at END,"
+	      " last_error = coalesce(s.error, j.last_error),"
+	      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()"
+	      " FROM unnest($1::int8[], $2::uuid[], $3::text[], $4::text[], $5::int8[])"
+	      "  AS s(id, token, outcome, error, delay_ms), job o"
+	      " WHERE j.id = ANY($1::int8[]) AND j.id = s.id AND o.id = s.id"
+	      " AND j.state = 'processing' AND j.lease_token = s.token RETURNING ",
+	      f);
+	cols(f, COLS(settle_cols));
+}
+
+static void
+admin_sql(FILE *f, brq_stmt st)
+{
+	switch (st) {
+	case BRQ_STMT_ENQUEUE_LOOKUP:
+		// $1 topics text[], $2 keys text[]: the ids of existing keyed jobs, by the
+		// position (1-based) of their (topic, key) in the arrays.
+		fputs("SELECT ", f);
+		cols(f, COLS(lookup_cols));
+		fputs(" FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(topic, key, ord)"
+		      " JOIN job j ON j.topic = i.topic AND j.idempotency_key = i.key",
+		      f);
+		break;
+	case BRQ_STMT_UNCLAIM:
+		// $1 ids int8[], $2 tokens uuid[]: leases committed for a reply that
+		// could not be delivered go back at once, as if never claimed: the
+		// attempt is returned and available_at (its place in line) is kept.
+		fputs("UPDATE job j SET state = 'pending', attempts = greatest(j.attempts - 1, 0),"
+		      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()"
+		      " FROM unnest($1::int8[], $2::uuid[]) AS u(id, token)"
+		      " WHERE j.id = ANY($1::int8[]) AND j.id = u.id AND j.state = 'processing'"
+		      " AND j.lease_token = u.token RETURNING ",
+		      f);
+		cols(f, COLS(unclaim_cols));
+		break;
+	case BRQ_STMT_TOPICS_OF:
+		// $1 ids int8[]: topics of jobs whose lease was lost, for the metrics.
+		fputs("SELECT ", f);
+		cols(f, COLS(topic_cols));
+		fputs(" FROM job j WHERE j.id = ANY($1::int8[])", f);
+		break;
+	case BRQ_STMT_CANCEL:
+		// $1 id. Terminal rows are left alone and reported as they are.
+		fputs("WITH c AS ("
+		      " UPDATE job SET state = 'canceled', locked_by = NULL, locked_until = NULL,"
+		      "  lease_token = NULL, updated_at = now()"
+		      " WHERE id = $1 AND state IN ('pending', 'failed', 'processing')"
+		      " RETURNING topic"
+		      ") SELECT ",
+		      f);
+		cols(f, COLS(cancel_cols));
+		fputs(" FROM (SELECT 'canceled' AS state, true AS canceled, topic FROM c"
+		      " UNION ALL SELECT state, false, topic FROM job"
+		      " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM c)) x",
+		      f);
+		break;
+	case BRQ_STMT_JOB:
+		fputs("SELECT ", f);
+		cols(f, COLS(job_cols));
+		fputs(" FROM job WHERE id = $1", f);
+		break;
+	case BRQ_STMT_STATS:
+		// A full scan: an operator's question, not a hot path (docs/operations.md).
+		fputs("SELECT ", f);
+		cols(f, COLS(stats_cols));
+		fputs(" FROM job GROUP BY topic ORDER BY topic", f);
+		break;
+	default: break;
+	}
+}
+
+static void
+janitor_sql(FILE *f, brq_stmt st)
+{
+	switch (st) {
+	case BRQ_STMT_REAP:
+		// $1 batch size. Expired leases go back to pending, attempts unchanged: an
+		// expired lease is not a failure (invariant 7). SKIP LOCKED makes several
+		// gateways reaping at once safe: each row is reaped by exactly one.
+		fputs("UPDATE job j SET state = 'pending', available_at = now(), locked_by = NULL,"
+		      " locked_until = NULL, lease_token = NULL, updated_at = now()"
+		      " WHERE j.id = ANY(ARRAY(SELECT id FROM job WHERE state = 'processing'"
+		      "  AND locked_until < now() ORDER BY locked_until LIMIT $1"
+		      "  FOR NO KEY UPDATE SKIP LOCKED))"
+		      " AND j.state = 'processing' AND j.locked_until < now() RETURNING ",
+		      f);
+		cols(f, COLS(topic_cols));
+		break;
+	case BRQ_STMT_RETENTION:
+		// $1 ttl_ms, $2 batch size. Only terminal rows, oldest first. Both janitor
+		// statements reach rows through `id = ANY(ARRAY(...))` on the primary key,
+		// like the claim: a join to a LIMIT $n subquery gets a generic plan that
+		// may scan the whole table.
+		fputs("DELETE FROM job j WHERE j.id = ANY(ARRAY(SELECT id FROM job"
+		      "  WHERE state IN ('done', 'dead', 'canceled')"
+		      "  AND updated_at < now() - $1::int8 * interval '1 millisecond'"
+		      "  ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
+		      " AND j.state IN ('done', 'dead', 'canceled') RETURNING ",
+		      f);
+		cols(f, COLS(topic_cols));
+		break;
+	case BRQ_STMT_DEPTH_ACTIVE:
+		// Active rows only. Each branch's WHERE is exactly the predicate of a
+		// partial index (job_claim_topic_idx, job_lease_expiry_idx), so on a big
+		// table the planner reads those small indexes (plus the heap pages of
+		// active rows) instead of the whole table: the cost follows the backlog,
+		// not the history. The second branch's columns mirror DEPTH_COLS.
+		fputs("SELECT ", f);
+		cols(f, COLS(depth_cols));
+		fputs(" FROM job WHERE state IN ('pending', 'failed') GROUP BY topic, state"
+		      " UNION ALL SELECT topic, 'processing', count(*), 0::float8"
+		      " FROM job WHERE state = 'processing' GROUP BY topic ORDER BY 1",
+		      f);
+		break;
+	case BRQ_STMT_DEPTH_TERMINAL:
+	case BRQ_STMT_DEPTH_TERMINAL_SAMPLE:
+		// Terminal rows: the bulk of the table, counted rarely; exactly, or over a
+		// TABLESAMPLE SYSTEM ($1 percent) page sample when an exact count does not
+		// fit the monitor's budget. Columns as DEPTH_COLS, age 0.
+		fputs("SELECT topic, state, count(*), 0::float8 FROM job", f);
+		if (st == BRQ_STMT_DEPTH_TERMINAL_SAMPLE)
+			fputs(" TABLESAMPLE SYSTEM ($1::float8)", f);
+		fputs(" WHERE state IN ('done', 'dead', 'canceled') GROUP BY topic, state ORDER BY 1", f);
+		break;
+	default: break;
+	}
+}
+
+static char *
+build(const brq_config *cfg, brq_stmt st)
+{
+	char  *buf = NULL;
+	size_t len = 0;
+	FILE  *f   = open_memstream(&buf, &len);
+	if (f == NULL)
+		return NULL;
+	switch (st) {
+	case BRQ_STMT_ENQUEUE: enqueue_sql(f); break;
+	case BRQ_STMT_CLAIM: claim_sql(f, cfg); break;
+	case BRQ_STMT_HEARTBEAT: heartbeat_sql(f, cfg); break;
+	case BRQ_STMT_SETTLE: settle_sql(f, cfg); break;
+	case BRQ_STMT_REAP:
+	case BRQ_STMT_RETENTION:
+	case BRQ_STMT_DEPTH_ACTIVE:
+	case BRQ_STMT_DEPTH_TERMINAL:
+	case BRQ_STMT_DEPTH_TERMINAL_SAMPLE: janitor_sql(f, st); break;
+	default: admin_sql(f, st); break;
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int
+brq_store_sql_build(const brq_config *cfg, char *texts[BRQ_STMT__COUNT], brq_db_stmt stmts[BRQ_STMT__COUNT])
+{
+	for (int i = 0; i < BRQ_STMT__COUNT; i++)
+		texts[i] = NULL;
+	for (int i = 0; i < BRQ_STMT__COUNT; i++) {
+		texts[i] = build(cfg, (brq_stmt) i);
+		if (texts[i] == NULL) {
+			brq_store_sql_fini(texts);
+			return BRQ_ENOMEM;
+		}
+		stmts[i] = (brq_db_stmt) {.name = names[i], .text = texts[i], .nparams = nparams[i]};
+	}
+	return 0;
+}
+
+void
+brq_store_sql_fini(char *texts[BRQ_STMT__COUNT])
+{
+	for (int i = 0; i < BRQ_STMT__COUNT; i++) {
+		free(texts[i]);
+		texts[i] = NULL;
+	}
+}

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+// Long-poll waiters: parked claims, wakes, and claims whose peer went away.
+#include "waiters.h"
+
+#include <string.h>
+
+#include "metrics.h"
+
+void
+brq_waiters_init(brq_waiters *wt)
+{
+	memset(wt, 0, sizeof(*wt));
+	pthread_mutex_init(&wt->mtx, NULL);
+}
+
+void
+brq_waiters_fini(brq_waiters *wt)
+{
+	pthread_mutex_destroy(&wt->mtx);
+}
+
+uint64_t
+brq_waiters_gen(brq_waiters *wt)
+{
+	pthread_mutex_lock(&wt->mtx);
+	uint64_t g = wt->gen;
+	pthread_mutex_unlock(&wt->mtx);
+	return g;
+}
+
+// Under wt->mtx.
+static void
+parked_remove(brq_waiters *wt, brq_work *w)
+{
+	if (!w->is_parked)
+		return;
+	if (w->wprev != NULL)
+		w->wprev->wnext = w->wnext;
+	else
+		wt->head = w->wnext;
+	if (w->wnext != NULL)
+		w->wnext->wprev = w->wprev;
+	else
+		wt->tail = w->wprev;
+	w->wprev = w->wnext = NULL;
+	w->is_parked        = false;
+	brq_metrics_waiters_add(-1);
+}
+
+bool
+brq_waiters_park(brq_waiters *wt, brq_work *w, uint64_t ms)
+{
+	pthread_mutex_lock(&wt->mtx);
+	if (wt->gen != w->wake_gen || atomic_load(&w->orphaned)) {
+		// Something was enqueued since this claim looked (or its peer left):
+		// go round again instead of sleeping through it.
+		pthread_mutex_unlock(&wt->mtx);
+		return false;
+	}
+	w->waited    = true;
+	w->is_parked = true;
+	w->wnext     = NULL;
+	w->wprev     = wt->tail;
+	if (wt->tail != NULL)
+		wt->tail->wnext = w;
+	else
+		wt->head = w;
+	wt->tail = w;
+	brq_metrics_waiters_add(1);
+	w->state = BRQ_W_PARK;
+	// Started under the lock, so a waker that finds w in the list always finds its
+	// sleep in progress and its cancel is never lost. The callback runs on an NNG
+	// thread and takes the lock itself. A timeout left on the aio from an earlier
+	// stage would cut the sleep short (NNG-NOTES §2.2): reset it.
+	nng_aio_set_timeout(w->aio, NNG_DURATION_DEFAULT);
+	nng_sleep_aio((nng_duration) ms, w->aio);
+	pthread_mutex_unlock(&wt->mtx);
+	return true;
+}
+
+void
+brq_waiters_unpark(brq_waiters *wt, brq_work *w)
+{
+	pthread_mutex_lock(&wt->mtx);
+	parked_remove(wt, w);
+	pthread_mutex_unlock(&wt->mtx);
+}
+
+static bool
+claims_topic(const brq_work *w, const char *topic, size_t len)
+{
+	for (uint32_t i = 0; i < w->req.claim.n_topics; i++) {
+		brq_str t = w->req.claim.topics[i];
+		if (t.len == len && memcmp(t.ptr, topic, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+void
+brq_waiters_wake(brq_waiters *wt, const char *topic, size_t topic_len, uint32_t n)
+{
+	pthread_mutex_lock(&wt->mtx);
+	wt->gen++;
+	for (brq_work *w = wt->head, *next; w != NULL && n > 0; w = next) {
+		next = w->wnext;
+		if (!claims_topic(w, topic, topic_len))
+			continue;
+		parked_remove(wt, w);
+		nng_aio_cancel(w->aio); // its callback claims again
+		n--;
+	}
+	pthread_mutex_unlock(&wt->mtx);
+}
+
+void
+brq_waiters_wake_all(brq_waiters *wt)
+{
+	pthread_mutex_lock(&wt->mtx);
+	wt->gen++;
+	while (wt->head != NULL) {
+		brq_work *w = wt->head;
+		parked_remove(wt, w);
+		nng_aio_cancel(w->aio);
+	}
+	pthread_mutex_unlock(&wt->mtx);
+}
+
+void
+brq_waiters_track(brq_waiters *wt, brq_work *w)
+{
+	pthread_mutex_lock(&wt->mtx);
+	w->tprev = NULL;
+	w->tnext = wt->tracked;
+	if (wt->tracked != NULL)
+		wt->tracked->tprev = w;
+	wt->tracked   = w;
+	w->is_tracked = true;
+	pthread_mutex_unlock(&wt->mtx);
+}
+
+void
+brq_waiters_untrack(brq_waiters *wt, brq_work *w)
+{
+	pthread_mutex_lock(&wt->mtx);
+	if (w->is_tracked) {
+		if (w->tprev != NULL)
+			w->tprev->tnext = w->tnext;
+		else
+			wt->tracked = w->tnext;
+		if (w->tnext != NULL)
+			w->tnext->tprev = w->tprev;
+		w->tprev = w->tnext = NULL;
+		w->is_tracked       = false;
+	}
+	pthread_mutex_unlock(&wt->mtx);
+}
+
+void
+brq_waiters_pipe_gone(brq_waiters *wt, uint32_t pipe_id)
+{
+	pthread_mutex_lock(&wt->mtx);
+	for (brq_work *w = wt->tracked; w != NULL; w = w->tnext) {
+		if (w->pipe_id != pipe_id)
+			continue;
+		atomic_store(&w->orphaned, true);
+		if (w->is_parked) {
+			parked_remove(wt, w);
+			nng_aio_cancel(w->aio); // its callback drops it
+		}
+	}
+	pthread_mutex_unlock(&wt->mtx);
+}
