@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Topic syntax and UTF-8 well-formedness checks shared by the decoder and the gateway.
+// Topic syntax, UTF-8 well-formedness, and borrowed strings (brq_str), shared by the decoders,
+// the gateway and the client.
 #include "text.h"
+
+#include <string.h>
+
+#include "proto.h"
 
 static bool
 topic_char(uint8_t c, bool first)
@@ -108,4 +113,22 @@ brq_utf8_truncate(const char *s, size_t len, size_t max)
 		return max; // not UTF-8 here: nothing better than the byte limit
 	}
 	return cut;
+}
+
+brq_str
+brq_str_c(const char *s)
+{
+	brq_str r = {s != NULL ? s : "", 0};
+	if (s != NULL) {
+		size_t n = strlen(s);
+		r.len    = n > UINT32_MAX ? UINT32_MAX : (uint32_t) n;
+	}
+	return r;
+}
+
+bool
+brq_str_eq(brq_str a, const char *lit)
+{
+	size_t n = strlen(lit);
+	return a.len == n && (n == 0 || memcmp(a.ptr, lit, n) == 0);
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Request decoding: envelope (before authentication), then the fields of each operation.
+// Request decoding (gateway side): envelope (before authentication), then the fields of each operation.
 #include "proto.h"
 
 #include <inttypes.h>
@@ -16,24 +16,6 @@
 			return st_;      \
 		}                        \
 	} while (0)
-
-brq_str
-brq_str_c(const char *s)
-{
-	brq_str r = {s != NULL ? s : "", 0};
-	if (s != NULL) {
-		size_t n = strlen(s);
-		r.len    = n > UINT32_MAX ? UINT32_MAX : (uint32_t) n;
-	}
-	return r;
-}
-
-bool
-brq_str_eq(brq_str a, const char *lit)
-{
-	size_t n = strlen(lit);
-	return a.len == n && (n == 0 || memcmp(a.ptr, lit, n) == 0);
-}
 
 void
 brq_limits_default(brq_limits *lim)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Reply decoding for clients: envelope and status, then the typed fields of each operation.
+// Reply decoding (client side): envelope and status, then the typed fields of each operation.
 #include "proto.h"
 
 #include <inttypes.h>
