@@ -156,6 +156,7 @@ brq_janitor_stop(brq_janitor *j)
 {
 	pthread_mutex_lock(&j->mtx);
 	j->stopping = true;
+	atomic_store(&j->abort, true);
 	pthread_cond_signal(&j->cv);
 	pthread_mutex_unlock(&j->mtx);
 	pthread_join(j->thread, NULL);

@@ -4,6 +4,7 @@
 #define BRQ_GATEWAY_JANITOR_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -17,6 +18,7 @@ typedef struct brq_janitor {
 	pthread_mutex_t   mtx;
 	pthread_cond_t    cv; // signalled by stop
 	bool              stopping;
+	atomic_bool       abort;             // set by stop: a statement in progress is abandoned
 	uint64_t          next_reap_ms;      // monotonic
 	uint64_t          next_retention_ms; // monotonic
 } brq_janitor;
@@ -24,7 +26,8 @@ typedef struct brq_janitor {
 // Starts the thread with a connection of store st. Borrows cfg and st. Returns 0 or
 // BRQ_EUNAVAIL (no thread).
 BRQ_MUSTCHECK int brq_janitor_start(brq_janitor *j, const brq_config *cfg, const brq_store *st);
-// Wakes the thread, lets the current batch finish, joins it.
+// Wakes the thread and joins it; a statement in progress (e.g. waiting for a lock)
+// is abandoned within ~100 ms (its transaction rolls back).
 void brq_janitor_stop(brq_janitor *j);
 
 // One reaper pass: returns rows reaped (>= 0), or a BRQ_E* code when the database

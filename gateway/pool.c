@@ -14,6 +14,12 @@ pool_main(void *arg)
 	brq_pool_thread *t = arg;
 	brq_pool        *p = t->pool;
 
+	// Connect now rather than on the first request: that request would pay for
+	// the connection and the preparing of every statement. Failure is fine: the
+	// first request retries (or answers `unavailable`).
+	if (brq_store_ready(&t->conn))
+		brq_metrics_pool_move(BRQ_POOL_DOWN, BRQ_POOL_IDLE);
+
 	for (;;) {
 		pthread_mutex_lock(&p->mtx);
 		while (p->head == NULL && !p->stopping)

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
 
 #include "gw.h"
 #include "testdb.h"
@@ -615,6 +617,81 @@ Test(gateway, refuses_long_polls_past_the_configured_maximum)
 		cr_assert_eq(st[i], BRQ_ST_OK);
 	}
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing'"), 4);
+}
+
+/* Sends req on a socket of its own and returns the socket without reading the reply:
+ * a peer that will go away. */
+static nng_socket
+send_and_leave_open(brq_request *req)
+{
+	nng_socket s;
+	nng_msg   *m;
+	brq_buf    b;
+	req->token = brq_gw_worker(&gw);
+	brq_buf_init(&b, 0);
+	cr_assert_eq(brq_request_encode(&b, req), 0);
+	cr_assert_eq(nng_req0_open(&s), 0);
+	nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	cr_assert_eq(nng_dial(s, gw.url, NULL, 0), 0);
+	cr_assert_eq(nng_msg_alloc(&m, 0), 0);
+	cr_assert_eq(nng_msg_append(m, b.data, b.len), 0);
+	brq_buf_fini(&b);
+	cr_assert_eq(nng_sendmsg(s, m, 0), 0);
+	return s;
+}
+
+Test(gateway, a_long_poll_whose_peer_leaves_while_its_claim_runs_gives_the_lease_back_at_once)
+{
+	/* The job is there, but the table is locked: the long-poll's claim goes to the
+	 * database and waits there, running, for the lock. */
+	brq_testdb_exec(db, "INSERT INTO job (topic) VALUES ('gone')");
+	/* Every pool connection is up (they prepare their statements when they
+	 * connect, which the lock would block). */
+	for (int i = 0; i < 100 &&
+	     brq_testdb_int(db,
+			    "SELECT count(*) FROM pg_stat_activity"
+			    " WHERE application_name = 'brooq-gateway'") < 5;
+	     i++)
+		usleep(50 * 1000);
+	PGconn *locker = brq_testdb_connect(dsn);
+	brq_testdb_exec(locker, "BEGIN");
+	brq_testdb_exec(locker, "LOCK TABLE job IN SHARE MODE");
+	brq_str     t       = brq_str_c("gone");
+	brq_request req     = {.op    = BRQ_OP_CLAIM,
+			       .claim = {.worker      = brq_str_c("leaver"),
+					 .topics      = &t,
+					 .n_topics    = 1,
+					 .n           = 1,
+					 .has_wait_ms = true,
+					 .wait_ms     = 10000}};
+	nng_socket  s       = send_and_leave_open(&req);
+	int         waiting = 0;
+	for (int i = 0; i < 100 && waiting == 0; i++) {
+		usleep(50 * 1000);
+		waiting = (int) brq_testdb_int(
+			db,
+			"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+			" AND query LIKE 'WITH c AS MATERIALIZED%'");
+	}
+	/* The peer leaves while its claim runs; then the claim completes. */
+	nng_close(s);
+	usleep(300 * 1000);
+	brq_testdb_exec(locker, "COMMIT");
+	PQfinish(locker);
+	cr_assert_eq(waiting, 1, "the claim never reached the lock");
+
+	/* Its lease came back at once, with its attempt: another worker gets the job
+	 * now, not when the two-minute lease runs out. */
+	brq_lease_ref l[1];
+	uint32_t      got = 0;
+	for (int i = 0; i < 40 && got == 0; i++) {
+		usleep(50 * 1000);
+		got = claim("gone", 1, 0, l);
+	}
+	cr_assert_eq(got, 1, "the job stayed leased to the peer that left");
+	char *attempts = row(l[0].id, "attempts");
+	cr_assert_str_eq(attempts, "1", "the undelivered claim kept its attempt");
+	free(attempts);
 }
 
 Test(gateway, job_reads_the_whole_row_and_stats_count_per_topic)
