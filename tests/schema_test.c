@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Schema tests: the constraints in migrations/ enforce SPEC §2 at the database level. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 
+#include "config.h"
+#include "store_sql.h"
 #include "testdb.h"
 
 #define CHECK_VIOLATION  "23514"
@@ -168,21 +171,70 @@ Test(schema, sets_autovacuum_thresholds_on_job)
 	free(opts);
 }
 
-Test(schema, claim_query_uses_the_partial_claim_index)
+/* The gateway's own statements (store_sql.c, default configuration), prepared as its
+ * pool prepares them (generic plans), then EXPLAINed with realistic arguments. */
+static char *
+explain_stmt(brq_stmt st, const char *args)
 {
-	/* Enough terminal rows that a sequential scan would be the wrong plan. */
+	brq_config  cfg;
+	char       *texts[BRQ_STMT__COUNT];
+	brq_db_stmt stmts[BRQ_STMT__COUNT];
+	cr_assert_eq(brq_config_init_defaults(&cfg), 0);
+	cr_assert_eq(brq_store_sql_build(&cfg, texts, stmts), 0);
+	brq_testdb_exec(db, "SET plan_cache_mode = force_generic_plan");
+	PGresult *r = PQprepare(db, stmts[st].name, stmts[st].text, stmts[st].nparams, NULL);
+	cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s", PQerrorMessage(db));
+	PQclear(r);
+	char sql[1024];
+	snprintf(sql, sizeof(sql), "EXPLAIN EXECUTE %s(%s)", stmts[st].name, args);
+	r = PQexec(db, sql);
+	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(db));
+	size_t len = 0;
+	for (int i = 0; i < PQntuples(r); i++)
+		len += strlen(PQgetvalue(r, i, 0)) + 1;
+	char *plan = calloc(1, len + 1);
+	for (int i = 0; i < PQntuples(r); i++) {
+		strcat(plan, PQgetvalue(r, i, 0));
+		strcat(plan, "\n");
+	}
+	PQclear(r);
+	brq_store_sql_fini(texts);
+	brq_config_fini(&cfg);
+	return plan;
+}
+
+/* Enough terminal rows that a sequential scan would be the wrong plan. */
+static void
+fill_history(void)
+{
 	brq_testdb_exec(db,
 			"INSERT INTO job (topic, state) SELECT 't', 'done' FROM generate_series(1, 20000)");
 	brq_testdb_exec(db, "INSERT INTO job (topic) SELECT 't' FROM generate_series(1, 10)");
 	brq_testdb_exec(db, "ANALYZE job");
-	PGresult *r = PQexec(db,
-			     "EXPLAIN SELECT id FROM job WHERE state IN ('pending','failed')"
-			     " AND available_at <= now() ORDER BY available_at, id LIMIT 10"
-			     " FOR NO KEY UPDATE SKIP LOCKED");
-	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK);
-	bool uses = false;
-	for (int i = 0; i < PQntuples(r); i++)
-		uses = uses || strstr(PQgetvalue(r, i, 0), "job_claim_topic_idx") != NULL;
-	PQclear(r);
-	cr_assert(uses, "claim query does not use job_claim_topic_idx");
+}
+
+Test(schema, the_claim_statement_uses_the_claim_index_and_the_primary_key)
+{
+	fill_history();
+	char *plan = explain_stmt(BRQ_STMT_CLAIM,
+				  "'{t}', 10, 'w', array_fill(gen_random_uuid(), ARRAY[10]), NULL");
+	cr_assert_not_null(strstr(plan, "job_claim_topic_idx"), "claim does not use job_claim_topic_idx:\n%s",
+			   plan);
+	cr_assert_not_null(strstr(plan, "job_pkey"), "claim does not update through the primary key:\n%s",
+			   plan);
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "claim scans the table:\n%s", plan);
+	free(plan);
+}
+
+Test(schema, settle_and_heartbeat_reach_rows_through_the_primary_key)
+{
+	fill_history();
+	char *plan = explain_stmt(BRQ_STMT_SETTLE,
+				  "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]),"
+				  " '{done,fail}', '{NULL,x}', '{0,0}'");
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "settle scans the table:\n%s", plan);
+	free(plan);
+	plan = explain_stmt(BRQ_STMT_HEARTBEAT, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), NULL");
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "heartbeat scans the table:\n%s", plan);
+	free(plan);
 }
