@@ -8,6 +8,10 @@ packages=(
   # build
   gcc clang clang-format make cmake pkg-config
   libpq-dev libnng-dev libmsgpack-dev libsodium-dev
+  # man pages (docs/man/*.scd)
+  scdoc
+  # the Debian packages (deploy/debs.sh) and their checks (man pages: man-db)
+  build-essential dpkg-dev debhelper lintian man-db
   # tests
   libcriterion-dev valgrind util-linux procps
   # the private PostgreSQL for tests, benchmarks and the demo

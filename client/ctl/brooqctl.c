@@ -2,25 +2,66 @@
 /* brooqctl: the operator's command line: job admin over RPC, and migrations. */
 #include "cmd.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "brq_version.h"
 #include "fmt.h"
 #include "migrate.h"
 
+/* Set by client/CMakeLists.txt: the installed migrations (absolute), and the same
+ * place relative to the installed brooqctl's directory. */
 #ifndef BROOQ_MIGRATIONS_DIR
-#define BROOQ_MIGRATIONS_DIR "migrations"
+#define BROOQ_MIGRATIONS_DIR "/usr/local/share/brooq/migrations"
+#endif
+#ifndef BROOQ_MIGRATIONS_RELDIR
+#define BROOQ_MIGRATIONS_RELDIR "../share/brooq/migrations"
 #endif
 
 /* Exit codes (enum brq_ctl_exit in cmd.h), documented in docs/brooqctl.md. */
 enum { EXIT_OK = BRQ_EXIT_OK, EXIT_FAIL = BRQ_EXIT_FAIL, EXIT_USAGE = BRQ_EXIT_USAGE };
 
+/*
+ * Where `migrate` reads migrations without --dir or $BROOQ_MIGRATIONS_DIR, into
+ * out[0..cap):
+ * 1. BROOQ_MIGRATIONS_RELDIR from this program's own directory, if it is a
+ *    directory: an install under any prefix (cmake --install --prefix, dpkg -x)
+ *    finds its own copy, and a build tree finds the source's migrations/, which
+ *    CMake links there. The checkout's path is thus never compiled in: an
+ *    installed brooqctl carries no path of the machine that built it.
+ * 2. Else BROOQ_MIGRATIONS_DIR, the configured install location.
+ */
+static void
+default_migrations_dir(char *out, size_t cap)
+{
+	char        exe[PATH_MAX], cand[PATH_MAX + sizeof(BROOQ_MIGRATIONS_RELDIR) + 1], real[PATH_MAX];
+	struct stat st;
+	ssize_t     n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	snprintf(out, cap, "%s", BROOQ_MIGRATIONS_DIR);
+	if (n <= 0)
+		return;
+	exe[n]      = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash == NULL)
+		return;
+	*slash = '\0';
+	snprintf(cand, sizeof(cand), "%s/%s", exe, BROOQ_MIGRATIONS_RELDIR);
+	if (realpath(cand, real) != NULL && stat(real, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(out, cap, "%s", real);
+}
+
 static void
 usage(FILE *f)
 {
+	char dir[PATH_MAX];
+	default_migrations_dir(dir, sizeof(dir));
 	fprintf(f,
 		"usage: brooqctl [OPTIONS] ping\n"
 		"       brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n"
@@ -29,6 +70,7 @@ usage(FILE *f)
 		"       brooqctl [OPTIONS] stats\n"
 		"       brooqctl migrate up|up-to N|down|down-to N|status|version\n"
 		"                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
+		"       brooqctl --version | --help\n"
 		"\n"
 		"Options (before or after the command):\n"
 		"  --url URL          gateway address (default $BROOQ_URL, else\n"
@@ -47,7 +89,9 @@ usage(FILE *f)
 		"\n"
 		"migrate: the DSN comes from --dsn-file, --dsn, $BROOQ_DSN_FILE or $BROOQ_DSN\n"
 		"(in that order). Prefer a file: a password on the command line is visible\n"
-		"to every user.\n");
+		"to every user. Migrations are read from --dir, else $BROOQ_MIGRATIONS_DIR,\n"
+		"else %s\n",
+		dir);
 }
 
 /* Reads the first line of a DSN file into a malloc'd string (caller frees). */
@@ -84,6 +128,7 @@ cmd_migrate(int argc, char **argv)
 	const char *sub    = NULL;
 	long long   target = -1;
 	char       *owned  = NULL;
+	char        default_dir[PATH_MAX];
 	int         rc;
 
 	for (int i = 0; i < argc; i++) {
@@ -132,7 +177,11 @@ cmd_migrate(int argc, char **argv)
 			"brooqctl: migrate: no DSN (use --dsn-file, $BROOQ_DSN_FILE or $BROOQ_DSN)\n");
 		return EXIT_USAGE;
 	}
-	rc = brq_migrate_run(dsn, dir != NULL ? dir : BROOQ_MIGRATIONS_DIR, sub, target, stdout);
+	if (dir == NULL) {
+		default_migrations_dir(default_dir, sizeof(default_dir));
+		dir = default_dir;
+	}
+	rc = brq_migrate_run(dsn, dir, sub, target, stdout);
 	free(owned);
 	return rc;
 }
@@ -306,6 +355,10 @@ main(int argc, char **argv)
 		return cmd_migrate(argc - 2, argv + 2);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
 		usage(stdout);
+		return EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("brooqctl %s\n", BROOQ_VERSION);
 		return EXIT_OK;
 	}
 	return run_command(argc, argv);

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Runs the packages deb_test.sh built (BUILD_DIR/debs; ctest fixture "debs"):
+#   1. unpacked with dpkg -x into a throwaway root: brooqctl --version, and
+#      brooq-gateway --check-config with the packaged settings file and a DSN and
+#      tokens in that root (as files named in the settings, and as systemd
+#      credentials); the packaged settings alone are refused as unconfigured;
+#   2. the unpacked brooqctl reads the unpacked migrations and migrates a fresh
+#      database without --dir;
+#   3. a program builds against the unpacked -dev package (pkg-config and CMake)
+#      and runs on the unpacked shared library;
+#   4. installed with dpkg --root into another throwaway root, maintainer scripts
+#      and all: the brooq group exists, the unit is not enabled, the settings file
+#      is a registered conffile; reinstalling works; purging removes it all.
+# Usage: deb_run_test.sh BUILD_DIR   (the harness PostgreSQL: $BROOQ_TEST_PGHOST)
+set -euo pipefail
+build=$(cd "${1:?usage: deb_run_test.sh BUILD_DIR}" && pwd)
+src=${BROOQ_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+tmp=$(mktemp -d /tmp/brooq-deb-run-test.XXXXXX)
+db=
+cleanup() {
+  [ -z "$db" ] || psql -X -q -h "$BROOQ_TEST_PGHOST" -U postgres -d postgres \
+    -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+# shellcheck source=tests/support/check.sh
+. "$src/tests/support/check.sh"
+
+version=$(sed -n 's/^#define BROOQ_VERSION *"\(.*\)"/\1/p' "$build/common/brq_version.h")
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+pkgs=(brooq-gateway brooqctl libbrooq-client0 libbrooq-client-dev)
+debs=()
+for p in "${pkgs[@]}"; do debs+=("$build/debs/${p}_${version}_${arch}.deb"); done
+r=$tmp/root
+
+# ---- 1. unpacked: versions and the gateway's configuration check -----------------------------
+unpack() {
+  local d
+  for d in "${debs[@]}"; do dpkg -x "$d" "$r"; done
+}
+check "dpkg -x of the four packages" unpack
+# A clean environment, as systemd gives the service (no BROOQ_* of the test harness).
+run() { env -i PATH=/usr/bin:/bin "$@"; }
+check "unpacked brooqctl --version" bash -c '[ "$("$1" --version)" = "brooqctl $2" ]' _ "$r/usr/bin/brooqctl" "$version"
+check "unpacked brooq-gateway --version" \
+  bash -c '[ "$("$1" --version)" = "brooq-gateway $2" ]' _ "$r/usr/bin/brooq-gateway" "$version"
+
+creds=$r/etc/brooq/credentials
+install -d -m 0700 "$creds"
+echo "host=$tmp/nosuchdir dbname=brooq user=brooq" >"$creds/dsn"
+head -c 32 /dev/urandom | base64 >"$creds/worker-token"
+head -c 32 /dev/urandom | base64 >"$creds/admin-token"
+chmod 0600 "$creds"/*
+env_file=$r/etc/brooq/brooq-gateway.env
+cp "$env_file" "$tmp/packaged.env"
+cat >>"$env_file" <<ENV
+BROOQ_DSN_FILE=$creds/dsn
+BROOQ_WORKER_TOKEN_FILES=$creds/worker-token
+BROOQ_ADMIN_TOKEN_FILES=$creds/admin-token
+BROOQ_LISTEN=ipc://$tmp/gateway.sock
+ENV
+check "unpacked brooq-gateway --check-config: settings naming files in the root" \
+  bash -c 'out=$(env -i PATH=/usr/bin:/bin "$1" --env-file "$2" --check-config); echo "$out"; [ "$out" = "configuration ok" ]' \
+  _ "$r/usr/bin/brooq-gateway" "$env_file"
+check "unpacked brooq-gateway --check-config: the packaged settings and credentials, as the unit runs it" \
+  bash -c 'out=$(env -i PATH=/usr/bin:/bin CREDENTIALS_DIRECTORY="$3" "$1" --env-file "$2" --check-config); echo "$out"; [ "$out" = "configuration ok" ]' \
+  _ "$r/usr/bin/brooq-gateway" "$tmp/packaged.env" "$creds"
+unconfigured() {
+  local rc=0
+  run "$r/usr/bin/brooq-gateway" --env-file "$tmp/packaged.env" --check-config || rc=$?
+  [ "$rc" -eq 2 ]
+}
+check "the packaged settings alone are refused (exit 2): no DSN, no token" unconfigured
+
+# ---- 2. the unpacked brooqctl and its migrations ------------------------------------------------
+check "unpacked brooqctl reads the unpacked migrations" \
+  grep -qF "else $r/usr/share/brooq/migrations" <(run "$r/usr/bin/brooqctl" --help)
+migrate_fresh() {
+  [ -n "${BROOQ_TEST_PGHOST:-}" ] || { echo "BROOQ_TEST_PGHOST is not set (run through tests/run.sh)"; return 1; }
+  db=brooq_deb_run_test_$$
+  psql -X -q -h "$BROOQ_TEST_PGHOST" -U postgres -d postgres -v ON_ERROR_STOP=1 -c "CREATE DATABASE $db"
+  run BROOQ_DSN="host=$BROOQ_TEST_PGHOST user=postgres dbname=$db" "$r/usr/bin/brooqctl" migrate up >"$tmp/migrate.out"
+  cat "$tmp/migrate.out"
+  diff <(cd "$src/migrations" && ls | sed 's|^|OK    |') "$tmp/migrate.out"
+}
+check "unpacked brooqctl migrates a fresh database without --dir" migrate_fresh
+
+# ---- 3. building against the unpacked -dev package -----------------------------------------------
+cat >"$tmp/app.c" <<'C'
+#include <brooq/brooq.h>
+#include <stdio.h>
+#include <string.h>
+int
+main(void)
+{
+	brooq_client           *c;
+	const brooq_client_opts o = {.url = "ipc:///nonexistent", .token_file = "/nonexistent"};
+	if (strcmp(brooq_state_name(BROOQ_DEAD), "dead") != 0)
+		return 1;
+	if (brooq_client_open(&o, &c) != BROOQ_ETOKEN)
+		return 2;
+	printf("%s\n", brooq_last_message());
+	return 0;
+}
+C
+pc_build() {
+  local flags
+  flags=$(PKG_CONFIG_PATH=$r/usr/lib/$ma/pkgconfig pkg-config --cflags --libs brooq-client)
+  echo "pkg-config: $flags"
+  # shellcheck disable=SC2086
+  cc -Wall -Werror -o "$tmp/app" "$tmp/app.c" $flags
+  LD_LIBRARY_PATH=$r/usr/lib/$ma "$tmp/app"
+  LD_LIBRARY_PATH=$r/usr/lib/$ma ldd "$tmp/app" | grep -F "$r/usr/lib/$ma/libbrooq-client.so.0"
+}
+check "a program builds with the unpacked .pc (relocatable) and runs on the unpacked library" pc_build
+cmake_build() {
+  mkdir -p "$tmp/cm"
+  cp "$tmp/app.c" "$tmp/cm/app.c"
+  cat >"$tmp/cm/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.18)
+project(app C)
+find_package(brooq-client CONFIG REQUIRED)
+add_executable(app app.c)
+target_link_libraries(app PRIVATE brooq::client)
+CM
+  cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$r/usr" >/dev/null
+  cmake --build "$tmp/cm/build" >/dev/null
+  LD_LIBRARY_PATH=$r/usr/lib/$ma "$tmp/cm/build/app"
+}
+check "a program builds with the unpacked CMake package and runs" cmake_build
+
+# ---- 4. dpkg --root: the maintainer scripts ---------------------------------------------------------
+# A scratch dpkg database; scripts run on this host with DPKG_ROOT set (as in a
+# chrootless bootstrap). The root has no libc package, hence --force-depends.
+d=$tmp/droot
+mkdir -p "$d/var/lib/dpkg/info" "$d/var/lib/dpkg/updates" "$d/etc"
+touch "$d/var/lib/dpkg/status"
+dpkg_root() { dpkg --root="$d" --force-script-chrootless --force-depends "$@"; }
+check "dpkg --root -i of the four packages runs their maintainer scripts" dpkg_root -i "${debs[@]}"
+check "postinst created the brooq group (systemd-sysusers)" grep '^brooq:' "$d/etc/group"
+check "the unit is not enabled" \
+  bash -c '! find "$1/etc/systemd" -name "brooq-gateway.service" 2>/dev/null | grep .' _ "$d"
+check "the settings file is a registered conffile" bash -c '
+  dpkg-query --admindir="$1/var/lib/dpkg" -W -f="\${Conffiles}\n" brooq-gateway | grep -E "^ /etc/brooq/brooq-gateway.env [0-9a-f]{32}$"' _ "$d"
+check "installing again (the upgrade path) works" dpkg_root -i "${debs[0]}"
+purge() {
+  dpkg_root --purge libbrooq-client-dev libbrooq-client0 brooqctl brooq-gateway
+  [ ! -e "$d/etc/brooq/brooq-gateway.env" ] && [ ! -e "$d/usr/bin/brooq-gateway" ] &&
+    [ -z "$(dpkg-query --admindir="$d/var/lib/dpkg" -W -f='${db:Status-Abbrev}\n' 2>/dev/null | grep -v '^un')" ]
+}
+check "purging removes the packages and the settings file" purge
+
+check_done

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds the Debian packages with deploy/debs.sh (dpkg-buildpackage, then lintian:
+# no error or warning) into BUILD_DIR/debs, and checks them with dpkg-deb:
+#   1. the four packages, each at the project's version;
+#   2. each package's files, exactly (dpkg-deb -c);
+#   3. control fields (dpkg-deb -I): dependencies from ${shlibs:Depends}, the -dev
+#      package pinned to its library, the settings file a conffile, maintainer
+#      scripts that run systemd-sysusers and never enable or start the unit;
+#   4. the unit starts the packaged program and reads the packaged settings file.
+# deb_run_test.sh then unpacks and runs them (ctest fixture "debs").
+# Usage: deb_test.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "${1:?usage: deb_test.sh BUILD_DIR}" && pwd)
+src=${BROOQ_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+tmp=$(mktemp -d /tmp/brooq-deb-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/support/check.sh
+. "$src/tests/support/check.sh"
+
+version=$(sed -n 's/^#define BROOQ_VERSION *"\(.*\)"/\1/p' "$build/common/brq_version.h")
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+out=$build/debs
+deb() { echo "$out/${1}_${version}_${arch}.deb"; }
+
+# ---- build (and lintian) ----------------------------------------------------------------
+start=$(date +%s)
+check "deploy/debs.sh builds the packages and lintian passes them" \
+  env BROOQ_DEBS_NO_DEPS="${BROOQ_DEBS_NO_DEPS:-1}" "$src/deploy/debs.sh" "$out"
+echo "     (build and lintian: $(($(date +%s) - start)) s)"
+sed -n '/^== lintian/,$p' "$tmp/check.out" | sed 's/^/     /'
+
+# ---- 1. packages and version ------------------------------------------------------------------
+check "debian/changelog's version is the project's ($version)" \
+  bash -c '[ "$(dpkg-parsechangelog -l "$1/debian/changelog" -S Version)" = "$2" ]' _ "$src" "$version"
+for p in brooq-gateway brooqctl libbrooq-client0 libbrooq-client-dev; do
+  check "$p: built, version $version" \
+    bash -c '[ "$(dpkg-deb -f "$1" Package Version | tr "\n" " ")" = "Package: $2 Version: $3 " ]' \
+    _ "$(deb $p)" "$p" "$version"
+done
+
+# ---- 2. contents ---------------------------------------------------------------------------
+contents() { # contents PACKAGE: its files and links, sorted, without ./
+  dpkg-deb -c "$(deb "$1")" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./||' | LC_ALL=C sort
+}
+same_contents() { # same_contents PACKAGE < expected list
+  LC_ALL=C sort >"$tmp/$1.expected"
+  contents "$1" >"$tmp/$1.actual"
+  same_lines "$tmp/$1.expected" "$tmp/$1.actual"
+}
+migrations=$(cd "$src/migrations" && ls | sed 's|^|usr/share/brooq/migrations/|')
+check "brooq-gateway: program, unit, sysusers.d, conffile, docs, man page" same_contents brooq-gateway <<LIST
+etc/brooq/brooq-gateway.env
+lib/systemd/system/brooq-gateway.service
+usr/bin/brooq-gateway
+usr/lib/sysusers.d/brooq.conf
+usr/share/doc/brooq/README.md
+usr/share/doc/brooq/brooq-gateway.env.example
+usr/share/doc/brooq/brooqctl.md
+usr/share/doc/brooq/examples/brooq-dashboard.json
+usr/share/doc/brooq/examples/brooq-rules.yml
+usr/share/doc/brooq/operations.md
+usr/share/doc/brooq/protocol.md
+usr/share/doc/brooq-gateway/changelog.gz
+usr/share/doc/brooq-gateway/copyright
+usr/share/lintian/overrides/brooq-gateway
+usr/share/man/man8/brooq-gateway.8.gz
+LIST
+check "brooqctl: program, migrations, man page" same_contents brooqctl <<LIST
+usr/bin/brooqctl
+$migrations
+usr/share/doc/brooqctl/changelog.gz
+usr/share/doc/brooqctl/copyright
+usr/share/man/man1/brooqctl.1.gz
+LIST
+check "libbrooq-client0: the shared library alone" same_contents libbrooq-client0 <<LIST
+usr/lib/$ma/libbrooq-client.so.0
+usr/lib/$ma/libbrooq-client.so.$version
+usr/share/doc/libbrooq-client0/changelog.gz
+usr/share/doc/libbrooq-client0/copyright
+LIST
+check "libbrooq-client-dev: header, .so link, static library, .pc, CMake package, brooq(3)" \
+  same_contents libbrooq-client-dev <<LIST
+usr/include/brooq/brooq.h
+usr/lib/$ma/cmake/brooq-client/brooq-clientConfig.cmake
+usr/lib/$ma/cmake/brooq-client/brooq-clientConfigVersion.cmake
+usr/lib/$ma/cmake/brooq-client/brooq-clientTargets-none.cmake
+usr/lib/$ma/cmake/brooq-client/brooq-clientTargets.cmake
+usr/lib/$ma/libbrooq-client.a
+usr/lib/$ma/libbrooq-client.so
+usr/lib/$ma/pkgconfig/brooq-client.pc
+usr/share/doc/libbrooq-client-dev/changelog.gz
+usr/share/doc/libbrooq-client-dev/copyright
+usr/share/man/man3/brooq.3.gz
+LIST
+check "the .so links point at the soname and the library" bash -c '
+  dpkg-deb -c "$1" | grep -F "libbrooq-client.so.0 -> libbrooq-client.so.$3" &&
+  dpkg-deb -c "$2" | grep -F "libbrooq-client.so -> libbrooq-client.so.0"' \
+  _ "$(deb libbrooq-client0)" "$(deb libbrooq-client-dev)" "$version"
+check "the settings file is 0644 root:root, the programs 0755" bash -c '
+  dpkg-deb -c "$1" | grep -E "^-rw-r--r-- root/root .* \./etc/brooq/brooq-gateway.env$" &&
+  dpkg-deb -c "$1" | grep -E "^-rwxr-xr-x root/root .* \./usr/bin/brooq-gateway$" &&
+  dpkg-deb -c "$2" | grep -E "^-rwxr-xr-x root/root .* \./usr/bin/brooqctl$"' \
+  _ "$(deb brooq-gateway)" "$(deb brooqctl)"
+
+# ---- 3. control fields and maintainer scripts ---------------------------------------------------
+field() { dpkg-deb -f "$(deb "$1")" "$2"; }
+check "brooq-gateway depends on the libraries it links (shlibs) and on systemd-sysusers" bash -c '
+  d=$(dpkg-deb -f "$1" Depends); echo "$d"
+  for want in "libc6 (" "libpq5" "libsodium23" "systemd | systemd-standalone-sysusers"; do
+    case $d in *"$want"*) ;; *) echo "missing: $want"; exit 1 ;; esac
+  done
+  for lib in $(objdump -p "$2" | sed -n "s/^ *NEEDED *//p"); do echo "NEEDED $lib"; done' \
+  _ "$(deb brooq-gateway)" "$build/bin/brooq-gateway"
+check "brooqctl depends on what it links, not on libbrooq-client0 (static)" bash -c '
+  d=$(dpkg-deb -f "$1" Depends); echo "$d"
+  case $d in *libpq5*) ;; *) exit 1 ;; esac
+  case $d in *libbrooq*) exit 1 ;; esac' _ "$(deb brooqctl)"
+check "libbrooq-client-dev depends on its library at the same version" \
+  bash -c 'dpkg-deb -f "$1" Depends | grep -F "libbrooq-client0 (= $2)"' _ "$(deb libbrooq-client-dev)" "$version"
+check "libbrooq-client0: Section libs, Multi-Arch same, shlibs and symbols files" bash -c '
+  [ "$(dpkg-deb -f "$1" Section)" = libs ] && [ "$(dpkg-deb -f "$1" Multi-Arch)" = same ] &&
+  dpkg-deb -I "$1" shlibs | grep -Fx "libbrooq-client 0 libbrooq-client0 (>= $2)" &&
+  [ "$(dpkg-deb -I "$1" symbols | grep -c "^ brooq_.*@Base")" -eq "$(grep -c "BROOQ_API.*brooq_[a-z_]*(" "$3")" ]' \
+  _ "$(deb libbrooq-client0)" "$version" "$src/client/include/brooq/brooq.h"
+check "/etc/brooq/brooq-gateway.env is a conffile" \
+  bash -c '[ "$(dpkg-deb -I "$1" conffiles)" = /etc/brooq/brooq-gateway.env ]' _ "$(deb brooq-gateway)"
+scripts() { # scripts PACKAGE: its maintainer scripts, concatenated
+  local s
+  for s in preinst postinst prerm postrm; do dpkg-deb -I "$(deb "$1")" "$s" 2>/dev/null || true; done
+}
+scripts brooq-gateway >"$tmp/scripts"
+check "postinst runs systemd-sysusers for brooq.conf" \
+  bash -c 'dpkg-deb -I "$1" postinst | grep -E "^ *systemd-sysusers .*brooq\.conf$"' _ "$(deb brooq-gateway)"
+# (deb_run_test.sh installs into a scratch root and checks the outcome too.)
+check "no maintainer script starts the unit; postinst re-enables only an enabled one" bash -c '
+  ! grep -nE "deb-systemd-invoke (start|restart) |systemctl (start|enable|restart)" "$1" &&
+  grep -q "if deb-systemd-helper debian-installed .brooq-gateway.service.; then" "$1" &&
+  ! grep -q "was-enabled defaults to true" "$1"' _ "$tmp/scripts"
+check "an upgrade restarts the gateway only if it runs; removal stops it" bash -c '
+  grep -q "deb-systemd-invoke try-restart .brooq-gateway.service" "$1" &&
+  dpkg-deb -I "$2" prerm | grep -q "deb-systemd-invoke stop brooq-gateway.service"' \
+  _ "$tmp/scripts" "$(deb brooq-gateway)"
+
+# ---- 4. the packaged unit --------------------------------------------------------------------
+dpkg-deb --fsys-tarfile "$(deb brooq-gateway)" | tar -xO ./lib/systemd/system/brooq-gateway.service >"$tmp/unit"
+check "the unit starts /usr/bin/brooq-gateway" grep -E '^ExecStart=[-@+!:]*/usr/bin/brooq-gateway( |$)' "$tmp/unit"
+check "the unit reads the packaged settings file" \
+  grep -E '^(EnvironmentFile=-?|ExecStart=.*--env-file[ =])/etc/brooq/brooq-gateway\.env' "$tmp/unit"
+check "the unit's Documentation= files are in the package" bash -c '
+  n=0
+  for d in $(sed -n "s/^Documentation=//p" "$1"); do
+    case $d in
+      file://*) f=.${d#file://} ;;
+      man:*) f=$(echo "${d#man:}" | sed "s|^\(.*\)(\([0-9]\))$|./usr/share/man/man\2/\1.\2.gz|") ;;
+      *) continue ;;
+    esac
+    dpkg-deb -c "$2" | grep -qE " ${f//./\\.}$" || { echo "$d is not in the package"; exit 1; }
+    n=$((n + 1))
+  done
+  [ $n -gt 0 ]' _ "$tmp/unit" "$(deb brooq-gateway)"
+
+check_done
