@@ -16,6 +16,8 @@ static const char usage[] =
 	"               [--lever enqueue-nojoin]: without its LEFT JOIN to job\n"
 	"  drain        --jobs N --procs X --threads T        worker runtime drains N jobs\n"
 	"  raw-drain    --jobs N --procs X --threads T        X claim loops, batch T, over libpq\n"
+	"  min-drain    --jobs N --procs C --threads B        the minimal-SQL comparator: C connections,\n"
+	"               claim B with SKIP LOCKED, settle by id array, on a minimal table\n"
 	"               raw-drain [--lever pipeline|literal|generic|pipeline+literal|\n"
 	"               pipeline+generic]: the same statements in one libpq pipeline / the\n"
 	"               claim's LIMIT as a literal / plan_cache_mode = force_generic_plan\n"
@@ -141,6 +143,8 @@ main(int argc, char **argv)
 		return bench_raw_enqueue(&o);
 	if (strcmp(cmd, "raw-drain") == 0)
 		return bench_raw_drain(&o);
+	if (strcmp(cmd, "min-drain") == 0)
+		return bench_min_drain(&o);
 	if (strcmp(cmd, "raw-ping") == 0)
 		return bench_floor(&o);
 	if (strcmp(cmd, "claim-ready") == 0)

@@ -154,6 +154,8 @@ full | smoke)
     pair "$run" enqueue --producers 1 --batch 100 --seconds "$sec"
     pair "$run" enqueue --producers 8 --batch 100 --seconds "$sec"
     echo "== run $run/$runs: drain"
+    # The minimal-SQL comparator (issue 14), in the same window as the drains.
+    b min-drain --run "$run" --jobs "$jobs" --procs 8 --threads 32
     # shellcheck disable=SC2086
     pair "$run" drain --jobs "$jobs" $c8
     # shellcheck disable=SC2086

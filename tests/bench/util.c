@@ -331,6 +331,9 @@ bench_cpu_report(const bench_opts *o, const char *scenario, const char *variant,
 		bench_result(o, scenario, variant, "cpu_gateway", "us/job", (b->gw - a->gw) * 1e6 / jobs);
 	bench_result(o, scenario, variant, "cpu_clients", "us/job",
 		     (b->self - a->self + b->children - a->children) * 1e6 / jobs);
+	if (strcmp(variant, "gateway") == 0 && env_pid("BROOQ_BENCH_GW_PID") > 0)
+		bench_result(o, scenario, variant, "cpu_gateway_clients", "us/job",
+			     (b->gw - a->gw + b->self - a->self + b->children - a->children) * 1e6 / jobs);
 	double ours  = (b->gw - a->gw) + (b->pg - a->pg) + (b->self - a->self) + (b->children - a->children);
 	double other = (b->busy - a->busy) - ours;
 	double wall  = (double) (b->wall_ns - a->wall_ns) / 1e9;
