@@ -15,6 +15,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "monitor.h"
+#include "selfprobe.h"
 #include "server.h"
 #include "brq_version.h"
 
@@ -48,6 +49,7 @@ main(int argc, char **argv)
 	struct brq_auth            auth     = {0};
 	struct brq_monitor        *mon      = NULL;
 	struct brq_http           *http     = NULL;
+	struct brq_selfprobe      *probe    = NULL;
 	brq_server                 srv;
 	brq_janitor                jan;
 	sigset_t                   sigs;
@@ -106,6 +108,8 @@ main(int argc, char **argv)
 		goto out_auth;
 	BRQ_LOG_INFO("starting", "version=%s pool_size=%u lease_ms=%llu max_waiters=%u", BROOQ_VERSION,
 		     cfg.pool_size, (unsigned long long) cfg.lease_ms, cfg.max_waiters);
+	if (brq_selfprobe_new(&cfg, &auth, &probe) != 0) // adds its token: before the server
+		goto out_metrics;
 	if (brq_server_start(&srv, &cfg, &auth) != 0)
 		goto out_metrics;
 	if (brq_janitor_start(&jan, &cfg, &srv.sql) != 0)
@@ -116,7 +120,10 @@ main(int argc, char **argv)
 		.interval_ms = cfg.poll_interval_ms, .on_ready = brq_server_wake_topic, .on_ready_arg = &srv};
 	if (brq_monitor_start(&cfg, &mopts, &mon) != 0)
 		goto out_janitor;
-	if (cfg.http_enabled && brq_http_start(&cfg, brq_monitor_healthy, mon, &http) != 0)
+	struct brq_http_check checks[] = {{brq_monitor_healthy, mon, "database unavailable"},
+					  {brq_selfprobe_healthy, probe, "rpc listener not answering"}};
+	if (brq_selfprobe_start(probe) != 0 ||
+	    (cfg.http_enabled && brq_http_start_checks(&cfg, checks, 2, &http) != 0))
 		goto out_monitor;
 	BRQ_LOG_INFO("ready", "listen=%s", BRQ_LOG_Q(cfg.listen));
 
@@ -126,12 +133,15 @@ main(int argc, char **argv)
 
 	brq_http_stop(http);
 out_monitor:
+	brq_selfprobe_free(probe); // before the server stops: no failed probe while it drains
+	probe = NULL;
 	brq_monitor_stop(mon);
 out_janitor:
 	brq_janitor_stop(&jan);
 out_server:
 	brq_server_stop(&srv);
 out_metrics:
+	brq_selfprobe_free(probe); // when the server or janitor failed to start
 	brq_metrics_fini();
 out_auth:
 	brq_auth_fini(&auth);
