@@ -76,12 +76,13 @@ ping_ms(const brq_gw *gw)
 
 /* A connected stream socket to the gateway's listen URL (ipc:// or tcp://IPv4), or
  * -1. Bounded: a listener that stops accepting fills its backlog, and connect()
- * then waits at most 4 s (time for two SYN retransmits when a fast flood fills the
- * TCP backlog for a moment). */
+ * then waits at most 8 s. A fast flood fills the TCP accept queue for a moment even
+ * when all is well (the kernel drops the SYN; it is resent after 1, 3 and 7 s), so
+ * the bound leaves time for three resends. */
 static int
 raw_connect(const char *url)
 {
-	struct timeval tv = {.tv_sec = 4};
+	struct timeval tv = {.tv_sec = 8};
 	int            fd;
 	if (strncmp(url, "ipc://", 6) == 0) {
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -132,7 +133,7 @@ flood_then_ping(const char *listen_env)
 		if (fd >= 0)
 			close(fd);
 		else if (++failed == 3)
-			break; /* not accepting: no need to wait 4 s a thousand times */
+			break; /* not accepting: no need to wait 8 s a thousand times */
 	}
 	double flood_ms = now_ms() - start;
 
