@@ -19,7 +19,8 @@ jobs=$(nproc)
 build() { # build DIR CC [cmake options...]
   local dir=$1 cc=$2
   shift 2
-  cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  # BROOQ_TESTS=ON: deploy/demo.sh configures build/ with the tests off.
+  cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBROOQ_TESTS=ON "$@" >/dev/null
   cmake --build "$dir" -j "$jobs" >/dev/null
 }
 echo "== build (gcc)"
