@@ -30,6 +30,11 @@ else
   tar -C "$root" --exclude='./build*' --exclude=./dist --exclude=./.brooq -cf - . | tar -C "$work/src" -xf -
 fi
 
+# NNG is built by deploy/deps.sh into .deps/nng (git-ignored) and linked
+# statically: the package build uses that very build.
+mkdir -p "$work/src/.deps"
+cp -a "$root/.deps/nng" "$work/src/.deps/nng"
+
 echo "== dpkg-buildpackage (log: $out/build.log)"
 start=$(date +%s)
 if ! (cd "$work/src" && dpkg-buildpackage -b -us -uc -j2) >"$out/build.log" 2>&1; then

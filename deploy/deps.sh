@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Installs every Debian 12 package that building, testing and the demo need.
-# Does nothing (and needs no network) when they are all present.
+# Installs every Debian 12 package that building, testing and the demo need, then
+# builds the NNG brooq links (deploy/nng/build.sh: Debian's nng 1.5.2 source with the
+# fix for NNG issue #1518, static, into .deps/nng).
+# Does nothing (and needs no network) when they are all present and NNG is built.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 
 packages=(
   # build
   gcc clang clang-format make cmake pkg-config
-  libpq-dev libnng-dev libmsgpack-dev libsodium-dev
+  libpq-dev libmsgpack-dev libsodium-dev
+  # NNG from Debian's source package (deploy/nng/build.sh): apt-get source needs
+  # dpkg-dev to unpack; TLS is mbedtls
+  dpkg-dev patch libmbedtls-dev
   # man pages (docs/man/*.scd)
   scdoc
   # the Debian packages (deploy/debs.sh) and their checks (man pages: man-db)
-  build-essential dpkg-dev debhelper lintian man-db
+  build-essential debhelper lintian man-db
   # tests
   libcriterion-dev valgrind util-linux procps
   # the private PostgreSQL for tests, benchmarks and the demo
@@ -26,12 +32,14 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "deps: done"
+fi
 
-echo "deps: installing ${missing[*]}"
-sudo=()
-[ "$(id -u)" -eq 0 ] || sudo=(sudo)
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "deps: done"
+"$here/nng/build.sh"

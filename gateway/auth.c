@@ -171,6 +171,30 @@ brq_auth_init_config(struct brq_auth *a, const struct brq_config *cfg, struct br
 			     problems);
 }
 
+int
+brq_auth_add_token(struct brq_auth *a, const void *token, size_t len, enum brq_role role)
+{
+	if (token == NULL || len < BRQ_AUTH_TOKEN_MIN || len > BRQ_AUTH_TOKEN_MAX ||
+	    (role != BRQ_ROLE_WORKER && role != BRQ_ROLE_ADMIN)) {
+		return BRQ_EINVAL;
+	}
+	// A new array rather than realloc, so the old one is wiped like every other.
+	struct brq_auth_entry *e = calloc(a->n_entries + 1, sizeof(*e));
+	if (e == NULL) {
+		return BRQ_ENOMEM;
+	}
+	if (a->entries != NULL) {
+		memcpy(e, a->entries, a->n_entries * sizeof(*e));
+		sodium_memzero(a->entries, a->n_entries * sizeof(*e));
+		free(a->entries);
+	}
+	crypto_generichash(e[a->n_entries].hash, sizeof(e->hash), token, len, a->key, sizeof(a->key));
+	e[a->n_entries].role = role;
+	a->entries           = e;
+	a->n_entries++;
+	return 0;
+}
+
 void
 brq_auth_fini(struct brq_auth *a)
 {

@@ -59,6 +59,14 @@ BRQ_MUSTCHECK int brq_auth_init(struct brq_auth *a, const char *const *worker_fi
 BRQ_MUSTCHECK int brq_auth_init_config(struct brq_auth *a, const struct brq_config *cfg,
 				       struct brq_config_problems *problems);
 
+// Adds one more token for `role` (WORKER or ADMIN), given as len bytes
+// (BRQ_AUTH_TOKEN_MIN..BRQ_AUTH_TOKEN_MAX): the gateway's own self-probe token
+// (selfprobe.h), which exists only in memory. Only its keyed hash is kept; the caller
+// keeps (and wipes) the bytes. Not thread-safe: call before the first
+// brq_auth_check(), i.e. before the server starts. Returns 0, BRQ_EINVAL (bad
+// length or role, nothing added) or BRQ_ENOMEM (nothing added).
+BRQ_MUSTCHECK int brq_auth_add_token(struct brq_auth *a, const void *token, size_t len, enum brq_role role);
+
 // Wipes the key and hashes and frees them. Accepts a zeroed or released struct.
 void brq_auth_fini(struct brq_auth *a);
 

@@ -714,6 +714,7 @@ brq_config_init_defaults(struct brq_config *cfg)
 	cfg->http_enabled           = true;
 	cfg->http_port              = DEFAULT_HTTP_PORT;
 	cfg->http_allow_nonloopback = false;
+	cfg->selfprobe_interval_ms  = 5 * MS_PER_S;
 	cfg->log_level              = BRQ_LOG_LVL_INFO;
 	cfg->shutdown_grace_ms      = 10 * MS_PER_S;
 	return 0;
@@ -771,6 +772,11 @@ brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_
 	get_duration(&L, "BROOQ_MAX_WAIT", 0, MS_PER_H, &cfg->max_wait_ms);
 	get_u32(&L, "BROOQ_MAX_WAITERS", 0, 100000, &cfg->max_waiters);
 	get_duration(&L, "BROOQ_POLL_INTERVAL", 10, 10 * MS_PER_M, &cfg->poll_interval_ms);
+	enum got probe =
+		get_duration(&L, "BROOQ_SELFPROBE_INTERVAL", 0, 10 * MS_PER_M, &cfg->selfprobe_interval_ms);
+	if (probe == GOT_OK && cfg->selfprobe_interval_ms != 0 && cfg->selfprobe_interval_ms < 100) {
+		brq_config_problem_add(L.p, "BROOQ_SELFPROBE_INTERVAL: must be 0 (off) or 100ms..10m");
+	}
 
 	get_topic_overrides(&L, cfg);
 	for (size_t i = 0; i < cfg->n_topic_overrides && base != GOT_BAD && bmax != GOT_BAD; i++) {

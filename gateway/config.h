@@ -31,6 +31,7 @@
 //   BROOQ_RETENTION_MAX_BATCHES   100                             1..100000
 //   BROOQ_HTTP_LISTEN             127.0.0.1:8090                  host:port, [v6]:port, or off
 //   BROOQ_HTTP_ALLOW_NONLOOPBACK  false                           true/false/1/0/yes/no
+//   BROOQ_SELFPROBE_INTERVAL      5s                              0 (off) or 100ms..10m
 //   BROOQ_LOG_LEVEL               info                            debug|info|warn|error
 //   BROOQ_SHUTDOWN_GRACE          10s                             0..1h
 //   BROOQ_TOPIC_OVERRIDES         -                               see below
@@ -140,6 +141,7 @@ struct brq_config {
 	char    *http_host;              // NULL when disabled; IPv6 without brackets
 	uint16_t http_port;              // 1..65535 when enabled
 	bool     http_allow_nonloopback; // as configured
+	uint64_t selfprobe_interval_ms;  // /healthz's ping of our own listener; 0 = off
 
 	enum brq_log_level log_level;
 	uint64_t           shutdown_grace_ms; // 0..1h

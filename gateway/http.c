@@ -19,13 +19,13 @@
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define TEXT_CONTENT_TYPE    "text/plain; charset=utf-8"
 #define HEALTHY_BODY         "ok\n"
-#define UNHEALTHY_BODY       "database unavailable\n"
+#define DATABASE_FAILING     "database unavailable"
 
 struct brq_http {
-	nng_http_server   *server; // our hold on NNG's (shared, refcounted) server
-	brq_http_health_fn health;
-	void              *health_arg;
-	uint16_t           port; // as bound
+	nng_http_server      *server; // our hold on NNG's (shared, refcounted) server
+	struct brq_http_check checks[BRQ_HTTP_MAX_CHECKS];
+	size_t                n_checks;
+	uint16_t              port; // as bound
 };
 
 static int
@@ -99,18 +99,27 @@ metrics_cb(nng_aio *aio)
 	finish(aio, res);
 }
 
-// GET /healthz. The probe only reads a timestamp: no database work on NNG's threads.
+// GET /healthz. The checks only read a timestamp: no database or RPC work on NNG's
+// threads. 503 names every failing check, one line each.
 static void
 healthz_cb(nng_aio *aio)
 {
-	struct brq_http *h          = handler_owner(aio);
-	bool             is_healthy = h->health == NULL || h->health(h->health_arg);
-	nng_http_res    *res;
-	if (is_healthy) {
+	struct brq_http *h = handler_owner(aio);
+	char             body[BRQ_HTTP_MAX_CHECKS * 64];
+	size_t           len = 0;
+	for (size_t i = 0; i < h->n_checks; i++) {
+		const struct brq_http_check *c = &h->checks[i];
+		if (c->fn == NULL || c->fn(c->arg)) {
+			continue;
+		}
+		int n = snprintf(body + len, sizeof(body) - len, "%s\n", c->failing);
+		len += n > 0 && (size_t) n < sizeof(body) - len ? (size_t) n : 0;
+	}
+	nng_http_res *res;
+	if (len == 0) {
 		res = reply(NNG_HTTP_STATUS_OK, TEXT_CONTENT_TYPE, HEALTHY_BODY, sizeof(HEALTHY_BODY) - 1);
 	} else {
-		res = reply(NNG_HTTP_STATUS_SERVICE_UNAVAILABLE, TEXT_CONTENT_TYPE, UNHEALTHY_BODY,
-			    sizeof(UNHEALTHY_BODY) - 1);
+		res = reply(NNG_HTTP_STATUS_SERVICE_UNAVAILABLE, TEXT_CONTENT_TYPE, body, len);
 	}
 	finish(aio, res);
 }
@@ -137,6 +146,14 @@ add_handler(struct brq_http *h, const char *path, void (*cb)(nng_aio *))
 int
 brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg, struct brq_http **out)
 {
+	struct brq_http_check check = {.fn = fn, .arg = arg, .failing = DATABASE_FAILING};
+	return brq_http_start_checks(cfg, &check, 1, out);
+}
+
+int
+brq_http_start_checks(const struct brq_config *cfg, const struct brq_http_check *checks, size_t n,
+		      struct brq_http **out)
+{
 	struct brq_http *h   = NULL;
 	nng_url         *url = NULL;
 	char             buf[300];
@@ -146,8 +163,13 @@ brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg, s
 		*out = NULL;
 		return 0;
 	}
-	if (cfg->http_host == NULL || strlen(cfg->http_host) > 255) {
+	if (cfg->http_host == NULL || strlen(cfg->http_host) > 255 || n > BRQ_HTTP_MAX_CHECKS) {
 		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (checks[i].failing == NULL || strlen(checks[i].failing) > 62) {
+			return -EINVAL;
+		}
 	}
 	// IPv6 literals are kept without brackets in the config; a URL needs them.
 	bool is_v6 = strchr(cfg->http_host, ':') != NULL;
@@ -163,8 +185,10 @@ brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg, s
 	if (h == NULL) {
 		return -ENOMEM;
 	}
-	h->health     = fn;
-	h->health_arg = arg;
+	if (n > 0) {
+		memcpy(h->checks, checks, n * sizeof(*checks));
+	}
+	h->n_checks = n;
 
 	if ((rv = nng_url_parse(&url, buf)) != 0 || (rv = nng_http_server_hold(&h->server, url)) != 0) {
 		h->server = NULL;

@@ -3,13 +3,15 @@
 //
 // Served by NNG's HTTP server on cfg->http_host:cfg->http_port (127.0.0.1:8090 by
 // default). Handlers run on NNG's threads and never touch the database: /metrics
-// renders the in-memory registry (metrics.h) and /healthz asks a health function
-// that only reads a timestamp or a flag (brq_monitor_healthy in monitor.h).
+// renders the in-memory registry (metrics.h) and /healthz asks its checks, functions
+// that only read a timestamp or a flag (brq_monitor_healthy in monitor.h: the
+// database answers; brq_selfprobe_healthy in selfprobe.h: the RPC listener answers).
 //
 //   GET /metrics  200  text/plain; version=0.0.4; charset=utf-8   brq_metrics_render()
 //                 500  when rendering ran out of memory
-//   GET /healthz  200  "ok\n"                     health function true
-//                 503  "database unavailable\n"   health function false
+//   GET /healthz  200  "ok\n"                     every check true
+//                 503  one line per failing check, in order, e.g.
+//                      "database unavailable\n" or "rpc listener not answering\n"
 //   other paths   404; other methods on the two paths 405 (NNG's own replies).
 //   HEAD is answered like GET without a body. No authentication: bind to loopback.
 #ifndef BRQ_GATEWAY_HTTP_H
@@ -22,10 +24,22 @@
 
 #include "config.h"
 
-// Health probe behind /healthz. Returns true when the database answered recently
-// (the gateway can do its job), false otherwise. Called on an NNG thread for every
-// request, possibly concurrently: it must be thread-safe and must never block.
+// One health check behind /healthz. Returns true when its part of the gateway works
+// (the database answered recently; the RPC listener answered our own ping recently),
+// false otherwise. Called on an NNG thread for every request, possibly concurrently:
+// it must be thread-safe and must never block.
 typedef bool (*brq_http_health_fn)(void *arg);
+
+// One /healthz check: healthy when fn(arg) is true (fn NULL: always healthy).
+// `failing` is the line the 503 body carries when it is not, without the newline.
+struct brq_http_check {
+	brq_http_health_fn fn;
+	void              *arg;
+	const char        *failing; // static storage, e.g. "database unavailable"
+};
+
+// At most this many checks.
+#define BRQ_HTTP_MAX_CHECKS 4
 
 // A running HTTP endpoint (opaque).
 struct brq_http;
@@ -39,9 +53,14 @@ struct brq_http;
 // Returns 0 and sets *out (owned by the caller, release with brq_http_stop()).
 // With cfg->http_enabled false, returns 0 and sets *out to NULL (nothing to stop).
 // On failure returns -EADDRINUSE (port taken), -EINVAL (bad host), -ENOMEM or -EIO,
-// logs why, and leaves *out untouched.
+// logs why, and leaves *out untouched. The one check is named "database unavailable".
 BRQ_MUSTCHECK int brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg,
 				 struct brq_http **out);
+
+// The same with n (0..BRQ_HTTP_MAX_CHECKS, else -EINVAL) /healthz checks, copied; each
+// check's arg must stay valid until brq_http_stop() returns.
+BRQ_MUSTCHECK int brq_http_start_checks(const struct brq_config *cfg, const struct brq_http_check *checks,
+					size_t n, struct brq_http **out);
 
 // The TCP port actually bound (useful when started with port 0); 0 for NULL.
 uint16_t brq_http_port(const struct brq_http *h);

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "monitor.h"
+#include "selfprobe.h"
 #include "server.h"
 #include "store.h"
 #include "brq_version.h"
@@ -50,6 +51,7 @@ main(int argc, char **argv)
 	struct brq_monitor        *mon      = NULL;
 	brq_store                 *store    = NULL;
 	struct brq_http           *http     = NULL;
+	struct brq_selfprobe      *probe    = NULL;
 	brq_server                 srv;
 	brq_janitor                jan;
 	sigset_t                   sigs;
@@ -108,6 +110,8 @@ main(int argc, char **argv)
 		goto out_auth;
 	BRQ_LOG_INFO("starting", "version=%s pool_size=%u lease_ms=%llu max_waiters=%u", BROOQ_VERSION,
 		     cfg.pool_size, (unsigned long long) cfg.lease_ms, cfg.max_waiters);
+	if (brq_selfprobe_new(&cfg, &auth, &probe) != 0) // adds its token: before the server
+		goto out_metrics;
 	if (brq_store_new(&cfg, &store) != 0)
 		goto out_metrics;
 	if (brq_server_start(&srv, &cfg, &auth, store) != 0)
@@ -120,7 +124,10 @@ main(int argc, char **argv)
 		.interval_ms = cfg.poll_interval_ms, .on_ready = brq_server_wake_topic, .on_ready_arg = &srv};
 	if (brq_monitor_start(store, &mopts, &mon) != 0)
 		goto out_janitor;
-	if (cfg.http_enabled && brq_http_start(&cfg, brq_monitor_healthy, mon, &http) != 0)
+	struct brq_http_check checks[] = {{brq_monitor_healthy, mon, "database unavailable"},
+					  {brq_selfprobe_healthy, probe, "rpc listener not answering"}};
+	if (brq_selfprobe_start(probe) != 0 ||
+	    (cfg.http_enabled && brq_http_start_checks(&cfg, checks, 2, &http) != 0))
 		goto out_monitor;
 	BRQ_LOG_INFO("ready", "listen=%s", BRQ_LOG_Q(cfg.listen));
 
@@ -130,6 +137,8 @@ main(int argc, char **argv)
 
 	brq_http_stop(http);
 out_monitor:
+	brq_selfprobe_free(probe); // before the server stops: no failed probe while it drains
+	probe = NULL;
 	brq_monitor_stop(mon);
 out_janitor:
 	brq_janitor_stop(&jan);
@@ -138,6 +147,7 @@ out_server:
 out_store:
 	brq_store_free(store);
 out_metrics:
+	brq_selfprobe_free(probe); // when the server or janitor failed to start
 	brq_metrics_fini();
 out_auth:
 	brq_auth_fini(&auth);

@@ -102,6 +102,24 @@ Test(auth, maps_each_token_to_its_role_with_several_tokens_per_role)
 	cr_assert_eq(check(A2), BRQ_ROLE_ADMIN);
 }
 
+Test(auth, an_added_token_has_its_role_and_the_loaded_ones_keep_theirs)
+{
+	const char probe[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	load_standard();
+	cr_assert_eq(check(probe), BRQ_ROLE_NONE);
+	cr_assert_eq(brq_auth_add_token(&auth, probe, strlen(probe), BRQ_ROLE_WORKER), 0);
+	cr_assert_eq(check(probe), BRQ_ROLE_WORKER);
+	cr_assert_eq(check(W1), BRQ_ROLE_WORKER);
+	cr_assert_eq(check(A2), BRQ_ROLE_ADMIN);
+
+	/* Bad length or role: refused, nothing added. */
+	cr_assert_eq(brq_auth_add_token(&auth, probe, BRQ_AUTH_TOKEN_MIN - 1, BRQ_ROLE_WORKER), BRQ_EINVAL);
+	cr_assert_eq(brq_auth_add_token(&auth, probe, strlen(probe), BRQ_ROLE_NONE), BRQ_EINVAL);
+	cr_assert_eq(brq_auth_add_token(&auth, NULL, 40, BRQ_ROLE_ADMIN), BRQ_EINVAL);
+	cr_assert_eq(auth.n_entries, 5);
+	cr_assert_eq(check("0123456789abcdef0123456789abcdef"), BRQ_ROLE_NONE);
+}
+
 Test(auth, refuses_wrong_empty_partial_and_extended_tokens)
 {
 	load_standard();

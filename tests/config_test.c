@@ -169,6 +169,7 @@ Test(config, applies_defaults_when_only_required_variables_are_set)
 	cr_assert_str_eq(cfg.http_host, "127.0.0.1");
 	cr_assert_eq(cfg.http_port, 8090);
 	cr_assert_not(cfg.http_allow_nonloopback);
+	cr_assert_eq(cfg.selfprobe_interval_ms, 5000);
 	cr_assert_eq(cfg.log_level, BRQ_LOG_LVL_INFO);
 	cr_assert_eq(cfg.shutdown_grace_ms, 10000);
 	cr_assert_eq(cfg.n_topic_overrides, 0);
@@ -200,6 +201,7 @@ Test(config, reads_every_variable)
 		{"BROOQ_RETENTION_MAX_BATCHES", "7"},
 		{"BROOQ_HTTP_LISTEN", "0.0.0.0:9100"},
 		{"BROOQ_HTTP_ALLOW_NONLOOPBACK", "yes"},
+		{"BROOQ_SELFPROBE_INTERVAL", "750ms"},
 		{"BROOQ_LOG_LEVEL", "debug"},
 		{"BROOQ_SHUTDOWN_GRACE", "0"},
 		{"BROOQ_TOPIC_OVERRIDES", "email.send:lease=10s"},
@@ -236,6 +238,7 @@ Test(config, reads_every_variable)
 	cr_assert_str_eq(cfg.http_host, "0.0.0.0");
 	cr_assert_eq(cfg.http_port, 9100);
 	cr_assert(cfg.http_allow_nonloopback);
+	cr_assert_eq(cfg.selfprobe_interval_ms, 750);
 	cr_assert_eq(cfg.log_level, BRQ_LOG_LVL_DEBUG);
 	cr_assert_eq(cfg.shutdown_grace_ms, 0);
 	cr_assert_eq(cfg.n_topic_overrides, 1);
@@ -357,6 +360,26 @@ Test(config, rejects_durations_out_of_range)
 	cr_assert(has_problem("BROOQ_RETENTION_INTERVAL: must be between 1s and 1d"));
 	cr_assert(has_problem("BROOQ_REAPER_INTERVAL: must be between 100ms and 1d"));
 	cr_assert_eq(probs.count, 6);
+}
+
+Test(config, selfprobe_interval_is_zero_for_off_or_100ms_to_10m)
+{
+	cr_assert_eq(load(ENV({"BROOQ_SELFPROBE_INTERVAL", "0"})), 0);
+	cr_assert_eq(cfg.selfprobe_interval_ms, 0);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_SELFPROBE_INTERVAL", "100ms"})), 0);
+	cr_assert_eq(cfg.selfprobe_interval_ms, 100);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	static const char *const bad[] = {"99ms", "11m", "5", "-1s"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(load(ENV({"BROOQ_SELFPROBE_INTERVAL", bad[i]})), -EINVAL, "%s accepted", bad[i]);
+		cr_assert_eq(probs.count, 1, "%s", bad[i]);
+		cr_assert(has_problem("BROOQ_SELFPROBE_INTERVAL:"), "%s", bad[i]);
+		brq_config_fini(&cfg);
+		brq_config_problems_fini(&probs);
+	}
 }
 
 Test(config, parses_sizes_with_units_only)
@@ -927,7 +950,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(n_vars, 26, "every variable but BROOQ_DSN_FILE appears once");
+	cr_assert_eq(n_vars, 27, "every variable but BROOQ_DSN_FILE appears once");
 
 	// As shipped (all commented): only defaults.
 	cr_assert_eq(load_file(path, minimal), 0);
@@ -962,6 +985,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	cr_assert_str_eq(cfg.http_host, def.http_host);
 	cr_assert_eq(cfg.http_port, def.http_port);
 	cr_assert_eq(cfg.http_allow_nonloopback, def.http_allow_nonloopback);
+	cr_assert_eq(cfg.selfprobe_interval_ms, def.selfprobe_interval_ms);
 	cr_assert_eq(cfg.log_level, def.log_level);
 	cr_assert_eq(cfg.shutdown_grace_ms, def.shutdown_grace_ms);
 	cr_assert_eq(cfg.n_topic_overrides, 2);

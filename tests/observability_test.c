@@ -182,6 +182,40 @@ Test(http, healthz_follows_the_health_function)
 	brq_http_stop(h);
 }
 
+Test(http, healthz_names_every_failing_check)
+{
+	volatile bool               db = true, rpc = false;
+	const struct brq_http_check checks[] = {{flag_health, (void *) &db, "database unavailable"},
+						{flag_health, (void *) &rpc, "rpc listener not answering"}};
+	struct brq_config           cfg      = http_cfg(0);
+	struct brq_http            *h        = NULL;
+	cr_assert_eq(brq_http_start_checks(&cfg, checks, 2, &h), 0);
+	uint16_t port = brq_http_port(h);
+	char    *body;
+
+	cr_assert_eq(http_req(port, "GET", "/healthz", NULL, &body), 503);
+	cr_assert_str_eq(body, "rpc listener not answering\n");
+	free(body);
+	db = false;
+	cr_assert_eq(http_req(port, "GET", "/healthz", NULL, &body), 503);
+	cr_assert_str_eq(body, "database unavailable\nrpc listener not answering\n");
+	free(body);
+	db  = true;
+	rpc = true;
+	cr_assert_eq(http_req(port, "GET", "/healthz", NULL, &body), 200);
+	cr_assert_str_eq(body, "ok\n");
+	free(body);
+	brq_http_stop(h);
+
+	/* Too many checks, or one without its line: refused, nothing started. */
+	struct brq_http_check many[BRQ_HTTP_MAX_CHECKS + 1] = {{NULL, NULL, "x"}};
+	h                                                   = NULL;
+	cr_assert_eq(brq_http_start_checks(&cfg, many, BRQ_HTTP_MAX_CHECKS + 1, &h), -EINVAL);
+	struct brq_http_check unnamed = {flag_health, (void *) &db, NULL};
+	cr_assert_eq(brq_http_start_checks(&cfg, &unnamed, 1, &h), -EINVAL);
+	cr_assert_null(h);
+}
+
 Test(http, unknown_paths_are_404_and_other_methods_405)
 {
 	struct brq_config cfg = http_cfg(0);

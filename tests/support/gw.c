@@ -101,6 +101,11 @@ brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env)
 	snprintf(gw->dir, sizeof(gw->dir), "/tmp/brooq-gw.XXXXXX");
 	cr_assert_not_null(mkdtemp(gw->dir));
 	snprintf(gw->url, sizeof(gw->url), "ipc://%s/gw.sock", gw->dir);
+	// A BROOQ_LISTEN of the caller's (e.g. tcp://) is where the gateway answers.
+	for (int k = 0; extra_env != NULL && extra_env[k] != NULL; k++) {
+		if (strncmp(extra_env[k], "BROOQ_LISTEN=", 13) == 0)
+			snprintf(gw->url, sizeof(gw->url), "%s", extra_env[k] + 13);
+	}
 	snprintf(gw->worker_token_file, sizeof(gw->worker_token_file), "%s/worker-token", gw->dir);
 	snprintf(gw->admin_token_file, sizeof(gw->admin_token_file), "%s/admin-token", gw->dir);
 	snprintf(gw->log, sizeof(gw->log), "%s/gateway.log", gw->dir);

@@ -12,7 +12,7 @@
 typedef struct brq_gw {
 	pid_t pid;
 	char  dir[256];         /* temp dir: socket, token files, log */
-	char  url[300];         /* ipc://DIR/gw.sock */
+	char  url[300];         /* ipc://DIR/gw.sock, or the BROOQ_LISTEN given in extra_env */
 	char  worker_token[65]; /* 64 hex chars */
 	char  admin_token[65];
 	char  worker_token_file[300];
