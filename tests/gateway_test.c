@@ -645,14 +645,22 @@ Test(gateway, a_long_poll_whose_peer_leaves_while_its_claim_runs_gives_the_lease
 	/* The job is there, but the table is locked: the long-poll's claim goes to the
 	 * database and waits there, running, for the lock. */
 	brq_testdb_exec(db, "INSERT INTO job (topic) VALUES ('gone')");
-	/* Every pool connection is up (they prepare their statements when they
-	 * connect, which the lock would block). */
-	for (int i = 0; i < 100 &&
-	     brq_testdb_int(db,
-			    "SELECT count(*) FROM pg_stat_activity"
-			    " WHERE application_name = 'brooq-gateway'") < 5;
-	     i++)
-		usleep(50 * 1000);
+	/* Every pool connection is up, its statements prepared (the lock would block
+	 * a PREPARE of the claim): the gateway logs each one when it is. */
+	int ready = 0;
+	for (int i = 0; i < 100 && ready < 4; i++) {
+		char  cmd[400];
+		FILE *f;
+		snprintf(cmd, sizeof(cmd), "grep -c 'db_connected conn=pool-' %s", gw.log);
+		if ((f = popen(cmd, "r")) != NULL) {
+			if (fscanf(f, "%d", &ready) != 1)
+				ready = 0;
+			pclose(f);
+		}
+		if (ready < 4)
+			usleep(50 * 1000);
+	}
+	cr_assert_eq(ready, 4, "the pool never connected");
 	PGconn *locker = brq_testdb_connect(dsn);
 	brq_testdb_exec(locker, "BEGIN");
 	brq_testdb_exec(locker, "LOCK TABLE job IN SHARE MODE");
