@@ -845,8 +845,11 @@ Test(config, reports_unknown_brooq_variables_in_the_environment)
 	cr_assert_eq(brq_config_load_from(&cfg, &src, &probs), BRQ_EINVAL);
 	dump_problems();
 	cr_assert(has_problem("environment: unknown variable BROOQ_LEAES"));
-	cr_assert(has_problem("environment: unknown variable BROOQ_\0") ||
-		  has_problem("unknown variable BROOQ_"));
+	bool has_bare = false;
+	for (size_t i = 0; i < probs.count; i++) {
+		has_bare = has_bare || strcmp(probs.lines[i], "environment: unknown variable BROOQ_") == 0;
+	}
+	cr_assert(has_bare);
 	cr_assert_eq(probs.count, 2, "other programs' and the harness's variables pass");
 }
 
