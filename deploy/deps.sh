@@ -8,8 +8,9 @@ packages=(
   # build
   gcc clang clang-format make cmake pkg-config
   libpq-dev libnng-dev libmsgpack-dev libsodium-dev
-  # tests
-  libcriterion-dev valgrind util-linux procps
+  # tests (systemd: systemd-analyze and systemd-sysusers check deploy/systemd, and its
+  # environment.d generator is the reference for the env file syntax)
+  libcriterion-dev valgrind util-linux procps systemd
   # the private PostgreSQL for tests, benchmarks and the demo
   postgresql-15 postgresql-client-15
   # promtool and a real Prometheus for the observability tests
