@@ -7,6 +7,11 @@
 //
 // Roles: worker may call ping, enqueue, claim, heartbeat, settle, job, stats; admin may
 // call everything, including cancel (the admin-only operations).
+//
+// On SIGHUP (reload.h) a new set is prepared from the files as they are now and, only
+// if every file passes, published in place of the old one while NNG threads keep
+// checking requests: a check never waits, and the old set is freed once no check
+// reads it any more.
 #ifndef BRQ_GATEWAY_AUTH_H
 #define BRQ_GATEWAY_AUTH_H
 
