@@ -147,6 +147,10 @@ Test(ops, sighup_rotates_token_files_without_dropping_connections)
 	cr_assert_eq(client_ping(&c, fresh), BRQ_ST_OK, "the new token is refused");
 	cr_assert_eq(client_ping(&c, gw.admin_token), BRQ_ST_OK, "the unchanged admin token");
 	cr_assert_eq(atomic_load(&c.pipes), 1, "the client had to reconnect");
+	char        sock[400];
+	struct stat st;
+	snprintf(sock, sizeof(sock), "%s/gw.sock", gw.dir);
+	cr_assert(stat(sock, &st) == 0 && S_ISSOCK(st.st_mode), "the ipc socket file is gone after SIGHUP");
 	const char *log = brq_gw_log(&gw);
 	cr_assert(strstr(log, "msg=token_changed role=worker path=") != NULL, "%s", log);
 	cr_assert(strstr(log, "msg=tokens_reloaded worker=1 admin=1 added=0 removed=0 changed=1") != NULL,
