@@ -185,8 +185,8 @@ void
 brq_gw_await_log(const brq_gw *gw, const char *needle, int n, int timeout_ms)
 {
 	for (int waited = 0; brq_gw_count(brq_gw_log(gw), needle) < n; waited += 20) {
-		cr_assert(waited < timeout_ms, "no %d x '%s' in the log after %d ms:\n%s", n, needle, timeout_ms,
-			  brq_gw_log(gw));
+		cr_assert(waited < timeout_ms, "no %d x '%s' in the log after %d ms:\n%s", n, needle,
+			  timeout_ms, brq_gw_log(gw));
 		usleep(20 * 1000);
 	}
 }
