@@ -19,7 +19,9 @@ packages=(
   # the Debian packages (deploy/debs.sh) and their checks (man pages: man-db)
   build-essential debhelper lintian man-db
   # tests
-  libcriterion-dev valgrind util-linux procps
+  # (systemd: systemd-analyze and systemd-sysusers check deploy/systemd, and its
+  # environment.d generator is the reference for the env file syntax)
+  libcriterion-dev valgrind util-linux procps systemd
   # the private PostgreSQL for tests, benchmarks and the demo
   postgresql-15 postgresql-client-15
   # promtool and a real Prometheus for the observability tests

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
-// Bearer tokens: keeps keyed hashes of the configured tokens and checks presented ones in constant time.
+// Bearer tokens: keeps keyed hashes of the configured tokens, checks presented ones in constant time, and
+// swaps in a new generation while checks run.
 #include "auth.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -15,11 +19,35 @@
 
 _Static_assert(sizeof(((struct brq_auth *) 0)->key) == crypto_generichash_KEYBYTES,
 	       "auth key size must match BLAKE2b's default key size");
-_Static_assert(sizeof(((struct brq_auth_entry *) 0)->hash) == crypto_verify_32_BYTES,
-	       "stored hashes are compared with crypto_verify_32");
 
 // Largest token file read: a maximal token plus generous trailing whitespace.
 #define TOKEN_FILE_MAX 4096
+
+typedef struct brq_auth_entry {
+	unsigned char hash[crypto_verify_32_BYTES]; // keyed BLAKE2b-256 of the token
+	enum brq_role role;                         // WORKER or ADMIN
+} brq_auth_entry;
+
+struct brq_auth_set {
+	brq_auth_entry *entries; // n entries, owned
+	char          **paths;   // paths[i] names entries[i] (for the change log), owned
+	size_t          n;
+};
+
+// Readers (checks) and the publisher share the current set without a lock, in the
+// manner of sleepable RCU: a check increments readers[phase & 1], loads `cur`, reads
+// it, and decrements the same counter. The publisher swaps `cur`, then flips the
+// phase and waits until the counter of the previous phase drains, twice (once per
+// counter), before freeing the old set. A check that could still hold the old set
+// incremented one of the two counters before loading it, so after both waits none
+// does; new checks use the other counter, so each wait ends. All atomics are
+// sequentially consistent.
+struct brq_auth_live {
+	_Atomic(brq_auth_set *) cur;
+	atomic_uint             phase;
+	atomic_ulong            readers[2];
+	pthread_mutex_t         publish_mtx; // one publisher at a time
+};
 
 static bool
 is_trailing_space(unsigned char c)
@@ -27,51 +55,84 @@ is_trailing_space(unsigned char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+// Reads up to sizeof(buf) bytes of fd into buf. Returns the length, or -1 (errno set).
+static ssize_t
+read_upto(int fd, unsigned char *buf, size_t cap)
+{
+	size_t len = 0;
+	while (len < cap) {
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n < 0) {
+			return -1;
+		}
+		if (n == 0) {
+			break;
+		}
+		len += (size_t) n;
+	}
+	return (ssize_t) len;
+}
+
+// Checks what fstat says about a token file. On a problem, adds one line and returns false.
+static bool
+file_is_acceptable(const char *what, const char *path, const struct stat *st,
+		   struct brq_config_problems *problems)
+{
+	if (!S_ISREG(st->st_mode)) {
+		brq_config_problem_add(problems, "%s %s: not a regular file", what, path);
+		return false;
+	}
+	if ((st->st_mode & 0007) != 0) {
+		// As ssh does with private keys: a token others can read is no secret, and
+		// one others can write lets them choose it. Group access is the normal
+		// root:brooq 0640 setup.
+		brq_config_problem_add(problems,
+				       "%s %s: mode %04o lets others read or write it; "
+				       "remove their access (chmod o-rwx), group access is fine",
+				       what, path, (unsigned) (st->st_mode & 07777));
+		return false;
+	}
+	return true;
+}
+
 // Reads `path`, checks it and stores the keyed hash into *e. On a problem, adds one line
-// naming the file (never its content) and returns -EINVAL.
+// naming the file (never its content) and returns BRQ_EINVAL.
 static int
-load_token_file(const unsigned char key[32], const char *path, enum brq_role role, struct brq_auth_entry *e,
+load_token_file(const unsigned char key[32], const char *path, enum brq_role role, brq_auth_entry *e,
 		struct brq_config_problems *problems)
 {
 	const char   *what = role == BRQ_ROLE_ADMIN ? "admin token file" : "worker token file";
 	unsigned char buf[TOKEN_FILE_MAX + 1];
-	size_t        len = 0;
-	int           rc  = -EINVAL;
+	ssize_t       got = 0;
+	size_t        len;
+	int           rc = BRQ_EINVAL;
 	struct stat   st;
 
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		brq_config_problem_add(problems, "%s %s: cannot open: %s", what, path, strerror(errno));
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	if (fstat(fd, &st) != 0) {
 		brq_config_problem_add(problems, "%s %s: cannot stat: %s", what, path, strerror(errno));
 		goto out;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		brq_config_problem_add(problems, "%s %s: not a regular file", what, path);
+	if (!file_is_acceptable(what, path, &st, problems)) {
 		goto out;
 	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, sizeof(buf) - len);
-		if (n < 0 && errno == EINTR) {
-			continue;
-		}
-		if (n < 0) {
-			brq_config_problem_add(problems, "%s %s: cannot read: %s", what, path,
-					       strerror(errno));
-			goto out;
-		}
-		if (n == 0 || (len += (size_t) n) == sizeof(buf)) {
-			break;
-		}
+	got = read_upto(fd, buf, sizeof(buf));
+	if (got < 0) {
+		brq_config_problem_add(problems, "%s %s: cannot read: %s", what, path, strerror(errno));
+		got = 0;
+		goto out;
 	}
-	if (len == sizeof(buf)) {
-		len = sizeof(buf); // more than TOKEN_FILE_MAX bytes: too long, whatever follows
-	} else {
-		while (len > 0 && is_trailing_space(buf[len - 1])) {
-			len--;
-		}
+	len = (size_t) got;
+	// More than TOKEN_FILE_MAX bytes is too long, whatever follows; otherwise trim.
+	while (len < sizeof(buf) && len > 0 && is_trailing_space(buf[len - 1])) {
+		len--;
 	}
 	if (len > BRQ_AUTH_TOKEN_MAX) {
 		brq_config_problem_add(problems, "%s %s: token too long (at most %d bytes)", what, path,
@@ -85,82 +146,230 @@ load_token_file(const unsigned char key[32], const char *path, enum brq_role rol
 			what, path, len, BRQ_AUTH_TOKEN_MIN);
 		goto out;
 	}
-	if ((st.st_mode & 0007) != 0) {
-		// World access is a warning, not an error: refusing would turn a permissions
-		// slip into an outage. Group access is the normal root:brooq 0640 setup.
-		BRQ_LOG_WARN("token_file_world_readable", "path=%s mode=%04o role=%s", BRQ_LOG_Q(path),
-			     (unsigned) (st.st_mode & 07777), brq_auth_role_name(role));
-	}
 	crypto_generichash(e->hash, sizeof(e->hash), buf, len, key, 32);
 	e->role = role;
 	rc      = 0;
 out:
-	sodium_memzero(buf, sizeof(buf));
+	sodium_memzero(buf, (size_t) got);
 	close(fd);
 	return rc;
+}
+
+void
+brq_auth_set_free(brq_auth_set *set)
+{
+	if (set == NULL) {
+		return;
+	}
+	if (set->entries != NULL) {
+		sodium_memzero(set->entries, set->n * sizeof(*set->entries));
+	}
+	for (size_t i = 0; set->paths != NULL && i < set->n; i++) {
+		free(set->paths[i]);
+	}
+	free(set->entries);
+	free(set->paths);
+	free(set);
+}
+
+// One token for two roles is a mistake (which role was meant?). Timing here reveals
+// nothing useful: it runs at load, not per request. Returns false after adding problems.
+static bool
+roles_are_distinct(const brq_auth_set *s, struct brq_config_problems *problems)
+{
+	bool is_ok = true;
+	for (size_t i = 0; i < s->n; i++) {
+		for (size_t j = i + 1; j < s->n; j++) {
+			if (s->entries[i].role != s->entries[j].role &&
+			    sodium_memcmp(s->entries[i].hash, s->entries[j].hash, 32) == 0) {
+				brq_config_problem_add(problems,
+						       "%s token file %s: same token as %s token file %s",
+						       brq_auth_role_name(s->entries[i].role), s->paths[i],
+						       brq_auth_role_name(s->entries[j].role), s->paths[j]);
+				is_ok = false;
+			}
+		}
+	}
+	return is_ok;
+}
+
+int
+brq_auth_prepare(const struct brq_auth *a, const char *const *worker_files, size_t n_worker,
+		 const char *const *admin_files, size_t n_admin, brq_auth_set **out,
+		 struct brq_config_problems *problems)
+{
+	size_t        total  = n_worker + n_admin;
+	bool          is_bad = false;
+	brq_auth_set *s      = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (s == NULL) {
+		return BRQ_ENOMEM;
+	}
+	if (total == 0) {
+		brq_config_problem_add(problems, "auth: no token files configured");
+		free(s);
+		return BRQ_EINVAL;
+	}
+	s->entries = calloc(total, sizeof(*s->entries));
+	s->paths   = calloc(total, sizeof(*s->paths));
+	if (s->entries == NULL || s->paths == NULL) {
+		brq_auth_set_free(s);
+		return BRQ_ENOMEM;
+	}
+	// Every file is read, collecting all problems rather than stopping at the first.
+	for (size_t i = 0; i < total; i++) {
+		bool        is_admin = i >= n_worker;
+		const char *path     = is_admin ? admin_files[i - n_worker] : worker_files[i];
+		if (load_token_file(a->key, path, is_admin ? BRQ_ROLE_ADMIN : BRQ_ROLE_WORKER,
+				    &s->entries[s->n], problems) != 0) {
+			is_bad = true;
+			continue;
+		}
+		s->paths[s->n] = strdup(path);
+		if (s->paths[s->n++] == NULL) {
+			brq_auth_set_free(s);
+			return BRQ_ENOMEM;
+		}
+	}
+	if (!roles_are_distinct(s, problems) || is_bad) {
+		brq_auth_set_free(s);
+		return BRQ_EINVAL;
+	}
+	*out = s;
+	return 0;
+}
+
+int
+brq_auth_prepare_config(const struct brq_auth *a, const struct brq_config *cfg, brq_auth_set **out,
+			struct brq_config_problems *problems)
+{
+	return brq_auth_prepare(a, (const char *const *) cfg->worker_token_files, cfg->n_worker_token_files,
+				(const char *const *) cfg->admin_token_files, cfg->n_admin_token_files, out,
+				problems);
+}
+
+int
+brq_auth_open(struct brq_auth *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (sodium_init() < 0) {
+		return BRQ_EIO;
+	}
+	a->live = calloc(1, sizeof(*a->live));
+	if (a->live == NULL) {
+		return BRQ_ENOMEM;
+	}
+	atomic_init(&a->live->cur, NULL);
+	atomic_init(&a->live->phase, 0);
+	atomic_init(&a->live->readers[0], 0);
+	atomic_init(&a->live->readers[1], 0);
+	pthread_mutex_init(&a->live->publish_mtx, NULL);
+	randombytes_buf(a->key, sizeof(a->key));
+	return 0;
+}
+
+static size_t
+set_count(const brq_auth_set *s, enum brq_role role)
+{
+	size_t n = 0;
+	for (size_t i = 0; s != NULL && i < s->n; i++) {
+		n += role == BRQ_ROLE_NONE || s->entries[i].role == role;
+	}
+	return n;
+}
+
+// Index of `path` with `role` in s, or s->n.
+static size_t
+find_entry(const brq_auth_set *s, const char *path, enum brq_role role)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->entries[i].role == role && strcmp(s->paths[i], path) == 0) {
+			return i;
+		}
+	}
+	return s->n;
+}
+
+// Logs the differences between two sets, file by file: paths and roles only.
+static void
+log_changes(const brq_auth_set *old, const brq_auth_set *cur)
+{
+	size_t added = 0, removed = 0, changed = 0;
+
+	if (old == NULL) {
+		BRQ_LOG_INFO("tokens_loaded", "worker=%zu admin=%zu", set_count(cur, BRQ_ROLE_WORKER),
+			     set_count(cur, BRQ_ROLE_ADMIN));
+		return;
+	}
+	for (size_t i = 0; i < cur->n; i++) {
+		const char *role = brq_auth_role_name(cur->entries[i].role);
+		size_t      j    = find_entry(old, cur->paths[i], cur->entries[i].role);
+		if (j == old->n) {
+			added++;
+			BRQ_LOG_INFO("token_added", "role=%s path=%s", role, BRQ_LOG_Q(cur->paths[i]));
+		} else if (sodium_memcmp(old->entries[j].hash, cur->entries[i].hash, 32) != 0) {
+			changed++;
+			BRQ_LOG_INFO("token_changed", "role=%s path=%s", role, BRQ_LOG_Q(cur->paths[i]));
+		}
+	}
+	for (size_t j = 0; j < old->n; j++) {
+		if (find_entry(cur, old->paths[j], old->entries[j].role) == cur->n) {
+			removed++;
+			BRQ_LOG_INFO("token_removed", "role=%s path=%s",
+				     brq_auth_role_name(old->entries[j].role), BRQ_LOG_Q(old->paths[j]));
+		}
+	}
+	BRQ_LOG_INFO("tokens_reloaded", "worker=%zu admin=%zu added=%zu removed=%zu changed=%zu",
+		     set_count(cur, BRQ_ROLE_WORKER), set_count(cur, BRQ_ROLE_ADMIN), added, removed,
+		     changed);
+}
+
+// Waits until no check counted under `idx` remains. Checks never block, so this is
+// a few microseconds in practice.
+static void
+wait_readers(brq_auth_live *lv, unsigned idx)
+{
+	struct timespec nap = {.tv_sec = 0, .tv_nsec = 50 * 1000};
+	while (atomic_load(&lv->readers[idx]) != 0) {
+		nanosleep(&nap, NULL);
+	}
+}
+
+void
+brq_auth_publish(struct brq_auth *a, brq_auth_set *set)
+{
+	brq_auth_live *lv = a->live;
+	if (set == NULL || lv == NULL) {
+		brq_auth_set_free(set);
+		return;
+	}
+	pthread_mutex_lock(&lv->publish_mtx);
+	brq_auth_set *old = atomic_exchange(&lv->cur, set);
+	for (int flip = 0; flip < 2; flip++) {
+		unsigned was = atomic_fetch_add(&lv->phase, 1u) & 1u;
+		wait_readers(lv, was);
+	}
+	log_changes(old, set);
+	pthread_mutex_unlock(&lv->publish_mtx);
+	brq_auth_set_free(old);
 }
 
 int
 brq_auth_init(struct brq_auth *a, const char *const *worker_files, size_t n_worker,
 	      const char *const *admin_files, size_t n_admin, struct brq_config_problems *problems)
 {
-	const char **paths  = NULL; // paths[i] names entries[i], for the duplicate check
-	size_t       n      = 0;
-	bool         is_bad = false;
-	int          rc     = -ENOMEM;
-
-	memset(a, 0, sizeof(*a));
-	if (sodium_init() < 0) {
-		return -EIO;
+	brq_auth_set *set = NULL;
+	int           rc  = brq_auth_open(a);
+	if (rc == 0) {
+		rc = brq_auth_prepare(a, worker_files, n_worker, admin_files, n_admin, &set, problems);
 	}
-	if (n_worker + n_admin == 0) {
-		brq_config_problem_add(problems, "auth: no token files configured");
-		return -EINVAL;
+	if (rc != 0) {
+		brq_auth_fini(a);
+		return rc;
 	}
-	randombytes_buf(a->key, sizeof(a->key));
-	a->entries = calloc(n_worker + n_admin, sizeof(*a->entries));
-	paths      = calloc(n_worker + n_admin, sizeof(*paths));
-	if (a->entries == NULL || paths == NULL) {
-		goto fail;
-	}
-	// 1. Hash every file, collecting all problems rather than stopping at the first.
-	for (size_t i = 0; i < n_worker + n_admin; i++) {
-		bool        is_admin = i >= n_worker;
-		const char *path     = is_admin ? admin_files[i - n_worker] : worker_files[i];
-		if (load_token_file(a->key, path, is_admin ? BRQ_ROLE_ADMIN : BRQ_ROLE_WORKER, &a->entries[n],
-				    problems) != 0) {
-			is_bad = true;
-			continue;
-		}
-		paths[n++] = path;
-	}
-	// 2. One token for two roles is a mistake (which role was meant?). Timing here
-	//    reveals nothing useful: it runs once, before any request.
-	for (size_t i = 0; i < n; i++) {
-		for (size_t j = i + 1; j < n; j++) {
-			if (a->entries[i].role != a->entries[j].role &&
-			    sodium_memcmp(a->entries[i].hash, a->entries[j].hash, 32) == 0) {
-				brq_config_problem_add(problems,
-						       "%s token file %s: same token as %s token file %s",
-						       brq_auth_role_name(a->entries[i].role), paths[i],
-						       brq_auth_role_name(a->entries[j].role), paths[j]);
-				is_bad = true;
-			}
-		}
-	}
-	if (is_bad) {
-		rc = -EINVAL;
-		goto fail;
-	}
-	free(paths);
-	a->n_entries = n;
+	brq_auth_publish(a, set);
 	return 0;
-
-fail:
-	free(paths);
-	a->n_entries = n;
-	brq_auth_fini(a);
-	return rc;
 }
 
 int
@@ -175,23 +384,11 @@ int
 brq_auth_add_token(struct brq_auth *a, const void *token, size_t len, enum brq_role role)
 {
 	if (token == NULL || len < BRQ_AUTH_TOKEN_MIN || len > BRQ_AUTH_TOKEN_MAX ||
-	    (role != BRQ_ROLE_WORKER && role != BRQ_ROLE_ADMIN)) {
+	    (role != BRQ_ROLE_WORKER && role != BRQ_ROLE_ADMIN) || a->extra_role != BRQ_ROLE_NONE) {
 		return BRQ_EINVAL;
 	}
-	// A new array rather than realloc, so the old one is wiped like every other.
-	struct brq_auth_entry *e = calloc(a->n_entries + 1, sizeof(*e));
-	if (e == NULL) {
-		return BRQ_ENOMEM;
-	}
-	if (a->entries != NULL) {
-		memcpy(e, a->entries, a->n_entries * sizeof(*e));
-		sodium_memzero(a->entries, a->n_entries * sizeof(*e));
-		free(a->entries);
-	}
-	crypto_generichash(e[a->n_entries].hash, sizeof(e->hash), token, len, a->key, sizeof(a->key));
-	e[a->n_entries].role = role;
-	a->entries           = e;
-	a->n_entries++;
+	crypto_generichash(a->extra_hash, sizeof(a->extra_hash), token, len, a->key, sizeof(a->key));
+	a->extra_role = role;
 	return 0;
 }
 
@@ -201,30 +398,52 @@ brq_auth_fini(struct brq_auth *a)
 	if (a == NULL) {
 		return;
 	}
-	if (a->entries != NULL) {
-		sodium_memzero(a->entries, a->n_entries * sizeof(*a->entries));
-		free(a->entries);
+	if (a->live != NULL) {
+		brq_auth_set_free(atomic_load(&a->live->cur));
+		pthread_mutex_destroy(&a->live->publish_mtx);
+		free(a->live);
 	}
 	sodium_memzero(a->key, sizeof(a->key));
 	memset(a, 0, sizeof(*a));
 }
 
+size_t
+brq_auth_count(const struct brq_auth *a, enum brq_role role)
+{
+	// Only the publisher changes the set; this is for logs and tests, not the hot path.
+	if (a->live == NULL) {
+		return 0;
+	}
+	pthread_mutex_lock(&a->live->publish_mtx);
+	size_t n = set_count(atomic_load(&a->live->cur), role);
+	pthread_mutex_unlock(&a->live->publish_mtx);
+	return n;
+}
+
 enum brq_role
 brq_auth_check(const struct brq_auth *a, const void *token, size_t len)
 {
-	unsigned char h[32];
-	unsigned      acc = 0;
+	unsigned char  h[32];
+	unsigned       acc = 0;
+	brq_auth_live *lv  = a->live;
 
 	// Length is not secret (the attacker chose it); the content is.
-	if (token == NULL || len == 0 || len > BRQ_AUTH_TOKEN_MAX) {
+	if (token == NULL || len == 0 || len > BRQ_AUTH_TOKEN_MAX || lv == NULL) {
 		return BRQ_ROLE_NONE;
 	}
 	crypto_generichash(h, sizeof(h), token, len, a->key, sizeof(a->key));
-	for (size_t i = 0; i < a->n_entries; i++) {
+	unsigned idx = atomic_load(&lv->phase) & 1u;
+	atomic_fetch_add(&lv->readers[idx], 1);
+	const brq_auth_set *s = atomic_load(&lv->cur);
+	for (size_t i = 0; s != NULL && i < s->n; i++) {
 		// crypto_verify_32: 0 on match, -1 otherwise -> m is 1 or 0, no branch.
-		unsigned m = (unsigned) (crypto_verify_32(h, a->entries[i].hash) + 1);
-		acc |= (0u - m) & (unsigned) a->entries[i].role;
+		unsigned m = (unsigned) (crypto_verify_32(h, s->entries[i].hash) + 1);
+		acc |= (0u - m) & (unsigned) s->entries[i].role;
 	}
+	atomic_fetch_sub(&lv->readers[idx], 1);
+	// The in-memory token: compared always, so that its absence takes the same time.
+	unsigned m = (unsigned) (crypto_verify_32(h, a->extra_hash) + 1);
+	acc |= (0u - m) & (unsigned) a->extra_role;
 	sodium_memzero(h, sizeof(h));
 	if (acc & BRQ_ROLE_ADMIN) {
 		return BRQ_ROLE_ADMIN;

@@ -7,6 +7,11 @@
 //
 // Roles: worker may call ping, enqueue, claim, heartbeat, settle, job, stats; admin may
 // call everything, including cancel (the admin-only operations).
+//
+// On SIGHUP (reload.h) a new set is prepared from the files as they are now and, only
+// if every file passes, published in place of the old one while NNG threads keep
+// checking requests: a check never waits, and the old set is freed once no check
+// reads it any more.
 #ifndef BRQ_GATEWAY_AUTH_H
 #define BRQ_GATEWAY_AUTH_H
 
@@ -28,29 +33,60 @@ enum brq_role {
 	BRQ_ROLE_ADMIN  = 2,
 };
 
-struct brq_auth_entry {
-	unsigned char hash[32]; // keyed BLAKE2b-256 of the token
-	enum brq_role role;     // WORKER or ADMIN
-};
+// One generation of token hashes (auth.c): immutable once published.
+typedef struct brq_auth_set brq_auth_set;
 
-// Fields are private to auth.c. Read-only after brq_auth_init(): brq_auth_check() may
-// be called from any number of threads at once.
+// The published generation and the count of checks reading it (auth.c).
+typedef struct brq_auth_live brq_auth_live;
+
+// Fields are private to auth.c. brq_auth_check() may be called from any number of
+// threads at once, also while brq_auth_publish() replaces the tokens (SIGHUP).
 struct brq_auth {
-	unsigned char          key[32]; // per-process BLAKE2b key, wiped by fini
-	struct brq_auth_entry *entries; // n_entries, owned
-	size_t                 n_entries;
+	unsigned char  key[32]; // per-process BLAKE2b key, the same for every generation; wiped by fini
+	brq_auth_live *live;    // owned
+	// A token that lives in memory only (the self-probe's), outside every file set,
+	// so a reload keeps it. role NONE: none.
+	unsigned char extra_hash[32];
+	enum brq_role extra_role;
 };
 
-// Loads the token files. Each file's content, trimmed of trailing whitespace (space,
-// \t, \r, \n), must be BRQ_AUTH_TOKEN_MIN..BRQ_AUTH_TOKEN_MAX bytes; any byte values
-// are allowed. A file readable by "others" (mode & 0007) is accepted with a warning in
-// the log; group-readable is normal (root:brooq 0640) and is not warned about. A token
-// configured for both roles is a problem. Problems name the file, never its content;
-// every file is checked so that all problems are reported at once. The read buffer is
-// wiped on every path. Calls sodium_init() (idempotent).
-// Returns 0 on success (release with brq_auth_fini()), -EINVAL when problems were
-// added to *problems (not initialised by this call), -ENOMEM, or -EIO when libsodium
-// cannot initialise. On failure *a holds nothing.
+// Prepares *a with a fresh key and no tokens (every check answers NONE until a set is
+// published). Calls sodium_init() (idempotent). Returns 0 (release with
+// brq_auth_fini()), BRQ_ENOMEM, or BRQ_EIO when libsodium cannot initialise; on
+// failure *a holds nothing.
+BRQ_MUSTCHECK int brq_auth_open(struct brq_auth *a);
+
+// Reads and hashes the token files into a new set (*out, owned by the caller: publish
+// or free it). Each file's content, trimmed of trailing whitespace (space, \t, \r,
+// \n), must be BRQ_AUTH_TOKEN_MIN..BRQ_AUTH_TOKEN_MAX bytes; any byte values are
+// allowed. A file that "others" may read or write (mode & 0007) is refused, as ssh
+// refuses such keys; group access is the normal root:brooq 0640 and is fine. A token
+// configured for both roles is a problem. Problems name the file (and its mode),
+// never its content; every file is checked, so that all problems are reported at
+// once. The read buffer is wiped on every path. Does not change what *a accepts.
+// Returns 0, BRQ_EINVAL when problems were added to *problems, or BRQ_ENOMEM; on
+// failure *out is NULL.
+BRQ_MUSTCHECK int brq_auth_prepare(const struct brq_auth *a, const char *const *worker_files, size_t n_worker,
+				   const char *const *admin_files, size_t n_admin, brq_auth_set **out,
+				   struct brq_config_problems *problems);
+
+// Same, with the token file lists of a configuration.
+BRQ_MUSTCHECK int brq_auth_prepare_config(const struct brq_auth *a, const struct brq_config *cfg,
+					  brq_auth_set **out, struct brq_config_problems *problems);
+
+// Makes `set` the tokens *a accepts (takes it; NULL is ignored), then frees the
+// previous set once no check still reads it. Logs what changed against the previous
+// set, file by file (token_added / token_removed / token_changed, then
+// tokens_reloaded with the counts) or, for the first set, tokens_loaded; never a token.
+// One publisher at a time is enforced; checks never wait for it.
+void brq_auth_publish(struct brq_auth *a, brq_auth_set *set);
+
+// Frees a set that was not published (wiping its hashes). NULL is fine.
+void brq_auth_set_free(brq_auth_set *set);
+
+// brq_auth_open() + brq_auth_prepare() + brq_auth_publish(). Returns what they
+// return; on failure *a holds nothing. brq_auth_prepare() reports "no token files
+// configured" when both lists are empty.
 BRQ_MUSTCHECK int brq_auth_init(struct brq_auth *a, const char *const *worker_files, size_t n_worker,
 				const char *const *admin_files, size_t n_admin,
 				struct brq_config_problems *problems);
@@ -59,20 +95,26 @@ BRQ_MUSTCHECK int brq_auth_init(struct brq_auth *a, const char *const *worker_fi
 BRQ_MUSTCHECK int brq_auth_init_config(struct brq_auth *a, const struct brq_config *cfg,
 				       struct brq_config_problems *problems);
 
-// Adds one more token for `role` (WORKER or ADMIN), given as len bytes
+// Adds the one in-memory token for `role` (WORKER or ADMIN), given as len bytes
 // (BRQ_AUTH_TOKEN_MIN..BRQ_AUTH_TOKEN_MAX): the gateway's own self-probe token
-// (selfprobe.h), which exists only in memory. Only its keyed hash is kept; the caller
-// keeps (and wipes) the bytes. Not thread-safe: call before the first
-// brq_auth_check(), i.e. before the server starts. Returns 0, BRQ_EINVAL (bad
-// length or role, nothing added) or BRQ_ENOMEM (nothing added).
+// (selfprobe.h). It is not part of any file set, so reloads keep it. Only its keyed
+// hash is kept; the caller keeps (and wipes) the bytes. Not thread-safe: call after
+// brq_auth_open() and before the first brq_auth_check(), i.e. before the server
+// starts. Returns 0, or BRQ_EINVAL (bad length or role, or one is set already:
+// nothing added).
 BRQ_MUSTCHECK int brq_auth_add_token(struct brq_auth *a, const void *token, size_t len, enum brq_role role);
 
-// Wipes the key and hashes and frees them. Accepts a zeroed or released struct.
+// Wipes the key and hashes and frees them. No check may run any more. Accepts a
+// zeroed or released struct.
 void brq_auth_fini(struct brq_auth *a);
+
+// Tokens of `role` (BRQ_ROLE_NONE: all) that *a accepts now.
+size_t brq_auth_count(const struct brq_auth *a, enum brq_role role);
 
 // Role of the presented token (len bytes, any content; 1..BRQ_AUTH_TOKEN_MAX, else
 // NONE). Every stored hash is compared with crypto_verify_32 and no early exit, so the
-// time does not depend on which token, if any, matched. The token is borrowed.
+// time does not depend on which token, if any, matched. The token is borrowed. Any
+// thread; wait-free with respect to brq_auth_publish() (two atomic increments).
 enum brq_role brq_auth_check(const struct brq_auth *a, const void *token, size_t len);
 
 // May `role` call an operation? admin_only is true for admin-only operations (cancel).

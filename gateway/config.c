@@ -30,15 +30,7 @@
 #define DEFAULT_HTTP_PORT     8090
 #define REAPER_MIN_DEFAULT_MS (5 * MS_PER_S)
 
-// Ranges shared by the global variables and the per-topic overrides.
-#define LEASE_MIN_MS        MS_PER_S
-#define LEASE_MAX_MS        MS_PER_D
-#define BACKOFF_BASE_MIN_MS 1ull
-#define BACKOFF_BASE_MAX_MS MS_PER_D
-#define BACKOFF_MAX_MIN_MS  1ull
-#define BACKOFF_MAX_MAX_MS  (7 * MS_PER_D)
-#define MAX_ATTEMPTS_MIN    1
-#define MAX_ATTEMPTS_MAX    1000
+extern char **environ; // POSIX: the process environment
 
 static const char *
 env_getenv(const char *name, void *arg)
@@ -296,13 +288,13 @@ read_dsn_file(struct loader *L, const char *var, const char *path, char **out)
 	char  *buf = NULL;
 	size_t len = 0;
 	int    rc  = brq_cfg_read_small_file(path, DSN_FILE_MAX, &buf, &len);
-	if (rc == -ENOMEM) {
+	if (rc == BRQ_ENOMEM) {
 		L->is_oom = true;
 		return;
 	}
 	if (rc != 0) {
 		brq_config_problem_add(L->p, "%s: cannot read %s: %s", var, path,
-				       rc == -EFBIG ? "larger than 64KiB" : strerror(-rc));
+				       rc == BRQ_E2BIG ? "larger than 64KiB" : strerror(errno));
 		return;
 	}
 	size_t start = 0, end = len;
@@ -487,200 +479,6 @@ scan_credentials(struct loader *L, struct brq_config *cfg)
 	free(names);
 }
 
-// --- topic overrides ----------------------------------------------------------------
-
-// Trims blanks in place on [*a, *b).
-static void
-trim_span(const char **a, const char **b)
-{
-	while (*a < *b && brq_cfg_is_blank(**a)) {
-		(*a)++;
-	}
-	while (*b > *a && brq_cfg_is_blank((*b)[-1])) {
-		(*b)--;
-	}
-}
-
-// Parses one "key=value" of a topic entry into o. `label` names the entry in problems.
-static void
-parse_override_kv(struct loader *L, const char *label, const char *a, const char *b,
-		  struct brq_topic_override *o)
-{
-	static const char var[] = "BROOQ_TOPIC_OVERRIDES";
-	char              val[64];
-	char              lo[32], hi[32];
-	const char       *why;
-	uint64_t          v;
-
-	trim_span(&a, &b);
-	if (a == b) {
-		brq_config_problem_add(L->p, "%s: %s: empty setting", var, label);
-		return;
-	}
-	const char *eq = memchr(a, '=', (size_t) (b - a));
-	if (eq == NULL) {
-		brq_config_problem_add(L->p, "%s: %s: expected key=value", var, label);
-		return;
-	}
-	const char *ka = a, *kb = eq, *va = eq + 1, *vb = b;
-	trim_span(&ka, &kb);
-	trim_span(&va, &vb);
-	size_t klen = (size_t) (kb - ka);
-	if ((size_t) (vb - va) >= sizeof(val)) {
-		brq_config_problem_add(L->p, "%s: %s: value too long", var, label);
-		return;
-	}
-	memcpy(val, va, (size_t) (vb - va));
-	val[vb - va] = '\0';
-
-	bool       *has;
-	const char *key;
-	if (klen == 12 && memcmp(ka, "max_attempts", 12) == 0) {
-		has = &o->has_max_attempts;
-		key = "max_attempts";
-	} else if (klen == 12 && memcmp(ka, "backoff_base", 12) == 0) {
-		has = &o->has_backoff_base;
-		key = "backoff_base";
-	} else if (klen == 11 && memcmp(ka, "backoff_max", 11) == 0) {
-		has = &o->has_backoff_max;
-		key = "backoff_max";
-	} else if (klen == 5 && memcmp(ka, "lease", 5) == 0) {
-		has = &o->has_lease;
-		key = "lease";
-	} else {
-		brq_config_problem_add(
-			L->p, "%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, lease)", var,
-			label);
-		return;
-	}
-	if (*has) {
-		brq_config_problem_add(L->p, "%s: %s: %s given twice", var, label, key);
-		return;
-	}
-	if (val[0] == '\0') {
-		brq_config_problem_add(L->p, "%s: %s: %s: empty value", var, label, key);
-		return;
-	}
-	if (has == &o->has_max_attempts) {
-		if (brq_config_parse_uint(val, &v, &why) != 0) {
-			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
-		} else if (v < MAX_ATTEMPTS_MIN || v > MAX_ATTEMPTS_MAX) {
-			brq_config_problem_add(L->p, "%s: %s: %s: must be between %d and %d", var, label, key,
-					       MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX);
-		} else {
-			o->max_attempts = (uint32_t) v;
-			*has            = true;
-		}
-		return;
-	}
-	uint64_t min, max, *out;
-	if (has == &o->has_backoff_base) {
-		min = BACKOFF_BASE_MIN_MS, max = BACKOFF_BASE_MAX_MS, out = &o->backoff_base_ms;
-	} else if (has == &o->has_backoff_max) {
-		min = BACKOFF_MAX_MIN_MS, max = BACKOFF_MAX_MAX_MS, out = &o->backoff_max_ms;
-	} else {
-		min = LEASE_MIN_MS, max = LEASE_MAX_MS, out = &o->lease_ms;
-	}
-	if (brq_config_parse_duration_ms(val, &v, &why) != 0) {
-		brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
-	} else if (v < min || v > max) {
-		brq_config_problem_add(L->p, "%s: %s: %s: must be between %s and %s", var, label, key,
-				       brq_config_fmt_duration(lo, sizeof(lo), min),
-				       brq_config_fmt_duration(hi, sizeof(hi), max));
-	} else {
-		*out = v;
-		*has = true;
-	}
-}
-
-// Parses one "topic:k=v,k=v" entry [a, b) into a new array element.
-static void
-parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, const char *a, const char *b)
-{
-	static const char var[] = "BROOQ_TOPIC_OVERRIDES";
-	char              label[BRQ_CONFIG_TOPIC_MAX + 32];
-
-	trim_span(&a, &b);
-	if (a == b) {
-		brq_config_problem_add(L->p, "%s: entry %zu is empty", var, index);
-		return;
-	}
-	const char *colon = memchr(a, ':', (size_t) (b - a));
-	if (colon == NULL) {
-		brq_config_problem_add(L->p, "%s: entry %zu: expected topic:key=value,...", var, index);
-		return;
-	}
-	const char *ta = a, *tb = colon;
-	trim_span(&ta, &tb);
-	if (!brq_topic_valid(ta, (size_t) (tb - ta))) {
-		brq_config_problem_add(
-			L->p, "%s: entry %zu: topic must match [a-z0-9][a-z0-9._-]* and be at most %d bytes",
-			var, index, BRQ_CONFIG_TOPIC_MAX);
-		return;
-	}
-	struct brq_topic_override o;
-	memset(&o, 0, sizeof(o));
-	memcpy(o.topic, ta, (size_t) (tb - ta));
-	snprintf(label, sizeof(label), "%s", o.topic);
-	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
-		if (strcmp(cfg->topic_overrides[i].topic, o.topic) == 0) {
-			brq_config_problem_add(L->p, "%s: %s: topic listed twice", var, label);
-			return;
-		}
-	}
-	const char *s  = colon + 1;
-	const char *sa = s, *sb = b;
-	trim_span(&sa, &sb);
-	if (sa == sb) {
-		brq_config_problem_add(L->p, "%s: %s: no settings", var, label);
-		return;
-	}
-	size_t before = L->p->count;
-	for (;;) {
-		const char *comma = memchr(s, ',', (size_t) (b - s));
-		const char *end   = comma != NULL ? comma : b;
-		parse_override_kv(L, label, s, end, &o);
-		if (comma == NULL) {
-			break;
-		}
-		s = comma + 1;
-	}
-	if (L->p->count != before) {
-		return;
-	}
-	if (cfg->n_topic_overrides == BRQ_CONFIG_MAX_TOPIC_OVERRIDES) {
-		brq_config_problem_add(L->p, "%s: more than %d topics", var, BRQ_CONFIG_MAX_TOPIC_OVERRIDES);
-		return;
-	}
-	struct brq_topic_override *no =
-		realloc(cfg->topic_overrides, (cfg->n_topic_overrides + 1) * sizeof(*no));
-	if (no == NULL) {
-		L->is_oom = true;
-		return;
-	}
-	cfg->topic_overrides                           = no;
-	cfg->topic_overrides[cfg->n_topic_overrides++] = o;
-}
-
-static void
-get_topic_overrides(struct loader *L, struct brq_config *cfg)
-{
-	const char *s = brq_cfg_src_get(&L->src, "BROOQ_TOPIC_OVERRIDES");
-	if (s == NULL) {
-		return;
-	}
-	size_t index = 1;
-	for (;;) {
-		const char *semi = strchr(s, ';');
-		const char *end  = semi != NULL ? semi : s + strlen(s);
-		parse_override_entry(L, cfg, index++, s, end);
-		if (semi == NULL) {
-			break;
-		}
-		s = semi + 1;
-	}
-}
-
 // --- public -------------------------------------------------------------------------
 
 int
@@ -691,7 +489,7 @@ brq_config_init_defaults(struct brq_config *cfg)
 	cfg->http_host = strdup(DEFAULT_HTTP_HOST);
 	if (cfg->listen == NULL || cfg->http_host == NULL) {
 		brq_config_fini(cfg);
-		return -ENOMEM;
+		return BRQ_ENOMEM;
 	}
 	cfg->ipc_mode          = 0660;
 	cfg->pool_size         = 4;
@@ -720,113 +518,125 @@ brq_config_init_defaults(struct brq_config *cfg)
 	return 0;
 }
 
+// Database, listener, pool, job defaults and token file lists. Returns whether both
+// backoff values parsed (the per-topic check needs them).
+static bool
+load_core(struct loader *L, struct brq_config *cfg)
+{
+	get_dsn(L, cfg);
+	get_listen(L, cfg);
+	get_ipc_mode(L, &cfg->ipc_mode);
+	get_u32(L, "BROOQ_POOL_SIZE", 1, 256, &cfg->pool_size);
+
+	get_duration(L, "BROOQ_LEASE", LEASE_MIN_MS, LEASE_MAX_MS, &cfg->lease_ms);
+	enum got base = get_duration(L, "BROOQ_BACKOFF_BASE", BACKOFF_BASE_MIN_MS, BACKOFF_BASE_MAX_MS,
+				     &cfg->backoff_base_ms);
+	enum got bmax = get_duration(L, "BROOQ_BACKOFF_MAX", BACKOFF_MAX_MIN_MS, BACKOFF_MAX_MAX_MS,
+				     &cfg->backoff_max_ms);
+	if (base != GOT_BAD && bmax != GOT_BAD && cfg->backoff_max_ms < cfg->backoff_base_ms) {
+		brq_config_problem_add(L->p, "BROOQ_BACKOFF_MAX: must be at least BROOQ_BACKOFF_BASE");
+	}
+	get_u32(L, "BROOQ_MAX_ATTEMPTS", MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX, &cfg->max_attempts);
+
+	get_path_list(L, "BROOQ_WORKER_TOKEN_FILES", &cfg->worker_token_files, &cfg->n_worker_token_files);
+	get_path_list(L, "BROOQ_ADMIN_TOKEN_FILES", &cfg->admin_token_files, &cfg->n_admin_token_files);
+	scan_credentials(L, cfg);
+	if (cfg->n_worker_token_files + cfg->n_admin_token_files == 0) {
+		brq_config_problem_add(
+			L->p,
+			"BROOQ_WORKER_TOKEN_FILES: no token configured (set BROOQ_WORKER_TOKEN_FILES "
+			"or BROOQ_ADMIN_TOKEN_FILES, or provide worker-token*/admin-token* credentials)");
+	}
+	return base != GOT_BAD && bmax != GOT_BAD;
+}
+
+// Request limits, topic overrides, background work, HTTP, logging, shutdown.
+static void
+load_rest(struct loader *L, struct brq_config *cfg, bool has_backoff)
+{
+	get_u32(L, "BROOQ_MAX_BATCH", 1, 10000, &cfg->max_batch);
+	enum got payload = get_size(L, "BROOQ_MAX_PAYLOAD", 1, GIB, &cfg->max_payload_bytes);
+	enum got request = get_size(L, "BROOQ_MAX_REQUEST", KIB, GIB, &cfg->max_request_bytes);
+	if (payload != GOT_BAD && request != GOT_BAD && cfg->max_request_bytes < cfg->max_payload_bytes) {
+		brq_config_problem_add(L->p, "BROOQ_MAX_REQUEST: must be at least BROOQ_MAX_PAYLOAD");
+	}
+	get_duration(L, "BROOQ_MAX_WAIT", 0, MS_PER_H, &cfg->max_wait_ms);
+	get_u32(L, "BROOQ_MAX_WAITERS", 0, 100000, &cfg->max_waiters);
+	get_duration(L, "BROOQ_POLL_INTERVAL", 10, 10 * MS_PER_M, &cfg->poll_interval_ms);
+	enum got probe =
+		get_duration(L, "BROOQ_SELFPROBE_INTERVAL", 0, 10 * MS_PER_M, &cfg->selfprobe_interval_ms);
+	if (probe == GOT_OK && cfg->selfprobe_interval_ms != 0 && cfg->selfprobe_interval_ms < 100) {
+		brq_config_problem_add(L->p, "BROOQ_SELFPROBE_INTERVAL: must be 0 (off) or 100ms..10m");
+	}
+
+	brq_cfg_get_topic_overrides(L, cfg);
+	if (has_backoff) {
+		brq_cfg_check_topic_backoff(L, cfg);
+	}
+	// Default reaper period follows the shortest lease, so that short-lease topics
+	// are not left waiting for a period sized for the global lease.
+	uint64_t min_lease = brq_cfg_min_lease_ms(cfg);
+	cfg->reaper_interval_ms =
+		min_lease / 4 > REAPER_MIN_DEFAULT_MS ? min_lease / 4 : REAPER_MIN_DEFAULT_MS;
+	get_duration(L, "BROOQ_REAPER_INTERVAL", 100, MS_PER_D, &cfg->reaper_interval_ms);
+
+	get_duration(L, "BROOQ_RETENTION_TTL", 0, 3650 * MS_PER_D, &cfg->retention_ttl_ms);
+	get_duration(L, "BROOQ_RETENTION_INTERVAL", MS_PER_S, MS_PER_D, &cfg->retention_interval_ms);
+	get_u32(L, "BROOQ_RETENTION_BATCH", 1, 100000, &cfg->retention_batch);
+	get_u32(L, "BROOQ_RETENTION_MAX_BATCHES", 1, 100000, &cfg->retention_max_batches);
+
+	get_http(L, cfg);
+
+	const char *lvl = brq_cfg_src_get(&L->src, "BROOQ_LOG_LEVEL");
+	if (lvl != NULL && brq_log_parse_level(lvl, &cfg->log_level) != 0) {
+		brq_config_problem_add(L->p, "BROOQ_LOG_LEVEL: must be debug, info, warn or error");
+	}
+	get_duration(L, "BROOQ_SHUTDOWN_GRACE", 0, MS_PER_H, &cfg->shutdown_grace_ms);
+}
+
 int
-brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_fn lookup, void *lookup_arg,
-		struct brq_config_problems *problems)
+brq_config_load_from(struct brq_config *cfg, const struct brq_config_sources *src,
+		     struct brq_config_problems *problems)
 {
 	struct loader L;
 	memset(&L, 0, sizeof(L));
-	L.src.lookup     = lookup != NULL ? lookup : env_getenv;
-	L.src.lookup_arg = lookup_arg;
+	L.src.lookup     = src->lookup != NULL ? src->lookup : env_getenv;
+	L.src.lookup_arg = src->lookup_arg;
 	L.p              = problems;
 	brq_config_problems_init(problems);
 
 	if (brq_config_init_defaults(cfg) != 0) {
-		return -ENOMEM;
+		return BRQ_ENOMEM;
 	}
-	if (env_file != NULL) {
-		brq_cfg_load_env_file(&L, env_file);
+	if (src->env_file != NULL) {
+		brq_cfg_load_env_file(&L, src->env_file);
 	}
-
-	get_dsn(&L, cfg);
-	get_listen(&L, cfg);
-	get_ipc_mode(&L, &cfg->ipc_mode);
-	get_u32(&L, "BROOQ_POOL_SIZE", 1, 256, &cfg->pool_size);
-
-	get_duration(&L, "BROOQ_LEASE", LEASE_MIN_MS, LEASE_MAX_MS, &cfg->lease_ms);
-	enum got base = get_duration(&L, "BROOQ_BACKOFF_BASE", BACKOFF_BASE_MIN_MS, BACKOFF_BASE_MAX_MS,
-				     &cfg->backoff_base_ms);
-	enum got bmax = get_duration(&L, "BROOQ_BACKOFF_MAX", BACKOFF_MAX_MIN_MS, BACKOFF_MAX_MAX_MS,
-				     &cfg->backoff_max_ms);
-	if (base != GOT_BAD && bmax != GOT_BAD && cfg->backoff_max_ms < cfg->backoff_base_ms) {
-		brq_config_problem_add(L.p, "BROOQ_BACKOFF_MAX: must be at least BROOQ_BACKOFF_BASE");
+	char *const *envp = src->envp;
+	if (envp == NULL && src->lookup == NULL) {
+		envp = environ;
 	}
-	get_u32(&L, "BROOQ_MAX_ATTEMPTS", MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX, &cfg->max_attempts);
+	brq_cfg_check_environ(&L, envp);
 
-	get_path_list(&L, "BROOQ_WORKER_TOKEN_FILES", &cfg->worker_token_files, &cfg->n_worker_token_files);
-	get_path_list(&L, "BROOQ_ADMIN_TOKEN_FILES", &cfg->admin_token_files, &cfg->n_admin_token_files);
-	scan_credentials(&L, cfg);
-	if (cfg->n_worker_token_files + cfg->n_admin_token_files == 0) {
-		brq_config_problem_add(
-			L.p,
-			"BROOQ_WORKER_TOKEN_FILES: no token configured (set BROOQ_WORKER_TOKEN_FILES "
-			"or BROOQ_ADMIN_TOKEN_FILES, or provide worker-token*/admin-token* credentials)");
-	}
-
-	get_u32(&L, "BROOQ_MAX_BATCH", 1, 10000, &cfg->max_batch);
-	enum got payload = get_size(&L, "BROOQ_MAX_PAYLOAD", 1, GIB, &cfg->max_payload_bytes);
-	enum got request = get_size(&L, "BROOQ_MAX_REQUEST", KIB, GIB, &cfg->max_request_bytes);
-	if (payload != GOT_BAD && request != GOT_BAD && cfg->max_request_bytes < cfg->max_payload_bytes) {
-		brq_config_problem_add(L.p, "BROOQ_MAX_REQUEST: must be at least BROOQ_MAX_PAYLOAD");
-	}
-	get_duration(&L, "BROOQ_MAX_WAIT", 0, MS_PER_H, &cfg->max_wait_ms);
-	get_u32(&L, "BROOQ_MAX_WAITERS", 0, 100000, &cfg->max_waiters);
-	get_duration(&L, "BROOQ_POLL_INTERVAL", 10, 10 * MS_PER_M, &cfg->poll_interval_ms);
-	enum got probe =
-		get_duration(&L, "BROOQ_SELFPROBE_INTERVAL", 0, 10 * MS_PER_M, &cfg->selfprobe_interval_ms);
-	if (probe == GOT_OK && cfg->selfprobe_interval_ms != 0 && cfg->selfprobe_interval_ms < 100) {
-		brq_config_problem_add(L.p, "BROOQ_SELFPROBE_INTERVAL: must be 0 (off) or 100ms..10m");
-	}
-
-	get_topic_overrides(&L, cfg);
-	for (size_t i = 0; i < cfg->n_topic_overrides && base != GOT_BAD && bmax != GOT_BAD; i++) {
-		const struct brq_topic_override *o = &cfg->topic_overrides[i];
-		uint64_t eb = o->has_backoff_base ? o->backoff_base_ms : cfg->backoff_base_ms;
-		uint64_t em = o->has_backoff_max ? o->backoff_max_ms : cfg->backoff_max_ms;
-		if (em < eb) {
-			brq_config_problem_add(
-				L.p,
-				"BROOQ_TOPIC_OVERRIDES: %s: backoff_max must be at least backoff_base "
-				"(inherited values included)",
-				o->topic);
-		}
-	}
-
-	// Default reaper period follows the shortest lease, so that short-lease topics
-	// are not left waiting for a period sized for the global lease.
-	uint64_t min_lease = cfg->lease_ms;
-	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
-		if (cfg->topic_overrides[i].has_lease && cfg->topic_overrides[i].lease_ms < min_lease) {
-			min_lease = cfg->topic_overrides[i].lease_ms;
-		}
-	}
-	cfg->reaper_interval_ms =
-		min_lease / 4 > REAPER_MIN_DEFAULT_MS ? min_lease / 4 : REAPER_MIN_DEFAULT_MS;
-	get_duration(&L, "BROOQ_REAPER_INTERVAL", 100, MS_PER_D, &cfg->reaper_interval_ms);
-
-	get_duration(&L, "BROOQ_RETENTION_TTL", 0, 3650 * MS_PER_D, &cfg->retention_ttl_ms);
-	get_duration(&L, "BROOQ_RETENTION_INTERVAL", MS_PER_S, MS_PER_D, &cfg->retention_interval_ms);
-	get_u32(&L, "BROOQ_RETENTION_BATCH", 1, 100000, &cfg->retention_batch);
-	get_u32(&L, "BROOQ_RETENTION_MAX_BATCHES", 1, 100000, &cfg->retention_max_batches);
-
-	get_http(&L, cfg);
-
-	const char *lvl = brq_cfg_src_get(&L.src, "BROOQ_LOG_LEVEL");
-	if (lvl != NULL && brq_log_parse_level(lvl, &cfg->log_level) != 0) {
-		brq_config_problem_add(L.p, "BROOQ_LOG_LEVEL: must be debug, info, warn or error");
-	}
-	get_duration(&L, "BROOQ_SHUTDOWN_GRACE", 0, MS_PER_H, &cfg->shutdown_grace_ms);
-
+	load_rest(&L, cfg, load_core(&L, cfg));
 	brq_cfg_env_entries_free(L.src.file, L.src.n_file);
-	if (L.is_oom || problems->is_oom) {
+	int rc = src->check != NULL ? src->check(cfg, src->check_arg, problems) : 0;
+	if (L.is_oom || problems->is_oom || rc == BRQ_ENOMEM) {
 		brq_config_fini(cfg);
-		return -ENOMEM;
+		return BRQ_ENOMEM;
 	}
-	if (problems->count > 0) {
+	if (problems->count > 0 || rc != 0) {
 		brq_config_fini(cfg);
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	return 0;
+}
+
+int
+brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_fn lookup, void *lookup_arg,
+		struct brq_config_problems *problems)
+{
+	struct brq_config_sources src = {.env_file = env_file, .lookup = lookup, .lookup_arg = lookup_arg};
+	return brq_config_load_from(cfg, &src, problems);
 }
 
 static void

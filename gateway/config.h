@@ -69,13 +69,32 @@
 // twice, no keys, unknown key, key listed twice, missing '=', bad value, effective
 // backoff_max < backoff_base. At most BRQ_CONFIG_MAX_TOPIC_OVERRIDES entries.
 //
-// Env file syntax: one KEY=VALUE per line; blank lines and lines starting with '#'
-// (after optional blanks) are ignored; an optional "export " prefix is allowed; blanks
-// around KEY and an unquoted VALUE are trimmed; VALUE may be wrapped in single quotes
-// (literal) or double quotes (backslash escapes the next character); nothing may
-// follow the closing quote. '#' after a value is NOT a comment. Unknown BROOQ_* keys
-// are errors (typos must not pass silently); other keys are ignored. A malformed line
-// is reported by line number only, never by content (it may hold the DSN).
+// Env file syntax: that of systemd's EnvironmentFile= (systemd.exec(5)), so that one
+// file serves both `EnvironmentFile=` (read by PID 1) and `--env-file` (read here):
+//   * KEY=VALUE assignments; blanks around KEY and before VALUE are ignored.
+//   * Lines whose first non-blank character is '#' or ';' are comments.
+//   * Unquoted VALUE: trailing blanks are dropped; a backslash keeps the next
+//     character ("\\" is one backslash); a backslash at the end of a line joins the
+//     next line (the newline is dropped); '#' and quotes inside are literal.
+//   * 'single quotes': everything up to the next ' verbatim, newlines included.
+//   * "double quotes": \" \\ \` \$ unescape to the character, backslash-newline
+//     joins lines, any other backslash stays as it is; newlines included.
+//   * Pieces concatenate: after a closing quote, blanks are skipped and what follows
+//     continues the value (KEY="a b"c is "a bc").
+//   * CR is a line end too (CRLF files work).
+// Stricter than systemd where systemd silently drops a line (a typo must not pass
+// unnoticed): a line without '=', an invalid name (including "export KEY=..."), a
+// value that is not UTF-8, an unterminated quote, and a comment ending in a backslash
+// (systemd before 254 continued such a comment onto the next line, later versions do
+// not) are problems. Unknown BROOQ_* keys are problems; other keys are ignored. A
+// problem names the line (where its assignment starts), never its content (it may
+// hold the DSN).
+//
+// The environment is checked the same way: a BROOQ_* variable that is not in the
+// table above is a problem, except the variables of brooq's other programs that a
+// shell running them may have set (BROOQ_URL, BROOQ_TOKEN_FILE, BROOQ_MIGRATIONS_DIR)
+// and of its test and benchmark harness (BROOQ_TEST_*, BROOQ_BENCH_*,
+// BROOQ_SOURCE_DIR).
 #ifndef BRQ_GATEWAY_CONFIG_H
 #define BRQ_GATEWAY_CONFIG_H
 
@@ -172,19 +191,38 @@ void brq_config_problems_fini(struct brq_config_problems *p);
 void brq_config_problem_add(struct brq_config_problems *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+// Where brq_config_load_from() reads from, and a later stage's check.
+struct brq_config_sources {
+	const char          *env_file;   // NULL: none
+	brq_config_getenv_fn lookup;     // NULL: getenv()
+	void                *lookup_arg; // passed to lookup
+	// NAME=VALUE strings whose BROOQ_* names are checked for unknown variables; NULL
+	// means the process environment when lookup is NULL, and no check otherwise.
+	char *const *envp;
+	// Called with the configuration as far as it could be read (the token file lists
+	// are complete whenever their own variables parsed), before the verdict, so that
+	// its problems (the token files' own) are reported in the same round as the
+	// others. Adds its problems and returns 0, BRQ_EINVAL or BRQ_ENOMEM. May be NULL.
+	int (*check)(const struct brq_config *cfg, void *arg, struct brq_config_problems *problems);
+	void *check_arg;
+};
+
 // Fills *cfg with defaults (no DSN, no tokens). Caller owns cfg's storage; the
 // defaults hold heap strings, so brq_config_fini() must follow.
 BRQ_MUSTCHECK int brq_config_init_defaults(struct brq_config *cfg);
 
 // Loads and validates the configuration.
-//   env_file: path of an env file, or NULL for none. A missing file is a problem.
-//   lookup:   the environment; NULL means getenv(). lookup_arg is passed through.
+//   src:      where from (a missing env file is a problem), and the optional check.
 //   cfg:      overwritten (any previous content is NOT freed).
 //   problems: initialised by this call (any previous content is NOT freed); the caller
 //             must call brq_config_problems_fini() whatever the result.
 // Returns 0 when there are no problems: *cfg then owns its contents (release with
-// brq_config_fini()). Returns -EINVAL when there are problems (listed in *problems,
-// all of them, not only the first) or -ENOMEM; *cfg is then zeroed and holds nothing.
+// brq_config_fini()). Returns BRQ_EINVAL when there are problems (listed in *problems,
+// all of them, not only the first) or BRQ_ENOMEM; *cfg is then zeroed and holds nothing.
+BRQ_MUSTCHECK int brq_config_load_from(struct brq_config *cfg, const struct brq_config_sources *src,
+				       struct brq_config_problems *problems);
+
+// brq_config_load_from() with an env file and a lookup, no check.
 BRQ_MUSTCHECK int brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_fn lookup,
 				  void *lookup_arg, struct brq_config_problems *problems);
 
@@ -198,7 +236,7 @@ void brq_config_topic_settings(const struct brq_config *cfg, const char *topic, 
 			       uint64_t *backoff_base_ms, uint64_t *backoff_max_ms, uint64_t *lease_ms);
 
 // Parsers, exposed for tests and for other modules that read similar values.
-// Each returns 0 and writes *out on success, or -EINVAL and writes a short reason
+// Each returns 0 and writes *out on success, or BRQ_EINVAL and writes a short reason
 // (static string, no value quoted) to *why.
 BRQ_MUSTCHECK int brq_config_parse_duration_ms(const char *s, uint64_t *out, const char **why);
 BRQ_MUSTCHECK int brq_config_parse_size(const char *s, uint64_t *out, const char **why);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The env file of the gateway configuration, and where each variable's value comes from.
+// The env file of the gateway configuration (systemd's EnvironmentFile= syntax), the environment's BROOQ_*
+// names, and where each variable's value comes from.
 #include "config.h"
 #include "config_parse.h"
 
@@ -17,7 +18,8 @@
 // Env files larger than this are refused (they are small text files).
 #define ENV_FILE_MAX (1024 * 1024)
 
-// Every variable this module reads; an env file naming another BROOQ_* key is an error.
+// Every variable this module reads; an env file or environment naming another BROOQ_*
+// key is an error (but see foreign_vars).
 static const char *const known_vars[] = {
 	"BROOQ_DSN",
 	"BROOQ_DSN_FILE",
@@ -58,7 +60,15 @@ brq_cfg_free_secret(char *s)
 	}
 }
 
-// --- env file ---------------------------------------------------------------------
+// Names brooq's other programs and its test harness read; they may be set in the same
+// shell or CI job, so the gateway does not call them unknown.
+static const char *const foreign_vars[] = {
+	"BROOQ_URL",
+	"BROOQ_TOKEN_FILE",
+	"BROOQ_MIGRATIONS_DIR",
+	"BROOQ_SOURCE_DIR",
+};
+static const char *const foreign_prefixes[] = {"BROOQ_TEST_", "BROOQ_BENCH_"};
 
 bool
 brq_cfg_is_blank(char c)
@@ -67,39 +77,68 @@ brq_cfg_is_blank(char c)
 }
 
 static bool
-is_known_var(const char *key)
+is_in(const char *key, size_t len, const char *const *list, size_t n)
 {
-	for (size_t i = 0; i < sizeof(known_vars) / sizeof(known_vars[0]); i++) {
-		if (strcmp(key, known_vars[i]) == 0) {
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(list[i]) == len && memcmp(key, list[i], len) == 0) {
 			return true;
 		}
 	}
 	return false;
 }
 
-// Reads a whole file into a NUL-terminated heap buffer (*len bytes before the NUL).
-// Returns 0, -errno, or -EFBIG when larger than max. Caller frees (wipes) *out.
+static bool
+is_known_var(const char *key, size_t len)
+{
+	return is_in(key, len, known_vars, sizeof(known_vars) / sizeof(known_vars[0]));
+}
+
+static bool
+is_foreign_var(const char *key, size_t len)
+{
+	for (size_t i = 0; i < sizeof(foreign_prefixes) / sizeof(foreign_prefixes[0]); i++) {
+		if (len > strlen(foreign_prefixes[i]) &&
+		    strncmp(key, foreign_prefixes[i], strlen(foreign_prefixes[i])) == 0) {
+			return true;
+		}
+	}
+	return is_in(key, len, foreign_vars, sizeof(foreign_vars) / sizeof(foreign_vars[0]));
+}
+
+void
+brq_cfg_check_environ(struct loader *L, char *const *envp)
+{
+	for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
+		const char *e   = envp[i];
+		size_t      len = strcspn(e, "=");
+		if (strncmp(e, "BROOQ_", 6) == 0 && !is_known_var(e, len) && !is_foreign_var(e, len)) {
+			brq_config_problem_add(L->p, "environment: unknown variable %.*s", (int) len, e);
+		}
+	}
+}
+
 int
 brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		return -errno;
+		return BRQ_EIO;
 	}
 	char *buf = malloc(max + 1);
 	if (buf == NULL) {
 		close(fd);
-		return -ENOMEM;
+		return BRQ_ENOMEM;
 	}
-	size_t n  = 0;
+	size_t n = 0, sys_errno = 0;
 	int    rc = 0;
 	for (;;) {
 		ssize_t r = read(fd, buf + n, max + 1 - n);
+		if (r < 0 && errno == EINTR) {
+			continue;
+		}
 		if (r < 0) {
-			if (errno == EINTR) {
-				continue;
-			}
-			rc = -errno;
+			sys_errno = (size_t) errno;
+			rc        = BRQ_EIO;
 			break;
 		}
 		if (r == 0) {
@@ -107,7 +146,7 @@ brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len)
 		}
 		n += (size_t) r;
 		if (n > max) {
-			rc = -EFBIG;
+			rc = BRQ_E2BIG;
 			break;
 		}
 	}
@@ -115,6 +154,7 @@ brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len)
 	if (rc != 0) {
 		sodium_memzero(buf, n < max + 1 ? n : max + 1);
 		free(buf);
+		errno = (int) sys_errno;
 		return rc;
 	}
 	buf[n] = '\0';
@@ -133,116 +173,298 @@ brq_cfg_env_entries_free(struct env_entry *e, size_t n)
 	free(e);
 }
 
-// Parses the value part of a line in place: returns its start (NUL-terminated) or
-// NULL with *why set. `s` points after '=' and ends at the line's NUL.
-static char *
-parse_env_value(char *s, const char **why)
+// --- env file: systemd's EnvironmentFile= syntax, one state per character ------------
+
+enum env_state {
+	PRE_KEY,     // line start: blanks, comment or key
+	KEY,         // in the key, before '='
+	PRE_VALUE,   // after '=' or a closing quote: blanks skipped
+	VALUE,       // unquoted value
+	VALUE_ESC,   // after '\' in an unquoted value
+	SQUOTE,      // in '...'
+	DQUOTE,      // in "..."
+	DQUOTE_ESC,  // after '\' in "..."
+	COMMENT,     // in a '#' or ';' line
+	COMMENT_ESC, // after '\' in a comment
+};
+
+#define NO_BLANK SIZE_MAX
+
+struct env_parser {
+	struct loader    *L;
+	const char       *path;
+	enum env_state    st;
+	char             *key, *val;        // buffers as large as the file
+	size_t            n_key, key_blank; // key_blank: start of trailing blanks, or NO_BLANK
+	size_t            n_val, val_blank;
+	size_t            line;  // current line, 1-based ('\n' counted)
+	size_t            start; // line where the current assignment started
+	struct env_entry *entries;
+	size_t            n, cap;
+};
+
+static bool
+is_nl(char c)
 {
-	while (brq_cfg_is_blank(*s)) {
-		s++;
-	}
-	if (*s == '\'' || *s == '"') {
-		char  q = *s;
-		char *r = s + 1;
-		char *w = s;
-		for (;; r++) {
-			if (*r == '\0') {
-				*why = "unterminated quote";
-				return NULL;
-			}
-			if (*r == q) {
-				break;
-			}
-			if (q == '"' && *r == '\\' && r[1] != '\0') {
-				r++;
-			}
-			*w++ = *r;
-		}
-		*w = '\0';
-		for (r++; *r != '\0'; r++) {
-			if (!brq_cfg_is_blank(*r)) {
-				*why = "unexpected characters after the closing quote";
-				return NULL;
-			}
-		}
-		return s;
-	}
-	char *end = s + strlen(s);
-	while (end > s && brq_cfg_is_blank(end[-1])) {
-		*--end = '\0';
-	}
-	return s;
+	return c == '\n' || c == '\r';
 }
 
-// Parses one line (NUL-terminated, modified in place) and appends an entry.
-static void
-parse_env_line(struct loader *L, const char *path, size_t lineno, char *line, struct env_entry **entries,
-	       size_t *n, size_t *cap)
+static bool
+is_ws(char c)
 {
-	const char *why = NULL;
-	char       *s   = line;
-	while (brq_cfg_is_blank(*s)) {
-		s++;
+	return c == ' ' || c == '\t' || is_nl(c);
+}
+
+static void
+env_problem(struct env_parser *P, size_t line, const char *why)
+{
+	brq_config_problem_add(P->L->p, "env file %s line %zu: %s", P->path, line, why);
+}
+
+// Valid UTF-8 (no overlong forms, surrogates or code points above U+10FFFF).
+static bool
+is_utf8(const unsigned char *s)
+{
+	while (*s != '\0') {
+		size_t   n  = *s < 0x80          ? 0
+			   : (*s & 0xe0) == 0xc0 ? 1
+			   : (*s & 0xf0) == 0xe0 ? 2
+			   : (*s & 0xf8) == 0xf0 ? 3
+						 : 4;
+		uint32_t cp = n == 0 ? *s : *s & (0x3f >> n);
+		if (n == 4) {
+			return false;
+		}
+		for (size_t i = 1; i <= n; i++) {
+			if ((s[i] & 0xc0) != 0x80) {
+				return false;
+			}
+			cp = (cp << 6) | (s[i] & 0x3f);
+		}
+		static const uint32_t min[] = {0, 0x80, 0x800, 0x10000};
+		if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+			return false;
+		}
+		s += n + 1;
 	}
-	if (*s == '\0' || *s == '#') {
-		return;
+	return true;
+}
+
+static bool
+is_env_name(const char *k)
+{
+	if (!(isalpha((unsigned char) *k) || *k == '_')) {
+		return false;
 	}
-	if (strncmp(s, "export", 6) == 0 && brq_cfg_is_blank(s[6])) {
-		s += 6;
-		while (brq_cfg_is_blank(*s)) {
-			s++;
+	for (k++; *k != '\0'; k++) {
+		if (!(isalnum((unsigned char) *k) || *k == '_')) {
+			return false;
 		}
 	}
-	char *key = s;
-	if (!(isalpha((unsigned char) *s) || *s == '_')) {
-		goto bad_line;
-	}
-	while (isalnum((unsigned char) *s) || *s == '_') {
-		s++;
-	}
-	char *key_end = s;
-	while (brq_cfg_is_blank(*s)) {
-		s++;
-	}
-	if (*s != '=') {
-		goto bad_line;
-	}
-	*key_end  = '\0';
-	char *val = parse_env_value(s + 1, &why);
-	if (val == NULL) {
-		brq_config_problem_add(L->p, "env file %s line %zu: %s", path, lineno, why);
+	return true;
+}
+
+// Checks the assignment just read and appends it. Neither part is ever quoted in a
+// problem but a valid BROOQ_* name (the rest may be part of the DSN).
+static void
+env_push(struct env_parser *P)
+{
+	P->key[P->key_blank != NO_BLANK ? P->key_blank : P->n_key] = '\0';
+	P->val[P->n_val]                                           = '\0';
+	if (!is_env_name(P->key)) {
+		bool is_export = strncmp(P->key, "export", 6) == 0 && is_ws(P->key[6]);
+		env_problem(P, P->start,
+			    is_export ? "\"export\" is not EnvironmentFile= syntax (systemd drops the line); "
+					"remove it"
+				      : "invalid variable name (letters, digits and '_', not starting with a "
+					"digit)");
 		return;
 	}
-	if (strncmp(key, "BROOQ_", 6) == 0 && !is_known_var(key)) {
-		brq_config_problem_add(L->p, "env file %s line %zu: unknown variable %s", path, lineno, key);
+	if (!is_utf8((const unsigned char *) P->val)) {
+		env_problem(P, P->start, "value is not valid UTF-8 (systemd drops such a line)");
 		return;
 	}
-	if (*n == *cap) {
-		size_t            ncap = *cap == 0 ? 16 : *cap * 2;
-		struct env_entry *ne   = realloc(*entries, ncap * sizeof(*ne));
+	if (strncmp(P->key, "BROOQ_", 6) == 0 && !is_known_var(P->key, strlen(P->key))) {
+		brq_config_problem_add(P->L->p, "env file %s line %zu: unknown variable %s", P->path,
+				       P->start, P->key);
+		return;
+	}
+	if (P->n == P->cap) {
+		size_t            ncap = P->cap == 0 ? 16 : P->cap * 2;
+		struct env_entry *ne   = realloc(P->entries, ncap * sizeof(*ne));
 		if (ne == NULL) {
-			L->is_oom = true;
+			P->L->is_oom = true;
 			return;
 		}
-		*entries = ne;
-		*cap     = ncap;
+		P->entries = ne;
+		P->cap     = ncap;
 	}
-	char *k = strdup(key);
-	char *v = strdup(val);
+	char *k = strdup(P->key);
+	char *v = strdup(P->val);
 	if (k == NULL || v == NULL) {
 		free(k);
 		brq_cfg_free_secret(v);
-		L->is_oom = true;
+		P->L->is_oom = true;
 		return;
 	}
-	(*entries)[*n].key = k;
-	(*entries)[*n].val = v;
-	(*n)++;
-	return;
+	P->entries[P->n].key   = k;
+	P->entries[P->n++].val = v;
+}
 
-bad_line:
-	// The line is not shown: it may hold the DSN.
-	brq_config_problem_add(L->p, "env file %s line %zu: expected KEY=VALUE", path, lineno);
+static void
+val_add(struct env_parser *P, char c)
+{
+	P->val[P->n_val++] = c;
+}
+
+// States before a value: line start, key, comments.
+static void
+step_key(struct env_parser *P, char c)
+{
+	switch (P->st) {
+	case PRE_KEY:
+		if (c == '#' || c == ';') {
+			P->st = COMMENT;
+		} else if (!is_ws(c)) {
+			P->st              = KEY;
+			P->start           = P->line;
+			P->n_key           = 0;
+			P->key_blank       = NO_BLANK;
+			P->key[P->n_key++] = c;
+		}
+		return;
+	case KEY:
+		if (is_nl(c)) {
+			env_problem(P, P->start, "expected KEY=VALUE");
+			P->st = PRE_KEY;
+		} else if (c == '=') {
+			P->st        = PRE_VALUE;
+			P->n_val     = 0;
+			P->val_blank = NO_BLANK;
+		} else {
+			if (!is_ws(c)) {
+				P->key_blank = NO_BLANK;
+			} else if (P->key_blank == NO_BLANK) {
+				P->key_blank = P->n_key;
+			}
+			P->key[P->n_key++] = c;
+		}
+		return;
+	case COMMENT: P->st = c == '\\' ? COMMENT_ESC : is_nl(c) ? PRE_KEY : COMMENT; return;
+	case COMMENT_ESC:
+		if (is_nl(c)) {
+			env_problem(P, P->line,
+				    "comment ends with a backslash: systemd before 254 continues the comment "
+				    "onto the next line, later versions do not; remove the backslash");
+		}
+		P->st = is_nl(c) ? PRE_KEY : COMMENT;
+		return;
+	default: return;
+	}
+}
+
+// States of a value.
+static void
+step_value(struct env_parser *P, char c)
+{
+	switch (P->st) {
+	case PRE_VALUE:
+		if (is_nl(c)) {
+			env_push(P);
+			P->st = PRE_KEY;
+		} else if (c == '\'' || c == '"' || c == '\\') {
+			P->st = c == '\'' ? SQUOTE : c == '"' ? DQUOTE : VALUE_ESC;
+		} else if (!is_ws(c)) {
+			P->st = VALUE;
+			val_add(P, c);
+		}
+		return;
+	case VALUE:
+		if (is_nl(c)) {
+			if (P->val_blank != NO_BLANK) {
+				P->n_val = P->val_blank; // trailing blanks dropped
+			}
+			env_push(P);
+			P->st = PRE_KEY;
+		} else if (c == '\\') {
+			P->st        = VALUE_ESC;
+			P->val_blank = NO_BLANK;
+		} else {
+			if (!is_ws(c)) {
+				P->val_blank = NO_BLANK;
+			} else if (P->val_blank == NO_BLANK) {
+				P->val_blank = P->n_val;
+			}
+			val_add(P, c);
+		}
+		return;
+	case VALUE_ESC:
+		P->st = VALUE;
+		if (!is_nl(c)) {
+			val_add(P, c); // an escaped newline is a line continuation: dropped
+		}
+		return;
+	case SQUOTE:
+		if (c == '\'') {
+			P->st = PRE_VALUE;
+		} else {
+			val_add(P, c);
+		}
+		return;
+	case DQUOTE:
+		if (c == '"' || c == '\\') {
+			P->st = c == '"' ? PRE_VALUE : DQUOTE_ESC;
+		} else {
+			val_add(P, c);
+		}
+		return;
+	case DQUOTE_ESC:
+		P->st = DQUOTE;
+		if (strchr("\"\\`$", c) != NULL) {
+			val_add(P, c);
+		} else if (c != '\n') {
+			val_add(P, '\\'); // as a shell does: the backslash stays
+			val_add(P, c);
+		}
+		return;
+	default: step_key(P, c); return;
+	}
+}
+
+// Runs the parser over buf[0, len) (no NUL inside) and stores the entries in L.
+static void
+parse_env_buf(struct loader *L, const char *path, const char *buf, size_t len)
+{
+	struct env_parser P = {.L = L, .path = path, .st = PRE_KEY, .line = 1};
+	P.key               = malloc(len + 1);
+	P.val               = malloc(len + 3); // DQUOTE_ESC may add two bytes for one
+	if (P.key == NULL || P.val == NULL) {
+		L->is_oom = true;
+		goto out;
+	}
+	for (size_t i = 0; i < len; i++) {
+		step_value(&P, buf[i]);
+		P.line += buf[i] == '\n';
+	}
+	switch (P.st) {
+	case PRE_VALUE:
+	case VALUE:
+	case VALUE_ESC: step_value(&P, '\n'); break; // the last line has no newline
+	case KEY: env_problem(&P, P.start, "expected KEY=VALUE"); break;
+	case SQUOTE:
+	case DQUOTE:
+	case DQUOTE_ESC: env_problem(&P, P.start, "unterminated quote"); break;
+	default: break;
+	}
+	L->src.file   = P.entries;
+	L->src.n_file = P.n;
+	P.entries     = NULL;
+out:
+	if (P.val != NULL) {
+		sodium_memzero(P.val, len + 3);
+	}
+	free(P.val);
+	free(P.key);
 }
 
 void
@@ -251,33 +473,20 @@ brq_cfg_load_env_file(struct loader *L, const char *path)
 	char  *buf = NULL;
 	size_t len = 0;
 	int    rc  = brq_cfg_read_small_file(path, ENV_FILE_MAX, &buf, &len);
-	if (rc == -ENOMEM) {
+	if (rc == BRQ_ENOMEM) {
 		L->is_oom = true;
 		return;
 	}
 	if (rc != 0) {
 		brq_config_problem_add(L->p, "env file %s: %s", path,
-				       rc == -EFBIG ? "larger than 1MiB" : strerror(-rc));
+				       rc == BRQ_E2BIG ? "larger than 1MiB" : strerror(errno));
 		return;
 	}
 	if (memchr(buf, '\0', len) != NULL) {
 		brq_config_problem_add(L->p, "env file %s: contains a NUL byte", path);
-		goto out;
+	} else {
+		parse_env_buf(L, path, buf, len);
 	}
-	struct env_entry *entries = NULL;
-	size_t            n = 0, cap = 0;
-	size_t            lineno = 0;
-	for (char *line = buf; line != NULL;) {
-		char *nl = strchr(line, '\n');
-		if (nl != NULL) {
-			*nl = '\0';
-		}
-		parse_env_line(L, path, ++lineno, line, &entries, &n, &cap);
-		line = nl != NULL ? nl + 1 : NULL;
-	}
-	L->src.file   = entries;
-	L->src.n_file = n;
-out:
 	sodium_memzero(buf, len);
 	free(buf);
 }

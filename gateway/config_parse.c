@@ -5,7 +5,6 @@
 #include "config_parse.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -116,16 +115,16 @@ parse_with_unit(const char *s, const struct unit *units, size_t n_units, uint64_
 	uint64_t v;
 	if (s == NULL || s[0] == '\0') {
 		*why = "empty value";
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	int nd = parse_digits(s, &v);
 	if (nd < 0) {
 		*why = "value too large";
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	if (nd == 0) {
 		*why = what;
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	const char *u = s + nd;
 	if (*u == '\0') {
@@ -135,13 +134,13 @@ parse_with_unit(const char *s, const struct unit *units, size_t n_units, uint64_
 		}
 		*why = units == duration_units ? "duration needs a unit (e.g. 120s)"
 					       : "size needs a unit (e.g. 64KiB)";
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	for (size_t i = 0; i < n_units; i++) {
 		if (strcmp(u, units[i].name) == 0) {
 			if (v > UINT64_MAX / units[i].factor) {
 				*why = "value too large";
-				return -EINVAL;
+				return BRQ_EINVAL;
 			}
 			*out = v * units[i].factor;
 			return 0;
@@ -149,7 +148,7 @@ parse_with_unit(const char *s, const struct unit *units, size_t n_units, uint64_
 	}
 	*why = units == duration_units ? "unknown unit or trailing characters (use ms, s, m, h or d)"
 				       : "unknown unit or trailing characters (use B, KiB, MiB or GiB)";
-	return -EINVAL;
+	return BRQ_EINVAL;
 }
 
 int
@@ -172,16 +171,16 @@ brq_config_parse_uint(const char *s, uint64_t *out, const char **why)
 	uint64_t v;
 	if (s == NULL || s[0] == '\0') {
 		*why = "empty value";
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	int nd = parse_digits(s, &v);
 	if (nd < 0) {
 		*why = "value too large";
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	if (nd == 0 || s[nd] != '\0') {
 		*why = "not a non-negative decimal integer";
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	*out = v;
 	return 0;
@@ -203,7 +202,7 @@ brq_config_parse_bool(const char *s, bool *out, const char **why)
 		}
 	}
 	*why = "not a boolean (use true/false, 1/0 or yes/no)";
-	return -EINVAL;
+	return BRQ_EINVAL;
 }
 
 // Renders v with the largest unit of `units` that divides it ("90s", "2m",

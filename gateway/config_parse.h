@@ -14,6 +14,16 @@
 #define MS_PER_H (60ull * MS_PER_M)
 #define MS_PER_D (24ull * MS_PER_H)
 
+// Ranges shared by the global variables and the per-topic overrides.
+#define LEASE_MIN_MS        MS_PER_S
+#define LEASE_MAX_MS        MS_PER_D
+#define BACKOFF_BASE_MIN_MS 1ull
+#define BACKOFF_BASE_MAX_MS MS_PER_D
+#define BACKOFF_MAX_MIN_MS  1ull
+#define BACKOFF_MAX_MAX_MS  (7 * MS_PER_D)
+#define MAX_ATTEMPTS_MIN    1
+#define MAX_ATTEMPTS_MAX    1000
+
 #define KIB 1024ull
 #define MIB (1024ull * KIB)
 #define GIB (1024ull * MIB)
@@ -52,12 +62,24 @@ enum got { GOT_UNSET = 0, GOT_OK = 1, GOT_BAD = -1 };
 void brq_cfg_free_secret(char *s);
 bool brq_cfg_is_blank(char c);
 // Reads a whole small file (at most max bytes) into a malloc'd NUL-terminated
-// buffer *out of *len bytes. Returns 0 or a negative errno.
+// buffer *out of *len bytes (the caller wipes and frees it). Returns 0, BRQ_ENOMEM,
+// BRQ_E2BIG when larger than max, or BRQ_EIO with errno saying why.
 int  brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len);
 void brq_cfg_env_entries_free(struct env_entry *e, size_t n);
 // Parses the env file at path into L->src.file; problems go to L->p.
 void brq_cfg_load_env_file(struct loader *L, const char *path);
+// Adds a problem for each BROOQ_* name in envp (NAME=VALUE strings, NULL-terminated;
+// NULL: none) that is neither the gateway's nor one of brooq's other programs'.
+void brq_cfg_check_environ(struct loader *L, char *const *envp);
 // The value of name (lookup first, then the file); NULL when unset or empty.
 const char *brq_cfg_src_get(const struct source *src, const char *name);
+
+// --- config_topics.c ---
+// Parses BROOQ_TOPIC_OVERRIDES into cfg->topic_overrides; problems go to L->p.
+void brq_cfg_get_topic_overrides(struct loader *L, struct brq_config *cfg);
+// Adds a problem for each topic whose effective backoff_max < backoff_base.
+void brq_cfg_check_topic_backoff(struct loader *L, const struct brq_config *cfg);
+// The shortest lease: the global one or a topic's.
+uint64_t brq_cfg_min_lease_ms(const struct brq_config *cfg);
 
 #endif

@@ -3,10 +3,13 @@
 #include "log.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,8 +20,17 @@
 // Event names are short identifiers; a longer one is cut by brq_log_quote().
 #define MSG_QUOTE_MAX 128
 
-static _Atomic int log_level = BRQ_LOG_LVL_INFO;
-static _Atomic int log_fd    = STDERR_FILENO;
+static _Atomic int log_level  = BRQ_LOG_LVL_INFO;
+static _Atomic int log_fd     = STDERR_FILENO;
+static _Atomic int journal_fd = -1; // lines to this fd get a "<N>" priority prefix
+
+// syslog(3) priorities of the levels, as journald reads them from "<N>" prefixes.
+static const char level_prio[] = {
+	[BRQ_LOG_LVL_DEBUG] = '7',
+	[BRQ_LOG_LVL_INFO]  = '6',
+	[BRQ_LOG_LVL_WARN]  = '4',
+	[BRQ_LOG_LVL_ERROR] = '3',
+};
 
 static const char *const level_names[] = {
 	[BRQ_LOG_LVL_DEBUG] = "debug",
@@ -169,7 +181,7 @@ int
 brq_log_parse_level(const char *s, enum brq_log_level *out)
 {
 	if (s == NULL) {
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
 		if (strcmp(s, level_names[i]) == 0) {
@@ -177,7 +189,7 @@ brq_log_parse_level(const char *s, enum brq_log_level *out)
 			return 0;
 		}
 	}
-	return -EINVAL;
+	return BRQ_EINVAL;
 }
 
 const char *
@@ -199,6 +211,23 @@ int
 brq_log_set_fd(int fd)
 {
 	return atomic_exchange(&log_fd, fd);
+}
+
+bool
+brq_log_detect_journal(int fd)
+{
+	const char *v = getenv("JOURNAL_STREAM");
+	uintmax_t   dev, ino;
+	char        end;
+	struct stat st;
+
+	// systemd sets JOURNAL_STREAM=<st_dev>:<st_ino> of the stream it connected to
+	// stdout/stderr. A mismatch means stderr was redirected (a file, a pipe):
+	// prefixes there would be noise.
+	bool is_journal = v != NULL && sscanf(v, "%ju:%ju%c", &dev, &ino, &end) == 2 && fstat(fd, &st) == 0 &&
+		(uintmax_t) st.st_dev == dev && (uintmax_t) st.st_ino == ino;
+	atomic_store(&journal_fd, is_journal ? fd : -1);
+	return is_journal;
 }
 
 // Formats "ts=... " into buf (room >= 40); returns the length.
@@ -266,13 +295,20 @@ write_all(int fd, const char *buf, size_t len)
 void
 brq_log_write(enum brq_log_level level, const char *msg, const char *fmt, ...)
 {
-	char line[BRQ_LOG_LINE_MAX];
-	char qmsg[MSG_QUOTE_MAX];
-	int  saved_errno = errno; // callers often log right before reporting errno
+	char   line[BRQ_LOG_LINE_MAX];
+	char   qmsg[MSG_QUOTE_MAX];
+	int    saved_errno = errno; // callers often log right before reporting errno
+	int    fd          = atomic_load(&log_fd);
+	size_t len         = 0;
 
-	size_t len = format_ts(line, sizeof(line));
-	int    n   = snprintf(line + len, sizeof(line) - len, " level=%s msg=%s", brq_log_level_name(level),
-			      brq_log_quote(qmsg, sizeof(qmsg), msg));
+	if (fd == atomic_load(&journal_fd) && (int) level >= 0 && (size_t) level < sizeof(level_prio)) {
+		line[len++] = '<';
+		line[len++] = level_prio[level];
+		line[len++] = '>';
+	}
+	len += format_ts(line + len, sizeof(line) - len);
+	int n = snprintf(line + len, sizeof(line) - len, " level=%s msg=%s", brq_log_level_name(level),
+			 brq_log_quote(qmsg, sizeof(qmsg), msg));
 	len += (size_t) n; // bounded: ts (~30) + level (5) + msg (< 128) << line
 
 	if (fmt != NULL && fmt[0] != '\0') {
@@ -297,6 +333,6 @@ brq_log_write(enum brq_log_level level, const char *msg, const char *fmt, ...)
 		}
 	}
 	line[len++] = '\n';
-	write_all(atomic_load(&log_fd), line, len);
+	write_all(fd, line, len);
 	errno = saved_errno;
 }

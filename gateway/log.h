@@ -14,6 +14,14 @@
 // stream sockets as well). The level and the output fd are atomics; they may be changed
 // at any time.
 //
+// Under systemd (JOURNAL_STREAM names the log fd, see brq_log_detect_journal()) each
+// line starts with a syslog priority, "<4>ts=...", so that `journalctl -p warning`
+// sees the levels; journald strips the prefix.
+//
+// Rate limits: events a peer can trigger at will (auth_failed) go through a
+// struct brq_log_limit: the first `burst` per interval are written, the rest are
+// counted and reported by one "log_suppressed" line (metrics still count each one).
+//
 // Secrets: never pass tokens, DSNs or payloads. Values that may contain spaces, '"',
 // '=' or control characters must go through brq_log_quote() (or BRQ_LOG_Q()).
 #ifndef BRQ_GATEWAY_LOG_H
@@ -21,8 +29,10 @@
 
 #include "brq_base.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 // Maximum length of one line including the trailing '\n'. Longer lines are cut and end
 // in " truncated=true" (an open quoted value is closed first).
@@ -45,7 +55,7 @@ void brq_log_set_level(enum brq_log_level level);
 enum brq_log_level brq_log_get_level(void);
 
 // Parses "debug", "info", "warn" or "error" (exact, lowercase). Returns 0 and writes
-// *out on success; -EINVAL (out untouched) otherwise.
+// *out on success; BRQ_EINVAL (out untouched) otherwise.
 BRQ_MUSTCHECK int brq_log_parse_level(const char *s, enum brq_log_level *out);
 
 // Wire name of a level ("debug" ...); "unknown" for out-of-range values.
@@ -58,6 +68,13 @@ bool brq_log_enabled(enum brq_log_level level);
 // The fd stays owned by the caller; the logger never closes it. Tests point it at a
 // pipe and read the lines back.
 int brq_log_set_fd(int fd);
+
+// Checks $JOURNAL_STREAM ("<st_dev>:<st_ino>", set by systemd when stdout/stderr is
+// connected to the journal) against fstat(fd). On a match, lines written to fd from
+// now on start with "<N>" (N = syslog priority: debug 7, info 6, warn 4, error 3);
+// otherwise (unset, malformed, or fd redirected elsewhere) they carry no prefix.
+// Returns whether the prefix is on. Call at start, before threads log.
+bool brq_log_detect_journal(int fd);
 
 // Writes one event. `msg` is the event name (quoted if needed); `fmt` (printf-style,
 // may be NULL for "no fields") formats the fields, e.g. "op=%s req=%s". Any control
@@ -86,6 +103,48 @@ char *brq_log_quote(char *buf, size_t cap, const char *val);
 	do {                                                      \
 		if (brq_log_enabled(lvl))                         \
 			brq_log_write((lvl), (msg), __VA_ARGS__); \
+	} while (0)
+
+// One rate limit for one kind of event. Define it static, with BRQ_LOG_LIMIT_INIT;
+// it must live as long as the process (the flush list keeps a pointer to it).
+// Fields after interval_ms are private to log_limit.c, guarded by mtx.
+struct brq_log_limit {
+	const char        *event;       // event name, named by the summary line
+	enum brq_log_level level;       // level of the summary line (the event's level)
+	uint32_t           burst;       // lines written per window
+	uint32_t           interval_ms; // window length
+
+	pthread_mutex_t       mtx;
+	uint64_t              window_ms;     // brq_now_ms() when the window opened; 0: no window
+	uint32_t              written;       // lines written in the window
+	uint64_t              suppressed;    // events dropped in the window, not yet reported
+	struct brq_log_limit *next;          // flush list (guarded by the list's lock)
+	_Atomic(bool)         is_registered; // on the flush list
+};
+
+#define BRQ_LOG_LIMIT_INIT(ev, lvl, n, ms)                                        \
+	{                                                                         \
+		.event = (ev), .level = (lvl), .burst = (n), .interval_ms = (ms), \
+		.mtx = PTHREAD_MUTEX_INITIALIZER                                  \
+	}
+
+// Counts one event against lim. Returns true when it may be written (one of the first
+// `burst` of its window). An event after the window ended first writes the summary of
+// the window ("msg=log_suppressed event=E suppressed=N interval_ms=I") if events were
+// dropped, then opens a new window. Any thread.
+bool brq_log_limit_take(struct brq_log_limit *lim);
+
+// Writes the summary of every limit whose window has ended (or every limit, when
+// is_final) with dropped events, and closes those windows. Call about once a second
+// (the gateway's main loop does) and once at exit with is_final. Any thread.
+void brq_log_limit_flush(bool is_final);
+
+// Like BRQ_LOG_AT, through a rate limit: arguments are evaluated only for lines that
+// are written.
+#define BRQ_LOG_LIMITED(lim, lvl, msg, ...)                          \
+	do {                                                         \
+		if (brq_log_enabled(lvl) && brq_log_limit_take(lim)) \
+			brq_log_write((lvl), (msg), __VA_ARGS__);    \
 	} while (0)
 
 #define BRQ_LOG_DEBUG(msg, ...) BRQ_LOG_AT(BRQ_LOG_LVL_DEBUG, msg, __VA_ARGS__)

@@ -1,67 +1,71 @@
 // SPDX-License-Identifier: MIT
-// brooq-gateway: loads the configuration, starts the server, pool, janitor, monitor and HTTP, stops on
-// SIGTERM/SIGINT.
+// brooq-gateway: loads the configuration, starts the server, pool, janitor, monitor and HTTP, tells systemd,
+// reloads on SIGHUP and stops on SIGTERM/SIGINT.
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
 #include "auth.h"
+#include "brq_clock.h"
 #include "config.h"
 #include "http.h"
 #include "janitor.h"
 #include "log.h"
 #include "metrics.h"
 #include "monitor.h"
+#include "notify.h"
+#include "reload.h"
 #include "selfprobe.h"
 #include "server.h"
 #include "store.h"
 #include "brq_version.h"
 
+// The main loop wakes at least this often: log rate-limit summaries, the watchdog.
+#define TICK_MS 1000
+
+struct args {
+	const char *env_file;
+	bool        is_check;
+	bool        is_journal; // stderr is systemd's journal stream
+};
+
+// Everything main starts, in start order; stopped in reverse.
+struct services {
+	struct brq_selfprobe *probe;
+	brq_store            *store;
+	brq_server            srv;
+	brq_janitor           jan;
+	brq_monitor          *mon;
+	struct brq_http      *http;
+};
+
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: brooq-gateway [--env-file FILE] [--check-config] [--version]\n"
+		"usage: brooq-gateway [--env-file FILE | --env-file=FILE] [--check-config] [--version]\n"
 		"Configuration comes from BROOQ_* environment variables and the env file;\n"
-		"see deploy/brooq-gateway.env.example.\n");
+		"see deploy/brooq-gateway.env.example. SIGHUP reloads token files and the log\n"
+		"level; SIGTERM stops gracefully.\n");
 }
 
-static void
-print_problems(const struct brq_config_problems *p)
+// Returns -1 to go on, else the exit status.
+static int
+parse_args(int argc, char **argv, struct args *a)
 {
-	fprintf(stderr, "brooq-gateway: invalid configuration (%zu problem%s):\n", p->count,
-		p->count == 1 ? "" : "s");
-	for (size_t i = 0; i < p->count; i++)
-		fprintf(stderr, "  %s\n", p->lines[i]);
-	if (p->is_oom)
-		fprintf(stderr, "  (out of memory: more problems may exist)\n");
-}
-
-int
-main(int argc, char **argv)
-{
-	const char                *env_file = NULL;
-	bool                       check    = false;
-	struct brq_config          cfg      = {0};
-	struct brq_config_problems problems = {0};
-	struct brq_auth            auth     = {0};
-	struct brq_monitor        *mon      = NULL;
-	brq_store                 *store    = NULL;
-	struct brq_http           *http     = NULL;
-	struct brq_selfprobe      *probe    = NULL;
-	brq_server                 srv;
-	brq_janitor                jan;
-	sigset_t                   sigs;
-	int                        sig, rc = 1;
-
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--env-file") == 0 && i + 1 < argc) {
-			env_file = argv[++i];
+			a->env_file = argv[++i];
+		} else if (strncmp(argv[i], "--env-file=", 11) == 0 && argv[i][11] != '\0') {
+			a->env_file = argv[i] + 11;
 		} else if (strcmp(argv[i], "--check-config") == 0) {
-			check = true;
+			a->is_check = true;
 		} else if (strcmp(argv[i], "--version") == 0) {
 			printf("brooq-gateway %s\n", BROOQ_VERSION);
 			return 0;
@@ -73,83 +77,195 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (sodium_init() < 0) {
+	return -1;
+}
+
+// One problem per line, naming the variable or file. Under journald each line gets
+// the error priority ("<3>"), so `journalctl -p err` shows why the start failed.
+static void
+print_problems(const struct brq_config_problems *p, bool is_journal)
+{
+	const char *prio = is_journal ? "<3>" : "";
+	fprintf(stderr, "%sbrooq-gateway: invalid configuration (%zu problem%s):\n", prio, p->count,
+		p->count == 1 ? "" : "s");
+	for (size_t i = 0; i < p->count; i++)
+		fprintf(stderr, "%s  %s\n", prio, p->lines[i]);
+	if (p->is_oom)
+		fprintf(stderr, "%s  (out of memory: more problems may exist)\n", prio);
+}
+
+// Configuration and tokens, every problem in one round. Returns -1 to go on, else the
+// exit status (2: invalid configuration).
+static int
+load(const struct args *a, struct brq_config *cfg, struct brq_auth *auth)
+{
+	struct brq_config_problems problems;
+	brq_auth_set              *set = NULL;
+
+	if (sodium_init() < 0 || brq_auth_open(auth) != 0) {
 		fprintf(stderr, "brooq-gateway: libsodium failed to initialise\n");
 		return 1;
 	}
-	if (brq_config_load(&cfg, env_file, NULL, NULL, &problems) != 0) {
-		print_problems(&problems);
+	int rc = brq_reload_load(a->env_file, auth, cfg, &set, &problems);
+	if (rc != 0) {
+		print_problems(&problems, a->is_journal);
 		brq_config_problems_fini(&problems);
-		return 2;
+		return rc == BRQ_EINVAL ? 2 : 1;
 	}
 	brq_config_problems_fini(&problems);
-	brq_config_problems_init(&problems);
-	if (brq_auth_init_config(&auth, &cfg, &problems) != 0) {
-		print_problems(&problems);
-		brq_config_problems_fini(&problems);
-		brq_config_fini(&cfg);
-		return 2;
+	brq_log_set_level(cfg->log_level);
+	brq_auth_publish(auth, set);
+	return -1;
+}
+
+static void
+notify_or_log(const char *state)
+{
+	if (brq_notify(state) != 0)
+		BRQ_LOG_WARN("notify_failed", "error=%s", BRQ_LOG_Q(strerror(errno)));
+}
+
+static int
+start(struct services *sv, const brq_config *cfg, struct brq_auth *auth)
+{
+	if (brq_selfprobe_new(cfg, auth, &sv->probe) != 0) // adds its token: before the server
+		return BRQ_EUNAVAIL;
+	if (brq_store_new(cfg, &sv->store) != 0)
+		goto out_probe;
+	if (brq_server_start(&sv->srv, cfg, auth, sv->store) != 0)
+		goto out_store;
+	if (brq_janitor_start(&sv->jan, cfg, sv->store) != 0)
+		goto out_server;
+	// The monitor's round doubles as the long-poll re-check for jobs that no
+	// enqueue through this gateway announced.
+	brq_monitor_opts mopts = {.interval_ms  = cfg->poll_interval_ms,
+				  .on_ready     = brq_server_wake_topic,
+				  .on_ready_arg = &sv->srv};
+	if (brq_monitor_start(sv->store, &mopts, &sv->mon) != 0)
+		goto out_janitor;
+	struct brq_http_check checks[] = {{brq_monitor_healthy, sv->mon, "database unavailable"},
+					  {brq_selfprobe_healthy, sv->probe, "rpc listener not answering"}};
+	if (brq_selfprobe_start(sv->probe) != 0 ||
+	    (cfg->http_enabled && brq_http_start_checks(cfg, checks, 2, &sv->http) != 0))
+		goto out_monitor;
+	return 0;
+out_monitor:
+	brq_selfprobe_free(sv->probe);
+	sv->probe = NULL;
+	brq_monitor_stop(sv->mon);
+out_janitor:
+	brq_janitor_stop(&sv->jan);
+out_server:
+	brq_server_stop(&sv->srv);
+out_store:
+	brq_store_free(sv->store);
+out_probe:
+	brq_selfprobe_free(sv->probe);
+	return BRQ_EUNAVAIL;
+}
+
+static void
+stop(struct services *sv)
+{
+	brq_http_stop(sv->http);
+	brq_selfprobe_free(sv->probe); // before the server stops: no failed probe while it drains
+	brq_monitor_stop(sv->mon);
+	brq_janitor_stop(&sv->jan);
+	brq_server_stop(&sv->srv);
+	brq_store_free(sv->store);
+}
+
+// One SIGHUP: RELOADING=1 with the time (as systemd 253+ wants), reload, READY=1.
+static void
+reload(brq_reload *r)
+{
+	if (brq_notifyf("RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) brq_now_us()) != 0)
+		BRQ_LOG_WARN("notify_failed", "error=%s", BRQ_LOG_Q(strerror(errno)));
+	if (brq_reload_run(r) == 0)
+		notify_or_log("READY=1\nSTATUS=Serving; last reload applied");
+	else
+		notify_or_log(
+			"READY=1\nSTATUS=Serving; last reload failed (see the log), previous settings kept");
+}
+
+// Waits for SIGTERM/SIGINT (returned), reloading on SIGHUP. Every tick: log
+// rate-limit summaries whose interval ended, and WATCHDOG=1 every half period.
+static int
+serve(const sigset_t *sigs, brq_reload *r)
+{
+	uint64_t wd_us   = brq_notify_watchdog_usec();
+	uint64_t tick_ms = wd_us > 0 && wd_us / 2000 < TICK_MS ? wd_us / 2000 : TICK_MS;
+	uint64_t next_wd = 0;
+
+	if (tick_ms == 0)
+		tick_ms = 1;
+	for (;;) {
+		struct timespec ts  = {.tv_sec  = (time_t) (tick_ms / 1000),
+				       .tv_nsec = (long) (tick_ms % 1000) * 1000000L};
+		int             sig = sigtimedwait(sigs, NULL, &ts);
+		if (sig == SIGTERM || sig == SIGINT)
+			return sig;
+		if (sig == SIGHUP)
+			reload(r);
+		brq_log_limit_flush(false);
+		if (wd_us > 0 && brq_now_us() >= next_wd) {
+			notify_or_log("WATCHDOG=1");
+			next_wd = brq_now_us() + wd_us / 2;
+		}
 	}
-	brq_config_problems_fini(&problems);
-	brq_log_set_level(cfg.log_level);
-	if (check) {
+}
+
+int
+main(int argc, char **argv)
+{
+	struct args       a    = {0};
+	struct brq_config cfg  = {0};
+	struct brq_auth   auth = {0};
+	struct services   sv   = {0};
+	sigset_t          sigs;
+	int               rc = parse_args(argc, argv, &a);
+
+	if (rc >= 0)
+		return rc;
+	a.is_journal = brq_log_detect_journal(STDERR_FILENO);
+	rc           = load(&a, &cfg, &auth);
+	if (rc >= 0)
+		goto out_auth;
+	if (a.is_check) {
 		printf("configuration ok\n");
 		rc = 0;
 		goto out_auth;
 	}
-
 	// Every thread started from here on inherits the blocked set, so the signals
-	// reach only sigwait() below.
+	// reach only sigtimedwait() in serve(). SIGHUP is blocked before any thread
+	// exists: its default action would end the process.
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	rc = 1;
 	if (brq_metrics_init(BROOQ_VERSION) != 0)
 		goto out_auth;
 	BRQ_LOG_INFO("starting", "version=%s pool_size=%u lease_ms=%llu max_waiters=%u", BROOQ_VERSION,
 		     cfg.pool_size, (unsigned long long) cfg.lease_ms, cfg.max_waiters);
-	if (brq_selfprobe_new(&cfg, &auth, &probe) != 0) // adds its token: before the server
+	if (start(&sv, &cfg, &auth) != 0)
 		goto out_metrics;
-	if (brq_store_new(&cfg, &store) != 0)
-		goto out_metrics;
-	if (brq_server_start(&srv, &cfg, &auth, store) != 0)
-		goto out_store;
-	if (brq_janitor_start(&jan, &cfg, store) != 0)
-		goto out_server;
-	// The monitor's round doubles as the long-poll re-check for jobs that no
-	// enqueue through this gateway announced.
-	struct brq_monitor_opts mopts = {
-		.interval_ms = cfg.poll_interval_ms, .on_ready = brq_server_wake_topic, .on_ready_arg = &srv};
-	if (brq_monitor_start(store, &mopts, &mon) != 0)
-		goto out_janitor;
-	struct brq_http_check checks[] = {{brq_monitor_healthy, mon, "database unavailable"},
-					  {brq_selfprobe_healthy, probe, "rpc listener not answering"}};
-	if (brq_selfprobe_start(probe) != 0 ||
-	    (cfg.http_enabled && brq_http_start_checks(&cfg, checks, 2, &http) != 0))
-		goto out_monitor;
 	BRQ_LOG_INFO("ready", "listen=%s", BRQ_LOG_Q(cfg.listen));
+	notify_or_log("READY=1\nSTATUS=Serving");
 
-	sigwait(&sigs, &sig);
+	brq_reload r   = {.env_file = a.env_file, .auth = &auth, .cfg = &cfg, .log_level = cfg.log_level};
+	int        sig = serve(&sigs, &r);
 	BRQ_LOG_INFO("stopping", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	notify_or_log("STOPPING=1\nSTATUS=Stopping");
+	stop(&sv);
 	rc = 0;
-
-	brq_http_stop(http);
-out_monitor:
-	brq_selfprobe_free(probe); // before the server stops: no failed probe while it drains
-	probe = NULL;
-	brq_monitor_stop(mon);
-out_janitor:
-	brq_janitor_stop(&jan);
-out_server:
-	brq_server_stop(&srv);
-out_store:
-	brq_store_free(store);
 out_metrics:
-	brq_selfprobe_free(probe); // when the server or janitor failed to start
 	brq_metrics_fini();
 out_auth:
+	brq_log_limit_flush(true);
 	brq_auth_fini(&auth);
 	brq_config_fini(&cfg);
 	return rc;

@@ -14,6 +14,7 @@
 #include "brq_clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "peer.h"
 
 // Items for requests that are not long-polls: enough to keep every pool thread
 // busy with a queue behind it.
@@ -182,8 +183,8 @@ handle_request(brq_server *s, brq_work *w)
 	w->role = brq_auth_check(s->auth, w->req.token.ptr, w->req.token.len);
 	if (w->role == BRQ_ROLE_NONE) {
 		brq_metrics_auth_failure();
-		BRQ_LOG_WARN("auth_failed", "op=%s rid=%llu pipe=%u token_len=%u", brq_op_name(w->req.op),
-			     (unsigned long long) w->req.rid, w->pipe_id, w->req.token.len);
+		brq_peer_log_auth_failed(nng_msg_get_pipe(w->msg), brq_op_name(w->req.op), w->req.rid,
+					 w->pipe_id, w->req.token.len);
 		reply_error(s, w, BRQ_ST_UNAUTHENTICATED, "missing or unknown bearer token");
 		return;
 	}

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_parse.h"
 
 // Directory of this file (CMake passes absolute source paths), for deploy/ files when
 // the test runs outside ctest (which sets BROOQ_SOURCE_DIR).
@@ -263,7 +264,7 @@ Test(config, an_empty_dsn_is_missing)
 {
 	const struct kv env[] = {
 		{"BROOQ_DSN", ""}, {"BROOQ_DSN_FILE", ""}, {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
-	cr_assert_eq(load(env), -EINVAL);
+	cr_assert_eq(load(env), BRQ_EINVAL);
 	cr_assert_eq(probs.count, 1);
 	cr_assert(has_problem("BROOQ_DSN: required"));
 }
@@ -331,7 +332,7 @@ Test(config, rejects_bare_numbers_and_malformed_durations)
 
 Test(config, reports_a_bare_duration_by_variable_name)
 {
-	cr_assert_eq(load(ENV({"BROOQ_LEASE", "120"})), -EINVAL);
+	cr_assert_eq(load(ENV({"BROOQ_LEASE", "120"})), BRQ_EINVAL);
 	cr_assert_eq(probs.count, 1);
 	cr_assert_str_eq(probs.lines[0], "BROOQ_LEASE: duration needs a unit (e.g. 120s)");
 }
@@ -351,7 +352,7 @@ Test(config, rejects_durations_out_of_range)
 	cr_assert_eq(load(ENV({"BROOQ_LEASE", "0"}, {"BROOQ_BACKOFF_BASE", "0"},
 			      {"BROOQ_POLL_INTERVAL", "1ms"}, {"BROOQ_MAX_WAIT", "2h"},
 			      {"BROOQ_RETENTION_INTERVAL", "999ms"}, {"BROOQ_REAPER_INTERVAL", "25h"})),
-		     -EINVAL);
+		     BRQ_EINVAL);
 	dump_problems();
 	cr_assert(has_problem("BROOQ_LEASE: must be between 1s and 1d"));
 	cr_assert(has_problem("BROOQ_BACKOFF_BASE: must be between 1ms and 1d"));
@@ -401,7 +402,7 @@ Test(config, parses_sizes_with_units_only)
 		const char *why = NULL;
 		cr_assert_neq(brq_config_parse_size(bad[i], &v, &why), 0, "accepted '%s'", bad[i]);
 	}
-	cr_assert_eq(load(ENV({"BROOQ_MAX_PAYLOAD", "1048576"})), -EINVAL);
+	cr_assert_eq(load(ENV({"BROOQ_MAX_PAYLOAD", "1048576"})), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_MAX_PAYLOAD: size needs a unit"));
 }
 
@@ -430,7 +431,7 @@ Test(config, parses_integers_strictly)
 	cr_assert_eq(load(ENV({"BROOQ_POOL_SIZE", "0"}, {"BROOQ_MAX_ATTEMPTS", "1001"},
 			      {"BROOQ_MAX_BATCH", "-5"}, {"BROOQ_MAX_WAITERS", "100001"},
 			      {"BROOQ_RETENTION_BATCH", "99999999999999999999999"})),
-		     -EINVAL);
+		     BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_POOL_SIZE: must be between 1 and 256"));
 	cr_assert(has_problem("BROOQ_MAX_ATTEMPTS: must be between 1 and 1000"));
 	cr_assert(has_problem("BROOQ_MAX_BATCH: not a non-negative decimal integer"));
@@ -472,11 +473,11 @@ Test(config, validates_listen_url_and_ipc_mode)
 	}
 	brq_config_fini(&cfg);
 	brq_config_problems_fini(&probs);
-	cr_assert_eq(load(ENV({"BROOQ_LISTEN", "http://x"}, {"BROOQ_IPC_MODE", "0778"})), -EINVAL);
+	cr_assert_eq(load(ENV({"BROOQ_LISTEN", "http://x"}, {"BROOQ_IPC_MODE", "0778"})), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_LISTEN: must start with ipc://, tcp:// or tls+tcp://"));
 	cr_assert(has_problem("BROOQ_IPC_MODE: must be an octal mode"));
 	brq_config_problems_fini(&probs);
-	cr_assert_eq(load(ENV({"BROOQ_LISTEN", "ipc://"}, {"BROOQ_IPC_MODE", "1000"})), -EINVAL);
+	cr_assert_eq(load(ENV({"BROOQ_LISTEN", "ipc://"}, {"BROOQ_IPC_MODE", "1000"})), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_LISTEN: address missing"));
 	cr_assert(has_problem("BROOQ_IPC_MODE: must be at most 0777"));
 	brq_config_problems_fini(&probs);
@@ -487,14 +488,14 @@ Test(config, validates_listen_url_and_ipc_mode)
 	const char *bad_modes[] = {"rw", "-0660", "0o660", "0660 ", "77777777777777777777777"};
 	for (size_t i = 0; i < sizeof(bad_modes) / sizeof(bad_modes[0]); i++) {
 		brq_config_problems_fini(&probs);
-		cr_assert_eq(load(ENV({"BROOQ_IPC_MODE", bad_modes[i]})), -EINVAL, "%s", bad_modes[i]);
+		cr_assert_eq(load(ENV({"BROOQ_IPC_MODE", bad_modes[i]})), BRQ_EINVAL, "%s", bad_modes[i]);
 		cr_assert(has_problem("BROOQ_IPC_MODE"));
 	}
 }
 
 Test(config, checks_cross_field_limits)
 {
-	cr_assert_eq(load(ENV({"BROOQ_BACKOFF_BASE", "2m"}, {"BROOQ_MAX_PAYLOAD", "32MiB"})), -EINVAL);
+	cr_assert_eq(load(ENV({"BROOQ_BACKOFF_BASE", "2m"}, {"BROOQ_MAX_PAYLOAD", "32MiB"})), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_BACKOFF_MAX: must be at least BROOQ_BACKOFF_BASE"));
 	cr_assert(has_problem("BROOQ_MAX_REQUEST: must be at least BROOQ_MAX_PAYLOAD"));
 	cr_assert_eq(probs.count, 2);
@@ -520,7 +521,7 @@ Test(config, reports_every_problem_at_once)
 		{"BROOQ_TOPIC_OVERRIDES", "Bad Topic:lease=1s"},
 		{NULL, NULL},
 	};
-	cr_assert_eq(load(env), -EINVAL);
+	cr_assert_eq(load(env), BRQ_EINVAL);
 	dump_problems();
 	const char *expect[] = {
 		"BROOQ_DSN: required",
@@ -552,7 +553,7 @@ Test(config, reports_every_problem_at_once)
 Test(config, never_shows_the_dsn_in_problems)
 {
 	// A valid DSN with a password, next to other mistakes.
-	cr_assert_eq(load(ENV({"BROOQ_POOL_SIZE", "x"}, {"BROOQ_LEASE", "1"})), -EINVAL);
+	cr_assert_eq(load(ENV({"BROOQ_POOL_SIZE", "x"}, {"BROOQ_LEASE", "1"})), BRQ_EINVAL);
 	assert_no_secret();
 	brq_config_problems_fini(&probs);
 
@@ -568,7 +569,7 @@ Test(config, never_shows_the_dsn_in_problems)
 		const struct kv env[] = {
 			{"BROOQ_DSN", bad[i]}, {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
 		brq_config_problems_fini(&probs);
-		cr_assert_eq(load(env), -EINVAL, "accepted dsn %zu", i);
+		cr_assert_eq(load(env), BRQ_EINVAL, "accepted dsn %zu", i);
 		cr_assert(has_problem("BROOQ_DSN: not a valid libpq connection string"));
 		assert_no_secret();
 	}
@@ -578,7 +579,7 @@ Test(config, never_shows_the_dsn_in_problems)
 	const struct kv env2[]   = {
 		  {"BROOQ_DSN_FILE", dsn_path}, {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
 	brq_config_problems_fini(&probs);
-	cr_assert_eq(load(env2), -EINVAL);
+	cr_assert_eq(load(env2), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_DSN_FILE: not a valid libpq connection string"));
 	assert_no_secret();
 
@@ -587,7 +588,7 @@ Test(config, never_shows_the_dsn_in_problems)
 				      "BROOQ_DSN=\"postgresql://u:" SECRET "@h/x\n",
 				      0600);
 	brq_config_problems_fini(&probs);
-	cr_assert_eq(load_file(envf, minimal), -EINVAL);
+	cr_assert_eq(load_file(envf, minimal), BRQ_EINVAL);
 	dump_problems();
 	cr_assert(has_problem("line 1: expected KEY=VALUE"));
 	cr_assert(has_problem("line 2: unterminated quote"));
@@ -608,20 +609,20 @@ Test(config, rejects_two_dsn_sources_and_unreadable_or_empty_dsn_files)
 				  {"BROOQ_DSN_FILE", "/x"},
 				  {"BROOQ_WORKER_TOKEN_FILES", "/w"},
 				  {NULL, NULL}};
-	cr_assert_eq(load(both), -EINVAL);
+	cr_assert_eq(load(both), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_DSN: set either BROOQ_DSN or BROOQ_DSN_FILE, not both"));
 
 	const struct kv missing[] = {{"BROOQ_DSN_FILE", "/nonexistent/brooq/dsn"},
 				     {"BROOQ_WORKER_TOKEN_FILES", "/w"},
 				     {NULL, NULL}};
 	brq_config_problems_fini(&probs);
-	cr_assert_eq(load(missing), -EINVAL);
+	cr_assert_eq(load(missing), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_DSN_FILE: cannot read /nonexistent/brooq/dsn"));
 
 	const char     *empty = write_file("empty", " \n\t\n", 0600);
 	const struct kv emp[] = {{"BROOQ_DSN_FILE", empty}, {"BROOQ_WORKER_TOKEN_FILES", "/w"}, {NULL, NULL}};
 	brq_config_problems_fini(&probs);
-	cr_assert_eq(load(emp), -EINVAL);
+	cr_assert_eq(load(emp), BRQ_EINVAL);
 	cr_assert(has_problem("is empty"));
 }
 
@@ -633,7 +634,7 @@ Test(config, parses_an_env_file_and_lets_the_environment_override_it)
 						"   # indented comment\n"
 						"BROOQ_DSN='" GOOD_DSN "'\n"
 						"BROOQ_WORKER_TOKEN_FILES = /run/w1 , /run/w2\r\n"
-						"export BROOQ_LEASE=30s\n"
+						"BROOQ_LEASE=30s\n"
 						"BROOQ_POOL_SIZE=8\n"
 						"BROOQ_LISTEN=\"ipc:///tmp/with \\\"quote\\\".sock\"\n"
 						"BROOQ_LOG_LEVEL=warn   \n"
@@ -667,21 +668,254 @@ Test(config, reports_env_file_mistakes_by_line)
 				      "BROOQ_LEASEE=30s\n"
 				      "no equals sign\n"
 				      "1BROOQ=x\n"
-				      "BROOQ_LISTEN='ipc:///x' trailing\n"
+				      "export BROOQ_LEASE=30s\n"
+				      "# a comment that ends in a backslash \\\n"
+				      "OTHER=\xff\xfe\n"
 				      "BROOQ_LOG_LEVEL='info\n",
 				      0600);
-	cr_assert_eq(load_file(envf, (const struct kv[]) {{NULL, NULL}}), -EINVAL);
+	cr_assert_eq(load_file(envf, (const struct kv[]) {{NULL, NULL}}), BRQ_EINVAL);
 	dump_problems();
 	cr_assert(has_problem("line 3: unknown variable BROOQ_LEASEE"));
 	cr_assert(has_problem("line 4: expected KEY=VALUE"));
-	cr_assert(has_problem("line 5: expected KEY=VALUE"));
-	cr_assert(has_problem("line 6: unexpected characters after the closing quote"));
-	cr_assert(has_problem("line 7: unterminated quote"));
-	cr_assert_eq(probs.count, 5);
+	cr_assert(has_problem("line 5: invalid variable name"));
+	cr_assert(has_problem("line 6: \"export\" is not EnvironmentFile= syntax"));
+	cr_assert(has_problem("line 7: comment ends with a backslash"));
+	cr_assert(has_problem("line 8: value is not valid UTF-8"));
+	cr_assert(has_problem("line 9: unterminated quote"));
+	cr_assert_eq(probs.count, 7);
 
 	brq_config_problems_fini(&probs);
-	cr_assert_eq(load_file("/nonexistent/brooq.env", minimal), -EINVAL);
+	cr_assert_eq(load_file("/nonexistent/brooq.env", minimal), BRQ_EINVAL);
 	cr_assert(has_problem("env file /nonexistent/brooq.env: No such file or directory"));
+}
+
+// Values as systemd's EnvironmentFile= reads them (systemd.exec(5)), one case per rule.
+Test(config, reads_the_env_file_as_systemd_environmentfile_does)
+{
+	const char *envf = write_file("systemd.env",
+				      "; a semicolon comment\n"
+				      "   # an indented comment\n"
+				      "BROOQ_DSN=" GOOD_DSN "\n"
+				      "BROOQ_WORKER_TOKEN_FILES = /a , /b   \n"
+				      "BROOQ_LISTEN=ipc:///tmp/x\\\n"
+				      "y.sock\n"
+				      "BROOQ_LOG_LEVEL=\"w\"'arn'\n"
+				      "BROOQ_TOPIC_OVERRIDES=\"t:lease=9s;\\\n"
+				      "u:lease=8s\"\n"
+				      "BROOQ_HTTP_LISTEN='127.0.0.1:'\"9\"9\\9\\1\n"
+				      "BROOQ_IPC_MODE=0640 # not a comment\n"
+				      "K1=a\\ b\\\\c\\\"d \t\n"
+				      "K2=\"x\\$y\\`z\\\\w\\q\\\"\"\n"
+				      "K3=  'lit\\eral \"q\"'  \n"
+				      "K4=unquoted 'quotes' \"stay\"\n"
+				      "K5=\"a\"  \"b\"  c  \r\n"
+				      "K6=\"multi\nline\"\n",
+				      0600);
+	// K1..K6 are no gateway variables: ask through the internal source lookup.
+	int rc = load_file(envf, (const struct kv[]) {{NULL, NULL}});
+	dump_problems();
+	cr_assert_eq(rc, BRQ_EINVAL, "BROOQ_IPC_MODE's value includes the '# ...'");
+	cr_assert(has_problem("BROOQ_IPC_MODE: must be an octal mode"));
+	cr_assert_eq(probs.count, 1);
+
+	struct loader L = {
+		.src = {.lookup = tab_lookup, .lookup_arg = (void *) (const struct kv[]) {{NULL, NULL}}},
+		.p   = &probs};
+	brq_config_problems_fini(&probs);
+	brq_config_problems_init(&probs);
+	brq_cfg_load_env_file(&L, envf);
+	cr_assert_eq(probs.count, 0);
+	static const struct kv want[] = {
+		{"BROOQ_WORKER_TOKEN_FILES", "/a , /b"},
+		{"BROOQ_LISTEN", "ipc:///tmp/xy.sock"},
+		{"BROOQ_LOG_LEVEL", "warn"},
+		{"BROOQ_TOPIC_OVERRIDES", "t:lease=9s;u:lease=8s"},
+		{"BROOQ_HTTP_LISTEN", "127.0.0.1:9991"},
+		{"BROOQ_IPC_MODE", "0640 # not a comment"},
+		{"K1", "a b\\c\"d"},
+		{"K2", "x$y`z\\w\\q\""},
+		{"K3", "lit\\eral \"q\""},
+		{"K4", "unquoted 'quotes' \"stay\""},
+		{"K5", "abc"},
+		{"K6", "multi\nline"},
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *got = brq_cfg_src_get(&L.src, want[i].k);
+		cr_assert_not_null(got, "%s missing", want[i].k);
+		cr_assert_str_eq(got, want[i].v, "%s", want[i].k);
+	}
+	brq_cfg_env_entries_free(L.src.file, L.src.n_file);
+}
+
+// Value of KEY in the environment.d generator's output ("KEY=value" lines, where a
+// value that needs it is in double quotes with C escapes: \n, \t, \\, \", \ooo ...).
+// Returns a static buffer, or NULL when KEY is not there.
+static const char *
+generator_value(const char *out, const char *key)
+{
+	static char val[1024];
+	char        pat[64];
+	size_t      n = 0;
+	snprintf(pat, sizeof(pat), "\n%s=", key);
+	const char *p = strstr(out, pat);
+	if (p == NULL) {
+		return NULL;
+	}
+	p += strlen(pat);
+	if (*p != '"') {
+		while (*p != '\0' && *p != '\n' && n < sizeof(val) - 1) {
+			val[n++] = *p++;
+		}
+		val[n] = '\0';
+		return val;
+	}
+	static const char esc_in[] = "ntrabfv", esc_out[] = "\n\t\r\a\b\f\v";
+	for (p++; *p != '\0' && *p != '"' && n < sizeof(val) - 1; p++) {
+		if (*p != '\\') {
+			val[n++] = *p;
+		} else if (p[1] >= '0' && p[1] <= '7') {
+			val[n++] = (char) ((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+			p += 3;
+		} else {
+			const char *e = strchr(esc_in, *++p);
+			val[n++]      = e != NULL ? esc_out[e - esc_in] : *p;
+		}
+	}
+	val[n] = '\0';
+	return val;
+}
+
+// systemd's own parser, as the environment.d generator runs it, is the reference: every
+// value our parser reads from a file must be the one systemd reads. (The generator
+// also expands $VARS, so the cases have no '$'.)
+Test(config, reads_values_exactly_as_systemds_own_parser)
+{
+	static const char gen[] =
+		"/usr/lib/systemd/user-environment-generators/30-systemd-environment-d-generator";
+	cr_assert_eq(access(gen, X_OK), 0, "%s missing: deploy/deps.sh installs systemd", gen);
+	char dir[256], cmd[1024], out_path[256];
+	snprintf(dir, sizeof(dir), "%s/environment.d", tmpdir);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	static const char cases[] = "K01=plain\n"
+				    "  K02 =  spaced value  \t \n"
+				    "K03=\"double  quoted\"\n"
+				    "K04='single \"q\" \\n kept'\n"
+				    "K05=\"a\"b'c'd\n"
+				    "K06=unquoted \"quotes\" 'kept'\n"
+				    "K07=back\\\\slash\\ space\\\"q\n"
+				    "K08=\"esc \\\" \\\\ \\` x \\n y\"\n"
+				    "K09=continued\\\nline\n"
+				    "K10=\"multi\nline\"\n"
+				    "K11='multi\nline too'\n"
+				    "; semicolon comment\n"
+				    "# hash comment\n"
+				    "   # indented comment\n"
+				    "K12=# not a comment\n"
+				    "K13=trailing tab\t\n"
+				    "K14=crlf\r\n"
+				    "K16=\"x\" \"y\"  z  \n"
+				    "K17=a\\\n   b\n"
+				    "K19=\"cont\\\ninued\"\n"
+				    "K20=tail";
+	snprintf(cmd, sizeof(cmd), "%s/10-cases.conf", dir);
+	FILE *f = fopen(cmd, "w");
+	cr_assert_not_null(f);
+	fputs(cases, f);
+	fclose(f);
+	snprintf(out_path, sizeof(out_path), "%s/systemd.env", tmpdir);
+	// A leading newline so that every KEY= of the output follows one.
+	snprintf(cmd, sizeof(cmd), "(echo; env -i XDG_CONFIG_HOME=%s HOME=/nonexistent %s) >%s 2>&1", tmpdir,
+		 gen, out_path);
+	cr_assert_eq(system(cmd), 0);
+
+	char  *out     = NULL;
+	size_t out_len = 0;
+	cr_assert_eq(brq_cfg_read_small_file(out_path, 65536, &out, &out_len), 0);
+	cr_log_info("systemd read:\n%s", out);
+	struct loader ours = {
+		.src = {.lookup = tab_lookup, .lookup_arg = (void *) (const struct kv[]) {{NULL, NULL}}},
+		.p   = &probs};
+	snprintf(cmd, sizeof(cmd), "%s/10-cases.conf", dir);
+	brq_cfg_load_env_file(&ours, cmd);
+	dump_problems();
+	cr_assert_eq(probs.count, 0);
+	cr_assert_eq(ours.src.n_file, 18, "read %zu", ours.src.n_file);
+	for (size_t i = 0; i < ours.src.n_file; i++) {
+		const char *k = ours.src.file[i].key;
+		const char *v = generator_value(out, k);
+		cr_assert_not_null(v, "systemd did not read %s", k);
+		cr_assert_str_eq(ours.src.file[i].val, v, "%s: ours vs systemd's", k);
+	}
+	free(out);
+	brq_cfg_env_entries_free(ours.src.file, ours.src.n_file);
+}
+
+Test(config, reports_unknown_brooq_variables_in_the_environment)
+{
+	char                     *envp[] = {"BROOQ_DSN=x",
+					    "BROOQ_LEAES=30s",
+					    "PATH=/bin",
+					    "BROOQ_URL=ipc:///x",
+					    "BROOQ_TOKEN_FILE=/t",
+					    "BROOQ_MIGRATIONS_DIR=/m",
+					    "BROOQ_TEST_BIN_DIR=/b",
+					    "BROOQ_BENCH_URL=/u",
+					    "BROOQ_SOURCE_DIR=/s",
+					    "BROOQ_=",
+					    "BROOQ_POOL_SIZE",
+					    NULL};
+	struct brq_config_sources src = {.lookup = tab_lookup, .lookup_arg = (void *) minimal, .envp = envp};
+	cr_assert_eq(brq_config_load_from(&cfg, &src, &probs), BRQ_EINVAL);
+	dump_problems();
+	cr_assert(has_problem("environment: unknown variable BROOQ_LEAES"));
+	bool has_bare = false;
+	for (size_t i = 0; i < probs.count; i++) {
+		has_bare = has_bare || strcmp(probs.lines[i], "environment: unknown variable BROOQ_") == 0;
+	}
+	cr_assert(has_bare);
+	cr_assert_eq(probs.count, 2, "other programs' and the harness's variables pass");
+}
+
+struct check_arg {
+	int calls;
+	int rc;
+};
+
+static int
+fake_check(const struct brq_config *c, void *arg, struct brq_config_problems *p)
+{
+	struct check_arg *a = arg;
+	a->calls++;
+	cr_assert_eq(c->n_worker_token_files, 1, "the token lists are there even with other problems");
+	if (a->rc != 0) {
+		brq_config_problem_add(p, "worker token file %s: token too short", c->worker_token_files[0]);
+	}
+	return a->rc;
+}
+
+Test(config, reports_a_later_stages_problems_in_the_same_round)
+{
+	struct check_arg          a   = {.rc = BRQ_EINVAL};
+	struct brq_config_sources src = {.lookup     = tab_lookup,
+					 .lookup_arg = (void *) ENV({"BROOQ_LEASE", "120"}),
+					 .check      = fake_check,
+					 .check_arg  = &a};
+	cr_assert_eq(brq_config_load_from(&cfg, &src, &probs), BRQ_EINVAL);
+	cr_assert_eq(a.calls, 1);
+	cr_assert(has_problem("BROOQ_LEASE: duration needs a unit"));
+	cr_assert(has_problem("worker token file /run/w1: token too short"));
+	cr_assert_eq(probs.count, 2);
+
+	brq_config_problems_fini(&probs);
+	a.rc           = 0;
+	src.lookup_arg = (void *) minimal;
+	cr_assert_eq(brq_config_load_from(&cfg, &src, &probs), 0);
+	cr_assert_eq(a.calls, 2);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	a.rc = BRQ_EINVAL; // a check's verdict alone fails the load too
+	cr_assert_eq(brq_config_load_from(&cfg, &src, &probs), BRQ_EINVAL);
+	cr_assert_eq(probs.count, 1);
 }
 
 Test(config, parses_topic_overrides)
@@ -763,7 +997,7 @@ Test(config, rejects_every_malformed_topic_override)
 		const char *in = bad[i].in != NULL ? bad[i].in : long_topic;
 		brq_config_fini(&cfg);
 		brq_config_problems_fini(&probs);
-		cr_assert_eq(load(ENV({"BROOQ_TOPIC_OVERRIDES", in})), -EINVAL, "accepted '%s'", in);
+		cr_assert_eq(load(ENV({"BROOQ_TOPIC_OVERRIDES", in})), BRQ_EINVAL, "accepted '%s'", in);
 		dump_problems();
 		cr_assert(has_problem(bad[i].why), "'%s': expected '%s'", in, bad[i].why);
 		for (size_t j = 0; j < probs.count; j++) {
@@ -796,7 +1030,7 @@ Test(config, requires_permission_for_a_non_loopback_http_listener)
 	for (size_t i = 0; i < sizeof(remote) / sizeof(remote[0]); i++) {
 		brq_config_fini(&cfg);
 		brq_config_problems_fini(&probs);
-		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", remote[i]})), -EINVAL, "%s", remote[i]);
+		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", remote[i]})), BRQ_EINVAL, "%s", remote[i]);
 		cr_assert(has_problem("is not loopback; set BROOQ_HTTP_ALLOW_NONLOOPBACK=true"));
 		brq_config_problems_fini(&probs);
 		cr_assert_eq(
@@ -817,12 +1051,12 @@ Test(config, requires_permission_for_a_non_loopback_http_listener)
 		brq_config_fini(&cfg);
 		brq_config_problems_fini(&probs);
 		cr_assert_eq(load(ENV({"BROOQ_HTTP_LISTEN", bad[i]}, {"BROOQ_HTTP_ALLOW_NONLOOPBACK", "1"})),
-			     -EINVAL, "accepted %s", bad[i]);
+			     BRQ_EINVAL, "accepted %s", bad[i]);
 		cr_assert(has_problem("BROOQ_HTTP_LISTEN: "));
 	}
 
 	brq_config_problems_fini(&probs);
-	cr_assert_eq(load(ENV({"BROOQ_HTTP_ALLOW_NONLOOPBACK", "maybe"})), -EINVAL);
+	cr_assert_eq(load(ENV({"BROOQ_HTTP_ALLOW_NONLOOPBACK", "maybe"})), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_HTTP_ALLOW_NONLOOPBACK: not a boolean"));
 }
 
@@ -871,7 +1105,7 @@ Test(config, credentials_directory_alone_is_enough)
 	brq_config_fini(&cfg);
 	brq_config_problems_fini(&probs);
 	const struct kv gone[] = {{"CREDENTIALS_DIRECTORY", "/nonexistent/creds"}, {NULL, NULL}};
-	cr_assert_eq(load(gone), -EINVAL);
+	cr_assert_eq(load(gone), BRQ_EINVAL);
 	dump_problems();
 	cr_assert(has_problem("CREDENTIALS_DIRECTORY: cannot open /nonexistent/creds"));
 	cr_assert(has_problem("BROOQ_DSN: required"));
@@ -879,7 +1113,7 @@ Test(config, credentials_directory_alone_is_enough)
 
 Test(config, rejects_an_empty_element_in_a_token_file_list)
 {
-	cr_assert_eq(load(ENV({"BROOQ_ADMIN_TOKEN_FILES", "/a,,/b"})), -EINVAL);
+	cr_assert_eq(load(ENV({"BROOQ_ADMIN_TOKEN_FILES", "/a,,/b"})), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_ADMIN_TOKEN_FILES: empty path in the list"));
 	cr_assert_eq(probs.count, 1);
 }

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
-// Tests for gateway/log.c: line format, quoting, level filtering, one line per call.
+// Tests for gateway/log.c and log_limit.c: line format, quoting, levels, one line per call, journald
+// priorities, rate limits.
 #include <criterion/criterion.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -325,4 +328,176 @@ Test(log, lines_from_threads_never_interleave)
 	fclose(f);
 	unlink(path);
 	cr_assert_eq(n, 8 * 200);
+}
+
+// ---- journald priority prefixes ----------------------------------------------------------
+
+static void
+set_journal_stream_of(int fd)
+{
+	struct stat st;
+	char        v[64];
+	cr_assert_eq(fstat(fd, &st), 0);
+	snprintf(v, sizeof(v), "%ju:%ju", (uintmax_t) st.st_dev, (uintmax_t) st.st_ino);
+	cr_assert_eq(setenv("JOURNAL_STREAM", v, 1), 0);
+}
+
+Test(log, prefixes_syslog_priorities_when_journal_stream_names_the_fd)
+{
+	set_journal_stream_of(pipe_fds[1]);
+	cr_assert(brq_log_detect_journal(pipe_fds[1]));
+	brq_log_set_level(BRQ_LOG_LVL_DEBUG);
+	BRQ_LOG_DEBUG("a", NULL);
+	BRQ_LOG_INFO("b", NULL);
+	BRQ_LOG_WARN("c", NULL);
+	BRQ_LOG_ERROR("d", "k=%d", 1);
+	const char *out = captured();
+	cr_assert(matches("^<7>ts=[^ ]+ level=debug msg=a\n<6>ts=[^ ]+ level=info msg=b\n"
+			  "<4>ts=[^ ]+ level=warn msg=c\n<3>ts=[^ ]+ level=error msg=d k=1\n$",
+			  out),
+		  "got: %s", out);
+}
+
+Test(log, no_prefix_when_stderr_is_redirected_elsewhere_or_the_variable_is_bad)
+{
+	int other[2];
+	cr_assert_eq(pipe(other), 0);
+	// The journal's stream is another fd (ours was redirected, e.g. 2>file).
+	set_journal_stream_of(other[1]);
+	cr_assert_not(brq_log_detect_journal(pipe_fds[1]));
+	BRQ_LOG_WARN("c", NULL);
+	const char *bad[] = {"", "1", "1:", ":1", "1:2:3", "x:y", "1:2x"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(setenv("JOURNAL_STREAM", bad[i], 1), 0);
+		cr_assert_not(brq_log_detect_journal(pipe_fds[1]), "JOURNAL_STREAM=%s", bad[i]);
+	}
+	unsetenv("JOURNAL_STREAM");
+	cr_assert_not(brq_log_detect_journal(pipe_fds[1]));
+	BRQ_LOG_WARN("d", NULL);
+	const char *out = captured();
+	cr_assert(matches("^ts=[^ ]+ level=warn msg=c\nts=[^ ]+ level=warn msg=d\n$", out), "got: %s", out);
+	close(other[0]);
+	close(other[1]);
+}
+
+// ---- rate limits ---------------------------------------------------------------------------
+
+static size_t
+count_lines_with(const char *out, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = out; (p = strstr(p, needle)) != NULL; p += strlen(needle)) {
+		n++;
+	}
+	return n;
+}
+
+// Sum of suppressed=N over every summary line for `event`.
+static unsigned long long
+suppressed_total(const char *out, const char *event)
+{
+	char               key[128];
+	unsigned long long sum = 0;
+	snprintf(key, sizeof(key), "msg=log_suppressed event=%s suppressed=", event);
+	for (const char *p = out; (p = strstr(p, key)) != NULL; p += strlen(key)) {
+		sum += strtoull(p + strlen(key), NULL, 10);
+	}
+	return sum;
+}
+
+static struct brq_log_limit burst_limit = BRQ_LOG_LIMIT_INIT("flood", BRQ_LOG_LVL_WARN, 5, 60000);
+
+Test(log, a_limit_writes_the_first_burst_and_reports_the_rest_at_the_final_flush)
+{
+	for (int i = 0; i < 10000; i++) {
+		BRQ_LOG_LIMITED(&burst_limit, BRQ_LOG_LVL_WARN, "flood", "i=%d", i);
+	}
+	brq_log_limit_flush(false); // the window (60 s) has not ended: nothing yet
+	cr_assert_eq(count_lines_with(captured(), "msg=log_suppressed"), 0);
+	brq_log_limit_flush(true);
+	const char *out = captured();
+	cr_assert_eq(count_lines_with(out, "msg=flood "), 0, "already read");
+	cr_assert_eq(suppressed_total(out, "flood"), 9995, "got: %s", out);
+	cr_assert(matches("^ts=[^ ]+ level=warn msg=log_suppressed event=flood suppressed=9995 "
+			  "interval_ms=60000 burst=5\n$",
+			  out),
+		  "got: %s", out);
+}
+
+static struct brq_log_limit short_limit = BRQ_LOG_LIMIT_INIT("short", BRQ_LOG_LVL_WARN, 3, 100);
+
+Test(log, a_limit_reports_at_the_next_event_after_the_window_and_at_a_periodic_flush)
+{
+	for (int i = 0; i < 50; i++) {
+		BRQ_LOG_LIMITED(&short_limit, BRQ_LOG_LVL_WARN, "short", "i=%d", i);
+	}
+	usleep(150 * 1000);
+	// The next event closes the window: its summary first, then a fresh burst.
+	BRQ_LOG_LIMITED(&short_limit, BRQ_LOG_LVL_WARN, "short", "i=%d", 50);
+	const char *out = captured();
+	cr_assert(matches("^(ts=[^ ]+ level=warn msg=short i=[0-2]\n){3}"
+			  "ts=[^ ]+ level=warn msg=log_suppressed event=short suppressed=47 [^\n]*\n"
+			  "ts=[^ ]+ level=warn msg=short i=50\n$",
+			  out),
+		  "got: %s", out);
+	for (int i = 51; i < 60; i++) {
+		BRQ_LOG_LIMITED(&short_limit, BRQ_LOG_LVL_WARN, "short", "i=%d", i);
+	}
+	usleep(150 * 1000);
+	brq_log_limit_flush(false); // the window ended with 7 dropped: reported without a new event
+	out = captured();
+	cr_assert_eq(count_lines_with(out, "msg=short "), 2, "got: %s", out);
+	cr_assert_eq(suppressed_total(out, "short"), 7, "got: %s", out);
+	brq_log_limit_flush(true); // nothing left to report
+	cr_assert_str_eq(captured(), "");
+}
+
+static int evaluated;
+
+static int
+count_eval(void)
+{
+	return ++evaluated;
+}
+
+static struct brq_log_limit eval_limit = BRQ_LOG_LIMIT_INIT("eval", BRQ_LOG_LVL_WARN, 2, 60000);
+
+Test(log, a_limit_does_not_evaluate_arguments_of_dropped_lines)
+{
+	for (int i = 0; i < 10; i++) {
+		BRQ_LOG_LIMITED(&eval_limit, BRQ_LOG_LVL_WARN, "eval", "n=%d", count_eval());
+	}
+	cr_assert_eq(evaluated, 2);
+}
+
+struct flood_arg {
+	int n;
+};
+
+static struct brq_log_limit thread_limit = BRQ_LOG_LIMIT_INIT("threads", BRQ_LOG_LVL_WARN, 10, 60000);
+
+static void *
+flood(void *arg)
+{
+	struct flood_arg *a = arg;
+	for (int i = 0; i < a->n; i++) {
+		BRQ_LOG_LIMITED(&thread_limit, BRQ_LOG_LVL_WARN, "threads", "i=%d", i);
+	}
+	return NULL;
+}
+
+Test(log, a_limit_counts_exactly_across_threads)
+{
+	pthread_t        th[8];
+	struct flood_arg a = {.n = 2500};
+	for (int i = 0; i < 8; i++) {
+		cr_assert_eq(pthread_create(&th[i], NULL, flood, &a), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+	}
+	brq_log_limit_flush(true);
+	const char *out = captured();
+	cr_assert_eq(count_lines_with(out, "msg=threads "), 10);
+	cr_assert_eq(suppressed_total(out, "threads"), 8 * 2500 - 10, "got: %s", out);
 }

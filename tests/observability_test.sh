@@ -6,7 +6,10 @@
 #   3. a real exposition (metrics_test --dump-exposition, every series touched)
 #      passes `promtool check metrics`;
 #   4. every brooq_* metric, and every literal label value, that a rule or a
-#      dashboard query names exists in that exposition.
+#      dashboard query names exists in that exposition;
+#   5. the database-wide gauges (every gateway reports the same figures) are reduced
+#      across instances with max before anything sums them, so that N gateways do
+#      not show N times the jobs (checked to fail on a panel that sums them).
 # Usage: observability_test.sh PATH/TO/metrics_test
 set -euo pipefail
 root=${BROOQ_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -125,6 +128,54 @@ PY
 check "rules and dashboard query only rendered metrics" \
   python3 "$tmp/names.py" "$tmp/exposition.txt" "$dash" "$prom/brooq-rules.yml"
 check "dashboard JSON parses" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$dash"
+
+cat >"$tmp/dbwide.py" <<'PY'
+import json, re, sys
+
+# Gauges that describe the whole database: each gateway reports the same value.
+DB_WIDE = ("brooq_jobs", "brooq_ready_oldest_age_seconds")
+dash_path, rules_path = sys.argv[1:3]
+
+exprs = []
+def walk(panels):
+    for p in panels:
+        for t in p.get("targets", []):
+            exprs.append(("dashboard panel " + repr(p.get("title")), t.get("expr", "")))
+        walk(p.get("panels", []))
+walk(json.load(open(dash_path)).get("panels", []))
+for line in open(rules_path):
+    m = re.match(r"\s*expr:\s*(.+)$", line)
+    if m:
+        exprs.append(("rule", m.group(1)))
+
+# The selector must be the direct argument of max/min/avg (optionally by/without);
+# when the expression also sums, that reduction must not keep `instance`.
+wrap = re.compile(r"\b(max|min|avg)\s*(?:(by|without)\s*\(([^)]*)\)\s*)?\(\s*$")
+problems, seen = [], 0
+for where, e in exprs:
+    for m in re.finditer(r"\b(%s)\b" % "|".join(DB_WIDE), e):
+        seen += 1
+        w = wrap.search(e[: m.start()])
+        labels = {x.strip() for x in (w.group(3) or "").split(",")} if w else set()
+        keeps_instance = w is not None and (
+            (w.group(2) == "by" and "instance" in labels) or (w.group(2) == "without" and "instance" not in labels))
+        if w is None:
+            problems.append(f"{where}: {m.group(1)} is not reduced with max by (...) across instances: {e}")
+        elif keeps_instance and re.search(r"\bsum\b", e):
+            problems.append(f"{where}: {m.group(1)} is summed across instances: {e}")
+for p in problems:
+    print(p)
+print(f"{seen} uses of database-wide gauges checked")
+sys.exit(1 if problems or seen == 0 else 0)
+PY
+check "database-wide gauges are never summed across gateways" \
+  python3 "$tmp/dbwide.py" "$dash" "$prom/brooq-rules.yml"
+# The check itself must catch the mistake it exists for: a panel summing brooq_jobs.
+sed 's/sum by (state) (max by (topic, state) (brooq_jobs\([^)]*\)))/sum by (state) (brooq_jobs\1)/' \
+  "$dash" >"$tmp/summing-dashboard.json"
+check "the gauge check fails on a panel that sums brooq_jobs" \
+  bash -c '! grep -q "max by (topic, state) (brooq_jobs" "$1" && ! python3 "$2" "$1" "$3"' _ \
+  "$tmp/summing-dashboard.json" "$tmp/dbwide.py" "$prom/brooq-rules.yml"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

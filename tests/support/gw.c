@@ -95,6 +95,12 @@ brq_gw_call(const brq_gw *gw, brq_request *req, brq_reply *rep, brq_arena *arena
 void
 brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env)
 {
+	brq_gw_start_args(gw, dsn, extra_env, NULL);
+}
+
+void
+brq_gw_spawn(brq_gw *gw, char *dsn, const char *const *extra_env, const char *const *args)
+{
 	cr_assert(sodium_init() >= 0);
 	memset(gw, 0, sizeof(*gw));
 	gw->dsn = dsn;
@@ -150,31 +156,71 @@ brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env)
 			dup2(fd, STDERR_FILENO);
 			dup2(fd, STDOUT_FILENO);
 		}
-		execle(bin, "brooq-gateway", (char *) NULL, env);
+		char *argv[16] = {"brooq-gateway"};
+		for (int k = 0; args != NULL && args[k] != NULL && k < 14; k++)
+			argv[k + 1] = (char *) args[k];
+		execve(bin, argv, env);
 		_exit(127);
 	}
 	gw->pid = pid;
+}
 
-	// Up when it answers (any reply to a ping means the socket serves).
-	unsigned char ping[256];
-	brq_buf       b;
-	brq_request   req = {.op = BRQ_OP_PING, .token = brq_gw_worker(gw)};
+const char *
+brq_gw_log(const brq_gw *gw)
+{
+	static char buf[1 << 20];
+	FILE       *f = fopen(gw->log, "r");
+	size_t      n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f != NULL)
+		fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+int
+brq_gw_count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		n++;
+	return n;
+}
+
+void
+brq_gw_await_log(const brq_gw *gw, const char *needle, int n, int timeout_ms)
+{
+	for (int waited = 0; brq_gw_count(brq_gw_log(gw), needle) < n; waited += 20) {
+		cr_assert(waited < timeout_ms, "no %d x '%s' in the log after %d ms:\n%s", n, needle,
+			  timeout_ms, brq_gw_log(gw));
+		usleep(20 * 1000);
+	}
+}
+
+bool
+brq_gw_answers(const brq_gw *gw, int timeout_ms)
+{
+	// Any reply to a ping means the socket serves.
+	brq_buf     b;
+	brq_request req = {.op = BRQ_OP_PING, .token = brq_gw_worker(gw)};
+	size_t      rl  = 0;
 	brq_buf_init(&b, 0);
 	cr_assert_eq(brq_request_encode(&b, &req), 0);
-	cr_assert(b.len < sizeof(ping));
-	memcpy(ping, b.data, b.len);
-	size_t plen = b.len;
+	void *rep = brq_gw_raw(gw, b.data, b.len, &rl, timeout_ms);
 	brq_buf_fini(&b);
+	free(rep);
+	return rep != NULL;
+}
+
+void
+brq_gw_start_args(brq_gw *gw, char *dsn, const char *const *extra_env, const char *const *args)
+{
+	brq_gw_spawn(gw, dsn, extra_env, args);
 	for (int i = 0; i < 500; i++) {
 		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid)
+		if (waitpid(gw->pid, &st, WNOHANG) == gw->pid)
 			cr_assert_fail("brooq-gateway exited at start (status %d); see %s", st, gw->log);
-		size_t rl  = 0;
-		void  *rep = brq_gw_raw(gw, ping, plen, &rl, 200);
-		if (rep != NULL) {
-			free(rep);
+		if (brq_gw_answers(gw, 200))
 			return;
-		}
 		usleep(20000);
 	}
 	cr_assert_fail("brooq-gateway did not come up; see %s", gw->log);

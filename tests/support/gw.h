@@ -28,6 +28,26 @@ typedef struct brq_gw {
  */
 void brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env);
 
+/* Same, with command-line arguments (NULL-terminated, after argv[0]; NULL: none). */
+void brq_gw_start_args(brq_gw *gw, char *dsn, const char *const *extra_env, const char *const *args);
+
+/* Only the first half of brq_gw_start_args: sets up *gw and starts the process, without
+ * waiting for it to answer. */
+void brq_gw_spawn(brq_gw *gw, char *dsn, const char *const *extra_env, const char *const *args);
+
+/* The gateway's log so far (static buffer, up to 1 MiB; valid until the next call). */
+const char *brq_gw_log(const brq_gw *gw);
+
+/* Occurrences of needle in hay. */
+int brq_gw_count(const char *hay, const char *needle);
+
+/* Waits until the log holds at least n occurrences of needle; fails the test (showing
+ * the log) after timeout_ms. */
+void brq_gw_await_log(const brq_gw *gw, const char *needle, int n, int timeout_ms);
+
+/* Sends one ping on a fresh connection: true when the gateway answered within timeout_ms. */
+bool brq_gw_answers(const brq_gw *gw, int timeout_ms);
+
 /* SIGTERM, waits (asserting a clean exit 0 unless `crash_ok`), removes the dir. */
 void brq_gw_stop(brq_gw *gw);
 

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+// Gateway configuration: BROOQ_TOPIC_OVERRIDES, per-topic max_attempts, backoff and lease.
+#include "config.h"
+#include "config_parse.h"
+#include "text.h" // proto: brq_topic_valid, the one topic rule
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Trims blanks in place on [*a, *b).
+static void
+trim_span(const char **a, const char **b)
+{
+	while (*a < *b && brq_cfg_is_blank(**a)) {
+		(*a)++;
+	}
+	while (*b > *a && brq_cfg_is_blank((*b)[-1])) {
+		(*b)--;
+	}
+}
+
+static const char var[] = "BROOQ_TOPIC_OVERRIDES";
+
+// The has_ flag of the override key [ka, kb) and its name, or NULL for an unknown key.
+static bool *
+override_key(struct brq_topic_override *o, const char *ka, const char *kb, const char **key)
+{
+	static const char *const names[] = {"max_attempts", "backoff_base", "backoff_max", "lease"};
+	bool *const has[] = {&o->has_max_attempts, &o->has_backoff_base, &o->has_backoff_max, &o->has_lease};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if ((size_t) (kb - ka) == strlen(names[i]) && memcmp(ka, names[i], (size_t) (kb - ka)) == 0) {
+			*key = names[i];
+			return has[i];
+		}
+	}
+	return NULL;
+}
+
+// Parses the value of one override key (`has` names which) into o.
+static void
+parse_override_value(struct loader *L, const char *label, const char *key, const char *val, bool *has,
+		     struct brq_topic_override *o)
+{
+	char        lo[32], hi[32];
+	const char *why;
+	uint64_t    v, min, max, *out;
+
+	if (has == &o->has_max_attempts) {
+		if (brq_config_parse_uint(val, &v, &why) != 0) {
+			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
+		} else if (v < MAX_ATTEMPTS_MIN || v > MAX_ATTEMPTS_MAX) {
+			brq_config_problem_add(L->p, "%s: %s: %s: must be between %d and %d", var, label, key,
+					       MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX);
+		} else {
+			o->max_attempts = (uint32_t) v;
+			*has            = true;
+		}
+		return;
+	}
+	if (has == &o->has_backoff_base) {
+		min = BACKOFF_BASE_MIN_MS, max = BACKOFF_BASE_MAX_MS, out = &o->backoff_base_ms;
+	} else if (has == &o->has_backoff_max) {
+		min = BACKOFF_MAX_MIN_MS, max = BACKOFF_MAX_MAX_MS, out = &o->backoff_max_ms;
+	} else {
+		min = LEASE_MIN_MS, max = LEASE_MAX_MS, out = &o->lease_ms;
+	}
+	if (brq_config_parse_duration_ms(val, &v, &why) != 0) {
+		brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
+	} else if (v < min || v > max) {
+		brq_config_problem_add(L->p, "%s: %s: %s: must be between %s and %s", var, label, key,
+				       brq_config_fmt_duration(lo, sizeof(lo), min),
+				       brq_config_fmt_duration(hi, sizeof(hi), max));
+	} else {
+		*out = v;
+		*has = true;
+	}
+}
+
+// Parses one "key=value" of a topic entry into o. `label` names the entry in problems.
+static void
+parse_override_kv(struct loader *L, const char *label, const char *a, const char *b,
+		  struct brq_topic_override *o)
+{
+	char        val[64];
+	const char *key = NULL;
+
+	trim_span(&a, &b);
+	if (a == b) {
+		brq_config_problem_add(L->p, "%s: %s: empty setting", var, label);
+		return;
+	}
+	const char *eq = memchr(a, '=', (size_t) (b - a));
+	if (eq == NULL) {
+		brq_config_problem_add(L->p, "%s: %s: expected key=value", var, label);
+		return;
+	}
+	const char *ka = a, *kb = eq, *va = eq + 1, *vb = b;
+	trim_span(&ka, &kb);
+	trim_span(&va, &vb);
+	if ((size_t) (vb - va) >= sizeof(val)) {
+		brq_config_problem_add(L->p, "%s: %s: value too long", var, label);
+		return;
+	}
+	memcpy(val, va, (size_t) (vb - va));
+	val[vb - va] = '\0';
+
+	bool *has = override_key(o, ka, kb, &key);
+	if (has == NULL) {
+		brq_config_problem_add(
+			L->p, "%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, lease)", var,
+			label);
+	} else if (*has) {
+		brq_config_problem_add(L->p, "%s: %s: %s given twice", var, label, key);
+	} else if (val[0] == '\0') {
+		brq_config_problem_add(L->p, "%s: %s: %s: empty value", var, label, key);
+	} else {
+		parse_override_value(L, label, key, val, has, o);
+	}
+}
+
+// Parses one "topic:k=v,k=v" entry [a, b) into a new array element.
+static void
+parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, const char *a, const char *b)
+{
+	char label[BRQ_CONFIG_TOPIC_MAX + 32];
+
+	trim_span(&a, &b);
+	if (a == b) {
+		brq_config_problem_add(L->p, "%s: entry %zu is empty", var, index);
+		return;
+	}
+	const char *colon = memchr(a, ':', (size_t) (b - a));
+	if (colon == NULL) {
+		brq_config_problem_add(L->p, "%s: entry %zu: expected topic:key=value,...", var, index);
+		return;
+	}
+	const char *ta = a, *tb = colon;
+	trim_span(&ta, &tb);
+	if (!brq_topic_valid(ta, (size_t) (tb - ta))) {
+		brq_config_problem_add(
+			L->p, "%s: entry %zu: topic must match [a-z0-9][a-z0-9._-]* and be at most %d bytes",
+			var, index, BRQ_CONFIG_TOPIC_MAX);
+		return;
+	}
+	struct brq_topic_override o;
+	memset(&o, 0, sizeof(o));
+	memcpy(o.topic, ta, (size_t) (tb - ta));
+	snprintf(label, sizeof(label), "%s", o.topic);
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
+		if (strcmp(cfg->topic_overrides[i].topic, o.topic) == 0) {
+			brq_config_problem_add(L->p, "%s: %s: topic listed twice", var, label);
+			return;
+		}
+	}
+	const char *s  = colon + 1;
+	const char *sa = s, *sb = b;
+	trim_span(&sa, &sb);
+	if (sa == sb) {
+		brq_config_problem_add(L->p, "%s: %s: no settings", var, label);
+		return;
+	}
+	size_t before = L->p->count;
+	for (;;) {
+		const char *comma = memchr(s, ',', (size_t) (b - s));
+		const char *end   = comma != NULL ? comma : b;
+		parse_override_kv(L, label, s, end, &o);
+		if (comma == NULL) {
+			break;
+		}
+		s = comma + 1;
+	}
+	if (L->p->count != before) {
+		return;
+	}
+	if (cfg->n_topic_overrides == BRQ_CONFIG_MAX_TOPIC_OVERRIDES) {
+		brq_config_problem_add(L->p, "%s: more than %d topics", var, BRQ_CONFIG_MAX_TOPIC_OVERRIDES);
+		return;
+	}
+	struct brq_topic_override *no =
+		realloc(cfg->topic_overrides, (cfg->n_topic_overrides + 1) * sizeof(*no));
+	if (no == NULL) {
+		L->is_oom = true;
+		return;
+	}
+	cfg->topic_overrides                           = no;
+	cfg->topic_overrides[cfg->n_topic_overrides++] = o;
+}
+
+void
+brq_cfg_get_topic_overrides(struct loader *L, struct brq_config *cfg)
+{
+	const char *s = brq_cfg_src_get(&L->src, "BROOQ_TOPIC_OVERRIDES");
+	if (s == NULL) {
+		return;
+	}
+	size_t index = 1;
+	for (;;) {
+		const char *semi = strchr(s, ';');
+		const char *end  = semi != NULL ? semi : s + strlen(s);
+		parse_override_entry(L, cfg, index++, s, end);
+		if (semi == NULL) {
+			break;
+		}
+		s = semi + 1;
+	}
+}
+
+void
+brq_cfg_check_topic_backoff(struct loader *L, const struct brq_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
+		const struct brq_topic_override *o = &cfg->topic_overrides[i];
+		uint64_t eb = o->has_backoff_base ? o->backoff_base_ms : cfg->backoff_base_ms;
+		uint64_t em = o->has_backoff_max ? o->backoff_max_ms : cfg->backoff_max_ms;
+		if (em < eb) {
+			brq_config_problem_add(L->p,
+					       "%s: %s: backoff_max must be at least backoff_base "
+					       "(inherited values included)",
+					       var, o->topic);
+		}
+	}
+}
+
+uint64_t
+brq_cfg_min_lease_ms(const struct brq_config *cfg)
+{
+	uint64_t min_lease = cfg->lease_ms;
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
+		if (cfg->topic_overrides[i].has_lease && cfg->topic_overrides[i].lease_ms < min_lease) {
+			min_lease = cfg->topic_overrides[i].lease_ms;
+		}
+	}
+	return min_lease;
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// Loading the configuration and the tokens in one round, at start and on SIGHUP.
+//
+// SIGHUP re-reads everything (the process environment as it was at start, the
+// --env-file, $CREDENTIALS_DIRECTORY, every token file) and applies what can change
+// while connections stay up: the token sets (auth.h swaps them under running checks)
+// and BROOQ_LOG_LEVEL. Other settings that differ are named in one
+// reload_needs_restart line and keep their running values. A reload with any problem
+// (a token file gone or too short, a bad value) changes nothing and logs each problem;
+// the gateway never exits because of a reload.
+#ifndef BRQ_GATEWAY_RELOAD_H
+#define BRQ_GATEWAY_RELOAD_H
+
+#include "brq_base.h"
+
+#include "auth.h"
+#include "config.h"
+#include "log.h"
+
+typedef struct brq_reload {
+	const char              *env_file;  // borrowed: --env-file, or NULL
+	struct brq_auth         *auth;      // borrowed: the tokens requests are checked against
+	const struct brq_config *cfg;       // borrowed: the configuration the gateway started with
+	enum brq_log_level       log_level; // the level in force
+} brq_reload;
+
+// Loads the configuration (env_file may be NULL; the process environment) and reads
+// the token files it names, reporting the problems of both in one round. On success
+// *cfg owns the configuration (brq_config_fini()) and *set the tokens (publish or
+// free it). Returns 0, BRQ_EINVAL (problems listed in *problems; the caller must
+// brq_config_problems_fini() it whatever the result) or BRQ_ENOMEM; on failure *cfg is
+// zeroed and *set NULL.
+BRQ_MUSTCHECK int brq_reload_load(const char *env_file, const struct brq_auth *auth, struct brq_config *cfg,
+				  brq_auth_set **set, struct brq_config_problems *problems);
+
+// One reload (SIGHUP), as described above; logs what changed, or why nothing did.
+// Returns 0, or BRQ_EINVAL / BRQ_ENOMEM when the previous state was kept. Call from
+// one thread (the main loop).
+int brq_reload_run(brq_reload *r);
+
+#endif

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Checks deploy/systemd as systemd itself reads it:
+#   1. `systemd-analyze verify` on the unit (ExecStart pointed at the built binary, the
+#      one thing that differs from an installed unit), with no complaint at all;
+#   2. `systemd-analyze security --offline=true`: overall exposure at most 1.6, "OK";
+#   3. the unit is Type=notify with a watchdog and a SIGHUP reload, reads its settings
+#      with EnvironmentFile= (not the gateway's --env-file), and loads tokens with the
+#      directory form of LoadCredential=;
+#   4. `systemd-sysusers` on brooq.sysusers creates the brooq group.
+# Usage: systemd_deploy_test.sh PATH/TO/brooq-gateway
+set -euo pipefail
+root=${BROOQ_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+gateway=${1:?usage: systemd_deploy_test.sh PATH/TO/brooq-gateway}
+unit=$root/deploy/systemd/brooq-gateway.service
+sysusers=$root/deploy/systemd/brooq.sysusers
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+pass=0
+fail=0
+check() { # check NAME COMMAND...
+  local name=$1
+  shift
+  if "$@" >"$tmp/out" 2>&1; then
+    pass=$((pass + 1))
+    echo "ok   $name"
+  else
+    fail=$((fail + 1))
+    echo "FAIL $name"
+    sed 's/^/     /' "$tmp/out"
+  fi
+}
+
+command -v systemd-analyze >/dev/null || { echo "systemd-analyze not found (deploy/deps.sh installs systemd)"; exit 1; }
+
+sed "s|^ExecStart=[^ ]*|ExecStart=$gateway|" "$unit" >"$tmp/brooq-gateway.service"
+check "the test copy differs only in ExecStart" \
+  bash -c '[ "$(diff "$1" "$2" | grep -c "^[<>]")" -eq 2 ]' _ "$unit" "$tmp/brooq-gateway.service"
+check "systemd-analyze verify: no complaint" \
+  bash -c 'out=$(systemd-analyze verify "$1" 2>&1); rc=$?; echo "$out"; [ $rc -eq 0 ] && [ -z "$out" ]' _ \
+  "$tmp/brooq-gateway.service"
+
+# "→ Overall exposure level for brooq-gateway.service: 1.6 OK 🙂"
+exposure() {
+  systemd-analyze security --offline=true "$1" | tee "$tmp/security.txt" | grep 'Overall exposure level'
+}
+check "systemd-analyze security --offline=true: exposure <= 1.6, OK" \
+  bash -c "$(declare -f exposure); tmp=$tmp"'; line=$(exposure "$1"); echo "$line";
+    [[ $line =~ :\ ([0-9]+\.[0-9])\ OK ]] && awk -v s="${BASH_REMATCH[1]}" "BEGIN { exit !(s <= 1.6) }"' _ \
+  "$tmp/brooq-gateway.service"
+
+has() { grep -qxF -- "$2" "$1" || { echo "missing line: $2"; return 1; }; }
+lacks() { ! grep -qE -- "$2" "$1" || { echo "unexpected: $(grep -E -- "$2" "$1")"; return 1; }; }
+check "Type=notify, watchdog, SIGHUP reload" \
+  bash -c "$(declare -f has); has \"\$1\" Type=notify && has \"\$1\" NotifyAccess=main &&
+    has \"\$1\" 'ExecReload=/bin/kill -HUP \$MAINPID' && grep -qE '^WatchdogSec=[0-9]+s$' \"\$1\"" _ "$unit"
+check "settings through EnvironmentFile=, not the gateway's --env-file" \
+  bash -c "$(declare -f has lacks); has \"\$1\" EnvironmentFile=-/etc/brooq/brooq-gateway.env &&
+    lacks \"\$1\" '^ExecStart=.*--env-file'" _ "$unit"
+check "tokens through the directory form of LoadCredential=" \
+  bash -c "$(declare -f has); has \"\$1\" LoadCredential=worker-token:/etc/brooq/credentials/worker-tokens &&
+    has \"\$1\" LoadCredential=admin-token:/etc/brooq/credentials/admin-tokens &&
+    has \"\$1\" LoadCredential=dsn:/etc/brooq/credentials/dsn" _ "$unit"
+
+mkdir -p "$tmp/root/etc"
+check "systemd-sysusers creates the brooq group" \
+  bash -c 'systemd-sysusers --root="$1" "$2" && grep -E "^brooq:x:[0-9]+:" "$1/etc/group"' _ "$tmp/root" "$sysusers"
+check "a second systemd-sysusers run changes nothing" \
+  bash -c 'before=$(cat "$1/etc/group"); systemd-sysusers --root="$1" "$2" && [ "$(cat "$1/etc/group")" = "$before" ]' _ \
+  "$tmp/root" "$sysusers"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
