@@ -375,7 +375,8 @@ Test(config, selfprobe_interval_is_zero_for_off_or_100ms_to_10m)
 	brq_config_problems_fini(&probs);
 	static const char *const bad[] = {"99ms", "11m", "5", "-1s"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		cr_assert_eq(load(ENV({"BROOQ_SELFPROBE_INTERVAL", bad[i]})), -EINVAL, "%s accepted", bad[i]);
+		cr_assert_eq(load(ENV({"BROOQ_SELFPROBE_INTERVAL", bad[i]})), BRQ_EINVAL, "%s accepted",
+			     bad[i]);
 		cr_assert_eq(probs.count, 1, "%s", bad[i]);
 		cr_assert(has_problem("BROOQ_SELFPROBE_INTERVAL:"), "%s", bad[i]);
 		brq_config_fini(&cfg);
