@@ -86,7 +86,10 @@ usage_error(const char *cmd, const char *what)
 static int
 open_client(const brq_ctl *ctl, const char *cmd, brooq_client **c)
 {
-	brooq_client_opts o = {.url = ctl->url, .token_file = ctl->token_file, .timeout_ms = ctl->timeout_ms};
+	brooq_client_opts o   = {.size       = sizeof(brooq_client_opts),
+				 .url        = ctl->url,
+				 .token_file = ctl->token_file,
+				 .timeout_ms = ctl->timeout_ms};
 	brooq_err         err = brooq_client_open(&o, c);
 	return err == BROOQ_OK ? BRQ_EXIT_OK : report(ctl, cmd, err);
 }
