@@ -2,6 +2,7 @@
 // Gateway configuration: parses BROOQ_* settings from the environment and an env file and reports every
 // problem at once.
 #include "config.h"
+#include "brq_units.h" // durations, sizes, integers: the syntax brooqctl shares
 #include "config_parse.h"
 #include "text.h" // proto: brq_topic_valid, the one topic rule
 
@@ -59,14 +60,14 @@ get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uin
 	if (s == NULL) {
 		return GOT_UNSET;
 	}
-	if (brq_config_parse_duration_ms(s, &v, &why) != 0) {
+	if (brq_parse_duration_ms(s, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s", name, why);
 		return GOT_BAD;
 	}
 	if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: must be between %s and %s", name,
-				       min == 0 ? "0" : brq_config_fmt_duration(a, sizeof(a), min),
-				       brq_config_fmt_duration(b, sizeof(b), max));
+				       min == 0 ? "0" : brq_fmt_duration(a, sizeof(a), min),
+				       brq_fmt_duration(b, sizeof(b), max));
 		return GOT_BAD;
 	}
 	*out = v;
@@ -83,14 +84,13 @@ get_size(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_
 	if (s == NULL) {
 		return GOT_UNSET;
 	}
-	if (brq_config_parse_size(s, &v, &why) != 0) {
+	if (brq_parse_size(s, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s", name, why);
 		return GOT_BAD;
 	}
 	if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: must be between %s and %s", name,
-				       brq_config_fmt_size(a, sizeof(a), min),
-				       brq_config_fmt_size(b, sizeof(b), max));
+				       brq_fmt_size(a, sizeof(a), min), brq_fmt_size(b, sizeof(b), max));
 		return GOT_BAD;
 	}
 	*out = v;
@@ -106,7 +106,7 @@ get_u32(struct loader *L, const char *name, uint32_t min, uint32_t max, uint32_t
 	if (s == NULL) {
 		return GOT_UNSET;
 	}
-	if (brq_config_parse_uint(s, &v, &why) != 0) {
+	if (brq_parse_u64(s, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s", name, why);
 		return GOT_BAD;
 	}
@@ -240,7 +240,7 @@ get_http(struct loader *L, struct brq_config *cfg)
 		return;
 	}
 	uint64_t p;
-	if (brq_config_parse_uint(port, &p, &why) != 0 || p < 1 || p > 65535) {
+	if (brq_parse_u64(port, &p, &why) != 0 || p < 1 || p > 65535) {
 		brq_config_problem_add(L->p, "BROOQ_HTTP_LISTEN: port must be between 1 and 65535");
 		return;
 	}
@@ -562,7 +562,7 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 		return;
 	}
 	if (has == &o->has_max_attempts) {
-		if (brq_config_parse_uint(val, &v, &why) != 0) {
+		if (brq_parse_u64(val, &v, &why) != 0) {
 			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
 		} else if (v < MAX_ATTEMPTS_MIN || v > MAX_ATTEMPTS_MAX) {
 			brq_config_problem_add(L->p, "%s: %s: %s: must be between %d and %d", var, label, key,
@@ -581,12 +581,12 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 	} else {
 		min = LEASE_MIN_MS, max = LEASE_MAX_MS, out = &o->lease_ms;
 	}
-	if (brq_config_parse_duration_ms(val, &v, &why) != 0) {
+	if (brq_parse_duration_ms(val, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
 	} else if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: %s: %s: must be between %s and %s", var, label, key,
-				       brq_config_fmt_duration(lo, sizeof(lo), min),
-				       brq_config_fmt_duration(hi, sizeof(hi), max));
+				       brq_fmt_duration(lo, sizeof(lo), min),
+				       brq_fmt_duration(hi, sizeof(hi), max));
 	} else {
 		*out = v;
 		*has = true;
