@@ -11,7 +11,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 state="$root/.brooq"
-bin="$root/build/bin"
+# Its own build directory: tests/run.sh's build/ keeps its tests.
+bin="$root/build-demo/bin"
 # shellcheck source=tests/pg.sh
 . tests/pg.sh
 
@@ -46,8 +47,8 @@ esac
 echo "== packages"
 deploy/deps.sh
 echo "== build"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBROOQ_TESTS=OFF >/dev/null
-cmake --build build -j "$(nproc)" >/dev/null
+cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBROOQ_TESTS=OFF >/dev/null
+cmake --build build-demo -j "$(nproc)" >/dev/null
 mkdir -p "$state"
 chmod 0755 "$state" # the postgres user needs to reach its socket directory below
 
