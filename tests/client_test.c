@@ -479,6 +479,105 @@ Test(client, settle_outcomes_lead_to_their_states)
 	brooq_jobs_free(jobs, 5);
 }
 
+/* Settles one claimed job of `topic` with item (its lease filled in); returns the id. */
+static uint64_t
+claim_and_settle(const char *topic, brooq_settle_item item)
+{
+	brooq_job          *jobs;
+	brooq_settle_result res;
+	cr_assert_eq(claim(topic, 1, 2000, &jobs), 1);
+	item.lease = jobs[0].lease;
+	OK(brooq_settle(wc, &item, 1, &res));
+	cr_assert(res.applied);
+	uint64_t id = jobs[0].lease.id;
+	brooq_jobs_free(jobs, 1);
+	return id;
+}
+
+/* docs/protocol.md §7.6: `error` is stored in last_error with every outcome, done
+ * included; an item without `error` leaves last_error as it was. */
+Test(client, settle_stores_its_error_with_every_outcome_and_keeps_the_last_without_one)
+{
+	uint64_t a = enqueue1("err.done", "{}", NULL, NULL);
+	cr_assert_eq(claim_and_settle("err.done",
+				      (brooq_settle_item) {.outcome = BROOQ_OUTCOME_DONE,
+							   .error   = "done, with a note"}),
+		     a);
+	brooq_job_info *j = job(a);
+	cr_assert_eq(j->state, BROOQ_DONE);
+	cr_assert_str_eq(j->last_error, "done, with a note");
+	brooq_job_info_free(j);
+
+	/* delay 0 with an error, then done without one: the first error stays. */
+	uint64_t b = enqueue1("err.keep", "{}", NULL, NULL);
+	claim_and_settle(
+		"err.keep",
+		(brooq_settle_item) {.outcome = BROOQ_OUTCOME_DELAY, .delay_ms = 0, .error = "first"});
+	claim_and_settle("err.keep", (brooq_settle_item) {.outcome = BROOQ_OUTCOME_DONE});
+	j = job(b);
+	cr_assert_eq(j->state, BROOQ_DONE);
+	cr_assert_eq(j->attempts, 2);
+	cr_assert_str_eq(j->last_error, "first");
+	brooq_job_info_free(j);
+
+	uint64_t c = enqueue1("err.cancel", "{}", NULL, NULL);
+	claim_and_settle("err.cancel",
+			 (brooq_settle_item) {.outcome = BROOQ_OUTCOME_CANCEL, .error = "moot"});
+	j = job(c);
+	cr_assert_eq(j->state, BROOQ_CANCELED);
+	cr_assert_str_eq(j->last_error, "moot");
+	brooq_job_info_free(j);
+}
+
+/* The behaviours docs/protocol.md states beside the fields. */
+Test(client, a_past_run_at_stores_the_enqueue_time_and_a_terminal_job_has_no_lease)
+{
+	brooq_job_spec       spec = {.topic = "past", .payload = "{}", .run_at_ms = 1000}; /* 1970 */
+	brooq_enqueue_result r;
+	OK(brooq_enqueue(wc, &spec, 1, &r));
+	brooq_job_info *j = job(r.id);
+	cr_assert_eq(j->available_at_ms, j->created_at_ms, "available_at %lld, created_at %lld",
+		     (long long) j->available_at_ms, (long long) j->created_at_ms);
+	brooq_job_info_free(j);
+
+	brooq_job *jobs;
+	cr_assert_eq(claim("past", 1, 0, &jobs), 1);
+	j = job(r.id);
+	cr_assert_str_eq(j->locked_by, "client-test", "a processing job names its holder");
+	cr_assert_gt(j->locked_until_ms, 0);
+	brooq_job_info_free(j);
+	brooq_settle_item   it = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result res;
+	OK(brooq_settle(wc, &it, 1, &res));
+	brooq_jobs_free(jobs, 1);
+	j = job(r.id);
+	cr_assert_null(j->locked_by, "terminal: locked_by is nil");
+	cr_assert_eq(j->locked_until_ms, 0, "terminal: locked_until_ms is nil");
+	brooq_job_info_free(j);
+}
+
+/* §7.6: after `fail` a job waits d = min(base * 2^(attempts-1), max), drawn from
+ * [d/2, d]; the defaults are base 1 s, max 1 min. */
+Test(client, a_failed_job_waits_the_documented_backoff)
+{
+	uint64_t        id = enqueue1("backoff", "{}", NULL, NULL);
+	brooq_job_info *j;
+	for (int attempt = 1; attempt <= 2; attempt++) {
+		cr_assert_eq(
+			claim_and_settle("backoff",
+					 (brooq_settle_item) {.outcome = BROOQ_OUTCOME_FAIL, .error = "x"}),
+			id);
+		j           = job(id);
+		int64_t d   = 1000LL << (attempt - 1);
+		int64_t got = j->available_at_ms - j->updated_at_ms;
+		cr_assert(got >= d / 2 - 1 && got <= d + 1, "attempt %d: waits %lld ms, want %lld..%lld",
+			  attempt, (long long) got, (long long) d / 2, (long long) d);
+		cr_assert_eq(j->attempts, (uint32_t) attempt);
+		brooq_job_info_free(j);
+		/* The next claim long-polls until it is ready again. */
+	}
+}
+
 Test(client, a_failure_on_the_last_attempt_is_dead)
 {
 	brooq_job_spec       spec = {.topic = "once", .payload = "{}", .max_attempts = 1};
