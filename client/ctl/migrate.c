@@ -26,7 +26,7 @@ strlist_push(strlist *l, char *s)
 		int    cap = l->cap ? l->cap * 2 : 8;
 		char **v   = realloc(l->v, (size_t) cap * sizeof(*v));
 		if (v == NULL)
-			return -1;
+			return BRQ_ENOMEM;
 		l->v   = v;
 		l->cap = cap;
 	}
@@ -170,11 +170,15 @@ brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t errlen)
 	return 0;
 oom:
 	snprintf(err, errlen, "out of memory");
+	free(cur);
+	strlist_free(up.v, up.n);
+	strlist_free(down.v, down.n);
+	return BRQ_ENOMEM;
 fail:
 	free(cur);
 	strlist_free(up.v, up.n);
 	strlist_free(down.v, down.n);
-	return -1;
+	return BRQ_EINVAL;
 }
 
 void
@@ -220,7 +224,8 @@ cmp_migration(const void *a, const void *b)
 }
 
 /* Loads every NNNNN_name.sql in dir, sorted by version. Caller frees with
- * free_migrations(). Returns -1 and prints why on error. */
+ * free_migrations(). Returns 0, or BRQ_EINVAL after printing why (a directory or
+ * file that cannot be read or used counts as bad input here). */
 static int
 load_migrations(const char *dir, brq_migration **out, int *n_out)
 {
@@ -231,7 +236,7 @@ load_migrations(const char *dir, brq_migration **out, int *n_out)
 
 	if (d == NULL) {
 		fprintf(stderr, "migrate: cannot open %s: %s\n", dir, strerror(errno));
-		return -1;
+		return BRQ_EINVAL;
 	}
 	while ((e = readdir(d)) != NULL) {
 		size_t len = strlen(e->d_name);
@@ -287,7 +292,7 @@ fail:
 	for (int i = 0; i < n; i++)
 		brq_migration_fini(&v[i]);
 	free(v);
-	return -1;
+	return BRQ_EINVAL;
 }
 
 static void

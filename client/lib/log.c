@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libbrooq-client log events: the sink a client was opened with, and the default stderr line. */
+#include "log.h"
+
 #include "client.h"
 
 #include <stdio.h>

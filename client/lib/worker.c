@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Worker runtime: handler threads, the dispatcher (claims, graceful stop), the public worker API. */
-#include "worker.h"
+#include "worker_types.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +12,7 @@
 #include "backoff.h"
 #include "brq_clock.h"
 #include "err.h"
+#include "log.h"
 #include "worker_job.h"
 #include "worker_lease.h"
 

@@ -3,7 +3,7 @@
 #ifndef BRQ_WORKER_JOB_H
 #define BRQ_WORKER_JOB_H
 
-#include "worker.h"
+#include "worker_types.h"
 
 /* A context for a claimed job, copied out of the claim's reply (the caller frees
  * the reply); NULL when out of memory. Free with brq_job_ctx_free (NULL-safe). */

@@ -8,6 +8,7 @@
 #include "backoff.h"
 #include "brq_clock.h"
 #include "err.h"
+#include "log.h"
 #include "worker_job.h"
 
 /* How long the settler leaves a result to the dispatcher while it claims or waits

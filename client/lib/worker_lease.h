@@ -3,7 +3,7 @@
 #ifndef BRQ_WORKER_LEASE_H
 #define BRQ_WORKER_LEASE_H
 
-#include "worker.h"
+#include "worker_types.h"
 
 /* The keeper and the settler threads (see worker.h); arg is the worker. */
 void *brq_worker_keeper_main(void *w);

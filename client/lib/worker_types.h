@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Worker runtime: the types shared by worker.c, worker_lease.c and worker_job.c, and
- * their inline list helpers. Functions live in worker_lease.h and worker_job.h. */
-#ifndef BRQ_WORKER_H
-#define BRQ_WORKER_H
+ * their inline list helpers. Functions live in worker_lease.h and worker_job.h;
+ * worker.c implements the public brooq_worker_* API only (brooq.h). */
+#ifndef BRQ_WORKER_TYPES_H
+#define BRQ_WORKER_TYPES_H
 
 #include "client.h"
 
