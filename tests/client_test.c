@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 
 #include <criterion/criterion.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
 
 #include <brooq/brooq.h>
 
@@ -768,6 +770,33 @@ Test(client_offline, a_call_to_an_ipc_socket_nobody_listens_on_fails_at_once_unr
 	cr_assert_eq(e, BROOQ_ECONNECT, "got %s", brooq_strerror(e));
 	cr_assert(dt < 500, "took %.0f ms", dt);
 	brooq_client_close(c);
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(client_offline, a_request_sent_but_never_answered_times_out_and_may_have_run)
+{
+	char dir[] = "/tmp/brooq-ct.XXXXXX", path[64], url[96];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/token", dir);
+	snprintf(url, sizeof(url), "ipc://%s/silent.sock", dir);
+	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	/* A REP socket that listens and never answers. */
+	nng_socket rep;
+	cr_assert_eq(nng_rep0_open(&rep), 0);
+	cr_assert_eq(nng_listen(rep, url, NULL, 0), 0);
+
+	brooq_client *c = open_client(url, path, 300);
+	char          server[64];
+	double        t0 = now_ms();
+	brooq_err     e  = brooq_ping(c, server, sizeof(server));
+	double        dt = now_ms() - t0;
+	cr_assert_eq(e, BROOQ_ETIMEDOUT, "got %s: %s", brooq_strerror(e), brooq_last_message());
+	cr_assert(dt >= 250 && dt < 2000, "took %.0f ms with a 300 ms timeout", dt);
+	cr_assert(strstr(brooq_last_message(), "may have run") != NULL, "%s", brooq_last_message());
+	cr_assert_str_eq(brooq_strerror(e), "timed out (the request may have run)");
+	brooq_client_close(c);
+	nng_close(rep);
 	unlink(path);
 	rmdir(dir);
 }

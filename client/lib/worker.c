@@ -26,7 +26,21 @@
  * answering it with jobs, whose leases would then leak until the reaper), so a stop
  * waits for it: slicing the wait bounds that. Each slice is one parked request that
  * an enqueue wakes at once, so pick-up latency does not depend on it; the cost is
- * one claim query per slice while idle. */
+ * one claim query per slice while idle.
+ *
+ * To make it abandonable (issue 12.5, with a gateway change), the claim stays where
+ * it is, in dispatch_step, the one place a long-poll is sent:
+ * 1. the dispatcher's long-polls go through a brq_rpc of their own (one REQ socket,
+ *    so one pipe), opened by brooq_worker_run: closing that socket is what the
+ *    gateway sees as a vanished peer, which already drops a parked claim (and, once
+ *    issue 9.3 lands, one whose claim is running);
+ * 2. rpc.c's exchange() gets an abortable receive: instead of nng_aio_wait the aio's
+ *    callback writes to a pipe, and the dispatcher poll()s that pipe together with
+ *    its wake pipe; on brooq_worker_stop (still only an atomic store and a write)
+ *    it cancels the aio and closes the long-poll socket, then waits for the
+ *    completion; the slot is never reused, so a late reply is dropped;
+ * 3. POLL_SLICE_MS then goes, and a stop with no handler running returns as soon as
+ *    the keeper and settler are joined. */
 #define POLL_SLICE_MS 2000
 
 /* brooq_worker_stop runs in signal handlers: the flag must not hide a lock. */
