@@ -4,14 +4,18 @@
 #   deploy/demo.sh          installs what is missing, builds, starts a private
 #                           PostgreSQL in .brooq/, migrates, starts the gateway and
 #                           the example worker, enqueues jobs, shows their fate
-#   deploy/demo.sh down     stops everything it started (the data stays in .brooq/)
+#   deploy/demo.sh down     stops everything it started (the data stays in .brooq/);
+#                           PostgreSQL with a fast shutdown, so the next start needs no
+#                           crash recovery
 #   deploy/demo.sh clean    stops everything and removes .brooq/
-# A second `up` reuses what is running and enqueues a fresh round of jobs.
+# A second `up` reuses the PostgreSQL, gateway and worker that are running (rebuilt
+# programs take effect after `down`) and enqueues a fresh round of jobs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 state="$root/.brooq"
-bin="$root/build/bin"
+# Its own build directory: tests/run.sh's build/ keeps its tests.
+bin="$root/build-demo/bin"
 # shellcheck source=tests/pg.sh
 . tests/pg.sh
 
@@ -31,7 +35,7 @@ down() {
   stop_pid "$state/worker.pid" "example worker"
   stop_pid "$state/gateway.pid" "gateway"
   if [ -f "$state/pg/data/postmaster.pid" ]; then
-    brq_pg_stop "$state/pg"
+    brq_pg_stop "$state/pg" fast
     echo "stopped PostgreSQL"
   fi
 }
@@ -46,8 +50,8 @@ esac
 echo "== packages"
 deploy/deps.sh
 echo "== build"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBROOQ_TESTS=OFF >/dev/null
-cmake --build build -j "$(nproc)" >/dev/null
+cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBROOQ_TESTS=OFF >/dev/null
+cmake --build build-demo -j "$(nproc)" >/dev/null
 mkdir -p "$state"
 chmod 0755 "$state" # the postgres user needs to reach its socket directory below
 
@@ -87,23 +91,30 @@ BROOQ_LEASE=6s
 BROOQ_TOPIC_OVERRIDES=demo.flaky:backoff_base=300ms,backoff_max=2s
 ENV
 
-echo "== gateway"
-stop_pid "$state/gateway.pid" "previous gateway"
-nohup "$bin/brooq-gateway" --env-file "$state/gateway.env" >>"$state/gateway.log" 2>&1 &
-echo $! >"$state/gateway.pid"
 export BROOQ_URL="ipc://$state/gateway.sock"
-for _ in $(seq 100); do
-  BROOQ_TOKEN_FILE="$state/worker-token" "$bin/brooqctl" ping >/dev/null 2>&1 && break
-  alive "$state/gateway.pid" || { tail "$state/gateway.log"; exit 1; }
-  sleep 0.1
-done
+echo "== gateway"
+if alive "$state/gateway.pid" && BROOQ_TOKEN_FILE="$state/worker-token" "$bin/brooqctl" ping >/dev/null 2>&1; then
+  echo "already running (pid $(cat "$state/gateway.pid")): reused"
+else
+  stop_pid "$state/gateway.pid" "a gateway that did not answer"
+  nohup "$bin/brooq-gateway" --env-file "$state/gateway.env" >>"$state/gateway.log" 2>&1 &
+  echo $! >"$state/gateway.pid"
+  for _ in $(seq 100); do
+    BROOQ_TOKEN_FILE="$state/worker-token" "$bin/brooqctl" ping >/dev/null 2>&1 && break
+    alive "$state/gateway.pid" || { tail "$state/gateway.log"; exit 1; }
+    sleep 0.1
+  done
+fi
 BROOQ_TOKEN_FILE="$state/worker-token" "$bin/brooqctl" ping
 echo "metrics: curl -s http://127.0.0.1:8090/metrics   health: curl -s http://127.0.0.1:8090/healthz"
 
 echo "== example worker"
-stop_pid "$state/worker.pid" "previous worker"
-BROOQ_TOKEN_FILE="$state/worker-token" nohup "$bin/example-worker" --threads 4 >>"$state/worker.log" 2>&1 &
-echo $! >"$state/worker.pid"
+if alive "$state/worker.pid"; then
+  echo "already running (pid $(cat "$state/worker.pid")): reused"
+else
+  BROOQ_TOKEN_FILE="$state/worker-token" nohup "$bin/example-worker" --threads 4 >>"$state/worker.log" 2>&1 &
+  echo $! >"$state/worker.pid"
+fi
 
 echo "== enqueue"
 enqueue() { # enqueue TOPIC JSON -> prints the id
@@ -113,7 +124,8 @@ enqueue() { # enqueue TOPIC JSON -> prints the id
 ids=()
 ids+=("$(enqueue demo.hello '{"greeting":"hello, brooq"}')")
 ids+=("$(enqueue demo.flaky '{"note":"fails twice, then succeeds"}')")
-ids+=("$(enqueue demo.chain '{"note":"enqueues a demo.hello when done"}')")
+chain=$(enqueue demo.chain '{"note":"enqueues a demo.hello when done"}')
+ids+=("$chain")
 slow=$(enqueue demo.slow '{"note":"runs long; canceled by the operator"}')
 ids+=("$slow")
 echo "enqueued jobs ${ids[*]}"
@@ -134,13 +146,31 @@ for _ in $(seq 150); do
   sleep 0.2
 done
 
+# The job demo.chain enqueued when it was done, in the same transaction: found by
+# its payload, which names the parent (the schema is a public contract).
+child=$(psql -X -q -A -t -h "$pghost" -U postgres -d brooq \
+  -c "SELECT id FROM job WHERE topic = 'demo.hello' AND payload->>'parent' = '$chain' ORDER BY id LIMIT 1")
+if [ -n "$child" ]; then
+  ids+=("$child")
+  for _ in $(seq 50); do terminal "$child" && break; sleep 0.1; done
+fi
+
 echo "== outcome"
 for id in "${ids[@]}"; do
-  echo "--- job $id"
+  case $id in
+    "$chain") echo "--- job $id (demo.chain: done, and enqueued job ${child:-?} in the same transaction)" ;;
+    "$child") echo "--- job $id (chained by job $chain)" ;;
+    "$slow") echo "--- job $id (demo.slow: canceled by the operator while it ran)" ;;
+    *) echo "--- job $id" ;;
+  esac
   BROOQ_TOKEN_FILE="$state/worker-token" "$bin/brooqctl" job "$id"
 done
 echo "--- all topics"
 BROOQ_TOKEN_FILE="$state/worker-token" "$bin/brooqctl" stats
 echo
+echo "Try it yourself (the admin token may also cancel):"
+echo "  export BROOQ_URL=$BROOQ_URL BROOQ_TOKEN_FILE=$state/admin-token"
+echo "  $bin/brooqctl stats"
+echo "  $bin/brooqctl enqueue demo.hello '{\"greeting\":\"hi\"}'"
 echo "worker log: $state/worker.log   gateway log: $state/gateway.log"
 echo "stop everything: deploy/demo.sh down    (remove the data too: deploy/demo.sh clean)"

@@ -2,6 +2,7 @@
 // Gateway configuration: parses BROOQ_* settings from the environment and an env file and reports every
 // problem at once.
 #include "config.h"
+#include "brq_units.h" // durations, sizes, integers: the syntax brooqctl shares
 #include "config_parse.h"
 #include "text.h" // proto: brq_topic_valid, the one topic rule
 
@@ -51,14 +52,14 @@ get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uin
 	if (s == NULL) {
 		return GOT_UNSET;
 	}
-	if (brq_config_parse_duration_ms(s, &v, &why) != 0) {
+	if (brq_parse_duration_ms(s, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s", name, why);
 		return GOT_BAD;
 	}
 	if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: must be between %s and %s", name,
-				       min == 0 ? "0" : brq_config_fmt_duration(a, sizeof(a), min),
-				       brq_config_fmt_duration(b, sizeof(b), max));
+				       min == 0 ? "0" : brq_fmt_duration(a, sizeof(a), min),
+				       brq_fmt_duration(b, sizeof(b), max));
 		return GOT_BAD;
 	}
 	*out = v;
@@ -75,14 +76,13 @@ get_size(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_
 	if (s == NULL) {
 		return GOT_UNSET;
 	}
-	if (brq_config_parse_size(s, &v, &why) != 0) {
+	if (brq_parse_size(s, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s", name, why);
 		return GOT_BAD;
 	}
 	if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: must be between %s and %s", name,
-				       brq_config_fmt_size(a, sizeof(a), min),
-				       brq_config_fmt_size(b, sizeof(b), max));
+				       brq_fmt_size(a, sizeof(a), min), brq_fmt_size(b, sizeof(b), max));
 		return GOT_BAD;
 	}
 	*out = v;
@@ -98,7 +98,7 @@ get_u32(struct loader *L, const char *name, uint32_t min, uint32_t max, uint32_t
 	if (s == NULL) {
 		return GOT_UNSET;
 	}
-	if (brq_config_parse_uint(s, &v, &why) != 0) {
+	if (brq_parse_u64(s, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s", name, why);
 		return GOT_BAD;
 	}
@@ -232,7 +232,7 @@ get_http(struct loader *L, struct brq_config *cfg)
 		return;
 	}
 	uint64_t p;
-	if (brq_config_parse_uint(port, &p, &why) != 0 || p < 1 || p > 65535) {
+	if (brq_parse_u64(port, &p, &why) != 0 || p < 1 || p > 65535) {
 		brq_config_problem_add(L->p, "BROOQ_HTTP_LISTEN: port must be between 1 and 65535");
 		return;
 	}

@@ -235,12 +235,9 @@ void brq_config_fini(struct brq_config *cfg);
 void brq_config_topic_settings(const struct brq_config *cfg, const char *topic, uint32_t *max_attempts,
 			       uint64_t *backoff_base_ms, uint64_t *backoff_max_ms, uint64_t *lease_ms);
 
-// Parsers, exposed for tests and for other modules that read similar values.
-// Each returns 0 and writes *out on success, or BRQ_EINVAL and writes a short reason
-// (static string, no value quoted) to *why.
-BRQ_MUSTCHECK int brq_config_parse_duration_ms(const char *s, uint64_t *out, const char **why);
-BRQ_MUSTCHECK int brq_config_parse_size(const char *s, uint64_t *out, const char **why);
-BRQ_MUSTCHECK int brq_config_parse_uint(const char *s, uint64_t *out, const char **why);
+// Parses a boolean (true/false, 1/0, yes/no), exposed for tests. Returns 0 and writes
+// *out, or BRQ_EINVAL and writes a short reason (static string, no value quoted) to *why.
+// Durations, sizes and integers use common/brq_units.h, the syntax brooqctl shares.
 BRQ_MUSTCHECK int brq_config_parse_bool(const char *s, bool *out, const char **why);
 
 // True if `host` is localhost, in 127.0.0.0/8, ::1 or an IPv4-mapped 127.x address.

@@ -28,11 +28,6 @@
 #define MIB (1024ull * KIB)
 #define GIB (1024ull * MIB)
 
-// Render a duration / a size with the largest unit that divides it ("90s", "2m",
-// "1500ms"; "16MiB"), into buf; returns buf.
-const char *brq_config_fmt_duration(char *buf, size_t cap, uint64_t ms);
-const char *brq_config_fmt_size(char *buf, size_t cap, uint64_t b);
-
 // One KEY=VALUE line of the env file.
 struct env_entry {
 	char *key;

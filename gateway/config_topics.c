@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Gateway configuration: BROOQ_TOPIC_OVERRIDES, per-topic max_attempts, backoff and lease.
 #include "config.h"
+#include "brq_units.h"
 #include "config_parse.h"
 #include "text.h" // proto: brq_topic_valid, the one topic rule
 
@@ -47,7 +48,7 @@ parse_override_value(struct loader *L, const char *label, const char *key, const
 	uint64_t    v, min, max, *out;
 
 	if (has == &o->has_max_attempts) {
-		if (brq_config_parse_uint(val, &v, &why) != 0) {
+		if (brq_parse_u64(val, &v, &why) != 0) {
 			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
 		} else if (v < MAX_ATTEMPTS_MIN || v > MAX_ATTEMPTS_MAX) {
 			brq_config_problem_add(L->p, "%s: %s: %s: must be between %d and %d", var, label, key,
@@ -65,12 +66,12 @@ parse_override_value(struct loader *L, const char *label, const char *key, const
 	} else {
 		min = LEASE_MIN_MS, max = LEASE_MAX_MS, out = &o->lease_ms;
 	}
-	if (brq_config_parse_duration_ms(val, &v, &why) != 0) {
+	if (brq_parse_duration_ms(val, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
 	} else if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: %s: %s: must be between %s and %s", var, label, key,
-				       brq_config_fmt_duration(lo, sizeof(lo), min),
-				       brq_config_fmt_duration(hi, sizeof(hi), max));
+				       brq_fmt_duration(lo, sizeof(lo), min),
+				       brq_fmt_duration(hi, sizeof(hi), max));
 	} else {
 		*out = v;
 		*has = true;

@@ -211,6 +211,9 @@ decode_lease_ref(brq_dec *d, brq_rd *r, const char *path, void *out)
 }
 
 // ---- Operations ---------------------------------------------------------------------
+// The top-level map is read again with the operation's own keys, its name as the path:
+// a repeated key or a bad value is reported as "claim.n: ...". The envelope has read
+// the rid by then, so every failure from here on is answered with it (§4).
 
 static brq_status
 decode_enqueue(brq_dec *d, brq_rd *top, brq_enqueue_req *q)
@@ -218,7 +221,7 @@ decode_enqueue(brq_dec *d, brq_rd *top, brq_enqueue_req *q)
 	brq_field f[1] = {{"jobs", NULL}};
 	brq_rd    elems;
 
-	TRY(brq_dec_map(d, top, "", f, 1));
+	TRY(brq_dec_map(d, top, "enqueue", f, 1));
 	TRY(brq_dec_array(d, &f[0], "enqueue", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
 			  &q->n_jobs, NULL));
 	return decode_elems(d, &elems, q->n_jobs, "enqueue", "jobs", sizeof(brq_job_spec), job_spec_elem,
@@ -239,7 +242,7 @@ decode_claim(brq_dec *d, brq_rd *top, brq_claim_req *q)
 	brq_rd      elems;
 	uint64_t    u;
 
-	TRY(brq_dec_map(d, top, "", f, C__COUNT));
+	TRY(brq_dec_map(d, top, P, f, C__COUNT));
 	TRY(brq_dec_str(d, &f[C_WORKER], P, true, false, 1, BRQ_WORKER_MAX, BRQ_ST_INVALID_ARGUMENT,
 			&q->worker, NULL));
 	TRY(check_text(d, P, "worker", q->worker));
@@ -279,7 +282,7 @@ decode_heartbeat(brq_dec *d, brq_rd *top, brq_heartbeat_req *q)
 	brq_rd    elems;
 	uint64_t  u;
 
-	TRY(brq_dec_map(d, top, "", f, 2));
+	TRY(brq_dec_map(d, top, "heartbeat", f, 2));
 	TRY(brq_dec_array(d, &f[0], "heartbeat", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
 			  &q->n_leases, NULL));
 	TRY(decode_elems(d, &elems, q->n_leases, "heartbeat", "leases", sizeof(brq_lease_ref),
@@ -296,7 +299,7 @@ decode_settle(brq_dec *d, brq_rd *top, brq_settle_req *q)
 	brq_field f[1] = {{"items", NULL}};
 	brq_rd    elems;
 
-	TRY(brq_dec_map(d, top, "", f, 1));
+	TRY(brq_dec_map(d, top, "settle", f, 1));
 	TRY(brq_dec_array(d, &f[0], "settle", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
 			  &q->n_items, NULL));
 	return decode_elems(d, &elems, q->n_items, "settle", "items", sizeof(brq_settle_item),
@@ -308,7 +311,7 @@ decode_id_op(brq_dec *d, brq_rd *top, const char *op, brq_id_req *q)
 {
 	brq_field f[1] = {{"id", NULL}};
 
-	TRY(brq_dec_map(d, top, "", f, 1));
+	TRY(brq_dec_map(d, top, op, f, 1));
 	return decode_id(d, &f[0], op, &q->id);
 }
 

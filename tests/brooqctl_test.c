@@ -12,6 +12,7 @@
 
 #include <criterion/criterion.h>
 
+#include "brq_version.h"
 #include "gw.h"
 #include "testdb.h"
 
@@ -66,24 +67,57 @@ sq(char *out, size_t cap, const char *s)
  * them), stdout and stderr together into *out (malloc'd; caller frees), and
  * returns its exit code. `input`, when not NULL, is fed to stdin.
  */
+static int run_v(const char *input, const char *redirect, char **out, va_list ap);
+
 static int
 run_in(const char *input, char **out, ...)
 {
-	char    cmd[8192] = "";
 	va_list ap;
+	va_start(ap, out);
+	int rc = run_v(input, " 2>&1", out, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Like run_in without input, stdout into *out and stderr into *err (both malloc'd). */
+static int
+run_split(char **out, char **err, ...)
+{
+	char    path[300], redirect[320];
+	va_list ap;
+	snprintf(path, sizeof(path), "%s/stderr.txt", gw.dir);
+	snprintf(redirect, sizeof(redirect), " 2>%s", path);
+	va_start(ap, err);
+	int rc = run_v(NULL, redirect, out, ap);
+	va_end(ap);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	*err      = calloc(1, 8192);
+	size_t n  = fread(*err, 1, 8191, f);
+	(*err)[n] = '\0';
+	fclose(f);
+	unlink(path);
+	return rc;
+}
+
+/* The command line of brooqctl with the arguments of ap (each quoted), input fed to
+ * stdin when not NULL, redirect appended; runs it and returns its exit code with
+ * its stdout in *out. */
+static int
+run_v(const char *input, const char *redirect, char **out, va_list ap)
+{
+	char cmd[8192] = "";
 	if (input != NULL) {
 		strcat(cmd, "printf '%s' ");
 		sq(cmd, sizeof(cmd), input);
 		strcat(cmd, " | ");
 	}
 	sq(cmd, sizeof(cmd), brq_testdb_bin("brooqctl"));
-	va_start(ap, out);
 	for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
 		strcat(cmd, " ");
 		sq(cmd, sizeof(cmd), a);
 	}
-	va_end(ap);
-	strcat(cmd, " 2>&1");
+	strcat(cmd, redirect);
 
 	FILE *p = popen(cmd, "r");
 	cr_assert_not_null(p);
@@ -102,9 +136,10 @@ run_in(const char *input, char **out, ...)
 	return WEXITSTATUS(st);
 }
 
-#define run(out, ...) run_in(NULL, out, __VA_ARGS__, (const char *) NULL)
-#define W             "--url", gw.url, "--token-file", gw.worker_token_file
-#define A             "--url", gw.url, "--token-file", gw.admin_token_file
+#define run(out, ...)       run_in(NULL, out, __VA_ARGS__, (const char *) NULL)
+#define runs(out, err, ...) run_split(out, err, __VA_ARGS__, (const char *) NULL)
+#define W                   "--url", gw.url, "--token-file", gw.worker_token_file
+#define A                   "--url", gw.url, "--token-file", gw.admin_token_file
 
 /* The id in "enqueued job N". */
 static unsigned long long
@@ -362,25 +397,28 @@ Test(brooqctl, the_payload_can_come_from_stdin)
 	free(out);
 }
 
-Test(brooqctl, an_unreachable_gateway_exits_3)
+Test(brooqctl, a_gateway_nobody_runs_is_unreachable_exit_3_within_a_second)
 {
-	char url[400], *out;
+	char url[400], *out, *err;
 	snprintf(url, sizeof(url), "ipc://%s/nobody.sock", gw.dir);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	cr_assert_eq(
-		run(&out, "--url", url, "--token-file", gw.worker_token_file, "--timeout", "300ms", "ping"),
-		3, "%s", out);
+	/* The default 10 s timeout: nothing listens, so nothing is waited for. */
+	cr_assert_eq(runs(&out, &err, "--url", url, "--token-file", gw.worker_token_file, "ping"), 3, "%s",
+		     err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double dt = (double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
-	cr_assert(dt < 3000, "took %.0f ms with --timeout 300ms", dt);
+	cr_assert(dt < 1000, "took %.0f ms", dt);
+	cr_assert(strncmp(err, "brooqctl: ping: gateway unreachable: cannot connect to ", 55) == 0, "%s",
+		  err);
+	cr_assert(strstr(err, "nothing was sent") != NULL, "%s", err);
+	cr_assert(strstr(err, "may have run") == NULL, "%s", err);
+	cr_assert_str_empty(out);
 	free(out);
-	cr_assert_eq(run(&out, "--url", url, "--token-file", gw.worker_token_file, "--timeout", "200ms",
-			 "--json", "stats"),
-		     3, "%s", out);
-	cr_assert(strstr(out, "\"error\":\"timed_out\"") != NULL ||
-			  strstr(out, "\"error\":\"unreachable\"") != NULL,
-		  "%s", out);
+	free(err);
+	cr_assert_eq(run(&out, "--url", url, "--token-file", gw.worker_token_file, "--json", "stats"), 3,
+		     "%s", out);
+	cr_assert(strstr(out, "{\"error\":\"unreachable\",") != NULL, "%s", out);
 	free(out);
 }
 
@@ -397,6 +435,9 @@ Test(brooqctl, usage_errors_exit_2)
 		{"enqueue", "only.topic", NULL},
 		{"enqueue", "t", "", NULL},
 		{"--timeout", "5x", "ping", NULL},
+		{"--timeout", "5", "ping", NULL},
+		{"--timeout", "0", "ping", NULL},
+		{"--delay", "30", "enqueue", "t", "{}", NULL},
 		{"--delay", "soon", "enqueue", "t", "{}", NULL},
 		{"--max-attempts", "-1", "enqueue", "t", NULL},
 		{"--key", "k", "job", "1", NULL},
@@ -505,4 +546,220 @@ Test(brooqctl, migrate_still_works)
 	free(out);
 	cr_assert_eq(run(&out, "migrate"), 2, "%s", out);
 	free(out);
+}
+
+/* ---- conventions: --version, --help, --json on every error, write errors ------------------ */
+
+Test(brooqctl, both_programs_print_the_build_version)
+{
+	char *out, *err, want[64];
+	snprintf(want, sizeof(want), "brooqctl %s\n", BROOQ_VERSION);
+	cr_assert_eq(runs(&out, &err, "--version"), 0, "%s", err);
+	cr_assert_str_eq(out, want);
+	cr_assert_str_empty(err);
+	free(out);
+	free(err);
+
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "%s --version", brq_testdb_bin("brooq-gateway"));
+	FILE *p         = popen(cmd, "r");
+	char  line[128] = "";
+	cr_assert_not_null(fgets(line, sizeof(line), p));
+	cr_assert_eq(WEXITSTATUS(pclose(p)), 0);
+	snprintf(want, sizeof(want), "brooq-gateway %s\n", BROOQ_VERSION);
+	cr_assert_str_eq(line, want);
+}
+
+Test(brooqctl, every_command_has_its_help_on_stdout_with_exit_0)
+{
+	static const char *const cmds[] = {"ping", "enqueue", "job", "cancel", "stats", "migrate"};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char *out, *err, want[64];
+		snprintf(want, sizeof(want), "brooqctl %s", cmds[i]);
+		/* After the command, before it, and as `help CMD`. */
+		cr_assert_eq(runs(&out, &err, cmds[i], "--help"), 0, "%s --help: %s", cmds[i], err);
+		cr_assert(strncmp(out, "usage: brooqctl ", 16) == 0, "%s: %s", cmds[i], out);
+		cr_assert(strstr(out, cmds[i]) != NULL, "%s: %s", cmds[i], out);
+		cr_assert_str_empty(err);
+		if (strcmp(cmds[i], "migrate") != 0)
+			cr_assert(strstr(out, "--token-file") != NULL, "no common options: %s", out);
+		char *again, *err2;
+		cr_assert_eq(runs(&again, &err2, strcmp(cmds[i], "migrate") == 0 ? cmds[i] : "--help",
+				  strcmp(cmds[i], "migrate") == 0 ? "-h" : cmds[i]),
+			     0);
+		cr_assert_str_eq(again, out);
+		free(again);
+		free(err2);
+		if (strcmp(cmds[i], "migrate") != 0) {
+			cr_assert_eq(runs(&again, &err2, "help", cmds[i]), 0);
+			cr_assert_str_eq(again, out);
+			free(again);
+			free(err2);
+		}
+		free(out);
+		free(err);
+	}
+}
+
+/* One JSON object on stdout with the error keys, its "exit" equal to the exit code. */
+static void
+assert_json_error(const char *out, int rc, const char *name)
+{
+	char want[96];
+	assert_one_json_object(out);
+	snprintf(want, sizeof(want), "{\"error\":\"%s\",\"message\":\"", name);
+	cr_assert(strncmp(out, want, strlen(want)) == 0, "want %s...: %s", want, out);
+	snprintf(want, sizeof(want), ",\"exit\":%d", rc);
+	cr_assert(strstr(out, want) != NULL, "exit %d not in %s", rc, out);
+}
+
+Test(brooqctl, every_error_path_prints_one_json_object_with_its_exit_code)
+{
+	char *out, *err, bad_tok[400], nobody[400], ids[96], done_id[32];
+	snprintf(bad_tok, sizeof(bad_tok), "%s/short-token", gw.dir);
+	FILE *f = fopen(bad_tok, "w");
+	fputs("short\n", f);
+	fclose(f);
+	snprintf(nobody, sizeof(nobody), "ipc://%s/nobody.sock", gw.dir);
+
+	/* A job that is done, for `cancel` of a terminal job. */
+	brq_request  req   = {.op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(&gw)};
+	brq_job_spec spec  = {.topic = brq_str_c("t.done"), .payload = brq_str_c("{}")};
+	req.enqueue.jobs   = &spec;
+	req.enqueue.n_jobs = 1;
+	brq_reply rep;
+	brq_arena arena;
+	void     *keep;
+	brq_arena_init(&arena);
+	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_OK);
+	unsigned long long id = rep.enqueue.results[0].id;
+	free(keep);
+	brq_arena_fini(&arena);
+	PGconn *db = brq_testdb_connect(dsn);
+	snprintf(ids, sizeof(ids), "UPDATE job SET state = 'done' WHERE id = %llu", id);
+	brq_testdb_exec(db, ids);
+	PQfinish(db);
+	snprintf(done_id, sizeof(done_id), "%llu", id);
+
+	static const struct {
+		int         rc;
+		const char *name;
+		const char *args[6];
+	} cases[] = {
+		{2, "usage", {"job", "abc"}},
+		{2, "usage", {"job"}},
+		{2, "usage", {"frobnicate"}},
+		{2, "usage", {"--timeout", "5", "ping"}},
+		{2, "usage", {"--bogus", "stats"}},
+		{2, "usage", {"enqueue", "t", ""}},
+		{2, "usage", {"--token", "x", "ping"}},
+		{2, "usage", {"migrate", "status"}},
+		{1, "not_found", {"job", "777777"}},
+		{1, "invalid_argument", {"enqueue", "t", "{nope"}},
+		{1, "invalid_argument", {"enqueue", "Bad Topic", "{}"}},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *const *a = cases[i].args;
+		int rc = runs(&out, &err, "--url", gw.url, "--token-file", gw.worker_token_file, "--json",
+			      a[0], a[1] != NULL ? a[1] : "--json", a[2] != NULL ? a[2] : "--json");
+		cr_assert_eq(rc, cases[i].rc, "case %zu (%s): exit %d: %s", i, a[0], rc, err);
+		assert_json_error(out, rc, cases[i].name);
+		cr_assert_str_not_empty(err, "case %zu: nothing on stderr", i);
+		free(out);
+		free(err);
+	}
+
+	/* No token file at all; one too short; a wrong one; not admin; unreachable. */
+	cr_assert_eq(runs(&out, &err, "--url", gw.url, "--json", "ping"), 2);
+	assert_json_error(out, 2, "usage");
+	free(out);
+	free(err);
+	cr_assert_eq(runs(&out, &err, "--url", gw.url, "--token-file", bad_tok, "--json", "ping"), 4);
+	assert_json_error(out, 4, "token");
+	free(out);
+	free(err);
+	cr_assert_eq(
+		runs(&out, &err, "--url", gw.url, "--token-file", "/nonexistent/token", "--json", "stats"),
+		4);
+	assert_json_error(out, 4, "token");
+	free(out);
+	free(err);
+	cr_assert_eq(runs(&out, &err, "--url", gw.url, "--token-file", gw.worker_token_file, "--json",
+			  "cancel", done_id),
+		     4);
+	assert_json_error(out, 4, "permission_denied");
+	free(out);
+	free(err);
+	cr_assert_eq(
+		runs(&out, &err, "--url", nobody, "--token-file", gw.worker_token_file, "--json", "ping"), 3);
+	assert_json_error(out, 3, "unreachable");
+	free(out);
+	free(err);
+
+	/* cancel of a done job: an error with the same keys, and the job's state. */
+	cr_assert_eq(runs(&out, &err, "--url", gw.url, "--token-file", gw.admin_token_file, "--json",
+			  "cancel", done_id),
+		     1, "%s", err);
+	assert_json_error(out, 1, "not_cancelable");
+	cr_assert(strstr(out, "\"state\":\"done\",\"canceled\":false}") != NULL, "%s", out);
+	cr_assert(strstr(err, "not cancelable") != NULL, "%s", err);
+	free(out);
+	free(err);
+}
+
+Test(brooqctl, errors_name_the_command_once)
+{
+	char *out, *err;
+	cr_assert_eq(runs(&out, &err, "--url", gw.url, "--token-file", gw.worker_token_file, "job", "999"),
+		     1);
+	cr_assert_str_eq(err, "brooqctl: job: not found: job 999 not found\n");
+	free(out);
+	free(err);
+	cr_assert_eq(runs(&out, &err, "--url", gw.url, "--token-file", gw.worker_token_file, "frob"), 2);
+	cr_assert_str_eq(err, "brooqctl: unknown command 'frob' (see brooqctl --help)\n");
+	free(out);
+	free(err);
+}
+
+Test(brooqctl, output_that_cannot_be_written_is_an_error)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s --url %s --token-file %s %%s >/dev/full 2>/dev/null",
+		 brq_testdb_bin("brooqctl"), gw.url, gw.worker_token_file);
+	static const char *const args[] = {"ping", "--json stats", "enqueue t.full {}", "--version",
+					   "--help"};
+	for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) {
+		char line[1200];
+		snprintf(line, sizeof(line), cmd, args[i]);
+		int st = system(line);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "`%s` exited %d", args[i], WEXITSTATUS(st));
+	}
+}
+
+Test(brooqctl, durations_share_the_gateways_syntax)
+{
+	char *out, *err;
+	cr_assert_eq(runs(&out, &err, "--url", gw.url, "--token-file", gw.worker_token_file, "--timeout", "5",
+			  "ping"),
+		     2);
+	cr_assert(strstr(err, "duration needs a unit (e.g. 120s)") != NULL, "%s", err);
+	free(out);
+	free(err);
+	/* Units the gateway takes (d included), and a bare 0. */
+	cr_assert_eq(runs(&out, &err, "--url", gw.url, "--token-file", gw.worker_token_file, "--timeout",
+			  "1d", "enqueue", "t.later", "{}", "--delay", "2d"),
+		     0, "%s", err);
+	free(out);
+	free(err);
+	cr_assert_eq(runs(&out, &err, "--url", gw.url, "--token-file", gw.worker_token_file, "enqueue",
+			  "t.now", "{}", "--delay", "0"),
+		     0, "%s", err);
+	free(out);
+	free(err);
+	PGconn *db = brq_testdb_connect(dsn);
+	cr_assert_eq(brq_testdb_int(db,
+				    "SELECT count(*) FROM job WHERE topic = 't.later' AND available_at > "
+				    "now() + interval '47 hours'"),
+		     1);
+	PQfinish(db);
 }

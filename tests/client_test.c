@@ -11,9 +11,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <criterion/criterion.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
 
 #include <brooq/brooq.h>
+
+#include "brq_version.h"
 
 #include "gw.h"
 #include "testdb.h"
@@ -26,7 +34,10 @@ static brooq_client *ac; /* admin token */
 static brooq_client *
 open_client(const char *url, const char *token_file, int timeout_ms)
 {
-	brooq_client_opts o = {.url = url, .token_file = token_file, .timeout_ms = timeout_ms};
+	brooq_client_opts o = {.size       = sizeof(brooq_client_opts),
+			       .url        = url,
+			       .token_file = token_file,
+			       .timeout_ms = timeout_ms};
 	brooq_client     *c = NULL;
 	brooq_err         e = brooq_client_open(&o, &c);
 	cr_assert_eq(e, BROOQ_OK, "client_open: %s: %s", brooq_strerror(e), brooq_last_message());
@@ -90,7 +101,8 @@ static size_t
 claim(const char *topic, uint32_t max, uint32_t wait_ms, brooq_job **jobs)
 {
 	const char      *topics[] = {topic};
-	brooq_claim_opts o        = {.worker   = "client-test",
+	brooq_claim_opts o        = {.size     = sizeof(brooq_claim_opts),
+				     .worker   = "client-test",
 				     .topics   = topics,
 				     .n_topics = 1,
 				     .max_jobs = max,
@@ -295,7 +307,8 @@ Test(client, bad_arguments_fail_locally_with_einval)
 	brooq_job_spec both = {.topic = "t", .delay_ms = 5, .run_at_ms = 5};
 	cr_assert_eq(brooq_enqueue(wc, &both, 1, &r), BROOQ_EINVAL);
 
-	brooq_claim_opts o = {.topics = topics, .n_topics = 1, .max_jobs = 0};
+	brooq_claim_opts o = {
+		.size = sizeof(brooq_claim_opts), .topics = topics, .n_topics = 1, .max_jobs = 0};
 	cr_assert_eq(brooq_claim(wc, &o, &jobs, &n), BROOQ_EINVAL);
 	o.max_jobs = 1;
 	o.n_topics = 0;
@@ -369,9 +382,10 @@ Test(client, claim_without_a_worker_name_uses_host_and_pid)
 {
 	uint64_t         id       = enqueue1("t", "{}", NULL, NULL);
 	const char      *topics[] = {"t"};
-	brooq_claim_opts o        = {.topics = topics, .n_topics = 1, .max_jobs = 1};
-	brooq_job       *jobs;
-	size_t           n;
+	brooq_claim_opts o        = {
+		       .size = sizeof(brooq_claim_opts), .topics = topics, .n_topics = 1, .max_jobs = 1};
+	brooq_job *jobs;
+	size_t     n;
 	OK(brooq_claim(wc, &o, &jobs, &n));
 	cr_assert_eq(n, 1);
 	brooq_job_info *j = job(id);
@@ -467,6 +481,105 @@ Test(client, settle_outcomes_lead_to_their_states)
 	brooq_jobs_free(jobs, 5);
 }
 
+/* Settles one claimed job of `topic` with item (its lease filled in); returns the id. */
+static uint64_t
+claim_and_settle(const char *topic, brooq_settle_item item)
+{
+	brooq_job          *jobs;
+	brooq_settle_result res;
+	cr_assert_eq(claim(topic, 1, 2000, &jobs), 1);
+	item.lease = jobs[0].lease;
+	OK(brooq_settle(wc, &item, 1, &res));
+	cr_assert(res.applied);
+	uint64_t id = jobs[0].lease.id;
+	brooq_jobs_free(jobs, 1);
+	return id;
+}
+
+/* docs/protocol.md §7.6: `error` is stored in last_error with every outcome, done
+ * included; an item without `error` leaves last_error as it was. */
+Test(client, settle_stores_its_error_with_every_outcome_and_keeps_the_last_without_one)
+{
+	uint64_t a = enqueue1("err.done", "{}", NULL, NULL);
+	cr_assert_eq(claim_and_settle("err.done",
+				      (brooq_settle_item) {.outcome = BROOQ_OUTCOME_DONE,
+							   .error   = "done, with a note"}),
+		     a);
+	brooq_job_info *j = job(a);
+	cr_assert_eq(j->state, BROOQ_DONE);
+	cr_assert_str_eq(j->last_error, "done, with a note");
+	brooq_job_info_free(j);
+
+	/* delay 0 with an error, then done without one: the first error stays. */
+	uint64_t b = enqueue1("err.keep", "{}", NULL, NULL);
+	claim_and_settle(
+		"err.keep",
+		(brooq_settle_item) {.outcome = BROOQ_OUTCOME_DELAY, .delay_ms = 0, .error = "first"});
+	claim_and_settle("err.keep", (brooq_settle_item) {.outcome = BROOQ_OUTCOME_DONE});
+	j = job(b);
+	cr_assert_eq(j->state, BROOQ_DONE);
+	cr_assert_eq(j->attempts, 2);
+	cr_assert_str_eq(j->last_error, "first");
+	brooq_job_info_free(j);
+
+	uint64_t c = enqueue1("err.cancel", "{}", NULL, NULL);
+	claim_and_settle("err.cancel",
+			 (brooq_settle_item) {.outcome = BROOQ_OUTCOME_CANCEL, .error = "moot"});
+	j = job(c);
+	cr_assert_eq(j->state, BROOQ_CANCELED);
+	cr_assert_str_eq(j->last_error, "moot");
+	brooq_job_info_free(j);
+}
+
+/* The behaviours docs/protocol.md states beside the fields. */
+Test(client, a_past_run_at_stores_the_enqueue_time_and_a_terminal_job_has_no_lease)
+{
+	brooq_job_spec       spec = {.topic = "past", .payload = "{}", .run_at_ms = 1000}; /* 1970 */
+	brooq_enqueue_result r;
+	OK(brooq_enqueue(wc, &spec, 1, &r));
+	brooq_job_info *j = job(r.id);
+	cr_assert_eq(j->available_at_ms, j->created_at_ms, "available_at %lld, created_at %lld",
+		     (long long) j->available_at_ms, (long long) j->created_at_ms);
+	brooq_job_info_free(j);
+
+	brooq_job *jobs;
+	cr_assert_eq(claim("past", 1, 0, &jobs), 1);
+	j = job(r.id);
+	cr_assert_str_eq(j->locked_by, "client-test", "a processing job names its holder");
+	cr_assert_gt(j->locked_until_ms, 0);
+	brooq_job_info_free(j);
+	brooq_settle_item   it = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result res;
+	OK(brooq_settle(wc, &it, 1, &res));
+	brooq_jobs_free(jobs, 1);
+	j = job(r.id);
+	cr_assert_null(j->locked_by, "terminal: locked_by is nil");
+	cr_assert_eq(j->locked_until_ms, 0, "terminal: locked_until_ms is nil");
+	brooq_job_info_free(j);
+}
+
+/* §7.6: after `fail` a job waits d = min(base * 2^(attempts-1), max), drawn from
+ * [d/2, d]; the defaults are base 1 s, max 1 min. */
+Test(client, a_failed_job_waits_the_documented_backoff)
+{
+	uint64_t        id = enqueue1("backoff", "{}", NULL, NULL);
+	brooq_job_info *j;
+	for (int attempt = 1; attempt <= 2; attempt++) {
+		cr_assert_eq(
+			claim_and_settle("backoff",
+					 (brooq_settle_item) {.outcome = BROOQ_OUTCOME_FAIL, .error = "x"}),
+			id);
+		j           = job(id);
+		int64_t d   = 1000LL << (attempt - 1);
+		int64_t got = j->available_at_ms - j->updated_at_ms;
+		cr_assert(got >= d / 2 - 1 && got <= d + 1, "attempt %d: waits %lld ms, want %lld..%lld",
+			  attempt, (long long) got, (long long) d / 2, (long long) d);
+		cr_assert_eq(j->attempts, (uint32_t) attempt);
+		brooq_job_info_free(j);
+		/* The next claim long-polls until it is ready again. */
+	}
+}
+
 Test(client, a_failure_on_the_last_attempt_is_dead)
 {
 	brooq_job_spec       spec = {.topic = "once", .payload = "{}", .max_attempts = 1};
@@ -511,7 +624,8 @@ Test(client, claim_can_settle_the_previous_job_in_the_same_round_trip)
 	const char         *topics[] = {"pipe"};
 	brooq_settle_item   s        = {.lease = first[0].lease, .outcome = BROOQ_OUTCOME_DONE};
 	brooq_settle_result settled  = {0};
-	brooq_claim_opts    o        = {.worker   = "w",
+	brooq_claim_opts    o        = {.size     = sizeof(brooq_claim_opts),
+					.worker   = "w",
 					.topics   = topics,
 					.n_topics = 1,
 					.max_jobs = 1,
@@ -586,8 +700,9 @@ Test(client_offline, a_too_short_or_missing_token_file_fails_to_open)
 	snprintf(path, sizeof(path), "%s/short", dir);
 	write_file(path, "sixteen-byte-tok\n\n");
 
-	brooq_client_opts o = {.url = "ipc:///nonexistent/x.sock", .token_file = path};
-	brooq_client     *c = (brooq_client *) 1;
+	brooq_client_opts o = {
+		.size = sizeof(brooq_client_opts), .url = "ipc:///nonexistent/x.sock", .token_file = path};
+	brooq_client *c = (brooq_client *) 1;
 	cr_assert_eq(brooq_client_open(&o, &c), BROOQ_ETOKEN);
 	cr_assert_eq(c, (brooq_client *) 1, "out untouched on failure");
 	cr_assert(strstr(brooq_last_message(), "too short") != NULL, "message: %s", brooq_last_message());
@@ -612,15 +727,16 @@ Test(client_offline, a_bad_url_fails_to_open_with_einval)
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/token", dir);
 	write_file(path, "0123456789abcdef0123456789abcdef\n");
-	brooq_client_opts o = {.url = "carrier-pigeon://coop", .token_file = path};
-	brooq_client     *c = NULL;
+	brooq_client_opts o = {
+		.size = sizeof(brooq_client_opts), .url = "carrier-pigeon://coop", .token_file = path};
+	brooq_client *c = NULL;
 	cr_assert_eq(brooq_client_open(&o, &c), BROOQ_EINVAL);
 	cr_assert_null(c);
 	unlink(path);
 	rmdir(dir);
 }
 
-Test(client_offline, a_call_to_a_url_nobody_listens_on_fails_within_its_timeout)
+Test(client_offline, a_call_to_an_ipc_socket_nobody_listens_on_fails_at_once_unreachable)
 {
 	char dir[] = "/tmp/brooq-ct.XXXXXX", path[64], url[96];
 	cr_assert_not_null(mkdtemp(dir));
@@ -628,26 +744,86 @@ Test(client_offline, a_call_to_a_url_nobody_listens_on_fails_within_its_timeout)
 	snprintf(url, sizeof(url), "ipc://%s/nobody.sock", dir);
 	write_file(path, "0123456789abcdef0123456789abcdef\n");
 
-	/* Opens although nothing listens (non-blocking dial). */
-	brooq_client *c = open_client(url, path, 300);
+	/* Opens although nothing listens; each call finds nobody and sends nothing. */
+	brooq_client *c = open_client(url, path, 5000);
 	char          server[64];
 	double        t0 = now_ms();
 	brooq_err     e  = brooq_ping(c, server, sizeof(server));
 	double        dt = now_ms() - t0;
-	cr_assert(e == BROOQ_ETIMEDOUT || e == BROOQ_ECONNECT, "got %s", brooq_strerror(e));
-	cr_assert(dt < 2000, "took %.0f ms with a 300 ms timeout", dt);
-	cr_assert_str_not_empty(brooq_last_message());
+	cr_assert_eq(e, BROOQ_ECONNECT, "got %s: %s", brooq_strerror(e), brooq_last_message());
+	cr_assert(dt < 500, "took %.0f ms with nothing listening", dt);
+	cr_assert(strstr(brooq_last_message(), "nothing was sent") != NULL, "%s", brooq_last_message());
+	cr_assert(strstr(brooq_last_message(), url) != NULL, "%s", brooq_last_message());
 
-	/* A claim's wait is added to the timeout, and still bounded. */
+	/* A long-poll claim too: no wait for a gateway that is not there. */
 	const char      *topics[] = {"t"};
-	brooq_claim_opts o        = {.topics = topics, .n_topics = 1, .max_jobs = 1, .wait_ms = 200};
+	brooq_claim_opts o        = {.size     = sizeof(brooq_claim_opts),
+				     .topics   = topics,
+				     .n_topics = 1,
+				     .max_jobs = 1,
+				     .wait_ms  = 2000};
 	brooq_job       *jobs;
 	size_t           n;
 	t0 = now_ms();
 	e  = brooq_claim(c, &o, &jobs, &n);
 	dt = now_ms() - t0;
-	cr_assert(e == BROOQ_ETIMEDOUT || e == BROOQ_ECONNECT, "got %s", brooq_strerror(e));
-	cr_assert(dt >= 450 && dt < 2500, "took %.0f ms for 300 + 200 ms", dt);
+	cr_assert_eq(e, BROOQ_ECONNECT, "got %s", brooq_strerror(e));
+	cr_assert(dt < 500, "took %.0f ms", dt);
+	brooq_client_close(c);
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(client_offline, a_request_sent_but_never_answered_times_out_and_may_have_run)
+{
+	char dir[] = "/tmp/brooq-ct.XXXXXX", path[64], url[96];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/token", dir);
+	snprintf(url, sizeof(url), "ipc://%s/silent.sock", dir);
+	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	/* A REP socket that listens and never answers. */
+	nng_socket rep;
+	cr_assert_eq(nng_rep0_open(&rep), 0);
+	cr_assert_eq(nng_listen(rep, url, NULL, 0), 0);
+
+	brooq_client *c = open_client(url, path, 300);
+	char          server[64];
+	double        t0 = now_ms();
+	brooq_err     e  = brooq_ping(c, server, sizeof(server));
+	double        dt = now_ms() - t0;
+	cr_assert_eq(e, BROOQ_ETIMEDOUT, "got %s: %s", brooq_strerror(e), brooq_last_message());
+	cr_assert(dt >= 250 && dt < 2000, "took %.0f ms with a 300 ms timeout", dt);
+	cr_assert(strstr(brooq_last_message(), "may have run") != NULL, "%s", brooq_last_message());
+	cr_assert_str_eq(brooq_strerror(e), "timed out (the request may have run)");
+	brooq_client_close(c);
+	nng_close(rep);
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(client_offline, a_call_over_tcp_with_nobody_listening_fails_unreachable_within_its_timeout)
+{
+	char dir[] = "/tmp/brooq-ct.XXXXXX", path[64], url[96];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/token", dir);
+	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	/* A loopback port nobody listens on: bound, read, closed. */
+	struct sockaddr_in sa  = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t          len = sizeof(sa);
+	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(fd >= 0 && bind(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0 &&
+		  getsockname(fd, (struct sockaddr *) &sa, &len) == 0);
+	close(fd);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%u", (unsigned) ntohs(sa.sin_port));
+
+	brooq_client *c = open_client(url, path, 300);
+	char          server[64];
+	double        t0 = now_ms();
+	brooq_err     e  = brooq_ping(c, server, sizeof(server));
+	double        dt = now_ms() - t0;
+	cr_assert_eq(e, BROOQ_ECONNECT, "got %s: %s", brooq_strerror(e), brooq_last_message());
+	cr_assert(dt >= 250 && dt < 2000, "took %.0f ms with a 300 ms timeout", dt);
+	cr_assert(strstr(brooq_last_message(), "nothing was sent") != NULL, "%s", brooq_last_message());
 	brooq_client_close(c);
 	unlink(path);
 	rmdir(dir);
@@ -735,10 +911,14 @@ long_poll(void *p)
 {
 	poll_arg        *a        = p;
 	const char      *topics[] = {"wake.me"};
-	brooq_claim_opts o        = {
-		       .worker = "poller", .topics = topics, .n_topics = 1, .max_jobs = 1, .wait_ms = 10000};
-	a->err         = brooq_claim(wc, &o, &a->jobs, &a->n);
-	a->returned_ms = now_ms();
+	brooq_claim_opts o        = {.size     = sizeof(brooq_claim_opts),
+				     .worker   = "poller",
+				     .topics   = topics,
+				     .n_topics = 1,
+				     .max_jobs = 1,
+				     .wait_ms  = 10000};
+	a->err                    = brooq_claim(wc, &o, &a->jobs, &a->n);
+	a->returned_ms            = now_ms();
 	return NULL;
 }
 
@@ -764,7 +944,11 @@ Test(client, a_long_poll_claim_returns_as_soon_as_a_job_is_enqueued)
 Test(client, a_long_poll_with_nothing_to_claim_returns_empty_after_its_wait)
 {
 	const char      *topics[] = {"never"};
-	brooq_claim_opts o        = {.topics = topics, .n_topics = 1, .max_jobs = 3, .wait_ms = 400};
+	brooq_claim_opts o        = {.size     = sizeof(brooq_claim_opts),
+				     .topics   = topics,
+				     .n_topics = 1,
+				     .max_jobs = 3,
+				     .wait_ms  = 400};
 	brooq_job       *jobs     = (brooq_job *) 1;
 	size_t           n        = 9;
 	double           t0       = now_ms();
@@ -816,6 +1000,108 @@ Test(client_offline, error_and_state_names_are_never_null)
 	brooq_stats_free(NULL, 2);
 }
 
+Test(client_offline, the_version_is_the_headers_and_the_builds)
+{
+	char want[32];
+	snprintf(want, sizeof(want), "%d.%d.%d", BROOQ_VERSION_MAJOR, BROOQ_VERSION_MINOR,
+		 BROOQ_VERSION_PATCH);
+	cr_assert_str_eq(brooq_version(), want, "the library and brooq.h disagree");
+	/* brq_version.h is generated from CMake's PROJECT_VERSION. */
+	cr_assert_str_eq(brooq_version(), BROOQ_VERSION, "brooq.h and PROJECT_VERSION disagree");
+}
+
+/* A later header's client options: one field more than this library knows. */
+typedef struct later_opts {
+	brooq_client_opts o;
+	uint64_t          added;
+} later_opts;
+
+Test(client_offline, options_structs_are_read_by_their_size)
+{
+	char dir[] = "/tmp/brooq-ct.XXXXXX", path[64], url[96];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/token", dir);
+	snprintf(url, sizeof(url), "ipc://%s/nobody.sock", dir);
+	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	brooq_client *c = NULL;
+
+	brooq_client_opts o = {.url = url, .token_file = path}; /* size left 0 */
+	cr_assert_eq(brooq_client_open(&o, &c), BROOQ_EINVAL);
+	cr_assert(strstr(brooq_last_message(), "brooq_client_opts.size") != NULL, "%s", brooq_last_message());
+	cr_assert_null(c);
+	o.size = sizeof(o) - sizeof(void *); /* older than the first release: impossible */
+	cr_assert_eq(brooq_client_open(&o, &c), BROOQ_EINVAL);
+
+	later_opts l = {.o = {.size = sizeof(later_opts), .url = url, .token_file = path}};
+	OK(brooq_client_open(&l.o, &c)); /* the added field unset: fine */
+	brooq_client_close(c);
+	c       = NULL;
+	l.added = 1;
+	cr_assert_eq(brooq_client_open(&l.o, &c), BROOQ_EINVAL, "an unknown field set must be refused");
+	cr_assert(strstr(brooq_last_message(), "does not know") != NULL, "%s", brooq_last_message());
+
+	o.size = sizeof(o);
+	OK(brooq_client_open(&o, &c));
+	const char      *topics[] = {"t"};
+	brooq_claim_opts co       = {.topics = topics, .n_topics = 1, .max_jobs = 1};
+	brooq_job       *jobs;
+	size_t           n;
+	cr_assert_eq(brooq_claim(c, &co, &jobs, &n), BROOQ_EINVAL, "claim options without size");
+	brooq_worker *w = NULL;
+	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts) {.threads = 1}, &w), BROOQ_EINVAL);
+	cr_assert_null(w);
+	OK(brooq_worker_new(c, &(brooq_worker_opts) BROOQ_WORKER_OPTS_INIT, &w));
+	brooq_worker_free(w);
+	brooq_client_close(c);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Runs fn with stderr going to a temporary file; returns what was written (malloc'd). */
+static char *
+capture_stderr(void (*fn)(void))
+{
+	char  path[] = "/tmp/brooq-ct-stderr.XXXXXX";
+	int   fd     = mkstemp(path);
+	int   saved  = dup(2);
+	char *buf    = calloc(1, 4096);
+	cr_assert(fd >= 0 && saved >= 0 && buf != NULL);
+	fflush(stderr);
+	dup2(fd, 2);
+	fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ssize_t got = pread(fd, buf, 4095, 0);
+	cr_assert_geq(got, 0);
+	close(fd);
+	unlink(path);
+	return buf;
+}
+
+static void
+log_two_lines(void)
+{
+	const brooq_log_field f[] = {
+		{"err", "gateway unreachable"}, {"detail", "say \"hi\"\n\\"}, {"n", "3"}, {"empty", ""}};
+	brooq_log_stderr(BROOQ_LOG_WARN, "claim_failed", f, 4, NULL);
+	brooq_log_stderr(BROOQ_LOG_INFO, "worker_stopped", NULL, 0, NULL);
+}
+
+Test(client_offline, the_default_log_sink_writes_one_quoted_line_per_event)
+{
+	char *out = capture_stderr(log_two_lines);
+	cr_assert_str_eq(
+		out,
+		"level=warn msg=claim_failed err=\"gateway unreachable\" detail=\"say \\\"hi\\\"\\x0a\\\\\" "
+		"n=3 empty=\"\"\n"
+		"level=info msg=worker_stopped\n");
+	free(out);
+	cr_assert_str_eq(brooq_log_level_name(BROOQ_LOG_ERROR), "error");
+	cr_assert_str_eq(brooq_log_level_name(BROOQ_LOG_DEBUG), "debug");
+	cr_assert_not_null(brooq_log_level_name((brooq_log_level) 9));
+}
+
 /* ---- a gateway that dies under a call --------------------------------------------------- */
 
 /* Its own gateways: one is killed mid-call, another takes over its address
@@ -859,10 +1145,14 @@ claim_x(void *p)
 {
 	poll_arg        *a        = p;
 	const char      *topics[] = {"x"};
-	brooq_claim_opts o        = {
-		       .worker = "restart-test", .topics = topics, .n_topics = 1, .max_jobs = 1, .wait_ms = 20000};
-	a->err         = brooq_claim(wc, &o, &a->jobs, &a->n);
-	a->returned_ms = now_ms();
+	brooq_claim_opts o        = {.size     = sizeof(brooq_claim_opts),
+				     .worker   = "restart-test",
+				     .topics   = topics,
+				     .n_topics = 1,
+				     .max_jobs = 1,
+				     .wait_ms  = 20000};
+	a->err                    = brooq_claim(wc, &o, &a->jobs, &a->n);
+	a->returned_ms            = now_ms();
 	snprintf(a->msg, sizeof(a->msg), "%s", brooq_last_message());
 	return NULL;
 }

@@ -46,8 +46,14 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: client_valgrind URL WORKER_TOKEN_FILE ADMIN_TOKEN_FILE DEAD_URL\n");
 		return 2;
 	}
-	brooq_client_opts wo = {.url = argv[1], .token_file = argv[2], .timeout_ms = 20000};
-	brooq_client_opts ao = {.url = argv[1], .token_file = argv[3], .timeout_ms = 20000};
+	brooq_client_opts wo = {.size       = sizeof(brooq_client_opts),
+				.url        = argv[1],
+				.token_file = argv[2],
+				.timeout_ms = 20000};
+	brooq_client_opts ao = {.size       = sizeof(brooq_client_opts),
+				.url        = argv[1],
+				.token_file = argv[3],
+				.timeout_ms = 20000};
 	brooq_client     *ac;
 	CHECK(brooq_client_open(&wo, &wc));
 	CHECK(brooq_client_open(&ao, &ac));
@@ -69,7 +75,11 @@ main(int argc, char **argv)
 	CHECK(brooq_enqueue(wc, specs, 3, r));
 
 	const char      *topics[] = {"vg"};
-	brooq_claim_opts o        = {.topics = topics, .n_topics = 1, .max_jobs = 1, .wait_ms = 100};
+	brooq_claim_opts o        = {.size     = sizeof(brooq_claim_opts),
+				     .topics   = topics,
+				     .n_topics = 1,
+				     .max_jobs = 1,
+				     .wait_ms  = 100};
 	brooq_job       *jobs;
 	size_t           n;
 	CHECK(brooq_claim(wc, &o, &jobs, &n));
@@ -117,7 +127,8 @@ main(int argc, char **argv)
 
 	/* A call that times out: its context is discarded, not leaked. */
 	brooq_client     *dc;
-	brooq_client_opts dopts = {.url = argv[4], .token_file = argv[2], .timeout_ms = 200};
+	brooq_client_opts dopts = {
+		.size = sizeof(brooq_client_opts), .url = argv[4], .token_file = argv[2], .timeout_ms = 200};
 	CHECK(brooq_client_open(&dopts, &dc));
 	brooq_err e = brooq_ping(dc, server, sizeof(server));
 	if (e != BROOQ_ETIMEDOUT && e != BROOQ_ECONNECT)

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "brq_units.h"
 #include "config.h"
 #include "config_parse.h"
 
@@ -290,7 +291,7 @@ Test(config, parses_durations_with_units)
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		uint64_t    v   = 1;
 		const char *why = NULL;
-		cr_assert_eq(brq_config_parse_duration_ms(ok[i].in, &v, &why), 0, "'%s': %s", ok[i].in, why);
+		cr_assert_eq(brq_parse_duration_ms(ok[i].in, &v, &why), 0, "'%s': %s", ok[i].in, why);
 		cr_assert_eq(v, ok[i].ms, "'%s'", ok[i].in);
 	}
 }
@@ -323,8 +324,7 @@ Test(config, rejects_bare_numbers_and_malformed_durations)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint64_t    v   = 77;
 		const char *why = NULL;
-		cr_assert_neq(brq_config_parse_duration_ms(bad[i].in, &v, &why), 0, "accepted '%s'",
-			      bad[i].in);
+		cr_assert_neq(brq_parse_duration_ms(bad[i].in, &v, &why), 0, "accepted '%s'", bad[i].in);
 		cr_assert_eq(v, 77, "output written on failure for '%s'", bad[i].in);
 		cr_assert_not_null(strstr(why, bad[i].why), "'%s': got '%s'", bad[i].in, why);
 	}
@@ -393,7 +393,7 @@ Test(config, parses_sizes_with_units_only)
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		uint64_t    v;
 		const char *why = NULL;
-		cr_assert_eq(brq_config_parse_size(ok[i].in, &v, &why), 0, "'%s': %s", ok[i].in, why);
+		cr_assert_eq(brq_parse_size(ok[i].in, &v, &why), 0, "'%s': %s", ok[i].in, why);
 		cr_assert_eq(v, ok[i].v);
 	}
 	const char *bad[] = {"1024", "1mib",   "1MB", "1M", "1 MiB",
@@ -401,7 +401,7 @@ Test(config, parses_sizes_with_units_only)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint64_t    v;
 		const char *why = NULL;
-		cr_assert_neq(brq_config_parse_size(bad[i], &v, &why), 0, "accepted '%s'", bad[i]);
+		cr_assert_neq(brq_parse_size(bad[i], &v, &why), 0, "accepted '%s'", bad[i]);
 	}
 	cr_assert_eq(load(ENV({"BROOQ_MAX_PAYLOAD", "1048576"})), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_MAX_PAYLOAD: size needs a unit"));
@@ -411,9 +411,9 @@ Test(config, parses_integers_strictly)
 {
 	uint64_t    v;
 	const char *why;
-	cr_assert_eq(brq_config_parse_uint("42", &v, &why), 0);
+	cr_assert_eq(brq_parse_u64("42", &v, &why), 0);
 	cr_assert_eq(v, 42);
-	cr_assert_eq(brq_config_parse_uint("18446744073709551615", &v, &why), 0);
+	cr_assert_eq(brq_parse_u64("18446744073709551615", &v, &why), 0);
 	cr_assert_eq(v, UINT64_MAX);
 	const char *bad[] = {"",
 			     "-1",
@@ -427,7 +427,7 @@ Test(config, parses_integers_strictly)
 			     "18446744073709551616",
 			     "99999999999999999999999"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		cr_assert_neq(brq_config_parse_uint(bad[i], &v, &why), 0, "accepted '%s'", bad[i]);
+		cr_assert_neq(brq_parse_u64(bad[i], &v, &why), 0, "accepted '%s'", bad[i]);
 	}
 	cr_assert_eq(load(ENV({"BROOQ_POOL_SIZE", "0"}, {"BROOQ_MAX_ATTEMPTS", "1001"},
 			      {"BROOQ_MAX_BATCH", "-5"}, {"BROOQ_MAX_WAITERS", "100001"},

@@ -237,6 +237,199 @@ Test(input, answers_a_message_over_the_request_limit_with_too_large)
 	assert_still_serving();
 }
 
+/* ---- the rid of error replies (docs/protocol.md §4), over the wire ---------------------------- */
+
+/* A message written byte by byte: these are malformed on purpose, which no encoder
+ * produces. Sizes stay small except the payload of raw_str. */
+typedef struct raw {
+	unsigned char *b;
+	size_t         n, cap;
+} raw;
+
+static void
+raw_put(raw *r, const void *p, size_t n)
+{
+	if (r->n + n > r->cap) {
+		r->cap = (r->n + n) * 2;
+		r->b   = realloc(r->b, r->cap);
+		cr_assert_not_null(r->b);
+	}
+	memcpy(r->b + r->n, p, n);
+	r->n += n;
+}
+
+static void
+raw_byte(raw *r, unsigned char c)
+{
+	raw_put(r, &c, 1);
+}
+
+/* A msgpack str: fixstr, str8 or str32. */
+static void
+raw_str(raw *r, const char *s, size_t n)
+{
+	if (n < 32) {
+		raw_byte(r, (unsigned char) (0xa0 | n));
+	} else if (n < 256) {
+		raw_byte(r, 0xd9);
+		raw_byte(r, (unsigned char) n);
+	} else {
+		unsigned char h[5] = {0xdb, (unsigned char) (n >> 24), (unsigned char) (n >> 16),
+				      (unsigned char) (n >> 8), (unsigned char) n};
+		raw_put(r, h, 5);
+	}
+	raw_put(r, s, n);
+}
+
+static void
+raw_cstr(raw *r, const char *s)
+{
+	raw_str(r, s, strlen(s));
+}
+
+/* The envelope keys after a map header: v 1, op, the worker token, rid (< 128). */
+static void
+raw_envelope(raw *r, const char *op, unsigned rid)
+{
+	raw_cstr(r, "v");
+	raw_byte(r, 1);
+	raw_cstr(r, "op");
+	raw_cstr(r, op);
+	raw_cstr(r, "token");
+	raw_cstr(r, gw.worker_token);
+	raw_cstr(r, "rid");
+	raw_byte(r, (unsigned char) rid);
+}
+
+/* Sends r, returns the reply's status and its rid in *rid; frees r. */
+static brq_status
+send_rid(raw *r, uint64_t *rid)
+{
+	size_t     n   = 0;
+	void      *rep = brq_gw_raw(&gw, r->b, r->n, &n, 10000);
+	brq_reply  rp;
+	brq_limits lim;
+	char       err[256];
+	brq_limits_default(&lim);
+	cr_assert_not_null(rep, "no reply");
+	cr_assert_eq(brq_reply_decode(&rp, BRQ_OP_PING, rep, n, &lim, &arena, err, sizeof(err)), BRQ_ST_OK,
+		     "%s", err);
+	*rid = rp.rid;
+	free(rep);
+	free(r->b);
+	*r = (raw) {0};
+	return rp.code;
+}
+
+Test(input, echoes_the_rid_once_the_envelope_is_read_and_only_then)
+{
+	char    *before = digest();
+	raw      r      = {0};
+	uint64_t rid;
+
+	/* A non-str key inside jobs[0]: refused, rid echoed. */
+	raw_byte(&r, 0x85);
+	raw_envelope(&r, "enqueue", 41);
+	raw_cstr(&r, "jobs");
+	raw_byte(&r, 0x91);
+	raw_byte(&r, 0x83);
+	raw_byte(&r, 0x01);
+	raw_byte(&r, 0x02);
+	raw_cstr(&r, "topic");
+	raw_cstr(&r, "a");
+	raw_cstr(&r, "payload");
+	raw_cstr(&r, "1");
+	cr_expect_eq(send_rid(&r, &rid), BRQ_ST_INVALID_ARGUMENT);
+	cr_expect_eq(rid, 41);
+
+	/* claim.n twice: refused, rid echoed. */
+	raw_byte(&r, 0x88);
+	raw_envelope(&r, "claim", 42);
+	raw_cstr(&r, "worker");
+	raw_cstr(&r, "w");
+	raw_cstr(&r, "topics");
+	raw_byte(&r, 0x91);
+	raw_cstr(&r, "a");
+	raw_cstr(&r, "n");
+	raw_byte(&r, 1);
+	raw_cstr(&r, "n");
+	raw_byte(&r, 2);
+	cr_expect_eq(send_rid(&r, &rid), BRQ_ST_INVALID_ARGUMENT);
+	cr_expect_eq(rid, 42);
+
+	/* A payload over max_payload (64 KiB here): too_large, rid echoed. */
+	size_t big = 70000;
+	char  *p   = malloc(big);
+	memset(p, '1', big);
+	raw_byte(&r, 0x85);
+	raw_envelope(&r, "enqueue", 43);
+	raw_cstr(&r, "jobs");
+	raw_byte(&r, 0x91);
+	raw_byte(&r, 0x82);
+	raw_cstr(&r, "topic");
+	raw_cstr(&r, "a");
+	raw_cstr(&r, "payload");
+	raw_str(&r, p, big);
+	free(p);
+	cr_expect_eq(send_rid(&r, &rid), BRQ_ST_TOO_LARGE);
+	cr_expect_eq(rid, 43);
+
+	/* No token: unauthenticated, rid echoed. */
+	raw_byte(&r, 0x83);
+	raw_cstr(&r, "v");
+	raw_byte(&r, 1);
+	raw_cstr(&r, "op");
+	raw_cstr(&r, "stats");
+	raw_cstr(&r, "rid");
+	raw_byte(&r, 44);
+	cr_expect_eq(send_rid(&r, &rid), BRQ_ST_UNAUTHENTICATED);
+	cr_expect_eq(rid, 44);
+
+	/* A top-level non-str key: the envelope cannot be read, rid 0. */
+	raw_byte(&r, 0x85);
+	raw_byte(&r, 0x01);
+	raw_byte(&r, 0x02);
+	raw_envelope(&r, "ping", 45);
+	cr_expect_eq(send_rid(&r, &rid), BRQ_ST_INVALID_ARGUMENT);
+	cr_expect_eq(rid, 0);
+
+	/* op twice: rid 0. */
+	raw_byte(&r, 0x85);
+	raw_envelope(&r, "ping", 46);
+	raw_cstr(&r, "op");
+	raw_cstr(&r, "ping");
+	cr_expect_eq(send_rid(&r, &rid), BRQ_ST_INVALID_ARGUMENT);
+	cr_expect_eq(rid, 0);
+
+	/* Over max_request (1 MiB here), under the transport ceiling: too_large, rid 0. */
+	big = 1100 * 1024;
+	p   = malloc(big);
+	memset(p, 'x', big);
+	raw_byte(&r, 0x85);
+	raw_envelope(&r, "ping", 47);
+	raw_cstr(&r, "pad");
+	raw_str(&r, p, big);
+	free(p);
+	cr_expect_eq(send_rid(&r, &rid), BRQ_ST_TOO_LARGE);
+	cr_expect_eq(rid, 0);
+
+	/* A non-str key inside an unknown key's value: ignored, ok, rid echoed. */
+	raw_byte(&r, 0x85);
+	raw_envelope(&r, "ping", 48);
+	raw_cstr(&r, "x");
+	raw_byte(&r, 0x81);
+	raw_byte(&r, 0x01);
+	raw_byte(&r, 0x02);
+	cr_expect_eq(send_rid(&r, &rid), BRQ_ST_OK);
+	cr_expect_eq(rid, 48);
+
+	char *after = digest();
+	cr_assert_str_eq(before, after, "bad input changed the table");
+	free(before);
+	free(after);
+	assert_still_serving();
+}
+
 Test(input, answers_a_wrong_or_missing_token_with_unauthenticated_and_never_logs_it)
 {
 	char bad[65];

@@ -181,12 +181,12 @@ Test(parse, rejects_files_without_up_or_with_open_blocks)
 {
 	brq_migration m = {0};
 	char          err[128];
-	cr_assert_eq(brq_migration_parse("CREATE TABLE a (x int);\n", &m, err, sizeof(err)), -1);
+	cr_assert_eq(brq_migration_parse("CREATE TABLE a (x int);\n", &m, err, sizeof(err)), BRQ_EINVAL);
 	cr_assert_eq(brq_migration_parse("-- +goose Up\n-- +goose StatementBegin\nSELECT 1;\n", &m, err,
 					 sizeof(err)),
-		     -1);
+		     BRQ_EINVAL);
 	cr_assert_not_null(strstr(err, "StatementEnd"));
-	cr_assert_eq(brq_migration_parse("-- +goose Up\nSELECT 1\n", &m, err, sizeof(err)), -1);
+	cr_assert_eq(brq_migration_parse("-- +goose Up\nSELECT 1\n", &m, err, sizeof(err)), BRQ_EINVAL);
 }
 
 Test(parse, reads_no_transaction)

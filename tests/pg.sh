@@ -4,7 +4,9 @@
 # benchmarks and the demo. Source this file, then:
 #   brq_pg_start DIR [durable]   initdb + start; sets BROOQ_TEST_PGHOST=DIR/sock
 #   brq_pg_template BROOQCTL     creates database brooq_template, migrated
-#   brq_pg_stop DIR              stops the server (the caller removes DIR)
+#   brq_pg_stop DIR [MODE]       stops the server (the caller removes DIR); MODE is
+#                                pg_ctl's: immediate (default, a throwaway cluster)
+#                                or fast (a cluster that is kept: no crash recovery)
 # initdb refuses to run as root, so as root the cluster belongs to the
 # `postgres` user (created by the server package).
 
@@ -57,8 +59,8 @@ brq_pg_template() {
 }
 
 brq_pg_stop() {
-  local dir=$1 bin
+  local dir=$1 mode=${2:-immediate} bin
   bin=$(brq_pg_bindir) || return 1
   [ -f "$dir/data/postmaster.pid" ] || return 0
-  brq_pg_as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+  brq_pg_as_owner "$bin/pg_ctl" -D "$dir/data" -m "$mode" -w stop >/dev/null 2>&1 || true
 }

@@ -977,6 +977,72 @@ Test(envelope, echoes_rid_whenever_the_message_is_a_well_formed_map)
 	cr_expect_eq(R.rid, 0);
 }
 
+// The rid rules of docs/protocol.md §4, one row each: the rid is echoed whenever the
+// envelope could be read (a map of str keys, no envelope key twice, rid a uint), and
+// only then; the operation's own fields come later and never lose it.
+Test(envelope, echoes_the_rid_exactly_when_the_envelope_was_read)
+{
+	static const struct {
+		const char *src;
+		brq_status  st;
+		uint64_t    rid;
+		const char *msg;
+	} rows[] = {
+		// Failures inside the operation's fields: echoed.
+		{"{v:1, op:'enqueue', rid:11, jobs:[{1:2, topic:'a', payload:'1'}]}", BRQ_ST_INVALID_ARGUMENT,
+		 11, "enqueue.jobs[0]: map keys must be strings"},
+		{"{v:1, op:'claim', rid:12, worker:'w', topics:['a'], n:1, n:2}", BRQ_ST_INVALID_ARGUMENT, 12,
+		 "claim.n: duplicate key"},
+		{"{v:1, op:'settle', rid:13, items:[{id:1, id:2}]}", BRQ_ST_INVALID_ARGUMENT, 13,
+		 "settle.items[0].id: duplicate key"},
+		{"{v:1, op:'enqueue', rid:14, jobs:[{topic:'a', payload:'1'*70000}]}", BRQ_ST_TOO_LARGE, 14,
+		 "enqueue.jobs[0].payload: 70000 bytes exceeds max_payload 65536"},
+		// Failures of the envelope after the rid was read: echoed.
+		{"{v:2, op:'ping', rid:15}", BRQ_ST_INVALID_ARGUMENT, 15,
+		 "v: unsupported protocol version 2"},
+		{"{op:'ping', rid:16}", BRQ_ST_INVALID_ARGUMENT, 16, "v: required unsigned integer"},
+		{"{v:1, op:'bogus', rid:17}", BRQ_ST_INVALID_ARGUMENT, 17, "op: unknown operation \"bogus\""},
+		{"{v:1, op:'ping', rid:18, token:''}", BRQ_ST_INVALID_ARGUMENT, 18,
+		 "token: must be 1..1024 bytes"},
+		// The envelope cannot be read: 0.
+		{"{1:2, v:1, op:'ping', rid:21}", BRQ_ST_INVALID_ARGUMENT, 0,
+		 "message: map keys must be strings"},
+		{"{v:1, op:'ping', rid:22, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, 0, "op: duplicate key"},
+		{"{v:1, op:'ping', rid:23, rid:23}", BRQ_ST_INVALID_ARGUMENT, 0, "rid: duplicate key"},
+		{"{v:1, op:'ping', rid:'24'}", BRQ_ST_INVALID_ARGUMENT, 0,
+		 "rid: must be an unsigned integer"},
+		{"{v:1, op:'ping', rid:-25}", BRQ_ST_INVALID_ARGUMENT, 0,
+		 "rid: must be 0..18446744073709551615"},
+		{"[{v:1, op:'ping', rid:26}]", BRQ_ST_INVALID_ARGUMENT, 0, "message: must be a map"},
+		// Rule 3 before rule 2: inside an unknown key's value anything well-formed goes.
+		{"{v:1, op:'ping', rid:31, x:{1:2, [nil]:{x'00':3}}}", BRQ_ST_OK, 31, ""},
+		{"{v:1, op:'enqueue', rid:32, jobs:[{topic:'a', payload:'1', zz:{1:2}}]}", BRQ_ST_OK, 32, ""},
+		// Repeated unknown keys are ignored like any unknown key.
+		{"{v:1, op:'ping', rid:33, x:1, x:2}", BRQ_ST_OK, 33, ""},
+	};
+	L.max_payload = 65536;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		brq_status st = decode_req(rows[i].src);
+		cr_expect_eq(st, rows[i].st, "row %zu %s: status %d: %s", i, rows[i].src, st, E);
+		cr_expect_eq(R.rid, rows[i].rid, "row %zu %s: rid %llu", i, rows[i].src,
+			     (unsigned long long) R.rid);
+		cr_expect_str_eq(E, rows[i].msg, "row %zu %s", i, rows[i].src);
+	}
+	// Over max_request: refused before anything is read, rid 0.
+	mp(&B, "{v:1, op:'ping', rid:41, pad:'p'*100}");
+	L.max_request = (uint32_t) B.len - 1;
+	cr_expect_eq(decode_raw(B.data, B.len), BRQ_ST_TOO_LARGE);
+	cr_expect_eq(R.rid, 0);
+	// Trailing bytes: the structure is broken, rid 0.
+	L.max_request = 1u << 20;
+	mp(&B, "{v:1, op:'ping', rid:42}");
+	char buf[64];
+	memcpy(buf, B.data, B.len);
+	buf[B.len] = (char) 0xc0;
+	cr_expect_eq(decode_raw(buf, B.len + 1), BRQ_ST_INVALID_ARGUMENT);
+	cr_expect_eq(R.rid, 0);
+}
+
 Test(envelope, decodes_without_looking_at_op_fields)
 {
 	mp(&B, "{v:1, op:'settle', token:'tok', rid:3, items:'garbage'}");

@@ -16,15 +16,18 @@ if ! clang-format --dry-run --Werror $(git ls-files '*.c' '*.h' 2>/dev/null || f
 fi
 
 jobs=$(nproc)
+# Every option that decides what is built and tested is set here, whatever an earlier
+# configure left in the cache (the demo, for one, builds without tests, in build-demo/).
 build() { # build DIR CC [cmake options...]
   local dir=$1 cc=$2
   shift 2
-  # BROOQ_TESTS=ON: deploy/demo.sh configures build/ with the tests off.
-  cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBROOQ_TESTS=ON "$@" >/dev/null
+  # BROOQ_TESTS=ON: deploy/demo.sh may have configured a build with the tests off.
+  cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DBROOQ_TESTS=ON "$@" >/dev/null
   cmake --build "$dir" -j "$jobs" >/dev/null
 }
 echo "== build (gcc)"
-build build gcc
+build build gcc -DBROOQ_SANITIZE=OFF
 echo "== build (clang, AddressSanitizer + UndefinedBehaviorSanitizer)"
 build build-asan clang -DBROOQ_SANITIZE=ON
 
@@ -41,10 +44,11 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
+# tests/ctest_guard.sh fails a build that registers or runs no test.
 echo "== tests (gcc build)"
-ctest --test-dir build --output-on-failure -j "$jobs" || status=1
+tests/ctest_guard.sh build --output-on-failure -j "$jobs" || status=1
 echo "== tests (sanitizer build)"
-ctest --test-dir build-asan --output-on-failure -j "$jobs" || status=1
+tests/ctest_guard.sh build-asan --output-on-failure -j "$jobs" || status=1
 # Criterion runs each test in a child process whose sanitizer report does not
 # always turn into a failure: read every test's output for one.
 if grep -nE 'ERROR: (Leak|Address)Sanitizer|runtime error:' build-asan/Testing/Temporary/LastTest.log; then

@@ -34,7 +34,10 @@ static PGconn       *db;
 static brooq_client *
 open_client(const char *token_file, int timeout_ms)
 {
-	brooq_client_opts o = {.url = gw.url, .token_file = token_file, .timeout_ms = timeout_ms};
+	brooq_client_opts o = {.size       = sizeof(brooq_client_opts),
+			       .url        = gw.url,
+			       .token_file = token_file,
+			       .timeout_ms = timeout_ms};
 	brooq_client     *c = NULL;
 	brooq_err         e = brooq_client_open(&o, &c);
 	cr_assert_eq(e, BROOQ_OK, "client_open: %s: %s", brooq_strerror(e), brooq_last_message());
@@ -337,7 +340,9 @@ h_outcome(brooq_job_ctx *job, void *arg)
 Test(worker, starts_a_job_enqueued_during_its_long_poll_within_200_ms)
 {
 	start(NULL);
-	brooq_worker *w = worker_new(wc, (brooq_worker_opts) {.threads = 2}); /* default wait: 30 s */
+	brooq_worker *w = worker_new(wc,
+				     (brooq_worker_opts) {.size    = sizeof(brooq_worker_opts),
+							  .threads = 2}); /* default wait: 30 s */
 	OK(brooq_worker_handle(w, "t.wake", h_record, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -379,7 +384,9 @@ Test(worker, runs_jobs_of_two_topics_to_done_each_with_its_own_handler)
 	brooq_enqueue_result res[2 * N];
 	OK(brooq_enqueue(wc, specs, 2 * N, res));
 
-	brooq_worker *w = worker_new(wc, (brooq_worker_opts) {.threads = THREADS, .wait_ms = 500});
+	brooq_worker *w = worker_new(
+		wc,
+		(brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = THREADS, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "t.alpha", h_topic, "t.alpha"));
 	OK(brooq_worker_handle(w, "t.beta", h_topic, "t.beta"));
 	runner r;
@@ -413,7 +420,8 @@ Test(worker, retries_a_failing_job_until_an_attempt_succeeds)
 {
 	start(fast_backoff);
 	uint64_t      id = enqueue("t.flaky", "{}", 5);
-	brooq_worker *w  = worker_new(wc, (brooq_worker_opts) {.threads = 2, .wait_ms = 500});
+	brooq_worker *w  = worker_new(
+		 wc, (brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = 2, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "t.flaky", h_flaky, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -437,7 +445,8 @@ Test(worker, buries_a_job_whose_last_attempt_fails)
 {
 	start(fast_backoff);
 	uint64_t      id = enqueue("t.flaky", "{}", 2);
-	brooq_worker *w  = worker_new(wc, (brooq_worker_opts) {.threads = 2, .wait_ms = 500});
+	brooq_worker *w  = worker_new(
+		 wc, (brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = 2, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "t.flaky", h_flaky, "always"));
 	runner r;
 	runner_start(&r, w);
@@ -461,8 +470,10 @@ Test(worker, hands_an_operator_cancel_to_the_running_handler_within_a_third_of_t
 {
 	start(NULL);
 	uint64_t      id = enqueue("t.cancel", "{}", 0);
-	brooq_worker *w =
-		worker_new(wc, (brooq_worker_opts) {.threads = 1, .lease_ms = 3000, .wait_ms = 500});
+	brooq_worker *w  = worker_new(
+		 wc,
+		 (brooq_worker_opts) {
+			 .size = sizeof(brooq_worker_opts), .threads = 1, .lease_ms = 3000, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "t.cancel", h_until_canceled, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -539,7 +550,8 @@ Test(worker, a_job_whose_worker_is_killed_is_reaped_without_spending_an_attempt_
 			      id),
 		     1, "the expired lease was not reaped back to pending");
 
-	brooq_worker *w = worker_new(wc, (brooq_worker_opts) {.threads = 1, .wait_ms = 500});
+	brooq_worker *w = worker_new(
+		wc, (brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = 1, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "demo.slow", h_done, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -559,7 +571,8 @@ Test(worker, enqueues_chained_jobs_only_when_the_parent_ends_done)
 	start(NULL);
 	uint64_t      failing = enqueue("t.parent", "{\"mode\": \"fail\"}", 1);
 	uint64_t      ok      = enqueue("t.parent", "{\"mode\": \"ok\"}", 1);
-	brooq_worker *w       = worker_new(wc, (brooq_worker_opts) {.threads = 2, .wait_ms = 500});
+	brooq_worker *w       = worker_new(
+		      wc, (brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = 2, .wait_ms = 500});
 	OK(brooq_worker_handle(w, "t.parent", h_parent, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -586,9 +599,12 @@ Test(worker, stops_gracefully_settling_what_finished_and_losing_nothing)
 	brooq_enqueue_result res[4];
 	OK(brooq_enqueue(wc, first, 4, res));
 
-	brooq_worker *w = worker_new(
-		wc,
-		(brooq_worker_opts) {.threads = 4, .lease_ms = 1500, .wait_ms = 500, .stop_grace_ms = 800});
+	brooq_worker *w = worker_new(wc,
+				     (brooq_worker_opts) {.size          = sizeof(brooq_worker_opts),
+							  .threads       = 4,
+							  .lease_ms      = 1500,
+							  .wait_ms       = 500,
+							  .stop_grace_ms = 800});
 	OK(brooq_worker_handle(w, "t.short", h_short, NULL));
 	OK(brooq_worker_handle(w, "t.long", h_until_canceled, NULL));
 	runner r;
@@ -621,7 +637,8 @@ Test(worker, stops_gracefully_settling_what_finished_and_losing_nothing)
 
 	/* A second worker drains everything to done. */
 	atomic_store(&finished, 0);
-	brooq_worker *w2 = worker_new(wc, (brooq_worker_opts) {.threads = 4, .wait_ms = 500});
+	brooq_worker *w2 = worker_new(
+		wc, (brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = 4, .wait_ms = 500});
 	OK(brooq_worker_handle(w2, "t.short", h_done, NULL));
 	OK(brooq_worker_handle(w2, "t.long", h_done, NULL));
 	runner_start(&r, w2);
@@ -636,9 +653,12 @@ Test(worker, counts_a_handler_that_ignores_its_cancel_past_the_grace_as_hung)
 {
 	start(NULL);
 	uint64_t      id = enqueue("t.hung", "{}", 0);
-	brooq_worker *w  = worker_new(
-		 wc,
-		 (brooq_worker_opts) {.threads = 1, .lease_ms = 3000, .wait_ms = 500, .hung_grace_ms = 300});
+	brooq_worker *w  = worker_new(wc,
+				      (brooq_worker_opts) {.size          = sizeof(brooq_worker_opts),
+							   .threads       = 1,
+							   .lease_ms      = 3000,
+							   .wait_ms       = 500,
+							   .hung_grace_ms = 300});
 	OK(brooq_worker_handle(w, "t.hung", h_ignores_cancel, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -674,7 +694,8 @@ Test(worker, maps_each_handler_outcome_to_its_settle_outcome)
 	start(NULL);
 	static const char *const how[] = {"done", "default", "delay", "preserve", "cancel", "fail"};
 	uint64_t                 id[6];
-	brooq_worker            *w = worker_new(wc, (brooq_worker_opts) {.threads = 3, .wait_ms = 500});
+	brooq_worker            *w = worker_new(
+			   wc, (brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = 3, .wait_ms = 500});
 	for (int i = 0; i < 6; i++) {
 		char topic[32];
 		snprintf(topic, sizeof(topic), "t.%s", how[i]);
@@ -707,7 +728,8 @@ Test(worker, keeps_running_and_counts_errors_while_the_gateway_is_down)
 {
 	start(NULL);
 	brooq_client *c = open_client(gw.worker_token_file, 1000);
-	brooq_worker *w = worker_new(c, (brooq_worker_opts) {.threads = 1, .wait_ms = 300});
+	brooq_worker *w = worker_new(
+		c, (brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = 1, .wait_ms = 300});
 	OK(brooq_worker_handle(w, "t.any", h_done, NULL));
 	runner r;
 	runner_start(&r, w);
@@ -727,6 +749,121 @@ Test(worker, keeps_running_and_counts_errors_while_the_gateway_is_down)
 	brooq_client_close(c);
 }
 
+/* ---- the log callback -------------------------------------------------------------------- */
+
+/* Events a test's log callback saw: "msg key=value key=value" per event. */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char            log_seen[64][512];
+static int             n_log_seen;
+
+static void
+log_capture(brooq_log_level level, const char *msg, const brooq_log_field *f, size_t n, void *arg)
+{
+	cr_assert_eq((intptr_t) arg, 42, "the callback gets its log_arg");
+	pthread_mutex_lock(&log_mu);
+	if (n_log_seen < 64) {
+		char  *e   = log_seen[n_log_seen++];
+		size_t len = (size_t) snprintf(e, 512, "%s %s", brooq_log_level_name(level), msg);
+		for (size_t i = 0; i < n && len < 512; i++)
+			len += (size_t) snprintf(e + len, 512 - len, " %s=%s", f[i].key, f[i].value);
+	}
+	pthread_mutex_unlock(&log_mu);
+}
+
+static bool
+log_has(const char *prefix, const char *part)
+{
+	bool found = false;
+	pthread_mutex_lock(&log_mu);
+	for (int i = 0; i < n_log_seen && !found; i++)
+		found = strncmp(log_seen[i], prefix, strlen(prefix)) == 0 &&
+			strstr(log_seen[i], part) != NULL;
+	pthread_mutex_unlock(&log_mu);
+	return found;
+}
+
+Test(worker, sends_its_log_events_to_the_clients_callback_and_none_to_stderr)
+{
+	start(NULL);
+	brooq_client_opts o = {.size       = sizeof(o),
+			       .url        = gw.url,
+			       .token_file = gw.worker_token_file,
+			       .timeout_ms = 1000,
+			       .log        = log_capture,
+			       .log_arg    = (void *) (intptr_t) 42};
+	brooq_client     *c = NULL;
+	OK(brooq_client_open(&o, &c));
+	brooq_worker *w = worker_new(
+		c, (brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = 1, .wait_ms = 300});
+	OK(brooq_worker_handle(w, "t.log", h_done, NULL));
+
+	/* stderr into a file for the run: the library must write nothing there. */
+	char path[] = "/tmp/brooq-wt-stderr.XXXXXX";
+	int  fd = mkstemp(path), saved = dup(2);
+	cr_assert(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	runner r;
+	runner_start(&r, w);
+	sleep_ms(200);
+	brq_gw_stop(&gw); /* claims fail: claim_failed events */
+	gw_up         = false;
+	int64_t until = now_us() + 5000000;
+	while (!log_has("warn claim_failed", "err=gateway unreachable") && now_us() < until)
+		sleep_ms(20);
+	runner_stop(&r);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	char    text[256] = "";
+	ssize_t got       = pread(fd, text, sizeof(text) - 1, 0);
+	close(fd);
+	unlink(path);
+
+	cr_assert_eq(got, 0, "the library wrote to stderr: %s", text);
+	cr_assert(log_has("warn claim_failed", "err=gateway unreachable"), "no claim_failed event");
+	cr_assert(log_has("warn claim_failed", "detail=claim: cannot connect to"), "no detail field");
+	cr_assert(log_has("info worker_stopped", "claimed=0 settled=0 lease_lost=0 abandoned=0"),
+		  "no worker_stopped event with its counters");
+	brooq_worker_free(w);
+	brooq_client_close(c);
+}
+
+/* ---- a gateway that comes up after the worker ----------------------------------------------- */
+
+Test(worker, a_worker_started_before_its_gateway_works_once_the_gateway_is_up)
+{
+	char link_path[128], url[200];
+	snprintf(link_path, sizeof(link_path), "/tmp/brooq-wt-link.%ld", (long) getpid());
+	snprintf(url, sizeof(url), "ipc://%s/gw.sock", link_path);
+	unlink(link_path);
+	start(NULL); /* a gateway for the token files and the database; the worker cannot reach it yet */
+
+	brooq_client_opts o = {.size = sizeof(o), .url = url, .token_file = gw.worker_token_file};
+	brooq_client     *c = NULL;
+	OK(brooq_client_open(&o, &c));
+	brooq_worker *w = worker_new(
+		c, (brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = 1, .wait_ms = 300});
+	OK(brooq_worker_handle(w, "t.late", h_done, NULL));
+	runner r;
+	runner_start(&r, w);
+	uint64_t id    = enqueue("t.late", "{}", 3);
+	int64_t  until = now_us() + 5000000;
+	while (stats_of(w).errors < 2 && now_us() < until)
+		sleep_ms(20);
+	cr_assert_geq(stats_of(w).errors, 2, "the worker did not retry while its gateway was away");
+	cr_assert(!atomic_load(&r.returned), "the worker gave up");
+
+	cr_assert_eq(symlink(gw.dir, link_path), 0); /* the gateway appears at the worker's URL */
+	cr_assert_eq(
+		wait_int(1, 8000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'done'", id),
+		1, "the job was not done after the gateway came up");
+	runner_stop(&r);
+	unlink(link_path);
+	brooq_worker_free(w);
+	brooq_client_close(c);
+}
+
 Test(worker_api, rejects_bad_arguments_and_runs_once)
 {
 	char path[] = "/tmp/brooq-worker-token.XXXXXX";
@@ -734,16 +871,25 @@ Test(worker_api, rejects_bad_arguments_and_runs_once)
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(write(fd, "0123456789abcdef0123456789abcdef0123456789abcdef\n", 49), 49);
 	close(fd);
-	brooq_client_opts co = {.url = "ipc:///tmp/brooq-worker-test-nobody.sock", .token_file = path};
+	brooq_client_opts co = {.size       = sizeof(brooq_client_opts),
+				.url        = "ipc:///tmp/brooq-worker-test-nobody.sock",
+				.token_file = path};
 	brooq_client     *c  = NULL;
 	OK(brooq_client_open(&co, &c));
 	unlink(path);
 
 	brooq_worker *w = NULL;
 	cr_assert_eq(brooq_worker_new(NULL, NULL, &w), BROOQ_EINVAL);
-	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts) {.threads = -1}, &w), BROOQ_EINVAL);
-	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts) {.lease_ms = 999}, &w), BROOQ_EINVAL);
-	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts) {.name = ""}, &w), BROOQ_EINVAL);
+	cr_assert_eq(brooq_worker_new(
+			     c, &(brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .threads = -1}, &w),
+		     BROOQ_EINVAL);
+	cr_assert_eq(
+		brooq_worker_new(c, &(brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .lease_ms = 999},
+				 &w),
+		BROOQ_EINVAL);
+	cr_assert_eq(
+		brooq_worker_new(c, &(brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .name = ""}, &w),
+		BROOQ_EINVAL);
 	cr_assert_null(w);
 
 	OK(brooq_worker_new(c, NULL, &w));

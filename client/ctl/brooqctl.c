@@ -2,6 +2,7 @@
 /* brooqctl: the operator's command line: job admin over RPC, and migrations. */
 #include "cmd.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "brq_units.h"
 #include "brq_version.h"
 #include "fmt.h"
 #include "migrate.h"
@@ -24,8 +26,74 @@
 #define BROOQ_MIGRATIONS_RELDIR "../share/brooq/migrations"
 #endif
 
-/* Exit codes (enum brq_ctl_exit in cmd.h), documented in docs/brooqctl.md. */
-enum { EXIT_OK = BRQ_EXIT_OK, EXIT_FAIL = BRQ_EXIT_FAIL, EXIT_USAGE = BRQ_EXIT_USAGE };
+#define TIMEOUT_MAX_MS 86400000 /* --timeout: 1ms..24h */
+
+static const char common_help[] =
+	"Options (before or after the command; a value follows its option, or an =):\n"
+	"  --url URL          gateway address (default $BROOQ_URL, else\n"
+	"                     ipc:///run/brooq/gateway.sock)\n"
+	"  --token-file FILE  bearer token file (default: the file named by\n"
+	"                     $BROOQ_TOKEN_FILE); a token is never accepted on the\n"
+	"                     command line\n"
+	"  --timeout D        per-call timeout, 1ms..24h (default 10s)\n"
+	"  --json             print one JSON object, also for every error\n"
+	"Durations D: digits and a unit ms, s, m, h or d (500ms, 30s, 5m, 1h); a bare\n"
+	"number other than 0 is refused, as in the gateway's configuration.\n"
+	"\n"
+	"Exit codes: 0 ok; 1 operation failed (refused, not found, job not cancelable,\n"
+	"output not written); 2 usage error; 3 gateway unreachable, timed out or\n"
+	"unavailable; 4 authentication or permission (token file, unauthenticated,\n"
+	"not admin).\n";
+
+static const char migrate_help[] =
+	"usage: brooqctl migrate up|up-to N|down|down-to N|status|version\n"
+	"                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
+	"\n"
+	"Applies the schema to PostgreSQL directly (the gateway never does). The DSN\n"
+	"comes from --dsn-file, --dsn, $BROOQ_DSN_FILE or $BROOQ_DSN (in that order).\n"
+	"Prefer a file: a password on the command line is visible to every user.\n"
+	"Exit codes: 0 ok; 1 database or migration error; 2 usage error.\n";
+
+typedef int (*cmd_fn)(const brq_ctl *ctl, int argc, char **argv);
+
+static const struct {
+	const char *name;
+	cmd_fn      fn;
+	const char *help; /* usage line and what it does */
+} commands[] = {
+	{"ping", brq_ctl_ping,
+	 "usage: brooqctl [OPTIONS] ping\n\n"
+	 "Checks that the gateway answers and that the token is accepted; prints the\n"
+	 "gateway's name and version and the round trip.\n"},
+	{"enqueue", brq_ctl_enqueue,
+	 "usage: brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n\n"
+	 "Enqueues one job. JSON is the payload (any JSON value); - reads it from stdin.\n"
+	 "  --key K            idempotency key: a job with the same (topic, key) is not\n"
+	 "                     enqueued again; its id is printed (empty key: none)\n"
+	 "  --delay D          make the job ready after D\n"
+	 "  --max-attempts N   attempts before dead (default: the gateway's, per topic)\n"},
+	{"job", brq_ctl_job,
+	 "usage: brooqctl [OPTIONS] job ID\n\n"
+	 "Shows every field of the job's row: state, attempts, last_error, lease, payload.\n"},
+	{"cancel", brq_ctl_cancel,
+	 "usage: brooqctl [OPTIONS] cancel ID          (admin token)\n\n"
+	 "Cancels a pending, failed or processing job; a running job's worker learns it\n"
+	 "at its next heartbeat and writes nothing. A job already canceled: exit 0; done\n"
+	 "or dead: not cancelable, exit 1.\n"},
+	{"stats", brq_ctl_stats,
+	 "usage: brooqctl [OPTIONS] stats\n\n"
+	 "Counts jobs per topic and state, with the age of the oldest ready job.\n"},
+};
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static int
+find_command(const char *name)
+{
+	for (size_t k = 0; k < N_COMMANDS; k++)
+		if (strcmp(name, commands[k].name) == 0)
+			return (int) k;
+	return -1;
+}
 
 /*
  * Where `migrate` reads migrations without --dir or $BROOQ_MIGRATIONS_DIR, into
@@ -57,41 +125,41 @@ default_migrations_dir(char *out, size_t cap)
 		snprintf(out, cap, "%s", real);
 }
 
+/* Where migrations are read from, as the help says it. */
 static void
-usage(FILE *f)
+migrations_help(FILE *f)
 {
 	char dir[PATH_MAX];
 	default_migrations_dir(dir, sizeof(dir));
-	fprintf(f,
-		"usage: brooqctl [OPTIONS] ping\n"
-		"       brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n"
-		"       brooqctl [OPTIONS] job ID\n"
-		"       brooqctl [OPTIONS] cancel ID          (admin token)\n"
-		"       brooqctl [OPTIONS] stats\n"
-		"       brooqctl migrate up|up-to N|down|down-to N|status|version\n"
-		"                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
-		"       brooqctl --version | --help\n"
-		"\n"
-		"Options (before or after the command):\n"
-		"  --url URL          gateway address (default $BROOQ_URL, else\n"
-		"                     ipc:///run/brooq/gateway.sock)\n"
-		"  --token-file FILE  bearer token file (default: the file named by\n"
-		"                     $BROOQ_TOKEN_FILE); a token is never accepted on the\n"
-		"                     command line\n"
-		"  --timeout D        per-call timeout (default 10s)\n"
-		"  --json             print one JSON object instead of a table\n"
-		"Durations D: a number with a unit ms, s, m or h (500ms, 30s, 5m, 1h);\n"
-		"a bare number is milliseconds. JSON - reads the payload from stdin.\n"
-		"\n"
-		"Exit codes: 0 ok; 1 operation failed (refused, not found, job not cancelable);\n"
-		"2 usage error; 3 gateway unreachable, timed out or unavailable;\n"
-		"4 authentication or permission (token file, unauthenticated, not admin).\n"
-		"\n"
-		"migrate: the DSN comes from --dsn-file, --dsn, $BROOQ_DSN_FILE or $BROOQ_DSN\n"
-		"(in that order). Prefer a file: a password on the command line is visible\n"
-		"to every user. Migrations are read from --dir, else $BROOQ_MIGRATIONS_DIR,\n"
-		"else %s\n",
-		dir);
+	fprintf(f, "Migrations are read from --dir, else $BROOQ_MIGRATIONS_DIR,\nelse %s\n", dir);
+}
+
+/* The whole usage (cmd NULL) or one command's, with the common options. */
+static void
+usage(FILE *f, const char *cmd)
+{
+	int k = cmd != NULL ? find_command(cmd) : -1;
+	if (cmd != NULL && strcmp(cmd, "migrate") == 0) {
+		fputs(migrate_help, f);
+		migrations_help(f);
+		return;
+	}
+	if (k >= 0) {
+		fprintf(f, "%s\n%s", commands[k].help, common_help);
+		return;
+	}
+	fputs("usage: brooqctl [OPTIONS] ping\n"
+	      "       brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n"
+	      "       brooqctl [OPTIONS] job ID\n"
+	      "       brooqctl [OPTIONS] cancel ID          (admin token)\n"
+	      "       brooqctl [OPTIONS] stats\n"
+	      "       brooqctl migrate up|up-to N|down|down-to N|status|version\n"
+	      "                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
+	      "       brooqctl --version | [COMMAND] --help\n"
+	      "\n",
+	      f);
+	fputs(common_help, f);
+	migrations_help(f);
 }
 
 /* Reads the first line of a DSN file into a malloc'd string (caller frees). */
@@ -121,16 +189,16 @@ env_nonempty(const char *name)
 	return (v != NULL && v[0] != '\0') ? v : NULL;
 }
 
+/* brooqctl migrate ARGS (argv after "migrate"). */
 static int
-cmd_migrate(int argc, char **argv)
+cmd_migrate(brq_ctl *ctl, int argc, char **argv)
 {
 	const char *dsn = NULL, *dsn_file = NULL, *dir = env_nonempty("BROOQ_MIGRATIONS_DIR");
 	const char *sub    = NULL;
 	long long   target = -1;
 	char       *owned  = NULL;
-	char        default_dir[PATH_MAX];
-	int         rc;
 
+	ctl->cmd = "migrate";
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--dsn") == 0 && i + 1 < argc)
 			dsn = argv[++i];
@@ -138,50 +206,41 @@ cmd_migrate(int argc, char **argv)
 			dsn_file = argv[++i];
 		else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
 			dir = argv[++i];
+		else if (strcmp(argv[i], "--json") == 0)
+			return brq_ctl_usage(ctl, "--json is not supported (the output is text)");
 		else if (sub == NULL && argv[i][0] != '-')
 			sub = argv[i];
 		else if (sub != NULL && target < 0 && argv[i][0] != '-') {
-			char *end;
-			target = strtoll(argv[i], &end, 10);
-			if (*end != '\0' || target < 0) {
-				fprintf(stderr, "brooqctl: migrate: bad version '%s'\n", argv[i]);
-				return EXIT_USAGE;
-			}
+			uint64_t v;
+			if (brq_ctl_parse_u64(argv[i], 0, INT64_MAX, &v) != 0)
+				return brq_ctl_usage(ctl, "bad version '%s'", argv[i]);
+			target = (long long) v;
 		} else {
-			usage(stderr);
-			return EXIT_USAGE;
+			return brq_ctl_usage(ctl, "unexpected argument '%s'", argv[i]);
 		}
 	}
-	if (sub == NULL) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	if ((strcmp(sub, "up-to") == 0 || strcmp(sub, "down-to") == 0) && target < 0) {
-		fprintf(stderr, "brooqctl: migrate %s needs a version\n", sub);
-		return EXIT_USAGE;
-	}
+	if (sub == NULL)
+		return brq_ctl_usage(ctl, "a subcommand is required");
+	if ((strcmp(sub, "up-to") == 0 || strcmp(sub, "down-to") == 0) && target < 0)
+		return brq_ctl_usage(ctl, "%s needs a version", sub);
 	if (dsn_file == NULL && dsn == NULL)
 		dsn_file = env_nonempty("BROOQ_DSN_FILE");
 	if (dsn_file != NULL) {
-		owned = read_dsn_file(dsn_file);
-		if (owned == NULL) {
-			fprintf(stderr, "brooqctl: cannot read DSN file %s\n", dsn_file);
-			return EXIT_FAIL;
-		}
+		if ((owned = read_dsn_file(dsn_file)) == NULL)
+			return brq_ctl_fail(ctl, BRQ_EXIT_FAIL, "dsn", NULL, "cannot read DSN file %s",
+					    dsn_file);
 		dsn = owned;
 	}
 	if (dsn == NULL)
 		dsn = env_nonempty("BROOQ_DSN");
-	if (dsn == NULL) {
-		fprintf(stderr,
-			"brooqctl: migrate: no DSN (use --dsn-file, $BROOQ_DSN_FILE or $BROOQ_DSN)\n");
-		return EXIT_USAGE;
-	}
+	if (dsn == NULL)
+		return brq_ctl_usage(ctl, "no DSN (use --dsn-file, $BROOQ_DSN_FILE or $BROOQ_DSN)");
+	char default_dir[PATH_MAX];
 	if (dir == NULL) {
 		default_migrations_dir(default_dir, sizeof(default_dir));
 		dir = default_dir;
 	}
-	rc = brq_migrate_run(dsn, dir, sub, target, stdout);
+	int rc = brq_migrate_run(dsn, dir, sub, target, stdout);
 	free(owned);
 	return rc;
 }
@@ -210,156 +269,199 @@ take_opt(int argc, char **argv, int *i, const char *name, const char **val)
 	return 1;
 }
 
-typedef int (*cmd_fn)(const brq_ctl *ctl, int argc, char **argv);
-
-static const struct {
-	const char *name;
-	cmd_fn      fn;
-} commands[] = {
-	{"ping", brq_ctl_ping},     {"enqueue", brq_ctl_enqueue}, {"job", brq_ctl_job},
-	{"cancel", brq_ctl_cancel}, {"stats", brq_ctl_stats},
-};
-
-static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Prints a usage error and returns EXIT_USAGE. */
+/* A duration option's value into *ms, within [min_ms, max_ms]; a usage error else. */
 static int
-bad_usage(const char *fmt, ...)
+duration_opt(const brq_ctl *ctl, const char *opt, const char *v, uint64_t min_ms, uint64_t max_ms,
+	     uint64_t *ms)
 {
-	va_list ap;
-	fputs("brooqctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs(" (see brooqctl --help)\n", stderr);
-	return EXIT_USAGE;
+	const char *why;
+	char        lo[32], hi[32];
+	if (brq_parse_duration_ms(v, ms, &why) != 0)
+		return brq_ctl_usage(ctl, "%s '%s': %s", opt, v, why);
+	if (*ms < min_ms || *ms > max_ms)
+		return brq_ctl_usage(ctl, "%s '%s': must be between %s and %s", opt, v,
+				     min_ms == 0 ? "0" : brq_fmt_duration(lo, sizeof(lo), min_ms),
+				     brq_fmt_duration(hi, sizeof(hi), max_ms));
+	return BRQ_EXIT_OK;
+}
+
+/* What the options said besides brq_ctl's fields. */
+typedef struct opts_seen {
+	bool help, version, enqueue_only;
+} opts_seen;
+
+/* One option at argv[*i] (not a positional). Returns BRQ_EXIT_OK or a usage error. */
+static int
+one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *v;
+	uint64_t    u;
+	int         m, rc;
+
+	if (strcmp(a, "--json") == 0) {
+		ctl->json = true;
+	} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+		seen->help = true;
+	} else if (strcmp(a, "--version") == 0) {
+		seen->version = true;
+	} else if ((m = take_opt(argc, argv, i, "--url", &v)) != 0) {
+		if (m < 0 || v[0] == '\0')
+			return brq_ctl_usage(ctl, "option --url needs a value");
+		ctl->url = v;
+	} else if ((m = take_opt(argc, argv, i, "--token-file", &v)) != 0) {
+		if (m < 0 || v[0] == '\0')
+			return brq_ctl_usage(ctl, "option --token-file needs a value");
+		ctl->token_file = v;
+	} else if ((m = take_opt(argc, argv, i, "--timeout", &v)) != 0) {
+		if (m < 0)
+			return brq_ctl_usage(ctl, "option --timeout needs a value");
+		if ((rc = duration_opt(ctl, "--timeout", v, 1, TIMEOUT_MAX_MS, &u)) != BRQ_EXIT_OK)
+			return rc;
+		ctl->timeout_ms = (int) u;
+	} else if ((m = take_opt(argc, argv, i, "--key", &v)) != 0) {
+		if (m < 0)
+			return brq_ctl_usage(ctl, "option --key needs a value");
+		ctl->key           = v;
+		seen->enqueue_only = true;
+	} else if ((m = take_opt(argc, argv, i, "--delay", &v)) != 0) {
+		if (m < 0)
+			return brq_ctl_usage(ctl, "option --delay needs a value");
+		if ((rc = duration_opt(ctl, "--delay", v, 0, UINT64_MAX, &ctl->delay_ms)) != BRQ_EXIT_OK)
+			return rc;
+		seen->enqueue_only = true;
+	} else if ((m = take_opt(argc, argv, i, "--max-attempts", &v)) != 0) {
+		if (m < 0)
+			return brq_ctl_usage(ctl, "option --max-attempts needs a value");
+		if (brq_ctl_parse_u64(v, 1, UINT32_MAX, &u) != 0)
+			return brq_ctl_usage(ctl, "--max-attempts '%s': not a positive integer", v);
+		ctl->max_attempts  = (uint32_t) u;
+		seen->enqueue_only = true;
+	} else if (strncmp(a, "--token", 7) == 0 && strncmp(a, "--token-file", 12) != 0) {
+		/* Never echo it: the argument may be the secret itself. */
+		return brq_ctl_usage(ctl,
+				     "a token is never accepted on the command line; use --token-file "
+				     "FILE or $BROOQ_TOKEN_FILE");
+	} else {
+		return brq_ctl_usage(ctl, "unknown option '%s'", a);
+	}
+	return BRQ_EXIT_OK;
+}
+
+/* The command named by the first positional argument, for messages; NULL if none. */
+static const char *
+first_command(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return i + 1 < argc ? argv[i + 1] : NULL;
+		if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)
+			return argv[i];
+		/* Skip the value of an option that takes one ("--url X"). */
+		static const char *const valued[] = {"--url", "--token-file", "--timeout",
+						     "--key", "--delay",      "--max-attempts"};
+		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) {
+			if (strcmp(argv[i], valued[k]) == 0) {
+				i++;
+				break;
+			}
+		}
+	}
+	return NULL;
 }
 
 /* The gateway commands: options anywhere, then the command and its arguments. */
 static int
-run_command(int argc, char **argv)
+run_command(brq_ctl *ctl, int argc, char **argv)
 {
-	brq_ctl     ctl  = {0};
-	char      **pos  = calloc((size_t) argc + 1, sizeof(char *));
-	int         npos = 0, rc;
-	const char *v;
-	bool        only_pos = false;
-	bool        has_key = false, has_delay = false, has_max = false;
+	char    **pos  = calloc((size_t) argc + 1, sizeof(char *));
+	int       npos = 0, rc = BRQ_EXIT_OK;
+	bool      only_pos = false;
+	opts_seen seen     = {false, false, false};
 
 	if (pos == NULL)
-		return EXIT_FAIL;
-	for (int i = 1; i < argc; i++) {
+		return brq_ctl_fail(ctl, BRQ_EXIT_FAIL, "out_of_memory", NULL, "out of memory");
+	for (int i = 1; i < argc && rc == BRQ_EXIT_OK; i++) {
 		const char *a = argv[i];
-		int         m;
-		if (only_pos || a[0] != '-' || strcmp(a, "-") == 0) {
+		if (only_pos || a[0] != '-' || strcmp(a, "-") == 0)
 			pos[npos++] = argv[i];
-			continue;
-		}
-		if (strcmp(a, "--") == 0) {
+		else if (strcmp(a, "--") == 0)
 			only_pos = true;
-		} else if (strcmp(a, "--json") == 0) {
-			ctl.json = true;
-		} else if ((m = take_opt(argc, argv, &i, "--url", &v)) != 0) {
-			if (m < 0 || v[0] == '\0')
-				goto missing;
-			ctl.url = v;
-		} else if ((m = take_opt(argc, argv, &i, "--token-file", &v)) != 0) {
-			if (m < 0 || v[0] == '\0')
-				goto missing;
-			ctl.token_file = v;
-		} else if ((m = take_opt(argc, argv, &i, "--timeout", &v)) != 0) {
-			uint64_t ms;
-			if (m < 0)
-				goto missing;
-			if (brq_ctl_parse_duration(v, &ms) != 0 || ms == 0 || ms > 86400000) {
-				rc = bad_usage("--timeout: '%s' is not a duration between 1ms and 24h", v);
-				goto out;
-			}
-			ctl.timeout_ms = (int) ms;
-		} else if ((m = take_opt(argc, argv, &i, "--key", &v)) != 0) {
-			if (m < 0)
-				goto missing;
-			ctl.key = v;
-			has_key = true;
-		} else if ((m = take_opt(argc, argv, &i, "--delay", &v)) != 0) {
-			if (m < 0)
-				goto missing;
-			if (brq_ctl_parse_duration(v, &ctl.delay_ms) != 0) {
-				rc = bad_usage("--delay: '%s' is not a duration (e.g. 500ms, 30s, 5m, 1h)",
-					       v);
-				goto out;
-			}
-			has_delay = true;
-		} else if ((m = take_opt(argc, argv, &i, "--max-attempts", &v)) != 0) {
-			uint64_t n;
-			if (m < 0)
-				goto missing;
-			if (brq_ctl_parse_u64(v, 1, UINT32_MAX, &n) != 0) {
-				rc = bad_usage("--max-attempts: '%s' is not a positive integer", v);
-				goto out;
-			}
-			ctl.max_attempts = (uint32_t) n;
-			has_max          = true;
-		} else if (strncmp(a, "--token", 7) == 0 && strncmp(a, "--token-file", 12) != 0) {
-			/* Never echo it: the argument may be the secret itself. */
-			rc = bad_usage("a token is never accepted on the command line; use --token-file FILE "
-				       "or $BROOQ_TOKEN_FILE");
-			goto out;
-		} else {
-			rc = bad_usage("unknown option '%s'", a);
-			goto out;
-		}
-		continue;
-	missing:
-		rc = bad_usage("option %s needs a value", a);
-		goto out;
+		else
+			rc = one_option(ctl, &seen, argc, argv, &i);
 	}
-	if (npos == 0) {
-		usage(stderr);
-		rc = EXIT_USAGE;
-		goto out;
+	int k = npos > 0 ? find_command(pos[0]) : -1;
+	if (rc != BRQ_EXIT_OK) {
+		/* reported */
+	} else if (seen.version) {
+		printf("brooqctl %s\n", BROOQ_VERSION);
+	} else if (seen.help || (npos > 0 && strcmp(pos[0], "help") == 0)) {
+		usage(stdout, seen.help ? (npos > 0 ? pos[0] : NULL) : (npos > 1 ? pos[1] : NULL));
+	} else if (npos == 0) {
+		rc = brq_ctl_usage(ctl, "a command is required");
+	} else if (k < 0) {
+		rc = brq_ctl_usage(ctl, "unknown command '%s'", pos[0]);
+	} else if (seen.enqueue_only && strcmp(pos[0], "enqueue") != 0) {
+		rc = brq_ctl_usage(ctl, "--key, --delay and --max-attempts belong to enqueue");
+	} else {
+		if (ctl->token_file == NULL)
+			ctl->token_file = env_nonempty("BROOQ_TOKEN_FILE");
+		if (ctl->token_file == NULL)
+			rc = brq_ctl_usage(ctl,
+					   "no token file: use --token-file FILE or set $BROOQ_TOKEN_FILE");
+		else
+			rc = commands[k].fn(ctl, npos - 1, pos + 1);
 	}
-	if ((has_key || has_delay || has_max) && strcmp(pos[0], "enqueue") != 0) {
-		rc = bad_usage("--key, --delay and --max-attempts belong to enqueue, not %s", pos[0]);
-		goto out;
-	}
-	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
-		if (strcmp(pos[0], commands[k].name) != 0)
-			continue;
-		if (ctl.token_file == NULL) {
-			const char *env = getenv("BROOQ_TOKEN_FILE");
-			ctl.token_file  = (env != NULL && env[0] != '\0') ? env : NULL;
-		}
-		if (ctl.token_file == NULL) {
-			rc = bad_usage("%s: no token file: use --token-file FILE or set $BROOQ_TOKEN_FILE",
-				       pos[0]);
-			goto out;
-		}
-		rc = commands[k].fn(&ctl, npos - 1, pos + 1);
-		goto out;
-	}
-	rc = bad_usage("unknown command '%s'", pos[0]);
-out:
 	free(pos);
 	return rc;
+}
+
+/* stdout is where results go: a write that failed (a full disk, a closed pipe) is
+ * an error, whatever the command said. */
+static int
+check_stdout(int rc)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	fprintf(stderr, "brooqctl: cannot write the output: %s\n",
+		errno != 0 ? strerror(errno) : "write error");
+	return rc != BRQ_EXIT_OK ? rc : BRQ_EXIT_FAIL;
 }
 
 int
 main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return EXIT_USAGE;
+	brq_ctl     ctl = {.cmd = "brooqctl"};
+	const char *cmd = first_command(argc, argv);
+	int         rc;
+
+	/* Errors before the options are read know about --json too. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		ctl.json = ctl.json || strcmp(argv[i], "--json") == 0;
+	if (cmd != NULL && find_command(cmd) >= 0)
+		ctl.cmd = cmd;
+	errno = 0;
+	if (cmd != NULL && strcmp(cmd, "migrate") == 0) {
+		/* Its own options: everything but the word "migrate". */
+		char **rest = calloc((size_t) argc, sizeof(char *));
+		int    n = 0, seen_cmd = 0;
+		bool   help = false;
+		for (int i = 1; rest != NULL && i < argc; i++) {
+			if (!seen_cmd && argv[i] == cmd) {
+				seen_cmd = 1;
+				continue;
+			}
+			help      = help || strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+			rest[n++] = argv[i];
+		}
+		if (help)
+			usage(stdout, "migrate");
+		rc = rest == NULL ? BRQ_EXIT_FAIL : help ? BRQ_EXIT_OK : cmd_migrate(&ctl, n, rest);
+		free(rest);
+	} else if (argc < 2) {
+		usage(stderr, NULL);
+		rc = BRQ_EXIT_USAGE;
+	} else {
+		rc = run_command(&ctl, argc, argv);
 	}
-	if (strcmp(argv[1], "migrate") == 0)
-		return cmd_migrate(argc - 2, argv + 2);
-	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-		usage(stdout);
-		return EXIT_OK;
-	}
-	if (strcmp(argv[1], "--version") == 0) {
-		printf("brooqctl %s\n", BROOQ_VERSION);
-		return EXIT_OK;
-	}
-	return run_command(argc, argv);
+	return check_stdout(rc);
 }

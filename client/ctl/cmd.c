@@ -3,11 +3,12 @@
 #include "cmd.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "brq_clock.h"
 #include "fmt.h"
 
 /* Largest payload read from stdin ("-"); the gateway enforces its own limit. */
@@ -56,57 +57,89 @@ err_name(brooq_err err)
 	return "unknown";
 }
 
-/* Reports a failed call (stderr; with --json also an error object on stdout) and
- * returns its exit code. */
-static int
-report(const brq_ctl *ctl, const char *cmd, brooq_err err)
+/* msg without a leading "CMD: " (the line names the command already). */
+static const char *
+unprefixed(const brq_ctl *ctl, const char *msg)
 {
-	const char *msg = brooq_last_message();
-	fprintf(stderr, "brooqctl: %s: %s", cmd, brooq_strerror(err));
-	if (msg[0] != '\0') {
-		fputs(": ", stderr);
-		brq_ctl_print_safe(stderr, msg);
-	}
+	size_t n = strlen(ctl->cmd);
+	if (strncmp(msg, ctl->cmd, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+		return msg + n + 2;
+	return msg;
+}
+
+static int
+vfail(const brq_ctl *ctl, int exit_code, const char *name, const char *desc, const char *fmt, va_list ap)
+{
+	char        text[2048];
+	const char *msg;
+	(void) vsnprintf(text, sizeof(text), fmt, ap);
+	msg = unprefixed(ctl, text);
+	fputs("brooqctl: ", stderr);
+	if (strcmp(ctl->cmd, "brooqctl") != 0)
+		fprintf(stderr, "%s: ", ctl->cmd);
+	if (desc != NULL && msg[0] != '\0')
+		fprintf(stderr, "%s: ", desc);
+	brq_ctl_print_safe(stderr, msg[0] != '\0' ? msg : desc != NULL ? desc : "failed");
 	fputc('\n', stderr);
 	if (ctl->json) {
-		printf("{\"error\":\"%s\",\"message\":", err_name(err));
-		brq_ctl_json_cstr(stdout, msg[0] != '\0' ? msg : brooq_strerror(err));
-		printf(",\"exit\":%d}\n", exit_code(err));
+		printf("{\"error\":\"%s\",\"message\":", name);
+		brq_ctl_json_cstr(stdout, msg[0] != '\0' ? msg : desc != NULL ? desc : "failed");
+		printf(",\"exit\":%d}\n", exit_code);
 	}
-	return exit_code(err);
+	return exit_code;
+}
+
+int
+brq_ctl_fail(const brq_ctl *ctl, int exit_code, const char *name, const char *desc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = vfail(ctl, exit_code, name, desc, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+brq_ctl_usage(const brq_ctl *ctl, const char *fmt, ...)
+{
+	char    text[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	(void) vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (strcmp(ctl->cmd, "brooqctl") == 0)
+		return brq_ctl_fail(ctl, BRQ_EXIT_USAGE, "usage", NULL, "%s (see brooqctl --help)", text);
+	return brq_ctl_fail(ctl, BRQ_EXIT_USAGE, "usage", NULL, "%s (see brooqctl %s --help)", text,
+			    ctl->cmd);
+}
+
+/* Reports a failed library call and returns its exit code. */
+static int
+report(const brq_ctl *ctl, brooq_err err)
+{
+	return brq_ctl_fail(ctl, exit_code(err), err_name(err), brooq_strerror(err), "%s",
+			    brooq_last_message());
 }
 
 static int
-usage_error(const char *cmd, const char *what)
+open_client(const brq_ctl *ctl, brooq_client **c)
 {
-	fprintf(stderr, "brooqctl: %s: %s (see brooqctl --help)\n", cmd, what);
-	return BRQ_EXIT_USAGE;
-}
-
-static int
-open_client(const brq_ctl *ctl, const char *cmd, brooq_client **c)
-{
-	brooq_client_opts o = {.url = ctl->url, .token_file = ctl->token_file, .timeout_ms = ctl->timeout_ms};
+	brooq_client_opts o   = {.size       = sizeof(brooq_client_opts),
+				 .url        = ctl->url,
+				 .token_file = ctl->token_file,
+				 .timeout_ms = ctl->timeout_ms};
 	brooq_err         err = brooq_client_open(&o, c);
-	return err == BROOQ_OK ? BRQ_EXIT_OK : report(ctl, cmd, err);
+	return err == BROOQ_OK ? BRQ_EXIT_OK : report(ctl, err);
 }
 
 static int
-parse_id(const char *cmd, int argc, char **argv, uint64_t *id)
+parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id)
 {
 	if (argc != 1)
-		return usage_error(cmd, "expected exactly one job ID");
+		return brq_ctl_usage(ctl, "expected exactly one job ID");
 	if (brq_ctl_parse_u64(argv[0], 1, INT64_MAX, id) != 0)
-		return usage_error(cmd, "job ID must be a positive integer");
+		return brq_ctl_usage(ctl, "the job ID must be a positive integer, not '%s'", argv[0]);
 	return BRQ_EXIT_OK;
-}
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
 /* ---- ping --------------------------------------------------------------------------------- */
@@ -120,14 +153,14 @@ brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv)
 	(void) argv;
 
 	if (argc != 0)
-		return usage_error("ping", "takes no arguments");
-	if ((rc = open_client(ctl, "ping", &c)) != BRQ_EXIT_OK)
+		return brq_ctl_usage(ctl, "takes no arguments");
+	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK)
 		return rc;
-	double    t0  = now_ms();
+	uint64_t  t0  = brq_now_us();
 	brooq_err err = brooq_ping(c, server, sizeof(server));
-	double    rtt = now_ms() - t0;
+	double    rtt = (double) (brq_now_us() - t0) / 1000.0;
 	if (err != BROOQ_OK) {
-		rc = report(ctl, "ping", err);
+		rc = report(ctl, err);
 	} else if (ctl->json) {
 		fputs("{\"server\":", stdout);
 		brq_ctl_json_cstr(stdout, server);
@@ -183,20 +216,20 @@ brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv)
 	int                  rc;
 
 	if (argc != 2)
-		return usage_error("enqueue", "expected TOPIC and JSON");
+		return brq_ctl_usage(ctl, "expected TOPIC and JSON");
 	const char *payload = argv[1];
 	if (strcmp(payload, "-") == 0) {
-		if ((owned = read_stdin(&plen)) == NULL) {
-			fprintf(stderr, "brooqctl: enqueue: cannot read the payload from stdin\n");
-			return BRQ_EXIT_FAIL;
-		}
+		if ((owned = read_stdin(&plen)) == NULL)
+			return brq_ctl_fail(ctl, BRQ_EXIT_FAIL, "input", NULL,
+					    "cannot read the payload from stdin (at most %u bytes)",
+					    STDIN_MAX);
 		payload = owned;
 	} else {
 		plen = strlen(payload);
 	}
 	if (plen == 0) {
 		free(owned);
-		return usage_error("enqueue", "the JSON payload is empty");
+		return brq_ctl_usage(ctl, "the JSON payload is empty");
 	}
 	brooq_job_spec spec = {
 		.topic        = argv[0],
@@ -206,13 +239,13 @@ brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv)
 		.delay_ms     = ctl->delay_ms,
 		.max_attempts = ctl->max_attempts,
 	};
-	if ((rc = open_client(ctl, "enqueue", &c)) != BRQ_EXIT_OK) {
+	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK) {
 		free(owned);
 		return rc;
 	}
 	brooq_err err = brooq_enqueue(c, &spec, 1, &r);
 	if (err != BROOQ_OK)
-		rc = report(ctl, "enqueue", err);
+		rc = report(ctl, err);
 	else if (ctl->json)
 		printf("{\"id\":%" PRIu64 ",\"created\":%s}\n", r.id, r.created ? "true" : "false");
 	else if (r.created)
@@ -307,13 +340,13 @@ brq_ctl_job(const brq_ctl *ctl, int argc, char **argv)
 	uint64_t        id;
 	int             rc;
 
-	if ((rc = parse_id("job", argc, argv, &id)) != BRQ_EXIT_OK)
+	if ((rc = parse_id(ctl, argc, argv, &id)) != BRQ_EXIT_OK)
 		return rc;
-	if ((rc = open_client(ctl, "job", &c)) != BRQ_EXIT_OK)
+	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK)
 		return rc;
 	brooq_err err = brooq_job_get(c, id, &j);
 	if (err != BROOQ_OK) {
-		rc = report(ctl, "job", err);
+		rc = report(ctl, err);
 	} else {
 		if (ctl->json)
 			print_job_json(j);
@@ -336,23 +369,33 @@ brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv)
 	uint64_t      id;
 	int           rc;
 
-	if ((rc = parse_id("cancel", argc, argv, &id)) != BRQ_EXIT_OK)
+	if ((rc = parse_id(ctl, argc, argv, &id)) != BRQ_EXIT_OK)
 		return rc;
-	if ((rc = open_client(ctl, "cancel", &c)) != BRQ_EXIT_OK)
+	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK)
 		return rc;
 	brooq_err err = brooq_cancel(c, id, &st, &canceled);
 	if (err != BROOQ_OK) {
-		rc = report(ctl, "cancel", err);
-	} else {
-		/* Canceled now or before: the job will not run. Done or dead: it cannot be. */
-		rc = st == BROOQ_CANCELED ? BRQ_EXIT_OK : BRQ_EXIT_FAIL;
+		rc = report(ctl, err);
+	} else if (st != BROOQ_CANCELED) {
+		/* Done or dead: it cannot be canceled (nothing changed). An error, with the
+		 * keys every error carries, and the job's state. */
+		rc = BRQ_EXIT_FAIL;
+		fprintf(stderr,
+			"brooqctl: cancel: not cancelable: job %" PRIu64 " is already %s; nothing changed\n",
+			id, brooq_state_name(st));
 		if (ctl->json)
-			printf("{\"id\":%" PRIu64 ",\"state\":\"%s\",\"canceled\":%s}\n", id,
-			       brooq_state_name(st), canceled ? "true" : "false");
-		else if (canceled)
-			printf("job %" PRIu64 " canceled\n", id);
-		else
-			printf("job %" PRIu64 " is already %s; nothing changed\n", id, brooq_state_name(st));
+			printf("{\"error\":\"not_cancelable\",\"message\":\"job %" PRIu64
+			       " is already %s; nothing changed\",\"exit\":%d,\"id\":%" PRIu64
+			       ",\"state\":\"%s\",\"canceled\":false}\n",
+			       id, brooq_state_name(st), rc, id, brooq_state_name(st));
+	} else if (ctl->json) {
+		/* Canceled now or before: the job will not run. */
+		printf("{\"id\":%" PRIu64 ",\"state\":\"canceled\",\"canceled\":%s}\n", id,
+		       canceled ? "true" : "false");
+	} else if (canceled) {
+		printf("job %" PRIu64 " canceled\n", id);
+	} else {
+		printf("job %" PRIu64 " is already canceled; nothing changed\n", id);
 	}
 	brooq_client_close(c);
 	return rc;
@@ -415,12 +458,12 @@ brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv)
 	(void) argv;
 
 	if (argc != 0)
-		return usage_error("stats", "takes no arguments");
-	if ((rc = open_client(ctl, "stats", &c)) != BRQ_EXIT_OK)
+		return brq_ctl_usage(ctl, "takes no arguments");
+	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK)
 		return rc;
 	brooq_err err = brooq_stats(c, &s, &n);
 	if (err != BROOQ_OK) {
-		rc = report(ctl, "stats", err);
+		rc = report(ctl, err);
 	} else {
 		if (ctl->json)
 			print_stats_json(s, n);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* brooqctl's gateway commands (ping, enqueue, job, cancel, stats) over libbrooq-client. */
+/* brooqctl's gateway commands (ping, enqueue, job, cancel, stats) over libbrooq-client,
+ * and the one way brooqctl reports a failure. */
 #ifndef BRQ_CTL_CMD_H
 #define BRQ_CTL_CMD_H
 
@@ -11,26 +12,38 @@
 /* Exit codes, documented in docs/brooqctl.md and the usage text. */
 enum brq_ctl_exit {
 	BRQ_EXIT_OK          = 0, /* done */
-	BRQ_EXIT_FAIL        = 1, /* the operation failed: refused, not found, bad reply */
+	BRQ_EXIT_FAIL        = 1, /* the operation failed: refused, not found, bad reply; output lost */
 	BRQ_EXIT_USAGE       = 2, /* bad command line */
 	BRQ_EXIT_UNREACHABLE = 3, /* gateway unreachable, timed out or unavailable */
 	BRQ_EXIT_AUTH        = 4, /* token missing/invalid, unauthenticated, permission denied */
 };
 
-/* Settings common to the gateway commands, from options and the environment. */
+/* Settings of one run, from options and the environment. */
 typedef struct brq_ctl {
+	const char *cmd;          /* the command's name, for messages ("brooqctl" before one is known) */
 	const char *url;          /* NULL: the library default ($BROOQ_URL, then the ipc path) */
 	const char *token_file;   /* required (option or $BROOQ_TOKEN_FILE) */
 	int         timeout_ms;   /* 0: the library default */
-	bool        json;         /* one JSON object on stdout instead of a table */
+	bool        json;         /* one JSON object on stdout instead of a table, errors too */
 	const char *key;          /* enqueue --key */
 	uint64_t    delay_ms;     /* enqueue --delay */
 	uint32_t    max_attempts; /* enqueue --max-attempts; 0: the gateway's default */
 } brq_ctl;
 
+/*
+ * Reports a failure and returns exit_code: one line on stderr, "brooqctl: CMD: TEXT"
+ * (TEXT is "DESCRIPTION: MESSAGE" when desc is not NULL), and with --json one object
+ * on stdout: {"error":NAME,"message":MESSAGE,"exit":N}. A MESSAGE that starts with
+ * "CMD: " loses that prefix (the gateway's and the library's messages name the
+ * operation, and the line already does).
+ */
+int brq_ctl_fail(const brq_ctl *ctl, int exit_code, const char *name, const char *desc, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* A usage error (exit 2, error "usage"); the line ends with where help is. */
+int brq_ctl_usage(const brq_ctl *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Each runs one command with its positional arguments (after the command name)
- * and returns an exit code. Usage errors in the arguments return BRQ_EXIT_USAGE
- * after a message on stderr. */
+ * and returns an exit code. */
 int brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_job(const brq_ctl *ctl, int argc, char **argv);

@@ -1,59 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* brooqctl output and argument helpers: durations, JSON strings, UTC timestamps. */
+/* brooqctl output and argument helpers: integers, JSON strings, UTC timestamps. */
 #include "fmt.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+#include "brq_units.h"
 
 int
 brq_ctl_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	uint64_t v = 0;
-	if (s == NULL || *s == '\0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		unsigned d = (unsigned) (*s - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	if (v < min || v > max)
-		return -1;
+	const char *why;
+	uint64_t    v;
+	if (brq_parse_u64(s, &v, &why) != 0 || v < min || v > max)
+		return BRQ_EINVAL;
 	*out = v;
 	return 0;
-}
-
-int
-brq_ctl_parse_duration(const char *s, uint64_t *ms)
-{
-	static const struct {
-		const char *unit;
-		uint64_t    ms;
-	} units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"", 1}};
-	char   num[32];
-	size_t n = 0;
-	if (s == NULL)
-		return -1;
-	while (s[n] >= '0' && s[n] <= '9')
-		n++;
-	if (n == 0 || n >= sizeof(num))
-		return -1;
-	memcpy(num, s, n);
-	num[n] = '\0';
-	uint64_t v;
-	if (brq_ctl_parse_u64(num, 0, UINT64_MAX, &v) != 0)
-		return -1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(s + n, units[i].unit) == 0) {
-			if (v > UINT64_MAX / units[i].ms)
-				return -1;
-			*ms = v * units[i].ms;
-			return 0;
-		}
-	}
-	return -1;
 }
 
 void

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* brooqctl output and argument helpers: durations, JSON strings, UTC timestamps. */
+/* brooqctl output and argument helpers: integers, JSON strings, UTC timestamps.
+ * (Durations: common/brq_units.h, the gateway's syntax.) */
 #ifndef BRQ_CTL_FMT_H
 #define BRQ_CTL_FMT_H
 
@@ -8,13 +9,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Parses a duration: a decimal number with a unit ms, s, m or h ("500ms", "30s",
- * "5m", "1h"); a bare number is milliseconds. Returns 0 and *ms, or -1 for
- * anything else (empty, signs, overflow past UINT64_MAX ms). */
-int brq_ctl_parse_duration(const char *s, uint64_t *ms);
+#include "brq_base.h"
 
-/* Parses a decimal unsigned integer in [min, max] (no sign, no spaces). 0 or -1. */
-int brq_ctl_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Parses a decimal unsigned integer in [min, max] (no sign, no spaces): 0, or
+ * BRQ_EINVAL for anything else. */
+int brq_ctl_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out) BRQ_MUSTCHECK;
 
 /* Writes s[0..len) as a JSON string with its quotes (RFC 8259 escapes; control
  * characters as \u00XX; bytes >= 0x80 are passed through: the gateway's text is

@@ -26,7 +26,7 @@ strlist_push(strlist *l, char *s)
 		int    cap = l->cap ? l->cap * 2 : 8;
 		char **v   = realloc(l->v, (size_t) cap * sizeof(*v));
 		if (v == NULL)
-			return -1;
+			return BRQ_ENOMEM;
 		l->v   = v;
 		l->cap = cap;
 	}
@@ -91,13 +91,32 @@ is_blank_or_comment(const char *s, size_t len)
 	return true;
 }
 
+/* Appends line[0..n) and a newline to the growing statement *cur. 0 or BRQ_ENOMEM. */
+static int
+append_line(char **cur, size_t *len, size_t *cap, const char *line, size_t n)
+{
+	if (*len + n + 2 > *cap) {
+		size_t c   = (*cap + n + 2) * 2;
+		char  *buf = realloc(*cur, c);
+		if (buf == NULL)
+			return BRQ_ENOMEM;
+		*cur = buf;
+		*cap = c;
+	}
+	memcpy(*cur + *len, line, n);
+	*len += n;
+	(*cur)[(*len)++] = '\n';
+	(*cur)[*len]     = '\0';
+	return 0;
+}
+
 int
 brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t errlen)
 {
 	enum { NONE, UP, DOWN } section = NONE;
 	strlist     up = {0}, down = {0};
 	bool        in_block = false, seen_up = false;
-	int         no_tx   = 0;
+	int         no_tx = 0, rv = BRQ_EINVAL;
 	size_t      cur_cap = 0, cur_len = 0;
 	char       *cur = NULL;
 	const char *p   = sql;
@@ -119,18 +138,8 @@ brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t errlen)
 			in_block = false;
 			goto flush;
 		} else if (section != NONE) {
-			if (cur_len + len + 2 > cur_cap) {
-				size_t cap = (cur_cap + len + 2) * 2;
-				char  *c   = realloc(cur, cap);
-				if (c == NULL)
-					goto oom;
-				cur     = c;
-				cur_cap = cap;
-			}
-			memcpy(cur + cur_len, p, len);
-			cur_len += len;
-			cur[cur_len++] = '\n';
-			cur[cur_len]   = '\0';
+			if (append_line(&cur, &cur_len, &cur_cap, p, len) != 0)
+				goto oom;
 			if (!in_block && ends_statement(p, len))
 				goto flush;
 		}
@@ -170,11 +179,12 @@ brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t errlen)
 	return 0;
 oom:
 	snprintf(err, errlen, "out of memory");
+	rv = BRQ_ENOMEM;
 fail:
 	free(cur);
 	strlist_free(up.v, up.n);
 	strlist_free(down.v, down.n);
-	return -1;
+	return rv;
 }
 
 void
@@ -220,7 +230,8 @@ cmp_migration(const void *a, const void *b)
 }
 
 /* Loads every NNNNN_name.sql in dir, sorted by version. Caller frees with
- * free_migrations(). Returns -1 and prints why on error. */
+ * free_migrations(). Returns 0, or BRQ_EINVAL after printing why (a directory or
+ * file that cannot be read or used counts as bad input here). */
 static int
 load_migrations(const char *dir, brq_migration **out, int *n_out)
 {
@@ -231,7 +242,7 @@ load_migrations(const char *dir, brq_migration **out, int *n_out)
 
 	if (d == NULL) {
 		fprintf(stderr, "migrate: cannot open %s: %s\n", dir, strerror(errno));
-		return -1;
+		return BRQ_EINVAL;
 	}
 	while ((e = readdir(d)) != NULL) {
 		size_t len = strlen(e->d_name);
@@ -287,7 +298,7 @@ fail:
 	for (int i = 0; i < n; i++)
 		brq_migration_fini(&v[i]);
 	free(v);
-	return -1;
+	return BRQ_EINVAL;
 }
 
 static void

@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include "brq_base.h"
+
 /* One parsed migration file. All strings are owned by the struct. */
 typedef struct brq_migration {
 	long long version; /* from the file name prefix, e.g. 00001 -> 1 */
@@ -20,10 +22,11 @@ typedef struct brq_migration {
  * Parses the goose-annotated SQL text `sql` (NUL-terminated) into `m`.
  * Statements end at a line ending in ';' unless between
  * "-- +goose StatementBegin" and "-- +goose StatementEnd".
- * Returns 0, or -1 with a message in err. On success the caller owns m and
- * releases it with brq_migration_fini(); on failure m holds nothing.
+ * Returns 0, or BRQ_EINVAL (not a valid migration) or BRQ_ENOMEM with a message in
+ * err. On success the caller owns m and releases it with brq_migration_fini(); on
+ * failure m holds nothing.
  */
-int  brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t errlen);
+int  brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t errlen) BRQ_MUSTCHECK;
 void brq_migration_fini(brq_migration *m);
 
 /*

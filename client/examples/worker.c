@@ -86,8 +86,8 @@ usage(const char *prog)
 int
 main(int argc, char **argv)
 {
-	brooq_client_opts co = {0};
-	brooq_worker_opts wo = {0};
+	brooq_client_opts co = {.size = sizeof(brooq_client_opts)};
+	brooq_worker_opts wo = {.size = sizeof(brooq_worker_opts)};
 	brooq_client     *c;
 	brooq_err         err;
 

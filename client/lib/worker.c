@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* Worker runtime: handler threads, the dispatcher (claims, graceful stop), the public worker API. */
-#include "worker.h"
+#include "worker_types.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "backoff.h"
+#include "brq_clock.h"
+#include "err.h"
+#include "log.h"
+#include "worker_job.h"
+#include "worker_lease.h"
 
 #define DEFAULT_THREADS       4
 #define DEFAULT_WAIT_MS       30000
@@ -23,123 +26,27 @@
  * answering it with jobs, whose leases would then leak until the reaper), so a stop
  * waits for it: slicing the wait bounds that. Each slice is one parked request that
  * an enqueue wakes at once, so pick-up latency does not depend on it; the cost is
- * one claim query per slice while idle. */
+ * one claim query per slice while idle.
+ *
+ * To make it abandonable (issue 12.5, with a gateway change), the claim stays where
+ * it is, in dispatch_step, the one place a long-poll is sent:
+ * 1. the dispatcher's long-polls go through a brq_rpc of their own (one REQ socket,
+ *    so one pipe), opened by brooq_worker_run: closing that socket is what the
+ *    gateway sees as a vanished peer, which already drops a parked claim (and, once
+ *    issue 9.3 lands, one whose claim is running);
+ * 2. rpc.c's exchange() gets an abortable receive: instead of nng_aio_wait the aio's
+ *    callback writes to a pipe, and the dispatcher poll()s that pipe together with
+ *    its wake pipe; on brooq_worker_stop (still only an atomic store and a write)
+ *    it cancels the aio and closes the long-poll socket, then waits for the
+ *    completion; the slot is never reused, so a late reply is dropped;
+ * 3. POLL_SLICE_MS then goes, and a stop with no handler running returns as soon as
+ *    the keeper and settler are joined. */
 #define POLL_SLICE_MS 2000
-#define TOPICS_MAX    64  /* claim.topics entries */
-#define TOPIC_MAX     128 /* topic bytes */
-#define NAME_MAX_LEN  128 /* claim.worker bytes */
-/* Errors back off from 100 ms, doubling to 5 s. */
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
 
 /* brooq_worker_stop runs in signal handlers: the flag must not hide a lock. */
 _Static_assert(ATOMIC_BOOL_LOCK_FREE == 2, "atomic_bool must be lock-free");
 
-/* ---- clocks, backoff, logging ------------------------------------------------------------ */
-
-static int64_t
-clock_ms(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t
-brq_worker_now_ms(void)
-{
-	return clock_ms(CLOCK_MONOTONIC);
-}
-
-/* Waits on cv until the monotonic deadline (INT64_MAX: no deadline). The condition
- * variables use CLOCK_MONOTONIC (brooq_worker_new). */
-void
-brq_worker_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
-{
-	if (deadline_ms == INT64_MAX) {
-		pthread_cond_wait(cv, mu);
-		return;
-	}
-	struct timespec ts = {.tv_sec = deadline_ms / 1000, .tv_nsec = (deadline_ms % 1000) * 1000000};
-	(void) pthread_cond_timedwait(cv, mu, &ts);
-}
-
-/* Next backoff step: 100 ms, doubling to 5 s. */
-uint32_t
-brq_worker_backoff_next(uint32_t prev)
-{
-	if (prev < BACKOFF_MIN_MS)
-		return BACKOFF_MIN_MS;
-	return prev >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS : prev * 2;
-}
-
-/* A non-zero xorshift seed that differs between threads and processes. */
-uint64_t
-brq_worker_seed(const void *salt)
-{
-	return ((uint64_t) clock_ms(CLOCK_REALTIME) * 2654435761u + (uintptr_t) salt) | 1;
-}
-
-/* Uniform in [ms/2, ms], so that workers failing together do not retry together. */
-uint32_t
-brq_worker_jitter(uint32_t ms, uint64_t *seed)
-{
-	*seed ^= *seed << 13;
-	*seed ^= *seed >> 7;
-	*seed ^= *seed << 17;
-	return ms / 2 + (uint32_t) (*seed % (ms / 2 + 1));
-}
-
-/* The calling thread's brooq_last_message(), made safe to log as a quoted value. */
-void
-brq_worker_detail(char out[BRQ_W_DETAIL_MAX])
-{
-	const char *m = brooq_last_message();
-	size_t      i = 0;
-	for (; m[i] != '\0' && i < BRQ_W_DETAIL_MAX - 1; i++)
-		out[i] = (m[i] == '"' || (unsigned char) m[i] < 0x20) ? '\'' : m[i];
-	out[i] = '\0';
-}
-
-static bool
-topic_valid(const char *t)
-{
-	size_t n = strlen(t);
-	if (n == 0 || n > TOPIC_MAX || !((t[0] >= 'a' && t[0] <= 'z') || (t[0] >= '0' && t[0] <= '9')))
-		return false;
-	for (size_t i = 1; i < n; i++) {
-		char ch = t[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
-		      ch == '-'))
-			return false;
-	}
-	return true;
-}
-
-void
-brq_worker_log(const char *level, const char *fmt, ...)
-{
-	char    line[768];
-	va_list ap;
-	int     n = snprintf(line, sizeof(line), "level=%s ", level);
-	va_start(ap, fmt);
-	(void) vsnprintf(line + n, sizeof(line) - (size_t) n, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "%s\n", line);
-}
-
 /* ---- the self-pipe ---------------------------------------------------------------------- */
-
-/* Wakes the dispatcher. Async-signal-safe. A full pipe already holds a wake-up. */
-void
-brq_worker_wake(brooq_worker *w)
-{
-	int     saved = errno;
-	char    b     = 1;
-	ssize_t r     = write(w->wake_wr, &b, 1);
-	(void) r;
-	errno = saved;
-}
 
 static void
 drain_wake(brooq_worker *w)
@@ -177,13 +84,14 @@ handler_returned(brooq_worker *w, brooq_job_ctx *j)
 		/* Lost or abandoned: the result is discarded. A handler that overstayed its
 		 * cancel and was not caught by the keeper (e.g. after run returned) is
 		 * counted now. */
-		if (!j->hung_counted && brq_worker_now_ms() - j->cancel_at_ms >= (int64_t) w->hung_grace_ms)
+		if (!j->hung_counted &&
+		    (int64_t) brq_now_ms() - j->cancel_at_ms >= (int64_t) w->hung_grace_ms)
 			brq_worker_count_hung(w, j);
 		brq_held_del(w, j);
 		brq_job_ctx_free(j);
 	} else {
 		j->ph          = PH_FINISHED;
-		j->finished_ms = brq_worker_now_ms();
+		j->finished_ms = (int64_t) brq_now_ms();
 		brq_list_push(&w->finished, j);
 		pthread_cond_signal(&w->settle_cv);
 	}
@@ -233,15 +141,15 @@ set_ds(brooq_worker *w, brq_dstate ds)
 static void
 jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n)
 {
-	int64_t now = brq_worker_now_ms(), wall = clock_ms(CLOCK_REALTIME);
+	int64_t now = (int64_t) brq_now_ms(), wall = brq_wall_ms();
 	for (size_t i = 0; i < n; i++) {
 		w->st.claimed++;
 		brooq_job_ctx *j = brq_job_ctx_new(w, &jobs[i], now, wall);
 		if (j == NULL) {
 			/* Not lost: the lease expires and the reaper hands the job out again. */
 			w->st.errors++;
-			brq_worker_log("error", "msg=job_dropped job=%" PRIu64 " reason=out_of_memory",
-				       jobs[i].lease.id);
+			BRQ_LOG(w->c, BROOQ_LOG_ERROR, "job_dropped", BRQ_LF_U64("job", jobs[i].lease.id),
+				BRQ_LF_STR("reason", "out_of_memory"));
 			continue;
 		}
 		brq_held_add(w, j);
@@ -275,17 +183,17 @@ jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n)
  *    free = threads - (jobs on threads + results not carried by this claim). With
  *    nothing free, leave the results to the settler and wait for a wake-up.
  * 3. Claim, long-polling. Results that finish meanwhile are the settler's.
- * Returns the claim's error (BROOQ_OK when it did not claim).
+ * Returns false when the claim failed (the caller backs off).
  */
-static brooq_err
+static bool
 dispatch_step(brooq_worker *w)
 {
 	brooq_job_ctx      *b[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_item   items[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_result res[BRQ_W_SETTLE_ITEMS_MAX];
-	brooq_job          *jobs                     = NULL;
-	size_t              n                        = 0;
-	char                detail[BRQ_W_DETAIL_MAX] = "";
+	brooq_job          *jobs                   = NULL;
+	size_t              n                      = 0;
+	char                detail[BRQ_DETAIL_MAX] = "";
 
 	pthread_mutex_lock(&w->mu);
 	size_t n_settle = brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, false);
@@ -296,7 +204,7 @@ dispatch_step(brooq_worker *w)
 		set_ds(w, D_FULL);
 		pthread_mutex_unlock(&w->mu);
 		wait_wake(w, -1);
-		return BROOQ_OK;
+		return true;
 	}
 	set_ds(w, D_CLAIMING);
 	pthread_mutex_unlock(&w->mu);
@@ -304,6 +212,7 @@ dispatch_step(brooq_worker *w)
 	for (size_t i = 0; i < n_settle; i++)
 		brq_job_settle_fill(&items[i], b[i]);
 	brooq_claim_opts o = {
+		.size     = sizeof(o),
 		.worker   = w->name,
 		.topics   = w->topics,
 		.n_topics = w->n_handlers,
@@ -316,7 +225,7 @@ dispatch_step(brooq_worker *w)
 	};
 	brooq_err err = brooq_claim(w->c, &o, &jobs, &n);
 	if (err != BROOQ_OK)
-		brq_worker_detail(detail);
+		brq_msg_copy(detail);
 
 	pthread_mutex_lock(&w->mu);
 	set_ds(w, err == BROOQ_OK ? D_READY : D_BACKOFF);
@@ -326,12 +235,12 @@ dispatch_step(brooq_worker *w)
 		jobs_take(w, jobs, n);
 	} else {
 		w->st.errors++;
-		brq_worker_log("warn", "msg=claim_failed err=\"%s\" detail=\"%s\" settle_items=%zu",
-			       brooq_strerror(err), detail, n_settle);
+		BRQ_LOG(w->c, BROOQ_LOG_WARN, "claim_failed", BRQ_LF_STR("err", brooq_strerror(err)),
+			BRQ_LF_STR("detail", detail), BRQ_LF_U64("settle_items", n_settle));
 	}
 	pthread_mutex_unlock(&w->mu);
 	brooq_jobs_free(jobs, n);
-	return err;
+	return err == BROOQ_OK;
 }
 
 /* Jobs still to wait for at stop: queued or running, neither lost nor abandoned. */
@@ -362,14 +271,14 @@ stop_phase(brooq_worker *w)
 {
 	pthread_mutex_lock(&w->mu);
 	set_ds(w, D_STOPPING);
-	int64_t grace_end  = brq_worker_now_ms() + w->stop_grace_ms;
+	int64_t grace_end  = (int64_t) brq_now_ms() + w->stop_grace_ms;
 	bool    grace_over = false;
 	size_t  abandoned  = 0;
 	for (;;) {
 		pthread_mutex_unlock(&w->mu);
 		drain_wake(w);
 		pthread_mutex_lock(&w->mu);
-		int64_t now = brq_worker_now_ms();
+		int64_t now = (int64_t) brq_now_ms();
 		if (!grace_over && now >= grace_end) {
 			grace_over = true;
 			for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext) {
@@ -379,8 +288,8 @@ stop_phase(brooq_worker *w)
 				j->lost      = j->ph == PH_QUEUED; /* never started: dropped when popped */
 				brq_worker_cancel_job(j, now);
 				abandoned++;
-				brq_worker_log("warn", "msg=handler_abandoned job=%" PRIu64 " topic=%s",
-					       j->lease.id, j->topic);
+				BRQ_LOG(w->c, BROOQ_LOG_WARN, "handler_abandoned",
+					BRQ_LF_U64("job", j->lease.id), BRQ_LF_STR("topic", j->topic));
 			}
 			pthread_cond_signal(&w->keeper_cv);
 		}
@@ -389,10 +298,9 @@ stop_phase(brooq_worker *w)
 				next = j->qnext;
 				if (now < j->lease_end_ms)
 					continue;
-				brq_worker_log("error",
-					       "msg=result_dropped job=%" PRIu64
-					       " topic=%s reason=lease_ended",
-					       j->lease.id, j->topic);
+				BRQ_LOG(w->c, BROOQ_LOG_ERROR, "result_dropped",
+					BRQ_LF_U64("job", j->lease.id), BRQ_LF_STR("topic", j->topic),
+					BRQ_LF_STR("reason", "lease_ended"));
 				brq_list_del(&w->finished, j);
 				brq_held_del(w, j);
 				brq_job_ctx_free(j);
@@ -418,10 +326,9 @@ stop_phase(brooq_worker *w)
 	pthread_mutex_lock(&w->mu);
 	w->quit_handlers = true;
 	pthread_cond_broadcast(&w->work_cv);
-	brq_worker_log("info",
-		       "msg=worker_stopped claimed=%" PRIu64 " settled=%" PRIu64 " lease_lost=%" PRIu64
-		       " abandoned=%zu",
-		       w->st.claimed, w->st.settled, w->st.lease_lost, abandoned);
+	BRQ_LOG(w->c, BROOQ_LOG_INFO, "worker_stopped", BRQ_LF_U64("claimed", w->st.claimed),
+		BRQ_LF_U64("settled", w->st.settled), BRQ_LF_U64("lease_lost", w->st.lease_lost),
+		BRQ_LF_U64("abandoned", abandoned));
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -443,135 +350,170 @@ threads_quit(brooq_worker *w)
 	w->keeper_started = w->settler_started = false;
 }
 
-static brooq_err
+static int
 threads_start(brooq_worker *w)
 {
 	w->topics  = malloc(w->n_handlers * sizeof(*w->topics));
 	w->threads = calloc((size_t) w->n_threads, sizeof(*w->threads));
 	if (w->topics == NULL || w->threads == NULL)
-		return brq_fail(BROOQ_ENOMEM, "worker_run: out of memory");
+		return brq_fail(BRQ_ENOMEM, "worker_run: out of memory");
 	for (size_t i = 0; i < w->n_handlers; i++)
 		w->topics[i] = w->handlers[i].topic;
 	for (; w->n_started < w->n_threads; w->n_started++)
 		if (pthread_create(&w->threads[w->n_started], NULL, handler_main, w) != 0)
-			return brq_fail(BROOQ_ENOMEM, "worker_run: cannot start handler thread %d",
+			return brq_fail(BRQ_ENOMEM, "worker_run: cannot start handler thread %d",
 					w->n_started);
 	if (pthread_create(&w->keeper, NULL, brq_worker_keeper_main, w) != 0)
-		return brq_fail(BROOQ_ENOMEM, "worker_run: cannot start the heartbeat thread");
+		return brq_fail(BRQ_ENOMEM, "worker_run: cannot start the heartbeat thread");
 	w->keeper_started = true;
 	if (pthread_create(&w->settler, NULL, brq_worker_settler_main, w) != 0)
-		return brq_fail(BROOQ_ENOMEM, "worker_run: cannot start the settle thread");
+		return brq_fail(BRQ_ENOMEM, "worker_run: cannot start the settle thread");
 	w->settler_started = true;
-	return BROOQ_OK;
+	return 0;
 }
 
 /* ---- public: the worker ---------------------------------------------------------------------- */
 
-/* On success *out belongs to the caller: brooq_worker_free() it. c is borrowed and
- * must outlive the worker. On failure nothing is allocated. */
-brooq_err
-brooq_worker_new(brooq_client *c, const brooq_worker_opts *o, brooq_worker **out)
+/* The caller's options, checked, with defaults filled in. */
+static int
+worker_opts(const brooq_worker_opts *opts, brooq_worker_opts *o)
 {
-	static const brooq_worker_opts defaults = {0};
-	pthread_condattr_t             ca;
-	int                            fds[2] = {-1, -1};
-	brooq_worker                  *w;
-
-	brq_msg_clear();
-	if (c == NULL || out == NULL)
-		return brq_fail(BROOQ_EINVAL, "worker_new: client and out are required");
-	if (o == NULL)
-		o = &defaults;
+	int rv = brq_opts_copy(o, sizeof(*o), opts, BRQ_WORKER_OPTS_V1, "brooq_worker_opts");
+	if (rv != 0)
+		return rv;
 	if (o->threads < 0 || o->threads > THREADS_MAX)
-		return brq_fail(BROOQ_EINVAL, "worker_new: threads must be 0..%d", THREADS_MAX);
-	if (o->lease_ms != 0 && (o->lease_ms < BRQ_W_LEASE_MIN_MS || o->lease_ms > BRQ_W_LEASE_MAX_MS))
-		return brq_fail(BROOQ_EINVAL, "worker_new: lease_ms must be 0 or %d..%d", BRQ_W_LEASE_MIN_MS,
-				BRQ_W_LEASE_MAX_MS);
-	if (o->name != NULL && (o->name[0] == '\0' || strlen(o->name) > NAME_MAX_LEN))
-		return brq_fail(BROOQ_EINVAL, "worker_new: name must be 1..%d bytes", NAME_MAX_LEN);
+		return brq_fail(BRQ_EINVAL, "worker_new: threads must be 0..%d", THREADS_MAX);
+	if (o->lease_ms != 0 && (o->lease_ms < BRQ_LEASE_MS_MIN || o->lease_ms > BRQ_LEASE_MS_MAX))
+		return brq_fail(BRQ_EINVAL, "worker_new: lease_ms must be 0 or %d..%d", BRQ_LEASE_MS_MIN,
+				BRQ_LEASE_MS_MAX);
+	if (o->name != NULL && (o->name[0] == '\0' || strlen(o->name) > BRQ_WORKER_MAX))
+		return brq_fail(BRQ_EINVAL, "worker_new: name must be 1..%d bytes", BRQ_WORKER_MAX);
+	o->threads       = o->threads > 0 ? o->threads : DEFAULT_THREADS;
+	o->wait_ms       = o->wait_ms > 0 ? o->wait_ms : DEFAULT_WAIT_MS;
+	o->stop_grace_ms = o->stop_grace_ms > 0 ? o->stop_grace_ms : DEFAULT_STOP_GRACE_MS;
+	o->hung_grace_ms = o->hung_grace_ms > 0 ? o->hung_grace_ms : DEFAULT_HUNG_GRACE_MS;
+	return 0;
+}
 
-	if ((w = calloc(1, sizeof(*w))) == NULL)
-		return brq_fail(BROOQ_ENOMEM, "worker_new: out of memory");
-	w->c             = c;
-	w->n_threads     = o->threads > 0 ? o->threads : DEFAULT_THREADS;
-	w->lease_ms      = o->lease_ms;
-	w->wait_ms       = o->wait_ms > 0 ? o->wait_ms : DEFAULT_WAIT_MS;
-	w->stop_grace_ms = o->stop_grace_ms > 0 ? o->stop_grace_ms : DEFAULT_STOP_GRACE_MS;
-	w->hung_grace_ms = o->hung_grace_ms > 0 ? o->hung_grace_ms : DEFAULT_HUNG_GRACE_MS;
-	atomic_init(&w->stop_requested, false);
-	if (o->name != NULL && (w->name = strdup(o->name)) == NULL)
-		goto fail_mem;
+/* The self-pipe, the lock and the condition variables (monotonic). On failure
+ * nothing is left open. */
+static int
+sync_init(brooq_worker *w)
+{
+	int fds[2];
 	if (pipe(fds) != 0)
-		goto fail_mem;
-	for (int i = 0; i < 2; i++)
+		return BRQ_EIO;
+	for (int i = 0; i < 2; i++) {
 		if (fcntl(fds[i], F_SETFL, O_NONBLOCK) != 0 || fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0)
 			goto fail_pipe;
-	w->wake_rd = fds[0];
-	w->wake_wr = fds[1];
+	}
 	if (pthread_mutex_init(&w->mu, NULL) != 0)
 		goto fail_pipe;
-	if (pthread_condattr_init(&ca) != 0)
+	if (brq_cond_init_monotonic(&w->work_cv) != 0)
 		goto fail_mu;
-	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 || pthread_cond_init(&w->work_cv, &ca) != 0)
-		goto fail_attr;
-	if (pthread_cond_init(&w->keeper_cv, &ca) != 0)
+	if (brq_cond_init_monotonic(&w->keeper_cv) != 0)
 		goto fail_work;
-	if (pthread_cond_init(&w->settle_cv, &ca) != 0)
+	if (brq_cond_init_monotonic(&w->settle_cv) != 0)
 		goto fail_keeper;
-	pthread_condattr_destroy(&ca);
-	*out = w;
-	return BROOQ_OK;
+	w->wake_rd = fds[0];
+	w->wake_wr = fds[1];
+	return 0;
 
 fail_keeper:
 	pthread_cond_destroy(&w->keeper_cv);
 fail_work:
 	pthread_cond_destroy(&w->work_cv);
-fail_attr:
-	pthread_condattr_destroy(&ca);
 fail_mu:
 	pthread_mutex_destroy(&w->mu);
 fail_pipe:
 	close(fds[0]);
 	close(fds[1]);
-fail_mem:
-	free(w->name);
-	free(w);
-	return brq_fail(BROOQ_ENOMEM, "worker_new: out of resources");
+	return BRQ_EIO;
 }
 
-/* topic is copied; fn and arg are kept until brooq_worker_free. */
+/* On success *out belongs to the caller: brooq_worker_free() it. c is borrowed and
+ * must outlive the worker. On failure nothing is allocated. */
+brooq_err
+brooq_worker_new(brooq_client *c, const brooq_worker_opts *opts, brooq_worker **out)
+{
+	brooq_worker_opts o;
+	brooq_worker     *w;
+	int               rv;
+
+	brq_msg_clear();
+	if (c == NULL || out == NULL)
+		return brq_err_public(brq_fail(BRQ_EINVAL, "worker_new: client and out are required"));
+	if ((rv = worker_opts(opts, &o)) != 0)
+		return brq_err_public(rv);
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return brq_err_public(brq_fail(BRQ_ENOMEM, "worker_new: out of memory"));
+	w->c             = c;
+	w->n_threads     = o.threads;
+	w->lease_ms      = o.lease_ms;
+	w->wait_ms       = o.wait_ms;
+	w->stop_grace_ms = o.stop_grace_ms;
+	w->hung_grace_ms = o.hung_grace_ms;
+	atomic_init(&w->stop_requested, false);
+	if ((o.name != NULL && (w->name = strdup(o.name)) == NULL) || sync_init(w) != 0) {
+		free(w->name);
+		free(w);
+		return brq_err_public(brq_fail(BRQ_ENOMEM, "worker_new: out of resources"));
+	}
+	*out = w;
+	return BROOQ_OK;
+}
+
+/* topic is copied; fn and arg are kept until brooq_worker_free. Under w->mu. */
+static int
+handler_add(brooq_worker *w, const char *topic, brooq_handler fn, void *arg)
+{
+	if (w->has_run)
+		return brq_fail(BRQ_EINVAL, "worker_handle: the worker has already run");
+	if (handler_of(w, topic) != NULL)
+		return brq_fail(BRQ_EINVAL, "worker_handle: topic %s already has a handler", topic);
+	if (w->n_handlers == BRQ_TOPICS_MAX)
+		return brq_fail(BRQ_EINVAL, "worker_handle: at most %d topics", BRQ_TOPICS_MAX);
+	brq_topic_handler *h = realloc(w->handlers, (w->n_handlers + 1) * sizeof(*h));
+	if (h != NULL)
+		w->handlers = h;
+	char *t = h != NULL ? strdup(topic) : NULL;
+	if (t == NULL)
+		return brq_fail(BRQ_ENOMEM, "worker_handle: out of memory");
+	w->handlers[w->n_handlers++] = (brq_topic_handler) {.topic = t, .fn = fn, .arg = arg};
+	return 0;
+}
+
 brooq_err
 brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *arg)
 {
 	brq_msg_clear();
 	if (w == NULL || topic == NULL || fn == NULL)
-		return brq_fail(BROOQ_EINVAL, "worker_handle: worker, topic and handler are required");
-	if (!topic_valid(topic))
-		return brq_fail(BROOQ_EINVAL,
-				"worker_handle: invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)",
-				TOPIC_MAX);
+		return brq_err_public(
+			brq_fail(BRQ_EINVAL, "worker_handle: worker, topic and handler are required"));
+	if (!brq_topic_valid(topic, strlen(topic)))
+		return brq_err_public(brq_fail(BRQ_EINVAL,
+					       "worker_handle: invalid topic (want [a-z0-9][a-z0-9._-]*, "
+					       "1..%d bytes)",
+					       BRQ_TOPIC_MAX));
 	pthread_mutex_lock(&w->mu);
-	brooq_err err = BROOQ_OK;
-	if (w->has_run)
-		err = brq_fail(BROOQ_EINVAL, "worker_handle: the worker has already run");
-	else if (handler_of(w, topic) != NULL)
-		err = brq_fail(BROOQ_EINVAL, "worker_handle: topic %s already has a handler", topic);
-	else if (w->n_handlers == TOPICS_MAX)
-		err = brq_fail(BROOQ_EINVAL, "worker_handle: at most %d topics", TOPICS_MAX);
-	if (err == BROOQ_OK) {
-		brq_topic_handler *h = realloc(w->handlers, (w->n_handlers + 1) * sizeof(*h));
-		char              *t = strdup(topic);
-		if (h != NULL)
-			w->handlers = h;
-		if (h == NULL || t == NULL) {
-			free(t);
-			err = brq_fail(BROOQ_ENOMEM, "worker_handle: out of memory");
-		} else {
-			w->handlers[w->n_handlers++] = (brq_topic_handler) {.topic = t, .fn = fn, .arg = arg};
-		}
-	}
+	int rv = handler_add(w, topic, fn, arg);
 	pthread_mutex_unlock(&w->mu);
-	return err;
+	return brq_err_public(rv);
+}
+
+/* Marks the worker as run once; BRQ_EINVAL when it cannot run. */
+static int
+run_once(brooq_worker *w)
+{
+	int rv = 0;
+	pthread_mutex_lock(&w->mu);
+	if (w->has_run)
+		rv = brq_fail(BRQ_EINVAL, "worker_run: a worker runs once");
+	else if (w->n_handlers == 0)
+		rv = brq_fail(BRQ_EINVAL, "worker_run: no handler registered");
+	w->has_run = true;
+	pthread_mutex_unlock(&w->mu);
+	return rv;
 }
 
 /*
@@ -585,47 +527,41 @@ brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *
 brooq_err
 brooq_worker_run(brooq_worker *w)
 {
+	int rv;
+
 	brq_msg_clear();
 	if (w == NULL)
-		return brq_fail(BROOQ_EINVAL, "worker_run: worker is NULL");
-	pthread_mutex_lock(&w->mu);
-	brooq_err err = BROOQ_OK;
-	if (w->has_run)
-		err = brq_fail(BROOQ_EINVAL, "worker_run: a worker runs once");
-	else if (w->n_handlers == 0)
-		err = brq_fail(BROOQ_EINVAL, "worker_run: no handler registered");
-	w->has_run = true;
-	pthread_mutex_unlock(&w->mu);
-	if (err != BROOQ_OK)
-		return err;
+		return brq_err_public(brq_fail(BRQ_EINVAL, "worker_run: worker is NULL"));
+	if ((rv = run_once(w)) != 0)
+		return brq_err_public(rv);
 	if (atomic_load(&w->stop_requested))
 		return BROOQ_OK;
-	if ((err = threads_start(w)) != BROOQ_OK) {
+	if ((rv = threads_start(w)) != 0) {
 		threads_quit(w);
-		return err;
+		return brq_err_public(rv);
 	}
 
 	uint32_t backoff = 0;
-	uint64_t seed    = brq_worker_seed(w);
+	uint64_t seed    = brq_backoff_seed(w);
 	for (;;) {
 		drain_wake(w);
 		if (atomic_load(&w->stop_requested))
 			break;
-		if (dispatch_step(w) == BROOQ_OK) {
+		if (dispatch_step(w)) {
 			backoff = 0;
-		} else {
-			backoff = brq_worker_backoff_next(backoff);
-			/* Only a stop ends the wait early; completions are the settler's now. */
-			int64_t until = brq_worker_now_ms() + brq_worker_jitter(backoff, &seed);
-			for (int64_t now                                          = brq_worker_now_ms();
-			     now < until && !atomic_load(&w->stop_requested); now = brq_worker_now_ms()) {
-				drain_wake(w);
-				wait_wake(w, (int) (until - now));
-			}
-			pthread_mutex_lock(&w->mu);
-			set_ds(w, D_READY);
-			pthread_mutex_unlock(&w->mu);
+			continue;
 		}
+		backoff = brq_backoff_next(backoff);
+		/* Only a stop ends the wait early; completions are the settler's now. */
+		int64_t until = (int64_t) brq_now_ms() + brq_backoff_jitter(backoff, &seed);
+		for (int64_t now = (int64_t) brq_now_ms(); now < until && !atomic_load(&w->stop_requested);
+		     now         = (int64_t) brq_now_ms()) {
+			drain_wake(w);
+			wait_wake(w, (int) (until - now));
+		}
+		pthread_mutex_lock(&w->mu);
+		set_ds(w, D_READY);
+		pthread_mutex_unlock(&w->mu);
 	}
 	stop_phase(w);
 	return BROOQ_OK;
@@ -665,7 +601,7 @@ brooq_worker_free(brooq_worker *w)
 		running += j->ph == PH_RUNNING;
 	pthread_mutex_unlock(&w->mu);
 	if (running > 0)
-		brq_worker_log("warn", "msg=worker_free_waiting handlers=%zu", running);
+		BRQ_LOG(w->c, BROOQ_LOG_WARN, "worker_free_waiting", BRQ_LF_U64("handlers", running));
 	for (int i = 0; i < w->n_started; i++)
 		pthread_join(w->threads[i], NULL);
 	for (brooq_job_ctx *j = w->held, *next; j != NULL; j = next) {

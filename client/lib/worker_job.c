@@ -1,13 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Worker runtime: the job a handler runs, its outcome, and its copy of the claim. */
-#include "worker.h"
+#include "worker_job.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* last_error is stored truncated to this (brooq.h); cut here, on a character boundary. */
-#define ERROR_MAX    4096
-#define DELAY_MS_MAX UINT64_C(315360000000) /* the wire's bound (10 years) */
 
 /* ---- internal -------------------------------------------------------------------------- */
 
@@ -40,18 +36,19 @@ utf8_char(const unsigned char *s, size_t n)
 }
 
 /* A copy of an error text the gateway will accept: invalid UTF-8 bytes become '?',
- * cut to ERROR_MAX bytes on a character boundary. NULL when out of memory. */
+ * cut on a character boundary to the BRQ_ERROR_STORED_MAX bytes the gateway would
+ * store anyway. NULL when out of memory. */
 char *
 brq_worker_error_copy(const char *s)
 {
 	const unsigned char *u = (const unsigned char *) s;
 	size_t               n = strlen(s), o = 0;
-	char                *e = malloc((n < ERROR_MAX ? n : ERROR_MAX) + 1);
+	char                *e = malloc((n < BRQ_ERROR_STORED_MAX ? n : BRQ_ERROR_STORED_MAX) + 1);
 	if (e == NULL)
 		return NULL;
 	for (size_t i = 0; i < n;) {
 		size_t k = utf8_char(u + i, n - i);
-		if (o + (k ? k : 1) > ERROR_MAX)
+		if (o + (k ? k : 1) > BRQ_ERROR_STORED_MAX)
 			break;
 		if (k == 0) {
 			e[o++] = '?';
@@ -159,10 +156,10 @@ brq_job_ctx_new(brooq_worker *w, const brooq_job *jb, int64_t now, int64_t wall_
 	 * gateway's wall clock. Clamped to the gateway's bounds, which also caps what
 	 * clock skew between the hosts can do to the heartbeat cadence. */
 	int64_t lease = w->lease_ms != 0 ? (int64_t) w->lease_ms : jb->lease_until_ms - wall_now;
-	if (lease < BRQ_W_LEASE_MIN_MS)
-		lease = BRQ_W_LEASE_MIN_MS;
-	if (lease > BRQ_W_LEASE_MAX_MS)
-		lease = BRQ_W_LEASE_MAX_MS;
+	if (lease < BRQ_LEASE_MS_MIN)
+		lease = BRQ_LEASE_MS_MIN;
+	if (lease > BRQ_LEASE_MS_MAX)
+		lease = BRQ_LEASE_MS_MAX;
 	j->lease_ms     = lease;
 	j->lease_end_ms = now + lease;
 	j->next_hb_ms   = now + lease / 3;
@@ -268,7 +265,7 @@ brooq_job_delay(brooq_job_ctx *j, uint64_t delay_ms)
 {
 	brq_job_outcome_clear(j);
 	j->outcome  = BROOQ_OUTCOME_DELAY;
-	j->delay_ms = delay_ms < DELAY_MS_MAX ? delay_ms : DELAY_MS_MAX;
+	j->delay_ms = delay_ms < BRQ_DELAY_MS_MAX ? delay_ms : BRQ_DELAY_MS_MAX;
 }
 
 void

@@ -1,16 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /* Worker runtime: lease upkeep (heartbeats, cancels, hung handlers) and settling results. */
-#include "worker.h"
+#include "worker_lease.h"
 
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "backoff.h"
+#include "brq_clock.h"
+#include "err.h"
+#include "log.h"
+#include "worker_job.h"
 
 /* How long the settler leaves a result to the dispatcher while it claims or waits
  * for a thread: a claim that answers at once (jobs were ready), or a thread freed by
  * the result itself, is followed by a claim that carries the result, saving a round
  * trip; a claim parked in a long-poll is not waited for. */
 #define SETTLE_LINGER_MS 20
+
+/* Waits on cv until the monotonic deadline (INT64_MAX: until signalled). The
+ * worker's condition variables measure on CLOCK_MONOTONIC (brooq_worker_new). */
+static void
+cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
+{
+	if (deadline_ms == INT64_MAX) {
+		pthread_cond_wait(cv, mu);
+		return;
+	}
+	struct timespec ts = brq_deadline_at((uint64_t) deadline_ms);
+	(void) pthread_cond_timedwait(cv, mu, &ts);
+}
 
 /* ---- cancels and lost leases ---------------------------------------------------------- */
 
@@ -28,7 +46,8 @@ brq_worker_count_hung(brooq_worker *w, brooq_job_ctx *j)
 {
 	j->hung_counted = true;
 	w->st.hung++;
-	brq_worker_log("warn", "msg=handler_hung job=%" PRIu64 " topic=%s", j->lease.id, j->topic);
+	BRQ_LOG(w->c, BROOQ_LOG_WARN, "handler_hung", BRQ_LF_U64("job", j->lease.id),
+		BRQ_LF_STR("topic", j->topic));
 }
 
 /* The gateway says j's lease is gone (canceled, reaped, settled elsewhere): its
@@ -40,7 +59,8 @@ lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now)
 		return; /* a settle in flight answers for itself */
 	j->lost = true;
 	w->st.lease_lost++;
-	brq_worker_log("info", "msg=lease_lost job=%" PRIu64 " topic=%s", j->lease.id, j->topic);
+	BRQ_LOG(w->c, BROOQ_LOG_INFO, "lease_lost", BRQ_LF_U64("job", j->lease.id),
+		BRQ_LF_STR("topic", j->topic));
 	switch (j->ph) {
 	case PH_QUEUED: /* freed by the handler thread that pops it */
 	case PH_RUNNING: brq_worker_cancel_job(j, now); break;
@@ -111,14 +131,14 @@ static void
 outcome_refused(brooq_worker *w, brooq_job_ctx *j, brooq_err err, const char *detail)
 {
 	if (j->rewritten) {
-		brq_worker_log("error",
-			       "msg=result_dropped job=%" PRIu64 " topic=%s reason=refused err=\"%s\"",
-			       j->lease.id, j->topic, detail);
+		BRQ_LOG(w->c, BROOQ_LOG_ERROR, "result_dropped", BRQ_LF_U64("job", j->lease.id),
+			BRQ_LF_STR("topic", j->topic), BRQ_LF_STR("reason", "refused"),
+			BRQ_LF_STR("detail", detail));
 		brq_held_del(w, j);
 		brq_job_ctx_free(j);
 		return;
 	}
-	char text[BRQ_W_DETAIL_MAX + 96];
+	char text[BRQ_DETAIL_MAX + 96];
 	snprintf(text, sizeof(text), "worker: the gateway refused this job's outcome: %s: %s",
 		 brooq_strerror(err), detail);
 	brq_job_outcome_clear(j);
@@ -126,8 +146,9 @@ outcome_refused(brooq_worker *w, brooq_job_ctx *j, brooq_err err, const char *de
 	j->outcome   = BROOQ_OUTCOME_FAIL;
 	j->error     = brq_worker_error_copy(text);
 	j->oom       = j->error == NULL;
-	brq_worker_log("warn", "msg=outcome_refused job=%" PRIu64 " topic=%s err=\"%s\"", j->lease.id,
-		       j->topic, detail);
+	BRQ_LOG(w->c, BROOQ_LOG_WARN, "outcome_refused", BRQ_LF_U64("job", j->lease.id),
+		BRQ_LF_STR("topic", j->topic), BRQ_LF_STR("err", brooq_strerror(err)),
+		BRQ_LF_STR("detail", detail));
 	j->ph = PH_FINISHED;
 	brq_list_push_front(&w->finished, j);
 }
@@ -151,8 +172,8 @@ brq_worker_settle_done(brooq_worker *w, brooq_job_ctx **b, size_t n, brooq_err e
 				w->st.settled++;
 			} else if (!j->ambiguous) {
 				w->st.lease_lost++;
-				brq_worker_log("info", "msg=lease_lost job=%" PRIu64 " topic=%s at=settle",
-					       j->lease.id, j->topic);
+				BRQ_LOG(w->c, BROOQ_LOG_INFO, "lease_lost", BRQ_LF_U64("job", j->lease.id),
+					BRQ_LF_STR("topic", j->topic), BRQ_LF_STR("at", "settle"));
 			}
 			brq_held_del(w, j);
 			brq_job_ctx_free(j);
@@ -181,7 +202,7 @@ settle_some(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	brooq_job_ctx      *b[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_item   items[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_result res[BRQ_W_SETTLE_ITEMS_MAX];
-	char                detail[BRQ_W_DETAIL_MAX] = "";
+	char                detail[BRQ_DETAIL_MAX] = "";
 
 	size_t n = brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, true);
 	for (size_t i = 0; i < n; i++)
@@ -189,7 +210,7 @@ settle_some(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	pthread_mutex_unlock(&w->mu);
 	brooq_err err = brooq_settle(w->c, items, n, res);
 	if (err != BROOQ_OK)
-		brq_worker_detail(detail);
+		brq_msg_copy(detail);
 	pthread_mutex_lock(&w->mu);
 	brq_worker_settle_done(w, b, n, err, res, true, detail);
 	if (err == BROOQ_OK || err == BROOQ_EINVAL || err == BROOQ_EINVALID_ARGUMENT ||
@@ -197,13 +218,13 @@ settle_some(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 		*backoff              = 0;
 		w->settle_retry_at_ms = 0;
 	} else {
-		*backoff              = brq_worker_backoff_next(*backoff);
-		w->settle_retry_at_ms = brq_worker_now_ms() + brq_worker_jitter(*backoff, seed);
+		*backoff              = brq_backoff_next(*backoff);
+		w->settle_retry_at_ms = (int64_t) brq_now_ms() + brq_backoff_jitter(*backoff, seed);
 	}
 	if (err != BROOQ_OK) {
 		w->st.errors++;
-		brq_worker_log("warn", "msg=settle_failed items=%zu err=\"%s\" detail=\"%s\"", n,
-			       brooq_strerror(err), detail);
+		BRQ_LOG(w->c, BROOQ_LOG_WARN, "settle_failed", BRQ_LF_U64("items", n),
+			BRQ_LF_STR("err", brooq_strerror(err)), BRQ_LF_STR("detail", detail));
 	}
 	brq_worker_wake(w);
 }
@@ -242,16 +263,16 @@ brq_worker_settler_main(void *arg)
 {
 	brooq_worker *w       = arg;
 	uint32_t      backoff = 0;
-	uint64_t      seed    = brq_worker_seed(&backoff);
+	uint64_t      seed    = brq_backoff_seed(&backoff);
 
 	pthread_mutex_lock(&w->mu);
 	while (!w->quit_keepers) {
 		int64_t wake_at;
-		if (settler_may_take(w, brq_worker_now_ms(), &wake_at)) {
+		if (settler_may_take(w, (int64_t) brq_now_ms(), &wake_at)) {
 			settle_some(w, &backoff, &seed);
 			continue;
 		}
-		brq_worker_cond_wait_until(&w->settle_cv, &w->mu, wake_at);
+		cond_wait_until(&w->settle_cv, &w->mu, wake_at);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -280,11 +301,11 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	size_t n = 0, answered = 0;
 	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
 		n += needs_heartbeat(j);
-	brooq_lease *ls                       = malloc(n * sizeof(*ls));
-	bool        *ext                      = malloc(n * sizeof(*ext));
-	brooq_err    err                      = BROOQ_ENOMEM;
-	char         detail[BRQ_W_DETAIL_MAX] = "out of memory";
-	int64_t      t0                       = brq_worker_now_ms();
+	brooq_lease *ls                     = malloc(n * sizeof(*ls));
+	bool        *ext                    = malloc(n * sizeof(*ext));
+	brooq_err    err                    = BROOQ_ENOMEM;
+	char         detail[BRQ_DETAIL_MAX] = "out of memory";
+	int64_t      t0                     = (int64_t) brq_now_ms();
 
 	if (ls != NULL && ext != NULL) {
 		size_t k = 0;
@@ -299,16 +320,16 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 			if (err == BROOQ_OK)
 				answered += m;
 			else
-				brq_worker_detail(detail);
+				brq_msg_copy(detail);
 		}
 		pthread_mutex_lock(&w->mu);
 	}
-	int64_t now = brq_worker_now_ms();
+	int64_t now = (int64_t) brq_now_ms();
 	if (err != BROOQ_OK) {
 		w->st.errors++;
-		*backoff = brq_worker_backoff_next(*backoff);
-		brq_worker_log("warn", "msg=heartbeat_failed leases=%zu err=\"%s\" detail=\"%s\"",
-			       n - answered, brooq_strerror(err), detail);
+		*backoff = brq_backoff_next(*backoff);
+		BRQ_LOG(w->c, BROOQ_LOG_WARN, "heartbeat_failed", BRQ_LF_U64("leases", n - answered),
+			BRQ_LF_STR("err", brooq_strerror(err)), BRQ_LF_STR("detail", detail));
 	} else {
 		*backoff = 0;
 	}
@@ -328,13 +349,13 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
 			if (needs_heartbeat(j) && j->next_hb_ms <= now)
 				j->next_hb_ms =
-					now + brq_min64(brq_worker_jitter(*backoff, seed), j->lease_ms / 6);
+					now + brq_min64(brq_backoff_jitter(*backoff, seed), j->lease_ms / 6);
 	} else {
 		for (size_t i = answered; i < n; i++) {
 			brooq_job_ctx *j = held_find(w, &ls[i]);
 			if (j != NULL && needs_heartbeat(j))
 				j->next_hb_ms =
-					now + brq_min64(brq_worker_jitter(*backoff, seed), j->lease_ms / 6);
+					now + brq_min64(brq_backoff_jitter(*backoff, seed), j->lease_ms / 6);
 		}
 	}
 	free(ls);
@@ -346,11 +367,11 @@ brq_worker_keeper_main(void *arg)
 {
 	brooq_worker *w       = arg;
 	uint32_t      backoff = 0;
-	uint64_t      seed    = brq_worker_seed(&backoff);
+	uint64_t      seed    = brq_backoff_seed(&backoff);
 
 	pthread_mutex_lock(&w->mu);
 	while (!w->quit_keepers) {
-		int64_t now = brq_worker_now_ms(), next = INT64_MAX;
+		int64_t now = (int64_t) brq_now_ms(), next = INT64_MAX;
 		bool    due = false;
 		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext) {
 			if (needs_heartbeat(j)) {
@@ -370,7 +391,7 @@ brq_worker_keeper_main(void *arg)
 			heartbeat_round(w, &backoff, &seed);
 			continue;
 		}
-		brq_worker_cond_wait_until(&w->keeper_cv, &w->mu, next);
+		cond_wait_until(&w->keeper_cv, &w->mu, next);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;

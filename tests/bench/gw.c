@@ -22,7 +22,10 @@ static brooq_client *
 client_open(const bench_opts *o)
 {
 	brooq_client     *c  = NULL;
-	brooq_client_opts co = {.url = o->url, .token_file = o->token_file, .timeout_ms = 60000};
+	brooq_client_opts co = {.size       = sizeof(brooq_client_opts),
+				.url        = o->url,
+				.token_file = o->token_file,
+				.timeout_ms = 60000};
 	brooq_err         e  = brooq_client_open(&co, &c);
 	if (e != BROOQ_OK)
 		bench_die("client open %s: %s: %s", o->url, brooq_strerror(e), brooq_last_message());
@@ -366,11 +369,15 @@ poll_main(void *arg)
 {
 	poll_thread      *t         = arg;
 	const char *const topics[1] = {TOPIC_IDLE};
-	brooq_claim_opts  co        = {
-			.worker = "bench-poll", .topics = topics, .n_topics = 1, .max_jobs = 1, .wait_ms = 120000};
-	brooq_job *jobs = NULL;
-	size_t     n    = 0;
-	brooq_err  e    = brooq_claim(t->c, &co, &jobs, &n);
+	brooq_claim_opts  co        = {.size     = sizeof(brooq_claim_opts),
+				       .worker   = "bench-poll",
+				       .topics   = topics,
+				       .n_topics = 1,
+				       .max_jobs = 1,
+				       .wait_ms  = 120000};
+	brooq_job        *jobs      = NULL;
+	size_t            n         = 0;
+	brooq_err         e         = brooq_claim(t->c, &co, &jobs, &n);
 	if (e != BROOQ_OK) {
 		fprintf(stderr, "brooq-bench: long-poll claim: %s: %s\n", brooq_strerror(e),
 			brooq_last_message());

@@ -101,15 +101,17 @@ main(int argc, char **argv)
 	}
 
 	brooq_client     *c  = NULL;
-	brooq_client_opts co = {.url = url, .token_file = tok, .timeout_ms = 30000};
-	brooq_err         e  = brooq_client_open(&co, &c);
+	brooq_client_opts co = {
+		.size = sizeof(brooq_client_opts), .url = url, .token_file = tok, .timeout_ms = 30000};
+	brooq_err e = brooq_client_open(&co, &c);
 	if (e != BROOQ_OK) {
 		fprintf(stderr, "brooq-bench-worker: open: %s: %s\n", brooq_strerror(e),
 			brooq_last_message());
 		return 1;
 	}
-	brooq_worker_opts wo = {.name = "bench", .threads = atoi(thr), .wait_ms = 30000};
-	brooq_worker     *w  = NULL;
+	brooq_worker_opts wo = {
+		.size = sizeof(brooq_worker_opts), .name = "bench", .threads = atoi(thr), .wait_ms = 30000};
+	brooq_worker *w = NULL;
 	if ((e = brooq_worker_new(c, &wo, &w)) != BROOQ_OK ||
 	    (e = brooq_worker_handle(w, top, handler, shm)) != BROOQ_OK) {
 		fprintf(stderr, "brooq-bench-worker: worker: %s: %s\n", brooq_strerror(e),

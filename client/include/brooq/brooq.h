@@ -12,6 +12,24 @@
  *
  * Ownership: strings passed in are borrowed for the duration of the call. Results
  * that the library allocates say so, with the function that frees them.
+ *
+ * Options structs (brooq_client_opts, brooq_claim_opts, brooq_worker_opts) start with
+ * `size`, which the caller sets to sizeof the struct (BROOQ_CLIENT_OPTS_INIT, ...): the
+ * library reads only the fields that size covers, so a program built against this
+ * header keeps working with a later library that has added fields, and a program
+ * built against a later header is refused with BROOQ_EINVAL only if it sets a field
+ * this library does not know. A size of 0 or one smaller than the first released
+ * layout is BROOQ_EINVAL.
+ *
+ * Limits (the gateway's defaults; docs/protocol.md section 7): a topic is
+ * [a-z0-9][a-z0-9._-]*, 1..128 bytes; a batch (brooq_enqueue, brooq_settle, chained
+ * jobs per settle) holds at most the gateway's max_batch (default 1000; over it:
+ * BROOQ_ETOO_LARGE); a payload is JSON of at most max_payload (default 1 MiB); a
+ * claim names 1..64 topics; an idempotency key is at most 256 bytes.
+ *
+ * Payloads come back (brooq_claim, brooq_job_get, a handler's brooq_job_payload) as
+ * PostgreSQL's jsonb prints them: the same JSON value, not the same bytes
+ * ({"n":7} comes back as {"n": 7}; key order and duplicate keys are normalised).
  */
 #ifndef BROOQ_BROOQ_H
 #define BROOQ_BROOQ_H
@@ -30,6 +48,15 @@ extern "C" {
 #define BROOQ_API
 #endif
 
+/* The library's version; brooq_version() gives the one actually linked. */
+#define BROOQ_VERSION_MAJOR 0
+#define BROOQ_VERSION_MINOR 1
+#define BROOQ_VERSION_PATCH 0
+
+/* "MAJOR.MINOR.PATCH" of the linked library (may differ from the macros above when
+ * the shared library was upgraded under the program). Static; never NULL. */
+BROOQ_API const char *brooq_version(void);
+
 #define BROOQ_LEASE_LEN 16
 
 typedef enum brooq_err {
@@ -37,8 +64,10 @@ typedef enum brooq_err {
 	/* Local failures. */
 	BROOQ_EINVAL,    /* a bad argument, caught before sending */
 	BROOQ_ENOMEM,    /* out of memory */
-	BROOQ_ETIMEDOUT, /* no reply within the timeout (the request may have run) */
-	BROOQ_ECONNECT,  /* transport failure: gateway not reachable */
+	BROOQ_ETIMEDOUT, /* sent, but no reply within the timeout (the request may have run) */
+	BROOQ_ECONNECT,  /* gateway not reachable: nothing listens (the request was not
+			  * sent), or the connection broke during the call (it may have run;
+			  * brooq_last_message() says which) */
 	BROOQ_EPROTO,    /* the reply could not be decoded */
 	BROOQ_ETOKEN,    /* the token file is missing, unreadable or too short */
 	/* Gateway status codes (docs/protocol.md). */
@@ -79,18 +108,62 @@ typedef enum brooq_outcome {
 	BROOQ_OUTCOME_CANCEL,   /* no longer relevant: canceled */
 } brooq_outcome;
 
+/* ---- logging -------------------------------------------------------------------- */
+
+typedef enum brooq_log_level {
+	BROOQ_LOG_DEBUG = 0,
+	BROOQ_LOG_INFO,
+	BROOQ_LOG_WARN,
+	BROOQ_LOG_ERROR,
+} brooq_log_level;
+
+/* "debug", "info", "warn", "error". Static; never NULL. */
+BROOQ_API const char *brooq_log_level_name(brooq_log_level level);
+
+/* One key=value of a log event ("job" = "42", "topic" = "email.send"). */
+typedef struct brooq_log_field {
+	const char *key;
+	const char *value; /* as is: may hold spaces, quotes or any byte of a gateway message */
+} brooq_log_field;
+
+/*
+ * Receives the library's log events: a level, a short stable event name (msg, e.g.
+ * "lease_lost", "claim_failed") and its fields. Everything is borrowed for the call
+ * only. Called from the worker's threads, several at once, sometimes while the
+ * library holds its own locks: it must return promptly and must not call any
+ * brooq_* function other than brooq_log_stderr and brooq_log_level_name.
+ */
+typedef void (*brooq_log_fn)(brooq_log_level level, const char *msg, const brooq_log_field *fields,
+			     size_t n_fields, void *arg);
+
+/* The default: one line on stderr, "level=warn msg=claim_failed err=\"...\" ...",
+ * values quoted (and \", \\, control bytes escaped) when they need it. arg unused. */
+BROOQ_API void brooq_log_stderr(brooq_log_level level, const char *msg, const brooq_log_field *fields,
+				size_t n_fields, void *arg);
+
 /* ---- client ------------------------------------------------------------------- */
 
 typedef struct brooq_client brooq_client;
 
 typedef struct brooq_client_opts {
-	const char *url;        /* NULL: $BROOQ_URL, else ipc:///run/brooq/gateway.sock */
-	const char *token_file; /* NULL: the file named by $BROOQ_TOKEN_FILE */
-	int         timeout_ms; /* per call, on top of a claim's wait; 0: 10000 */
+	size_t       size;       /* sizeof(brooq_client_opts) */
+	const char  *url;        /* NULL: $BROOQ_URL, else ipc:///run/brooq/gateway.sock */
+	const char  *token_file; /* NULL: the file named by $BROOQ_TOKEN_FILE */
+	int          timeout_ms; /* per call, on top of a claim's wait; 0: 10000 */
+	brooq_log_fn log;        /* events of this client and its workers; NULL: brooq_log_stderr */
+	void        *log_arg;    /* passed to log */
 } brooq_client_opts;
+
+#define BROOQ_CLIENT_OPTS_INIT                    \
+	{                                         \
+		.size = sizeof(brooq_client_opts) \
+	}
 
 /* Opens a client (opts may be NULL for all defaults). The token is read once from
  * its file and kept in locked memory; it never appears in argv or logs.
+ * Nothing needs to listen yet: the first call connects. A call that finds no gateway
+ * fails with BROOQ_ECONNECT without sending anything: at once over ipc:// (nothing
+ * listens on the socket), within its timeout over tcp:// (NNG keeps dialling).
  * On success *out belongs to the caller: brooq_client_close() it. */
 BROOQ_API brooq_err brooq_client_open(const brooq_client_opts *opts, brooq_client **out);
 /* Closes the client. No call may be running on it. NULL is a no-op. */
@@ -116,7 +189,9 @@ typedef struct brooq_enqueue_result {
 	bool     created; /* false: the (topic, key) existed; id is that job's */
 } brooq_enqueue_result;
 
-/* Enqueues n jobs atomically; results[0..n) are filled aligned with jobs. */
+/* Enqueues n jobs atomically (all or none); results[0..n) are filled aligned with
+ * jobs. n is at most the gateway's max_batch (default 1000): a larger batch is
+ * refused whole with BROOQ_ETOO_LARGE. */
 BROOQ_API brooq_err brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n,
 				  brooq_enqueue_result *results);
 
@@ -156,6 +231,7 @@ typedef struct brooq_settle_result {
 } brooq_settle_result;
 
 typedef struct brooq_claim_opts {
+	size_t             size;   /* sizeof(brooq_claim_opts) */
 	const char        *worker; /* names the holder, for humans; NULL: "host:pid" */
 	const char *const *topics;
 	size_t             n_topics;
@@ -167,6 +243,11 @@ typedef struct brooq_claim_opts {
 	size_t                   n_settle;
 	brooq_settle_result     *settled; /* n_settle results, filled when settle != NULL */
 } brooq_claim_opts;
+
+#define BROOQ_CLAIM_OPTS_INIT                    \
+	{                                        \
+		.size = sizeof(brooq_claim_opts) \
+	}
 
 /* Claims up to o->max_jobs jobs. On success *jobs (possibly NULL when *n == 0)
  * belongs to the caller: brooq_jobs_free(*jobs, *n). */
@@ -247,24 +328,48 @@ typedef void (*brooq_handler)(brooq_job_ctx *job, void *arg);
 typedef struct brooq_worker brooq_worker;
 
 typedef struct brooq_worker_opts {
-	const char *name;          /* locked_by; NULL: "host:pid" */
-	int         threads;       /* handler threads; 0: 4 */
+	size_t      size;          /* sizeof(brooq_worker_opts) */
+	const char *name;          /* locked_by, 1..128 bytes; NULL: "host:pid" */
+	int         threads;       /* handler threads, 0..1000; 0: 4 */
 	uint32_t    lease_ms;      /* 0: the gateway's default */
 	uint32_t    wait_ms;       /* long-poll length when idle; 0: 30000 */
 	uint32_t    stop_grace_ms; /* how long running handlers may finish on stop; 0: 10000 */
 	uint32_t    hung_grace_ms; /* after cancellation, when a handler counts as hung; 0: 5000 */
 } brooq_worker_opts;
 
-/* Creates a worker on client c (borrowed; must outlive the worker). */
+#define BROOQ_WORKER_OPTS_INIT                    \
+	{                                         \
+		.size = sizeof(brooq_worker_opts) \
+	}
+
+/* Creates a worker on client c (borrowed; must outlive the worker); o may be NULL
+ * for all defaults. Its log events go to the client's log callback. */
 BROOQ_API brooq_err brooq_worker_new(brooq_client *c, const brooq_worker_opts *o, brooq_worker **out);
-/* Registers the handler of a topic (before brooq_worker_run). */
+/* Registers the handler of a topic (before brooq_worker_run). At most 64 topics per
+ * worker (a claim names at most 64); the topic syntax is checked here. */
 BROOQ_API brooq_err brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *arg);
-/* Runs until brooq_worker_stop(): claims in batches sized to free threads,
- * long-polls when idle, heartbeats held leases every lease/3, settles results. */
+/*
+ * Runs on the calling thread until brooq_worker_stop(): claims in batches sized to
+ * free threads, long-polls when idle, heartbeats held leases every lease/3, settles
+ * results. A gateway that is down or restarting never ends it: every failed call is
+ * logged and retried with backoff (100 ms doubling to 5 s, jittered), held leases
+ * keep being heartbeated meanwhile. Returns BROOQ_OK after a stop; an error only
+ * for misuse (no handler, run twice) or when its threads cannot be started.
+ */
 BROOQ_API brooq_err brooq_worker_run(brooq_worker *w);
-/* Asks a running worker to stop: no more claims; running handlers get the grace,
- * finished ones are settled; unfinished leases expire (nothing is lost).
- * Async-signal-safe: may be called from a SIGTERM handler. */
+/*
+ * Asks a running worker to stop and returns at once; brooq_worker_run returns when
+ * the stop is complete: no more claims; handlers still running get stop_grace_ms to
+ * finish and their results are settled; after the grace they are abandoned (their
+ * cancel flag is raised, their leases expire and the reaper returns the jobs:
+ * nothing is lost, nothing is written for them). A claim already on the wire is
+ * waited for: a long-poll is sent in slices of at most 2 s, so with no handler
+ * running brooq_worker_run returns within about 2 s of the stop.
+ * May be called from any thread, from a handler (the handler's own job is then
+ * treated like any running one), and from a signal handler (async-signal-safe: an
+ * atomic store and a write(2)), also before brooq_worker_run (which then returns at
+ * once).
+ */
 BROOQ_API void brooq_worker_stop(brooq_worker *w);
 /* Counters since start. */
 typedef struct brooq_worker_stats {

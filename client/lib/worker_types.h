@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* Worker runtime internals shared by worker.c, worker_lease.c and worker_job.c. */
-#ifndef BRQ_WORKER_H
-#define BRQ_WORKER_H
+/* Worker runtime: the types shared by worker.c, worker_lease.c and worker_job.c, and
+ * their inline list helpers. Functions live in worker_lease.h and worker_job.h;
+ * worker.c implements the public brooq_worker_* API only (brooq.h). */
+#ifndef BRQ_WORKER_TYPES_H
+#define BRQ_WORKER_TYPES_H
 
 #include "client.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 /*
  * Threads and who owns what
@@ -39,16 +43,12 @@
  * (atomic, read by handlers without the lock).
  */
 
-#define BRQ_W_LEASE_MIN_MS 1000 /* the gateway's lease bounds */
-#define BRQ_W_LEASE_MAX_MS 86400000
 /* Per request: leases per heartbeat, chained jobs per settle (the gateway's default
  * max batch). A gateway configured lower answers too_large; settles then fall back
  * to one item per request. */
 #define BRQ_W_BATCH_MAX 1000
 /* Results per settle request (and per claim that carries them). */
 #define BRQ_W_SETTLE_ITEMS_MAX 100
-/* brooq_last_message() text kept for a log line. */
-#define BRQ_W_DETAIL_MAX 256
 
 typedef enum brq_phase {
 	PH_QUEUED,
@@ -148,55 +148,17 @@ struct brooq_worker {
 	bool       keeper_started, settler_started;
 };
 
-/* ---- worker.c: clocks, waits, backoff, logging, wake-ups ---------------------------- */
-
-/* Monotonic milliseconds. */
-int64_t brq_worker_now_ms(void);
-/* Waits on cv until the monotonic deadline (INT64_MAX: until signalled). */
-void brq_worker_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms);
-/* Next backoff step: 100 ms, doubling to 5 s. */
-uint32_t brq_worker_backoff_next(uint32_t prev);
-/* A non-zero seed for brq_worker_jitter, different per thread (salt) and process. */
-uint64_t brq_worker_seed(const void *salt);
-/* Uniform in [ms/2, ms] (xorshift on *seed), so that failing workers spread out. */
-uint32_t brq_worker_jitter(uint32_t ms, uint64_t *seed);
-/* One key=value line on stderr: "level=LEVEL " then the formatted rest. */
-void brq_worker_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The calling thread's brooq_last_message(), made safe to log as a quoted value. */
-void brq_worker_detail(char out[BRQ_W_DETAIL_MAX]);
-/* Wakes the dispatcher. Async-signal-safe. */
-void brq_worker_wake(brooq_worker *w);
-
-/* ---- worker_lease.c: heartbeats, cancels, settling ---------------------------------- */
-
-void *brq_worker_keeper_main(void *w);
-void *brq_worker_settler_main(void *w);
-/* Raises j's cancel flag (once; remembers when). Under w->mu. */
-void brq_worker_cancel_job(brooq_job_ctx *j, int64_t now);
-/* Counts and logs j as hung (once). Under w->mu. */
-void brq_worker_count_hung(brooq_worker *w, brooq_job_ctx *j);
-/* Moves up to max finished results into b[] (phase SETTLING). Under w->mu. */
-size_t brq_worker_take_batch(brooq_worker *w, brooq_job_ctx **b, size_t max, bool take_solo);
-/* Puts results taken by brq_worker_take_batch back, in order, unsent. Under w->mu. */
-void brq_worker_give_back(brooq_worker *w, brooq_job_ctx **b, size_t n);
-/* Processes the answer to a settle of b[0..n) (a plain settle when `plain`, else
- * carried by a claim); frees what is done with. Under w->mu. */
-void brq_worker_settle_done(brooq_worker *w, brooq_job_ctx **b, size_t n, brooq_err err,
-			    const brooq_settle_result *res, bool plain, const char *detail);
-
-/* ---- worker_job.c: job contexts ------------------------------------------------------- */
-
-/* A context for a claimed job, copied out of the claim's reply (the caller frees
- * the reply); NULL when out of memory. Free with brq_job_ctx_free (NULL-safe). */
-brooq_job_ctx *brq_job_ctx_new(brooq_worker *w, const brooq_job *jb, int64_t now, int64_t wall_now);
-void           brq_job_ctx_free(brooq_job_ctx *j);
-/* Back to "done, no chain, no error". */
-void brq_job_outcome_clear(brooq_job_ctx *j);
-/* s describes j's outcome; it borrows j's strings and chain. */
-void brq_job_settle_fill(brooq_settle_item *s, const brooq_job_ctx *j);
-/* A copy the gateway accepts: invalid UTF-8 bytes become '?', cut to 4096 bytes on a
- * character boundary. NULL when out of memory; the caller frees. */
-char *brq_worker_error_copy(const char *s);
+/* Wakes the dispatcher (the self-pipe). Async-signal-safe. A full pipe already
+ * holds a wake-up. */
+static inline void
+brq_worker_wake(brooq_worker *w)
+{
+	int     saved = errno;
+	char    b     = 1;
+	ssize_t r     = write(w->wake_wr, &b, 1);
+	(void) r;
+	errno = saved;
+}
 
 /* ---- lists (under w->mu) ------------------------------------------------------------- */
 

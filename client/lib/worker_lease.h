@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* Worker runtime: lease upkeep (heartbeats, cancels, hung handlers) and settling results. */
+#ifndef BRQ_WORKER_LEASE_H
+#define BRQ_WORKER_LEASE_H
+
+#include "worker_types.h"
+
+/* The keeper and the settler threads (see worker.h); arg is the worker. */
+void *brq_worker_keeper_main(void *w);
+void *brq_worker_settler_main(void *w);
+/* Raises j's cancel flag (once; remembers when). Under w->mu. */
+void brq_worker_cancel_job(brooq_job_ctx *j, int64_t now);
+/* Counts and logs j as hung (once). Under w->mu. */
+void brq_worker_count_hung(brooq_worker *w, brooq_job_ctx *j);
+/* Moves up to max finished results into b[] (phase SETTLING). Under w->mu. */
+size_t brq_worker_take_batch(brooq_worker *w, brooq_job_ctx **b, size_t max, bool take_solo);
+/* Puts results taken by brq_worker_take_batch back, in order, unsent. Under w->mu. */
+void brq_worker_give_back(brooq_worker *w, brooq_job_ctx **b, size_t n);
+/* Processes the answer to a settle of b[0..n) (a plain settle when `plain`, else
+ * carried by a claim); frees what is done with. Under w->mu. */
+void brq_worker_settle_done(brooq_worker *w, brooq_job_ctx **b, size_t n, brooq_err err,
+			    const brooq_settle_result *res, bool plain, const char *detail);
+
+#endif
