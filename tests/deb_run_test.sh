@@ -96,7 +96,8 @@ int
 main(void)
 {
 	brooq_client           *c;
-	const brooq_client_opts o = {.url = "ipc:///nonexistent", .token_file = "/nonexistent"};
+	const brooq_client_opts o = {
+		.size = sizeof(brooq_client_opts), .url = "ipc:///nonexistent", .token_file = "/nonexistent"};
 	if (strcmp(brooq_state_name(BROOQ_DEAD), "dead") != 0)
 		return 1;
 	if (brooq_client_open(&o, &c) != BROOQ_ETOKEN)
@@ -111,7 +112,7 @@ pc_build() {
   echo "pkg-config: $flags"
   # shellcheck disable=SC2086
   cc -Wall -Werror -o "$tmp/app" "$tmp/app.c" $flags
-  LD_LIBRARY_PATH=$r/usr/lib/$ma "$tmp/app"
+  LD_LIBRARY_PATH=$r/usr/lib/$ma "$tmp/app" || return 1
   LD_LIBRARY_PATH=$r/usr/lib/$ma ldd "$tmp/app" | grep -F "$r/usr/lib/$ma/libbrooq-client.so.0"
 }
 check "a program builds with the unpacked .pc (relocatable) and runs on the unpacked library" pc_build

@@ -201,7 +201,8 @@ int
 main(void)
 {
 	brooq_client           *c;
-	const brooq_client_opts o = {.url = "ipc:///nonexistent", .token_file = "/nonexistent"};
+	const brooq_client_opts o = {
+		.size = sizeof(brooq_client_opts), .url = "ipc:///nonexistent", .token_file = "/nonexistent"};
 	if (strcmp(brooq_strerror(BROOQ_ENOT_FOUND), "not found") != 0)
 		return 1;
 	if (brooq_client_open(&o, &c) != BROOQ_ETOKEN)
@@ -214,7 +215,7 @@ pc_shared() {
   local pc=$p/$libdir/pkgconfig
   # shellcheck disable=SC2046
   cc -Wall -Werror -o "$tmp/app-shared" "$tmp/app.c" $(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs brooq-client)
-  LD_LIBRARY_PATH=$p/$libdir "$tmp/app-shared"
+  LD_LIBRARY_PATH=$p/$libdir "$tmp/app-shared" || return 1
   LD_LIBRARY_PATH=$p/$libdir ldd "$tmp/app-shared" | grep -F "$p/$libdir/libbrooq-client.so.0"
 }
 check "a program builds with pkg-config and runs on the installed shared library" pc_shared
