@@ -17,7 +17,7 @@
 
 #include "log.h"
 
-_Static_assert(sizeof(((struct brq_auth *) 0)->key) == crypto_generichash_KEYBYTES,
+_Static_assert(sizeof(((brq_auth *) 0)->key) == crypto_generichash_KEYBYTES,
 	       "auth key size must match BLAKE2b's default key size");
 
 // Largest token file read: a maximal token plus generous trailing whitespace.
@@ -25,7 +25,7 @@ _Static_assert(sizeof(((struct brq_auth *) 0)->key) == crypto_generichash_KEYBYT
 
 typedef struct brq_auth_entry {
 	unsigned char hash[crypto_verify_32_BYTES]; // keyed BLAKE2b-256 of the token
-	enum brq_role role;                         // WORKER or ADMIN
+	brq_role      role;                         // WORKER or ADMIN
 } brq_auth_entry;
 
 struct brq_auth_set {
@@ -78,8 +78,7 @@ read_upto(int fd, unsigned char *buf, size_t cap)
 
 // Checks what fstat says about a token file. On a problem, adds one line and returns false.
 static bool
-file_is_acceptable(const char *what, const char *path, const struct stat *st,
-		   struct brq_config_problems *problems)
+file_is_acceptable(const char *what, const char *path, const struct stat *st, brq_config_problems *problems)
 {
 	if (!S_ISREG(st->st_mode)) {
 		brq_config_problem_add(problems, "%s %s: not a regular file", what, path);
@@ -101,8 +100,8 @@ file_is_acceptable(const char *what, const char *path, const struct stat *st,
 // Reads `path`, checks it and stores the keyed hash into *e. On a problem, adds one line
 // naming the file (never its content) and returns BRQ_EINVAL.
 static int
-load_token_file(const unsigned char key[32], const char *path, enum brq_role role, brq_auth_entry *e,
-		struct brq_config_problems *problems)
+load_token_file(const unsigned char key[32], const char *path, brq_role role, brq_auth_entry *e,
+		brq_config_problems *problems)
 {
 	const char   *what = role == BRQ_ROLE_ADMIN ? "admin token file" : "worker token file";
 	unsigned char buf[TOKEN_FILE_MAX + 1];
@@ -175,7 +174,7 @@ brq_auth_set_free(brq_auth_set *set)
 // One token for two roles is a mistake (which role was meant?). Timing here reveals
 // nothing useful: it runs at load, not per request. Returns false after adding problems.
 static bool
-roles_are_distinct(const brq_auth_set *s, struct brq_config_problems *problems)
+roles_are_distinct(const brq_auth_set *s, brq_config_problems *problems)
 {
 	bool is_ok = true;
 	for (size_t i = 0; i < s->n; i++) {
@@ -194,9 +193,9 @@ roles_are_distinct(const brq_auth_set *s, struct brq_config_problems *problems)
 }
 
 int
-brq_auth_prepare(const struct brq_auth *a, const char *const *worker_files, size_t n_worker,
+brq_auth_prepare(const brq_auth *a, const char *const *worker_files, size_t n_worker,
 		 const char *const *admin_files, size_t n_admin, brq_auth_set **out,
-		 struct brq_config_problems *problems)
+		 brq_config_problems *problems)
 {
 	size_t        total  = n_worker + n_admin;
 	bool          is_bad = false;
@@ -241,8 +240,8 @@ brq_auth_prepare(const struct brq_auth *a, const char *const *worker_files, size
 }
 
 int
-brq_auth_prepare_config(const struct brq_auth *a, const struct brq_config *cfg, brq_auth_set **out,
-			struct brq_config_problems *problems)
+brq_auth_prepare_config(const brq_auth *a, const brq_config *cfg, brq_auth_set **out,
+			brq_config_problems *problems)
 {
 	return brq_auth_prepare(a, (const char *const *) cfg->worker_token_files, cfg->n_worker_token_files,
 				(const char *const *) cfg->admin_token_files, cfg->n_admin_token_files, out,
@@ -250,7 +249,7 @@ brq_auth_prepare_config(const struct brq_auth *a, const struct brq_config *cfg, 
 }
 
 int
-brq_auth_open(struct brq_auth *a)
+brq_auth_open(brq_auth *a)
 {
 	memset(a, 0, sizeof(*a));
 	if (sodium_init() < 0) {
@@ -270,7 +269,7 @@ brq_auth_open(struct brq_auth *a)
 }
 
 static size_t
-set_count(const brq_auth_set *s, enum brq_role role)
+set_count(const brq_auth_set *s, brq_role role)
 {
 	size_t n = 0;
 	for (size_t i = 0; s != NULL && i < s->n; i++) {
@@ -281,7 +280,7 @@ set_count(const brq_auth_set *s, enum brq_role role)
 
 // Index of `path` with `role` in s, or s->n.
 static size_t
-find_entry(const brq_auth_set *s, const char *path, enum brq_role role)
+find_entry(const brq_auth_set *s, const char *path, brq_role role)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->entries[i].role == role && strcmp(s->paths[i], path) == 0) {
@@ -337,7 +336,7 @@ wait_readers(brq_auth_live *lv, unsigned idx)
 }
 
 void
-brq_auth_publish(struct brq_auth *a, brq_auth_set *set)
+brq_auth_publish(brq_auth *a, brq_auth_set *set)
 {
 	brq_auth_live *lv = a->live;
 	if (set == NULL || lv == NULL) {
@@ -356,8 +355,8 @@ brq_auth_publish(struct brq_auth *a, brq_auth_set *set)
 }
 
 int
-brq_auth_init(struct brq_auth *a, const char *const *worker_files, size_t n_worker,
-	      const char *const *admin_files, size_t n_admin, struct brq_config_problems *problems)
+brq_auth_init(brq_auth *a, const char *const *worker_files, size_t n_worker, const char *const *admin_files,
+	      size_t n_admin, brq_config_problems *problems)
 {
 	brq_auth_set *set = NULL;
 	int           rc  = brq_auth_open(a);
@@ -373,7 +372,7 @@ brq_auth_init(struct brq_auth *a, const char *const *worker_files, size_t n_work
 }
 
 int
-brq_auth_init_config(struct brq_auth *a, const struct brq_config *cfg, struct brq_config_problems *problems)
+brq_auth_init_config(brq_auth *a, const brq_config *cfg, brq_config_problems *problems)
 {
 	return brq_auth_init(a, (const char *const *) cfg->worker_token_files, cfg->n_worker_token_files,
 			     (const char *const *) cfg->admin_token_files, cfg->n_admin_token_files,
@@ -381,7 +380,7 @@ brq_auth_init_config(struct brq_auth *a, const struct brq_config *cfg, struct br
 }
 
 int
-brq_auth_add_token(struct brq_auth *a, const void *token, size_t len, enum brq_role role)
+brq_auth_add_token(brq_auth *a, const void *token, size_t len, brq_role role)
 {
 	if (token == NULL || len < BRQ_AUTH_TOKEN_MIN || len > BRQ_AUTH_TOKEN_MAX ||
 	    (role != BRQ_ROLE_WORKER && role != BRQ_ROLE_ADMIN) || a->extra_role != BRQ_ROLE_NONE) {
@@ -393,7 +392,7 @@ brq_auth_add_token(struct brq_auth *a, const void *token, size_t len, enum brq_r
 }
 
 void
-brq_auth_fini(struct brq_auth *a)
+brq_auth_fini(brq_auth *a)
 {
 	if (a == NULL) {
 		return;
@@ -408,7 +407,7 @@ brq_auth_fini(struct brq_auth *a)
 }
 
 size_t
-brq_auth_count(const struct brq_auth *a, enum brq_role role)
+brq_auth_count(const brq_auth *a, brq_role role)
 {
 	// Only the publisher changes the set; this is for logs and tests, not the hot path.
 	if (a->live == NULL) {
@@ -420,8 +419,8 @@ brq_auth_count(const struct brq_auth *a, enum brq_role role)
 	return n;
 }
 
-enum brq_role
-brq_auth_check(const struct brq_auth *a, const void *token, size_t len)
+brq_role
+brq_auth_check(const brq_auth *a, const void *token, size_t len)
 {
 	unsigned char  h[32];
 	unsigned       acc = 0;
@@ -452,7 +451,7 @@ brq_auth_check(const struct brq_auth *a, const void *token, size_t len)
 }
 
 bool
-brq_auth_role_may(enum brq_role role, bool admin_only)
+brq_auth_role_may(brq_role role, bool admin_only)
 {
 	switch (role) {
 	case BRQ_ROLE_ADMIN: return true;
@@ -463,7 +462,7 @@ brq_auth_role_may(enum brq_role role, bool admin_only)
 }
 
 const char *
-brq_auth_role_name(enum brq_role role)
+brq_auth_role_name(brq_role role)
 {
 	switch (role) {
 	case BRQ_ROLE_WORKER: return "worker";

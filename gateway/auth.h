@@ -32,12 +32,15 @@ enum brq_role {
 	BRQ_ROLE_WORKER = 1,
 	BRQ_ROLE_ADMIN  = 2,
 };
+typedef enum brq_role brq_role;
 
 // One generation of token hashes (auth.c): immutable once published.
 typedef struct brq_auth_set brq_auth_set;
 
 // The published generation and the count of checks reading it (auth.c).
 typedef struct brq_auth_live brq_auth_live;
+
+typedef struct brq_auth brq_auth;
 
 // Fields are private to auth.c. brq_auth_check() may be called from any number of
 // threads at once, also while brq_auth_publish() replaces the tokens (SIGHUP).
@@ -47,14 +50,14 @@ struct brq_auth {
 	// A token that lives in memory only (the self-probe's), outside every file set,
 	// so a reload keeps it. role NONE: none.
 	unsigned char extra_hash[32];
-	enum brq_role extra_role;
+	brq_role      extra_role;
 };
 
 // Prepares *a with a fresh key and no tokens (every check answers NONE until a set is
 // published). Calls sodium_init() (idempotent). Returns 0 (release with
 // brq_auth_fini()), BRQ_ENOMEM, or BRQ_EIO when libsodium cannot initialise; on
 // failure *a holds nothing.
-BRQ_MUSTCHECK int brq_auth_open(struct brq_auth *a);
+BRQ_MUSTCHECK int brq_auth_open(brq_auth *a);
 
 // Reads and hashes the token files into a new set (*out, owned by the caller: publish
 // or free it). Each file's content, trimmed of trailing whitespace (space, \t, \r,
@@ -66,20 +69,20 @@ BRQ_MUSTCHECK int brq_auth_open(struct brq_auth *a);
 // once. The read buffer is wiped on every path. Does not change what *a accepts.
 // Returns 0, BRQ_EINVAL when problems were added to *problems, or BRQ_ENOMEM; on
 // failure *out is NULL.
-BRQ_MUSTCHECK int brq_auth_prepare(const struct brq_auth *a, const char *const *worker_files, size_t n_worker,
+BRQ_MUSTCHECK int brq_auth_prepare(const brq_auth *a, const char *const *worker_files, size_t n_worker,
 				   const char *const *admin_files, size_t n_admin, brq_auth_set **out,
-				   struct brq_config_problems *problems);
+				   brq_config_problems *problems);
 
 // Same, with the token file lists of a configuration.
-BRQ_MUSTCHECK int brq_auth_prepare_config(const struct brq_auth *a, const struct brq_config *cfg,
-					  brq_auth_set **out, struct brq_config_problems *problems);
+BRQ_MUSTCHECK int brq_auth_prepare_config(const brq_auth *a, const brq_config *cfg, brq_auth_set **out,
+					  brq_config_problems *problems);
 
 // Makes `set` the tokens *a accepts (takes it; NULL is ignored), then frees the
 // previous set once no check still reads it. Logs what changed against the previous
 // set, file by file (token_added / token_removed / token_changed, then
 // tokens_reloaded with the counts) or, for the first set, tokens_loaded; never a token.
 // One publisher at a time is enforced; checks never wait for it.
-void brq_auth_publish(struct brq_auth *a, brq_auth_set *set);
+void brq_auth_publish(brq_auth *a, brq_auth_set *set);
 
 // Frees a set that was not published (wiping its hashes). NULL is fine.
 void brq_auth_set_free(brq_auth_set *set);
@@ -87,13 +90,12 @@ void brq_auth_set_free(brq_auth_set *set);
 // brq_auth_open() + brq_auth_prepare() + brq_auth_publish(). Returns what they
 // return; on failure *a holds nothing. brq_auth_prepare() reports "no token files
 // configured" when both lists are empty.
-BRQ_MUSTCHECK int brq_auth_init(struct brq_auth *a, const char *const *worker_files, size_t n_worker,
+BRQ_MUSTCHECK int brq_auth_init(brq_auth *a, const char *const *worker_files, size_t n_worker,
 				const char *const *admin_files, size_t n_admin,
-				struct brq_config_problems *problems);
+				brq_config_problems *problems);
 
 // Same, with the token file lists of a loaded configuration.
-BRQ_MUSTCHECK int brq_auth_init_config(struct brq_auth *a, const struct brq_config *cfg,
-				       struct brq_config_problems *problems);
+BRQ_MUSTCHECK int brq_auth_init_config(brq_auth *a, const brq_config *cfg, brq_config_problems *problems);
 
 // Adds the one in-memory token for `role` (WORKER or ADMIN), given as len bytes
 // (BRQ_AUTH_TOKEN_MIN..BRQ_AUTH_TOKEN_MAX): the gateway's own self-probe token
@@ -102,25 +104,25 @@ BRQ_MUSTCHECK int brq_auth_init_config(struct brq_auth *a, const struct brq_conf
 // brq_auth_open() and before the first brq_auth_check(), i.e. before the server
 // starts. Returns 0, or BRQ_EINVAL (bad length or role, or one is set already:
 // nothing added).
-BRQ_MUSTCHECK int brq_auth_add_token(struct brq_auth *a, const void *token, size_t len, enum brq_role role);
+BRQ_MUSTCHECK int brq_auth_add_token(brq_auth *a, const void *token, size_t len, brq_role role);
 
 // Wipes the key and hashes and frees them. No check may run any more. Accepts a
 // zeroed or released struct.
-void brq_auth_fini(struct brq_auth *a);
+void brq_auth_fini(brq_auth *a);
 
 // Tokens of `role` (BRQ_ROLE_NONE: all) that *a accepts now.
-size_t brq_auth_count(const struct brq_auth *a, enum brq_role role);
+size_t brq_auth_count(const brq_auth *a, brq_role role);
 
 // Role of the presented token (len bytes, any content; 1..BRQ_AUTH_TOKEN_MAX, else
 // NONE). Every stored hash is compared with crypto_verify_32 and no early exit, so the
 // time does not depend on which token, if any, matched. The token is borrowed. Any
 // thread; wait-free with respect to brq_auth_publish() (two atomic increments).
-enum brq_role brq_auth_check(const struct brq_auth *a, const void *token, size_t len);
+brq_role brq_auth_check(const brq_auth *a, const void *token, size_t len);
 
 // May `role` call an operation? admin_only is true for admin-only operations (cancel).
-bool brq_auth_role_may(enum brq_role role, bool admin_only);
+bool brq_auth_role_may(brq_role role, bool admin_only);
 
 // "none", "worker", "admin" (for logs and metrics).
-const char *brq_auth_role_name(enum brq_role role);
+const char *brq_auth_role_name(brq_role role);
 
 #endif // BRQ_GATEWAY_AUTH_H

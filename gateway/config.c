@@ -134,7 +134,7 @@ get_ipc_mode(struct loader *L, uint32_t *out)
 }
 
 static void
-get_listen(struct loader *L, struct brq_config *cfg)
+get_listen(struct loader *L, brq_config *cfg)
 {
 	static const char *const schemes[] = {"ipc://", "tcp://", "tls+tcp://"};
 	const char              *s         = brq_cfg_src_get(&L->src, "BROOQ_LISTEN");
@@ -178,7 +178,7 @@ is_hostname(const char *h)
 
 // BROOQ_HTTP_LISTEN and BROOQ_HTTP_ALLOW_NONLOOPBACK together.
 static void
-get_http(struct loader *L, struct brq_config *cfg)
+get_http(struct loader *L, brq_config *cfg)
 {
 	const char *why;
 	const char *allow = brq_cfg_src_get(&L->src, "BROOQ_HTTP_ALLOW_NONLOOPBACK");
@@ -320,7 +320,7 @@ read_dsn_file(struct loader *L, const char *var, const char *path, char **out)
 }
 
 static void
-get_dsn(struct loader *L, struct brq_config *cfg)
+get_dsn(struct loader *L, brq_config *cfg)
 {
 	const char *dsn   = brq_cfg_src_get(&L->src, "BROOQ_DSN");
 	const char *file  = brq_cfg_src_get(&L->src, "BROOQ_DSN_FILE");
@@ -419,7 +419,7 @@ cmp_str(const void *a, const void *b)
 
 // Adds $CREDENTIALS_DIRECTORY/{worker,admin}-token* regular files, in name order.
 static void
-scan_credentials(struct loader *L, struct brq_config *cfg)
+scan_credentials(struct loader *L, brq_config *cfg)
 {
 	const char *dir = brq_cfg_src_get(&L->src, "CREDENTIALS_DIRECTORY");
 	if (dir == NULL) {
@@ -482,7 +482,7 @@ scan_credentials(struct loader *L, struct brq_config *cfg)
 // --- public -------------------------------------------------------------------------
 
 int
-brq_config_init_defaults(struct brq_config *cfg)
+brq_config_init_defaults(brq_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->listen    = strdup(DEFAULT_LISTEN);
@@ -521,7 +521,7 @@ brq_config_init_defaults(struct brq_config *cfg)
 // Database, listener, pool, job defaults and token file lists. Returns whether both
 // backoff values parsed (the per-topic check needs them).
 static bool
-load_core(struct loader *L, struct brq_config *cfg)
+load_core(struct loader *L, brq_config *cfg)
 {
 	get_dsn(L, cfg);
 	get_listen(L, cfg);
@@ -552,7 +552,7 @@ load_core(struct loader *L, struct brq_config *cfg)
 
 // Request limits, topic overrides, background work, HTTP, logging, shutdown.
 static void
-load_rest(struct loader *L, struct brq_config *cfg, bool has_backoff)
+load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 {
 	get_u32(L, "BROOQ_MAX_BATCH", 1, 10000, &cfg->max_batch);
 	enum got payload = get_size(L, "BROOQ_MAX_PAYLOAD", 1, GIB, &cfg->max_payload_bytes);
@@ -595,8 +595,7 @@ load_rest(struct loader *L, struct brq_config *cfg, bool has_backoff)
 }
 
 int
-brq_config_load_from(struct brq_config *cfg, const struct brq_config_sources *src,
-		     struct brq_config_problems *problems)
+brq_config_load_from(brq_config *cfg, const brq_config_sources *src, brq_config_problems *problems)
 {
 	struct loader L;
 	memset(&L, 0, sizeof(L));
@@ -632,10 +631,10 @@ brq_config_load_from(struct brq_config *cfg, const struct brq_config_sources *sr
 }
 
 int
-brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_fn lookup, void *lookup_arg,
-		struct brq_config_problems *problems)
+brq_config_load(brq_config *cfg, const char *env_file, brq_config_getenv_fn lookup, void *lookup_arg,
+		brq_config_problems *problems)
 {
-	struct brq_config_sources src = {.env_file = env_file, .lookup = lookup, .lookup_arg = lookup_arg};
+	brq_config_sources src = {.env_file = env_file, .lookup = lookup, .lookup_arg = lookup_arg};
 	return brq_config_load_from(cfg, &src, problems);
 }
 
@@ -649,7 +648,7 @@ free_list(char **list, size_t n)
 }
 
 void
-brq_config_fini(struct brq_config *cfg)
+brq_config_fini(brq_config *cfg)
 {
 	if (cfg == NULL) {
 		return;
@@ -664,10 +663,10 @@ brq_config_fini(struct brq_config *cfg)
 }
 
 void
-brq_config_topic_settings(const struct brq_config *cfg, const char *topic, uint32_t *max_attempts,
+brq_config_topic_settings(const brq_config *cfg, const char *topic, uint32_t *max_attempts,
 			  uint64_t *backoff_base_ms, uint64_t *backoff_max_ms, uint64_t *lease_ms)
 {
-	const struct brq_topic_override *o = NULL;
+	const brq_topic_override *o = NULL;
 	for (size_t i = 0; topic != NULL && i < cfg->n_topic_overrides; i++) {
 		if (strcmp(cfg->topic_overrides[i].topic, topic) == 0) {
 			o = &cfg->topic_overrides[i];

@@ -109,6 +109,8 @@
 #define BRQ_CONFIG_TOPIC_MAX           128
 #define BRQ_CONFIG_MAX_TOPIC_OVERRIDES 1024
 
+typedef struct brq_topic_override brq_topic_override;
+
 // Per-topic settings; a field applies only when its has_ flag is set, otherwise the
 // global value is inherited.
 struct brq_topic_override {
@@ -162,12 +164,14 @@ struct brq_config {
 	bool     http_allow_nonloopback; // as configured
 	uint64_t selfprobe_interval_ms;  // /healthz's ping of our own listener; 0 = off
 
-	enum brq_log_level log_level;
-	uint64_t           shutdown_grace_ms; // 0..1h
+	brq_log_level log_level;
+	uint64_t      shutdown_grace_ms; // 0..1h
 
-	struct brq_topic_override *topic_overrides; // n_topic_overrides entries
-	size_t                     n_topic_overrides;
+	brq_topic_override *topic_overrides; // n_topic_overrides entries
+	size_t              n_topic_overrides;
 };
+
+typedef struct brq_config_problems brq_config_problems;
 
 // Problems found while loading: one line per problem, each naming the variable (or the
 // file) and why, never a secret value.
@@ -182,14 +186,16 @@ struct brq_config_problems {
 // valid until the next call. Tests pass a table lookup instead of mutating environ.
 typedef const char *(*brq_config_getenv_fn)(const char *name, void *arg);
 
-void brq_config_problems_init(struct brq_config_problems *p);
+void brq_config_problems_init(brq_config_problems *p);
 
 // Frees all lines. Accepts a zeroed or already released struct.
-void brq_config_problems_fini(struct brq_config_problems *p);
+void brq_config_problems_fini(brq_config_problems *p);
 
 // Appends one formatted line (copied). On allocation failure sets is_oom instead.
-void brq_config_problem_add(struct brq_config_problems *p, const char *fmt, ...)
+void brq_config_problem_add(brq_config_problems *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+typedef struct brq_config_sources brq_config_sources;
 
 // Where brq_config_load_from() reads from, and a later stage's check.
 struct brq_config_sources {
@@ -203,13 +209,13 @@ struct brq_config_sources {
 	// are complete whenever their own variables parsed), before the verdict, so that
 	// its problems (the token files' own) are reported in the same round as the
 	// others. Adds its problems and returns 0, BRQ_EINVAL or BRQ_ENOMEM. May be NULL.
-	int (*check)(const struct brq_config *cfg, void *arg, struct brq_config_problems *problems);
+	int (*check)(const brq_config *cfg, void *arg, brq_config_problems *problems);
 	void *check_arg;
 };
 
 // Fills *cfg with defaults (no DSN, no tokens). Caller owns cfg's storage; the
 // defaults hold heap strings, so brq_config_fini() must follow.
-BRQ_MUSTCHECK int brq_config_init_defaults(struct brq_config *cfg);
+BRQ_MUSTCHECK int brq_config_init_defaults(brq_config *cfg);
 
 // Loads and validates the configuration.
 //   src:      where from (a missing env file is a problem), and the optional check.
@@ -219,20 +225,20 @@ BRQ_MUSTCHECK int brq_config_init_defaults(struct brq_config *cfg);
 // Returns 0 when there are no problems: *cfg then owns its contents (release with
 // brq_config_fini()). Returns BRQ_EINVAL when there are problems (listed in *problems,
 // all of them, not only the first) or BRQ_ENOMEM; *cfg is then zeroed and holds nothing.
-BRQ_MUSTCHECK int brq_config_load_from(struct brq_config *cfg, const struct brq_config_sources *src,
-				       struct brq_config_problems *problems);
+BRQ_MUSTCHECK int brq_config_load_from(brq_config *cfg, const brq_config_sources *src,
+				       brq_config_problems *problems);
 
 // brq_config_load_from() with an env file and a lookup, no check.
-BRQ_MUSTCHECK int brq_config_load(struct brq_config *cfg, const char *env_file, brq_config_getenv_fn lookup,
-				  void *lookup_arg, struct brq_config_problems *problems);
+BRQ_MUSTCHECK int brq_config_load(brq_config *cfg, const char *env_file, brq_config_getenv_fn lookup,
+				  void *lookup_arg, brq_config_problems *problems);
 
 // Releases everything *cfg owns (wiping the DSN first) and zeroes it. Accepts a zeroed
 // or already released struct.
-void brq_config_fini(struct brq_config *cfg);
+void brq_config_fini(brq_config *cfg);
 
 // Effective settings for `topic` (NULL or unknown topic: the globals). Outputs may be
 // NULL. Topic lookup is a linear scan (overrides are few).
-void brq_config_topic_settings(const struct brq_config *cfg, const char *topic, uint32_t *max_attempts,
+void brq_config_topic_settings(const brq_config *cfg, const char *topic, uint32_t *max_attempts,
 			       uint64_t *backoff_base_ms, uint64_t *backoff_max_ms, uint64_t *lease_ms);
 
 // Parses a boolean (true/false, 1/0, yes/no), exposed for tests. Returns 0 and writes

@@ -15,13 +15,13 @@
 // --- problems ---------------------------------------------------------------------
 
 void
-brq_config_problems_init(struct brq_config_problems *p)
+brq_config_problems_init(brq_config_problems *p)
 {
 	memset(p, 0, sizeof(*p));
 }
 
 void
-brq_config_problems_fini(struct brq_config_problems *p)
+brq_config_problems_fini(brq_config_problems *p)
 {
 	if (p == NULL) {
 		return;
@@ -34,7 +34,7 @@ brq_config_problems_fini(struct brq_config_problems *p)
 }
 
 void
-brq_config_problem_add(struct brq_config_problems *p, const char *fmt, ...)
+brq_config_problem_add(brq_config_problems *p, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

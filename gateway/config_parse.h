@@ -44,9 +44,9 @@ struct source {
 
 // One load in progress: the sources and the problems found so far.
 struct loader {
-	struct source               src;
-	struct brq_config_problems *p;
-	bool                        is_oom;
+	struct source        src;
+	brq_config_problems *p;
+	bool                 is_oom;
 };
 
 // Result of reading one variable.
@@ -71,10 +71,10 @@ const char *brq_cfg_src_get(const struct source *src, const char *name);
 
 // --- config_topics.c ---
 // Parses BROOQ_TOPIC_OVERRIDES into cfg->topic_overrides; problems go to L->p.
-void brq_cfg_get_topic_overrides(struct loader *L, struct brq_config *cfg);
+void brq_cfg_get_topic_overrides(struct loader *L, brq_config *cfg);
 // Adds a problem for each topic whose effective backoff_max < backoff_base.
-void brq_cfg_check_topic_backoff(struct loader *L, const struct brq_config *cfg);
+void brq_cfg_check_topic_backoff(struct loader *L, const brq_config *cfg);
 // The shortest lease: the global one or a topic's.
-uint64_t brq_cfg_min_lease_ms(const struct brq_config *cfg);
+uint64_t brq_cfg_min_lease_ms(const brq_config *cfg);
 
 #endif

@@ -25,7 +25,7 @@ static const char var[] = "BROOQ_TOPIC_OVERRIDES";
 
 // The has_ flag of the override key [ka, kb) and its name, or NULL for an unknown key.
 static bool *
-override_key(struct brq_topic_override *o, const char *ka, const char *kb, const char **key)
+override_key(brq_topic_override *o, const char *ka, const char *kb, const char **key)
 {
 	static const char *const names[] = {"max_attempts", "backoff_base", "backoff_max", "lease"};
 	bool *const has[] = {&o->has_max_attempts, &o->has_backoff_base, &o->has_backoff_max, &o->has_lease};
@@ -41,7 +41,7 @@ override_key(struct brq_topic_override *o, const char *ka, const char *kb, const
 // Parses the value of one override key (`has` names which) into o.
 static void
 parse_override_value(struct loader *L, const char *label, const char *key, const char *val, bool *has,
-		     struct brq_topic_override *o)
+		     brq_topic_override *o)
 {
 	char        lo[32], hi[32];
 	const char *why;
@@ -80,8 +80,7 @@ parse_override_value(struct loader *L, const char *label, const char *key, const
 
 // Parses one "key=value" of a topic entry into o. `label` names the entry in problems.
 static void
-parse_override_kv(struct loader *L, const char *label, const char *a, const char *b,
-		  struct brq_topic_override *o)
+parse_override_kv(struct loader *L, const char *label, const char *a, const char *b, brq_topic_override *o)
 {
 	char        val[64];
 	const char *key = NULL;
@@ -122,7 +121,7 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 
 // Parses one "topic:k=v,k=v" entry [a, b) into a new array element.
 static void
-parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, const char *a, const char *b)
+parse_override_entry(struct loader *L, brq_config *cfg, size_t index, const char *a, const char *b)
 {
 	char label[BRQ_CONFIG_TOPIC_MAX + 32];
 
@@ -144,7 +143,7 @@ parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, con
 			var, index, BRQ_CONFIG_TOPIC_MAX);
 		return;
 	}
-	struct brq_topic_override o;
+	brq_topic_override o;
 	memset(&o, 0, sizeof(o));
 	memcpy(o.topic, ta, (size_t) (tb - ta));
 	snprintf(label, sizeof(label), "%s", o.topic);
@@ -178,8 +177,7 @@ parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, con
 		brq_config_problem_add(L->p, "%s: more than %d topics", var, BRQ_CONFIG_MAX_TOPIC_OVERRIDES);
 		return;
 	}
-	struct brq_topic_override *no =
-		realloc(cfg->topic_overrides, (cfg->n_topic_overrides + 1) * sizeof(*no));
+	brq_topic_override *no = realloc(cfg->topic_overrides, (cfg->n_topic_overrides + 1) * sizeof(*no));
 	if (no == NULL) {
 		L->is_oom = true;
 		return;
@@ -189,7 +187,7 @@ parse_override_entry(struct loader *L, struct brq_config *cfg, size_t index, con
 }
 
 void
-brq_cfg_get_topic_overrides(struct loader *L, struct brq_config *cfg)
+brq_cfg_get_topic_overrides(struct loader *L, brq_config *cfg)
 {
 	const char *s = brq_cfg_src_get(&L->src, "BROOQ_TOPIC_OVERRIDES");
 	if (s == NULL) {
@@ -208,12 +206,12 @@ brq_cfg_get_topic_overrides(struct loader *L, struct brq_config *cfg)
 }
 
 void
-brq_cfg_check_topic_backoff(struct loader *L, const struct brq_config *cfg)
+brq_cfg_check_topic_backoff(struct loader *L, const brq_config *cfg)
 {
 	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
-		const struct brq_topic_override *o = &cfg->topic_overrides[i];
-		uint64_t eb = o->has_backoff_base ? o->backoff_base_ms : cfg->backoff_base_ms;
-		uint64_t em = o->has_backoff_max ? o->backoff_max_ms : cfg->backoff_max_ms;
+		const brq_topic_override *o = &cfg->topic_overrides[i];
+		uint64_t eb                 = o->has_backoff_base ? o->backoff_base_ms : cfg->backoff_base_ms;
+		uint64_t em                 = o->has_backoff_max ? o->backoff_max_ms : cfg->backoff_max_ms;
 		if (em < eb) {
 			brq_config_problem_add(L->p,
 					       "%s: %s: backoff_max must be at least backoff_base "
@@ -224,7 +222,7 @@ brq_cfg_check_topic_backoff(struct loader *L, const struct brq_config *cfg)
 }
 
 uint64_t
-brq_cfg_min_lease_ms(const struct brq_config *cfg)
+brq_cfg_min_lease_ms(const brq_config *cfg)
 {
 	uint64_t min_lease = cfg->lease_ms;
 	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {

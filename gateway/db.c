@@ -259,7 +259,7 @@ brq_db_error(brq_db *db, const PGresult *r)
 }
 
 // Opens db->conn without blocking past connect_timeout_ms (or a stop). Returns 0
-// or -1 (db->errmsg set, no connection).
+// or BRQ_EUNAVAIL (db->errmsg set, no connection).
 static int
 open_conn(brq_db *db)
 {
@@ -271,7 +271,7 @@ open_conn(brq_db *db)
 	db->conn = PQconnectStartParams(kw, val, 1);
 	if (db->conn == NULL) {
 		set_errmsg(db, "out of memory");
-		return -1;
+		return BRQ_EUNAVAIL;
 	}
 	uint64_t                  deadline = brq_now_ms() + db->o.connect_timeout_ms;
 	PostgresPollingStatusType st       = PGRES_POLLING_WRITING;
@@ -280,20 +280,20 @@ open_conn(brq_db *db)
 		if (rv <= 0) {
 			set_errmsg(db, rv == 0 ? "connect timed out" : "stopping");
 			drop(db);
-			return -1;
+			return BRQ_EUNAVAIL;
 		}
 		st = PQconnectPoll(db->conn);
 	}
 	if (PQstatus(db->conn) != CONNECTION_OK) {
 		set_errmsg(db, PQerrorMessage(db->conn));
 		drop(db);
-		return -1;
+		return BRQ_EUNAVAIL;
 	}
 	PQsetNoticeProcessor(db->conn, NULL, NULL);
 	return 0;
 }
 
-// Runs the session settings and prepares every statement. Returns 0 or -1.
+// Runs the session settings and prepares every statement. Returns 0 or BRQ_EUNAVAIL.
 static int
 setup_conn(brq_db *db)
 {
@@ -303,7 +303,7 @@ setup_conn(brq_db *db)
 		if (!brq_db_ok(r)) {
 			(void) brq_db_error(db, r);
 			PQclear(r);
-			return -1;
+			return BRQ_EUNAVAIL;
 		}
 		PQclear(r);
 	}
@@ -311,7 +311,7 @@ setup_conn(brq_db *db)
 		const brq_db_stmt *s = &db->o.stmts[i];
 		if (!PQsendPrepare(db->conn, s->name, s->text, s->nparams, NULL)) {
 			set_errmsg(db, PQerrorMessage(db->conn));
-			return -1;
+			return BRQ_EUNAVAIL;
 		}
 		r = collect(db, brq_now_ms() + db->o.connect_timeout_ms);
 		if (!brq_db_ok(r)) {
@@ -319,11 +319,11 @@ setup_conn(brq_db *db)
 			BRQ_LOG_ERROR("db_prepare_failed", "conn=%s stmt=%s error=%s", db->o.name, s->name,
 				      BRQ_LOG_Q(db->errmsg));
 			PQclear(r);
-			return -1;
+			return BRQ_EUNAVAIL;
 		}
 		PQclear(r);
 	}
-	return db->conn != NULL ? 0 : -1;
+	return db->conn != NULL ? 0 : BRQ_EUNAVAIL;
 }
 
 bool

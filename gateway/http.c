@@ -22,21 +22,23 @@
 #define DATABASE_FAILING     "database unavailable"
 
 struct brq_http {
-	nng_http_server      *server; // our hold on NNG's (shared, refcounted) server
-	struct brq_http_check checks[BRQ_HTTP_MAX_CHECKS];
-	size_t                n_checks;
-	uint16_t              port; // as bound
+	nng_http_server *server; // our hold on NNG's (shared, refcounted) server
+	brq_http_check   checks[BRQ_HTTP_MAX_CHECKS];
+	size_t           n_checks;
+	uint16_t         port; // as bound
 };
 
+// NNG's error as ours: an address in use is BRQ_EUNAVAIL (another process holds
+// it: retrying later may help).
 static int
-nng_to_errno(int rv)
+nng_to_err(int rv)
 {
 	switch (rv) {
-	case NNG_ENOMEM: return -ENOMEM;
-	case NNG_EADDRINUSE: return -EADDRINUSE;
+	case NNG_ENOMEM: return BRQ_ENOMEM;
+	case NNG_EADDRINUSE: return BRQ_EUNAVAIL;
 	case NNG_EADDRINVAL:
-	case NNG_EINVAL: return -EINVAL;
-	default: return -EIO;
+	case NNG_EINVAL: return BRQ_EINVAL;
+	default: return BRQ_EIO;
 	}
 }
 
@@ -71,7 +73,7 @@ reply(uint16_t status, const char *content_type, const void *body, size_t len)
 	return res;
 }
 
-static struct brq_http *
+static brq_http *
 handler_owner(nng_aio *aio)
 {
 	nng_http_handler *hd = nng_aio_get_input(aio, 1);
@@ -104,11 +106,11 @@ metrics_cb(nng_aio *aio)
 static void
 healthz_cb(nng_aio *aio)
 {
-	struct brq_http *h = handler_owner(aio);
-	char             body[BRQ_HTTP_MAX_CHECKS * 64];
-	size_t           len = 0;
+	brq_http *h = handler_owner(aio);
+	char      body[BRQ_HTTP_MAX_CHECKS * 64];
+	size_t    len = 0;
 	for (size_t i = 0; i < h->n_checks; i++) {
-		const struct brq_http_check *c = &h->checks[i];
+		const brq_http_check *c = &h->checks[i];
 		if (c->fn == NULL || c->fn(c->arg)) {
 			continue;
 		}
@@ -126,7 +128,7 @@ healthz_cb(nng_aio *aio)
 
 // Allocates a GET handler for path and registers it; on success the server owns it.
 static int
-add_handler(struct brq_http *h, const char *path, void (*cb)(nng_aio *))
+add_handler(brq_http *h, const char *path, void (*cb)(nng_aio *))
 {
 	nng_http_handler *hd;
 	int               rv = nng_http_handler_alloc(&hd, path, cb);
@@ -144,31 +146,30 @@ add_handler(struct brq_http *h, const char *path, void (*cb)(nng_aio *))
 }
 
 int
-brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg, struct brq_http **out)
+brq_http_start(const brq_config *cfg, brq_http_health_fn fn, void *arg, brq_http **out)
 {
-	struct brq_http_check check = {.fn = fn, .arg = arg, .failing = DATABASE_FAILING};
+	brq_http_check check = {.fn = fn, .arg = arg, .failing = DATABASE_FAILING};
 	return brq_http_start_checks(cfg, &check, 1, out);
 }
 
 int
-brq_http_start_checks(const struct brq_config *cfg, const struct brq_http_check *checks, size_t n,
-		      struct brq_http **out)
+brq_http_start_checks(const brq_config *cfg, const brq_http_check *checks, size_t n, brq_http **out)
 {
-	struct brq_http *h   = NULL;
-	nng_url         *url = NULL;
-	char             buf[300];
-	int              rv;
+	brq_http *h   = NULL;
+	nng_url  *url = NULL;
+	char      buf[300];
+	int       rv;
 
 	if (!cfg->http_enabled) {
 		*out = NULL;
 		return 0;
 	}
 	if (cfg->http_host == NULL || strlen(cfg->http_host) > 255 || n > BRQ_HTTP_MAX_CHECKS) {
-		return -EINVAL;
+		return BRQ_EINVAL;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (checks[i].failing == NULL || strlen(checks[i].failing) > 62) {
-			return -EINVAL;
+			return BRQ_EINVAL;
 		}
 	}
 	// IPv6 literals are kept without brackets in the config; a URL needs them.
@@ -183,7 +184,7 @@ brq_http_start_checks(const struct brq_config *cfg, const struct brq_http_check 
 
 	h = calloc(1, sizeof(*h));
 	if (h == NULL) {
-		return -ENOMEM;
+		return BRQ_ENOMEM;
 	}
 	if (n > 0) {
 		memcpy(h->checks, checks, n * sizeof(*checks));
@@ -225,17 +226,17 @@ fail:
 		nng_url_free(url);
 	}
 	free(h);
-	return nng_to_errno(rv);
+	return nng_to_err(rv);
 }
 
 uint16_t
-brq_http_port(const struct brq_http *h)
+brq_http_port(const brq_http *h)
 {
 	return h != NULL ? h->port : 0;
 }
 
 void
-brq_http_stop(struct brq_http *h)
+brq_http_stop(brq_http *h)
 {
 	if (h == NULL) {
 		return;

@@ -30,6 +30,8 @@
 // it must be thread-safe and must never block.
 typedef bool (*brq_http_health_fn)(void *arg);
 
+typedef struct brq_http_check brq_http_check;
+
 // One /healthz check: healthy when fn(arg) is true (fn NULL: always healthy).
 // `failing` is the line the 503 body carries when it is not, without the newline.
 struct brq_http_check {
@@ -42,7 +44,7 @@ struct brq_http_check {
 #define BRQ_HTTP_MAX_CHECKS 4
 
 // A running HTTP endpoint (opaque).
-struct brq_http;
+typedef struct brq_http brq_http; // opaque
 
 // Starts serving on cfg->http_host:cfg->http_port. A port of 0 binds an ephemeral
 // port (tests; see brq_http_port). Logs a warning when the host is not loopback (the
@@ -52,21 +54,20 @@ struct brq_http;
 //   cfg:     read during the call only.
 // Returns 0 and sets *out (owned by the caller, release with brq_http_stop()).
 // With cfg->http_enabled false, returns 0 and sets *out to NULL (nothing to stop).
-// On failure returns -EADDRINUSE (port taken), -EINVAL (bad host), -ENOMEM or -EIO,
+// On failure returns BRQ_EUNAVAIL (port taken), BRQ_EINVAL (bad host), BRQ_ENOMEM or BRQ_EIO,
 // logs why, and leaves *out untouched. The one check is named "database unavailable".
-BRQ_MUSTCHECK int brq_http_start(const struct brq_config *cfg, brq_http_health_fn fn, void *arg,
-				 struct brq_http **out);
+BRQ_MUSTCHECK int brq_http_start(const brq_config *cfg, brq_http_health_fn fn, void *arg, brq_http **out);
 
-// The same with n (0..BRQ_HTTP_MAX_CHECKS, else -EINVAL) /healthz checks, copied; each
+// The same with n (0..BRQ_HTTP_MAX_CHECKS, else BRQ_EINVAL) /healthz checks, copied; each
 // check's arg must stay valid until brq_http_stop() returns.
-BRQ_MUSTCHECK int brq_http_start_checks(const struct brq_config *cfg, const struct brq_http_check *checks,
-					size_t n, struct brq_http **out);
+BRQ_MUSTCHECK int brq_http_start_checks(const brq_config *cfg, const brq_http_check *checks, size_t n,
+					brq_http **out);
 
 // The TCP port actually bound (useful when started with port 0); 0 for NULL.
-uint16_t brq_http_port(const struct brq_http *h);
+uint16_t brq_http_port(const brq_http *h);
 
 // Stops the listener, closes every connection, waits for running handlers, and
 // frees h. After it returns, fn is never called again. NULL is a no-op.
-void brq_http_stop(struct brq_http *h);
+void brq_http_stop(brq_http *h);
 
 #endif // BRQ_GATEWAY_HTTP_H

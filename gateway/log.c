@@ -166,26 +166,26 @@ brq_log_quote(char *buf, size_t cap, const char *val)
 }
 
 void
-brq_log_set_level(enum brq_log_level level)
+brq_log_set_level(brq_log_level level)
 {
 	atomic_store_explicit(&log_level, (int) level, memory_order_relaxed);
 }
 
-enum brq_log_level
+brq_log_level
 brq_log_get_level(void)
 {
-	return (enum brq_log_level) atomic_load_explicit(&log_level, memory_order_relaxed);
+	return (brq_log_level) atomic_load_explicit(&log_level, memory_order_relaxed);
 }
 
 int
-brq_log_parse_level(const char *s, enum brq_log_level *out)
+brq_log_parse_level(const char *s, brq_log_level *out)
 {
 	if (s == NULL) {
 		return BRQ_EINVAL;
 	}
 	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
 		if (strcmp(s, level_names[i]) == 0) {
-			*out = (enum brq_log_level) i;
+			*out = (brq_log_level) i;
 			return 0;
 		}
 	}
@@ -193,7 +193,7 @@ brq_log_parse_level(const char *s, enum brq_log_level *out)
 }
 
 const char *
-brq_log_level_name(enum brq_log_level level)
+brq_log_level_name(brq_log_level level)
 {
 	if ((int) level < 0 || (size_t) level >= sizeof(level_names) / sizeof(level_names[0])) {
 		return "unknown";
@@ -202,7 +202,7 @@ brq_log_level_name(enum brq_log_level level)
 }
 
 bool
-brq_log_enabled(enum brq_log_level level)
+brq_log_enabled(brq_log_level level)
 {
 	return (int) level >= atomic_load_explicit(&log_level, memory_order_relaxed);
 }
@@ -293,7 +293,7 @@ write_all(int fd, const char *buf, size_t len)
 }
 
 void
-brq_log_write(enum brq_log_level level, const char *msg, const char *fmt, ...)
+brq_log_write(brq_log_level level, const char *msg, const char *fmt, ...)
 {
 	char   line[BRQ_LOG_LINE_MAX];
 	char   qmsg[MSG_QUOTE_MAX];

@@ -19,7 +19,7 @@
 // sees the levels; journald strips the prefix.
 //
 // Rate limits: events a peer can trigger at will (auth_failed) go through a
-// struct brq_log_limit: the first `burst` per interval are written, the rest are
+// brq_log_limit: the first `burst` per interval are written, the rest are
 // counted and reported by one "log_suppressed" line (metrics still count each one).
 //
 // Secrets: never pass tokens, DSNs or payloads. Values that may contain spaces, '"',
@@ -47,22 +47,23 @@ enum brq_log_level {
 	BRQ_LOG_LVL_WARN  = 2,
 	BRQ_LOG_LVL_ERROR = 3,
 };
+typedef enum brq_log_level brq_log_level;
 
 // Sets the global minimum level (default: info). Events below it are dropped before
 // their arguments are formatted.
-void brq_log_set_level(enum brq_log_level level);
+void brq_log_set_level(brq_log_level level);
 
-enum brq_log_level brq_log_get_level(void);
+brq_log_level brq_log_get_level(void);
 
 // Parses "debug", "info", "warn" or "error" (exact, lowercase). Returns 0 and writes
 // *out on success; BRQ_EINVAL (out untouched) otherwise.
-BRQ_MUSTCHECK int brq_log_parse_level(const char *s, enum brq_log_level *out);
+BRQ_MUSTCHECK int brq_log_parse_level(const char *s, brq_log_level *out);
 
 // Wire name of a level ("debug" ...); "unknown" for out-of-range values.
-const char *brq_log_level_name(enum brq_log_level level);
+const char *brq_log_level_name(brq_log_level level);
 
 // True if an event at `level` would be written.
-bool brq_log_enabled(enum brq_log_level level);
+bool brq_log_enabled(brq_log_level level);
 
 // Output seam: lines go to this fd (default STDERR_FILENO). Returns the previous fd.
 // The fd stays owned by the caller; the logger never closes it. Tests point it at a
@@ -80,7 +81,7 @@ bool brq_log_detect_journal(int fd);
 // may be NULL for "no fields") formats the fields, e.g. "op=%s req=%s". Any control
 // character produced by `fmt` is replaced by '?' so that one call is always one line.
 // Does not check the level: use the BRQ_LOG_* macros.
-void brq_log_write(enum brq_log_level level, const char *msg, const char *fmt, ...)
+void brq_log_write(brq_log_level level, const char *msg, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 // Renders `val` as a logfmt value into buf (capacity cap >= 8) and returns buf.
@@ -105,21 +106,23 @@ char *brq_log_quote(char *buf, size_t cap, const char *val);
 			brq_log_write((lvl), (msg), __VA_ARGS__); \
 	} while (0)
 
+typedef struct brq_log_limit brq_log_limit;
+
 // One rate limit for one kind of event. Define it static, with BRQ_LOG_LIMIT_INIT;
 // it must live as long as the process (the flush list keeps a pointer to it).
 // Fields after interval_ms are private to log_limit.c, guarded by mtx.
 struct brq_log_limit {
-	const char        *event;       // event name, named by the summary line
-	enum brq_log_level level;       // level of the summary line (the event's level)
-	uint32_t           burst;       // lines written per window
-	uint32_t           interval_ms; // window length
+	const char   *event;       // event name, named by the summary line
+	brq_log_level level;       // level of the summary line (the event's level)
+	uint32_t      burst;       // lines written per window
+	uint32_t      interval_ms; // window length
 
-	pthread_mutex_t       mtx;
-	uint64_t              window_ms;     // brq_now_ms() when the window opened; 0: no window
-	uint32_t              written;       // lines written in the window
-	uint64_t              suppressed;    // events dropped in the window, not yet reported
-	struct brq_log_limit *next;          // flush list (guarded by the list's lock)
-	_Atomic(bool)         is_registered; // on the flush list
+	pthread_mutex_t mtx;
+	uint64_t        window_ms;     // brq_now_ms() when the window opened; 0: no window
+	uint32_t        written;       // lines written in the window
+	uint64_t        suppressed;    // events dropped in the window, not yet reported
+	brq_log_limit  *next;          // flush list (guarded by the list's lock)
+	_Atomic(bool)   is_registered; // on the flush list
 };
 
 #define BRQ_LOG_LIMIT_INIT(ev, lvl, n, ms)                                        \
@@ -132,7 +135,7 @@ struct brq_log_limit {
 // `burst` of its window). An event after the window ended first writes the summary of
 // the window ("msg=log_suppressed event=E suppressed=N interval_ms=I") if events were
 // dropped, then opens a new window. Any thread.
-bool brq_log_limit_take(struct brq_log_limit *lim);
+bool brq_log_limit_take(brq_log_limit *lim);
 
 // Writes the summary of every limit whose window has ended (or every limit, when
 // is_final) with dropped events, and closes those windows. Call about once a second

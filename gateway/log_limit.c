@@ -8,11 +8,11 @@
 
 // Every limit that has been used, for brq_log_limit_flush(). Limits are static
 // objects that live as long as the process, so entries are never removed.
-static pthread_mutex_t       list_mtx  = PTHREAD_MUTEX_INITIALIZER;
-static struct brq_log_limit *list_head = NULL;
+static pthread_mutex_t list_mtx  = PTHREAD_MUTEX_INITIALIZER;
+static brq_log_limit  *list_head = NULL;
 
 static void
-register_limit(struct brq_log_limit *lim)
+register_limit(brq_log_limit *lim)
 {
 	pthread_mutex_lock(&list_mtx);
 	if (!atomic_load(&lim->is_registered)) {
@@ -24,14 +24,14 @@ register_limit(struct brq_log_limit *lim)
 }
 
 static void
-write_summary(const struct brq_log_limit *lim, uint64_t suppressed)
+write_summary(const brq_log_limit *lim, uint64_t suppressed)
 {
 	brq_log_write(lim->level, "log_suppressed", "event=%s suppressed=%llu interval_ms=%u burst=%u",
 		      BRQ_LOG_Q(lim->event), (unsigned long long) suppressed, lim->interval_ms, lim->burst);
 }
 
 bool
-brq_log_limit_take(struct brq_log_limit *lim)
+brq_log_limit_take(brq_log_limit *lim)
 {
 	uint64_t now    = brq_now_ms();
 	uint64_t report = 0;
@@ -69,7 +69,7 @@ brq_log_limit_flush(bool is_final)
 	uint64_t now = brq_now_ms();
 
 	pthread_mutex_lock(&list_mtx);
-	for (struct brq_log_limit *lim = list_head; lim != NULL; lim = lim->next) {
+	for (brq_log_limit *lim = list_head; lim != NULL; lim = lim->next) {
 		uint64_t report = 0;
 		pthread_mutex_lock(&lim->mtx);
 		bool has_ended = lim->window_ms != 0 && now - lim->window_ms >= lim->interval_ms;

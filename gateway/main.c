@@ -37,12 +37,12 @@ struct args {
 
 // Everything main starts, in start order; stopped in reverse.
 struct services {
-	struct brq_selfprobe *probe;
-	brq_store            *store;
-	brq_server            srv;
-	brq_janitor           jan;
-	brq_monitor          *mon;
-	struct brq_http      *http;
+	brq_selfprobe *probe;
+	brq_store     *store;
+	brq_server     srv;
+	brq_janitor    jan;
+	brq_monitor   *mon;
+	brq_http      *http;
 };
 
 static void
@@ -83,7 +83,7 @@ parse_args(int argc, char **argv, struct args *a)
 // One problem per line, naming the variable or file. Under journald each line gets
 // the error priority ("<3>"), so `journalctl -p err` shows why the start failed.
 static void
-print_problems(const struct brq_config_problems *p, bool is_journal)
+print_problems(const brq_config_problems *p, bool is_journal)
 {
 	const char *prio = is_journal ? "<3>" : "";
 	fprintf(stderr, "%sbrooq-gateway: invalid configuration (%zu problem%s):\n", prio, p->count,
@@ -97,10 +97,10 @@ print_problems(const struct brq_config_problems *p, bool is_journal)
 // Configuration and tokens, every problem in one round. Returns -1 to go on, else the
 // exit status (2: invalid configuration).
 static int
-load(const struct args *a, struct brq_config *cfg, struct brq_auth *auth)
+load(const struct args *a, brq_config *cfg, brq_auth *auth)
 {
-	struct brq_config_problems problems;
-	brq_auth_set              *set = NULL;
+	brq_config_problems problems;
+	brq_auth_set       *set = NULL;
 
 	if (sodium_init() < 0 || brq_auth_open(auth) != 0) {
 		fprintf(stderr, "brooq-gateway: libsodium failed to initialise\n");
@@ -126,7 +126,7 @@ notify_or_log(const char *state)
 }
 
 static int
-start(struct services *sv, const brq_config *cfg, struct brq_auth *auth)
+start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 {
 	if (brq_selfprobe_new(cfg, auth, &sv->probe) != 0) // adds its token: before the server
 		return BRQ_EUNAVAIL;
@@ -143,8 +143,8 @@ start(struct services *sv, const brq_config *cfg, struct brq_auth *auth)
 				  .on_ready_arg = &sv->srv};
 	if (brq_monitor_start(sv->store, &mopts, &sv->mon) != 0)
 		goto out_janitor;
-	struct brq_http_check checks[] = {{brq_monitor_healthy, sv->mon, "database unavailable"},
-					  {brq_selfprobe_healthy, sv->probe, "rpc listener not answering"}};
+	brq_http_check checks[] = {{brq_monitor_healthy, sv->mon, "database unavailable"},
+				   {brq_selfprobe_healthy, sv->probe, "rpc listener not answering"}};
 	if (brq_selfprobe_start(sv->probe) != 0 ||
 	    (cfg->http_enabled && brq_http_start_checks(cfg, checks, 2, &sv->http) != 0))
 		goto out_monitor;
@@ -218,12 +218,12 @@ serve(const sigset_t *sigs, brq_reload *r)
 int
 main(int argc, char **argv)
 {
-	struct args       a    = {0};
-	struct brq_config cfg  = {0};
-	struct brq_auth   auth = {0};
-	struct services   sv   = {0};
-	sigset_t          sigs;
-	int               rc = parse_args(argc, argv, &a);
+	struct args     a    = {0};
+	brq_config      cfg  = {0};
+	brq_auth        auth = {0};
+	struct services sv   = {0};
+	sigset_t        sigs;
+	int             rc = parse_args(argc, argv, &a);
 
 	if (rc >= 0)
 		return rc;

@@ -71,7 +71,7 @@ max_u64(uint64_t a, uint64_t b)
 }
 
 static bool
-is_stopping(struct brq_monitor *m)
+is_stopping(brq_monitor *m)
 {
 	return atomic_load_explicit(&m->is_stopping, memory_order_acquire);
 }
@@ -79,7 +79,7 @@ is_stopping(struct brq_monitor *m)
 bool
 brq_monitor_healthy(void *arg)
 {
-	struct brq_monitor *m = arg;
+	brq_monitor *m = arg;
 	if (m == NULL) {
 		return false;
 	}
@@ -88,7 +88,7 @@ brq_monitor_healthy(void *arg)
 }
 
 static void
-refresh_db_up(struct brq_monitor *m)
+refresh_db_up(brq_monitor *m)
 {
 	brq_metrics_db_up_set(brq_monitor_healthy(m) ? 1 : 0);
 }
@@ -96,7 +96,7 @@ refresh_db_up(struct brq_monitor *m)
 // Waits on the condvar until deadline (monotonic ms) or stop, in slices so that
 // brooq_db_up follows the health verdict while idle. Returns false when stopping.
 static bool
-sleep_until(struct brq_monitor *m, uint64_t deadline_ms)
+sleep_until(brq_monitor *m, uint64_t deadline_ms)
 {
 	pthread_mutex_lock(&m->mu);
 	while (!is_stopping(m)) {
@@ -116,7 +116,7 @@ sleep_until(struct brq_monitor *m, uint64_t deadline_ms)
 
 // Every answer from the server, result or error, proves it is reachable.
 static void
-note_answer(struct brq_monitor *m)
+note_answer(brq_monitor *m)
 {
 	uint64_t last = brq_store_last_answer_ms(&m->conn);
 	if (last > atomic_load_explicit(&m->last_ok_ms, memory_order_acquire)) {
@@ -202,9 +202,9 @@ group_counts(const brq_store_depth_row *rows, size_t n, struct rows *rs)
 }
 
 // Merges fresh active counts with the cached terminal counts (both sorted by topic)
-// and publishes the snapshot. Returns 0 or -1 (out of memory; nothing published).
+// and publishes the snapshot. Returns 0 or BRQ_ENOMEM (nothing published).
 static int
-publish(struct brq_monitor *m, const struct rows *active)
+publish(brq_monitor *m, const struct rows *active)
 {
 	size_t         cap = active->n + m->terminal.n;
 	brq_depth_row *out = calloc(cap > 0 ? cap : 1, sizeof(*out));
@@ -243,9 +243,9 @@ publish(struct brq_monitor *m, const struct rows *active)
 }
 
 // The terminal count (exact, or estimated from a page sample when the table is too
-// big for the budget). Returns 0, or -1 when the connection was lost.
+// big for the budget). Returns 0, or BRQ_EUNAVAIL when the connection was lost.
 static int
-terminal_count(struct brq_monitor *m)
+terminal_count(brq_monitor *m)
 {
 	struct rows          term = {0};
 	brq_store_depth_row *rows;
@@ -255,7 +255,7 @@ terminal_count(struct brq_monitor *m)
 	int                  rv   = brq_store_depth(&m->conn, BRQ_DEPTH_TERMINAL, pct, &rows, &n);
 	uint64_t             took = brq_now_ms() - t0;
 	if (rv != 0 && !brq_store_is_up(&m->conn)) {
-		return -1;
+		return BRQ_EUNAVAIL;
 	}
 	if (rv == BRQ_ETIMEDOUT && pct > SAMPLE_MIN_PCT) {
 		// Too big for the budget: sample fewer pages and retry soon.
@@ -286,9 +286,9 @@ terminal_count(struct brq_monitor *m)
 }
 
 // The active count and oldest ready age, published with the cached terminal counts.
-// Returns 0, or -1 when the connection was lost.
+// Returns 0, or BRQ_EUNAVAIL when the connection was lost.
 static int
-depth_count(struct brq_monitor *m)
+depth_count(brq_monitor *m)
 {
 	struct rows          active = {0};
 	brq_store_depth_row *rows;
@@ -298,7 +298,7 @@ depth_count(struct brq_monitor *m)
 	uint64_t             took = brq_now_ms() - t0;
 
 	if (rv != 0 && !brq_store_is_up(&m->conn)) {
-		return -1;
+		return BRQ_EUNAVAIL;
 	}
 	m->next_depth_ms = t0 + max_u64(m->interval_ms, THROTTLE * took);
 	if (rv != 0) {
@@ -328,14 +328,14 @@ depth_count(struct brq_monitor *m)
 //   2. at most one count, each bounded by the budget: the terminal count when it is
 //      due, otherwise the active count when it is due.
 // So the gap between two answers never exceeds max(interval, budget) plus a ping,
-// below the health window. Returns 0, or -1 when the connection was lost.
+// below the health window. Returns 0, or BRQ_EUNAVAIL when the connection was lost.
 static int
-tick(struct brq_monitor *m)
+tick(brq_monitor *m)
 {
 	int rv = brq_store_ping(&m->conn);
 	note_answer(m);
 	if (rv != 0) {
-		return -1;
+		return BRQ_EUNAVAIL;
 	}
 	uint64_t now             = brq_now_ms();
 	bool     is_terminal_due = now >= m->next_terminal_ms;
@@ -354,7 +354,7 @@ tick(struct brq_monitor *m)
 }
 
 static void
-note_failure(struct brq_monitor *m)
+note_failure(brq_monitor *m)
 {
 	if (!m->is_down) {
 		m->is_down = true;
@@ -365,7 +365,7 @@ note_failure(struct brq_monitor *m)
 }
 
 static void
-note_recovery(struct brq_monitor *m)
+note_recovery(brq_monitor *m)
 {
 	if (m->is_down) {
 		m->is_down = false;
@@ -376,13 +376,13 @@ note_recovery(struct brq_monitor *m)
 static void *
 monitor_main(void *arg)
 {
-	struct brq_monitor *m = arg;
+	brq_monitor *m = arg;
 
 	while (!is_stopping(m)) {
 		uint64_t start = brq_now_ms();
 		// While the database is away the connection's own backoff (from the
 		// interval up to max(interval, 5 s)) decides when to try again.
-		int rv = brq_store_ready(&m->conn) ? tick(m) : -1;
+		int rv = brq_store_ready(&m->conn) ? tick(m) : BRQ_EUNAVAIL;
 		if (is_stopping(m)) {
 			break;
 		}
@@ -400,7 +400,7 @@ monitor_main(void *arg)
 }
 
 static void
-monitor_free(struct brq_monitor *m)
+monitor_free(brq_monitor *m)
 {
 	if (m == NULL) {
 		return;

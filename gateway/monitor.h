@@ -69,7 +69,7 @@ void brq_monitor_stop(brq_monitor *mon);
 // True iff the database answered a round trip (any answer, even an error such as a
 // count that ran out of its budget) within the last max(3 x interval, 3 s).
 // Thread-safe, never blocks (reads one atomic timestamp). The argument is a
-// struct brq_monitor *, typed void * so that the function is a brq_http_health_fn.
+// brq_monitor *, typed void * so that the function is a brq_http_health_fn.
 bool brq_monitor_healthy(void *mon);
 
 #endif // BRQ_GATEWAY_MONITOR_H

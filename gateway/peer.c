@@ -8,7 +8,7 @@
 
 #include "log.h"
 
-static struct brq_log_limit auth_failed_limit = BRQ_LOG_LIMIT_INIT(
+static brq_log_limit auth_failed_limit = BRQ_LOG_LIMIT_INIT(
 	"auth_failed", BRQ_LOG_LVL_WARN, BRQ_PEER_AUTH_LOG_BURST, BRQ_PEER_AUTH_LOG_INTERVAL_MS);
 
 // "peer=ADDR:PORT" of an IPv4/IPv6 remote address, or false.

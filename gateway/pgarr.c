@@ -133,7 +133,7 @@ int
 brq_pgarr_end(brq_pgarr *a)
 {
 	if (a->oom || a->data == NULL)
-		return -1;
+		return BRQ_ENOMEM;
 	put32(a->data, 1);
 	put32(a->data + 4, a->has_null ? 1 : 0);
 	put32(a->data + 8, a->oid);

@@ -47,7 +47,7 @@ void brq_pgarr_text(brq_pgarr *a, const char *p, size_t len);
 void brq_pgarr_uuid(brq_pgarr *a, const uint8_t uuid[16]);
 void brq_pgarr_null(brq_pgarr *a);
 
-// Finishes the header (element count, null flag). Returns 0, or -1 if an append ran
+// Finishes the header (element count, null flag). Returns 0, or BRQ_ENOMEM if an append ran
 // out of memory. The array is then data[0..len) in binary format.
 BRQ_MUSTCHECK int brq_pgarr_end(brq_pgarr *a);
 

@@ -20,12 +20,14 @@
 #define BRQ_POOL_GROUP_MAX  64
 #define BRQ_POOL_GROUP_JOBS 10000
 
+typedef struct brq_pool brq_pool;
+
 // One pool thread: its connection, which is its own (no lock).
 typedef struct brq_pool_thread {
-	struct brq_pool *pool;
-	pthread_t        thread;
-	char             name[32];
-	brq_store_conn   conn;
+	brq_pool      *pool;
+	pthread_t      thread;
+	char           name[32];
+	brq_store_conn conn;
 } brq_pool_thread;
 
 // Runs work on a pool thread's connection: one item, or a group of enqueue requests
@@ -34,7 +36,7 @@ typedef struct brq_pool_thread {
 // each. The pool resets the connection's borrowed outputs after it returns.
 typedef void (*brq_pool_run_fn)(void *arg, brq_store_conn *c, brq_work *w);
 
-typedef struct brq_pool {
+struct brq_pool {
 	pthread_mutex_t  mtx;
 	pthread_cond_t   cv;
 	brq_work        *head, *tail; // FIFO of queued items
@@ -43,7 +45,7 @@ typedef struct brq_pool {
 	brq_pool_thread *threads;
 	brq_pool_run_fn  run;
 	void            *arg;
-} brq_pool;
+};
 
 // Starts n threads with connections of store st (connected lazily, so the gateway
 // starts while PostgreSQL is down and answers `unavailable` meanwhile). Borrows st.

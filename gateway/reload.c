@@ -9,12 +9,12 @@
 
 // The token check run inside the configuration load (config.h brq_config_sources).
 struct token_check {
-	const struct brq_auth *auth;
-	brq_auth_set          *set; // out
+	const brq_auth *auth;
+	brq_auth_set   *set; // out
 };
 
 static int
-check_tokens(const struct brq_config *cfg, void *arg, struct brq_config_problems *problems)
+check_tokens(const brq_config *cfg, void *arg, brq_config_problems *problems)
 {
 	struct token_check *tc = arg;
 	if (cfg->n_worker_token_files + cfg->n_admin_token_files == 0) {
@@ -24,11 +24,11 @@ check_tokens(const struct brq_config *cfg, void *arg, struct brq_config_problems
 }
 
 int
-brq_reload_load(const char *env_file, const struct brq_auth *auth, struct brq_config *cfg, brq_auth_set **set,
-		struct brq_config_problems *problems)
+brq_reload_load(const char *env_file, const brq_auth *auth, brq_config *cfg, brq_auth_set **set,
+		brq_config_problems *problems)
 {
-	struct token_check        tc  = {.auth = auth};
-	struct brq_config_sources src = {.env_file = env_file, .check = check_tokens, .check_arg = &tc};
+	struct token_check tc  = {.auth = auth};
+	brq_config_sources src = {.env_file = env_file, .check = check_tokens, .check_arg = &tc};
 
 	*set   = NULL;
 	int rc = brq_config_load_from(cfg, &src, problems);
@@ -40,16 +40,16 @@ brq_reload_load(const char *env_file, const struct brq_auth *auth, struct brq_co
 	return 0;
 }
 
-// Settings a reload cannot change: where each lives in struct brq_config.
+// Settings a reload cannot change: where each lives in brq_config.
 struct fixed_field {
 	const char *var;
 	size_t      offset;
 	size_t      size;
 };
 
-#define FIELD(var, member)                                                                          \
-	{                                                                                           \
-		var, offsetof(struct brq_config, member), sizeof(((struct brq_config *) 0)->member) \
+#define FIELD(var, member)                                                            \
+	{                                                                             \
+		var, offsetof(brq_config, member), sizeof(((brq_config *) 0)->member) \
 	}
 
 static const struct fixed_field fixed_fields[] = {
@@ -100,7 +100,7 @@ list_var(char *buf, size_t cap, const char *var)
 
 // Names (never values: the DSN is one) of the settings that differ and need a restart.
 static void
-restart_needed(const struct brq_config *old, const struct brq_config *cur, char *buf, size_t cap)
+restart_needed(const brq_config *old, const brq_config *cur, char *buf, size_t cap)
 {
 	buf[0] = '\0';
 	if (str_differs(old->dsn, cur->dsn)) {
@@ -130,10 +130,10 @@ restart_needed(const struct brq_config *old, const struct brq_config *cur, char 
 int
 brq_reload_run(brq_reload *r)
 {
-	struct brq_config          cfg;
-	struct brq_config_problems problems;
-	brq_auth_set              *set = NULL;
-	char                       fixed[512];
+	brq_config          cfg;
+	brq_config_problems problems;
+	brq_auth_set       *set = NULL;
+	char                fixed[512];
 
 	BRQ_LOG_INFO("reload_started", "env_file=%s", BRQ_LOG_Q(r->env_file != NULL ? r->env_file : "-"));
 	int rc = brq_reload_load(r->env_file, r->auth, &cfg, &set, &problems);

@@ -18,10 +18,10 @@
 #include "log.h"
 
 typedef struct brq_reload {
-	const char              *env_file;  // borrowed: --env-file, or NULL
-	struct brq_auth         *auth;      // borrowed: the tokens requests are checked against
-	const struct brq_config *cfg;       // borrowed: the configuration the gateway started with
-	enum brq_log_level       log_level; // the level in force
+	const char       *env_file;  // borrowed: --env-file, or NULL
+	brq_auth         *auth;      // borrowed: the tokens requests are checked against
+	const brq_config *cfg;       // borrowed: the configuration the gateway started with
+	brq_log_level     log_level; // the level in force
 } brq_reload;
 
 // Loads the configuration (env_file may be NULL; the process environment) and reads
@@ -30,8 +30,8 @@ typedef struct brq_reload {
 // free it). Returns 0, BRQ_EINVAL (problems listed in *problems; the caller must
 // brq_config_problems_fini() it whatever the result) or BRQ_ENOMEM; on failure *cfg is
 // zeroed and *set NULL.
-BRQ_MUSTCHECK int brq_reload_load(const char *env_file, const struct brq_auth *auth, struct brq_config *cfg,
-				  brq_auth_set **set, struct brq_config_problems *problems);
+BRQ_MUSTCHECK int brq_reload_load(const char *env_file, const brq_auth *auth, brq_config *cfg,
+				  brq_auth_set **set, brq_config_problems *problems);
 
 // One reload (SIGHUP), as described above; logs what changed, or why nothing did.
 // Returns 0, or BRQ_EINVAL / BRQ_ENOMEM when the previous state was kept. Call from

@@ -90,7 +90,7 @@ check_reply(nng_msg *m, char *why, size_t whylen)
 // the send waits for the connection, at most timeout_ms), a ping, its reply. Returns
 // 0, or a BRQ_E* code with the reason in why (never the token).
 static int
-probe_once(struct brq_selfprobe *p, char *why, size_t whylen)
+probe_once(brq_selfprobe *p, char *why, size_t whylen)
 {
 	nng_socket  s;
 	nng_msg    *m   = NULL;
@@ -143,9 +143,9 @@ out:
 static void *
 probe_main(void *arg)
 {
-	struct brq_selfprobe *p     = arg;
-	bool                  is_ok = true; // log the first failure, and recoveries only
-	char                  why[WHY_MAX];
+	brq_selfprobe *p     = arg;
+	bool           is_ok = true; // log the first failure, and recoveries only
+	char           why[WHY_MAX];
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->is_stopping) {
@@ -177,7 +177,7 @@ probe_main(void *arg)
 }
 
 int
-brq_selfprobe_new(const struct brq_config *cfg, struct brq_auth *auth, struct brq_selfprobe **out)
+brq_selfprobe_new(const brq_config *cfg, brq_auth *auth, brq_selfprobe **out)
 {
 	unsigned char raw[TOKEN_BYTES];
 	const char   *off = NULL;
@@ -194,8 +194,8 @@ brq_selfprobe_new(const struct brq_config *cfg, struct brq_auth *auth, struct br
 		return 0;
 	}
 
-	struct brq_selfprobe *p   = calloc(1, sizeof(*p));
-	size_t                cap = strlen(cfg->listen) + 16; // a wildcard host grows by at most 9
+	brq_selfprobe *p   = calloc(1, sizeof(*p));
+	size_t         cap = strlen(cfg->listen) + 16; // a wildcard host grows by at most 9
 	if (p == NULL || (p->url = malloc(cap)) == NULL) {
 		goto nomem;
 	}
@@ -229,7 +229,7 @@ nomem:
 }
 
 int
-brq_selfprobe_start(struct brq_selfprobe *p)
+brq_selfprobe_start(brq_selfprobe *p)
 {
 	if (p == NULL) {
 		return 0;
@@ -246,7 +246,7 @@ brq_selfprobe_start(struct brq_selfprobe *p)
 }
 
 void
-brq_selfprobe_free(struct brq_selfprobe *p)
+brq_selfprobe_free(brq_selfprobe *p)
 {
 	if (p == NULL) {
 		return;
@@ -268,7 +268,7 @@ brq_selfprobe_free(struct brq_selfprobe *p)
 bool
 brq_selfprobe_healthy(void *arg)
 {
-	struct brq_selfprobe *p = arg;
+	brq_selfprobe *p = arg;
 	if (p == NULL) {
 		return true;
 	}

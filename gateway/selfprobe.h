@@ -31,23 +31,22 @@
 #include "auth.h"
 #include "config.h"
 
-struct brq_selfprobe; // opaque
+typedef struct brq_selfprobe brq_selfprobe; // opaque
 
 // Step 1, before the server starts (auth is read-only once it serves): makes the
 // probe's token and adds it to *auth as a worker token. cfg and auth are borrowed and
 // must outlive the probe. Returns 0 and sets *out (NULL when the probe is off), or
 // BRQ_ENOMEM (logged; *out untouched, auth unchanged).
-BRQ_MUSTCHECK int brq_selfprobe_new(const struct brq_config *cfg, struct brq_auth *auth,
-				    struct brq_selfprobe **out);
+BRQ_MUSTCHECK int brq_selfprobe_new(const brq_config *cfg, brq_auth *auth, brq_selfprobe **out);
 
 // Step 2, once the server listens: starts the probe thread; the first probe runs at
 // once. NULL is a no-op returning 0. Returns BRQ_EIO when the thread cannot start.
-BRQ_MUSTCHECK int brq_selfprobe_start(struct brq_selfprobe *p);
+BRQ_MUSTCHECK int brq_selfprobe_start(brq_selfprobe *p);
 
 // Stops the thread (a running probe ends within its timeout), wipes the token and
 // frees p. Stop the HTTP endpoint first: it calls brq_selfprobe_healthy(p). NULL is
 // a no-op.
-void brq_selfprobe_free(struct brq_selfprobe *p);
+void brq_selfprobe_free(brq_selfprobe *p);
 
 // /healthz check (a brq_http_health_fn): true when the listener answered recently, or
 // when the probe is off (p NULL). Thread-safe, never blocks.

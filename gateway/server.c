@@ -427,7 +427,7 @@ work_stop_free(brq_server *s)
 }
 
 int
-brq_server_start(brq_server *s, const brq_config *cfg, const struct brq_auth *auth, const brq_store *st)
+brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, const brq_store *st)
 {
 	int rv;
 	memset(s, 0, sizeof(*s));

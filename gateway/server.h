@@ -27,12 +27,12 @@
 #define BRQ_SERVER_RECHECK_MS 30000
 
 typedef struct brq_server {
-	const brq_config      *cfg;  // borrowed
-	const struct brq_auth *auth; // borrowed
-	brq_limits             lim;
-	brq_pool               pool;
-	brq_waiters            waiters;
-	brq_ops                ops;
+	const brq_config *cfg;  // borrowed
+	const brq_auth   *auth; // borrowed
+	brq_limits        lim;
+	brq_pool          pool;
+	brq_waiters       waiters;
+	brq_ops           ops;
 
 	nng_socket   sock;
 	nng_listener listener;
@@ -52,7 +52,7 @@ extern int (*brq_server_msg_alloc)(nng_msg **m, size_t size);
 // work items, starts the pool on store st, and begins receiving. Borrows cfg, auth
 // and st, which must outlive the server. Returns 0, or a BRQ_E* code (logged) with
 // nothing left running.
-BRQ_MUSTCHECK int brq_server_start(brq_server *s, const brq_config *cfg, const struct brq_auth *auth,
+BRQ_MUSTCHECK int brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth,
 				   const brq_store *st);
 
 // Graceful stop (NNG-NOTES §2.3.5): refuse new work with `unavailable`, answer

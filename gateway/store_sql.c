@@ -74,9 +74,9 @@ topic_case(FILE *f, const brq_config *cfg, const char *col, enum setting which)
 					   : cfg->backoff_max_ms;
 	bool     any = false;
 	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
-		const struct brq_topic_override *o = &cfg->topic_overrides[i];
-		bool                             has;
-		uint64_t                         v;
+		const brq_topic_override *o = &cfg->topic_overrides[i];
+		bool                      has;
+		uint64_t                  v;
 		switch (which) {
 		case LEASE_MS: has = o->has_lease, v = o->lease_ms; break;
 		case BACKOFF_BASE_MS: has = o->has_backoff_base, v = o->backoff_base_ms; break;

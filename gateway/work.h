@@ -33,14 +33,14 @@ struct brq_work {
 	nng_ctx        ctx;
 	void          *srv; // the server (server.c's type), for the callback
 
-	nng_msg      *msg;   // the request while it is handled; req borrows from it
-	nng_msg      *spare; // kept for an error reply when no message can be allocated
-	brq_request   req;   // decoded request (strings point into msg)
-	brq_arena     arena; // req's arrays, and what must outlive a long-poll round
-	brq_buf       out;   // the reply being built
-	enum brq_role role;
-	brq_status    code;    // status of the reply, for metrics
-	uint32_t      pipe_id; // the requester's pipe, to notice it going away
+	nng_msg    *msg;   // the request while it is handled; req borrows from it
+	nng_msg    *spare; // kept for an error reply when no message can be allocated
+	brq_request req;   // decoded request (strings point into msg)
+	brq_arena   arena; // req's arrays, and what must outlive a long-poll round
+	brq_buf     out;   // the reply being built
+	brq_role    role;
+	brq_status  code;    // status of the reply, for metrics
+	uint32_t    pipe_id; // the requester's pipe, to notice it going away
 
 	uint64_t start_us;     // when the request arrived (monotonic)
 	uint64_t deadline_ms;  // long-poll: when the wait ends (monotonic); 0 = no wait

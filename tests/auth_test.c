@@ -21,9 +21,9 @@
 #define A1 "admin-one-0123456789abcdefghijklmnopqrstuvwxyz!"
 #define A2 "admin-two-\x01\x02\x7f\xff binary and spaces inside ok"
 
-static struct brq_auth            auth;
-static struct brq_config_problems probs;
-static char                       tmpdir[64];
+static brq_auth            auth;
+static brq_config_problems probs;
+static char                tmpdir[64];
 
 static void
 setup(void)
@@ -77,7 +77,7 @@ has_problem(const char *needle)
 	return false;
 }
 
-static enum brq_role
+static brq_role
 check(const char *tok)
 {
 	return brq_auth_check(&auth, tok, strlen(tok));
@@ -281,7 +281,7 @@ Test(auth, role_permissions_follow_the_table)
 		cr_assert(brq_auth_role_may(BRQ_ROLE_ADMIN, ops[i].admin_only), "admin %s", ops[i].op);
 		cr_assert_not(brq_auth_role_may(BRQ_ROLE_NONE, ops[i].admin_only), "none %s", ops[i].op);
 	}
-	cr_assert_not(brq_auth_role_may((enum brq_role) 99, false));
+	cr_assert_not(brq_auth_role_may((brq_role) 99, false));
 	cr_assert_str_eq(brq_auth_role_name(BRQ_ROLE_NONE), "none");
 	cr_assert_str_eq(brq_auth_role_name(BRQ_ROLE_WORKER), "worker");
 	cr_assert_str_eq(brq_auth_role_name(BRQ_ROLE_ADMIN), "admin");
@@ -289,9 +289,9 @@ Test(auth, role_permissions_follow_the_table)
 
 Test(auth, loads_from_a_config_struct)
 {
-	char             *w = TOKEN_FILE("w", W1, 0600);
-	char             *a = TOKEN_FILE("a", A1, 0600);
-	struct brq_config cfg;
+	char      *w = TOKEN_FILE("w", W1, 0600);
+	char      *a = TOKEN_FILE("a", A1, 0600);
+	brq_config cfg;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.worker_token_files   = &w;
 	cfg.n_worker_token_files = 1;
@@ -317,7 +317,7 @@ Test(auth, loading_twice_and_fini_twice_is_clean)
 	brq_auth_fini(&auth);
 	brq_auth_fini(NULL);
 	// Each init draws a new key: the same token hashes differently per instance.
-	struct brq_auth other;
+	brq_auth other;
 	load_standard();
 	const char *w[] = {TOKEN_FILE("w9", W1, 0600)};
 	cr_assert_eq(brq_auth_init(&other, w, 1, NULL, 0, &probs), 0);
@@ -428,7 +428,7 @@ checker(void *arg)
 		if (check(W1) != BRQ_ROLE_WORKER) {
 			(*bad)++;
 		}
-		enum brq_role r = check(A1);
+		brq_role r = check(A1);
 		if (r != BRQ_ROLE_ADMIN && r != BRQ_ROLE_NONE) {
 			(*bad)++;
 		}

@@ -49,9 +49,9 @@ tab_lookup(const char *name, void *arg)
 	return NULL;
 }
 
-static struct brq_config          cfg;
-static struct brq_config_problems probs;
-static char                       tmpdir[64];
+static brq_config          cfg;
+static brq_config_problems probs;
+static char                tmpdir[64];
 
 static void
 setup(void)
@@ -853,19 +853,19 @@ Test(config, reads_values_exactly_as_systemds_own_parser)
 
 Test(config, reports_unknown_brooq_variables_in_the_environment)
 {
-	char                     *envp[] = {"BROOQ_DSN=x",
-					    "BROOQ_LEAES=30s",
-					    "PATH=/bin",
-					    "BROOQ_URL=ipc:///x",
-					    "BROOQ_TOKEN_FILE=/t",
-					    "BROOQ_MIGRATIONS_DIR=/m",
-					    "BROOQ_TEST_BIN_DIR=/b",
-					    "BROOQ_BENCH_URL=/u",
-					    "BROOQ_SOURCE_DIR=/s",
-					    "BROOQ_=",
-					    "BROOQ_POOL_SIZE",
-					    NULL};
-	struct brq_config_sources src = {.lookup = tab_lookup, .lookup_arg = (void *) minimal, .envp = envp};
+	char              *envp[] = {"BROOQ_DSN=x",
+				     "BROOQ_LEAES=30s",
+				     "PATH=/bin",
+				     "BROOQ_URL=ipc:///x",
+				     "BROOQ_TOKEN_FILE=/t",
+				     "BROOQ_MIGRATIONS_DIR=/m",
+				     "BROOQ_TEST_BIN_DIR=/b",
+				     "BROOQ_BENCH_URL=/u",
+				     "BROOQ_SOURCE_DIR=/s",
+				     "BROOQ_=",
+				     "BROOQ_POOL_SIZE",
+				     NULL};
+	brq_config_sources src    = {.lookup = tab_lookup, .lookup_arg = (void *) minimal, .envp = envp};
 	cr_assert_eq(brq_config_load_from(&cfg, &src, &probs), BRQ_EINVAL);
 	dump_problems();
 	cr_assert(has_problem("environment: unknown variable BROOQ_LEAES"));
@@ -883,7 +883,7 @@ struct check_arg {
 };
 
 static int
-fake_check(const struct brq_config *c, void *arg, struct brq_config_problems *p)
+fake_check(const brq_config *c, void *arg, brq_config_problems *p)
 {
 	struct check_arg *a = arg;
 	a->calls++;
@@ -896,11 +896,11 @@ fake_check(const struct brq_config *c, void *arg, struct brq_config_problems *p)
 
 Test(config, reports_a_later_stages_problems_in_the_same_round)
 {
-	struct check_arg          a   = {.rc = BRQ_EINVAL};
-	struct brq_config_sources src = {.lookup     = tab_lookup,
-					 .lookup_arg = (void *) ENV({"BROOQ_LEASE", "120"}),
-					 .check      = fake_check,
-					 .check_arg  = &a};
+	struct check_arg   a   = {.rc = BRQ_EINVAL};
+	brq_config_sources src = {.lookup     = tab_lookup,
+				  .lookup_arg = (void *) ENV({"BROOQ_LEASE", "120"}),
+				  .check      = fake_check,
+				  .check_arg  = &a};
 	cr_assert_eq(brq_config_load_from(&cfg, &src, &probs), BRQ_EINVAL);
 	cr_assert_eq(a.calls, 1);
 	cr_assert(has_problem("BROOQ_LEASE: duration needs a unit"));
@@ -927,7 +927,7 @@ Test(config, parses_topic_overrides)
 		     0);
 	dump_problems();
 	cr_assert_eq(cfg.n_topic_overrides, 2);
-	const struct brq_topic_override *o = &cfg.topic_overrides[0];
+	const brq_topic_override *o = &cfg.topic_overrides[0];
 	cr_assert_str_eq(o->topic, "email.send");
 	cr_assert(o->has_max_attempts && o->has_backoff_base && o->has_backoff_max && o->has_lease);
 	cr_assert_eq(o->max_attempts, 10);
@@ -1142,7 +1142,7 @@ Test(config, uses_the_process_environment_without_a_lookup)
 
 Test(config, fini_is_safe_twice_and_on_zeroed_structs)
 {
-	struct brq_config c;
+	brq_config c;
 	memset(&c, 0, sizeof(c));
 	brq_config_fini(&c);
 	brq_config_fini(NULL);
@@ -1196,7 +1196,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	int             rc    = load_file(out_path, env);
 	dump_problems();
 	cr_assert_eq(rc, 0);
-	struct brq_config def;
+	brq_config def;
 	cr_assert_eq(brq_config_init_defaults(&def), 0);
 	cr_assert_str_eq(cfg.listen, def.listen);
 	cr_assert_eq(cfg.ipc_mode, def.ipc_mode);

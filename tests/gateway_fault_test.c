@@ -25,17 +25,17 @@
 #include "store.h"
 #include "testdb.h"
 
-static char           *dsn;
-static PGconn         *db;
-static char            dir[64];
-static char            url[128];
-static char            token[65];
-static brq_config      cfg;
-static struct brq_auth auth;
-static brq_store      *store;
-static brq_server      srv;
-static brq_arena       arena;
-static const char     *env[16][2];
+static char       *dsn;
+static PGconn     *db;
+static char        dir[64];
+static char        url[128];
+static char        token[65];
+static brq_config  cfg;
+static brq_auth    auth;
+static brq_store  *store;
+static brq_server  srv;
+static brq_arena   arena;
+static const char *env[16][2];
 
 static const char *
 lookup(const char *name, void *arg)
@@ -69,7 +69,7 @@ setup(void)
 		{"BROOQ_DSN", dsn},           {"BROOQ_LISTEN", url},    {"BROOQ_WORKER_TOKEN_FILES", tokfile},
 		{"BROOQ_HTTP_LISTEN", "off"}, {"BROOQ_POOL_SIZE", "1"}, {NULL, NULL}};
 	memcpy(env, pairs, sizeof(pairs));
-	struct brq_config_problems p = {0};
+	brq_config_problems p = {0};
 	cr_assert_eq(brq_config_load(&cfg, NULL, lookup, NULL, &p), 0, "%s", p.count ? p.lines[0] : "");
 	brq_config_problems_fini(&p);
 	brq_config_problems_init(&p);

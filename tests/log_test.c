@@ -154,7 +154,7 @@ Test(log, default_level_is_info)
 
 Test(log, parses_level_names_and_rejects_others)
 {
-	enum brq_log_level l = BRQ_LOG_LVL_ERROR;
+	brq_log_level l = BRQ_LOG_LVL_ERROR;
 	cr_assert_eq(brq_log_parse_level("debug", &l), 0);
 	cr_assert_eq(l, BRQ_LOG_LVL_DEBUG);
 	cr_assert_eq(brq_log_parse_level("info", &l), 0);
@@ -170,7 +170,7 @@ Test(log, parses_level_names_and_rejects_others)
 	cr_assert_neq(brq_log_parse_level(NULL, &l), 0);
 	cr_assert_eq(l, BRQ_LOG_LVL_ERROR, "output must be untouched on failure");
 	cr_assert_str_eq(brq_log_level_name(BRQ_LOG_LVL_WARN), "warn");
-	cr_assert_str_eq(brq_log_level_name((enum brq_log_level) 17), "unknown");
+	cr_assert_str_eq(brq_log_level_name((brq_log_level) 17), "unknown");
 }
 
 Test(log, quote_leaves_plain_values_alone_and_quotes_the_rest)
@@ -405,7 +405,7 @@ suppressed_total(const char *out, const char *event)
 	return sum;
 }
 
-static struct brq_log_limit burst_limit = BRQ_LOG_LIMIT_INIT("flood", BRQ_LOG_LVL_WARN, 5, 60000);
+static brq_log_limit burst_limit = BRQ_LOG_LIMIT_INIT("flood", BRQ_LOG_LVL_WARN, 5, 60000);
 
 Test(log, a_limit_writes_the_first_burst_and_reports_the_rest_at_the_final_flush)
 {
@@ -424,7 +424,7 @@ Test(log, a_limit_writes_the_first_burst_and_reports_the_rest_at_the_final_flush
 		  "got: %s", out);
 }
 
-static struct brq_log_limit short_limit = BRQ_LOG_LIMIT_INIT("short", BRQ_LOG_LVL_WARN, 3, 100);
+static brq_log_limit short_limit = BRQ_LOG_LIMIT_INIT("short", BRQ_LOG_LVL_WARN, 3, 100);
 
 Test(log, a_limit_reports_at_the_next_event_after_the_window_and_at_a_periodic_flush)
 {
@@ -460,7 +460,7 @@ count_eval(void)
 	return ++evaluated;
 }
 
-static struct brq_log_limit eval_limit = BRQ_LOG_LIMIT_INIT("eval", BRQ_LOG_LVL_WARN, 2, 60000);
+static brq_log_limit eval_limit = BRQ_LOG_LIMIT_INIT("eval", BRQ_LOG_LVL_WARN, 2, 60000);
 
 Test(log, a_limit_does_not_evaluate_arguments_of_dropped_lines)
 {
@@ -474,7 +474,7 @@ struct flood_arg {
 	int n;
 };
 
-static struct brq_log_limit thread_limit = BRQ_LOG_LIMIT_INIT("threads", BRQ_LOG_LVL_WARN, 10, 60000);
+static brq_log_limit thread_limit = BRQ_LOG_LIMIT_INIT("threads", BRQ_LOG_LVL_WARN, 10, 60000);
 
 static void *
 flood(void *arg)

@@ -105,13 +105,13 @@ render(void)
 	return out;
 }
 
-static struct brq_config
+static brq_config
 http_cfg(uint16_t port)
 {
-	struct brq_config cfg = {0};
-	cfg.http_enabled      = true;
-	cfg.http_host         = "127.0.0.1";
-	cfg.http_port         = port;
+	brq_config cfg   = {0};
+	cfg.http_enabled = true;
+	cfg.http_host    = "127.0.0.1";
+	cfg.http_port    = port;
 	return cfg;
 }
 
@@ -137,8 +137,8 @@ TestSuite(http, .init = metrics_setup, .fini = metrics_teardown, .timeout = 60);
 
 Test(http, serves_metrics_in_the_text_format)
 {
-	struct brq_config cfg = http_cfg(0);
-	struct brq_http  *h   = NULL;
+	brq_config cfg = http_cfg(0);
+	brq_http  *h   = NULL;
 	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
 	uint16_t port = brq_http_port(h);
 	cr_assert_neq(port, 0);
@@ -163,9 +163,9 @@ Test(http, serves_metrics_in_the_text_format)
 
 Test(http, healthz_follows_the_health_function)
 {
-	volatile bool     healthy = false;
-	struct brq_config cfg     = http_cfg(0);
-	struct brq_http  *h       = NULL;
+	volatile bool healthy = false;
+	brq_config    cfg     = http_cfg(0);
+	brq_http     *h       = NULL;
 	cr_assert_eq(brq_http_start(&cfg, flag_health, (void *) &healthy, &h), 0);
 	uint16_t port = brq_http_port(h);
 	char    *body;
@@ -184,11 +184,11 @@ Test(http, healthz_follows_the_health_function)
 
 Test(http, healthz_names_every_failing_check)
 {
-	volatile bool               db = true, rpc = false;
-	const struct brq_http_check checks[] = {{flag_health, (void *) &db, "database unavailable"},
-						{flag_health, (void *) &rpc, "rpc listener not answering"}};
-	struct brq_config           cfg      = http_cfg(0);
-	struct brq_http            *h        = NULL;
+	volatile bool        db = true, rpc = false;
+	const brq_http_check checks[] = {{flag_health, (void *) &db, "database unavailable"},
+					 {flag_health, (void *) &rpc, "rpc listener not answering"}};
+	brq_config           cfg      = http_cfg(0);
+	brq_http            *h        = NULL;
 	cr_assert_eq(brq_http_start_checks(&cfg, checks, 2, &h), 0);
 	uint16_t port = brq_http_port(h);
 	char    *body;
@@ -208,18 +208,18 @@ Test(http, healthz_names_every_failing_check)
 	brq_http_stop(h);
 
 	/* Too many checks, or one without its line: refused, nothing started. */
-	struct brq_http_check many[BRQ_HTTP_MAX_CHECKS + 1] = {{NULL, NULL, "x"}};
-	h                                                   = NULL;
-	cr_assert_eq(brq_http_start_checks(&cfg, many, BRQ_HTTP_MAX_CHECKS + 1, &h), -EINVAL);
-	struct brq_http_check unnamed = {flag_health, (void *) &db, NULL};
-	cr_assert_eq(brq_http_start_checks(&cfg, &unnamed, 1, &h), -EINVAL);
+	brq_http_check many[BRQ_HTTP_MAX_CHECKS + 1] = {{NULL, NULL, "x"}};
+	h                                            = NULL;
+	cr_assert_eq(brq_http_start_checks(&cfg, many, BRQ_HTTP_MAX_CHECKS + 1, &h), BRQ_EINVAL);
+	brq_http_check unnamed = {flag_health, (void *) &db, NULL};
+	cr_assert_eq(brq_http_start_checks(&cfg, &unnamed, 1, &h), BRQ_EINVAL);
 	cr_assert_null(h);
 }
 
 Test(http, unknown_paths_are_404_and_other_methods_405)
 {
-	struct brq_config cfg = http_cfg(0);
-	struct brq_http  *h   = NULL;
+	brq_config cfg = http_cfg(0);
+	brq_http  *h   = NULL;
 	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
 	uint16_t port = brq_http_port(h);
 	cr_assert_eq(http_req(port, "GET", "/", NULL, NULL), 404);
@@ -232,8 +232,8 @@ Test(http, unknown_paths_are_404_and_other_methods_405)
 
 Test(http, disabled_starts_nothing_and_stop_accepts_null)
 {
-	struct brq_config cfg = {0};
-	struct brq_http  *h   = (struct brq_http *) &cfg; /* poison: must be overwritten */
+	brq_config cfg = {0};
+	brq_http  *h   = (brq_http *) &cfg; /* poison: must be overwritten */
 	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
 	cr_assert_null(h);
 	cr_assert_eq(brq_http_port(h), 0);
@@ -252,17 +252,17 @@ Test(http, a_port_in_use_is_reported)
 	socklen_t sl = sizeof(sa);
 	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &sl), 0);
 
-	struct brq_config cfg = http_cfg(ntohs(sa.sin_port));
-	struct brq_http  *h   = NULL;
-	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), -EADDRINUSE);
+	brq_config cfg = http_cfg(ntohs(sa.sin_port));
+	brq_http  *h   = NULL;
+	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), BRQ_EUNAVAIL);
 	cr_assert_null(h);
 	close(fd);
 }
 
 Test(http, stops_while_clients_are_connected)
 {
-	struct brq_config cfg = http_cfg(0);
-	struct brq_http  *h   = NULL;
+	brq_config cfg = http_cfg(0);
+	brq_http  *h   = NULL;
 	cr_assert_eq(brq_http_start(&cfg, NULL, NULL, &h), 0);
 	/* An idle keep-alive connection and a half-sent request must not block stop. */
 	int fds[2];
@@ -356,7 +356,7 @@ await_sample(const char *series, double want, uint64_t timeout_ms)
 }
 
 static bool
-await_health(struct brq_monitor *m, bool want, uint64_t timeout_ms)
+await_health(brq_monitor *m, bool want, uint64_t timeout_ms)
 {
 	uint64_t end = mono_ms() + timeout_ms;
 	while (brq_monitor_healthy(m) != want) {
@@ -385,7 +385,7 @@ Test(monitor, depth_gauges_follow_the_table)
 			"INSERT INTO job (topic, state) VALUES ('a', 'done'), ('a', 'done'), ('a', 'done'),"
 			" ('a', 'dead'), ('b', 'canceled')");
 
-	struct brq_monitor *m = start_monitor(dsn, 100);
+	brq_monitor *m = start_monitor(dsn, 100);
 	cr_assert(await_health(m, true, 5000), "monitor never reached the database");
 	cr_assert_eq(await_sample("brooq_jobs{topic=\"a\",state=\"pending\"}", 3, 5000), 3);
 	char *t = render();
@@ -461,7 +461,7 @@ Test(monitor, terminal_counts_fall_back_to_an_estimate_when_over_budget)
 Test(monitor, is_unhealthy_until_the_database_answers_and_stops_promptly)
 {
 	/* Nothing listens on this socket directory: every attempt fails at once. */
-	struct brq_monitor *m = start_monitor("host=/nonexistent/brooq user=nobody dbname=x", 100);
+	brq_monitor *m = start_monitor("host=/nonexistent/brooq user=nobody dbname=x", 100);
 	usleep(500 * 1000);
 	cr_assert_not(brq_monitor_healthy(m));
 	char *t = render();
@@ -486,7 +486,7 @@ Test(monitor, stops_promptly_while_connecting_to_a_silent_server)
 	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%u user=x dbname=x sslmode=disable",
 		 ntohs(sa.sin_port));
 
-	struct brq_monitor *m = start_monitor(conninfo, 100);
+	brq_monitor *m = start_monitor(conninfo, 100);
 	usleep(300 * 1000);
 	cr_assert_not(brq_monitor_healthy(m));
 	uint64_t t0 = mono_ms();
@@ -497,7 +497,7 @@ Test(monitor, stops_promptly_while_connecting_to_a_silent_server)
 
 Test(monitor, health_turns_false_when_the_database_goes_away_and_back_when_it_returns)
 {
-	struct brq_monitor *m = start_monitor(dsn, 100);
+	brq_monitor *m = start_monitor(dsn, 100);
 	cr_assert(await_health(m, true, 5000));
 
 	/* Forbid new connections to this database (from another one: a database cannot
@@ -533,9 +533,9 @@ Test(monitor, health_turns_false_when_the_database_goes_away_and_back_when_it_re
 
 Test(monitor, serves_healthz_through_http)
 {
-	struct brq_monitor *m   = start_monitor(dsn, 100);
-	struct brq_config   cfg = http_cfg(0);
-	struct brq_http    *h   = NULL;
+	brq_monitor *m   = start_monitor(dsn, 100);
+	brq_config   cfg = http_cfg(0);
+	brq_http    *h   = NULL;
 	cr_assert_eq(brq_http_start(&cfg, brq_monitor_healthy, m, &h), 0);
 	cr_assert(await_health(m, true, 5000));
 	cr_assert_eq(http_req(brq_http_port(h), "GET", "/healthz", NULL, NULL), 200);
