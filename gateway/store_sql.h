@@ -53,7 +53,7 @@ enum lookup_col { LOOKUP_COLS(BRQ_COL_ENUM) LOOKUP__N };
 	X(CLAIM_PAYLOAD, "j.payload::text")                                           \
 	X(CLAIM_ATTEMPTS, "j.attempts")                                               \
 	X(CLAIM_MAX_ATTEMPTS, "j.max_attempts")                                       \
-	X(CLAIM_TOKEN_INDEX, "array_position((SELECT a FROM ids), j.id)")             \
+	X(CLAIM_TOKEN_INDEX, "c.k")                                                   \
 	X(CLAIM_LOCKED_UNTIL_MS, "(extract(epoch FROM j.locked_until) * 1000)::int8") \
 	X(CLAIM_CREATED_MS, "(extract(epoch FROM j.created_at) * 1000)::int8")
 enum claim_col { CLAIM_COLS(BRQ_COL_ENUM) CLAIM__N };
@@ -69,7 +69,7 @@ enum hb_col { HB_COLS(BRQ_COL_ENUM) HB__N };
 	X(SETTLE_ID, "j.id")       \
 	X(SETTLE_STATE, "j.state") \
 	X(SETTLE_TOPIC, "j.topic") \
-	X(SETTLE_ATTEMPT_S, "extract(epoch FROM now() - o.updated_at)::float8")
+	X(SETTLE_ATTEMPT_S, "extract(epoch FROM now() - j.claimed_at)::float8")
 enum settle_col { SETTLE_COLS(BRQ_COL_ENUM) SETTLE__N };
 
 // unclaim (leases given back): one row per lease returned.

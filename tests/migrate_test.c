@@ -70,7 +70,7 @@ Test(migrate, up_applies_every_migration_and_records_goose_versions)
 	char *v = brq_testdb_value(db,
 				   "SELECT string_agg(version_id::text || ':' || is_applied::text, ','"
 				   " ORDER BY id) FROM goose_db_version");
-	cr_assert_str_eq(v, "0:true,1:true,2:true,3:true,4:true");
+	cr_assert_str_eq(v, "0:true,1:true,2:true,3:true,4:true,5:true");
 	free(v);
 }
 
@@ -81,7 +81,7 @@ Test(migrate, up_twice_is_a_no_op)
 	cr_assert_eq(brooqctl("up", &out), 0);
 	cr_assert_not_null(strstr(out, "no migrations to apply"), "%s", out);
 	free(out);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 5);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 6);
 }
 
 Test(migrate, down_to_zero_then_up_round_trips)
@@ -107,14 +107,18 @@ Test(migrate, each_migration_applies_and_rolls_back_alone)
 		"SELECT count(*) FROM pg_class WHERE relname = 'job_idempotency_uq'",
 		"SELECT count(*) FROM pg_class WHERE relname = 'job_retention_idx'",
 		"SELECT count(*) FROM pg_class WHERE relname = 'job_claim_topic_idx'",
+		"SELECT count(*) FROM pg_attribute WHERE attrelid = 'job'::regclass AND attname = "
+		"'claimed_at'"
+		" AND NOT attisdropped",
 	};
-	for (int v = 1; v <= 4; v++) {
+	enum { N = sizeof(owned) / sizeof(owned[0]) };
+	for (int v = 1; v <= N; v++) {
 		char args[32];
 		snprintf(args, sizeof(args), "up-to %d", v);
 		cr_assert_eq(brooqctl(args, NULL), 0);
 		cr_assert_eq(brq_testdb_int(db, owned[v - 1]), 1, "migration %d did not apply", v);
 	}
-	for (int v = 4; v >= 1; v--) {
+	for (int v = N; v >= 1; v--) {
 		cr_assert_eq(brooqctl("down", NULL), 0);
 		cr_assert_eq(brq_testdb_int(db, owned[v - 1]), 0, "migration %d did not roll back", v);
 		if (v > 1)

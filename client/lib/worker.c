@@ -43,6 +43,11 @@
  *    the keeper and settler are joined. */
 #define POLL_SLICE_MS 2000
 
+/* The prefetch queue holds about this much work at the handlers' recent pace, and
+ * the pace is measured over at least PACE_MIN_MS. */
+#define PREFETCH_WINDOW_MS 50
+#define PACE_MIN_MS        20
+
 /* brooq_worker_stop runs in signal handlers: the flag must not hide a lock. */
 _Static_assert(ATOMIC_BOOL_LOCK_FREE == 2, "atomic_bool must be lock-free");
 
@@ -75,11 +80,21 @@ handler_of(const brooq_worker *w, const char *topic)
 	return NULL;
 }
 
+/* Whether the dispatcher should claim: a thread would otherwise go idle, or the
+ * prefetch queue fell to half its target. Under w->mu. */
+static bool
+is_claim_due(const brooq_worker *w)
+{
+	return w->n_busy < w->n_threads + (int) (w->prefetch + 1) / 2;
+}
+
 /* j's handler returned. Under w->mu. */
 static void
 handler_returned(brooq_worker *w, brooq_job_ctx *j)
 {
 	w->n_busy--;
+	w->n_running--;
+	w->n_returned++;
 	if (j->cancel_at_ms != 0) {
 		/* Lost or abandoned: the result is discarded. A handler that overstayed its
 		 * cancel and was not caught by the keeper (e.g. after run returned) is
@@ -93,9 +108,16 @@ handler_returned(brooq_worker *w, brooq_job_ctx *j)
 		j->ph          = PH_FINISHED;
 		j->finished_ms = (int64_t) brq_now_ms();
 		brq_list_push(&w->finished, j);
-		pthread_cond_signal(&w->settle_cv);
+		// The settler decides from the oldest result: only the first one is news.
+		if (w->finished.n == 1)
+			pthread_cond_signal(&w->settle_cv);
 	}
-	brq_worker_wake(w);
+	// A write(2) per job would be most of a fast handler's cost: wake the
+	// dispatcher only when it waits for exactly this (or for the stop to end).
+	if (w->ds == D_STOPPING || (w->claim_due && is_claim_due(w))) {
+		w->claim_due = false;
+		brq_worker_wake(w);
+	}
 }
 
 static void *
@@ -119,6 +141,7 @@ handler_main(void *arg)
 			continue;
 		}
 		j->ph = PH_RUNNING;
+		w->n_running++;
 		pthread_mutex_unlock(&w->mu);
 		j->h->fn(j, j->h->arg);
 		pthread_mutex_lock(&w->mu);
@@ -175,18 +198,35 @@ jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n)
 	}
 }
 
+/* Follows the handlers' pace (jobs returned per ms, smoothed) and sets the prefetch
+ * target to PREFETCH_WINDOW_MS of it, within prefetch_max. Under w->mu. */
+static void
+pace_update(brooq_worker *w, uint64_t *at_ms, uint64_t *returned, double *rate)
+{
+	uint64_t now = brq_now_ms();
+	if (w->prefetch_max == 0 || now - *at_ms < PACE_MIN_MS)
+		return;
+	double sample = (double) (w->n_returned - *returned) / (double) (now - *at_ms);
+	*rate         = *rate * 0.7 + sample * 0.3;
+	*at_ms        = now;
+	*returned     = w->n_returned;
+	double want   = *rate * PREFETCH_WINDOW_MS;
+	w->prefetch   = want >= w->prefetch_max ? w->prefetch_max : (uint32_t) want;
+}
+
 /*
  * One dispatcher step:
  * 1. Take the finished results a claim can carry: the gateway settles them before
  *    it claims, in one round trip.
- * 2. Size the claim so that the worker never holds more leases than it has threads:
- *    free = threads - (jobs on threads + results not carried by this claim). With
- *    nothing free, leave the results to the settler and wait for a wake-up.
+ * 2. Claim when it is due (a thread would go idle, or the prefetch queue is half
+ *    empty), as many jobs as fill threads + prefetch, counting results not carried
+ *    by this claim as held. When it is not due, leave the results to the settler and
+ *    wait until a handler says it is (claim_due).
  * 3. Claim, long-polling. Results that finish meanwhile are the settler's.
  * Returns false when the claim failed (the caller backs off).
  */
 static bool
-dispatch_step(brooq_worker *w)
+dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 {
 	brooq_job_ctx      *b[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_item   items[BRQ_W_SETTLE_ITEMS_MAX];
@@ -196,12 +236,14 @@ dispatch_step(brooq_worker *w)
 	char                detail[BRQ_DETAIL_MAX] = "";
 
 	pthread_mutex_lock(&w->mu);
-	size_t n_settle = brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, false);
-	long   free_slots =
-		(long) w->n_threads - w->n_busy - (long) (w->n_settling - n_settle) - (long) w->finished.n;
-	if (free_slots <= 0) {
+	pace_update(w, &pace[0], &pace[1], rate);
+	size_t n_settle = is_claim_due(w) ? brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, false) : 0;
+	long want = (long) w->n_threads + (long) w->prefetch - w->n_busy - (long) (w->n_settling - n_settle) -
+		(long) w->finished.n;
+	if (!is_claim_due(w) || want <= 0) {
 		brq_worker_give_back(w, b, n_settle);
 		set_ds(w, D_FULL);
+		w->claim_due = true;
 		pthread_mutex_unlock(&w->mu);
 		wait_wake(w, -1);
 		return true;
@@ -216,7 +258,7 @@ dispatch_step(brooq_worker *w)
 		.worker   = w->name,
 		.topics   = w->topics,
 		.n_topics = w->n_handlers,
-		.max_jobs = (uint32_t) free_slots,
+		.max_jobs = (uint32_t) (want < BRQ_W_BATCH_MAX ? want : BRQ_W_BATCH_MAX),
 		.lease_ms = w->lease_ms,
 		.wait_ms  = w->wait_ms < POLL_SLICE_MS ? w->wait_ms : POLL_SLICE_MS,
 		.settle   = n_settle > 0 ? items : NULL,
@@ -392,6 +434,11 @@ worker_opts(const brooq_worker_opts *opts, brooq_worker_opts *o)
 	o->wait_ms       = o->wait_ms > 0 ? o->wait_ms : DEFAULT_WAIT_MS;
 	o->stop_grace_ms = o->stop_grace_ms > 0 ? o->stop_grace_ms : DEFAULT_STOP_GRACE_MS;
 	o->hung_grace_ms = o->hung_grace_ms > 0 ? o->hung_grace_ms : DEFAULT_HUNG_GRACE_MS;
+	if (o->prefetch_max > BRQ_W_BATCH_MAX)
+		return brq_fail(BRQ_EINVAL, "worker_new: prefetch_max must be at most %d", BRQ_W_BATCH_MAX);
+	o->prefetch_max = o->prefetch_max == 0 ? BRQ_W_PREFETCH_DEFAULT
+		: o->prefetch_max < 0          ? 0
+					       : o->prefetch_max;
 	return 0;
 }
 
@@ -453,6 +500,7 @@ brooq_worker_new(brooq_client *c, const brooq_worker_opts *opts, brooq_worker **
 	w->wait_ms       = o.wait_ms;
 	w->stop_grace_ms = o.stop_grace_ms;
 	w->hung_grace_ms = o.hung_grace_ms;
+	w->prefetch_max  = (uint32_t) o.prefetch_max;
 	atomic_init(&w->stop_requested, false);
 	if ((o.name != NULL && (w->name = strdup(o.name)) == NULL) || sync_init(w) != 0) {
 		free(w->name);
@@ -543,11 +591,13 @@ brooq_worker_run(brooq_worker *w)
 
 	uint32_t backoff = 0;
 	uint64_t seed    = brq_backoff_seed(w);
+	uint64_t pace[2] = {brq_now_ms(), 0}; // since when, handlers returned by then
+	double   rate    = 0;                 // handlers returned per ms, smoothed
 	for (;;) {
 		drain_wake(w);
 		if (atomic_load(&w->stop_requested))
 			break;
-		if (dispatch_step(w)) {
+		if (dispatch_step(w, pace, &rate)) {
 			backoff = 0;
 			continue;
 		}

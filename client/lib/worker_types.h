@@ -30,13 +30,13 @@
  *       stopping), and alone those that a batch could not carry.
  *
  * Every job the worker holds is a brooq_job_ctx on w->held, in one phase:
- *   QUEUED   on w->runq, waiting for a handler thread (for microseconds: a claim
- *            never asks for more jobs than there are free handler threads);
+ *   QUEUED   on w->runq, waiting for a handler thread: free threads' jobs for
+ *            microseconds, the prefetch queue's for about PREFETCH_WINDOW_MS;
  *   RUNNING  its handler runs; the handler thread owns the outcome fields;
  *   FINISHED on w->finished, the result waiting to be settled;
  *   SETTLING in a settle request (plain or carried by a claim), owned by the
  *            thread that sent it until the answer is processed.
- * The worker never holds more leases than it has threads. A ctx is freed when
+ * The worker holds at most threads + prefetch leases. A ctx is freed when
  * its settle is answered, or when its result is discarded (lease lost, or
  * abandoned at stop) and its handler has returned. All of it is under w->mu,
  * except the outcome fields (handler thread, RUNNING only) and the cancel flag
@@ -48,7 +48,9 @@
  * to one item per request. */
 #define BRQ_W_BATCH_MAX 1000
 /* Results per settle request (and per claim that carries them). */
-#define BRQ_W_SETTLE_ITEMS_MAX 100
+#define BRQ_W_SETTLE_ITEMS_MAX 500
+/* The prefetch queue's default bound (brooq_worker_opts.prefetch_max 0). */
+#define BRQ_W_PREFETCH_DEFAULT 256
 
 typedef enum brq_phase {
 	PH_QUEUED,
@@ -120,6 +122,7 @@ struct brooq_worker {
 	int                n_threads;
 	uint32_t           lease_ms; /* 0: the gateway's default per topic */
 	uint32_t           wait_ms, stop_grace_ms, hung_grace_ms;
+	uint32_t           prefetch_max; /* 0: no prefetch queue */
 	brq_topic_handler *handlers;
 	size_t             n_handlers;
 	const char       **topics; /* handlers[i].topic, built at run */
@@ -133,9 +136,14 @@ struct brooq_worker {
 	pthread_cond_t  settle_cv; /* settler: results or dispatcher state changed */
 
 	/* Under mu. */
-	brooq_job_ctx     *held;
-	brq_job_list       runq, finished;
-	int                n_busy;     /* jobs on handler threads: QUEUED + RUNNING */
+	brooq_job_ctx *held;
+	brq_job_list   runq, finished;
+	int            n_busy;         /* jobs on handler threads: QUEUED + RUNNING */
+	int            n_running;      /* RUNNING */
+	uint64_t       n_returned;     /* handlers returned, ever: the pace of the prefetch */
+	uint32_t       prefetch;       /* current prefetch target, 0..prefetch_max */
+	bool           claim_due;      /* the dispatcher waits (D_FULL) for a claim to be due,
+					* and no handler woke it yet */
 	size_t             n_settling; /* jobs in settle requests in flight */
 	brq_dstate         ds;
 	bool               has_run, quit_keepers, quit_handlers;

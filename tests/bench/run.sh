@@ -9,13 +9,15 @@
 #   tests/bench/run.sh --growth   how cost grows: terminal rows, ready rows, held-back vacuum
 #   tests/bench/run.sh --levers   optimisations tried on the raw loop; gateway pool sizes
 #
-# Options: --runs N, --bin-dir DIR (use programs built already), --out-dir DIR.
+# Options: --runs N, --bin-dir DIR (use programs built already), --out-dir DIR,
+# --only GROUPS (comma-separated: enqueue, drain, latency, ping, memory; full and
+# smoke modes; for iterating on one lever, not for the published table).
 # Environment: BROOQ_BENCH_POOL_SIZE (gateway connections; default 4, the gateway's own).
 # Results: DIR/results.jsonl (every figure of every run), DIR/summary.json and
 # DIR/table.md; DIR is printed at the end. docs/benchmarks.md explains the scenarios.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-mode=full runs=3 bin_dir='' out_dir=''
+mode=full runs=3 bin_dir='' out_dir='' only=''
 while [ $# -gt 0 ]; do
   case $1 in
     --smoke) mode=smoke; runs=1 ;;
@@ -24,7 +26,8 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift ;;
     --bin-dir) bin_dir=$2; shift ;;
     --out-dir) out_dir=$2; shift ;;
-    *) echo "usage: $0 [--smoke|--growth|--levers] [--runs N] [--bin-dir DIR] [--out-dir DIR]" >&2; exit 2 ;;
+    --only) only=$2; shift ;;
+    *) echo "usage: $0 [--smoke|--growth|--levers] [--runs N] [--bin-dir DIR] [--out-dir DIR] [--only GROUPS]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -145,14 +148,20 @@ else
   sec=5 jobs=100000 lat_sec=10 ping_sec=3 polls=1000
 fi
 
+# want GROUP: whether --only (if given) lists GROUP.
+want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+
 case $mode in
 full | smoke)
   for run in $(seq "$runs"); do
+    if want enqueue; then
     echo "== run $run/$runs: enqueue"
     pair "$run" enqueue --producers 1 --batch 1 --seconds "$sec"
     pair "$run" enqueue --producers 16 --batch 1 --seconds "$sec"
     pair "$run" enqueue --producers 1 --batch 100 --seconds "$sec"
     pair "$run" enqueue --producers 8 --batch 100 --seconds "$sec"
+    fi
+    if want drain; then
     echo "== run $run/$runs: drain"
     # The minimal-SQL comparator (issue 14), in the same window as the drains.
     b min-drain --run "$run" --jobs "$jobs" --procs 8 --threads 32
@@ -160,16 +169,25 @@ full | smoke)
     pair "$run" drain --jobs "$jobs" $c8
     # shellcheck disable=SC2086
     pair "$run" drain --jobs "$jobs" $c32
-    echo "== run $run/$runs: latency, ping, long-polls"
+    fi
+    if want latency; then
+    echo "== run $run/$runs: latency"
     # shellcheck disable=SC2086
     b latency --run "$run" --rate 200 --seconds "$lat_sec" $c8
+    fi
+    if want ping; then
+    echo "== run $run/$runs: ping"
     pair "$run" ping --producers 1 --seconds "$ping_sec"
     pair "$run" ping --producers 16 --seconds "$ping_sec"
+    fi
+    if want memory; then
     # Memory: what the gateway holds after the scenarios above, then 1,000 parked
     # long-polls on a fresh gateway.
+    echo "== run $run/$runs: memory, long-polls"
     b rss --run "$run" --gw-pid "$gw_pid"
     gw_start "$pool"
     b longpoll --run "$run" --polls "$polls" --gw-pid "$gw_pid"
+    fi
   done
   ;;
 growth)

@@ -335,6 +335,12 @@ typedef struct brooq_worker_opts {
 	uint32_t    wait_ms;       /* long-poll length when idle; 0: 30000 */
 	uint32_t    stop_grace_ms; /* how long running handlers may finish on stop; 0: 10000 */
 	uint32_t    hung_grace_ms; /* after cancellation, when a handler counts as hung; 0: 5000 */
+	/* Jobs the worker may claim beyond its threads, queued for the next free thread
+	 * (their leases are heartbeated like the running ones). The queue follows the
+	 * handlers' pace: about 50 ms of work, so fast handlers get big claims (fewer,
+	 * cheaper round trips) and slow ones get no more than free threads. 0: up to
+	 * 256; N > 0: up to N; negative: none (claims never exceed free threads). */
+	int prefetch_max;
 } brooq_worker_opts;
 
 #define BROOQ_WORKER_OPTS_INIT                    \
@@ -350,11 +356,11 @@ BROOQ_API brooq_err brooq_worker_new(brooq_client *c, const brooq_worker_opts *o
 BROOQ_API brooq_err brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *arg);
 /*
  * Runs on the calling thread until brooq_worker_stop(): claims in batches sized to
- * free threads, long-polls when idle, heartbeats held leases every lease/3, settles
- * results. A gateway that is down or restarting never ends it: every failed call is
- * logged and retried with backoff (100 ms doubling to 5 s, jittered), held leases
- * keep being heartbeated meanwhile. Returns BROOQ_OK after a stop; an error only
- * for misuse (no handler, run twice) or when its threads cannot be started.
+ * free threads plus the prefetch queue (prefetch_max), long-polls when idle, heartbeats held leases every
+ * lease/3, settles results. A gateway that is down or restarting never ends it: every failed call is logged
+ * and retried with backoff (100 ms doubling to 5 s, jittered), held leases keep being heartbeated meanwhile.
+ * Returns BROOQ_OK after a stop; an error only for misuse (no handler, run twice) or when its threads cannot
+ * be started.
  */
 BROOQ_API brooq_err brooq_worker_run(brooq_worker *w);
 /*
