@@ -54,6 +54,13 @@ brq_pgarr_fini(brq_pgarr *a)
 }
 
 void
+brq_pgarr_trim(brq_pgarr *a, size_t keep)
+{
+	if (a->cap > keep)
+		brq_pgarr_fini(a);
+}
+
+void
 brq_pgarr_begin(brq_pgarr *a, uint32_t oid)
 {
 	a->len      = 0;

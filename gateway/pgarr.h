@@ -36,6 +36,10 @@ typedef struct brq_pgarr {
 void brq_pgarr_init(brq_pgarr *a);
 void brq_pgarr_fini(brq_pgarr *a);
 
+// Gives the storage back when it grew past keep bytes (after a rare big batch), so
+// memory follows the usual batch, not the largest one. Contents are discarded.
+void brq_pgarr_trim(brq_pgarr *a, size_t keep);
+
 // Starts an empty array of element type oid.
 void brq_pgarr_begin(brq_pgarr *a, uint32_t oid);
 

@@ -22,8 +22,13 @@ pool_main(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&p->mtx);
-		while (p->head == NULL && !p->stopping)
-			pthread_cond_wait(&p->cv, &p->mtx);
+		while (p->head == NULL && !p->stopping) {
+			t->is_idle   = true;
+			t->idle_next = p->idle;
+			p->idle      = t;
+			while (t->is_idle && !p->stopping)
+				pthread_cond_wait(&t->cv, &p->mtx);
+		}
 		brq_work *w = p->head;
 		if (w == NULL) { // stopping and drained
 			pthread_mutex_unlock(&p->mtx);
@@ -68,16 +73,17 @@ brq_pool_start(brq_pool *p, int n, const brq_store *st, brq_pool_run_fn run, voi
 	if (p->threads == NULL)
 		return BRQ_ENOMEM;
 	pthread_mutex_init(&p->mtx, NULL);
-	pthread_cond_init(&p->cv, NULL);
 	brq_metrics_pool_set(BRQ_POOL_DOWN, n);
 	for (int i = 0; i < n; i++) {
 		brq_pool_thread *t = &p->threads[i];
 		t->pool            = p;
+		pthread_cond_init(&t->cv, NULL);
 		snprintf(t->name, sizeof(t->name), "pool-%d", i);
 		brq_store_conn_init(&t->conn, st,
 				    &(brq_store_conn_opts) {.name = t->name, .role = BRQ_STORE_POOL});
 		if (pthread_create(&t->thread, NULL, pool_main, t) != 0) {
 			brq_store_conn_fini(&t->conn);
+			pthread_cond_destroy(&t->cv);
 			p->n = i;
 			brq_pool_stop(p);
 			return BRQ_EUNAVAIL;
@@ -96,8 +102,13 @@ brq_pool_submit(brq_pool *p, brq_work *w)
 		p->tail->qnext = w;
 	else
 		p->head = w;
-	p->tail = w;
-	pthread_cond_signal(&p->cv);
+	p->tail            = w;
+	brq_pool_thread *t = p->idle;
+	if (t != NULL) {
+		p->idle    = t->idle_next;
+		t->is_idle = false;
+		pthread_cond_signal(&t->cv);
+	}
 	pthread_mutex_unlock(&p->mtx);
 }
 
@@ -108,15 +119,16 @@ brq_pool_stop(brq_pool *p)
 		return;
 	pthread_mutex_lock(&p->mtx);
 	p->stopping = true;
-	pthread_cond_broadcast(&p->cv);
+	for (int i = 0; i < p->n; i++)
+		pthread_cond_signal(&p->threads[i].cv);
 	pthread_mutex_unlock(&p->mtx);
 	for (int i = 0; i < p->n; i++) {
 		brq_pool_thread *t = &p->threads[i];
 		pthread_join(t->thread, NULL);
 		brq_store_conn_fini(&t->conn);
+		pthread_cond_destroy(&t->cv);
 	}
 	free(p->threads);
 	p->threads = NULL;
 	pthread_mutex_destroy(&p->mtx);
-	pthread_cond_destroy(&p->cv);
 }

@@ -24,10 +24,13 @@ typedef struct brq_pool brq_pool;
 
 // One pool thread: its connection, which is its own (no lock).
 typedef struct brq_pool_thread {
-	brq_pool      *pool;
-	pthread_t      thread;
-	char           name[32];
-	brq_store_conn conn;
+	brq_pool               *pool;
+	pthread_t               thread;
+	char                    name[32];
+	brq_store_conn          conn;
+	pthread_cond_t          cv;        // signalled when it is handed work or the pool stops
+	bool                    is_idle;   // on the idle stack (under the pool's mtx)
+	struct brq_pool_thread *idle_next; // the idle stack's link
 } brq_pool_thread;
 
 // Runs work on a pool thread's connection: one item, or a group of enqueue requests
@@ -36,10 +39,13 @@ typedef struct brq_pool_thread {
 // each. The pool resets the connection's borrowed outputs after it returns.
 typedef void (*brq_pool_run_fn)(void *arg, brq_store_conn *c, brq_work *w);
 
+// Work is queued FIFO; idle threads wait on a stack, and new work wakes the one
+// that went idle last: its connection's backend is the warm one (caches, plans),
+// so a lone producer's statements stay on one backend instead of taking turns.
 struct brq_pool {
 	pthread_mutex_t  mtx;
-	pthread_cond_t   cv;
 	brq_work        *head, *tail; // FIFO of queued items
+	brq_pool_thread *idle;        // stack of idle threads, most recently idle on top
 	bool             stopping;
 	int              n;
 	brq_pool_thread *threads;

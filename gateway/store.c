@@ -80,6 +80,9 @@ brq_store_conn_init(brq_store_conn *c, const brq_store *st, const brq_store_conn
 	brq_arena_init(&c->arena);
 }
 
+// Parameter arrays kept across units of work; a bigger one is freed after use.
+#define ARRAY_KEEP (64u * 1024u)
+
 void
 brq_store_reset(brq_store_conn *c)
 {
@@ -87,6 +90,8 @@ brq_store_reset(brq_store_conn *c)
 		PQclear(c->kept[i]);
 	c->n_kept = 0;
 	brq_arena_reset(&c->arena);
+	for (int k = 0; k < BRQ_STORE_ARRAYS; k++)
+		brq_pgarr_trim(&c->arr[k], ARRAY_KEEP);
 }
 
 void

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_SIZE (16u * 1024u)   // ordinary chunk; a request with 1000 jobs needs ~5
-#define RETAIN_MAX (1024u * 1024u) // bytes of chunks kept across resets
+#define CHUNK_SIZE (16u * 1024u) // ordinary chunk; a request with 1000 jobs needs ~5
+#define RETAIN_MAX \
+	(64u * 1024u) // bytes of chunks kept across resets: a typical request
+		      // reuses them; a rare big one gives its memory back
 
 struct brq_arena_chunk {
 	brq_arena_chunk *next;

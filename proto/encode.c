@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUF_RETAIN (1024u * 1024u) // capacity kept across resets
+#define BUF_RETAIN (64u * 1024u) // capacity kept across resets; more is freed (see proto.h)
 #define BUF_MIN    256u
 
 // msgpack-c write callback. Returns non-zero to make msgpack_pack_* fail, and records

@@ -74,7 +74,7 @@ void brq_limits_default(brq_limits *lim);
 
 typedef struct brq_arena_chunk brq_arena_chunk;
 
-// Chunked bump allocator. Reset keeps the chunks (up to 1 MiB in total) so a work item
+// Chunked bump allocator. Reset keeps the chunks (up to 64 KiB in total) so a work item
 // that decodes one request after another stops calling malloc after warm-up.
 typedef struct brq_arena {
 	brq_arena_chunk *head; // all chunks, in allocation order
@@ -84,7 +84,7 @@ typedef struct brq_arena {
 // Prepares an empty arena in the caller's storage. Allocates nothing.
 void brq_arena_init(brq_arena *a);
 // Makes every earlier allocation invalid and the space reusable; frees chunks beyond the
-// 1 MiB it keeps. The arena stays usable.
+// 64 KiB it keeps. The arena stays usable.
 void brq_arena_reset(brq_arena *a);
 // Frees all chunks. Accepts an arena that was only initialised; the storage itself stays
 // the caller's. brq_arena_init() makes it usable again.
@@ -355,7 +355,8 @@ typedef struct brq_buf {
 
 // Prepares an empty buffer; limit 0 means unlimited. Allocates nothing.
 void brq_buf_init(brq_buf *b, size_t limit);
-// Empties the buffer and clears the sticky error; keeps up to 1 MiB of capacity.
+// Empties the buffer and clears the sticky error; keeps up to 64 KiB of capacity (a big
+// request or reply gives its memory back: RSS follows the work, not its peak).
 void brq_buf_reset(brq_buf *b);
 // Frees the storage (NULL-safe for data). The caller's storage stays the caller's.
 void brq_buf_fini(brq_buf *b);
