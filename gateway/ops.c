@@ -66,17 +66,66 @@ count_lost(brq_store_conn *c, const uint64_t *ids, uint32_t n)
 
 // ---- enqueue --------------------------------------------------------------------------------
 
-// After commit: metrics, and wake one parked long-poll per job that is ready now.
-static void
-enqueue_committed(const brq_ops *o, const brq_job_spec *jobs, uint32_t n, const brq_enqueue_result *res)
+// Jobs claimed along with an enqueue, counted per topic (a few topics; jobs of
+// topics past the table's size are not counted: they cost a needless wake at most).
+#define CLAIMED_TOPICS 16
+
+typedef struct claimed_count {
+	brq_str  topic;
+	uint32_t n;
+} claimed_count;
+
+static uint32_t
+count_claimed(const brq_store_claim_out *outs, uint32_t k, claimed_count *t)
 {
+	uint32_t nt = 0;
+	for (uint32_t i = 0; i < k; i++)
+		for (uint32_t j = 0; j < outs[i].n_jobs; j++) {
+			brq_str  topic = outs[i].jobs[j].topic;
+			uint32_t x     = 0;
+			while (x < nt &&
+			       !(t[x].topic.len == topic.len &&
+				 memcmp(t[x].topic.ptr, topic.ptr, topic.len) == 0))
+				x++;
+			if (x == nt && nt == CLAIMED_TOPICS)
+				continue;
+			if (x == nt)
+				t[nt++] = (claimed_count) {.topic = topic, .n = 0};
+			t[x].n++;
+		}
+	return nt;
+}
+
+// Takes one job of `topic` off the counts; false when none is left.
+static bool
+claimed_one(claimed_count *t, uint32_t nt, brq_str topic)
+{
+	for (uint32_t x = 0; x < nt; x++)
+		if (t[x].n > 0 && t[x].topic.len == topic.len &&
+		    memcmp(t[x].topic.ptr, topic.ptr, topic.len) == 0) {
+			t[x].n--;
+			return true;
+		}
+	return false;
+}
+
+// After commit: metrics, and wake one parked long-poll per job that is ready now,
+// but for the jobs taken long-polls claimed in the same transaction (outs[0..k)):
+// per topic, that many wakes are not needed.
+static void
+enqueue_committed(const brq_ops *o, const brq_job_spec *jobs, uint32_t n, const brq_enqueue_result *res,
+		  const brq_store_claim_out *outs, uint32_t k)
+{
+	claimed_count t[CLAIMED_TOPICS];
+	uint32_t      nt = count_claimed(outs, k, t);
 	for (uint32_t i = 0; i < n; i++) {
 		if (!res[i].created)
 			continue;
 		brq_metrics_topic_add(jobs[i].topic.ptr, jobs[i].topic.len, BRQ_MT_ENQUEUED, 1);
 		bool later = (jobs[i].has_delay_ms && jobs[i].delay_ms > 0) || jobs[i].has_run_at_ms;
-		if (!later)
-			brq_waiters_wake(o->waiters, jobs[i].topic.ptr, jobs[i].topic.len, 1);
+		if (later || claimed_one(t, nt, jobs[i].topic))
+			continue;
+		brq_waiters_wake(o->waiters, jobs[i].topic.ptr, jobs[i].topic.len, 1);
 	}
 }
 
@@ -102,7 +151,7 @@ op_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
 	int rv = brq_store_enqueue(c, q->jobs, q->n_jobs, res);
 	if (rv != 0)
 		return store_fail(e, c, rv, "enqueue");
-	enqueue_committed(o, q->jobs, q->n_jobs, res);
+	enqueue_committed(o, q->jobs, q->n_jobs, res, NULL, 0);
 	encode_enqueue_reply(w, res);
 	return BRQ_ST_OK;
 }
@@ -115,47 +164,99 @@ encode_error(brq_work *w, brq_status code, const char *msg)
 		brq_buf_reset(&w->out);
 }
 
+static void encode_claim_reply(brq_work *w, const brq_store_claim_out *out);
+
+// The claims of taken long-polls (their settle ran before they parked).
+static brq_store_claim_in
+claim_in(const brq_work *w)
+{
+	const brq_claim_req *q = &w->req.claim;
+	return (brq_store_claim_in) {.topics       = q->topics,
+				     .n_topics     = q->n_topics,
+				     .n            = atomic_load(&w->orphaned) ? 0 : q->n,
+				     .worker       = q->worker,
+				     .has_lease_ms = q->has_lease_ms,
+				     .lease_ms     = q->lease_ms};
+}
+
+// Runs jobs[0..total) with the claims of taken[0..k) in one transaction, and after
+// the commit: metrics, wakes for the ready jobs nobody took, the taken claims'
+// replies. Returns the store's code.
+static int
+enqueue_with_claims(const brq_ops *o, brq_store_conn *c, const brq_job_spec *jobs, uint32_t total,
+		    brq_enqueue_result *res, brq_work **taken, uint32_t k)
+{
+	brq_store_claim_in  ins[BRQ_OPS_TAKE_MAX];
+	brq_store_claim_out outs[BRQ_OPS_TAKE_MAX];
+	for (uint32_t i = 0; i < k; i++)
+		ins[i] = claim_in(taken[i]);
+	int rv = k > 0 ? brq_store_enqueue_claim(c, jobs, total, res, ins, outs, k)
+		       : brq_store_enqueue(c, jobs, total, res);
+	if (rv != 0) {
+		for (uint32_t i = 0; i < k; i++)
+			taken[i]->handback = BRQ_HANDBACK_CLAIM;
+		return rv;
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		brq_work *w = taken[i];
+		w->handback = outs[i].n_jobs > 0 ? BRQ_HANDBACK_SEND : BRQ_HANDBACK_CLAIM;
+		if (outs[i].n_jobs == 0)
+			continue;
+		w->code      = BRQ_ST_OK;
+		w->claimed   = outs[i].jobs;
+		w->n_claimed = outs[i].n_jobs;
+		encode_claim_reply(w, &outs[i]);
+	}
+	enqueue_committed(o, jobs, total, res, outs, k);
+	return 0;
+}
+
 // Enqueue requests that queued up behind each other, as one statement: one round
 // trip and one commit for all (group commit). Each request's jobs stay atomic: the
 // statement is all or nothing, and when the database refuses the data every request
 // is run on its own, so each gets its own answer. Fills every item's reply.
-void
-brq_ops_enqueue_group(const brq_ops *o, brq_store_conn *c, brq_work *head)
+uint32_t
+brq_ops_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *head, brq_work **taken)
 {
-	uint32_t total = 0, requests = 0;
+	uint32_t total = 0, requests = 0, k = 0;
 	for (brq_work *w = head; w != NULL; w = w->qnext, requests++)
 		total += w->req.enqueue.n_jobs;
 	BRQ_LOG_DEBUG("enqueue_group", "requests=%u jobs=%u", requests, total);
-	brq_job_spec       *jobs = brq_arena_alloc(&c->arena, total, sizeof(*jobs));
-	brq_enqueue_result *res  = brq_arena_alloc(&c->arena, total, sizeof(*res));
+	brq_job_spec       *jobs = head->qnext == NULL ? head->req.enqueue.jobs
+						       : brq_arena_alloc(&c->arena, total, sizeof(*jobs));
+	brq_enqueue_result *res  = brq_arena_alloc(&head->arena, total, sizeof(*res));
 	if (jobs == NULL || res == NULL)
 		goto one_by_one;
-	uint32_t k = 0;
-	for (brq_work *w = head; w != NULL; w = w->qnext) {
-		memcpy(jobs + k, w->req.enqueue.jobs, w->req.enqueue.n_jobs * sizeof(*jobs));
-		k += w->req.enqueue.n_jobs;
+	uint32_t at = 0;
+	for (brq_work *w = head; head->qnext != NULL && w != NULL; w = w->qnext) {
+		memcpy(jobs + at, w->req.enqueue.jobs, w->req.enqueue.n_jobs * sizeof(*jobs));
+		at += w->req.enqueue.n_jobs;
 	}
 	op_err e = {.code = BRQ_ST_OK};
 	int    rv;
 	if (!brq_store_ready(c)) {
 		fail(&e, BRQ_ST_UNAVAILABLE, "database unavailable; retry later");
-	} else if ((rv = brq_store_enqueue(c, jobs, total, res)) == 0) {
-		enqueue_committed(o, jobs, total, res);
-		k = 0;
-		for (brq_work *w = head; w != NULL; w = w->qnext) {
-			encode_enqueue_reply(w, res + k);
-			k += w->req.enqueue.n_jobs;
+	} else {
+		k  = brq_waiters_take(o->waiters, jobs, total, taken, BRQ_OPS_TAKE_MAX);
+		rv = enqueue_with_claims(o, c, jobs, total, res, taken, k);
+		if (rv == 0) {
+			at = 0;
+			for (brq_work *w = head; w != NULL; w = w->qnext) {
+				encode_enqueue_reply(w, res + at);
+				at += w->req.enqueue.n_jobs;
+			}
+			return k;
 		}
-		return;
-	} else if (store_fail(&e, c, rv, "enqueue") == BRQ_ST_INVALID_ARGUMENT) {
-		goto one_by_one; // somebody's data was refused: find out whose
+		if (store_fail(&e, c, rv, "enqueue") == BRQ_ST_INVALID_ARGUMENT)
+			goto one_by_one; // somebody's data was refused: find out whose
 	}
 	for (brq_work *w = head; w != NULL; w = w->qnext)
 		encode_error(w, e.code, e.msg);
-	return;
+	return k;
 one_by_one:
 	for (brq_work *w = head; w != NULL; w = w->qnext)
 		(void) brq_ops_run(o, c, w);
+	return k;
 }
 
 // ---- settle ----------------------------------------------------------------------------------
@@ -178,7 +279,7 @@ settle_committed(const brq_ops *o, brq_store_conn *c, brq_arena *arena, const br
 		brq_metrics_attempt_duration(out[i].attempt_s);
 	}
 	if (chain->n > 0)
-		enqueue_committed(o, chain->jobs, chain->n, chain->res);
+		enqueue_committed(o, chain->jobs, chain->n, chain->res, NULL, 0);
 	uint64_t *lost = n_lost > 0 ? brq_arena_alloc(arena, n_lost, sizeof(*lost)) : NULL;
 	if (lost == NULL)
 		return;

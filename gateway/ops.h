@@ -27,9 +27,16 @@ typedef enum brq_ops_result {
 // The reply, and w->claimed for a claim, borrow c until brq_store_reset(c).
 brq_ops_result brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w);
 
-// Runs a group of enqueue requests (linked through qnext) as one statement and fills
-// each one's reply (w->out, w->code).
-void brq_ops_enqueue_group(const brq_ops *o, brq_store_conn *c, brq_work *head);
+// Parked claims an enqueue may take at once (brq_ops_enqueue).
+#define BRQ_OPS_TAKE_MAX 16
+
+// Runs enqueue requests (one, or a group linked through qnext) as one statement and
+// fills each one's reply (w->out, w->code). Parked long-polls of the topics made
+// ready are taken and claimed for in the same transaction (one commit from enqueue
+// to start): they go to taken[0..return value), each with w->handback set
+// (BRQ_HANDBACK_SEND with w->out encoded and w->claimed set, or BRQ_HANDBACK_CLAIM:
+// claim again), for the caller to hand back.
+uint32_t brq_ops_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *head, brq_work **taken);
 
 // Encodes the ping reply into w->out. Touches no database.
 void brq_ops_ping(brq_work *w);

@@ -216,6 +216,27 @@ handle_request(brq_server *s, brq_work *w)
 	brq_pool_submit(&s->pool, w);
 }
 
+// A taken claim's callback (server.c handback() explains the protocol). Returns
+// false when the taker still works on it (the callback leaves it to the taker), or
+// when the hand-back was performed here; true when the claim is to run again.
+static bool
+taken_ready(brq_server *s, brq_work *w)
+{
+	int expected = BRQ_STEAL_TAKEN;
+	if (atomic_compare_exchange_strong(&w->steal, &expected, BRQ_STEAL_WAITING))
+		return false;
+	atomic_store(&w->steal, BRQ_STEAL_NONE);
+	switch (w->handback) {
+	case BRQ_HANDBACK_SEND:
+		send_reply(s, w, w->handback_msg);
+		w->handback_msg = NULL;
+		return false;
+	case BRQ_HANDBACK_DROP: drop(s, w); return false;
+	case BRQ_HANDBACK_CLAIM: break;
+	}
+	return true;
+}
+
 static void
 work_cb(void *arg)
 {
@@ -255,6 +276,8 @@ work_cb(void *arg)
 
 	case BRQ_W_PARK:
 		// Woken (NNG_ECANCELED), timer fired (0), or cut short (NNG_ETIMEDOUT).
+		if (atomic_load(&w->steal) != BRQ_STEAL_NONE && !taken_ready(s, w))
+			return; // taken by an enqueue: its taker hands it back
 		brq_waiters_unpark(&s->waiters, w);
 		if (atomic_load(&w->orphaned)) {
 			drop(s, w); // its peer went away: nobody reads an answer
@@ -312,12 +335,47 @@ deliver(brq_server *s, brq_store_conn *c, brq_work *w)
 		send_reply(s, w, m);
 }
 
+// Hands a claim taken by an enqueue back. Its sleep was left armed, so its callback
+// may have run meanwhile. The taker first ends the sleep (a cancel: a no-op when it
+// ended already; the callback never starts an operation on a taken claim's aio, so
+// nothing else can be canceled), then the taker and the callback each move w->steal
+// once and the second one acts:
+//   taker first  (TAKEN -> READY): the callback, still to run, performs handback;
+//   callback first (TAKEN -> WAITING, it returned): the taker marks it READY and
+//   runs the callback again at once (a sleep of 0), which performs it.
+// So the reply is always sent, and the claim re-run, from the callback.
+static void
+handback(brq_server *s, brq_store_conn *c, brq_work *w)
+{
+	if (w->handback == BRQ_HANDBACK_SEND) {
+		bool     is_spare = false;
+		nng_msg *m        = atomic_load(&w->orphaned) ? NULL : reply_msg(w, &is_spare);
+		if (m == NULL || is_spare)
+			brq_ops_undeliverable(&s->ops, c, w,
+					      atomic_load(&w->orphaned) ? "peer went away"
+									: "reply allocation failed");
+		w->handback     = m != NULL ? BRQ_HANDBACK_SEND : BRQ_HANDBACK_DROP;
+		w->handback_msg = m;
+	}
+	nng_aio_cancel(w->aio);
+	int expected = BRQ_STEAL_TAKEN;
+	if (atomic_compare_exchange_strong(&w->steal, &expected, BRQ_STEAL_READY))
+		return;
+	atomic_store(&w->steal, BRQ_STEAL_READY);
+	nng_aio_set_timeout(w->aio, NNG_DURATION_DEFAULT);
+	nng_sleep_aio(0, w->aio);
+}
+
 static void
 run_on_pool(void *arg, brq_store_conn *c, brq_work *w)
 {
 	brq_server *s = arg;
-	if (w->qnext != NULL) {
-		brq_ops_enqueue_group(&s->ops, c, w);
+	if (w->req.op == BRQ_OP_ENQUEUE) {
+		brq_work *taken[BRQ_OPS_TAKE_MAX];
+		uint32_t  k = brq_ops_enqueue(&s->ops, c, w, taken);
+		// The claims first: their jobs start while the producer's answer travels.
+		for (uint32_t i = 0; i < k; i++)
+			handback(s, c, taken[i]);
 		while (w != NULL) {
 			brq_work *next = w->qnext;
 			w->qnext       = NULL;

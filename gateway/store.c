@@ -581,6 +581,28 @@ brq_store_claim(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim
 	return rv;
 }
 
+int
+brq_store_enqueue_claim(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res,
+			const brq_store_claim_in *ins, brq_store_claim_out *outs, uint32_t k)
+{
+	int rv = brq_store_begin(c);
+	if (rv != 0)
+		return rv;
+	rv = insert_rows(c, jobs, n, res);
+	if (rv == 0)
+		rv = resolve_conflicts(c, jobs, n, res);
+	for (uint32_t i = 0; rv == 0 && i < k; i++) {
+		memset(&outs[i], 0, sizeof(outs[i]));
+		if (ins[i].n > 0)
+			rv = claim_rows(c, &ins[i], &outs[i]);
+	}
+	if (rv == 0)
+		rv = brq_store_commit(c);
+	else
+		brq_store_rollback(c);
+	return rv;
+}
+
 // ---- unclaim and heartbeat -----------------------------------------------------------------
 
 // Binary (ids, tokens) arrays of leases[0..n) into v/l[0..1].

@@ -138,6 +138,14 @@ typedef struct brq_store_claim_out {
 // after settling in->settle, all in one transaction.
 BRQ_MUSTCHECK int brq_store_claim(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out *out);
 
+// enqueue_claim: inserts jobs[0..n) (as brq_store_enqueue) and claims for ins[0..k)
+// (as brq_store_claim, without their settle part) in one transaction: the jobs an
+// enqueue makes ready go straight to the long-polls that wait for them, for one
+// commit instead of two. On failure nothing is written (res and outs unset).
+BRQ_MUSTCHECK int brq_store_enqueue_claim(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n,
+					  brq_enqueue_result *res, const brq_store_claim_in *ins,
+					  brq_store_claim_out *outs, uint32_t k);
+
 // unclaim: gives leases back that were committed for a reply nobody will read: the
 // jobs return to `pending` with their attempt returned and their place in line kept.
 // *n_returned (may be NULL) counts the leases that were still held.

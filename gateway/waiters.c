@@ -113,6 +113,66 @@ brq_waiters_wake(brq_waiters *wt, const char *topic, size_t topic_len, uint32_t 
 	pthread_mutex_unlock(&wt->mtx);
 }
 
+static bool
+is_ready_now(const brq_job_spec *j)
+{
+	return !(j->has_delay_ms && j->delay_ms > 0) && !j->has_run_at_ms;
+}
+
+// Ready jobs of the batch still without a taker, per topic (the batch's topics are
+// few: a linear table is enough; topics past its size are not served by taking).
+#define TAKE_TOPICS 16
+
+typedef struct take_topic {
+	brq_str topic;
+	int64_t left; // ready jobs not yet covered by a taken claim
+} take_topic;
+
+static uint32_t
+ready_topics(const brq_job_spec *jobs, uint32_t n, take_topic *t)
+{
+	uint32_t nt = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!is_ready_now(&jobs[i]))
+			continue;
+		uint32_t k = 0;
+		while (k < nt &&
+		       !(t[k].topic.len == jobs[i].topic.len &&
+			 memcmp(t[k].topic.ptr, jobs[i].topic.ptr, jobs[i].topic.len) == 0))
+			k++;
+		if (k == nt && nt == TAKE_TOPICS)
+			continue;
+		if (k == nt)
+			t[nt++] = (take_topic) {.topic = jobs[i].topic, .left = 0};
+		t[k].left++;
+	}
+	return nt;
+}
+
+uint32_t
+brq_waiters_take(brq_waiters *wt, const brq_job_spec *jobs, uint32_t n, brq_work **out, uint32_t max)
+{
+	take_topic t[TAKE_TOPICS];
+	uint32_t   nt = ready_topics(jobs, n, t), taken = 0;
+	if (nt == 0)
+		return 0;
+	pthread_mutex_lock(&wt->mtx);
+	for (brq_work *w = wt->head, *next; w != NULL && taken < max; w = next) {
+		next = w->wnext;
+		for (uint32_t k = 0; k < nt; k++) {
+			if (t[k].left <= 0 || !claims_topic(w, t[k].topic.ptr, t[k].topic.len))
+				continue;
+			t[k].left -= w->req.claim.n;
+			parked_remove(wt, w);
+			atomic_store(&w->steal, BRQ_STEAL_TAKEN);
+			out[taken++] = w;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&wt->mtx);
+	return taken;
+}
+
 void
 brq_waiters_wake_all(brq_waiters *wt)
 {

@@ -54,6 +54,14 @@ void brq_waiters_unpark(brq_waiters *wt, brq_work *w);
 // moves the generation. Any thread.
 void brq_waiters_wake(brq_waiters *wt, const char *topic, size_t topic_len, uint32_t n);
 
+// Takes parked claims that can start the ready jobs among jobs[0..n) (an enqueue's):
+// for each topic, claims of that topic until their n cover its ready jobs, oldest
+// first, at most max. Each taken claim leaves the parked list with its steal state
+// BRQ_STEAL_TAKEN and its sleep still armed: the taker owns it and hands it back
+// (server.c). Returns how many, in out[].
+uint32_t brq_waiters_take(brq_waiters *wt, const brq_job_spec *jobs, uint32_t n, brq_work **out,
+			  uint32_t max);
+
 // Wakes every parked claim (the gateway is stopping).
 void brq_waiters_wake_all(brq_waiters *wt);
 

@@ -65,6 +65,23 @@ struct brq_work {
 	bool      is_parked;
 	brq_work *tprev, *tnext; // tracked claims (waiters.c)
 	bool      is_tracked;
+
+	// A parked claim taken by an enqueue, which claims for it in its own
+	// transaction (waiters.c brq_waiters_take; the hand-back is server.c's):
+	// BRQ_STEAL_* below, and what to do once handed back.
+	atomic_int steal;
+	enum { BRQ_HANDBACK_SEND, BRQ_HANDBACK_CLAIM, BRQ_HANDBACK_DROP } handback;
+	nng_msg *handback_msg; // the reply to send (BRQ_HANDBACK_SEND)
+};
+
+// brq_work.steal: who finishes a taken claim. Its sleep is still armed when it is
+// taken, so its callback may run at any moment; the taker and the callback each
+// move the state once and whoever comes second acts (server.c handback()).
+enum {
+	BRQ_STEAL_NONE = 0, // not taken
+	BRQ_STEAL_TAKEN,    // taken by an enqueue, which is still working on it
+	BRQ_STEAL_WAITING,  // its callback ran meanwhile and left it to the taker
+	BRQ_STEAL_READY,    // the taker is done: the callback performs `handback`
 };
 
 #endif

@@ -555,6 +555,97 @@ Test(gateway, claims_and_settles_in_one_round_trip)
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'done'"), 1);
 }
 
+/* A long-poll claiming `topic` once (wait 5 s), on its own thread. */
+typedef struct poller {
+	pthread_t     th;
+	const char   *topic;
+	brq_status    st;
+	uint32_t      n_jobs;
+	brq_lease_ref job;
+} poller;
+
+static void *
+poll_once(void *arg)
+{
+	poller     *p = arg;
+	brq_arena   a;
+	brq_str     t   = brq_str_c(p->topic);
+	brq_request req = {.op    = BRQ_OP_CLAIM,
+			   .token = brq_gw_worker(&gw),
+			   .claim = {.worker      = brq_str_c("lp"),
+				     .topics      = &t,
+				     .n_topics    = 1,
+				     .n           = 1,
+				     .has_wait_ms = true,
+				     .wait_ms     = 5000}};
+	brq_reply   rep;
+	void       *keep;
+	brq_arena_init(&a);
+	p->st     = brq_gw_call(&gw, &req, &rep, &a, &keep);
+	p->n_jobs = p->st == BRQ_ST_OK ? rep.claim.n_jobs : 0;
+	if (p->n_jobs > 0) {
+		p->job.id = rep.claim.jobs[0].id;
+		memcpy(p->job.lease, rep.claim.jobs[0].lease, BRQ_LEASE_LEN);
+	}
+	free(keep);
+	brq_arena_fini(&a);
+	return NULL;
+}
+
+Test(gateway, an_enqueue_starts_a_parked_long_poll_in_its_own_transaction)
+{
+	poller p = {.topic = "onecommit"};
+	pthread_create(&p.th, NULL, poll_once, &p);
+	usleep(300 * 1000); /* parked by now */
+	uint64_t id = enqueue("onecommit", "{}", NULL, NULL);
+	pthread_join(p.th, NULL);
+	cr_assert_eq(p.st, BRQ_ST_OK);
+	cr_assert_eq(p.n_jobs, 1);
+	cr_assert_eq(p.job.id, id);
+	/* One transaction: now() is the same for the insert and the claim. */
+	char *same = row(id, "created_at = claimed_at");
+	cr_assert_str_eq(same, "t", "the claim ran in a transaction of its own");
+	free(same);
+	cr_assert(settle(&p.job, BRQ_OUTCOME_DONE, NULL, 0, NULL), "the lease the long-poll got works");
+}
+
+Test(gateway, enqueues_and_long_polls_racing_never_lose_or_double_a_job, .timeout = 120)
+{
+	/* Long-polls park, time out and are taken by enqueues, all at once: every
+	 * job reaches exactly one poller, every poller gets exactly one answer. */
+	enum { POLLERS = 4, JOBS = 120 }; /* BROOQ_MAX_WAITERS=4 in this suite */
+	int got = 0;
+	for (int round = 0; round < JOBS / POLLERS; round++) {
+		poller p[POLLERS];
+		for (int i = 0; i < POLLERS; i++) {
+			p[i] = (poller) {.topic = "race"};
+			pthread_create(&p[i].th, NULL, poll_once, &p[i]);
+		}
+		for (int i = 0; i < POLLERS; i++) {
+			enqueue("race", "{}", NULL, NULL);
+			if (i % 3 == 0)
+				usleep(1000);
+		}
+		for (int i = 0; i < POLLERS; i++) {
+			pthread_join(p[i].th, NULL);
+			cr_assert_eq(p[i].st, BRQ_ST_OK, "a long-poll got %s", brq_status_name(p[i].st));
+			got += (int) p[i].n_jobs;
+			if (p[i].n_jobs > 0)
+				cr_assert(settle(&p[i].job, BRQ_OUTCOME_DONE, NULL, 0, NULL));
+		}
+	}
+	/* What the pollers did not get is still ready: claimed by nobody. */
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'race' AND attempts > 1"), 0);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'race' AND state = 'done'"),
+		     got);
+	cr_assert_eq(
+		brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'race' AND state = 'pending'"),
+		JOBS - got);
+	cr_assert_eq(
+		brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'race' AND state = 'processing'"),
+		0);
+}
+
 Test(gateway, long_poll_wakes_on_enqueue_and_ends_empty_at_its_deadline)
 {
 	brq_lease_ref l[1];
