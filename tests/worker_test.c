@@ -611,6 +611,29 @@ Test(worker, enqueues_chained_jobs_only_when_the_parent_ends_done)
 	brooq_worker_free(w);
 }
 
+Test(worker, an_idle_worker_stops_at_once_abandoning_its_long_poll)
+{
+	/* Idle: its claim is parked in the gateway for the whole 30 s wait. The stop
+	 * ends that long-poll (its own connection closes) rather than waiting it out. */
+	start(NULL);
+	brooq_worker *w =
+		worker_new(wc, (brooq_worker_opts) {.size = sizeof(brooq_worker_opts), .wait_ms = 30000});
+	OK(brooq_worker_handle(w, "t.idle", h_record, NULL));
+	runner r;
+	runner_start(&r, w);
+	sleep_ms(300); /* parked by now */
+	double ms = runner_stop(&r);
+	fprintf(stderr, "worker_test: idle stop took %.1f ms\n", ms);
+	cr_assert_lt(ms, 100, "an idle worker took %.0f ms to stop", ms);
+	/* Nothing was leased to the long-poll it abandoned: a job enqueued now is ready. */
+	uint64_t id = enqueue("t.idle", "{}", 5);
+	sleep_ms(200);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %llu AND state = 'pending'",
+			     (unsigned long long) id),
+		     1, "a job was leased to the stopped worker's long-poll");
+	brooq_worker_free(w);
+}
+
 Test(worker, stops_gracefully_settling_what_finished_and_losing_nothing)
 {
 	static const char *const env[] = {"BROOQ_REAPER_INTERVAL=200ms", NULL};

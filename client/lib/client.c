@@ -183,6 +183,12 @@ brooq_client_open(const brooq_client_opts *opts, brooq_client **out)
 	return BROOQ_OK;
 }
 
+int
+brq_client_rpc_open(brooq_client *c, brq_rpc *out)
+{
+	return brq_rpc_open(out, c->rpc.url, c->rpc.timeout_ms, c->token, c->token_len);
+}
+
 void
 brooq_client_close(brooq_client *c)
 {

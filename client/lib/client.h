@@ -32,4 +32,14 @@ struct brooq_client {
 int brq_opts_copy(void *dst, size_t dst_size, const void *src, size_t v1_size,
 		  const char *what) BRQ_MUSTCHECK;
 
+/* Opens *out: a transport of its own to c's gateway (same URL, timeout and token; its
+ * own socket, so its own connection). Closing its socket is what the gateway sees as
+ * a peer that went away. 0, BRQ_EINVAL or BRQ_ENOMEM (message set); close with
+ * brq_rpc_close. */
+int brq_client_rpc_open(brooq_client *c, brq_rpc *out) BRQ_MUSTCHECK;
+
+/* brooq_claim over transport r (c's own, or one from brq_client_rpc_open). */
+brooq_err brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_job **jobs,
+			size_t *n);
+
 #endif

@@ -281,6 +281,12 @@ claim_fill(brq_call *k, const brooq_claim_opts *o, const char *worker)
 brooq_err
 brooq_claim(brooq_client *c, const brooq_claim_opts *opts, brooq_job **jobs, size_t *n)
 {
+	return brq_claim_via(c, c != NULL ? &c->rpc : NULL, opts, jobs, n);
+}
+
+brooq_err
+brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_job **jobs, size_t *n)
+{
 	brooq_claim_opts o;
 	brq_call         k;
 	int              rv;
@@ -302,7 +308,7 @@ brooq_claim(brooq_client *c, const brooq_claim_opts *opts, brooq_job **jobs, siz
 	brq_call_init(&k, BRQ_OP_CLAIM);
 	rv = claim_fill(&k, &o, o.worker != NULL ? o.worker : worker);
 	if (rv == 0)
-		rv = brq_rpc_call(&c->rpc, &k, o.wait_ms);
+		rv = brq_rpc_call(r, &k, o.wait_ms);
 	brooq_err err = brq_call_result(&k, rv);
 	if (err == BROOQ_OK && o.n_settle > 0 &&
 	    (!k.rep.claim.has_settled || k.rep.claim.n_settled != o.n_settle))

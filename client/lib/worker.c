@@ -22,26 +22,6 @@
 #define DEFAULT_HUNG_GRACE_MS 5000
 /* A claim asks for at most one job per thread; the gateway's default max batch. */
 #define THREADS_MAX 1000
-/* Longest single long-poll. A claim in flight cannot be abandoned (the gateway may be
- * answering it with jobs, whose leases would then leak until the reaper), so a stop
- * waits for it: slicing the wait bounds that. Each slice is one parked request that
- * an enqueue wakes at once, so pick-up latency does not depend on it; the cost is
- * one claim query per slice while idle.
- *
- * To make it abandonable (issue 12.5, with a gateway change), the claim stays where
- * it is, in dispatch_step, the one place a long-poll is sent:
- * 1. the dispatcher's long-polls go through a brq_rpc of their own (one REQ socket,
- *    so one pipe), opened by brooq_worker_run: closing that socket is what the
- *    gateway sees as a vanished peer, which already drops a parked claim (and, once
- *    issue 9.3 lands, one whose claim is running);
- * 2. rpc.c's exchange() gets an abortable receive: instead of nng_aio_wait the aio's
- *    callback writes to a pipe, and the dispatcher poll()s that pipe together with
- *    its wake pipe; on brooq_worker_stop (still only an atomic store and a write)
- *    it cancels the aio and closes the long-poll socket, then waits for the
- *    completion; the slot is never reused, so a late reply is dropped;
- * 3. POLL_SLICE_MS then goes, and a stop with no handler running returns as soon as
- *    the keeper and settler are joined. */
-#define POLL_SLICE_MS 2000
 
 /* The prefetch queue holds about this much work at the handlers' recent pace, and
  * the pace is measured over at least PACE_MIN_MS. */
@@ -260,12 +240,17 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 		.n_topics = w->n_handlers,
 		.max_jobs = (uint32_t) (want < BRQ_W_BATCH_MAX ? want : BRQ_W_BATCH_MAX),
 		.lease_ms = w->lease_ms,
-		.wait_ms  = w->wait_ms < POLL_SLICE_MS ? w->wait_ms : POLL_SLICE_MS,
+		// A claim that carries results does not wait: its answer acknowledges
+		// them at once, and a long-poll (which a stop abandons) never holds any.
+		.wait_ms  = n_settle > 0 ? 0 : w->wait_ms,
 		.settle   = n_settle > 0 ? items : NULL,
 		.n_settle = n_settle,
 		.settled  = n_settle > 0 ? res : NULL,
 	};
-	brooq_err err = brooq_claim(w->c, &o, &jobs, &n);
+	// Claims go through the dispatcher's own transport: at stop the watcher closes
+	// it, which ends a long-poll in flight at once (the gateway sees its peer go
+	// away: a parked claim is dropped, one running gives its leases back).
+	brooq_err err = brq_claim_via(w->c, w->poll_open ? &w->poll : NULL, &o, &jobs, &n);
 	if (err != BROOQ_OK)
 		brq_msg_copy(detail);
 
@@ -275,7 +260,7 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 		brq_worker_settle_done(w, b, n_settle, err, res, false, detail);
 	if (err == BROOQ_OK) {
 		jobs_take(w, jobs, n);
-	} else {
+	} else if (!atomic_load(&w->stop_requested)) {
 		w->st.errors++;
 		BRQ_LOG(w->c, BROOQ_LOG_WARN, "claim_failed", BRQ_LF_STR("err", brooq_strerror(err)),
 			BRQ_LF_STR("detail", detail), BRQ_LF_U64("settle_items", n_settle));
@@ -374,6 +359,37 @@ stop_phase(brooq_worker *w)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* Waits for the stop (or the end of the worker), then closes the dispatcher's
+ * transport: its long-poll in flight fails at once (NNG_ECLOSED). */
+static void *
+watcher_main(void *arg)
+{
+	brooq_worker *w = arg;
+	char          b;
+	while (read(w->stop_rd, &b, 1) < 0 && errno == EINTR) {
+	}
+	if (atomic_load(&w->stop_requested) && w->poll_open)
+		nng_close(w->poll.sock);
+	return NULL;
+}
+
+/* Ends the watcher (waking it if nothing did) and closes the dispatcher's transport. */
+static void
+watcher_quit(brooq_worker *w)
+{
+	if (w->watcher_started) {
+		char    b = 0;
+		ssize_t r = write(w->stop_wr, &b, 1);
+		(void) r;
+		pthread_join(w->watcher, NULL);
+		w->watcher_started = false;
+	}
+	if (w->poll_open) {
+		brq_rpc_close(&w->poll);
+		w->poll_open = false;
+	}
+}
+
 /* Tells every thread started so far to exit and joins the keeper and settler
  * (handler threads are joined by brooq_worker_free). */
 static void
@@ -411,6 +427,13 @@ threads_start(brooq_worker *w)
 	if (pthread_create(&w->settler, NULL, brq_worker_settler_main, w) != 0)
 		return brq_fail(BRQ_ENOMEM, "worker_run: cannot start the settle thread");
 	w->settler_started = true;
+	int rv             = brq_client_rpc_open(w->c, &w->poll);
+	if (rv != 0)
+		return rv;
+	w->poll_open = true;
+	if (pthread_create(&w->watcher, NULL, watcher_main, w) != 0)
+		return brq_fail(BRQ_ENOMEM, "worker_run: cannot start the stop watcher");
+	w->watcher_started = true;
 	return 0;
 }
 
@@ -447,13 +470,19 @@ worker_opts(const brooq_worker_opts *opts, brooq_worker_opts *o)
 static int
 sync_init(brooq_worker *w)
 {
-	int fds[2];
+	int fds[2], sfd[2] = {-1, -1};
 	if (pipe(fds) != 0)
 		return BRQ_EIO;
+	if (pipe(sfd) != 0)
+		goto fail_pipe;
 	for (int i = 0; i < 2; i++) {
-		if (fcntl(fds[i], F_SETFL, O_NONBLOCK) != 0 || fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0)
+		if (fcntl(fds[i], F_SETFL, O_NONBLOCK) != 0 || fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0 ||
+		    fcntl(sfd[i], F_SETFD, FD_CLOEXEC) != 0)
 			goto fail_pipe;
 	}
+	// The watcher blocks in read(2) on stop_rd; brooq_worker_stop must never block.
+	if (fcntl(sfd[1], F_SETFL, O_NONBLOCK) != 0)
+		goto fail_pipe;
 	if (pthread_mutex_init(&w->mu, NULL) != 0)
 		goto fail_pipe;
 	if (brq_cond_init_monotonic(&w->work_cv) != 0)
@@ -464,6 +493,8 @@ sync_init(brooq_worker *w)
 		goto fail_keeper;
 	w->wake_rd = fds[0];
 	w->wake_wr = fds[1];
+	w->stop_rd = sfd[0];
+	w->stop_wr = sfd[1];
 	return 0;
 
 fail_keeper:
@@ -475,6 +506,10 @@ fail_mu:
 fail_pipe:
 	close(fds[0]);
 	close(fds[1]);
+	if (sfd[0] >= 0) {
+		close(sfd[0]);
+		close(sfd[1]);
+	}
 	return BRQ_EIO;
 }
 
@@ -586,6 +621,7 @@ brooq_worker_run(brooq_worker *w)
 		return BROOQ_OK;
 	if ((rv = threads_start(w)) != 0) {
 		threads_quit(w);
+		watcher_quit(w);
 		return brq_err_public(rv);
 	}
 
@@ -614,6 +650,7 @@ brooq_worker_run(brooq_worker *w)
 		pthread_mutex_unlock(&w->mu);
 	}
 	stop_phase(w);
+	watcher_quit(w);
 	return BROOQ_OK;
 }
 
@@ -625,6 +662,11 @@ brooq_worker_stop(brooq_worker *w)
 		return;
 	atomic_store(&w->stop_requested, true);
 	brq_worker_wake(w);
+	int     saved = errno;
+	char    b     = 1;
+	ssize_t r     = write(w->stop_wr, &b, 1);
+	(void) r;
+	errno = saved;
 }
 
 void
@@ -645,6 +687,7 @@ brooq_worker_free(brooq_worker *w)
 	if (w == NULL)
 		return;
 	threads_quit(w);
+	watcher_quit(w);
 	pthread_mutex_lock(&w->mu);
 	size_t running = 0;
 	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
@@ -666,6 +709,8 @@ brooq_worker_free(brooq_worker *w)
 	free(w->name);
 	close(w->wake_rd);
 	close(w->wake_wr);
+	close(w->stop_rd);
+	close(w->stop_wr);
 	pthread_cond_destroy(&w->settle_cv);
 	pthread_cond_destroy(&w->keeper_cv);
 	pthread_cond_destroy(&w->work_cv);

@@ -28,6 +28,9 @@
  *   settler (worker_lease.c): settles finished results the dispatcher is not about
  *       to carry in a claim (it is parked in a long-poll, backing off, full or
  *       stopping), and alone those that a batch could not carry.
+ *   watcher (worker.c): waits for the stop and then closes the dispatcher's own
+ *       transport, so that a long-poll in flight ends at once: the gateway sees its
+ *       peer go away and gives back whatever it was about to lease to it.
  *
  * Every job the worker holds is a brooq_job_ctx on w->held, in one phase:
  *   QUEUED   on w->runq, waiting for a handler thread: free threads' jobs for
@@ -129,6 +132,11 @@ struct brooq_worker {
 
 	atomic_bool stop_requested;
 	int         wake_rd, wake_wr; /* self-pipe: stop and completions wake the dispatcher */
+	int         stop_rd, stop_wr; /* self-pipe: stop wakes the watcher */
+	brq_rpc     poll;             /* the dispatcher's own transport: its claims (long-polls) */
+	bool        poll_open;
+	pthread_t   watcher; /* ends the long-poll in flight at stop (closes poll's socket) */
+	bool        watcher_started;
 
 	pthread_mutex_t mu;
 	pthread_cond_t  work_cv;   /* handler threads: runq non-empty, or quit_handlers */

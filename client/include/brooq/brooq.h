@@ -368,12 +368,14 @@ BROOQ_API brooq_err brooq_worker_run(brooq_worker *w);
  * the stop is complete: no more claims; handlers still running get stop_grace_ms to
  * finish and their results are settled; after the grace they are abandoned (their
  * cancel flag is raised, their leases expire and the reaper returns the jobs:
- * nothing is lost, nothing is written for them). A claim already on the wire is
- * waited for: a long-poll is sent in slices of at most 2 s, so with no handler
- * running brooq_worker_run returns within about 2 s of the stop.
+ * nothing is lost, nothing is written for them). A long-poll in flight is abandoned
+ * at once (the worker's claims have a connection of their own, which the stop closes:
+ * the gateway drops the parked claim, or gives back the leases of one it was
+ * answering), so with no handler running brooq_worker_run returns within
+ * milliseconds of the stop.
  * May be called from any thread, from a handler (the handler's own job is then
- * treated like any running one), and from a signal handler (async-signal-safe: an
- * atomic store and a write(2)), also before brooq_worker_run (which then returns at
+ * treated like any running one), and from a signal handler (async-signal-safe:
+ * atomic stores and write(2)s), also before brooq_worker_run (which then returns at
  * once).
  */
 BROOQ_API void brooq_worker_stop(brooq_worker *w);
