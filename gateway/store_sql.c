@@ -298,9 +298,11 @@ janitor_sql(FILE *f, brq_stmt st)
 	switch (st) {
 	case BRQ_STMT_REAP:
 		// $1 batch size. Expired leases go back to pending, attempts unchanged: an
-		// expired lease is not a failure (invariant 7). SKIP LOCKED makes several
-		// gateways reaping at once safe: each row is reaped by exactly one.
-		fputs("UPDATE job j SET state = 'pending', available_at = now(), locked_by = NULL,"
+		// expired lease is not a failure (invariant 7); available_at unchanged: a
+		// reaped job keeps its place in line (invariant 11), it does not wait
+		// behind everything queued meanwhile. SKIP LOCKED makes several gateways
+		// reaping at once safe: each row is reaped by exactly one.
+		fputs("UPDATE job j SET state = 'pending', locked_by = NULL,"
 		      " locked_until = NULL, lease_token = NULL, updated_at = now()"
 		      " WHERE j.id = ANY(ARRAY(SELECT id FROM job WHERE state = 'processing'"
 		      "  AND locked_until < now() ORDER BY locked_until LIMIT $1"

@@ -86,6 +86,33 @@ Test(janitor, reaps_only_expired_leases_and_keeps_attempts)
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing'"), 1);
 }
 
+Test(janitor, a_reaped_job_keeps_its_place_in_line)
+{
+	/* Invariant 11: reaping does not move a job back in line. The reaped job was
+	 * ready an hour ago; 100 jobs queued since then must not go before it. */
+	brq_testdb_exec(
+		db,
+		"INSERT INTO job (topic, state, attempts, available_at, locked_by, locked_until, lease_token)"
+		" VALUES ('line', 'processing', 1, now() - interval '1 hour', 'w', now() - interval '1 "
+		"second',"
+		" gen_random_uuid())");
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, available_at) SELECT 'line', now() - interval '1 minute'"
+			" FROM generate_series(1, 100)");
+	brq_janitor j;
+	janitor_init(&j);
+	cr_assert_eq(brq_janitor_reap(&j), 1);
+	janitor_fini(&j);
+	cr_assert_eq(brq_testdb_int(db,
+				    "SELECT count(*) FROM job WHERE state = 'pending'"
+				    " AND available_at < now() - interval '59 minutes'"),
+		     1, "the reaped job's available_at changed");
+	cr_assert_eq(brq_testdb_int(db,
+				    "SELECT attempts FROM job WHERE state = 'pending'"
+				    " ORDER BY available_at, id LIMIT 1"),
+		     1, "the reaped job is not first in line");
+}
+
 static brq_janitor pair[2];
 static int64_t     reaped[2];
 
