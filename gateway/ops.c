@@ -165,6 +165,7 @@ encode_error(brq_work *w, brq_status code, const char *msg)
 }
 
 static void encode_claim_reply(brq_work *w, const brq_store_claim_out *out);
+static void fit_reply(brq_store_conn *c, brq_store_claim_out *out, uint64_t budget);
 
 // The claims of taken long-polls (their settle ran before they parked).
 static brq_store_claim_in
@@ -202,6 +203,7 @@ enqueue_with_claims(const brq_ops *o, brq_store_conn *c, const brq_job_spec *job
 		w->handback = outs[i].n_jobs > 0 ? BRQ_HANDBACK_SEND : BRQ_HANDBACK_CLAIM;
 		if (outs[i].n_jobs == 0)
 			continue;
+		fit_reply(c, &outs[i], o->cfg->max_request_bytes);
 		w->code      = BRQ_ST_OK;
 		w->claimed   = outs[i].jobs;
 		w->n_claimed = outs[i].n_jobs;
@@ -313,6 +315,47 @@ op_settle(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
 
 // ---- claim -------------------------------------------------------------------------------------
 
+// Bytes of a claimed job in a reply besides its topic and payload (keys, ids, the
+// lease, times), rounded up.
+#define CLAIMED_JOB_OVERHEAD 160
+
+// Fits the claimed jobs into a reply of at most `budget` bytes (the request limit,
+// which the client's transport accepts): the first job always goes; the jobs that
+// would not fit are given back at once (their attempt returned, their place in line
+// kept), so a claim of big payloads returns fewer than n jobs rather than a reply
+// nobody can receive. Shortens out->n_jobs.
+static void
+fit_reply(brq_store_conn *c, brq_store_claim_out *out, uint64_t budget)
+{
+	uint64_t size = CLAIMED_JOB_OVERHEAD;
+	uint32_t m    = 0;
+	for (; m < out->n_jobs; m++) {
+		uint64_t one = CLAIMED_JOB_OVERHEAD + out->jobs[m].topic.len + out->jobs[m].payload.len;
+		if (m > 0 && size + one > budget)
+			break;
+		size += one;
+	}
+	if (m == out->n_jobs)
+		return;
+	uint32_t       rest = out->n_jobs - m, returned = 0;
+	brq_lease_ref *leases = brq_arena_alloc(&c->arena, rest, sizeof(*leases));
+	for (uint32_t i = 0; leases != NULL && i < rest; i++) {
+		leases[i].id = out->jobs[m + i].id;
+		memcpy(leases[i].lease, out->jobs[m + i].lease, BRQ_LEASE_LEN);
+	}
+	int rv = leases != NULL ? brq_store_unclaim(c, leases, rest, &returned) : BRQ_ENOMEM;
+	if (rv != 0) {
+		// They stay in the reply: too big to send, so the whole reply fails and
+		// brq_ops_undeliverable gives every lease back.
+		BRQ_LOG_WARN("claim_reply_budget", "jobs=%u kept=%u error=%s", out->n_jobs, m,
+			     brq_err_name(rv));
+		return;
+	}
+	BRQ_LOG_DEBUG("claim_reply_budget", "jobs=%u kept=%u returned=%u budget=%llu", out->n_jobs, m,
+		      returned, (unsigned long long) budget);
+	out->n_jobs = m;
+}
+
 // Encodes the claim reply: the jobs, and with a combined settle its results.
 static void
 encode_claim_reply(brq_work *w, const brq_store_claim_out *out)
@@ -379,6 +422,7 @@ op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e, bool *park
 		*park = true;
 		return BRQ_ST_OK;
 	}
+	fit_reply(c, &out, o->cfg->max_request_bytes);
 	w->claimed   = out.jobs;
 	w->n_claimed = out.n_jobs;
 	encode_claim_reply(w, &out);

@@ -793,6 +793,38 @@ Test(gateway, a_long_poll_whose_peer_leaves_while_its_claim_runs_gives_the_lease
 	free(attempts);
 }
 
+Test(gateway, a_claim_of_big_payloads_returns_what_fits_and_leases_nothing_else)
+{
+	/* 40 jobs of ~60 KB: a claim of all 40 would be a 2.4 MB reply, over the 1 MiB
+	 * request limit of this suite (the reply budget). */
+	static char payload[61000];
+	payload[0] = '"';
+	memset(payload + 1, 'x', sizeof(payload) - 3);
+	payload[sizeof(payload) - 2] = '"';
+	for (int r = 0; r < 4; r++) {
+		brq_job_spec j[10];
+		for (int i = 0; i < 10; i++)
+			j[i] = (brq_job_spec) {.topic = brq_str_c("big"), .payload = brq_str_c(payload)};
+		brq_request req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = j, .n_jobs = 10}};
+		brq_reply   rep;
+		void       *keep;
+		cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+		free(keep);
+	}
+	brq_lease_ref l[40];
+	uint32_t      got = claim("big", 40, 0, l);
+	cr_assert(got > 0 && got < 40, "claim returned %u of 40 big jobs", got);
+	/* Only what was sent is leased; the rest is ready again, its attempt returned. */
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing'"), got);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'pending' AND attempts = 0"),
+		     40 - got);
+	uint32_t total = got;
+	for (int i = 0; i < 10 && total < 40; i++)
+		total += claim("big", 40, 0, l);
+	cr_assert_eq(total, 40);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE attempts = 1"), 40);
+}
+
 Test(gateway, job_reads_the_whole_row_and_stats_count_per_topic)
 {
 	uint64_t    id  = enqueue("s.a", "{\"k\":1}", "key-1", NULL);
