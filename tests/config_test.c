@@ -181,7 +181,7 @@ Test(config, reads_every_variable)
 {
 	const struct kv env[] = {
 		{"BROOQ_DSN", "host=db user=brooq"},
-		{"BROOQ_LISTEN", "tls+tcp://0.0.0.0:7443"},
+		{"BROOQ_LISTEN", "tcp://0.0.0.0:7443"}, // tls+tcp:// (and its files): tls_config_test
 		{"BROOQ_IPC_MODE", "0600"},
 		{"BROOQ_POOL_SIZE", "16"},
 		{"BROOQ_LEASE", "30s"},
@@ -213,7 +213,7 @@ Test(config, reads_every_variable)
 	dump_problems();
 	cr_assert_eq(rc, 0);
 	cr_assert_str_eq(cfg.dsn, "host=db user=brooq");
-	cr_assert_str_eq(cfg.listen, "tls+tcp://0.0.0.0:7443");
+	cr_assert_str_eq(cfg.listen, "tcp://0.0.0.0:7443");
 	cr_assert_eq(cfg.ipc_mode, 0600);
 	cr_assert_eq(cfg.pool_size, 16);
 	cr_assert_eq(cfg.lease_ms, 30000);
@@ -465,7 +465,8 @@ Test(config, parses_booleans)
 
 Test(config, validates_listen_url_and_ipc_mode)
 {
-	const char *good[] = {"ipc:///tmp/x.sock", "tcp://127.0.0.1:7000", "tls+tcp://[::]:7443"};
+	// tls+tcp:// needs its certificate and key: tls_config_test.
+	const char *good[] = {"ipc:///tmp/x.sock", "tcp://127.0.0.1:7000", "tcp://[::]:7443"};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		brq_config_fini(&cfg);
 		brq_config_problems_fini(&probs);
