@@ -342,6 +342,21 @@ Test(tls, with_client_auth_required_only_a_certificate_from_the_ca_gets_in, .ini
 		  NULL);
 }
 
+Test(tls, a_client_certificate_revoked_by_the_cas_crl_is_refused, .init = setup, .fini = teardown)
+{
+	static char e_ca[200], e_helper_cert[200];
+	char        why[1024];
+	snprintf(e_ca, sizeof(e_ca), "BROOQ_TLS_CA_FILE=%s", cert("ca-crl.pem")); /* CA, then its CRL */
+	snprintf(e_helper_cert, sizeof(e_helper_cert), "BROOQ_TEST_TLS_CERT_KEY=%s", cert("client.both"));
+	const char *extra[] = {e_ca, "BROOQ_TLS_CLIENT_AUTH=required", e_helper_cert, NULL};
+	start_gw("server", extra);
+	cr_assert_eq(
+		ping_with(url, cert("ca.pem"), cert("revoked.pem"), cert("revoked.key"), why, sizeof(why)),
+		BROOQ_ECONNECT, "a revoked certificate: %s", why);
+	cr_assert_eq(ping_with(url, cert("ca.pem"), cert("client.pem"), cert("client.key"), why, sizeof(why)),
+		     BROOQ_OK, "%s", why);
+}
+
 /* ---- the self-probe, and SIGHUP --------------------------------------------------------------- */
 
 /* GET /healthz on 127.0.0.1:port: the status, 0 when nothing answers. */

@@ -12,6 +12,8 @@
 #   ca2.pem ca2.key          a second, unrelated CA
 #   client2.pem client2.key  a worker certificate from the second CA
 #   server-chain.pem         server.pem followed by ca.pem
+#   revoked.pem revoked.key  a worker certificate from ca, revoked
+#   ca-crl.pem               ca.pem followed by ca's CRL, which lists revoked.pem
 # Idempotent: a DIR where a previous run completed is left as it is.
 set -euo pipefail
 dir=${1:?usage: tls_certs.sh DIR}
@@ -53,6 +55,15 @@ leaf client2 ca2 brooq-test-worker 30 "$client_ext"
 # -days -1: valid until yesterday (openssl 3.0 accepts nothing lower).
 leaf expired ca localhost -1 "$server_ext"
 cat server.pem ca.pem >server-chain.pem
+leaf revoked ca brooq-revoked-worker 30 "$client_ext"
+mkdir -p ca-db
+: >ca-db/index.txt
+echo 1000 >ca-db/crlnumber
+printf '[ca]\ndefault_ca=c\n[c]\ndatabase=ca-db/index.txt\ncrlnumber=ca-db/crlnumber\ndefault_md=sha256\ndefault_crl_days=30\n' >ca-db/ca.cnf
+openssl ca -batch -config ca-db/ca.cnf -cert ca.pem -keyfile ca.key -revoke revoked.pem 2>/dev/null
+openssl ca -batch -config ca-db/ca.cnf -cert ca.pem -keyfile ca.key -gencrl -out ca-db/ca.crl 2>/dev/null
+cat ca.pem ca-db/ca.crl >ca-crl.pem
+rm -rf ca-db
 chmod 0644 ./*.pem
 rm -f ./*.srl
 touch .complete
