@@ -121,10 +121,12 @@ dial_failures(brq_rpc *r, char *buf, size_t cap)
 			n[i] = nng_stat_value(st);
 	nng_stats_free(all);
 	if (n[0] > 0)
-		snprintf(buf, cap,
-			 ": %llu TLS handshake%s failed (a gateway certificate that the CA file does not "
-			 "vouch for, that has expired or does not carry the server name)",
-			 (unsigned long long) n[0], n[0] == 1 ? "" : "s");
+		snprintf(
+			buf, cap,
+			": %llu TLS handshake%s failed (the gateway's certificate: not vouched for by the CA "
+			"file, expired, or without the server name; or our client certificate, refused by "
+			"the gateway)",
+			(unsigned long long) n[0], n[0] == 1 ? "" : "s");
 	else if (n[1] > 0)
 		snprintf(buf, cap, ": the gateway closed %llu connection%s before %s up (%s)",
 			 (unsigned long long) n[1], n[1] == 1 ? "" : "s", n[1] == 1 ? "it was" : "they were",
