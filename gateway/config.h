@@ -49,8 +49,9 @@
 //
 // TLS (a tls+tcp:// BROOQ_LISTEN; config_tls.c): each file comes from its variable, else
 // the file $CREDENTIALS_DIRECTORY/tls-cert, tls-key, tls-ca if it exists. A tls+tcp://
-// listener needs the certificate and the key; any TLS setting with another listener is a
-// problem (a listener the operator believes encrypted must not serve plain text), and so
+// listener needs the certificate and the key; a TLS file or BROOQ_TLS_CLIENT_AUTH=required
+// with another listener is a problem (a listener the operator believes encrypted must not
+// serve plain text; "none", the default, is fine anywhere), and so
 // is a CA with BROOQ_TLS_CLIENT_AUTH=none (client certificates would not be checked).
 // "optional" is refused: mbedtls then completes the handshake with a certificate that
 // fails verification, so it would authenticate nothing. The files are read and checked

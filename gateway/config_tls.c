@@ -87,9 +87,10 @@ refuse_unused(struct loader *L, const brq_config *cfg, char names[3][64])
 					       names[i]);
 		}
 	}
-	if (brq_cfg_src_get(&L->src, "BROOQ_TLS_CLIENT_AUTH") != NULL) {
+	// "none", the default, promises nothing; "required" promises a check that would not happen.
+	if (cfg->tls_client_auth == BRQ_TLS_CLIENT_AUTH_REQUIRED) {
 		brq_config_problem_add(L->p,
-				       "BROOQ_TLS_CLIENT_AUTH: set, but BROOQ_LISTEN is not tls+tcp://");
+				       "BROOQ_TLS_CLIENT_AUTH: required, but BROOQ_LISTEN is not tls+tcp://");
 	}
 }
 

@@ -1176,8 +1176,12 @@ Test(config, example_env_file_shows_the_real_defaults)
 	char line[1024];
 	int  n_vars = 0;
 	while (fgets(line, sizeof(line), in) != NULL) {
-		// Uncomment "#BROOQ_X=..." lines, except the second DSN source.
-		if (strncmp(line, "#BROOQ_", 7) == 0 && strncmp(line, "#BROOQ_DSN_FILE=", 16) != 0) {
+		// Uncomment "#BROOQ_X=..." lines, except the second DSN source and the TLS
+		// files (example paths for a tls+tcp:// listener: tls_config_test).
+		if (strncmp(line, "#BROOQ_", 7) == 0 && strncmp(line, "#BROOQ_DSN_FILE=", 16) != 0 &&
+		    strncmp(line, "#BROOQ_TLS_CERT_FILE=", 21) != 0 &&
+		    strncmp(line, "#BROOQ_TLS_KEY_FILE=", 20) != 0 &&
+		    strncmp(line, "#BROOQ_TLS_CA_FILE=", 19) != 0) {
 			fputs(line + 1, out);
 			n_vars++;
 		} else {
@@ -1186,7 +1190,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(n_vars, 27, "every variable but BROOQ_DSN_FILE appears once");
+	cr_assert_eq(n_vars, 28, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
 
 	// As shipped (all commented): only defaults.
 	cr_assert_eq(load_file(path, minimal), 0);
@@ -1224,6 +1228,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	cr_assert_eq(cfg.selfprobe_interval_ms, def.selfprobe_interval_ms);
 	cr_assert_eq(cfg.log_level, def.log_level);
 	cr_assert_eq(cfg.shutdown_grace_ms, def.shutdown_grace_ms);
+	cr_assert_eq(cfg.tls_client_auth, def.tls_client_auth);
 	cr_assert_eq(cfg.n_topic_overrides, 2);
 	brq_config_fini(&def);
 }

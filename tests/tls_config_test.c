@@ -239,13 +239,15 @@ Test(tls_config, tls_settings_without_a_tls_listener_are_refused)
 {
 	cr_assert_eq(LOAD({"BROOQ_LISTEN", "tcp://0.0.0.0:7000"}, {"BROOQ_TLS_CERT_FILE", cert("server.pem")},
 			  {"BROOQ_TLS_KEY_FILE", cert("server.key")}, {"BROOQ_TLS_CA_FILE", cert("ca.pem")},
-			  {"BROOQ_TLS_CLIENT_AUTH", "none"}),
+			  {"BROOQ_TLS_CLIENT_AUTH", "required"}),
 		     BRQ_EINVAL);
 	cr_assert_eq(probs.count, 4);
 	cr_assert(has_problem("BROOQ_TLS_CERT_FILE: set, but BROOQ_LISTEN is not tls+tcp://"));
 	cr_assert(has_problem("BROOQ_TLS_KEY_FILE: set, but BROOQ_LISTEN is not tls+tcp://"));
 	cr_assert(has_problem("BROOQ_TLS_CA_FILE: set, but BROOQ_LISTEN is not tls+tcp://"));
-	cr_assert(has_problem("BROOQ_TLS_CLIENT_AUTH: set, but BROOQ_LISTEN is not tls+tcp://"));
+	cr_assert(has_problem("BROOQ_TLS_CLIENT_AUTH: required, but BROOQ_LISTEN is not tls+tcp://"));
+	// "none" is the default: it promises nothing, so it is fine with any listener.
+	cr_assert_eq(LOAD({"BROOQ_LISTEN", "tcp://0.0.0.0:7000"}, {"BROOQ_TLS_CLIENT_AUTH", "none"}), 0);
 	// The default listener (ipc://) too; a bad BROOQ_LISTEN is blamed alone.
 	cr_assert_eq(LOAD({"BROOQ_TLS_CERT_FILE", cert("server.pem")}), BRQ_EINVAL);
 	cr_assert(has_problem("BROOQ_TLS_CERT_FILE: set, but BROOQ_LISTEN is not tls+tcp://"));
