@@ -526,6 +526,7 @@ load_core(struct loader *L, brq_config *cfg)
 	get_dsn(L, cfg);
 	get_listen(L, cfg);
 	get_ipc_mode(L, &cfg->ipc_mode);
+	brq_cfg_get_tls(L, cfg);
 	get_u32(L, "BROOQ_POOL_SIZE", 1, 256, &cfg->pool_size);
 
 	get_duration(L, "BROOQ_LEASE", LEASE_MIN_MS, LEASE_MAX_MS, &cfg->lease_ms);
@@ -655,6 +656,9 @@ brq_config_fini(brq_config *cfg)
 	}
 	brq_cfg_free_secret(cfg->dsn);
 	free(cfg->listen);
+	free(cfg->tls_cert_file);
+	free(cfg->tls_key_file);
+	free(cfg->tls_ca_file);
 	free(cfg->http_host);
 	free_list(cfg->worker_token_files, cfg->n_worker_token_files);
 	free_list(cfg->admin_token_files, cfg->n_admin_token_files);

@@ -11,6 +11,10 @@
 //   BROOQ_DSN_FILE                -                               path of a file holding the DSN
 //   BROOQ_LISTEN                  ipc:///run/brooq/gateway.sock   ipc:// tcp:// tls+tcp://
 //   BROOQ_IPC_MODE                0660                            octal, <= 0777
+//   BROOQ_TLS_CERT_FILE           - (tls+tcp:// only; required)    PEM certificate (chain)
+//   BROOQ_TLS_KEY_FILE            - (tls+tcp:// only; required)    PEM private key, unencrypted
+//   BROOQ_TLS_CLIENT_AUTH         none (tls+tcp:// only)           none|required
+//   BROOQ_TLS_CA_FILE             - (required with CLIENT_AUTH=required)  PEM CA certificates
 //   BROOQ_POOL_SIZE               4                               1..256
 //   BROOQ_LEASE                   2m                              1s..24h
 //   BROOQ_BACKOFF_BASE            1s                              1ms..24h
@@ -42,6 +46,18 @@
 // $CREDENTIALS_DIRECTORY/dsn if it exists. Setting both BROOQ_DSN and BROOQ_DSN_FILE is
 // an error. A DSN file is trimmed of surrounding whitespace. The DSN is checked with
 // PQconninfoParse() and is NEVER printed: problems say "BROOQ_DSN: ..." without it.
+//
+// TLS (a tls+tcp:// BROOQ_LISTEN; config_tls.c): each file comes from its variable, else
+// the file $CREDENTIALS_DIRECTORY/tls-cert, tls-key, tls-ca if it exists. A tls+tcp://
+// listener needs the certificate and the key; a TLS file or BROOQ_TLS_CLIENT_AUTH=required
+// with another listener is a problem (a listener the operator believes encrypted must not
+// serve plain text; "none", the default, is fine anywhere), and so
+// is a CA with BROOQ_TLS_CLIENT_AUTH=none (client certificates would not be checked).
+// "optional" is refused: mbedtls then completes the handshake with a certificate that
+// fails verification, so it would authenticate nothing. The files are read and checked
+// at load (gateway/tls.c: PEM parses, the key matches the certificate, the key file is
+// no more open than a token file: mode & 0007 refused); the key never appears in a
+// problem or a log line.
 //
 // Tokens: the paths in BROOQ_WORKER_TOKEN_FILES / BROOQ_ADMIN_TOKEN_FILES (several per
 // role, for rotation; blanks around commas are ignored; an empty element is an error),
@@ -92,9 +108,11 @@
 //
 // The environment is checked the same way: a BROOQ_* variable that is not in the
 // table above is a problem, except the variables of brooq's other programs that a
-// shell running them may have set (BROOQ_URL, BROOQ_TOKEN_FILE, BROOQ_MIGRATIONS_DIR)
-// and of its test and benchmark harness (BROOQ_TEST_*, BROOQ_BENCH_*,
-// BROOQ_SOURCE_DIR).
+// shell running them may have set (BROOQ_URL, BROOQ_TOKEN_FILE, BROOQ_MIGRATIONS_DIR,
+// BROOQ_TLS_SERVER_NAME) and of its test and benchmark harness (BROOQ_TEST_*,
+// BROOQ_BENCH_*, BROOQ_SOURCE_DIR). The client library reads BROOQ_TLS_CA_FILE,
+// BROOQ_TLS_CERT_FILE and BROOQ_TLS_KEY_FILE too, with the same meaning seen from its
+// side (the CA it trusts for the peer, its own certificate and key).
 #ifndef BRQ_GATEWAY_CONFIG_H
 #define BRQ_GATEWAY_CONFIG_H
 
@@ -125,6 +143,15 @@ struct brq_topic_override {
 	uint64_t lease_ms;        // 1s..24h
 };
 
+// Client certificates on a tls+tcp:// listener.
+typedef enum brq_tls_client_auth {
+	BRQ_TLS_CLIENT_AUTH_NONE = 0, // not asked for; the bearer token authenticates
+	BRQ_TLS_CLIENT_AUTH_REQUIRED, // a certificate that chains to tls_ca_file, or no handshake
+} brq_tls_client_auth;
+
+// BLAKE2b-256 of a TLS file's content, to tell a reload that a file changed.
+#define BRQ_TLS_DIGEST_LEN 32
+
 typedef struct brq_config brq_config;
 
 // A validated configuration. Every pointer is owned by the struct and released by
@@ -134,6 +161,17 @@ struct brq_config {
 	char    *listen;    // NNG URL: ipc://..., tcp://..., tls+tcp://...
 	uint32_t ipc_mode;  // permission bits for the ipc socket, <= 0777
 	uint32_t pool_size; // libpq connections, 1..256
+
+	// TLS of a tls+tcp:// listener; all NULL / zero for other listeners.
+	char               *tls_cert_file;   // PEM certificate (chain)
+	char               *tls_key_file;    // PEM private key: mode & 0007 == 0
+	char               *tls_ca_file;     // PEM CA certificates; set iff client auth required
+	brq_tls_client_auth tls_client_auth; // default none
+	// Digests of the three files' contents as loaded (zero when unset), so that a reload
+	// can say that a certificate changed on disk and needs a restart.
+	uint8_t tls_cert_digest[BRQ_TLS_DIGEST_LEN];
+	uint8_t tls_key_digest[BRQ_TLS_DIGEST_LEN];
+	uint8_t tls_ca_digest[BRQ_TLS_DIGEST_LEN];
 
 	uint64_t lease_ms;        // default lease, 1s..24h
 	uint64_t backoff_base_ms; // 1ms..24h

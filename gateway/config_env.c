@@ -25,6 +25,10 @@ static const char *const known_vars[] = {
 	"BROOQ_DSN_FILE",
 	"BROOQ_LISTEN",
 	"BROOQ_IPC_MODE",
+	"BROOQ_TLS_CERT_FILE",
+	"BROOQ_TLS_KEY_FILE",
+	"BROOQ_TLS_CA_FILE",
+	"BROOQ_TLS_CLIENT_AUTH",
 	"BROOQ_POOL_SIZE",
 	"BROOQ_LEASE",
 	"BROOQ_BACKOFF_BASE",
@@ -63,10 +67,7 @@ brq_cfg_free_secret(char *s)
 // Names brooq's other programs and its test harness read; they may be set in the same
 // shell or CI job, so the gateway does not call them unknown.
 static const char *const foreign_vars[] = {
-	"BROOQ_URL",
-	"BROOQ_TOKEN_FILE",
-	"BROOQ_MIGRATIONS_DIR",
-	"BROOQ_SOURCE_DIR",
+	"BROOQ_URL", "BROOQ_TOKEN_FILE", "BROOQ_MIGRATIONS_DIR", "BROOQ_TLS_SERVER_NAME", "BROOQ_SOURCE_DIR",
 };
 static const char *const foreign_prefixes[] = {"BROOQ_TEST_", "BROOQ_BENCH_"};
 

@@ -74,6 +74,11 @@ static const struct fixed_field fixed_fields[] = {
 	FIELD("BROOQ_HTTP_LISTEN", http_port),
 	FIELD("BROOQ_HTTP_ALLOW_NONLOOPBACK", http_allow_nonloopback),
 	FIELD("BROOQ_SHUTDOWN_GRACE", shutdown_grace_ms),
+	FIELD("BROOQ_TLS_CLIENT_AUTH", tls_client_auth),
+	// A TLS file rewritten in place: same path, new content (tls.h: no live reload).
+	FIELD("BROOQ_TLS_CERT_FILE", tls_cert_digest),
+	FIELD("BROOQ_TLS_KEY_FILE", tls_key_digest),
+	FIELD("BROOQ_TLS_CA_FILE", tls_ca_digest),
 };
 
 static bool
@@ -108,6 +113,15 @@ restart_needed(const brq_config *old, const brq_config *cur, char *buf, size_t c
 	}
 	if (str_differs(old->listen, cur->listen)) {
 		list_var(buf, cap, "BROOQ_LISTEN");
+	}
+	if (str_differs(old->tls_cert_file, cur->tls_cert_file)) {
+		list_var(buf, cap, "BROOQ_TLS_CERT_FILE");
+	}
+	if (str_differs(old->tls_key_file, cur->tls_key_file)) {
+		list_var(buf, cap, "BROOQ_TLS_KEY_FILE");
+	}
+	if (str_differs(old->tls_ca_file, cur->tls_ca_file)) {
+		list_var(buf, cap, "BROOQ_TLS_CA_FILE");
 	}
 	if (str_differs(old->http_host, cur->http_host)) {
 		list_var(buf, cap, "BROOQ_HTTP_LISTEN");

@@ -5,7 +5,9 @@
 // --env-file, $CREDENTIALS_DIRECTORY, every token file) and applies what can change
 // while connections stay up: the token sets (auth.h swaps them under running checks)
 // and BROOQ_LOG_LEVEL. Other settings that differ are named in one
-// reload_needs_restart line and keep their running values. A reload with any problem
+// reload_needs_restart line and keep their running values; so are TLS files whose
+// content changed under the same path (tls.h: certificates apply at a restart; the
+// reload has checked the new ones). A reload with any problem
 // (a token file gone or too short, a bad value) changes nothing and logs each problem;
 // the gateway never exits because of a reload.
 #ifndef BRQ_GATEWAY_RELOAD_H

@@ -15,6 +15,7 @@
 #include "brq_clock.h"
 #include "log.h"
 #include "proto.h"
+#include "tls.h"
 
 #define TOKEN_BYTES    32                // random bytes, sent as 64 hex characters
 #define TOKEN_HEX      (TOKEN_BYTES * 2) // BRQ_AUTH_TOKEN_MIN..MAX
@@ -22,11 +23,12 @@
 #define WHY_MAX        160
 
 struct brq_selfprobe {
-	char    *url;                  // what each probe dials (owned)
-	uint64_t interval_ms;          // between probe starts
-	uint64_t timeout_ms;           // for sending (connection included), and again for the reply
-	uint64_t window_ms;            // healthy while the last success is at most this old
-	char     token[TOKEN_HEX + 1]; // secret: never logged; wiped by brq_selfprobe_free
+	const brq_config *cfg;                  // borrowed: the listener's TLS settings
+	char             *url;                  // what each probe dials (owned)
+	uint64_t          interval_ms;          // between probe starts
+	uint64_t          timeout_ms;           // for sending (connection included), and again for the reply
+	uint64_t          window_ms;            // healthy while the last success is at most this old
+	char              token[TOKEN_HEX + 1]; // secret: never logged; wiped by brq_selfprobe_free
 
 	_Atomic uint64_t last_ok_ms; // brq_now_ms() of the last success; 0 = none yet
 
@@ -40,11 +42,14 @@ struct brq_selfprobe {
 int
 brq_selfprobe_dial_url(const char *listen, char *out, size_t outlen)
 {
-	const char *host = listen;
-	const char *port = NULL;
-	const char *repl = NULL;
-	if (strncmp(listen, "tcp://", 6) == 0) {
-		host += 6;
+	const char *scheme = strncmp(listen, "tcp://", 6) == 0 ? "tcp://"
+		: strncmp(listen, "tls+tcp://", 10) == 0       ? "tls+tcp://"
+							       : NULL;
+	const char *host   = listen;
+	const char *port   = NULL;
+	const char *repl   = NULL;
+	if (scheme != NULL) {
+		host += strlen(scheme);
 		port = host[0] == '[' ? strstr(host, "]:") : strrchr(host, ':');
 		port = port != NULL && host[0] == '[' ? port + 1 : port;
 	}
@@ -56,7 +61,7 @@ brq_selfprobe_dial_url(const char *listen, char *out, size_t outlen)
 			repl = "[::1]";
 		}
 	}
-	int n = repl != NULL ? snprintf(out, outlen, "tcp://%s%s", repl, port)
+	int n = repl != NULL ? snprintf(out, outlen, "%s%s%s", scheme, repl, port)
 			     : snprintf(out, outlen, "%s", listen);
 	return n >= 0 && (size_t) n < outlen ? 0 : BRQ_E2BIG;
 }
@@ -93,6 +98,7 @@ static int
 probe_once(brq_selfprobe *p, char *why, size_t whylen)
 {
 	nng_socket  s;
+	nng_dialer  d;
 	nng_msg    *m   = NULL;
 	brq_request req = {.op = BRQ_OP_PING, .token = {p->token, TOKEN_HEX}};
 	brq_buf     b;
@@ -106,7 +112,12 @@ probe_once(brq_selfprobe *p, char *why, size_t whylen)
 	nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, (nng_duration) p->timeout_ms);
 	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, (nng_duration) p->timeout_ms);
 	brq_buf_init(&b, 0);
-	if ((rv = nng_dial(s, p->url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+	// nng_dial() in two steps: a tls+tcp:// dialer gets its TLS settings before it starts.
+	if ((rv = nng_dialer_create(&d, s, p->url)) == 0 && brq_tls_probe_setup(d, p->cfg) != 0) {
+		snprintf(why, whylen, "dial: the TLS settings could not be applied");
+		goto out;
+	}
+	if (rv != 0 || (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
 		snprintf(why, whylen, "dial: %s", nng_strerror(rv));
 		goto out;
 	}
@@ -185,8 +196,8 @@ brq_selfprobe_new(const brq_config *cfg, brq_auth *auth, brq_selfprobe **out)
 		off = "BROOQ_SELFPROBE_INTERVAL=0";
 	} else if (!cfg->http_enabled) {
 		off = "http endpoint off";
-	} else if (strncmp(cfg->listen, "tls+tcp://", 10) == 0) {
-		off = "tls+tcp listener";
+	} else if (brq_tls_is_url(cfg->listen) && cfg->tls_client_auth == BRQ_TLS_CLIENT_AUTH_REQUIRED) {
+		off = "tls+tcp listener requires client certificates";
 	}
 	if (off != NULL) {
 		BRQ_LOG_INFO("selfprobe_off", "reason=%s", BRQ_LOG_Q(off));
@@ -202,6 +213,7 @@ brq_selfprobe_new(const brq_config *cfg, brq_auth *auth, brq_selfprobe **out)
 	if (brq_selfprobe_dial_url(cfg->listen, p->url, cap) != 0) {
 		goto nomem; // cannot happen with cap above
 	}
+	p->cfg         = cfg;
 	p->interval_ms = cfg->selfprobe_interval_ms;
 	p->timeout_ms  = p->interval_ms < MAX_TIMEOUT_MS ? p->interval_ms : MAX_TIMEOUT_MS;
 	p->window_ms   = 2 * p->interval_ms + 2 * p->timeout_ms;

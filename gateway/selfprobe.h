@@ -18,9 +18,17 @@
 // probe succeeds. Logged on changes only (selfprobe_failed with the reason,
 // selfprobe_ok), never per probe.
 //
+// A tls+tcp:// listener is probed over TLS, verifying no certificate (tls.h
+// brq_tls_probe_setup: it checks that handshakes complete and the listener answers; an
+// expired certificate is logged at start instead).
+//
 // Off (no thread, brq_selfprobe_healthy true) when BROOQ_SELFPROBE_INTERVAL is 0, when
-// the HTTP endpoint is off (nothing would read it), and for tls+tcp:// listeners (the
-// gateway has no TLS settings a probe could dial with).
+// the HTTP endpoint is off (nothing would read it), and for tls+tcp:// listeners with
+// BROOQ_TLS_CLIENT_AUTH=required: the probe would need a client certificate that
+// BROOQ_TLS_CA_FILE accepts, and the gateway holds only its server certificate, which
+// need not be one (mbedtls refuses a client certificate whose extended key usage lacks
+// clientAuth, and the server's may come from another CA); a probe refused for that
+// reason would turn /healthz 503 on a healthy listener.
 #ifndef BRQ_GATEWAY_SELFPROBE_H
 #define BRQ_GATEWAY_SELFPROBE_H
 
@@ -52,8 +60,8 @@ void brq_selfprobe_free(brq_selfprobe *p);
 // when the probe is off (p NULL). Thread-safe, never blocks.
 bool brq_selfprobe_healthy(void *p);
 
-// The URL a probe dials for a listen URL: the same, except a wildcard tcp:// host
-// ("", "*", 0.0.0.0, [::]) becomes loopback. Writes at most outlen bytes (NUL
+// The URL a probe dials for a listen URL: the same, except a wildcard tcp:// or
+// tls+tcp:// host ("", "*", 0.0.0.0, [::]) becomes loopback. Writes at most outlen bytes (NUL
 // included). Returns 0, or BRQ_E2BIG when it does not fit. Exposed for tests.
 BRQ_MUSTCHECK int brq_selfprobe_dial_url(const char *listen, char *out, size_t outlen);
 

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "peer.h"
+#include "tls.h"
 
 // Items for requests that are not long-polls: enough to keep every pool thread
 // busy with a queue behind it.
@@ -420,6 +421,8 @@ listen_start(brq_server *s)
 		if (rv != 0)
 			goto fail;
 	}
+	if (brq_tls_listener_setup(s->listener, s->cfg) != 0) // tls+tcp:// only; logs why
+		return BRQ_EIO;
 	rv = nng_listener_start(s->listener, 0);
 	if (rv != 0)
 		goto fail;

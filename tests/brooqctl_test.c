@@ -444,6 +444,8 @@ Test(brooqctl, usage_errors_exit_2)
 		{"ping", "extra", NULL},
 		{"stats", "--bogus", NULL},
 		{"--url", NULL},
+		{"--tls-ca", NULL},
+		{"ping", "--tls-server-name=", NULL},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *const *c = cases[i];

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1029,7 +1030,8 @@ Test(client_offline, options_structs_are_read_by_their_size)
 	cr_assert_eq(brooq_client_open(&o, &c), BROOQ_EINVAL);
 	cr_assert(strstr(brooq_last_message(), "brooq_client_opts.size") != NULL, "%s", brooq_last_message());
 	cr_assert_null(c);
-	o.size = sizeof(o) - sizeof(void *); /* older than the first release: impossible */
+	/* Older than the first release (which ended with log_arg): impossible. */
+	o.size = offsetof(brooq_client_opts, log_arg);
 	cr_assert_eq(brooq_client_open(&o, &c), BROOQ_EINVAL);
 
 	later_opts l = {.o = {.size = sizeof(later_opts), .url = url, .token_file = path}};

@@ -181,7 +181,7 @@ Test(config, reads_every_variable)
 {
 	const struct kv env[] = {
 		{"BROOQ_DSN", "host=db user=brooq"},
-		{"BROOQ_LISTEN", "tls+tcp://0.0.0.0:7443"},
+		{"BROOQ_LISTEN", "tcp://0.0.0.0:7443"}, // tls+tcp:// (and its files): tls_config_test
 		{"BROOQ_IPC_MODE", "0600"},
 		{"BROOQ_POOL_SIZE", "16"},
 		{"BROOQ_LEASE", "30s"},
@@ -213,7 +213,7 @@ Test(config, reads_every_variable)
 	dump_problems();
 	cr_assert_eq(rc, 0);
 	cr_assert_str_eq(cfg.dsn, "host=db user=brooq");
-	cr_assert_str_eq(cfg.listen, "tls+tcp://0.0.0.0:7443");
+	cr_assert_str_eq(cfg.listen, "tcp://0.0.0.0:7443");
 	cr_assert_eq(cfg.ipc_mode, 0600);
 	cr_assert_eq(cfg.pool_size, 16);
 	cr_assert_eq(cfg.lease_ms, 30000);
@@ -465,7 +465,8 @@ Test(config, parses_booleans)
 
 Test(config, validates_listen_url_and_ipc_mode)
 {
-	const char *good[] = {"ipc:///tmp/x.sock", "tcp://127.0.0.1:7000", "tls+tcp://[::]:7443"};
+	// tls+tcp:// needs its certificate and key: tls_config_test.
+	const char *good[] = {"ipc:///tmp/x.sock", "tcp://127.0.0.1:7000", "tcp://[::]:7443"};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		brq_config_fini(&cfg);
 		brq_config_problems_fini(&probs);
@@ -1175,8 +1176,12 @@ Test(config, example_env_file_shows_the_real_defaults)
 	char line[1024];
 	int  n_vars = 0;
 	while (fgets(line, sizeof(line), in) != NULL) {
-		// Uncomment "#BROOQ_X=..." lines, except the second DSN source.
-		if (strncmp(line, "#BROOQ_", 7) == 0 && strncmp(line, "#BROOQ_DSN_FILE=", 16) != 0) {
+		// Uncomment "#BROOQ_X=..." lines, except the second DSN source and the TLS
+		// files (example paths for a tls+tcp:// listener: tls_config_test).
+		if (strncmp(line, "#BROOQ_", 7) == 0 && strncmp(line, "#BROOQ_DSN_FILE=", 16) != 0 &&
+		    strncmp(line, "#BROOQ_TLS_CERT_FILE=", 21) != 0 &&
+		    strncmp(line, "#BROOQ_TLS_KEY_FILE=", 20) != 0 &&
+		    strncmp(line, "#BROOQ_TLS_CA_FILE=", 19) != 0) {
 			fputs(line + 1, out);
 			n_vars++;
 		} else {
@@ -1185,7 +1190,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(n_vars, 27, "every variable but BROOQ_DSN_FILE appears once");
+	cr_assert_eq(n_vars, 28, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
 
 	// As shipped (all commented): only defaults.
 	cr_assert_eq(load_file(path, minimal), 0);
@@ -1223,6 +1228,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	cr_assert_eq(cfg.selfprobe_interval_ms, def.selfprobe_interval_ms);
 	cr_assert_eq(cfg.log_level, def.log_level);
 	cr_assert_eq(cfg.shutdown_grace_ms, def.shutdown_grace_ms);
+	cr_assert_eq(cfg.tls_client_auth, def.tls_client_auth);
 	cr_assert_eq(cfg.n_topic_overrides, 2);
 	brq_config_fini(&def);
 }

@@ -62,6 +62,7 @@ usr/share/doc/brooq/examples/brooq-dashboard.json
 usr/share/doc/brooq/examples/brooq-rules.yml
 usr/share/doc/brooq/operations.md
 usr/share/doc/brooq/protocol.md
+usr/share/doc/brooq/security.md
 usr/share/doc/brooq-gateway/changelog.gz
 usr/share/doc/brooq-gateway/copyright
 usr/share/lintian/overrides/brooq-gateway

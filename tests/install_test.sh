@@ -64,6 +64,7 @@ share/doc/brooq/examples/brooq-dashboard.json
 share/doc/brooq/examples/brooq-rules.yml
 share/doc/brooq/operations.md
 share/doc/brooq/protocol.md
+share/doc/brooq/security.md
 share/man/man1/brooqctl.1
 share/man/man3/brooq.3
 share/man/man8/brooq-gateway.8

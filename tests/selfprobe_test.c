@@ -205,6 +205,9 @@ Test(selfprobe, dial_url_maps_wildcard_hosts_to_loopback)
 		{"tcp://:7000", "tcp://127.0.0.1:7000"},
 		{"tcp://[::]:7000", "tcp://[::1]:7000"},
 		{"tcp://[::1]:7000", "tcp://[::1]:7000"},
+		{"tls+tcp://0.0.0.0:7443", "tls+tcp://127.0.0.1:7443"},
+		{"tls+tcp://[::]:7443", "tls+tcp://[::1]:7443"},
+		{"tls+tcp://gw.internal:7443", "tls+tcp://gw.internal:7443"},
 	};
 	char out[64];
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

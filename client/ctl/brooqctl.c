@@ -36,6 +36,15 @@ static const char common_help[] =
 	"                     $BROOQ_TOKEN_FILE); a token is never accepted on the\n"
 	"                     command line\n"
 	"  --timeout D        per-call timeout, 1ms..24h (default 10s)\n"
+	"  --tls-ca FILE      tls+tcp:// URLs: CA certificates (PEM) the gateway's\n"
+	"                     certificate must chain to (default $BROOQ_TLS_CA_FILE)\n"
+	"  --tls-cert FILE, --tls-key FILE\n"
+	"                     tls+tcp:// URLs: client certificate and its key, for a\n"
+	"                     gateway that requires one (default $BROOQ_TLS_CERT_FILE,\n"
+	"                     $BROOQ_TLS_KEY_FILE)\n"
+	"  --tls-server-name NAME\n"
+	"                     the name the gateway's certificate must carry (default\n"
+	"                     $BROOQ_TLS_SERVER_NAME, else the URL's host)\n"
 	"  --json             print one JSON object, also for every error\n"
 	"Durations D: digits and a unit ms, s, m, h or d (500ms, 30s, 5m, 1h); a bare\n"
 	"number other than 0 is refused, as in the gateway's configuration.\n"
@@ -285,6 +294,29 @@ duration_opt(const brq_ctl *ctl, const char *opt, const char *v, uint64_t min_ms
 	return BRQ_EXIT_OK;
 }
 
+/* The TLS options of a tls+tcp:// URL, all file paths but the last. */
+static const char *const tls_opts[] = {"--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name"};
+
+/* A TLS option at argv[*i] into its field: 1 when it was one (*rc the result), else 0. */
+static int
+tls_option(brq_ctl *ctl, int argc, char **argv, int *i, int *rc)
+{
+	const char **dst[] = {&ctl->tls_ca_file, &ctl->tls_cert_file, &ctl->tls_key_file,
+			      &ctl->tls_server_name};
+	const char  *v;
+	for (size_t k = 0; k < sizeof(tls_opts) / sizeof(tls_opts[0]); k++) {
+		int m = take_opt(argc, argv, i, tls_opts[k], &v);
+		if (m == 0)
+			continue;
+		if (m < 0 || v[0] == '\0')
+			*rc = brq_ctl_usage(ctl, "option %s needs a value", tls_opts[k]);
+		else
+			*dst[k] = v;
+		return 1;
+	}
+	return 0;
+}
+
 /* What the options said besides brq_ctl's fields. */
 typedef struct opts_seen {
 	bool help, version, enqueue_only;
@@ -296,7 +328,7 @@ one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i], *v;
 	uint64_t    u;
-	int         m, rc;
+	int         m, rc = BRQ_EXIT_OK;
 
 	if (strcmp(a, "--json") == 0) {
 		ctl->json = true;
@@ -312,6 +344,8 @@ one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
 		if (m < 0 || v[0] == '\0')
 			return brq_ctl_usage(ctl, "option --token-file needs a value");
 		ctl->token_file = v;
+	} else if (tls_option(ctl, argc, argv, i, &rc) != 0) {
+		return rc;
 	} else if ((m = take_opt(argc, argv, i, "--timeout", &v)) != 0) {
 		if (m < 0)
 			return brq_ctl_usage(ctl, "option --timeout needs a value");
@@ -357,14 +391,14 @@ first_command(int argc, char **argv)
 		if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)
 			return argv[i];
 		/* Skip the value of an option that takes one ("--url X"). */
-		static const char *const valued[] = {"--url", "--token-file", "--timeout",
-						     "--key", "--delay",      "--max-attempts"};
-		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) {
-			if (strcmp(argv[i], valued[k]) == 0) {
-				i++;
-				break;
-			}
-		}
+		static const char *const valued[]  = {"--url", "--token-file", "--timeout",
+						      "--key", "--delay",      "--max-attempts"};
+		bool                     is_valued = false;
+		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
+			is_valued = is_valued || strcmp(argv[i], valued[k]) == 0;
+		for (size_t k = 0; k < sizeof(tls_opts) / sizeof(tls_opts[0]); k++)
+			is_valued = is_valued || strcmp(argv[i], tls_opts[k]) == 0;
+		i += is_valued;
 	}
 	return NULL;
 }

@@ -124,10 +124,14 @@ report(const brq_ctl *ctl, brooq_err err)
 static int
 open_client(const brq_ctl *ctl, brooq_client **c)
 {
-	brooq_client_opts o   = {.size       = sizeof(brooq_client_opts),
-				 .url        = ctl->url,
-				 .token_file = ctl->token_file,
-				 .timeout_ms = ctl->timeout_ms};
+	brooq_client_opts o   = {.size            = sizeof(brooq_client_opts),
+				 .url             = ctl->url,
+				 .token_file      = ctl->token_file,
+				 .timeout_ms      = ctl->timeout_ms,
+				 .tls_ca_file     = ctl->tls_ca_file,
+				 .tls_cert_file   = ctl->tls_cert_file,
+				 .tls_key_file    = ctl->tls_key_file,
+				 .tls_server_name = ctl->tls_server_name};
 	brooq_err         err = brooq_client_open(&o, c);
 	return err == BROOQ_OK ? BRQ_EXIT_OK : report(ctl, err);
 }

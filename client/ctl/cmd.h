@@ -20,14 +20,18 @@ enum brq_ctl_exit {
 
 /* Settings of one run, from options and the environment. */
 typedef struct brq_ctl {
-	const char *cmd;          /* the command's name, for messages ("brooqctl" before one is known) */
-	const char *url;          /* NULL: the library default ($BROOQ_URL, then the ipc path) */
-	const char *token_file;   /* required (option or $BROOQ_TOKEN_FILE) */
-	int         timeout_ms;   /* 0: the library default */
-	bool        json;         /* one JSON object on stdout instead of a table, errors too */
-	const char *key;          /* enqueue --key */
-	uint64_t    delay_ms;     /* enqueue --delay */
-	uint32_t    max_attempts; /* enqueue --max-attempts; 0: the gateway's default */
+	const char *cmd;             /* the command's name, for messages ("brooqctl" before one is known) */
+	const char *url;             /* NULL: the library default ($BROOQ_URL, then the ipc path) */
+	const char *token_file;      /* required (option or $BROOQ_TOKEN_FILE) */
+	int         timeout_ms;      /* 0: the library default */
+	const char *tls_ca_file;     /* --tls-ca; NULL: the library's default ($BROOQ_TLS_CA_FILE) */
+	const char *tls_cert_file;   /* --tls-cert; NULL: $BROOQ_TLS_CERT_FILE */
+	const char *tls_key_file;    /* --tls-key; NULL: $BROOQ_TLS_KEY_FILE */
+	const char *tls_server_name; /* --tls-server-name; NULL: $BROOQ_TLS_SERVER_NAME */
+	bool        json;            /* one JSON object on stdout instead of a table, errors too */
+	const char *key;             /* enqueue --key */
+	uint64_t    delay_ms;        /* enqueue --delay */
+	uint32_t    max_attempts;    /* enqueue --max-attempts; 0: the gateway's default */
 } brq_ctl;
 
 /*

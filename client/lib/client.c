@@ -14,6 +14,7 @@
 
 #include "brq_version.h"
 #include "err.h"
+#include "tls.h"
 
 #define DEFAULT_URL "ipc:///run/brooq/gateway.sock"
 /* Minimum token length (SPEC §5: at least 32 random bytes). */
@@ -129,6 +130,39 @@ brq_opts_copy(void *dst, size_t dst_size, const void *src, size_t v1_size, const
 
 /* ---- open / close ------------------------------------------------------------------- */
 
+static void
+tls_free(nng_tls_config *tls)
+{
+	if (tls != NULL) /* nng_tls_config_free(NULL) would crash */
+		nng_tls_config_free(tls);
+}
+
+/* The TLS configuration for url (*out NULL unless it is tls+tcp://): the options,
+ * else the environment. 0, or BRQ_EINVAL / BRQ_ENOMEM with the message set. */
+static int
+tls_open(const brooq_client_opts *o, const char *url, nng_tls_config **out)
+{
+	*out = NULL;
+	if (!brq_client_tls_is_url(url)) {
+		if (o->tls_ca_file != NULL || o->tls_cert_file != NULL || o->tls_key_file != NULL ||
+		    o->tls_server_name != NULL)
+			return brq_fail(BRQ_EINVAL,
+					"client_open: the tls_* options are for tls+tcp:// "
+					"URLs, not %s",
+					url);
+		return 0;
+	}
+	brq_client_tls_opts t = {
+		.ca_file = o->tls_ca_file != NULL ? o->tls_ca_file : env_nonempty("BROOQ_TLS_CA_FILE"),
+		.cert_file =
+			o->tls_cert_file != NULL ? o->tls_cert_file : env_nonempty("BROOQ_TLS_CERT_FILE"),
+		.key_file    = o->tls_key_file != NULL ? o->tls_key_file : env_nonempty("BROOQ_TLS_KEY_FILE"),
+		.server_name = o->tls_server_name != NULL ? o->tls_server_name
+							  : env_nonempty("BROOQ_TLS_SERVER_NAME"),
+	};
+	return brq_client_tls_config(url, &t, out);
+}
+
 /* The edge of client_open: the token's troubles are BROOQ_ETOKEN. */
 static brooq_err
 open_err(int rv, bool token)
@@ -161,19 +195,28 @@ brooq_client_open(const brooq_client_opts *opts, brooq_client **out)
 					 "no token file: set brooq_client_opts.token_file or "
 					 "$BROOQ_TOKEN_FILE"),
 				true);
-	if (sodium_init() < 0)
+	nng_tls_config *tls = NULL;
+	if ((rv = tls_open(&o, url, &tls)) != 0)
+		return brq_err_public(rv);
+	if (sodium_init() < 0) {
+		tls_free(tls);
 		return brq_err_public(brq_fail(BRQ_ENOMEM, "client_open: libsodium failed to initialise"));
+	}
 
-	if ((c = calloc(1, sizeof(*c))) == NULL)
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		tls_free(tls);
 		return brq_err_public(brq_fail(BRQ_ENOMEM, "client_open: out of memory"));
+	}
 	c->log     = o.log != NULL ? o.log : brooq_log_stderr;
 	c->log_arg = o.log_arg;
 	if ((rv = token_load(token_file, &c->token, &c->token_len)) != 0) {
+		tls_free(tls);
 		free(c);
 		return open_err(rv, true);
 	}
 	rv = brq_rpc_open(&c->rpc, url, o.timeout_ms > 0 ? o.timeout_ms : BRQ_RPC_TIMEOUT_MS, c->token,
-			  c->token_len);
+			  c->token_len, tls);
+	tls_free(tls); /* the transport holds its own reference */
 	if (rv != 0) {
 		sodium_free(c->token);
 		free(c);
@@ -186,7 +229,8 @@ brooq_client_open(const brooq_client_opts *opts, brooq_client **out)
 int
 brq_client_rpc_open(brooq_client *c, brq_rpc *out)
 {
-	return brq_rpc_open(out, c->rpc.url, c->rpc.timeout_ms, c->token, c->token_len);
+	/* Same URL, token and TLS configuration: the second transport takes its own reference. */
+	return brq_rpc_open(out, c->rpc.url, c->rpc.timeout_ms, c->token, c->token_len, c->rpc.tls);
 }
 
 void

@@ -32,7 +32,7 @@ struct brooq_client {
 int brq_opts_copy(void *dst, size_t dst_size, const void *src, size_t v1_size,
 		  const char *what) BRQ_MUSTCHECK;
 
-/* Opens *out: a transport of its own to c's gateway (same URL, timeout and token; its
+/* Opens *out: a transport of its own to c's gateway (same URL, timeout, token and TLS; its
  * own socket, so its own connection). Closing its socket is what the gateway sees as
  * a peer that went away. 0, BRQ_EINVAL or BRQ_ENOMEM (message set); close with
  * brq_rpc_close. */

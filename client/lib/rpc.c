@@ -63,6 +63,8 @@ dialer_new(brq_rpc *r, nng_dialer *d)
 	int rv = nng_dialer_create(d, r->sock, r->url);
 	if (rv == 0 && r->dial_on_demand)
 		rv = nng_dialer_set_ms(*d, NNG_OPT_RECONNMINT, IPC_RECONNECT_MS);
+	if (rv == 0 && r->tls != NULL)
+		rv = nng_dialer_set_ptr(*d, NNG_OPT_TLS_CONFIG, r->tls);
 	return rv;
 }
 
@@ -101,6 +103,41 @@ wait_pipe(brq_rpc *r, uint64_t deadline_ms)
 	return up;
 }
 
+/* Why a tcp:// or tls+tcp:// connection did not come up, from the dialler's counters
+ * (NNG's statistics: "auth" counts NNG_EPEERAUTH and NNG_ECRYPTO, "other" a peer that
+ * closed the connection before it was up, "refused" nothing listening); else "". */
+static const char *
+dial_failures(brq_rpc *r, char *buf, size_t cap)
+{
+	static const char *const names[] = {"auth", "other", "refused"};
+	nng_stat                *all     = NULL, *d, *st;
+	uint64_t                 n[3]    = {0, 0, 0};
+	buf[0]                           = '\0';
+	/* The dialler of a tcp:// or tls+tcp:// client is made at open, never replaced. */
+	if (r->dial_on_demand || nng_stats_get(&all) != 0)
+		return buf;
+	for (int i = 0; i < 3 && (d = nng_stat_find_dialer(all, r->dialer)) != NULL; i++)
+		if ((st = nng_stat_find(d, names[i])) != NULL)
+			n[i] = nng_stat_value(st);
+	nng_stats_free(all);
+	if (n[0] > 0)
+		snprintf(
+			buf, cap,
+			": %llu TLS handshake%s failed (the gateway's certificate: not vouched for by the CA "
+			"file, expired, or without the server name; or our client certificate, refused by "
+			"the gateway)",
+			(unsigned long long) n[0], n[0] == 1 ? "" : "s");
+	else if (n[1] > 0)
+		snprintf(buf, cap, ": the gateway closed %llu connection%s before %s up (%s)",
+			 (unsigned long long) n[1], n[1] == 1 ? "" : "s", n[1] == 1 ? "it was" : "they were",
+			 r->tls != NULL ? "a TLS handshake it refused: it requires a client certificate that "
+					  "its CA vouches for, or does not speak TLS on this port"
+					: "it may expect tls+tcp:// on this port");
+	else if (n[2] > 0)
+		snprintf(buf, cap, ": connection refused (nothing listens there)");
+	return buf;
+}
+
 /* Makes sure a connection is up before a request is sent: 0, or BRQ_EUNAVAIL. */
 static int
 connect_for(brq_rpc *r, const char *op, uint64_t deadline_ms, int64_t total_ms)
@@ -115,14 +152,17 @@ connect_for(brq_rpc *r, const char *op, uint64_t deadline_ms, int64_t total_ms)
 			return brq_fail(BRQ_EUNAVAIL, "%s: cannot connect to %s: %s (nothing was sent)", op,
 					r->url, nng_strerror(rv));
 	}
-	if (!wait_pipe(r, deadline_ms))
-		return brq_fail(BRQ_EUNAVAIL, "%s: no connection to %s within %lld ms (nothing was sent)", op,
-				r->url, (long long) total_ms);
+	if (!wait_pipe(r, deadline_ms)) {
+		char why[256];
+		return brq_fail(BRQ_EUNAVAIL, "%s: no connection to %s within %lld ms%s (nothing was sent)",
+				op, r->url, (long long) total_ms, dial_failures(r, why, sizeof(why)));
+	}
 	return 0;
 }
 
 int
-brq_rpc_open(brq_rpc *r, const char *url, int timeout_ms, const char *token, size_t token_len)
+brq_rpc_open(brq_rpc *r, const char *url, int timeout_ms, const char *token, size_t token_len,
+	     nng_tls_config *tls)
 {
 	int err = BRQ_ENOMEM, rv;
 
@@ -149,6 +189,10 @@ brq_rpc_open(brq_rpc *r, const char *url, int timeout_ms, const char *token, siz
 	if ((rv = nng_req0_open(&r->sock)) != 0) {
 		(void) brq_fail(err, "client_open: cannot open a REQ socket: %s", nng_strerror(rv));
 		goto fail_cv;
+	}
+	if (tls != NULL) {
+		nng_tls_config_hold(tls); /* released after the socket: its dialler uses it */
+		r->tls = tls;
 	}
 	/* No silent re-send (a re-sent claim would leak a lease). Set on the socket
 	 * before any context is opened: req0 contexts copy the socket's value at open
@@ -180,6 +224,8 @@ brq_rpc_open(brq_rpc *r, const char *url, int timeout_ms, const char *token, siz
 
 fail_sock:
 	nng_close(r->sock); /* closes the dialler too */
+	if (r->tls != NULL)
+		nng_tls_config_free(r->tls);
 fail_cv:
 	pthread_cond_destroy(&r->pipe_cv);
 fail_pipe_mu:
@@ -274,6 +320,8 @@ brq_rpc_close(brq_rpc *r)
 	}
 	/* Pipe events run until the socket is closed: the locks outlive it. */
 	nng_close(r->sock);
+	if (r->tls != NULL)
+		nng_tls_config_free(r->tls);
 	pthread_cond_destroy(&r->pipe_cv);
 	pthread_mutex_destroy(&r->pipe_mu);
 	pthread_mutex_destroy(&r->dial_mu);

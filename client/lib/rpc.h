@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
 
 #include "brooq/brooq.h"
 #include "brq_base.h"
@@ -49,22 +50,25 @@ typedef struct brq_rpc {
 	unsigned          n_idle; /* <= BRQ_RPC_IDLE_MAX */
 	_Atomic(uint64_t) next_rid;
 
-	const char *token;      /* borrowed (the client's locked copy) */
-	size_t      token_len;  /* 1..BRQ_TOKEN_MAX */
-	int         timeout_ms; /* per call, on top of a claim's wait; > 0 */
-	brq_limits  lim;        /* reply decoding limits */
-	char        url[512];   /* for messages */
+	nng_tls_config *tls;        /* tls+tcp://: set on every dialler (a reference held); else NULL */
+	const char     *token;      /* borrowed (the client's locked copy) */
+	size_t          token_len;  /* 1..BRQ_TOKEN_MAX */
+	int             timeout_ms; /* per call, on top of a claim's wait; > 0 */
+	brq_limits      lim;        /* reply decoding limits */
+	char            url[512];   /* for messages */
 } brq_rpc;
 
 /*
  * Opens the socket for url with the per-call timeout_ms (> 0); token[0..token_len)
- * is borrowed until brq_rpc_close. Tries to connect once (ipc://) or starts the
- * background dialler (tcp://); a gateway that is not there yet is no error.
+ * is borrowed until brq_rpc_close. tls: the configuration of a tls+tcp:// url (NULL
+ * for other URLs); r holds its own reference from here on, the caller keeps its own.
+ * Tries to connect once (ipc://) or starts the background dialler (tcp://,
+ * tls+tcp://); a gateway that is not there yet is no error.
  * Returns 0, BRQ_EINVAL (a URL NNG cannot dial; message set) or BRQ_ENOMEM. On
  * failure nothing is left open.
  */
-int brq_rpc_open(brq_rpc *r, const char *url, int timeout_ms, const char *token,
-		 size_t token_len) BRQ_MUSTCHECK;
+int brq_rpc_open(brq_rpc *r, const char *url, int timeout_ms, const char *token, size_t token_len,
+		 nng_tls_config *tls) BRQ_MUSTCHECK;
 /* Closes every slot and the socket. No call may be running. */
 void brq_rpc_close(brq_rpc *r);
 

@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/tls/tls.h>
 #include <sodium.h>
 
 #include "testdb.h"
@@ -45,6 +46,29 @@ brq_gw_admin(const brq_gw *gw)
 	return (brq_str) {gw->admin_token, 64};
 }
 
+/* nng_dial(), with the helper's TLS settings for a tls+tcp:// url. */
+static int
+dial(const brq_gw *gw, nng_socket s)
+{
+	nng_dialer      d;
+	nng_tls_config *c  = NULL;
+	int             rv = nng_dialer_create(&d, s, gw->url);
+	if (rv == 0 && strncmp(gw->url, "tls+tcp://", 10) == 0) {
+		rv = nng_tls_config_alloc(&c, NNG_TLS_MODE_CLIENT);
+		if (rv == 0 && gw->tls_ca[0] != '\0')
+			rv = nng_tls_config_ca_file(c, gw->tls_ca);
+		else if (rv == 0)
+			rv = nng_tls_config_auth_mode(c, NNG_TLS_AUTH_MODE_NONE);
+		if (rv == 0 && gw->tls_cert_key[0] != '\0')
+			rv = nng_tls_config_cert_key_file(c, gw->tls_cert_key, NULL);
+		if (rv == 0)
+			rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, c);
+		if (c != NULL)
+			nng_tls_config_free(c);
+	}
+	return rv != 0 ? rv : nng_dialer_start(d, 0);
+}
+
 void *
 brq_gw_raw(const brq_gw *gw, const void *req, size_t len, size_t *rep_len, int timeout_ms)
 {
@@ -56,7 +80,7 @@ brq_gw_raw(const brq_gw *gw, const void *req, size_t len, size_t *rep_len, int t
 	nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, timeout_ms);
 	nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, timeout_ms);
-	if (nng_dial(s, gw->url, NULL, 0) != 0)
+	if (dial(gw, s) != 0)
 		goto out;
 	if (nng_msg_alloc(&m, 0) != 0 || nng_msg_append(m, req, len) != 0)
 		goto out;
@@ -111,6 +135,10 @@ brq_gw_spawn(brq_gw *gw, char *dsn, const char *const *extra_env, const char *co
 	for (int k = 0; extra_env != NULL && extra_env[k] != NULL; k++) {
 		if (strncmp(extra_env[k], "BROOQ_LISTEN=", 13) == 0)
 			snprintf(gw->url, sizeof(gw->url), "%s", extra_env[k] + 13);
+		if (strncmp(extra_env[k], "BROOQ_TEST_TLS_CA=", 18) == 0)
+			snprintf(gw->tls_ca, sizeof(gw->tls_ca), "%s", extra_env[k] + 18);
+		if (strncmp(extra_env[k], "BROOQ_TEST_TLS_CERT_KEY=", 24) == 0)
+			snprintf(gw->tls_cert_key, sizeof(gw->tls_cert_key), "%s", extra_env[k] + 24);
 	}
 	snprintf(gw->worker_token_file, sizeof(gw->worker_token_file), "%s/worker-token", gw->dir);
 	snprintf(gw->admin_token_file, sizeof(gw->admin_token_file), "%s/admin-token", gw->dir);

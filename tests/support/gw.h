@@ -18,7 +18,13 @@ typedef struct brq_gw {
 	char  worker_token_file[300];
 	char  admin_token_file[300];
 	char  log[300]; /* the gateway's stderr */
-	char *dsn;      /* borrowed */
+	/* A tls+tcp:// url: what this helper's own connections use, from the pseudo
+	 * variables BROOQ_TEST_TLS_CA (verify the gateway against this CA; without it,
+	 * verify nothing) and BROOQ_TEST_TLS_CERT_KEY (a PEM file holding a client
+	 * certificate and its key) in extra_env. */
+	char  tls_ca[300];
+	char  tls_cert_key[300];
+	char *dsn; /* borrowed */
 } brq_gw;
 
 /*

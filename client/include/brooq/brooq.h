@@ -152,6 +152,17 @@ typedef struct brooq_client_opts {
 	int          timeout_ms; /* per call, on top of a claim's wait; 0: 10000 */
 	brooq_log_fn log;        /* events of this client and its workers; NULL: brooq_log_stderr */
 	void        *log_arg;    /* passed to log */
+	/* TLS, for tls+tcp:// URLs only (added in 0.1.0 after the fields above; a NULL
+	 * field takes its environment variable, which is read for tls+tcp:// URLs only;
+	 * setting one of these fields with another URL is BROOQ_EINVAL): */
+	const char *tls_ca_file;     /* PEM CA certificates the gateway's certificate must
+				      * chain to; required. NULL: $BROOQ_TLS_CA_FILE */
+	const char *tls_cert_file;   /* PEM client certificate, for a gateway that requires
+				      * one. NULL: $BROOQ_TLS_CERT_FILE, else none */
+	const char *tls_key_file;    /* its private key: PEM, unencrypted, in a file others
+				      * cannot access (mode & 0007 == 0). NULL: $BROOQ_TLS_KEY_FILE */
+	const char *tls_server_name; /* the name the gateway's certificate must carry.
+				      * NULL: $BROOQ_TLS_SERVER_NAME, else the URL's host */
 } brooq_client_opts;
 
 #define BROOQ_CLIENT_OPTS_INIT                    \
@@ -163,7 +174,14 @@ typedef struct brooq_client_opts {
  * its file and kept in locked memory; it never appears in argv or logs.
  * Nothing needs to listen yet: the first call connects. A call that finds no gateway
  * fails with BROOQ_ECONNECT without sending anything: at once over ipc:// (nothing
- * listens on the socket), within its timeout over tcp:// (NNG keeps dialling).
+ * listens on the socket), within its timeout over tcp:// and tls+tcp:// (NNG keeps
+ * dialling). Over tls+tcp:// the gateway's certificate must chain to the CA file, be
+ * valid now and carry the server name (mbedtls matches it against the certificate's
+ * DNS names and common name only: to dial an IP address, the certificate lists the
+ * address as a DNS name too, or tls_server_name names one it lists); a handshake that
+ * fails is a connection that never comes up: BROOQ_ECONNECT, and brooq_last_message()
+ * counts the failed handshakes. The TLS files are read here: a missing or unusable
+ * one is BROOQ_EINVAL.
  * On success *out belongs to the caller: brooq_client_close() it. */
 BROOQ_API brooq_err brooq_client_open(const brooq_client_opts *opts, brooq_client **out);
 /* Closes the client. No call may be running on it. NULL is a no-op. */
