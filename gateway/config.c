@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -499,10 +500,13 @@ brq_config_init_defaults(brq_config *cfg)
 	cfg->max_attempts      = 5;
 	cfg->max_batch         = 1000;
 	cfg->max_payload_bytes = MIB;
-	cfg->max_request_bytes = 16 * MIB;
-	cfg->max_wait_ms       = 5 * MS_PER_M;
-	cfg->max_waiters       = 1000;
-	cfg->poll_interval_ms  = MS_PER_S;
+	// A request carries jobs of at most max_payload (1 MiB): a few of them per
+	// request, not a bound an unauthenticated peer can multiply by connections.
+	cfg->max_request_bytes  = 4 * MIB;
+	cfg->max_inflight_bytes = 64 * MIB;
+	cfg->max_wait_ms        = 5 * MS_PER_M;
+	cfg->max_waiters        = 1000;
+	cfg->poll_interval_ms   = MS_PER_S;
 	cfg->reaper_interval_ms =
 		REAPER_MIN_DEFAULT_MS < cfg->lease_ms / 4 ? cfg->lease_ms / 4 : REAPER_MIN_DEFAULT_MS;
 	cfg->retention_ttl_ms       = 30 * MS_PER_D;
@@ -551,6 +555,12 @@ load_core(struct loader *L, brq_config *cfg)
 	return base != GOT_BAD && bmax != GOT_BAD;
 }
 
+uint64_t
+brq_config_recv_ceiling(const brq_config *cfg)
+{
+	return cfg->max_request_bytes + cfg->max_request_bytes / 4 + 4096;
+}
+
 // Request limits, topic overrides, background work, HTTP, logging, shutdown.
 static void
 load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
@@ -560,6 +570,14 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 	enum got request = get_size(L, "BROOQ_MAX_REQUEST", KIB, GIB, &cfg->max_request_bytes);
 	if (payload != GOT_BAD && request != GOT_BAD && cfg->max_request_bytes < cfg->max_payload_bytes) {
 		brq_config_problem_add(L->p, "BROOQ_MAX_REQUEST: must be at least BROOQ_MAX_PAYLOAD");
+	}
+	enum got inflight = get_size(L, "BROOQ_MAX_INFLIGHT_BYTES", MIB, 64 * GIB, &cfg->max_inflight_bytes);
+	if (inflight != GOT_BAD && request != GOT_BAD &&
+	    cfg->max_inflight_bytes < brq_config_recv_ceiling(cfg)) {
+		brq_config_problem_add(L->p,
+				       "BROOQ_MAX_INFLIGHT_BYTES: must hold one request of BROOQ_MAX_REQUEST "
+				       "with its transport margin (%" PRIu64 " bytes)",
+				       brq_config_recv_ceiling(cfg));
 	}
 	get_duration(L, "BROOQ_MAX_WAIT", 0, MS_PER_H, &cfg->max_wait_ms);
 	get_u32(L, "BROOQ_MAX_WAITERS", 0, 100000, &cfg->max_waiters);

@@ -186,6 +186,10 @@ struct brq_config {
 	uint32_t max_batch;         // jobs per enqueue/claim/settle batch, 1..10000
 	uint64_t max_payload_bytes; // one job's payload, <= max_request_bytes
 	uint64_t max_request_bytes; // one request message
+	// Bytes of request messages over 64 KiB held at once, from the transport reading
+	// their length to the end of their handling (NNG's rx budget, deploy/nng); >= the
+	// transport ceiling of one max_request message.
+	uint64_t max_inflight_bytes;
 	uint64_t max_wait_ms;       // longest long-poll accepted, 0..1h
 	uint32_t max_waiters;       // concurrent long-polls, 0..100000 (0: no long-poll)
 	uint64_t poll_interval_ms;  // monitor round: depth metrics, health, wakes for ready topics
@@ -283,6 +287,11 @@ void brq_config_topic_settings(const brq_config *cfg, const char *topic, uint32_
 // *out, or BRQ_EINVAL and writes a short reason (static string, no value quoted) to *why.
 // Durations, sizes and integers use common/brq_units.h, the syntax brooqctl shares.
 BRQ_MUSTCHECK int brq_config_parse_bool(const char *s, bool *out, const char **why);
+
+// The transport's hard ceiling for one request message (NNG_OPT_RECVMAXSZ): above
+// max_request so that requests in between get a `too_large` answer, not a dropped
+// connection (NNG-NOTES §2.3.7).
+uint64_t brq_config_recv_ceiling(const brq_config *cfg);
 
 // True if `host` is localhost, in 127.0.0.0/8, ::1 or an IPv4-mapped 127.x address.
 bool brq_config_host_is_loopback(const char *host);

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <nng/nng.h>
+
 #include "log.h"
 
 // The registry holds at most this many distinct topics; later topics are counted
@@ -756,6 +758,17 @@ brq_metrics_render(char **out, size_t *len)
 	       "Requests refused with unauthenticated (missing or unknown token).");
 	buf_printf(&b, "brooq_auth_failures_total %" PRIu64 "\n",
 		   atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
+
+	uint64_t rx_used, rx_refused;
+	nng_rx_budget_stats(&rx_used, &rx_refused);
+	family(&b, "brooq_request_bytes_in_flight", "gauge",
+	       "Bytes of requests over 64 KiB held now, from the transport reading their length to "
+	       "their answer (bounded by BROOQ_MAX_INFLIGHT_BYTES).");
+	buf_printf(&b, "brooq_request_bytes_in_flight %" PRIu64 "\n", rx_used);
+	family(&b, "brooq_request_budget_refused_total", "counter",
+	       "Requests over 64 KiB refused, their connection closed, because "
+	       "BROOQ_MAX_INFLIGHT_BYTES was spent.");
+	buf_printf(&b, "brooq_request_budget_refused_total %" PRIu64 "\n", rx_refused);
 
 	family(&b, "brooq_db_pool_connections", "gauge",
 	       "Database pool connections by state (down: not connected, reconnecting).");

@@ -62,6 +62,7 @@ static const struct fixed_field fixed_fields[] = {
 	FIELD("BROOQ_MAX_BATCH", max_batch),
 	FIELD("BROOQ_MAX_PAYLOAD", max_payload_bytes),
 	FIELD("BROOQ_MAX_REQUEST", max_request_bytes),
+	FIELD("BROOQ_MAX_INFLIGHT_BYTES", max_inflight_bytes),
 	FIELD("BROOQ_MAX_WAIT", max_wait_ms),
 	FIELD("BROOQ_MAX_WAITERS", max_waiters),
 	FIELD("BROOQ_POLL_INTERVAL", poll_interval_ms),

@@ -24,6 +24,10 @@
 // Room of the message kept per work item for an error reply when no other message
 // can be allocated.
 #define SPARE_MSG_BYTES 512
+// Requests up to this size are not charged to the in-flight budget.
+#define BRQ_RX_EXEMPT_BYTES (64u * 1024u)
+// Warm storage kept beyond two per pool thread (stash.h).
+#define STASH_EXTRA 8
 
 int (*brq_server_msg_alloc)(nng_msg **m, size_t size) = nng_msg_alloc;
 
@@ -70,9 +74,11 @@ finish(brq_server *s, brq_work *w)
 		atomic_fetch_sub(&s->long_polls, 1);
 		w->is_long_poll = false;
 	}
-	// The request is no longer needed: its strings were copied into the reply.
+	// The request is no longer needed: its strings were copied into the reply, the
+	// reply into its message. The storage goes back for the next busy item.
 	nng_msg_free(w->msg);
 	w->msg = NULL;
+	brq_stash_give(&s->stash, &w->arena, &w->out);
 }
 
 // Waits for the next request. Also while stopping: requests that arrive during the
@@ -169,7 +175,7 @@ handle_request(brq_server *s, brq_work *w)
 	w->n_claimed      = 0;
 	w->deadline_ms    = 0;
 	w->role           = BRQ_ROLE_NONE;
-	brq_arena_reset(&w->arena);
+	brq_stash_take(&s->stash, &w->arena, &w->out);
 	memset(&w->req, 0, sizeof(w->req));
 	atomic_fetch_add(&s->inflight, 1);
 
@@ -449,6 +455,7 @@ work_free(brq_server *s)
 	}
 	free(s->work);
 	s->work = NULL;
+	brq_stash_fini(&s->stash);
 }
 
 // Allocates the work items with their aio, context and spare message.
@@ -461,6 +468,10 @@ work_alloc(brq_server *s)
 		s->n_work = (int) cfg->max_waiters + SPARE_WORK_MIN;
 	s->work = calloc((size_t) s->n_work, sizeof(*s->work));
 	if (s->work == NULL)
+		return BRQ_ENOMEM;
+	// Busy items at once: one per pool thread, the ones being decoded or answered on
+	// NNG's threads, parked long-polls (they keep what they took while they wait).
+	if (brq_stash_init(&s->stash, (int) cfg->pool_size * 2 + STASH_EXTRA) != 0)
 		return BRQ_ENOMEM;
 	for (int i = 0; i < s->n_work; i++) {
 		brq_work *w = &s->work[i];
@@ -510,8 +521,13 @@ brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, con
 	// The transport's hard ceiling, above the documented request limit: requests
 	// between the two get a `too_large` reply from the decoder; beyond it NNG
 	// drops the connection (NNG-NOTES §2.3.7). Set before any listener.
-	size_t ceiling = (size_t) cfg->max_request_bytes + (size_t) cfg->max_request_bytes / 4 + 4096;
-	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, ceiling);
+	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, (size_t) brq_config_recv_ceiling(cfg));
+	// Requests over 64 KiB share one budget, from the transport reading their length
+	// (before anyone knows whose they are) to their end: a flood of big requests,
+	// authenticated or not, gets its connections closed beyond it, while ordinary
+	// traffic (claims, settles, heartbeats: small) is never refused by it. NNG patch
+	// deploy/nng/rx-budget.patch.
+	nng_rx_budget_set((size_t) cfg->max_inflight_bytes, BRQ_RX_EXEMPT_BYTES);
 	nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, pipe_removed, s);
 
 	if ((rv = work_alloc(s)) != 0)

@@ -17,6 +17,7 @@
 #include "ops.h"
 #include "pool.h"
 #include "proto.h"
+#include "stash.h"
 #include "store.h"
 #include "waiters.h"
 #include "work.h"
@@ -38,6 +39,7 @@ typedef struct brq_server {
 	nng_listener listener;
 	brq_work    *work; // n_work items, allocated up front
 	int          n_work;
+	brq_stash    stash; // warm arenas and reply buffers for the busy items
 
 	atomic_bool stopping;
 	atomic_int  inflight;   // requests accepted and not yet answered

@@ -56,6 +56,16 @@ brq_arena_reset(brq_arena *a)
 }
 
 void
+brq_arena_swap(brq_arena *a, brq_arena *b)
+{
+	brq_arena_reset(a);
+	brq_arena_reset(b);
+	brq_arena t = *a;
+	*a          = *b;
+	*b          = t;
+}
+
+void
 brq_arena_fini(brq_arena *a)
 {
 	brq_arena_chunk *c = a->head;

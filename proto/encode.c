@@ -70,6 +70,19 @@ brq_buf_reset(brq_buf *b)
 }
 
 void
+brq_buf_swap(brq_buf *a, brq_buf *b)
+{
+	brq_buf_reset(a);
+	brq_buf_reset(b);
+	char  *data = a->data;
+	size_t cap  = a->cap;
+	a->data     = b->data;
+	a->cap      = b->cap;
+	b->data     = data;
+	b->cap      = cap;
+}
+
+void
 brq_buf_fini(brq_buf *b)
 {
 	free(b->data);

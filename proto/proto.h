@@ -92,6 +92,9 @@ void brq_arena_fini(brq_arena *a);
 // Zeroed storage for n elements of size bytes, aligned for any type, valid until the
 // next reset/fini; owned by the arena. NULL on overflow of n * size or out of memory.
 void *brq_arena_alloc(brq_arena *a, size_t n, size_t size);
+// Exchanges the chunks of two arenas, both reset first: storage can move to where the
+// work is (a few warm arenas shared by many mostly idle owners) without copying.
+void brq_arena_swap(brq_arena *a, brq_arena *b);
 
 // ---- Request types ------------------------------------------------------------------
 
@@ -360,6 +363,9 @@ void brq_buf_init(brq_buf *b, size_t limit);
 void brq_buf_reset(brq_buf *b);
 // Frees the storage (NULL-safe for data). The caller's storage stays the caller's.
 void brq_buf_fini(brq_buf *b);
+// Exchanges the storage (data, capacity) of two buffers, both reset first; each keeps
+// its own limit and packer. Like brq_arena_swap: warm storage moves to the work.
+void brq_buf_swap(brq_buf *a, brq_buf *b);
 // 0, or the sticky error of an earlier write.
 int brq_buf_error(const brq_buf *b) BRQ_MUSTCHECK;
 // The packer, for values brq_pack_* does not cover (writes through the same sticky path).

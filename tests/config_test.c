@@ -158,7 +158,8 @@ Test(config, applies_defaults_when_only_required_variables_are_set)
 	cr_assert_eq(cfg.n_admin_token_files, 0);
 	cr_assert_eq(cfg.max_batch, 1000);
 	cr_assert_eq(cfg.max_payload_bytes, 1024 * 1024);
-	cr_assert_eq(cfg.max_request_bytes, 16 * 1024 * 1024);
+	cr_assert_eq(cfg.max_request_bytes, 4 * 1024 * 1024);
+	cr_assert_eq(cfg.max_inflight_bytes, 64 * 1024 * 1024);
 	cr_assert_eq(cfg.max_wait_ms, 300000);
 	cr_assert_eq(cfg.max_waiters, 1000);
 	cr_assert_eq(cfg.poll_interval_ms, 1000);
@@ -193,6 +194,7 @@ Test(config, reads_every_variable)
 		{"BROOQ_MAX_BATCH", "10000"},
 		{"BROOQ_MAX_PAYLOAD", "64KiB"},
 		{"BROOQ_MAX_REQUEST", "2MiB"},
+		{"BROOQ_MAX_INFLIGHT_BYTES", "8MiB"},
 		{"BROOQ_MAX_WAIT", "1h"},
 		{"BROOQ_MAX_WAITERS", "0"},
 		{"BROOQ_POLL_INTERVAL", "250ms"},
@@ -228,6 +230,7 @@ Test(config, reads_every_variable)
 	cr_assert_eq(cfg.max_batch, 10000);
 	cr_assert_eq(cfg.max_payload_bytes, 64 * 1024);
 	cr_assert_eq(cfg.max_request_bytes, 2 * 1024 * 1024);
+	cr_assert_eq(cfg.max_inflight_bytes, 8 * 1024 * 1024);
 	cr_assert_eq(cfg.max_wait_ms, 3600000);
 	cr_assert_eq(cfg.max_waiters, 0);
 	cr_assert_eq(cfg.poll_interval_ms, 250);
@@ -501,6 +504,15 @@ Test(config, checks_cross_field_limits)
 	cr_assert(has_problem("BROOQ_BACKOFF_MAX: must be at least BROOQ_BACKOFF_BASE"));
 	cr_assert(has_problem("BROOQ_MAX_REQUEST: must be at least BROOQ_MAX_PAYLOAD"));
 	cr_assert_eq(probs.count, 2);
+	// The in-flight budget must hold one largest request with its transport margin.
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_MAX_REQUEST", "8MiB"}, {"BROOQ_MAX_INFLIGHT_BYTES", "8MiB"})),
+		     BRQ_EINVAL);
+	cr_assert(has_problem("BROOQ_MAX_INFLIGHT_BYTES: must hold one request of BROOQ_MAX_REQUEST"));
+	cr_assert_eq(probs.count, 1);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_MAX_REQUEST", "8MiB"}, {"BROOQ_MAX_INFLIGHT_BYTES", "11MiB"})), 0);
+	cr_assert_eq(cfg.max_inflight_bytes, 11 * 1024 * 1024);
 }
 
 Test(config, reports_every_problem_at_once)
@@ -1190,7 +1202,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(n_vars, 28, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
+	cr_assert_eq(n_vars, 29, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
 
 	// As shipped (all commented): only defaults.
 	cr_assert_eq(load_file(path, minimal), 0);
@@ -1213,6 +1225,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	cr_assert_eq(cfg.max_batch, def.max_batch);
 	cr_assert_eq(cfg.max_payload_bytes, def.max_payload_bytes);
 	cr_assert_eq(cfg.max_request_bytes, def.max_request_bytes);
+	cr_assert_eq(cfg.max_inflight_bytes, def.max_inflight_bytes);
 	cr_assert_eq(cfg.max_wait_ms, def.max_wait_ms);
 	cr_assert_eq(cfg.max_waiters, def.max_waiters);
 	cr_assert_eq(cfg.poll_interval_ms, def.poll_interval_ms);

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Builds the NNG that brooq links statically: Debian bookworm's own source package of
-# nng 1.5.2, plus deploy/nng/1518-disconnect-during-negotiation.patch (NNG issue #1518:
-# one raw connect+close wedges a 1.5.2 listener forever), as a static, position-
+# nng 1.5.2, plus brooq's patches in deploy/nng, in this order:
+#   1518-disconnect-during-negotiation.patch  NNG issue #1518: one raw connect+close
+#                                             wedges a 1.5.2 listener forever
+#   rx-budget.patch                           a process-wide budget for the bytes of
+#                                             received messages (nng_rx_budget_set)
+# as a static, position-
 # independent libnng.a with TLS (mbedtls), installed into .deps/nng in the checkout
 # (git-ignored). The top-level CMakeLists.txt finds it there.
 #
 #   deploy/nng/build.sh     called by deploy/deps.sh, after the Debian packages
 #
-# Cached: when .deps/nng holds a build of this script and this patch, it does nothing
+# Cached: when .deps/nng holds a build of this script and these patches, it does nothing
 # and needs no network. Otherwise it adds a deb-src entry for bookworm if apt has none
 # (/etc/apt/sources.list.d/brooq-bookworm-src.sources, same mirror as the bookworm
 # `deb` entry), fetches the source with `apt-get source` (kept in .deps/src, so a
@@ -21,11 +25,11 @@ root=$(cd "$here/../.." && pwd)
 deps="$root/.deps"
 prefix=${BROOQ_NNG_PREFIX:-$deps/nng}
 srcdir="$deps/src"
-patchfile="$here/1518-disconnect-during-negotiation.patch"
-want_upstream=1.5.2 # the patch is written against this release
+patches=("$here/1518-disconnect-during-negotiation.patch" "$here/rx-budget.patch")
+want_upstream=1.5.2 # the patches are written against this release
 
-# What a build in $prefix must have been made from: this script and the patch.
-stamp_want=$(cat "$0" "$patchfile" | sha256sum | cut -d' ' -f1)
+# What a build in $prefix must have been made from: this script and the patches.
+stamp_want=$(cat "$0" "${patches[@]}" | sha256sum | cut -d' ' -f1)
 stamp="$prefix/.brooq-build"
 if [ -f "$prefix/lib/libnng.a" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$stamp_want" ]; then
   exit 0
@@ -97,13 +101,15 @@ start=${EPOCHREALTIME/./}
 work="$deps/nng-build"
 rm -rf "$work" "$prefix.new"
 mkdir -p "$work"
-echo "nng: building $(basename "$dsc" .dsc) + $(basename "$patchfile") (static, PIC, TLS) into $prefix"
+echo "nng: building $(basename "$dsc" .dsc) + ${#patches[@]} patches (static, PIC, TLS) into $prefix"
 # dpkg-source applies Debian's own patches (debian/patches) as their build does.
 dpkg-source --no-check -x "$dsc" "$work/src" >/dev/null
-if ! patch -d "$work/src" -p1 --forward --quiet <"$patchfile"; then
-  echo "nng: $(basename "$patchfile") does not apply to $(basename "$dsc")" >&2
-  exit 1
-fi
+for patchfile in "${patches[@]}"; do
+  if ! patch -d "$work/src" -p1 --forward --quiet <"$patchfile"; then
+    echo "nng: $(basename "$patchfile") does not apply to $(basename "$dsc")" >&2
+    exit 1
+  fi
+done
 cmake -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_INSTALL_PREFIX="$prefix.new" -DCMAKE_INSTALL_LIBDIR=lib \
   -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DNNG_ENABLE_TLS=ON \

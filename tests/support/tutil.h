@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers every black-box test needs: clocks, sleeps, a process's memory, and
+ * the assertion that a libbrooq-client call succeeded. */
+#ifndef BRQ_TEST_TUTIL_H
+#define BRQ_TEST_TUTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* Asserts that a libbrooq-client call returned BROOQ_OK, showing its message. */
+#define BRQ_OK(call)                                                                                       \
+	do {                                                                                               \
+		brooq_err e_ = (call);                                                                     \
+		cr_assert_eq(e_, BROOQ_OK, "%s: %s: %s", #call, brooq_strerror(e_), brooq_last_message()); \
+	} while (0)
+
+/* Monotonic time in microseconds. */
+static inline int64_t
+brq_t_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Sleeps ms milliseconds, resuming after signals. */
+static inline void
+brq_t_sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) != 0) {
+	}
+}
+
+/* A "Vm..." field of /proc/PID/status in KiB (VmRSS, VmHWM), or -1. */
+static inline long
+brq_t_proc_kib(pid_t pid, const char *field)
+{
+	char   path[64], line[256];
+	long   v  = -1;
+	FILE  *f  = NULL;
+	size_t fl = strlen(field);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, field, fl) == 0 && line[fl] == ':') {
+			sscanf(line + fl + 1, "%ld", &v);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+#endif
