@@ -13,7 +13,7 @@
 //
 // Files: only a private temporary directory ($TMPDIR or /tmp, brooq-fuzz-config.*,
 // removed at exit) holding the env file and two fake credentials directories
-// (a "dsn" file and a worker-token file with no real token). The input cannot name
+// (a "dsn" file and token files that hold no token). The input cannot name
 // other files: CREDENTIALS_DIRECTORY and BROOQ_DSN_FILE, whenever the input mentions
 // them, are answered by the lookup (which wins over the env file) with those
 // directories, and the token files the configuration lists are never opened here.
@@ -70,7 +70,7 @@ join(char *out, const char *dir, const char *leaf)
 static void
 cleanup(void)
 {
-	const char *files[] = {"dsn", "worker-token-1", "worker-tokenz.txt"};
+	const char *files[] = {"dsn", "worker-token-1", "worker-tokenz.txt", "admin-token"};
 	char        p[PATH_MAX];
 	for (int v = 0; v < 2; v++) {
 		for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -105,10 +105,12 @@ setup_once(void)
 		FUZZ_CHECK(mkdir(creds[v], 0700) == 0);
 		join(dsn_path[v], creds[v], "dsn");
 		write_file(dsn_path[v], SECRET[v], strlen(SECRET[v]));
-		// Found by the credentials scan: two regular files, and a directory it skips.
+		// Found by the credentials scan: three regular files, and a directory it skips.
 		join(p, creds[v], "worker-token-1");
 		write_file(p, "fuzz: not a token\n", 18);
 		join(p, creds[v], "worker-tokenz.txt");
+		write_file(p, "fuzz: not a token\n", 18);
+		join(p, creds[v], "admin-token");
 		write_file(p, "fuzz: not a token\n", 18);
 		join(p, creds[v], "admin-token-dir");
 		FUZZ_CHECK(mkdir(p, 0700) == 0);

@@ -6,7 +6,9 @@
 //   * a decoded request satisfies every limit the gateway relies on (ranges, topics,
 //     UTF-8, JSON payloads, batch sizes), and decodes the same under looser limits;
 //   * it re-encodes (brq_request_encode) to a message that decodes to the same fields,
-//     and encoding that again gives the same bytes.
+//     and encoding that again gives the same bytes;
+//   * what the zero-copy reader's pre-scan accepts (proto/mpread.c), msgpack-c's own
+//     unpacker reads as exactly the same values, byte for byte.
 //
 // Input: one request message (the seeds are the examples of docs/protocol.md).
 #include "fuzz.h"
@@ -14,6 +16,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "mpread.h"
 #include "proto.h"
 
 // Tight limits, so that the fuzzer reaches every "too large" path with small inputs.
@@ -216,6 +219,80 @@ check_request(const brq_request *req, const brq_limits *lim)
 	}
 }
 
+// ---- The msgpack reader against msgpack-c's unpacker (test code only) ---------------
+
+// The value at r is o: same kind, value, length and bytes, recursively. Advances r.
+static void
+same_value(brq_rd *r, const msgpack_object *o)
+{
+	brq_mp_head h;
+	FUZZ_CHECK(brq_mp_head_read(r->p, r->end, &h) == 0);
+	const uint8_t *body = r->p + h.hdr;
+	r->p                = body;
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL: FUZZ_CHECK(h.kind == BRQ_MP_NIL); return;
+	case MSGPACK_OBJECT_BOOLEAN: FUZZ_CHECK(h.kind == BRQ_MP_BOOL && h.b == o->via.boolean); return;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER: FUZZ_CHECK(h.kind == BRQ_MP_UINT && h.u == o->via.u64); return;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER: FUZZ_CHECK(h.kind == BRQ_MP_NINT && h.i == o->via.i64); return;
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64: FUZZ_CHECK(h.kind == BRQ_MP_FLOAT); return;
+	case MSGPACK_OBJECT_STR:
+		FUZZ_CHECK(h.kind == BRQ_MP_STR && h.n == o->via.str.size);
+		FUZZ_CHECK(h.n == 0 || memcmp(body, o->via.str.ptr, h.n) == 0);
+		break;
+	case MSGPACK_OBJECT_BIN:
+		FUZZ_CHECK(h.kind == BRQ_MP_BIN && h.n == o->via.bin.size);
+		FUZZ_CHECK(h.n == 0 || memcmp(body, o->via.bin.ptr, h.n) == 0);
+		break;
+	case MSGPACK_OBJECT_EXT:
+		// n counts the ext type byte too.
+		FUZZ_CHECK(h.kind == BRQ_MP_EXT && h.n == 1 + (uint64_t) o->via.ext.size);
+		FUZZ_CHECK((int8_t) body[0] == o->via.ext.type);
+		break;
+	case MSGPACK_OBJECT_ARRAY:
+		FUZZ_CHECK(h.kind == BRQ_MP_ARRAY && h.n == o->via.array.size);
+		for (uint32_t i = 0; i < o->via.array.size; i++) {
+			same_value(r, &o->via.array.ptr[i]);
+		}
+		return;
+	case MSGPACK_OBJECT_MAP:
+		FUZZ_CHECK(h.kind == BRQ_MP_MAP && h.n == o->via.map.size);
+		for (uint32_t i = 0; i < o->via.map.size; i++) {
+			same_value(r, &o->via.map.ptr[i].key);
+			same_value(r, &o->via.map.ptr[i].val);
+		}
+		return;
+	default: FUZZ_CHECK(!"a msgpack-c type the reader does not know");
+	}
+	r->p += h.n;
+}
+
+static void
+check_reader(const uint8_t *data, size_t size, const brq_limits *lim)
+{
+	size_t      off;
+	const char *why;
+
+	// msgpack-c allocates from container counts before reading the elements: it is only
+	// given what the pre-scan accepted (counts bounded by the bytes left).
+	if (!brq_mp_check(data, size, lim->max_depth, &off, &why)) {
+		FUZZ_CHECK(off <= size && why != NULL);
+		return;
+	}
+	msgpack_unpacked u;
+	size_t           used = 0;
+	msgpack_unpacked_init(&u);
+	FUZZ_CHECK(msgpack_unpack_next(&u, (const char *) data, size, &used) == MSGPACK_UNPACK_SUCCESS);
+	FUZZ_CHECK(used == size);
+	brq_rd r = {data, data + size};
+	same_value(&r, &u.data);
+	FUZZ_CHECK(r.p == r.end);
+	// Skipping the whole value lands at the end too.
+	brq_rd s = {data, data + size};
+	FUZZ_CHECK(brq_mp_skip(&s) == 0 && s.p == s.end);
+	msgpack_unpacked_destroy(&u);
+}
+
 // A failure's message: one line of printable ASCII, never empty (it goes into a reply
 // and into the gateway's log).
 static void
@@ -267,6 +344,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char        err[BRQ_ERRTEXT_MAX], err1[BRQ_ERRTEXT_MAX];
 
 	brq_arena_init(&arena);
+	check_reader(data, size, &lim);
 	brq_status st = brq_request_decode_envelope(&req, data, size, &lim, err, sizeof err);
 	if (st != BRQ_ST_OK) {
 		check_errtext(err);

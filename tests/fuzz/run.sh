@@ -5,12 +5,15 @@
 # property, hang (one input over 10 s) or a run that did not finish; prints per target
 # the executions, exec/s and libFuzzer's coverage (cov: edges, ft: features).
 #
-# Usage: tests/fuzz/run.sh [--seconds N] [--jobs J] [--build DIR] [--keep-corpus] [TARGET...]
+# Usage: tests/fuzz/run.sh [--seconds N] [--jobs J] [--build DIR] [--keep-corpus]
+#                           [--coverage] [TARGET...]
 #   --seconds N    per target (default 20)
 #   --jobs J       targets run at the same time (default: the number of CPUs)
 #   --build DIR    build directory (default build-fuzz)
 #   --keep-corpus  start from (and add to) the corpus a previous run left in
 #                  DIR/fuzz-corpus/TARGET instead of from the seeds only
+#   --coverage     then replay the final corpus in a source-coverage build (DIR-cov)
+#                  and print the line and branch coverage of the code under test
 #   TARGET         request, reply, json, config (default: all four)
 # A failing input is saved as DIR/fuzz-artifacts/TARGET/crash-* (or leak-*, timeout-*);
 # reproduce it with DIR/bin/fuzz_TARGET FILE. docs/fuzzing.md has the details.
@@ -22,6 +25,7 @@ seconds=20
 jobs=$(nproc)
 build=build-fuzz
 keep=0
+coverage=0
 targets=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -29,7 +33,8 @@ while [ $# -gt 0 ]; do
   --jobs) jobs=$2; shift 2 ;;
   --build) build=$2; shift 2 ;;
   --keep-corpus) keep=1; shift ;;
-  -h | --help) sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --coverage) coverage=1; shift ;;
+  -h | --help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   -*) echo "fuzz: unknown option $1" >&2; exit 2 ;;
   *) targets+=("$1"); shift ;;
   esac
@@ -59,10 +64,15 @@ export TMPDIR=$scratch
 export ASAN_OPTIONS=detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
+seeds_of() { # seeds_of TARGET: the seed directories
+  echo "tests/fuzz/corpus/$1"
+  if [ -d "$build/tests/fuzz/seeds/$1" ]; then echo "$build/tests/fuzz/seeds/$1"; fi
+}
+
 run_one() { # run_one TARGET: writes $scratch/TARGET.log and $scratch/TARGET.rc
   local t=$1 corpus=$build/fuzz-corpus/$1 artifacts=$build/fuzz-artifacts/$1
-  local seeds=(tests/fuzz/corpus/"$t")
-  [ -d "$build/tests/fuzz/seeds/$t" ] && seeds+=("$build/tests/fuzz/seeds/$t")
+  local seeds
+  mapfile -t seeds < <(seeds_of "$t")
   [ "$keep" = 1 ] || rm -rf "$corpus"
   mkdir -p "$corpus" "$artifacts"
   local rc=0
@@ -113,3 +123,30 @@ if [ ${#failed[@]} -gt 0 ]; then
   exit 1
 fi
 echo "== fuzz: no crash, leak, undefined behaviour or failed property"
+
+if [ "$coverage" = 1 ]; then
+  # The replay programs (the normal builds' ctest tests) with clang's source-based
+  # coverage, run over the corpus the fuzzers ended with.
+  cov=$build-cov
+  echo "== fuzz: coverage of the final corpus ($cov)"
+  cmake -S . -B "$cov" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DBROOQ_TESTS=ON \
+    -DBROOQ_FUZZ=OFF -DBROOQ_SANITIZE=OFF -DBROOQ_MAN=OFF \
+    -DCMAKE_C_FLAGS="-fprofile-instr-generate -fcoverage-mapping" \
+    -DCMAKE_EXE_LINKER_FLAGS=-fprofile-instr-generate >/dev/null
+  programs=()
+  for t in "${targets[@]}"; do programs+=("fuzz_${t}_replay"); done
+  LLVM_PROFILE_FILE=/dev/null cmake --build "$cov" --target "${programs[@]}" -j "$(nproc)" >/dev/null
+  objects=()
+  for t in "${targets[@]}"; do
+    mapfile -t seeds < <(seeds_of "$t")
+    LLVM_PROFILE_FILE=$scratch/$t.profraw "$cov/bin/fuzz_${t}_replay" "$build/fuzz-corpus/$t" "${seeds[@]}"
+    objects+=(-object "$cov/bin/fuzz_${t}_replay")
+  done
+  llvm-profdata merge -sparse -o "$scratch/fuzz.profdata" "$scratch"/*.profraw
+  # Files whose code the targets are for (others they call are not listed).
+  llvm-cov report "${objects[@]:1}" -instr-profile="$scratch/fuzz.profdata" \
+    -show-region-summary=false -show-instantiation-summary=false \
+    proto/*.c gateway/config*.c common/brq_units.c |
+    awk 'NF == 10 && $1 != "Filename" {
+      printf "%-18s lines %5d of %5d  %7s   branches %4d of %4d  %7s\n", $1, $5 - $6, $5, $7, $8 - $9, $8, $10 }'
+fi
