@@ -267,30 +267,80 @@ same_value(brq_rd *r, const msgpack_object *o)
 	r->p += h.n;
 }
 
-static void
-check_reader(const uint8_t *data, size_t size, const brq_limits *lim)
+// Reads the message with msgpack-c and checks the reader against it. Returns false
+// (and leaves u empty) when the pre-scan refuses the message.
+static bool
+check_reader(const uint8_t *data, size_t size, const brq_limits *lim, msgpack_unpacked *u)
 {
 	size_t      off;
 	const char *why;
 
+	msgpack_unpacked_init(u);
 	// msgpack-c allocates from container counts before reading the elements: it is only
 	// given what the pre-scan accepted (counts bounded by the bytes left).
 	if (!brq_mp_check(data, size, lim->max_depth, &off, &why)) {
 		FUZZ_CHECK(off <= size && why != NULL);
-		return;
+		return false;
 	}
-	msgpack_unpacked u;
-	size_t           used = 0;
-	msgpack_unpacked_init(&u);
-	FUZZ_CHECK(msgpack_unpack_next(&u, (const char *) data, size, &used) == MSGPACK_UNPACK_SUCCESS);
+	size_t used = 0;
+	FUZZ_CHECK(msgpack_unpack_next(u, (const char *) data, size, &used) == MSGPACK_UNPACK_SUCCESS);
 	FUZZ_CHECK(used == size);
 	brq_rd r = {data, data + size};
-	same_value(&r, &u.data);
+	same_value(&r, &u->data);
 	FUZZ_CHECK(r.p == r.end);
 	// Skipping the whole value lands at the end too.
 	brq_rd s = {data, data + size};
 	FUZZ_CHECK(brq_mp_skip(&s) == 0 && s.p == s.end);
-	msgpack_unpacked_destroy(&u);
+	return true;
+}
+
+static bool
+obj_str_eq(const msgpack_object *o, const char *lit)
+{
+	return o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(lit) &&
+		memcmp(o->via.str.ptr, lit, o->via.str.size) == 0;
+}
+
+// What stage 1 must leave in rid and op for a message msgpack-c read as top, success or
+// not (proto.h): the rid once the map and its keys passed and "rid" is a valid uint, the
+// op once "v" and "op" passed too.
+static void
+expected_envelope(const msgpack_object *top, uint64_t *rid, brq_op *op)
+{
+	static const char *const keys[] = {"rid", "v", "op", "token"};
+	const msgpack_object    *val[4] = {NULL, NULL, NULL, NULL};
+
+	*rid = 0;
+	*op  = BRQ_OP_NONE;
+	if (top->type != MSGPACK_OBJECT_MAP) {
+		return;
+	}
+	for (uint32_t i = 0; i < top->via.map.size; i++) {
+		const msgpack_object *key = &top->via.map.ptr[i].key;
+		if (key->type != MSGPACK_OBJECT_STR) {
+			return;
+		}
+		for (int k = 0; k < 4; k++) {
+			if (obj_str_eq(key, keys[k])) {
+				if (val[k] != NULL) {
+					return; // a key twice
+				}
+				val[k] = &top->via.map.ptr[i].val;
+			}
+		}
+	}
+	if (val[0] != NULL) {
+		if (val[0]->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+			return;
+		}
+		*rid = val[0]->via.u64;
+	}
+	if (val[1] == NULL || val[1]->type != MSGPACK_OBJECT_POSITIVE_INTEGER || val[1]->via.u64 != 1 ||
+	    val[2] == NULL || val[2]->type != MSGPACK_OBJECT_STR) {
+		return;
+	}
+	int k = brq_op_lookup(val[2]->via.str.ptr, val[2]->via.str.size);
+	*op   = k < 0 ? BRQ_OP_NONE : (brq_op) k;
 }
 
 // A failure's message: one line of printable ASCII, never empty (it goes into a reply
@@ -343,9 +393,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	brq_limits  lim = TIGHT, def;
 	char        err[BRQ_ERRTEXT_MAX], err1[BRQ_ERRTEXT_MAX];
 
+	msgpack_unpacked u;
+	uint64_t         want_rid = 0;
+	brq_op           want_op  = BRQ_OP_NONE;
+
 	brq_arena_init(&arena);
-	check_reader(data, size, &lim);
+	if (check_reader(data, size, &lim, &u) && size <= lim.max_request) {
+		expected_envelope(&u.data, &want_rid, &want_op);
+	}
+	msgpack_unpacked_destroy(&u);
 	brq_status st = brq_request_decode_envelope(&req, data, size, &lim, err, sizeof err);
+	FUZZ_CHECK(req.rid == want_rid && req.op == want_op);
 	if (st != BRQ_ST_OK) {
 		check_errtext(err);
 		FUZZ_CHECK(req.token.len == 0); // set only on success
