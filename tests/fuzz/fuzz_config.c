@@ -42,12 +42,13 @@ static char dsn_path[2][PATH_MAX]; // their "dsn" files
 
 // What the lookup answers for one load.
 typedef struct fuzz_env {
-	char *names[MAX_VARS];
-	char *values[MAX_VARS];
-	int   n;
-	bool  pin_creds; // the input mentions CREDENTIALS_DIRECTORY
-	bool  pin_dsn;   // the input mentions DSN_FILE
-	int   variant;   // which secret: 0 or 1
+	char  *names[MAX_VARS];
+	char  *values[MAX_VARS];
+	int    n;
+	bool   pin_creds;  // the input mentions CREDENTIALS_DIRECTORY
+	bool   pin_dsn;    // the input mentions DSN_FILE
+	int    variant;    // which secret: 0 or 1
+	size_t file_lines; // lines of the env file ('\n' count + 1)
 } fuzz_env;
 
 static void
@@ -224,8 +225,24 @@ check_config(const brq_config *c)
 	check_overrides(c);
 }
 
+// A problem about a line of the env file names a line the file has.
 static void
-check_problems(int rc, const brq_config *cfg, const brq_config_problems *p)
+check_line_number(const char *line, const fuzz_env *e)
+{
+	char   prefix[PATH_MAX + 32];
+	size_t n = (size_t) snprintf(prefix, sizeof prefix, "env file %s line ", env_path);
+	FUZZ_CHECK(n < sizeof prefix);
+	if (strncmp(line, prefix, n) != 0) {
+		return;
+	}
+	char              *end;
+	unsigned long long at = strtoull(line + n, &end, 10);
+	FUZZ_CHECK(end != line + n && strncmp(end, ": ", 2) == 0);
+	FUZZ_CHECK(at >= 1 && at <= e->file_lines);
+}
+
+static void
+check_problems(int rc, const brq_config *cfg, const brq_config_problems *p, const fuzz_env *e)
 {
 	static const brq_config zero;
 	FUZZ_CHECK(rc == 0 || rc == BRQ_EINVAL);
@@ -242,6 +259,7 @@ check_problems(int rc, const brq_config *cfg, const brq_config_problems *p)
 		for (const char *c = p->lines[i]; *c != '\0'; c++) {
 			FUZZ_CHECK((unsigned char) *c >= 0x20 && *c != 0x7f);
 		}
+		check_line_number(p->lines[i], e);
 	}
 }
 
@@ -293,7 +311,7 @@ load(fuzz_env *e, int variant, bool has_file, char **envp, brq_config *cfg, brq_
 	};
 	e->variant = variant;
 	int rc     = brq_config_load_from(cfg, &src, p);
-	check_problems(rc, cfg, p);
+	check_problems(rc, cfg, p, e);
 	return rc;
 }
 
@@ -313,6 +331,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	e.pin_creds = contains(data, size, "CREDENTIALS_DIRECTORY");
 	e.pin_dsn   = contains(data, size, "DSN_FILE");
 	write_file(env_path, data, n_file);
+	e.file_lines = 1;
+	for (size_t i = 0; i < n_file; i++) {
+		e.file_lines += data[i] == '\n';
+	}
 	if (sep != NULL) {
 		size_t n_vars = size - n_file - 2;
 		vars          = malloc(n_vars + 1);
