@@ -58,7 +58,8 @@ cmake --build "$build" --target brooq_fuzz -j "$(nproc)" >/dev/null
 
 # The config target's private files go here; removed whatever happens.
 scratch=$(mktemp -d /tmp/brooq-fuzz.XXXXXX)
-trap 'rm -rf "$scratch"' EXIT INT TERM
+trap 'rm -rf "$scratch"' EXIT
+trap 'exit 130' INT TERM
 export TMPDIR=$scratch
 # A report is a failure: libFuzzer saves the input and exits non-zero.
 export ASAN_OPTIONS=detect_leaks=1
@@ -148,5 +149,5 @@ if [ "$coverage" = 1 ]; then
     -show-region-summary=false -show-instantiation-summary=false \
     proto/*.c gateway/config*.c common/brq_units.c |
     awk 'NF == 10 && $1 != "Filename" {
-      printf "%-18s lines %5d of %5d  %7s   branches %4d of %4d  %7s\n", $1, $5 - $6, $5, $7, $8 - $9, $8, $10 }'
+      printf "%-24s lines %5d of %5d  %7s   branches %4d of %4d  %7s\n", $1, $5 - $6, $5, $7, $8 - $9, $8, $10 }'
 fi
