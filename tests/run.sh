@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The whole test suite from a clean checkout: installs what is missing, builds
-# with gcc and with clang + ASan/UBSan, starts a throwaway PostgreSQL, runs
-# every test against it in both builds, and always removes the cluster.
+# with gcc and with clang + ASan/UBSan, fuzzes (tests/fuzz/run.sh; seconds per
+# target from BROOQ_TEST_FUZZ_SECONDS, default 20), starts a throwaway PostgreSQL,
+# runs every test against it in both builds, and always removes the cluster.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -31,6 +32,14 @@ build build gcc -DBROOQ_SANITIZE=OFF
 echo "== build (clang, AddressSanitizer + UndefinedBehaviorSanitizer)"
 build build-asan clang -DBROOQ_SANITIZE=ON
 
+status=0
+# libFuzzer on the request and reply decoders, the JSON validator and the gateway's
+# configuration loader, each for a bounded time from its seeds (build-fuzz/); a crash,
+# leak, undefined behaviour or failed property fails the run. Longer: docs/fuzzing.md.
+fuzz_seconds=${BROOQ_TEST_FUZZ_SECONDS:-20}
+echo "== fuzz (tests/fuzz/run.sh: ${fuzz_seconds} s per target, two at a time)"
+tests/fuzz/run.sh --seconds "$fuzz_seconds" --jobs 2 || status=1
+
 # shellcheck source=tests/pg.sh
 . tests/pg.sh
 pgdir=$(mktemp -d /tmp/brooq-test.XXXXXX)
@@ -43,7 +52,6 @@ brq_pg_template build/bin/brooqctl
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-status=0
 # tests/ctest_guard.sh fails a build that registers or runs no test.
 echo "== tests (gcc build)"
 tests/ctest_guard.sh build --output-on-failure -j "$jobs" || status=1
