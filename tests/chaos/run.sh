@@ -79,16 +79,14 @@ done
 . "$root/tests/pg.sh"
 work=$(mktemp -d /tmp/brooq-chaos.XXXXXX)
 chmod 755 "$work" # the cluster's owner (postgres, when we are root) must reach its dir
-declare -A gw_pid=() wk_gw=()
+wk_extra=()
+[ "$fault" = ignore-cancel ] && wk_extra=(--ignore-cancel)
+# shellcheck source=tests/chaos/lib.sh
+. "$here/lib.sh"
 prod_pid=''
-now_us() { date +%s%6N; }
 cleanup() {
   local rc=$?
-  for p in ${prod_pid:-} "${!wk_gw[@]}" "${gw_pid[@]}"; do
-    kill -CONT "$p" 2>/dev/null || true
-    kill -KILL "$p" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
+  chaos_kill_all ${prod_pid:+"$prod_pid"}
   brq_pg_stop "$work/pg"
   if [ -n "$out_dir" ]; then
     mkdir -p "$out_dir"
@@ -118,44 +116,12 @@ BROOQ_DSN=$dsn "$bin_dir/brooqctl" migrate up --dir "$root/migrations" >/dev/nul
 psql_do -f "$here/shadow.sql" >/dev/null
 psql_do -f "$here/check.sql" >/dev/null
 
-# ---- gateways --------------------------------------------------------------------------
-for role in worker admin; do
-  (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$work/$role-token")
-done
-gw_url() { echo "ipc://$work/gw-$1.sock"; }
-gw_start() { # gw_start TAG
-  local tag=$1
-  env -i PATH="$PATH" ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
-    LSAN_OPTIONS="${LSAN_OPTIONS:-}" \
-    BROOQ_DSN="$dsn" BROOQ_LISTEN="$(gw_url "$tag")" BROOQ_HTTP_LISTEN=off \
-    BROOQ_WORKER_TOKEN_FILES="$work/worker-token" BROOQ_ADMIN_TOKEN_FILES="$work/admin-token" \
-    BROOQ_LEASE="${lease}s" BROOQ_REAPER_INTERVAL=500ms BROOQ_BACKOFF_BASE=200ms \
-    BROOQ_BACKOFF_MAX=2s BROOQ_POLL_INTERVAL=200ms BROOQ_POOL_SIZE=4 BROOQ_SHUTDOWN_GRACE=5s \
-    "$bin_dir/brooq-gateway" >>"$work/gateway-$tag.log" 2>&1 &
-  gw_pid[$tag]=$!
-}
-gw_wait() { # gw_wait TAG: until it answers a ping (at most 30 s)
-  for _ in $(seq 300); do
-    "$bin_dir/brooqctl" --url "$(gw_url "$1")" --token-file "$work/worker-token" --timeout 1s ping \
-      >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "chaos: gateway $1 does not answer; its log:" >&2
-  tail -n 20 "$work/gateway-$1.log" >&2
-  return 1
-}
+# ---- gateways ----------------------------------------------------------------------------
+chaos_tokens
 for tag in a b; do gw_start $tag; done
 for tag in a b; do gw_wait $tag; done
 
 # ---- workers and the producer ----------------------------------------------------------
-wk_start() { # wk_start TAG
-  local extra=()
-  [ "$fault" = ignore-cancel ] && extra=(--ignore-cancel)
-  "$bin_dir/brooq-chaos" work --url "$(gw_url "$1")" --token-file "$work/worker-token" \
-    --log "$work/runs.log" --threads "$threads" --tag "$1" "${extra[@]}" \
-    2>>"$work/worker-$1.log" &
-  wk_gw[$!]=$1
-}
 for tag in a b; do
   for _ in $(seq "$workers"); do wk_start $tag; done
 done
@@ -265,45 +231,12 @@ while [ $((SECONDS - drain_start)) -lt 90 ]; do
   sleep 0.5
 done
 drain=$((SECONDS - drain_start))
-for pid in "${!wk_gw[@]}"; do kill -TERM "$pid"; done
-for pid in "${!wk_gw[@]}"; do wait "$pid" 2>/dev/null || true; done
-wk_gw=()
-for tag in a b; do kill -TERM "${gw_pid[$tag]}"; wait "${gw_pid[$tag]}" 2>/dev/null || true; done
-gw_pid=()
+chaos_stop_all
 
 # ---- load what the processes wrote, and check ------------------------------------------
-awk -v OFS='\t' '
-  $1 == "S" { k = $2 " " $3 " " $4 " " $5; s[k] = $6 }
-  $1 == "E" { k = $2 " " $3 " " $4 " " $6; e[k] = $5; o[k] = $8 }
-  END { for (k in s) { split(k, a, " ")
-          print a[1], a[2], a[3], (k in e ? e[k] : "\\N"), a[4], s[k], (k in o ? o[k] : "\\N") } }
-' "$work/runs.log" >"$work/runs.tsv"
-awk -v OFS='\t' '$1 == "A" { print $2, $3, $4, $5, $6 }' "$work/acks.log" >"$work/acks.tsv"
-psql_do <<SQL
-\\copy chaos_run FROM '$work/runs.tsv'
-\\copy chaos_ack FROM '$work/acks.tsv'
-\\copy chaos_kill FROM '$work/kills.tsv'
-\\copy chaos_fault (kind, t0_us, t1_us, detail) FROM '$work/faults.tsv'
-ANALYZE;
-SQL
-
+chaos_load "$pghost"
 echo "== checks ($jobs jobs; fault phase ${fault_phase}s, drain ${drain}s)"
-psql -X -q -h "$pghost" -U postgres -d brooq_chaos -P pager=off \
-  -c "SELECT name AS check, n AS violations, left(examples, 160) AS examples FROM chaos_check($jobs)"
-failed=$(psql_do -c "SELECT count(*) FROM chaos_check($jobs) WHERE n > 0")
-
-echo "== each check can fail: its input corrupted for it (rolled back)"
-blind=0
-for check in $(psql_do -c "SELECT name FROM chaos_check($jobs)"); do
-  n=$(psql_do -c "BEGIN" -c "SELECT chaos_inject('$check')" \
-    -c "SELECT n FROM chaos_check($jobs) WHERE name = '$check'" -c "ROLLBACK" | tail -n 1)
-  if [ "${n:-0}" -gt 0 ]; then
-    printf '  %-30s fails on its fault (%s)\n' "$check" "$n"
-  else
-    printf '  %-30s DID NOT FAIL on its fault\n' "$check"
-    blind=$((blind + 1))
-  fi
-done
+chaos_checks "$pghost" "$jobs"
 
 echo "== recovery after each fault (seconds)"
 psql -X -q -h "$pghost" -U postgres -d brooq_chaos -P pager=off -c "
@@ -334,12 +267,12 @@ if [ -n "$out_dir" ]; then
   mkdir -p "$out_dir"
   echo "$summary seed=$seed" >"$out_dir/summary.txt"
 fi
-if [ "$blind" -gt 0 ]; then
-  echo "chaos: FAILED: $blind check(s) did not fail on their own fault" >&2
+if [ "$chaos_blind" -gt 0 ]; then
+  echo "chaos: FAILED: $chaos_blind check(s) did not fail on their own fault" >&2
   exit 1
 fi
-if [ "$failed" -gt 0 ]; then
-  echo "chaos: FAILED: $failed check(s) found violations (seed $seed)" >&2
+if [ "$chaos_failed" -gt 0 ]; then
+  echo "chaos: FAILED: $chaos_failed check(s) found violations (seed $seed)" >&2
   exit 1
 fi
 echo "chaos: passed"
