@@ -253,6 +253,7 @@ summary=$(psql_do -F ' ' -c "
          'acknowledged=' || (SELECT count(DISTINCT seq) FROM chaos_ack),
          'runs=' || (SELECT count(*) FROM chaos_run),
          'reruns=' || (SELECT count(*) - count(DISTINCT id) FROM chaos_run),
+         'completed_twice=' || (SELECT count(*) - count(DISTINCT id) FROM chaos_run WHERE outcome = 'done'),
          'worker_kills=' || (SELECT count(*) FROM chaos_fault WHERE kind = 'worker_kill'),
          'gateway_kills=' || (SELECT count(*) FROM chaos_fault WHERE kind = 'gateway_kill'),
          'pg_restarts=' || (SELECT count(*) FROM chaos_fault WHERE kind = 'pg_restart'),
