@@ -90,7 +90,8 @@ SELECT 'overlapping_runs', count(*),
            AND a.start_us < b.end_us AND b.start_us < a.end_us) x
 -- 3. An outcome written twice: one lease ended twice (two settles, or a settle after
 --    the reap), a second terminal write, a done row whose final attempt never ran to
---    its end (a stale writer), and the recorder's own consistency.
+--    its end (a stale writer), and the recorder's own consistency (attempts = claims
+--    less the attempts given back: the gateway's unclaim of an undeliverable claim).
 UNION ALL
 SELECT 'lease_ended_twice', count(*), string_agg(id || ':' || token, ' ') FILTER (WHERE rn < 6)
   FROM (SELECT id, token, row_number() OVER () AS rn FROM chaos_transition
@@ -113,8 +114,10 @@ SELECT 'terminal_not_recorded', count(*), string_agg(id::text, ' ') FILTER (WHER
 UNION ALL
 SELECT 'attempts_not_claims', count(*), string_agg(id || ':' || attempts || '/' || claims, ' ') FILTER (WHERE rn < 11)
   FROM (SELECT j.id, j.attempts, coalesce(c.claims, 0) AS claims, row_number() OVER () AS rn
-          FROM job j LEFT JOIN (SELECT id, count(*) AS claims FROM chaos_transition
-                                 WHERE kind = 'claim' GROUP BY id) c ON c.id = j.id
+          FROM job j LEFT JOIN (SELECT id, count(*) FILTER (WHERE kind = 'claim')
+                                         - coalesce(sum(old_attempts - attempts)
+                                                    FILTER (WHERE kind = 'exit'), 0) AS claims
+                                  FROM chaos_transition GROUP BY id) c ON c.id = j.id
          WHERE j.attempts <> coalesce(c.claims, 0)) x
 $$;
 
@@ -150,12 +153,12 @@ BEGIN
         SELECT id, attempt + 1, end_us - 1, end_us + 1000, pid + 1, tag, 'done'
           FROM chaos_run WHERE end_us IS NOT NULL ORDER BY id LIMIT 1;
     WHEN 'lease_ended_twice' THEN      -- one lease settled twice
-        INSERT INTO chaos_transition (id, kind, token, attempts, old_state, new_state)
-        SELECT id, kind, token, attempts, old_state, new_state
+        INSERT INTO chaos_transition (id, kind, token, old_attempts, attempts, old_state, new_state)
+        SELECT id, kind, token, old_attempts, attempts, old_state, new_state
           FROM chaos_transition WHERE kind = 'exit' ORDER BY seq LIMIT 1;
     WHEN 'terminal_written_twice' THEN -- a second done write
-        INSERT INTO chaos_transition (id, kind, token, attempts, old_state, new_state)
-        SELECT id, kind, token, attempts, old_state, new_state
+        INSERT INTO chaos_transition (id, kind, token, old_attempts, attempts, old_state, new_state)
+        SELECT id, kind, token, old_attempts, attempts, old_state, new_state
           FROM chaos_transition WHERE kind = 'terminal' ORDER BY seq LIMIT 1;
     WHEN 'done_without_its_run' THEN   -- done written for an attempt whose run did not end done
         UPDATE chaos_run SET outcome = 'canceled'

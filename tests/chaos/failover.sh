@@ -65,13 +65,14 @@ cleanup() {
   [ -n "$walrcv" ] && kill -CONT "$walrcv" 2>/dev/null
   chaos_kill_all ${prod_pid:+"$prod_pid"}
   for p in "${frozen[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  brq_pg_stop "$p1"
-  brq_pg_stop "$p2"
   if [ -n "$out_dir" ]; then
     mkdir -p "$out_dir"
     cp "$work"/*.log "$work"/*.tsv "$p1/server.log" "$out_dir"/ 2>/dev/null || true
     cp "$p2/server.log" "$out_dir/standby-server.log" 2>/dev/null || true
+    chaos_dump "$p2/sock" "$out_dir/db.sql"
   fi
+  brq_pg_stop "$p1"
+  brq_pg_stop "$p2"
   if [ $rc -ne 0 ] && [ -z "$out_dir" ]; then
     echo "failover: failed; logs kept in $work" >&2
   else

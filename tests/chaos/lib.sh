@@ -80,6 +80,12 @@ chaos_kill_all() {
   wait 2>/dev/null || true
 }
 
+# chaos_dump HOST FILE: the job table and the checker's tables, for a post-mortem (a
+# server that is down gives nothing; never fails).
+chaos_dump() {
+  pg_dump -h "$1" -U postgres -d brooq_chaos -t job -t 'chaos_*' -f "$2" 2>/dev/null || true
+}
+
 # chaos_load HOST: the runs (S and E lines paired), the acknowledgements, the kills and
 # the faults into the tables of check.sql in database brooq_chaos on HOST.
 chaos_load() {

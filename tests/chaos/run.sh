@@ -87,11 +87,12 @@ prod_pid=''
 cleanup() {
   local rc=$?
   chaos_kill_all ${prod_pid:+"$prod_pid"}
-  brq_pg_stop "$work/pg"
   if [ -n "$out_dir" ]; then
     mkdir -p "$out_dir"
     cp "$work"/*.log "$work"/*.tsv "$out_dir"/ 2>/dev/null || true
+    chaos_dump "$work/pg/sock" "$out_dir/db.sql"
   fi
+  brq_pg_stop "$work/pg"
   if [ $rc -ne 0 ] && [ -z "$out_dir" ]; then
     echo "chaos: failed; logs kept in $work" >&2
   else

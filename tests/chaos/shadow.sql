@@ -5,8 +5,10 @@
 -- an outcome written twice from it. Heartbeats (processing -> processing, same lease)
 -- are not recorded.
 --   claim     a new lease: pending/failed -> processing (token = the new lease)
---   exit      a lease ends: processing -> anything else (settle, reap, cancel), or
---             replaced by another (token = the lease that ended)
+--   exit      a lease ends: processing -> anything else (settle, reap, cancel, and the
+--             gateway's own unclaim of a claim whose reply it could not deliver, which
+--             gives the attempt back), or replaced by another (token = the lease that
+--             ended)
 --   terminal  a write of done/dead/canceled (token = the lease it ended, if any)
 
 CREATE TABLE chaos_transition (
@@ -14,6 +16,7 @@ CREATE TABLE chaos_transition (
     id        bigint      NOT NULL,
     kind      text        NOT NULL,
     token     uuid,
+    old_attempts integer  NOT NULL,
     attempts  integer     NOT NULL,
     old_state text        NOT NULL,
     new_state text        NOT NULL,
@@ -25,16 +28,16 @@ LANGUAGE plpgsql AS $$
 BEGIN
     IF OLD.state = 'processing' AND
        (NEW.state <> 'processing' OR NEW.lease_token IS DISTINCT FROM OLD.lease_token) THEN
-        INSERT INTO chaos_transition (id, kind, token, attempts, old_state, new_state)
-        VALUES (OLD.id, 'exit', OLD.lease_token, NEW.attempts, OLD.state, NEW.state);
+        INSERT INTO chaos_transition (id, kind, token, old_attempts, attempts, old_state, new_state)
+        VALUES (OLD.id, 'exit', OLD.lease_token, OLD.attempts, NEW.attempts, OLD.state, NEW.state);
     END IF;
     IF NEW.state = 'processing' AND NEW.lease_token IS DISTINCT FROM OLD.lease_token THEN
-        INSERT INTO chaos_transition (id, kind, token, attempts, old_state, new_state)
-        VALUES (NEW.id, 'claim', NEW.lease_token, NEW.attempts, OLD.state, NEW.state);
+        INSERT INTO chaos_transition (id, kind, token, old_attempts, attempts, old_state, new_state)
+        VALUES (NEW.id, 'claim', NEW.lease_token, OLD.attempts, NEW.attempts, OLD.state, NEW.state);
     END IF;
     IF NEW.state IN ('done', 'dead', 'canceled') THEN
-        INSERT INTO chaos_transition (id, kind, token, attempts, old_state, new_state)
-        VALUES (NEW.id, 'terminal', OLD.lease_token, NEW.attempts, OLD.state, NEW.state);
+        INSERT INTO chaos_transition (id, kind, token, old_attempts, attempts, old_state, new_state)
+        VALUES (NEW.id, 'terminal', OLD.lease_token, OLD.attempts, NEW.attempts, OLD.state, NEW.state);
     END IF;
     RETURN NULL;
 END
