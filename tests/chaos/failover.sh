@@ -181,18 +181,20 @@ chaos_stop_all
 chaos_load "$p2/sock"
 echo "== checks on the new primary ($jobs jobs)"
 chaos_checks "$p2/sock" "$jobs"
+# Before: up to the moment the old primary was gone (t_down; a commit it finished while
+# stopping is a success before); after: from then on.
 figures=$(q "$p2" -F ' ' -c "
   WITH a AS (SELECT DISTINCT ON (seq) seq, id, t_us FROM chaos_ack ORDER BY seq, t_us)
-  SELECT 'acknowledged_before_stop=' || (SELECT count(*) FROM a WHERE t_us < $t_kill),
+  SELECT 'acknowledged_before_stop=' || (SELECT count(*) FROM a WHERE t_us < $t_down),
          'acknowledged_lost=' || (SELECT count(*) FROM a LEFT JOIN job j ON j.id = a.id
                                    WHERE j.id IS NULL OR j.idempotency_key <> 'k' || a.seq),
          'not_done=' || (SELECT count(*) FROM job WHERE state <> 'done'),
-         'enqueue_gap_s=' || round(((SELECT min(t_us) FROM chaos_ack WHERE t_us > $t_kill)
-                                   - (SELECT max(t_us) FROM chaos_ack WHERE t_us < $t_kill)) / 1e6, 2),
-         'first_ack_after_promote_s=' || round(((SELECT min(t_us) FROM chaos_ack WHERE t_us > $t_kill)
+         'enqueue_gap_s=' || round(((SELECT min(t_us) FROM chaos_ack WHERE t_us > $t_down)
+                                   - (SELECT max(t_us) FROM chaos_ack WHERE t_us < $t_down)) / 1e6, 2),
+         'first_ack_after_promote_s=' || round(((SELECT min(t_us) FROM chaos_ack WHERE t_us > $t_down)
                                    - $t_promoted) / 1e6, 2),
          'claim_gap_s=' || round(((SELECT min(start_us) FROM chaos_run WHERE start_us > $t_down)
-                                   - (SELECT max(start_us) FROM chaos_run WHERE start_us < $t_kill)) / 1e6, 2),
+                                   - (SELECT max(start_us) FROM chaos_run WHERE start_us < $t_down)) / 1e6, 2),
          'first_claim_after_promote_s=' || round(((SELECT min(start_us) FROM chaos_run
                                    WHERE start_us > $t_down) - $t_promoted) / 1e6, 2),
          'reruns=' || (SELECT count(*) - count(DISTINCT id) FROM chaos_run),
