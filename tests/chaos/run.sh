@@ -28,8 +28,9 @@
 #                   (overlapping runs, unless the worker cancels its handlers when its
 #                   lease runs out unheard)
 #       ignore-cancel   with partition: handlers that never look at their cancel flag
-#       non-durable PostgreSQL with fsync and synchronous_commit off, restarted with
-#                   -m immediate more often (acknowledged jobs lost)
+#       requeue-done  a stray writer puts a few done jobs back to pending every second,
+#                   with the schema's terminal guard disabled for it (outcomes written
+#                   twice, through the real gateway)
 # Exit status: 0 when every check passes (and every check was shown able to fail).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,7 +57,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case $fault in '' | pause | partition | ignore-cancel | non-durable) ;; *) usage ;; esac
+case $fault in '' | pause | partition | ignore-cancel | requeue-done) ;; *) usage ;; esac
 long_pct=3 long_ms=2000-5000
 # A partition needs handlers that outlive the lease by far, and a gateway with threads
 # free to take their jobs again once they are reaped.
@@ -104,11 +105,7 @@ trap 'exit 130' INT TERM
 
 # ---- PostgreSQL, durable (what production runs), the schema and the recorder ---------
 echo "== chaos: seed $seed, ${seconds}s of faults, $rate jobs/s, lease ${lease}s, fault '${fault:-none}'"
-if [ "$fault" = non-durable ]; then
-  brq_pg_start "$work/pg"
-else
-  brq_pg_start "$work/pg" durable
-fi
+brq_pg_start "$work/pg" durable
 pghost=$BROOQ_TEST_PGHOST
 psql_do() { psql -X -q -At -h "$pghost" -U postgres -d brooq_chaos -v ON_ERROR_STOP=1 "$@"; }
 psql -X -q -h "$pghost" -U postgres -d postgres -c 'CREATE DATABASE brooq_chaos' >/dev/null
@@ -173,6 +170,16 @@ restart_pg() {
   t1=$(now_us)
   fault_log pg_restart "$t0" "$t1" "-"
 }
+requeue_done() { # what a careless "retry these" script does, past the terminal guard
+  local t0 t1
+  t0=$(now_us)
+  psql_do -c "BEGIN" -c "ALTER TABLE job DISABLE TRIGGER job_terminal_guard" \
+    -c "UPDATE job SET state = 'pending' WHERE id IN (SELECT id FROM job WHERE state = 'done'
+          ORDER BY random() LIMIT 3)" \
+    -c "ALTER TABLE job ENABLE TRIGGER job_terminal_guard" -c "COMMIT" >/dev/null
+  t1=$(now_us)
+  fault_log requeue_done "$t0" "$t1" "-"
+}
 pause_worker() { # SIGSTOP past two leases and a reaper round, then SIGCONT
   local pid t0 t1
   pid=$(pick_worker)
@@ -189,13 +196,13 @@ start_s=$SECONDS
 next_pg=$((seconds * 35 / 100)) pg_every=$((seconds * 35 / 100))
 [ $pg_every -lt 8 ] && pg_every=8
 [ $pg_every -gt 30 ] && pg_every=30
-[ "$fault" = non-durable ] && pg_every=4 next_pg=4
 while kill -0 "$prod_pid" 2>/dev/null && [ $((SECONDS - start_s)) -lt $((seconds + 60)) ]; do
   sleep_ms "$(rand_ms 700 1800)"
   kill -0 "$prod_pid" 2>/dev/null || break
   elapsed=$((SECONDS - start_s))
   case $fault in
     pause) pause_worker; continue ;;
+    requeue-done) requeue_done; continue ;;
     partition | ignore-cancel)
       # Long jobs are running on b's workers: b stays away for three leases.
       kill_gateway b $((3 * lease * 1000)); sleep 3; continue ;;
