@@ -209,6 +209,11 @@ if [ -n "$out_dir" ]; then
   mkdir -p "$out_dir"
   echo "$mode jobs=$jobs $figures" >"$out_dir/summary.txt"
 fi
+sanitizer=$(chaos_sanitizer_reports)
+if [ "$sanitizer" -gt 0 ]; then
+  echo "failover: FAILED: $sanitizer sanitizer report(s) in the logs (above)" >&2
+  exit 1
+fi
 if [ "$chaos_blind" -gt 0 ]; then
   echo "failover: FAILED: $chaos_blind check(s) did not fail on their own fault" >&2
   exit 1

@@ -128,3 +128,15 @@ chaos_checks() {
     fi
   done
 }
+
+# chaos_sanitizer_reports: how many AddressSanitizer/LeakSanitizer/UBSan reports the
+# gateways and workers wrote to their logs (a sanitizer build; 0 otherwise). Prints them.
+chaos_sanitizer_reports() {
+  local n
+  n=$(cat "$work"/gateway-*.log "$work"/worker-*.log "$work"/producer.log 2>/dev/null \
+    | grep -cE 'ERROR: (Leak|Address)Sanitizer|runtime error:' || true)
+  if [ "$n" -gt 0 ]; then
+    grep -nE -A 12 'ERROR: (Leak|Address)Sanitizer|runtime error:' "$work"/*.log >&2 || true
+  fi
+  echo "$n"
+}

@@ -276,6 +276,11 @@ if [ -n "$out_dir" ]; then
   mkdir -p "$out_dir"
   echo "$summary seed=$seed" >"$out_dir/summary.txt"
 fi
+sanitizer=$(chaos_sanitizer_reports)
+if [ "$sanitizer" -gt 0 ]; then
+  echo "chaos: FAILED: $sanitizer sanitizer report(s) in the logs (above)" >&2
+  exit 1
+fi
 if [ "$chaos_blind" -gt 0 ]; then
   echo "chaos: FAILED: $chaos_blind check(s) did not fail on their own fault" >&2
   exit 1
