@@ -113,7 +113,9 @@ state=$(q "$p1" -c 'SELECT sync_state FROM pg_stat_replication')
 echo "   primary $p1/sock, standby $p2/sock ($state)"
 
 # ---- one gateway on both hosts, workers, the producer ---------------------------------
-dsn="host=$p1/sock,$p2/sock user=postgres dbname=brooq_chaos target_session_attrs=read-write"
+# The standby first: before the failover every connection must skip it (read-only),
+# after it the old primary is the one that fails.
+dsn="host=$p2/sock,$p1/sock user=postgres dbname=brooq_chaos target_session_attrs=read-write"
 chaos_tokens
 gw_start a
 gw_wait a
