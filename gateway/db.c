@@ -248,6 +248,13 @@ brq_db_error(brq_db *db, const PGresult *r)
 		return BRQ_EUNAVAIL; // no server answer: the connection failed
 	if (strcmp(state, "57014") == 0)
 		return BRQ_ETIMEDOUT; // canceled: statement_timeout or our deadline
+	// 25006: this session cannot write (a standby reached without
+	// target_session_attrs=read-write, a primary with default_transaction_read_only)
+	// and never will: drop it, so that the next one walks the DSN's hosts again.
+	if (strcmp(state, "25006") == 0) {
+		lose(db);
+		return BRQ_EUNAVAIL;
+	}
 	// 08 connection exception, 57 operator intervention (shutdown), 53 insufficient
 	// resources, 40 serialization failure or deadlock: retrying helps.
 	if (strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 || strncmp(state, "53", 2) == 0 ||

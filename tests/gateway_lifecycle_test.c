@@ -138,3 +138,57 @@ Test(lifecycle, stops_gracefully_answering_parked_long_polls, .timeout = 60)
 	}
 	brq_testdb_drop(dsn);
 }
+
+static brq_status
+enqueue_one(brq_gw *gw, brq_arena *a, char *msg, size_t cap)
+{
+	brq_job_spec j   = {.topic = brq_str_c("t.ro"), .payload = brq_str_c("{}")};
+	brq_request  req = {
+		 .op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(gw), .enqueue = {.jobs = &j, .n_jobs = 1}};
+	brq_reply  rep;
+	void      *keep;
+	brq_status st = brq_gw_call(gw, &req, &rep, a, &keep);
+	snprintf(msg, cap, "%.*s", (int) rep.msg.len, rep.msg.ptr != NULL ? rep.msg.ptr : "");
+	free(keep);
+	return st;
+}
+
+/* A session that turns out read-only (a standby reached without
+ * target_session_attrs=read-write, a primary set default_transaction_read_only) can never
+ * write: the gateway drops it and answers unavailable (retry), and a new session is
+ * opened, which writes once the database accepts writes again. */
+Test(lifecycle, drops_a_read_only_session_answers_unavailable_and_recovers_once_writable, .timeout = 60)
+{
+	char   *dsn  = brq_testdb_create(true);
+	PGconn *db   = brq_testdb_connect(dsn);
+	char   *name = brq_testdb_value(db, "SELECT current_database()");
+	char    sql[256], msg[512];
+	snprintf(sql, sizeof(sql), "ALTER DATABASE %s SET default_transaction_read_only = on", name);
+	brq_testdb_exec(db, sql);
+
+	brq_gw    gw;
+	brq_arena a;
+	brq_arena_init(&a);
+	brq_gw_start(&gw, dsn, (const char *const[]) {"BROOQ_POOL_SIZE=1", NULL});
+	for (int i = 0; i < 3; i++) {
+		brq_status st = enqueue_one(&gw, &a, msg, sizeof(msg));
+		cr_assert_eq(st, BRQ_ST_UNAVAILABLE, "a write on a read-only session answered %s: %s",
+			     brq_status_name(st), msg);
+	}
+	brq_gw_await_log(&gw, "msg=db_connection_lost", 1, 5000);
+
+	snprintf(sql, sizeof(sql), "ALTER DATABASE %s RESET default_transaction_read_only", name);
+	brq_testdb_exec(db, sql);
+	brq_status st = BRQ_ST_UNAVAILABLE;
+	for (int i = 0; i < 100 && st != BRQ_ST_OK; i++) {
+		st = enqueue_one(&gw, &a, msg, sizeof(msg));
+		if (st != BRQ_ST_OK)
+			usleep(100000);
+	}
+	cr_assert_eq(st, BRQ_ST_OK, "the gateway kept its read-only session: %s", msg);
+	brq_gw_stop(&gw);
+	brq_arena_fini(&a);
+	free(name);
+	PQfinish(db);
+	brq_testdb_drop(dsn);
+}

@@ -7,6 +7,14 @@
 #   brq_pg_stop DIR [MODE]       stops the server (the caller removes DIR); MODE is
 #                                pg_ctl's: immediate (default, a throwaway cluster)
 #                                or fast (a cluster that is kept: no crash recovery)
+#   brq_pg_restart DIR [MODE]    stops (immediate by default: what a crash leaves) and
+#                                starts again with the same settings
+#   brq_pg_standby PRIMARY DIR   a streaming standby of the cluster in PRIMARY
+#                                (pg_basebackup -R) in DIR, started; sets
+#                                BROOQ_TEST_PGHOST=DIR/sock
+#   brq_pg_promote DIR           promotes the standby in DIR (waits until it writes)
+# BRQ_PG_OPTS, when set, adds server settings ("-c name=value ...") to brq_pg_start and
+# brq_pg_standby (e.g. synchronous replication).
 # initdb refuses to run as root, so as root the cluster belongs to the
 # `postgres` user (created by the server package).
 
@@ -44,9 +52,40 @@ brq_pg_start() {
   fi
   brq_pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
     -o "-c listen_addresses='' -c unix_socket_directories='$dir/sock' -c max_connections=300 \
-        -c shared_buffers=256MB -c log_min_messages=warning $durability" >/dev/null \
+        -c shared_buffers=256MB -c log_min_messages=warning $durability ${BRQ_PG_OPTS:-}" >/dev/null \
     || { cat "$dir/server.log" >&2; return 1; }
   export BROOQ_TEST_PGHOST="$dir/sock"
+}
+
+brq_pg_restart() {
+  local dir=$1 mode=${2:-immediate} bin
+  bin=$(brq_pg_bindir) || return 1
+  # Without -o, pg_ctl restart starts with the options of the last start (postmaster.opts).
+  brq_pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m "$mode" -w -t 60 restart \
+    >/dev/null 2>&1 || { tail -n 20 "$dir/server.log" >&2; return 1; }
+}
+
+# The standby is durable (it is what survives the primary) and hot (read-only queries).
+brq_pg_standby() {
+  local primary=$1 dir=$2 bin
+  bin=$(brq_pg_bindir) || return 1
+  mkdir -p "$dir/sock"
+  [ "$(id -u)" -eq 0 ] && chown -R postgres: "$dir"
+  brq_pg_as_owner "$bin/pg_basebackup" -h "$primary/sock" -U postgres -D "$dir/data" -R \
+    -X stream -c fast >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; return 1; }
+  brq_pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
+    -o "-c listen_addresses='' -c unix_socket_directories='$dir/sock' -c max_connections=300 \
+        -c shared_buffers=256MB -c log_min_messages=warning -c hot_standby=on \
+        -c fsync=on -c synchronous_commit=on -c full_page_writes=on ${BRQ_PG_OPTS:-}" >/dev/null \
+    || { cat "$dir/server.log" >&2; return 1; }
+  export BROOQ_TEST_PGHOST="$dir/sock"
+}
+
+brq_pg_promote() {
+  local dir=$1 bin
+  bin=$(brq_pg_bindir) || return 1
+  brq_pg_as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null \
+    || { tail -n 20 "$dir/server.log" >&2; return 1; }
 }
 
 brq_pg_template() {

@@ -528,6 +528,47 @@ Test(worker, hands_an_operator_cancel_to_the_running_handler_within_a_third_of_t
 	brooq_worker_free(w);
 }
 
+/* A worker cut off from its gateway cannot extend its lease: once the lease would have
+ * run out, the reaper (of another gateway) may hand the job to another worker, so the
+ * running handler must be canceled by then, and its result discarded. */
+Test(worker, cancels_a_running_handler_whose_lease_runs_out_unheard_and_writes_nothing)
+{
+	start(NULL);
+	uint64_t      id = enqueue("t.cut", "{}", 0);
+	brooq_worker *w  = worker_new(
+		 wc,
+		 (brooq_worker_opts) {
+			 .size = sizeof(brooq_worker_opts), .threads = 1, .lease_ms = 3000, .wait_ms = 500});
+	OK(brooq_worker_handle(w, "t.cut", h_until_canceled, NULL));
+	runner r;
+	runner_start(&r, w);
+	cr_assert(wait_atomic(&started, 1, 5000), "the job never started");
+	sleep_ms(1500); /* a heartbeat got through: the lease now ends 3 s after it */
+
+	int64_t t0 = now_us();
+	brq_gw_stop(&gw); /* no gateway: every heartbeat fails from now on */
+	gw_up = false;
+	cr_assert(wait_atomic(&finished, 1, 5000), "the handler ran on past its lease");
+	double ms = (double) (atomic_load(&cancel_seen_us) - t0) / 1000.0;
+	fprintf(stderr,
+		"worker_test: the handler was canceled %.1f ms after the gateway went (lease 3000 ms)\n", ms);
+	/* The last heartbeat was sent at most a third of the lease before the gateway went:
+	 * the lease ends 2..3 s later, the cancel comes a tenth of the lease before that. */
+	cr_assert_geq(ms, 1500.0, "canceled %.1f ms after the gateway went: before the lease ran out", ms);
+	cr_assert_leq(ms, 3000.0, "canceled %.1f ms after the gateway went: after the lease ran out", ms);
+
+	runner_stop(&r);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64
+			     " AND state = 'processing' AND last_error IS NULL AND attempts = 1",
+			     id),
+		     1, "the worker wrote the discarded result");
+	brooq_worker_stats st = stats_of(w);
+	cr_assert_eq(st.lease_lost, 1);
+	cr_assert_eq(st.settled, 0);
+	cr_assert_eq(st.hung, 0);
+	brooq_worker_free(w);
+}
+
 Test(worker, a_job_whose_worker_is_killed_is_reaped_without_spending_an_attempt_and_finished_by_another)
 {
 	static const char *const env[] = {"BROOQ_LEASE=1s", "BROOQ_REAPER_INTERVAL=200ms", NULL};

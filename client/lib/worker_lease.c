@@ -374,6 +374,22 @@ brq_worker_keeper_main(void *arg)
 		int64_t now = (int64_t) brq_now_ms(), next = INT64_MAX;
 		bool    due = false;
 		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext) {
+			/* No heartbeat got through before the lease runs out (the gateway is
+			 * unreachable or slow): the reaper may hand the job to another worker at
+			 * any moment, so the handler is canceled now rather than run beside the
+			 * next one. A tenth of the lease early: lease_end_ms counts from when the
+			 * claim was answered, a little after the database started the lease. */
+			int64_t expiry = j->lease_end_ms - j->lease_ms / 10;
+			if (j->ph == PH_RUNNING && needs_heartbeat(j) && j->cancel_at_ms == 0) {
+				if (expiry <= now) {
+					BRQ_LOG(w->c, BROOQ_LOG_WARN, "lease_expired",
+						BRQ_LF_U64("job", j->lease.id),
+						BRQ_LF_STR("topic", j->topic));
+					lease_lost(w, j, now);
+				} else {
+					next = brq_min64(next, expiry);
+				}
+			}
 			if (needs_heartbeat(j)) {
 				if (j->next_hb_ms <= now)
 					due = true;

@@ -327,8 +327,10 @@ BROOQ_API const char *brooq_job_topic(const brooq_job_ctx *j);
 BROOQ_API const char *brooq_job_payload(const brooq_job_ctx *j, size_t *len);
 BROOQ_API uint32_t    brooq_job_attempts(const brooq_job_ctx *j);
 BROOQ_API uint32_t    brooq_job_max_attempts(const brooq_job_ctx *j);
-/* True once the lease is lost (canceled by an operator, reaped) or the worker is
- * stopping past its grace: stop work; whatever the handler returns is discarded. */
+/* True once the lease is lost (canceled by an operator, reaped), about to run out with
+ * no heartbeat heard (the gateway unreachable: a tenth of the lease before its end), or
+ * the worker is stopping past its grace: stop work; whatever the handler returns is
+ * discarded. */
 BROOQ_API bool brooq_job_canceled(const brooq_job_ctx *j);
 
 /* What a handler decides. If it sets nothing, the outcome is done. The last call
