@@ -190,9 +190,9 @@ struct brq_config {
 	// their length to the end of their handling (NNG's rx budget, deploy/nng); >= the
 	// transport ceiling of one max_request message.
 	uint64_t max_inflight_bytes;
-	uint64_t max_wait_ms;       // longest long-poll accepted, 0..1h
-	uint32_t max_waiters;       // concurrent long-polls, 0..100000 (0: no long-poll)
-	uint64_t poll_interval_ms;  // monitor round: depth metrics, health, wakes for ready topics
+	uint64_t max_wait_ms;      // longest long-poll accepted, 0..1h
+	uint32_t max_waiters;      // concurrent long-polls, 0..100000 (0: no long-poll)
+	uint64_t poll_interval_ms; // monitor round: depth metrics, health, wakes for ready topics
 
 	uint64_t reaper_interval_ms;    // period of the lease reaper
 	uint64_t retention_ttl_ms;      // 0 = retention disabled (never "delete all")
