@@ -141,7 +141,8 @@ start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 	// enqueue through this gateway announced.
 	brq_monitor_opts mopts = {.interval_ms  = cfg->poll_interval_ms,
 				  .on_ready     = brq_server_wake_topic,
-				  .on_ready_arg = &sv->srv};
+				  .on_ready_arg = &sv->srv,
+				  .figures      = &sv->srv.figures};
 	if (brq_monitor_start(sv->store, &mopts, &sv->mon) != 0)
 		goto out_janitor;
 	brq_http_check checks[] = {{brq_monitor_healthy, sv->mon, "database unavailable"},

@@ -43,9 +43,10 @@ struct brq_monitor {
 	uint64_t interval_ms;
 	uint64_t terminal_interval_ms;
 	void (*on_ready)(void *arg, const char *topic, size_t topic_len);
-	void    *on_ready_arg;
-	uint64_t health_window_ms;
-	uint64_t budget_ms; // statement_timeout of every monitor statement
+	void        *on_ready_arg;
+	brq_figures *figures;
+	uint64_t     health_window_ms;
+	uint64_t     budget_ms; // statement_timeout of every monitor statement
 
 	pthread_t        thread;
 	pthread_mutex_t  mu; // guards the condvar wait only
@@ -242,6 +243,28 @@ publish(brq_monitor *m, const struct rows *active)
 	return 0;
 }
 
+// Publishes the terminal counts for the stats operation. Out of memory: stats keeps
+// the previous ones (logged).
+static void
+share_terminal(brq_monitor *m)
+{
+	if (m->figures == NULL)
+		return;
+	brq_figures_row *rows = calloc(m->terminal.n > 0 ? m->terminal.n : 1, sizeof(*rows));
+	int              rv   = BRQ_ENOMEM;
+	if (rows != NULL) {
+		for (size_t i = 0; i < m->terminal.n; i++) {
+			rows[i] = (brq_figures_row) {.topic = m->terminal.v[i].topic,
+						     .len   = m->terminal.v[i].len};
+			memcpy(rows[i].count, m->terminal.v[i].count, sizeof(rows[i].count));
+		}
+		rv = brq_figures_set(m->figures, rows, m->terminal.n);
+	}
+	free(rows);
+	if (rv != 0)
+		BRQ_LOG_WARN("monitor_figures_failed", "error=%s", brq_err_name(rv));
+}
+
 // The terminal count (exact, or estimated from a page sample when the table is too
 // big for the budget). Returns 0, or BRQ_EUNAVAIL when the connection was lost.
 static int
@@ -276,7 +299,8 @@ terminal_count(brq_monitor *m)
 		return 0;
 	}
 	rows_clear(&m->terminal);
-	m->terminal         = term;
+	m->terminal = term;
+	share_terminal(m);
 	m->next_terminal_ms = t0 + max_u64(m->terminal_interval_ms, THROTTLE * took);
 	// Well inside the budget: try a bigger sample (eventually exact) next time.
 	if (pct < 100 && took * 8 < m->budget_ms) {
@@ -429,6 +453,7 @@ brq_monitor_start(const brq_store *st, const brq_monitor_opts *opts, brq_monitor
 	if (opts != NULL) {
 		m->on_ready     = opts->on_ready;
 		m->on_ready_arg = opts->on_ready_arg;
+		m->figures      = opts->figures;
 	}
 	m->health_window_ms = max_u64(HEALTH_INTERVALS * m->interval_ms, HEALTH_MIN_MS);
 	// Half the window: a count that runs out its budget still leaves the next

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "figures.h"
 #include "store.h"
 
 #define BRQ_MONITOR_DEFAULT_INTERVAL_MS          1000
@@ -48,6 +49,9 @@ typedef struct brq_monitor_opts {
 	// gateway, or ready by time). NULL: not called.
 	void (*on_ready)(void *arg, const char *topic, size_t topic_len);
 	void *on_ready_arg;
+	// Where each terminal count is published for the stats operation (borrowed;
+	// must outlive the monitor). NULL: not published.
+	brq_figures *figures;
 } brq_monitor_opts;
 
 // A running monitor (opaque).

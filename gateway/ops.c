@@ -501,16 +501,31 @@ op_job(brq_store_conn *c, brq_work *w, op_err *e)
 	return BRQ_ST_OK;
 }
 
+// stats: the active states counted now, through the partial indexes (what the
+// backlog costs), and the terminal states from the monitor's last count (figures.h:
+// counting the table's history per request let a few operators starve the pool).
+// Until the monitor's first terminal count, one exact count of everything.
 static brq_status
-op_stats(brq_store_conn *c, brq_work *w, op_err *e)
+op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
 {
-	brq_topic_stats *topics;
-	uint32_t         n;
-	int              rv = brq_store_stats(c, &topics, &n);
+	brq_topic_stats     *topics;
+	uint32_t             n;
+	brq_store_depth_row *active;
+	size_t               n_active;
+	uint64_t             at_ms = 0;
+	int                  rv    = brq_store_depth(c, BRQ_DEPTH_ACTIVE, 100, &active, &n_active);
+	if (rv == 0)
+		rv = brq_figures_stats(o->figures, &w->arena, active, n_active, &topics, &n, &at_ms);
+	if (rv == 0 && at_ms == 0)
+		rv = brq_store_stats(c, &topics, &n);
 	if (rv != 0)
 		return store_fail(e, c, rv, "stats");
 	brq_buf *b = &w->out;
-	brq_reply_begin(b, w->req.rid, 1);
+	brq_reply_begin(b, w->req.rid, 2);
+	// How old the terminal counts are (0: exact, counted now); an unknown key to
+	// clients that do not read it.
+	brq_pack_key(b, "terminal_age_ms");
+	brq_pack_uint(b, at_ms == 0 ? 0 : brq_now_ms() - at_ms);
 	brq_pack_key(b, "topics");
 	brq_pack_array(b, n);
 	for (uint32_t i = 0; i < n; i++)
@@ -573,7 +588,7 @@ brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 	case BRQ_OP_SETTLE: st = op_settle(o, c, w, &e); break;
 	case BRQ_OP_CANCEL: st = op_cancel(c, w, &e); break;
 	case BRQ_OP_JOB: st = op_job(c, w, &e); break;
-	case BRQ_OP_STATS: st = op_stats(c, w, &e); break;
+	case BRQ_OP_STATS: st = op_stats(o, c, w, &e); break;
 	default: st = fail(&e, BRQ_ST_INTERNAL, "op %s not handled", brq_op_name(w->req.op)); break;
 	}
 out:

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "config.h"
+#include "figures.h"
 #include "store.h"
 #include "waiters.h"
 #include "work.h"
@@ -16,6 +17,7 @@ typedef struct brq_ops {
 	const brq_config  *cfg;
 	brq_waiters       *waiters;  // enqueues wake parked claims here
 	const atomic_bool *stopping; // a stopping gateway answers long-polls at once
+	brq_figures       *figures;  // the monitor's terminal counts, for stats
 } brq_ops;
 
 typedef enum brq_ops_result {

@@ -39,13 +39,24 @@ typedef struct brq_pool_thread {
 // each. The pool resets the connection's borrowed outputs after it returns.
 typedef void (*brq_pool_run_fn)(void *arg, brq_store_conn *c, brq_work *w);
 
-// Work is queued FIFO; idle threads wait on a stack, and new work wakes the one
-// that went idle last: its connection's backend is the warm one (caches, plans),
-// so a lone producer's statements stay on one backend instead of taking turns.
+// A FIFO of work items linked through qnext.
+typedef struct brq_pool_fifo {
+	brq_work *head, *tail;
+} brq_pool_fifo;
+
+// Work is queued FIFO in two lanes: the hot path (enqueue, claim, heartbeat, settle,
+// cancel) and operator reads (w->is_operator_read: stats, job lookups), which run on
+// at most max(1, n / 4) threads at once, so however many operators ask, the hot path
+// always finds connections (issue 10.7). Threads take the older head of the two lanes
+// the cap allows. Idle threads wait on a stack, and new work wakes the one that went
+// idle last: its connection's backend is the warm one (caches, plans), so a lone
+// producer's statements stay on one backend instead of taking turns.
 struct brq_pool {
 	pthread_mutex_t  mtx;
-	brq_work        *head, *tail; // FIFO of queued items
-	brq_pool_thread *idle;        // stack of idle threads, most recently idle on top
+	brq_pool_fifo    hot, slow;    // queued items of each lane
+	int              slow_running; // operator reads running now
+	int              slow_cap;     // at most this many at once
+	brq_pool_thread *idle;         // stack of idle threads, most recently idle on top
 	bool             stopping;
 	int              n;
 	brq_pool_thread *threads;

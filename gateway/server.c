@@ -219,7 +219,9 @@ handle_request(brq_server *s, brq_work *w)
 		return;
 	if (w->req.op == BRQ_OP_CLAIM)
 		brq_waiters_track(&s->waiters, w);
-	w->state = BRQ_W_DB;
+	// Operator reads take the pool's capped lane: the hot path always finds a thread.
+	w->is_operator_read = w->req.op == BRQ_OP_STATS || w->req.op == BRQ_OP_JOB;
+	w->state            = BRQ_W_DB;
 	brq_pool_submit(&s->pool, w);
 }
 
@@ -511,11 +513,14 @@ brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, con
 	s->lim.max_request = (uint32_t) cfg->max_request_bytes;
 	s->lim.max_wait_ms = (uint32_t) cfg->max_wait_ms;
 	brq_waiters_init(&s->waiters);
-	s->ops = (brq_ops) {.cfg = cfg, .waiters = &s->waiters, .stopping = &s->stopping};
+	brq_figures_init(&s->figures);
+	s->ops = (brq_ops) {
+		.cfg = cfg, .waiters = &s->waiters, .stopping = &s->stopping, .figures = &s->figures};
 
 	if ((rv = nng_rep0_open(&s->sock)) != 0) {
 		BRQ_LOG_ERROR("socket_failed", "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
 		brq_waiters_fini(&s->waiters);
+		brq_figures_fini(&s->figures);
 		return BRQ_EIO;
 	}
 	// The transport's hard ceiling, above the documented request limit: requests
@@ -547,6 +552,7 @@ fail:
 	nng_close(s->sock);
 	work_stop_free(s);
 	brq_waiters_fini(&s->waiters);
+	brq_figures_fini(&s->figures);
 	return rv;
 }
 
@@ -576,5 +582,6 @@ brq_server_stop(brq_server *s)
 	// 6. Stop every aio before freeing any, then free.
 	work_stop_free(s);
 	brq_waiters_fini(&s->waiters);
+	brq_figures_fini(&s->figures);
 	BRQ_LOG_INFO("stopped", "inflight_abandoned=%d", left);
 }

@@ -14,6 +14,7 @@
 
 #include "auth.h"
 #include "config.h"
+#include "figures.h"
 #include "ops.h"
 #include "pool.h"
 #include "proto.h"
@@ -39,7 +40,8 @@ typedef struct brq_server {
 	nng_listener listener;
 	brq_work    *work; // n_work items, allocated up front
 	int          n_work;
-	brq_stash    stash; // warm arenas and reply buffers for the busy items
+	brq_stash    stash;   // warm arenas and reply buffers for the busy items
+	brq_figures  figures; // the monitor's terminal counts, for stats (the monitor writes)
 
 	atomic_bool stopping;
 	atomic_int  inflight;   // requests accepted and not yet answered

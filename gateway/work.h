@@ -39,8 +39,9 @@ struct brq_work {
 	brq_arena   arena; // req's arrays, and what must outlive a long-poll round
 	brq_buf     out;   // the reply being built
 	brq_role    role;
-	brq_status  code;    // status of the reply, for metrics
-	uint32_t    pipe_id; // the requester's pipe, to notice it going away
+	bool        is_operator_read; // stats, job: the pool's capped lane (pool.h)
+	brq_status  code;             // status of the reply, for metrics
+	uint32_t    pipe_id;          // the requester's pipe, to notice it going away
 
 	uint64_t start_us;     // when the request arrived (monotonic)
 	uint64_t deadline_ms;  // long-poll: when the wait ends (monotonic); 0 = no wait

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Slow reads do not starve the hot path (issue 10.7), real gateway and PostgreSQL.
+ *
+ * The table holds 400k done jobs (history) and a backlog of 400k pending jobs in
+ * another topic, so that even the cheap stats (active states counted through the
+ * partial indexes, terminal states from the monitor) costs real time: what a backlog
+ * costs. Four operators call stats in a loop (and one looks jobs up), while a producer
+ * enqueues single jobs one after another. The enqueue p99 must stay near its figure
+ * without the operators: operator reads run on at most a quarter of the pool
+ * (max(1, pool / 4)), so enqueues always find a connection. Before, 4 stats callers
+ * held all 4 connections and an enqueue waited for one (782 ms at 2M rows).
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include <brooq/brooq.h>
+
+#include "gw.h"
+#include "testdb.h"
+#include "tutil.h"
+
+#define HISTORY   400000
+#define BACKLOG   400000
+#define OPERATORS 4
+#define SAMPLES   400
+
+static char         *dsn;
+static brq_gw        gw;
+static brooq_client *wc, *ac;
+
+static brooq_client *
+open_client(const char *token_file)
+{
+	brooq_client_opts o = {.size       = sizeof(brooq_client_opts),
+			       .url        = gw.url,
+			       .token_file = token_file,
+			       .timeout_ms = 10000};
+	brooq_client     *c = NULL;
+	BRQ_OK(brooq_client_open(&o, &c));
+	return c;
+}
+
+static void
+setup(void)
+{
+	dsn        = brq_testdb_create(true);
+	PGconn *db = brq_testdb_connect(dsn);
+	char    sql[512];
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO job (topic, payload, state, attempts, created_at, updated_at, available_at)"
+		 " SELECT 'history', '{}', 'done', 1, now() - interval '1 day', now() - interval '1 day',"
+		 " now() - interval '1 day' FROM generate_series(1, %d)",
+		 HISTORY);
+	brq_testdb_exec(db, sql);
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO job (topic, payload) SELECT 'backlog', '{}' FROM generate_series(1, %d)",
+		 BACKLOG);
+	brq_testdb_exec(db, sql);
+	brq_testdb_exec(db, "VACUUM ANALYZE job");
+	PQfinish(db);
+	static const char *env[] = {"BROOQ_POOL_SIZE=4", "BROOQ_LOG_LEVEL=warn", NULL};
+	brq_gw_start(&gw, dsn, env);
+	wc = open_client(gw.worker_token_file);
+	ac = open_client(gw.admin_token_file);
+}
+
+static void
+teardown(void)
+{
+	brooq_client_close(wc);
+	brooq_client_close(ac);
+	brq_gw_stop(&gw);
+	brq_testdb_drop(dsn);
+}
+
+TestSuite(lanes, .init = setup, .fini = teardown, .timeout = 300);
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+	return (x > y) - (x < y);
+}
+
+/* p99 of SAMPLES single-job enqueues, in microseconds. */
+static int64_t
+enqueue_p99(void)
+{
+	static int64_t us[SAMPLES];
+	for (int i = 0; i < SAMPLES; i++) {
+		brooq_job_spec       spec = {.topic = "hot", .payload = "{}"};
+		brooq_enqueue_result r;
+		int64_t              t0 = brq_t_now_us();
+		BRQ_OK(brooq_enqueue(wc, &spec, 1, &r));
+		us[i] = brq_t_now_us() - t0;
+		brq_t_sleep_ms(2);
+	}
+	qsort(us, SAMPLES, sizeof(us[0]), cmp_i64);
+	return us[SAMPLES * 99 / 100];
+}
+
+static atomic_bool reads_on;
+static atomic_long n_stats, n_failed;
+
+static void *
+operator_reads(void *arg)
+{
+	bool          lookups = arg != NULL;
+	brooq_client *c       = open_client(gw.admin_token_file);
+	while (atomic_load(&reads_on)) {
+		brooq_err e;
+		if (lookups) {
+			brooq_job_info *info = NULL;
+			e                    = brooq_job_get(c, 1 + (uint64_t) (rand() % HISTORY), &info);
+			brooq_job_info_free(info);
+		} else {
+			brooq_topic_stats *s = NULL;
+			size_t             n = 0;
+			e                    = brooq_stats(c, &s, &n);
+			brooq_stats_free(s, n);
+			atomic_fetch_add(&n_stats, 1);
+		}
+		if (e != BROOQ_OK) {
+			fprintf(stderr, "lanes_test: operator read: %s\n", brooq_last_message());
+			atomic_fetch_add(&n_failed, 1);
+		}
+	}
+	brooq_client_close(c);
+	return NULL;
+}
+
+Test(lanes, enqueue_p99_holds_while_operators_loop_on_stats)
+{
+	/* The stats are right: the backlog counted now, the history from the monitor. */
+	brq_t_sleep_ms(1500); /* the monitor's first terminal count */
+	brooq_topic_stats *s = NULL;
+	size_t             n = 0;
+	BRQ_OK(brooq_stats(ac, &s, &n));
+	bool seen_history = false, seen_backlog = false;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(s[i].topic, "history") == 0) {
+			cr_expect_eq(s[i].count[BROOQ_DONE], HISTORY);
+			seen_history = true;
+		} else if (strcmp(s[i].topic, "backlog") == 0) {
+			cr_expect_eq(s[i].count[BROOQ_PENDING], BACKLOG);
+			cr_expect_gt(s[i].oldest_ready_age_ms, 0);
+			seen_backlog = true;
+		}
+	}
+	brooq_stats_free(s, n);
+	cr_assert(seen_history && seen_backlog, "stats lacks a topic");
+
+	int64_t   quiet = enqueue_p99();
+	int64_t   t0    = brq_t_now_us();
+	pthread_t t[OPERATORS + 1];
+	atomic_store(&reads_on, true);
+	for (int i = 0; i < OPERATORS; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, operator_reads, NULL), 0);
+	cr_assert_eq(pthread_create(&t[OPERATORS], NULL, operator_reads, (void *) 1), 0);
+	brq_t_sleep_ms(300);
+	int64_t busy = enqueue_p99();
+	atomic_store(&reads_on, false);
+	for (int i = 0; i <= OPERATORS; i++)
+		pthread_join(t[i], NULL);
+	double secs = (double) (brq_t_now_us() - t0) / 1e6;
+	fprintf(stderr,
+		"lanes_test: enqueue p99 %.2f ms alone, %.2f ms while %d operators looped on stats (%ld "
+		"stats in %.1f s, %.0f ms each) and one on job lookups\n",
+		(double) quiet / 1000, (double) busy / 1000, OPERATORS, atomic_load(&n_stats), secs,
+		secs * 1000 * OPERATORS / (double) (atomic_load(&n_stats) > 0 ? atomic_load(&n_stats) : 1));
+	cr_assert_eq(atomic_load(&n_failed), 0, "operator reads failed");
+	cr_assert_gt(atomic_load(&n_stats), OPERATORS, "the operators hardly ran");
+	/* Near its figure: three times it, plus 20 ms for a machine that is shared. */
+	cr_assert_leq(busy, 3 * quiet + 20000, "enqueue p99 %.2f ms under the stats flood, %.2f ms without",
+		      (double) busy / 1000, (double) quiet / 1000);
+}
