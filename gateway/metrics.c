@@ -90,6 +90,7 @@ static struct {
 	_Atomic uint64_t rpc[BRQ_OP__COUNT][BRQ_ST__COUNT];
 	struct histogram hist[N_HIST];
 	_Atomic uint64_t auth_failures;
+	_Atomic uint64_t expired;
 	_Atomic uint64_t attempt_sum_us;
 	_Atomic uint64_t attempt_count;
 	_Atomic int64_t  pool[BRQ_POOL__COUNT];
@@ -357,6 +358,12 @@ void
 brq_metrics_auth_failure(void)
 {
 	atomic_fetch_add_explicit(&M.auth_failures, 1, memory_order_relaxed);
+}
+
+void
+brq_metrics_expired(void)
+{
+	atomic_fetch_add_explicit(&M.expired, 1, memory_order_relaxed);
 }
 
 void
@@ -759,6 +766,11 @@ brq_metrics_render(char **out, size_t *len)
 	buf_printf(&b, "brooq_auth_failures_total %" PRIu64 "\n",
 		   atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
 
+	family(&b, "brooq_requests_expired_total", "counter",
+	       "Requests not run, or claims whose leases were given back, because the caller's "
+	       "timeout (the request's timeout_ms) had passed.");
+	buf_printf(&b, "brooq_requests_expired_total %" PRIu64 "\n",
+		   atomic_load_explicit(&M.expired, memory_order_relaxed));
 	uint64_t rx_used, rx_refused;
 	nng_rx_budget_stats(&rx_used, &rx_refused);
 	family(&b, "brooq_request_bytes_in_flight", "gauge",
@@ -830,6 +842,7 @@ brq_metrics_fini(void)
 	memset((void *) M.rpc, 0, sizeof(M.rpc));
 	memset((void *) M.hist, 0, sizeof(M.hist));
 	atomic_store(&M.auth_failures, 0);
+	atomic_store(&M.expired, 0);
 	atomic_store(&M.attempt_sum_us, 0);
 	atomic_store(&M.attempt_count, 0);
 	for (int s = 0; s < BRQ_POOL__COUNT; s++) {

@@ -53,6 +53,10 @@ void brq_metrics_rpc(brq_op op, brq_status code, uint64_t duration_us, int waite
 // brooq_auth_failures_total.
 void brq_metrics_auth_failure(void);
 
+// brooq_requests_expired_total: work dropped or given back because its caller's
+// timeout had passed.
+void brq_metrics_expired(void);
+
 // Adds n to a per-topic counter. The topic is copied on first use.
 void brq_metrics_topic_add(const char *topic, size_t topic_len, brq_topic_counter c, uint64_t n);
 

@@ -2,6 +2,7 @@
 // The RPC server: one NNG rep0 socket, a fixed set of work items, the state machine of each.
 #include "server.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,11 +171,12 @@ handle_request(brq_server *s, brq_work *w)
 	w->pipe_id  = (uint32_t) nng_pipe_id(nng_msg_get_pipe(w->msg));
 	w->waited = w->is_long_poll = w->settled = false;
 	atomic_store(&w->orphaned, false);
-	w->settle_results = NULL;
-	w->claimed        = NULL;
-	w->n_claimed      = 0;
-	w->deadline_ms    = 0;
-	w->role           = BRQ_ROLE_NONE;
+	w->settle_results     = NULL;
+	w->claimed            = NULL;
+	w->n_claimed          = 0;
+	w->deadline_ms        = 0;
+	w->caller_deadline_ms = 0;
+	w->role               = BRQ_ROLE_NONE;
 	brq_stash_take(&s->stash, &w->arena, &w->out);
 	memset(&w->req, 0, sizeof(w->req));
 	atomic_fetch_add(&s->inflight, 1);
@@ -185,6 +187,7 @@ handle_request(brq_server *s, brq_work *w)
 		reply_error(s, w, st, "%s", err);
 		return;
 	}
+	w->caller_deadline_ms = w->req.timeout_ms > 0 ? brq_now_ms() + w->req.timeout_ms : 0;
 	// Authenticate before looking at the op's fields: an unauthenticated peer
 	// learns nothing about what a valid request would look like.
 	w->role = brq_auth_check(s->auth, w->req.token.ptr, w->req.token.len);
@@ -322,15 +325,31 @@ park(brq_server *s, brq_work *w)
 	}
 }
 
+// True when w's caller has stopped waiting for its answer.
+static bool
+expired(const brq_work *w)
+{
+	return w->caller_deadline_ms != 0 && brq_now_ms() >= w->caller_deadline_ms;
+}
+
+// Why w's reply would reach nobody (NULL: it may): its pipe is gone (NNG would report
+// success and drop the reply, NNG-NOTES §2.3.9), or its caller gave up waiting.
+static const char *
+unreachable(const brq_work *w)
+{
+	return atomic_load(&w->orphaned) ? "peer went away" : expired(w) ? "caller's timeout passed" : NULL;
+}
+
 // Delivers w's reply from a pool thread; a reply that cannot reach its peer gives
-// back the leases it carried (ops).
+// back the leases it carried (ops) at once, rather than through the reaper.
 static void
 deliver(brq_server *s, brq_store_conn *c, brq_work *w)
 {
-	if (atomic_load(&w->orphaned)) {
-		// Pipe is gone: NNG would report success and drop the reply, and the
-		// leases would only come back through the reaper (NNG-NOTES §2.3.9).
-		brq_ops_undeliverable(&s->ops, c, w, "peer went away");
+	const char *why = unreachable(w);
+	if (why != NULL) {
+		if (w->n_claimed > 0 && expired(w))
+			brq_metrics_expired();
+		brq_ops_undeliverable(&s->ops, c, w, why);
 		drop(s, w);
 		return;
 	}
@@ -357,12 +376,11 @@ static void
 handback(brq_server *s, brq_store_conn *c, brq_work *w)
 {
 	if (w->handback == BRQ_HANDBACK_SEND) {
-		bool     is_spare = false;
-		nng_msg *m        = atomic_load(&w->orphaned) ? NULL : reply_msg(w, &is_spare);
+		bool        is_spare = false;
+		const char *why      = unreachable(w);
+		nng_msg    *m        = why != NULL ? NULL : reply_msg(w, &is_spare);
 		if (m == NULL || is_spare)
-			brq_ops_undeliverable(&s->ops, c, w,
-					      atomic_load(&w->orphaned) ? "peer went away"
-									: "reply allocation failed");
+			brq_ops_undeliverable(&s->ops, c, w, why != NULL ? why : "reply allocation failed");
 		w->handback     = m != NULL ? BRQ_HANDBACK_SEND : BRQ_HANDBACK_DROP;
 		w->handback_msg = m;
 	}
@@ -375,10 +393,47 @@ handback(brq_server *s, brq_store_conn *c, brq_work *w)
 	nng_sleep_aio(0, w->aio);
 }
 
+// Drops the items of a group whose caller has stopped waiting: work nobody waits for is
+// not started (an enqueue's caller was told "may have run" and will retry with its
+// key). Returns the rest, still linked; *deadline_ms: the latest caller deadline among
+// them (0 if any has none), which bounds the statements they share.
+static brq_work *
+drop_expired(brq_server *s, brq_work *w, uint64_t *deadline_ms)
+{
+	brq_work *head = NULL, **link = &head;
+	*deadline_ms = 0;
+	bool bounded = true;
+	while (w != NULL) {
+		brq_work *next = w->qnext;
+		w->qnext       = NULL;
+		if (expired(w)) {
+			BRQ_LOG_DEBUG("request_expired", "op=%s rid=%" PRIu64, brq_op_name(w->req.op),
+				      w->req.rid);
+			brq_metrics_expired();
+			drop(s, w);
+		} else {
+			if (w->caller_deadline_ms == 0)
+				bounded = false;
+			else if (w->caller_deadline_ms > *deadline_ms)
+				*deadline_ms = w->caller_deadline_ms;
+			*link = w;
+			link  = &w->qnext;
+		}
+		w = next;
+	}
+	if (!bounded)
+		*deadline_ms = 0;
+	return head;
+}
+
 static void
 run_on_pool(void *arg, brq_store_conn *c, brq_work *w)
 {
 	brq_server *s = arg;
+	uint64_t    deadline_ms;
+	if ((w = drop_expired(s, w, &deadline_ms)) == NULL)
+		return;
+	brq_store_set_deadline(c, deadline_ms);
 	if (w->req.op == BRQ_OP_ENQUEUE) {
 		brq_work *taken[BRQ_OPS_TAKE_MAX];
 		uint32_t  k = brq_ops_enqueue(&s->ops, c, w, taken);

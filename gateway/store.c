@@ -88,10 +88,17 @@ brq_store_reset(brq_store_conn *c)
 {
 	for (size_t i = 0; i < c->n_kept; i++)
 		PQclear(c->kept[i]);
-	c->n_kept = 0;
+	c->n_kept      = 0;
+	c->deadline_ms = 0;
 	brq_arena_reset(&c->arena);
 	for (int k = 0; k < BRQ_STORE_ARRAYS; k++)
 		brq_pgarr_trim(&c->arr[k], ARRAY_KEEP);
+}
+
+void
+brq_store_set_deadline(brq_store_conn *c, uint64_t deadline_ms)
+{
+	c->deadline_ms = deadline_ms;
 }
 
 void
@@ -147,7 +154,7 @@ int
 brq_store_run(brq_store_conn *c, brq_stmt st, const char *const *values, const int *lengths,
 	      const int *formats, int ncols, PGresult **out)
 {
-	PGresult *r = brq_db_exec(&c->db, (size_t) st, values, lengths, formats, 0);
+	PGresult *r = brq_db_exec(&c->db, (size_t) st, values, lengths, formats, c->deadline_ms);
 	if (!brq_db_ok(r)) {
 		int rv = brq_db_error(&c->db, r);
 		PQclear(r);

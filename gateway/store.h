@@ -69,6 +69,7 @@ typedef struct brq_store_conn {
 	brq_arena        arena; // borrowed outputs; reset by brq_store_reset
 	PGresult       **kept;  // results whose strings callers borrow
 	size_t           n_kept, cap_kept;
+	uint64_t         deadline_ms; // statements end by then (monotonic); 0 = none of ours
 } brq_store_conn;
 
 // Prepares c on store st (borrowed) with the configured DSN; connects lazily.
@@ -83,8 +84,14 @@ bool brq_store_is_up(const brq_store_conn *c);
 uint64_t brq_store_last_answer_ms(const brq_store_conn *c);
 // Why the last call failed, one line.
 const char *brq_store_errmsg(const brq_store_conn *c);
-// Ends a unit of work: every borrowed output of earlier calls becomes invalid.
+// Ends a unit of work: every borrowed output of earlier calls becomes invalid, and the
+// deadline is cleared.
 void brq_store_reset(brq_store_conn *c);
+// Bounds every statement of this unit of work (until brq_store_reset) by deadline_ms
+// (monotonic; 0: none): a statement still running then is canceled (BRQ_ETIMEDOUT,
+// its transaction rolled back). COMMIT is never canceled: whether it happened would
+// be unknown. The caller's deadline, so that work nobody waits for stops.
+void brq_store_set_deadline(brq_store_conn *c, uint64_t deadline_ms);
 
 // ---- the job lifecycle (store.c) -------------------------------------------------
 

@@ -43,7 +43,11 @@ struct brq_work {
 	brq_status  code;             // status of the reply, for metrics
 	uint32_t    pipe_id;          // the requester's pipe, to notice it going away
 
-	uint64_t start_us;     // when the request arrived (monotonic)
+	uint64_t start_us; // when the request arrived (monotonic)
+	// When its caller stops waiting (monotonic ms; request timeout_ms; 0 = not said):
+	// work not started by then is dropped, statements are bounded by it, and a claim
+	// that ends after it gives its leases back.
+	uint64_t caller_deadline_ms;
 	uint64_t deadline_ms;  // long-poll: when the wait ends (monotonic); 0 = no wait
 	uint64_t wake_gen;     // waiters generation seen before the last claim attempt
 	bool     is_long_poll; // counted against max_waiters until answered

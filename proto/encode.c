@@ -380,7 +380,7 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 		return BRQ_EINVAL;
 	}
 	brq_buf_reset(b);
-	brq_pack_map(b, 3 + (req->token.len > 0) + request_fields(req));
+	brq_pack_map(b, 3 + (req->token.len > 0) + (req->timeout_ms > 0) + request_fields(req));
 	kv_uint(b, "v", BRQ_PROTO_VERSION);
 	kv_cstr(b, "op", brq_op_name(req->op));
 	if (req->token.len > 0) {
@@ -394,6 +394,9 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 		}
 	}
 	kv_uint(b, "rid", req->rid);
+	if (req->timeout_ms > 0) {
+		kv_uint(b, "timeout_ms", req->timeout_ms);
+	}
 
 	switch (req->op) {
 	case BRQ_OP_ENQUEUE:

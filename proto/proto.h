@@ -169,6 +169,9 @@ typedef struct brq_request {
 	uint64_t rid; // request id, echoed in the reply; 0 when absent
 	brq_op   op;
 	brq_str  token; // bearer token bytes (msgpack str or bin); len 0 = absent
+	// How long after sending the caller waits for the reply, in ms; 0 = not said.
+	// The gateway neither starts nor keeps the fruits of work the caller gave up on.
+	uint32_t timeout_ms;
 	union {
 		brq_enqueue_req   enqueue;
 		brq_claim_req     claim;

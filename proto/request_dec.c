@@ -317,7 +317,7 @@ decode_id_op(brq_dec *d, brq_rd *top, const char *op, brq_id_req *q)
 
 // ---- Envelope -----------------------------------------------------------------------
 
-enum { E_RID, E_V, E_OP, E_TOKEN, E__COUNT };
+enum { E_RID, E_V, E_OP, E_TOKEN, E_TIMEOUT, E__COUNT };
 
 // Echo the op name only when it is short and plain, so the reply never carries bytes
 // that could confuse a terminal or a log.
@@ -367,10 +367,11 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const
 	brq_dec   d           = {lim, NULL, err, errlen, (const uint8_t *) buf + len, 0};
 	brq_rd    r           = {buf, (const uint8_t *) buf + len};
 	brq_field f[E__COUNT] = {
-		[E_RID]   = {"rid", NULL},
-		[E_V]     = {"v", NULL},
-		[E_OP]    = {"op", NULL},
-		[E_TOKEN] = {"token", NULL},
+		[E_RID]     = {"rid", NULL},
+		[E_V]       = {"v", NULL},
+		[E_OP]      = {"op", NULL},
+		[E_TOKEN]   = {"token", NULL},
+		[E_TIMEOUT] = {"timeout_ms", NULL},
 	};
 	brq_str     op, token;
 	bool        has_token;
@@ -411,8 +412,11 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const
 	if (has_token) {
 		req->token = token;
 	}
-	req->body_ = buf;
-	req->end_  = r.end;
+	uint64_t timeout = 0;
+	TRY(brq_dec_uint(&d, &f[E_TIMEOUT], "", false, 0, UINT32_MAX, &timeout, NULL));
+	req->timeout_ms = (uint32_t) timeout;
+	req->body_      = buf;
+	req->end_       = r.end;
 	return BRQ_ST_OK;
 }
 

@@ -710,27 +710,6 @@ Test(gateway, refuses_long_polls_past_the_configured_maximum)
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing'"), 4);
 }
 
-/* Sends req on a socket of its own and returns the socket without reading the reply:
- * a peer that will go away. */
-static nng_socket
-send_and_leave_open(brq_request *req)
-{
-	nng_socket s;
-	nng_msg   *m;
-	brq_buf    b;
-	req->token = brq_gw_worker(&gw);
-	brq_buf_init(&b, 0);
-	cr_assert_eq(brq_request_encode(&b, req), 0);
-	cr_assert_eq(nng_req0_open(&s), 0);
-	nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-	cr_assert_eq(nng_dial(s, gw.url, NULL, 0), 0);
-	cr_assert_eq(nng_msg_alloc(&m, 0), 0);
-	cr_assert_eq(nng_msg_append(m, b.data, b.len), 0);
-	brq_buf_fini(&b);
-	cr_assert_eq(nng_sendmsg(s, m, 0), 0);
-	return s;
-}
-
 Test(gateway, a_long_poll_whose_peer_leaves_while_its_claim_runs_gives_the_lease_back_at_once)
 {
 	/* The job is there, but the table is locked: the long-poll's claim goes to the
@@ -755,16 +734,17 @@ Test(gateway, a_long_poll_whose_peer_leaves_while_its_claim_runs_gives_the_lease
 	PGconn *locker = brq_testdb_connect(dsn);
 	brq_testdb_exec(locker, "BEGIN");
 	brq_testdb_exec(locker, "LOCK TABLE job IN SHARE MODE");
-	brq_str     t       = brq_str_c("gone");
-	brq_request req     = {.op    = BRQ_OP_CLAIM,
-			       .claim = {.worker      = brq_str_c("leaver"),
-					 .topics      = &t,
-					 .n_topics    = 1,
-					 .n           = 1,
-					 .has_wait_ms = true,
-					 .wait_ms     = 10000}};
-	nng_socket  s       = send_and_leave_open(&req);
-	int         waiting = 0;
+	brq_str     t      = brq_str_c("gone");
+	brq_request req    = {.op    = BRQ_OP_CLAIM,
+			      .claim = {.worker      = brq_str_c("leaver"),
+					.topics      = &t,
+					.n_topics    = 1,
+					.n           = 1,
+					.has_wait_ms = true,
+					.wait_ms     = 10000}};
+	req.token          = brq_gw_worker(&gw);
+	nng_socket s       = brq_gw_send_open(&gw, &req);
+	int        waiting = 0;
 	for (int i = 0; i < 100 && waiting == 0; i++) {
 		usleep(50 * 1000);
 		waiting = (int) brq_testdb_int(

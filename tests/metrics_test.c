@@ -80,6 +80,7 @@ Test(metrics, every_family_has_help_and_type_and_counters_end_in_total)
 		{"brooq_db_up", "gauge"},
 		{"brooq_long_polls", "gauge"},
 		{"brooq_request_bytes_in_flight", "gauge"},
+		{"brooq_requests_expired_total", "counter"},
 		{"brooq_request_budget_refused_total", "counter"},
 	};
 	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {

@@ -453,8 +453,11 @@ brq_rpc_call(brq_rpc *r, brq_call *k, uint32_t extra_ms)
 		return rv;
 	if ((rv = slot_get(r, &s)) != 0)
 		return rv;
-	/* 2. Encode; send and wait for the reply. A slot whose call failed is closed,
-	 *    so its context cannot deliver the request later. */
+	/* 2. Encode, with the time this call will still wait (the gateway neither starts
+	 *    nor keeps work we gave up on); send and wait for the reply. A slot whose call
+	 *    failed is closed, so its context cannot deliver the request later. */
+	uint64_t now      = brq_now_ms();
+	k->req.timeout_ms = now < deadline ? (uint32_t) (deadline - now) : 1;
 	if ((rv = encode(r, s, k, &m)) != 0) {
 		slot_put(r, s, true);
 		return rv;

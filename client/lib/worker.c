@@ -250,7 +250,18 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 	// Claims go through the dispatcher's own transport: at stop the watcher closes
 	// it, which ends a long-poll in flight at once (the gateway sees its peer go
 	// away: a parked claim is dropped, one running gives its leases back).
-	brooq_err err = brq_claim_via(w->c, w->poll_open ? &w->poll : NULL, &o, &jobs, &n);
+	// A long-poll announces itself, then looks at the stop flag; the watcher sets
+	// nothing but reads the announcement after the flag was set (both sequentially
+	// consistent): either this sees the stop and does not wait, or the watcher sees
+	// the long-poll and ends it.
+	bool      long_poll = o.wait_ms > 0;
+	brooq_err err       = BROOQ_OK;
+	if (long_poll)
+		atomic_store(&w->poll_waiting, true);
+	if (!long_poll || !atomic_load(&w->stop_requested))
+		err = brq_claim_via(w->c, w->poll_open ? &w->poll : NULL, &o, &jobs, &n);
+	if (long_poll)
+		atomic_store(&w->poll_waiting, false);
 	if (err != BROOQ_OK)
 		brq_msg_copy(detail);
 
@@ -360,7 +371,7 @@ stop_phase(brooq_worker *w)
 }
 
 /* Waits for the stop (or the end of the worker), then closes the dispatcher's
- * transport: its long-poll in flight fails at once (NNG_ECLOSED). */
+ * transport if a long-poll is in flight: it fails at once (NNG_ECLOSED). */
 static void *
 watcher_main(void *arg)
 {
@@ -368,7 +379,7 @@ watcher_main(void *arg)
 	char          b;
 	while (read(w->stop_rd, &b, 1) < 0 && errno == EINTR) {
 	}
-	if (atomic_load(&w->stop_requested) && w->poll_open)
+	if (atomic_load(&w->stop_requested) && w->poll_open && atomic_load(&w->poll_waiting))
 		nng_close(w->poll.sock);
 	return NULL;
 }

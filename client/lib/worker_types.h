@@ -135,6 +135,10 @@ struct brooq_worker {
 	int         stop_rd, stop_wr; /* self-pipe: stop wakes the watcher */
 	brq_rpc     poll;             /* the dispatcher's own transport: its claims (long-polls) */
 	bool        poll_open;
+	/* A long-poll is in flight on poll (or about to be). Only that is abandoned at
+	 * stop: a claim carrying results returns at once, and closing under it would
+	 * leave its results' fate unknown. */
+	atomic_bool poll_waiting;
 	pthread_t   watcher; /* ends the long-poll in flight at stop (closes poll's socket) */
 	bool        watcher_started;
 

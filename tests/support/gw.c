@@ -283,3 +283,21 @@ brq_gw_stop(brq_gw *gw)
 		(void) system(cmd);
 	cr_assert(clean, "brooq-gateway did not exit cleanly (status 0x%x); log kept in %s", st, gw->dir);
 }
+
+nng_socket
+brq_gw_send_open(const brq_gw *gw, brq_request *req)
+{
+	nng_socket s;
+	nng_msg   *m;
+	brq_buf    b;
+	brq_buf_init(&b, 0);
+	cr_assert_eq(brq_request_encode(&b, req), 0);
+	cr_assert_eq(nng_req0_open(&s), 0);
+	nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	cr_assert_eq(nng_dial(s, gw->url, NULL, 0), 0);
+	cr_assert_eq(nng_msg_alloc(&m, 0), 0);
+	cr_assert_eq(nng_msg_append(m, b.data, b.len), 0);
+	brq_buf_fini(&b);
+	cr_assert_eq(nng_sendmsg(s, m, 0), 0);
+	return s;
+}

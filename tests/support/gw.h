@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include <nng/nng.h>
+
 #include "proto.h"
 
 typedef struct brq_gw {
@@ -65,6 +67,11 @@ void *brq_gw_raw(const brq_gw *gw, const void *req, size_t len, size_t *rep_len,
  * into rep (strings borrow *keep, which the caller frees; arrays from arena).
  * Fails the test on transport or decode errors. Returns rep->code. */
 brq_status brq_gw_call(const brq_gw *gw, brq_request *req, brq_reply *rep, brq_arena *arena, void **keep);
+
+/* Sends req (token set by the caller) on an ipc socket of its own and returns the
+ * socket without reading the reply: a peer that goes away when the caller closes it,
+ * or one that is still there but never reads. Fails the test on transport errors. */
+nng_socket brq_gw_send_open(const brq_gw *gw, brq_request *req);
 
 /* Shorthand token selection for brq_gw_call. */
 brq_str brq_gw_worker(const brq_gw *gw);
