@@ -163,16 +163,19 @@ claim_sql(FILE *f, const brq_config *cfg)
 	//    locking at most n rows, merged by (available_at, id) and numbered k in
 	//    that order: ready jobs of topics not asked for cost nothing. Extra rows
 	//    locked for a multi-topic claim are released when the statement commits.
-	// 2. The update finds the locked rows through the primary key
-	//    (`id = ANY(ARRAY(...))`): with a parameter for LIMIT the generic plan
-	//    expects thousands of rows, and a plain join here became a sequential scan
-	//    of the table (60 ms at 100k rows, not 0.4 ms). Joined back to c (a hash
-	//    join on n rows), each row takes token k of $4: no per-row search of an
-	//    array, which cost O(n^2) for big batches.
+	// 2. The update finds the locked rows by their ctid (a TID scan: one heap
+	//    fetch per row, whatever the table's size; the rows are locked by this very
+	//    statement, so their ctids cannot change under it). By id, the generic plan
+	//    is made on the table as it was at the connection's sixth claim: on a new,
+	//    small table that plan was a sequential scan of `job` for every claim, kept
+	//    until the next ANALYZE (10 s per claim at 300k rows in memory_test's soak;
+	//    a plain join was the same, 60 ms at 100k rows). Joined back to c on the
+	//    ctid, each row takes token k of $4: no per-row search of an array, which
+	//    cost O(n^2) for big batches.
 	fputs("WITH c AS MATERIALIZED ("
-	      " SELECT l.id, row_number() OVER (ORDER BY l.available_at, l.id) AS k"
+	      " SELECT l.ctid, row_number() OVER (ORDER BY l.available_at, l.id) AS k"
 	      " FROM (SELECT DISTINCT unnest($1::text[])) AS t(topic) CROSS JOIN LATERAL ("
-	      "  SELECT id, available_at FROM job"
+	      "  SELECT ctid, id, available_at FROM job"
 	      "  WHERE topic = t.topic AND state IN ('pending', 'failed') AND available_at <= now()"
 	      "  ORDER BY available_at, id LIMIT $2"
 	      "  FOR NO KEY UPDATE SKIP LOCKED) l"
@@ -183,7 +186,7 @@ claim_sql(FILE *f, const brq_config *cfg)
 	      f);
 	topic_case(f, cfg, "j.topic", LEASE_MS);
 	fputs(") * interval '1 millisecond'"
-	      " FROM c WHERE j.id = ANY(ARRAY(SELECT id FROM c)) AND j.id = c.id"
+	      " FROM c WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM c)) AND j.ctid = c.ctid"
 	      " RETURNING ",
 	      f);
 	cols(f, COLS(claim_cols));

@@ -76,6 +76,7 @@ open_client(const char *token_file)
 
 static atomic_llong soak_done;  /* jobs settled */
 static atomic_int   soak_fails; /* calls that failed */
+static atomic_llong soak_worst; /* the slowest round (enqueue, claim, settle), us */
 static long long    soak_total;
 
 /* One connection's loop: enqueue a batch, claim it back, settle it done. */
@@ -92,6 +93,7 @@ soak_loop(void *arg)
 	for (int i = 0; i < SOAK_BATCH; i++)
 		specs[i] = (brooq_job_spec) {.topic = "soak", .payload = "{\"n\":1}"};
 	while (atomic_load(&soak_done) < soak_total && atomic_load(&soak_fails) == 0) {
+		int64_t          t0   = brq_t_now_us();
 		brooq_job       *jobs = NULL;
 		size_t           n    = 0;
 		brooq_claim_opts o    = {
@@ -111,6 +113,9 @@ soak_loop(void *arg)
 		}
 		brooq_jobs_free(jobs, n);
 		atomic_fetch_add(&soak_done, (long long) n);
+		long long us = brq_t_now_us() - t0;
+		if (us > atomic_load(&soak_worst))
+			atomic_store(&soak_worst, us);
 	}
 	brooq_client_close(c);
 	return NULL;
@@ -142,9 +147,9 @@ Test(memory, rss_after_many_jobs_stays_within_2_mib_of_rss_after_100k)
 	double secs    = (double) (brq_t_now_us() - t0) / 1e6;
 	fprintf(stderr,
 		"memory_test: soak of %lld jobs in %.1f s (%.0f jobs/s): gateway RSS %ld KiB at start, "
-		"%ld KiB after %d, %ld KiB at the end (%+ld KiB)\n",
+		"%ld KiB after %d, %ld KiB at the end (%+ld KiB); slowest round %lld ms\n",
 		(long long) atomic_load(&soak_done), secs, (double) atomic_load(&soak_done) / secs, rss0,
-		rss_at, SOAK_AT, rss_end, rss_end - rss_at);
+		rss_at, SOAK_AT, rss_end, rss_end - rss_at, (long long) atomic_load(&soak_worst) / 1000);
 	cr_assert_gt(rss_at, 0);
 	cr_assert_leq(rss_end - rss_at, 2048,
 		      "RSS grew by %ld KiB between %d jobs and %lld jobs (limit 2048 KiB)", rss_end - rss_at,

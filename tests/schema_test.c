@@ -213,16 +213,29 @@ fill_history(void)
 	brq_testdb_exec(db, "ANALYZE job");
 }
 
-Test(schema, the_claim_statement_uses_the_claim_index_and_the_primary_key)
+Test(schema, the_claim_statement_uses_the_claim_index_and_the_rows_it_locked)
 {
 	fill_history();
 	char *plan = explain_stmt(BRQ_STMT_CLAIM,
 				  "'{t}', 10, 'w', array_fill(gen_random_uuid(), ARRAY[10]), NULL");
 	cr_assert_not_null(strstr(plan, "job_claim_topic_idx"), "claim does not use job_claim_topic_idx:\n%s",
 			   plan);
-	cr_assert_not_null(strstr(plan, "job_pkey"), "claim does not update through the primary key:\n%s",
-			   plan);
+	cr_assert_not_null(strstr(plan, "Tid Scan on job"),
+			   "claim does not update the rows by their ctid:\n%s", plan);
 	cr_assert_null(strstr(plan, "Seq Scan on job"), "claim scans the table:\n%s", plan);
+	free(plan);
+}
+
+/* A connection keeps the generic plan made at its sixth claim. On a new, empty table a
+ * plan that reached the locked rows by id was a sequential scan of `job`, kept while
+ * the table grew: 10 s per claim at 300k rows. By ctid there is no other plan. */
+Test(schema, the_claim_plan_made_on_an_empty_table_never_scans_it)
+{
+	char *plan = explain_stmt(BRQ_STMT_CLAIM,
+				  "'{t}', 10, 'w', array_fill(gen_random_uuid(), ARRAY[10]), NULL");
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "a claim plan made on an empty table scans it:\n%s",
+		       plan);
+	cr_assert_not_null(strstr(plan, "Tid Scan on job"), "%s", plan);
 	free(plan);
 }
 
