@@ -15,10 +15,18 @@
 // forever (a request must not hang on a stuck lock), an abandoned transaction is
 // ended by the server, and every statement (written to have one good plan whatever
 // its parameters) is planned once per connection: custom plans re-planned the claim
-// on every call (8 % of PostgreSQL's CPU per job, docs/benchmarks.md).
+// on every call (8 % of PostgreSQL's CPU per job, docs/benchmarks.md). That plan is
+// made at the connection's first call, on the table as it is then: on a new, small
+// table a sequential scan is the cheapest way to anything, and the plan would keep
+// scanning as the table grows (until an ANALYZE: settle planned on an empty table was
+// a hash join over all of job). Every statement here has an index to go through, so
+// sequential scans are priced out (enable_seqscan = off: still used where no index
+// applies).
 #define SESSION_POOL                                                                      \
 	"SET statement_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s';" \
-	" SET plan_cache_mode = force_generic_plan"
+	" SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off"
+
+const char *const brq_store_pool_session = SESSION_POOL;
 // The monitor: every statement bounded by the budget (a round trip never outlives
 // the health window), never wait long behind a lock (a migration holding ACCESS
 // EXCLUSIVE), never write by mistake, no parallel workers (background work stays on

@@ -72,6 +72,10 @@ typedef struct brq_store_conn {
 	uint64_t         deadline_ms; // statements end by then (monotonic); 0 = none of ours
 } brq_store_conn;
 
+// The session settings of pool and janitor connections (SQL, several statements): for
+// tests that plan the statements as these connections do.
+extern const char *const brq_store_pool_session;
+
 // Prepares c on store st (borrowed) with the configured DSN; connects lazily.
 void brq_store_conn_init(brq_store_conn *c, const brq_store *st, const brq_store_conn_opts *o);
 void brq_store_conn_fini(brq_store_conn *c);

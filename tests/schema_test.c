@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 
 #include "config.h"
+#include "store.h"
 #include "store_sql.h"
 #include "testdb.h"
 
@@ -181,7 +182,7 @@ explain_stmt(brq_stmt st, const char *args)
 	brq_db_stmt stmts[BRQ_STMT__COUNT];
 	cr_assert_eq(brq_config_init_defaults(&cfg), 0);
 	cr_assert_eq(brq_store_sql_build(&cfg, texts, stmts), 0);
-	brq_testdb_exec(db, "SET plan_cache_mode = force_generic_plan");
+	brq_testdb_exec(db, brq_store_pool_session); /* as the pool's connections plan */
 	PGresult *r = PQprepare(db, stmts[st].name, stmts[st].text, stmts[st].nparams, NULL);
 	cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s", PQerrorMessage(db));
 	PQclear(r);
@@ -250,4 +251,28 @@ Test(schema, settle_and_heartbeat_reach_rows_through_the_primary_key)
 	plan = explain_stmt(BRQ_STMT_HEARTBEAT, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), NULL");
 	cr_assert_null(strstr(plan, "Seq Scan on job"), "heartbeat scans the table:\n%s", plan);
 	free(plan);
+}
+
+/* The same for the statements that reach rows by id: a plan made while the table was
+ * empty must still go through the primary key once it is not. */
+Test(schema, plans_made_on_an_empty_table_reach_rows_through_the_primary_key)
+{
+	static const struct {
+		brq_stmt    st;
+		const char *args;
+	} cases[] = {
+		{BRQ_STMT_SETTLE,
+		 "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), '{done,fail}', '{NULL,x}', '{0,0}'"},
+		{BRQ_STMT_HEARTBEAT, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), NULL"},
+		{BRQ_STMT_UNCLAIM, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2])"},
+		{BRQ_STMT_CANCEL, "1"},
+		{BRQ_STMT_JOB, "1"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *plan = explain_stmt(cases[i].st, cases[i].args);
+		cr_assert_null(strstr(plan, "Seq Scan on job"),
+			       "statement %d, planned on an empty table, scans it:\n%s", (int) cases[i].st,
+			       plan);
+		free(plan);
+	}
 }
