@@ -4,6 +4,7 @@
 #include "config.h"
 #include "brq_units.h" // durations, sizes, integers: the syntax brooqctl shares
 #include "config_parse.h"
+#include "db.h"   // the DSN's syntax, checked by libpq
 #include "text.h" // proto: brq_topic_valid, the one topic rule
 
 #include <arpa/inet.h>
@@ -21,7 +22,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
 #include <sodium.h>
 
 // Env files and DSN files larger than this are refused (they are small text files).
@@ -258,29 +258,6 @@ get_http(struct loader *L, brq_config *cfg)
 
 // --- DSN ----------------------------------------------------------------------------
 
-// Checks the DSN's syntax with libpq, wiping libpq's copies of the values.
-static bool
-dsn_is_valid(const char *dsn)
-{
-	char             *err  = NULL;
-	PQconninfoOption *opts = PQconninfoParse(dsn, &err);
-	if (err != NULL) {
-		// The message can quote part of the string (a password): wipe, never print.
-		sodium_memzero(err, strlen(err));
-		PQfreemem(err);
-	}
-	if (opts == NULL) {
-		return false;
-	}
-	for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
-		if (o->val != NULL) {
-			sodium_memzero(o->val, strlen(o->val));
-		}
-	}
-	PQconninfoFree(opts);
-	return true;
-}
-
 // Reads a DSN file (trimmed of surrounding whitespace) into *out. `var` and `path`
 // name the source in problems; the content never appears in them.
 static void
@@ -351,7 +328,7 @@ get_dsn(struct loader *L, brq_config *cfg)
 				       "credential \"dsn\" via $CREDENTIALS_DIRECTORY)");
 		return;
 	}
-	if (cfg->dsn != NULL && !dsn_is_valid(cfg->dsn)) {
+	if (cfg->dsn != NULL && !brq_db_dsn_valid(cfg->dsn)) {
 		brq_config_problem_add(
 			L->p, "%s: not a valid libpq connection string or URI (value not shown)", var);
 	}

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "brq_clock.h"
 #include "log.h"
 
@@ -352,4 +354,26 @@ brq_db_ready(brq_db *db)
 	db->backoff_ms =
 		db->backoff_ms * 2 > db->o.backoff_max_ms ? db->o.backoff_max_ms : db->backoff_ms * 2;
 	return false;
+}
+
+bool
+brq_db_dsn_valid(const char *dsn)
+{
+	char             *err  = NULL;
+	PQconninfoOption *opts = PQconninfoParse(dsn, &err);
+	if (err != NULL) {
+		// The message can quote part of the string (a password): wipe, never print.
+		sodium_memzero(err, strlen(err));
+		PQfreemem(err);
+	}
+	if (opts == NULL) {
+		return false;
+	}
+	for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+		if (o->val != NULL) {
+			sodium_memzero(o->val, strlen(o->val));
+		}
+	}
+	PQconninfoFree(opts);
+	return true;
 }

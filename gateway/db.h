@@ -61,6 +61,9 @@ extern bool (*brq_db_fault_hook)(const char *what);
 void brq_db_init(brq_db *db, const char *dsn, const brq_db_opts *o);
 // Closes the connection. The struct may be initialised again.
 void brq_db_fini(brq_db *db);
+// True when libpq accepts the DSN's syntax (nothing is connected). libpq's copies of
+// the values, and an error message that could quote a password, are wiped.
+bool brq_db_dsn_valid(const char *dsn);
 
 // True when the connection is usable, connecting (session settings, every statement
 // prepared) first if needed. While PostgreSQL is away this returns false at once
