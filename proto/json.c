@@ -218,96 +218,112 @@ scan_scalar(scanner *sc)
 	}
 }
 
+// The open containers: one bit per level, 1 = object, 0 = array.
+typedef struct nesting {
+	uint8_t  kinds[BRQ_JSON_DEPTH_CAP / 8];
+	uint32_t depth, max;
+} nesting;
+
+static bool
+in_object(const nesting *n)
+{
+	return (n->kinds[(n->depth - 1) / 8] >> ((n->depth - 1) % 8)) & 1u;
+}
+
+// S_KEY: a string key and its ':'.
+static bool
+step_key(scanner *sc, scan_state *st)
+{
+	if (sc->s[sc->i] != '"') {
+		return fail(sc, sc->i, "expected string key");
+	}
+	if (!scan_string(sc)) {
+		return false;
+	}
+	skip_ws(sc);
+	if (sc->i >= sc->len || sc->s[sc->i] != ':') {
+		return fail(sc, sc->i, "expected ':'");
+	}
+	sc->i++;
+	*st = S_VALUE;
+	return true;
+}
+
+// S_VALUE: opens a container (within the depth limit) or reads a scalar.
+static bool
+step_value(scanner *sc, nesting *n, scan_state *st)
+{
+	uint8_t c = sc->s[sc->i];
+	if (c != '{' && c != '[') {
+		if (!scan_scalar(sc)) {
+			return false;
+		}
+		*st = S_AFTER;
+		return true;
+	}
+	if (n->depth >= n->max) {
+		return fail(sc, sc->i, "nesting too deep");
+	}
+	if (c == '{') {
+		n->kinds[n->depth / 8] |= (uint8_t) (1u << (n->depth % 8));
+	} else {
+		n->kinds[n->depth / 8] &= (uint8_t) ~(1u << (n->depth % 8));
+	}
+	n->depth++;
+	sc->i++;
+	*st = c == '{' ? S_KEY_OR_END : S_VALUE_OR_END;
+	return true;
+}
+
+// S_AFTER: after a value inside a container, a ',' or the container's end.
+static bool
+step_after(scanner *sc, nesting *n, scan_state *st)
+{
+	uint8_t c = sc->s[sc->i];
+	if (n->depth == 0) {
+		return fail(sc, sc->i, "trailing characters after value");
+	}
+	bool obj = in_object(n);
+	if (c == ',') {
+		sc->i++;
+		*st = obj ? S_KEY : S_VALUE;
+	} else if (c == (obj ? '}' : ']')) {
+		sc->i++;
+		n->depth--;
+	} else {
+		return fail(sc, sc->i, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+	}
+	return true;
+}
+
 bool
 brq_json_valid(const char *text, size_t len, uint32_t max_depth, unsigned flags, brq_json_err *err)
 {
-	// One bit per open container: 1 = object, 0 = array.
-	uint8_t    kinds[BRQ_JSON_DEPTH_CAP / 8] = {0};
-	uint32_t   depth                         = 0;
-	scan_state st                            = S_VALUE;
-	scanner    sc                            = {(const uint8_t *) text, len, 0, flags, err};
+	nesting    n  = {.max = max_depth > BRQ_JSON_DEPTH_CAP ? BRQ_JSON_DEPTH_CAP : max_depth};
+	scan_state st = S_VALUE;
+	scanner    sc = {(const uint8_t *) text, len, 0, flags, err};
+	bool       ok = true;
 
-	if (max_depth > BRQ_JSON_DEPTH_CAP) {
-		max_depth = BRQ_JSON_DEPTH_CAP;
-	}
-	for (;;) {
+	while (ok) {
 		skip_ws(&sc);
 		if (sc.i >= sc.len) {
-			if (st == S_AFTER && depth == 0) {
-				return true;
-			}
-			return fail(&sc, sc.len, "unexpected end of text");
+			return (st == S_AFTER && n.depth == 0) || fail(&sc, sc.len, "unexpected end of text");
 		}
-		uint8_t c = sc.s[sc.i];
 		switch (st) {
-		case S_VALUE_OR_END:
-			if (c == ']') {
+		case S_VALUE_OR_END: // right after '[': ']' closes it, anything else is a value
+		case S_KEY_OR_END:   // right after '{': '}' closes it, anything else is a key
+			if (sc.s[sc.i] == (st == S_VALUE_OR_END ? ']' : '}')) {
 				sc.i++;
-				depth--;
+				n.depth--;
 				st = S_AFTER;
-				continue;
-			}
-			st = S_VALUE;
-			continue;
-		case S_KEY_OR_END:
-			if (c == '}') {
-				sc.i++;
-				depth--;
-				st = S_AFTER;
-				continue;
-			}
-			st = S_KEY;
-			continue;
-		case S_KEY:
-			if (c != '"') {
-				return fail(&sc, sc.i, "expected string key");
-			}
-			if (!scan_string(&sc)) {
-				return false;
-			}
-			skip_ws(&sc);
-			if (sc.i >= sc.len || sc.s[sc.i] != ':') {
-				return fail(&sc, sc.i, "expected ':'");
-			}
-			sc.i++;
-			st = S_VALUE;
-			continue;
-		case S_VALUE:
-			if (c == '{' || c == '[') {
-				if (depth >= max_depth) {
-					return fail(&sc, sc.i, "nesting too deep");
-				}
-				if (c == '{') {
-					kinds[depth / 8] |= (uint8_t) (1u << (depth % 8));
-				} else {
-					kinds[depth / 8] &= (uint8_t) ~(1u << (depth % 8));
-				}
-				depth++;
-				sc.i++;
-				st = c == '{' ? S_KEY_OR_END : S_VALUE_OR_END;
-				continue;
-			}
-			if (!scan_scalar(&sc)) {
-				return false;
-			}
-			st = S_AFTER;
-			continue;
-		case S_AFTER:
-			if (depth == 0) {
-				return fail(&sc, sc.i, "trailing characters after value");
-			}
-			bool in_obj = (kinds[(depth - 1) / 8] >> ((depth - 1) % 8)) & 1u;
-			if (c == ',') {
-				sc.i++;
-				st = in_obj ? S_KEY : S_VALUE;
-			} else if (c == (in_obj ? '}' : ']')) {
-				sc.i++;
-				depth--;
 			} else {
-				return fail(&sc, sc.i,
-					    in_obj ? "expected ',' or '}'" : "expected ',' or ']'");
+				st = st == S_VALUE_OR_END ? S_VALUE : S_KEY;
 			}
-			continue;
+			break;
+		case S_KEY: ok = step_key(&sc, &st); break;
+		case S_VALUE: ok = step_value(&sc, &n, &st); break;
+		case S_AFTER: ok = step_after(&sc, &n, &st); break;
 		}
 	}
+	return false;
 }

@@ -60,6 +60,33 @@ fixext(brq_mp_head *h, size_t data)
 	return 0;
 }
 
+// The "fix" formats, whose first byte holds the value or the length: positive and
+// negative fixint, fixmap, fixarray, fixstr. False for any other byte.
+static bool
+fix_format(uint8_t c, brq_mp_head *h)
+{
+	if (c <= 0x7f) {
+		h->kind = BRQ_MP_UINT;
+		h->u    = c;
+	} else if (c <= 0x8f) {
+		h->kind = BRQ_MP_MAP;
+		h->n    = c & 0x0fu;
+	} else if (c <= 0x9f) {
+		h->kind = BRQ_MP_ARRAY;
+		h->n    = c & 0x0fu;
+	} else if (c <= 0xbf) {
+		h->kind = BRQ_MP_STR;
+		h->n    = c & 0x1fu;
+	} else if (c >= 0xe0) {
+		h->kind = BRQ_MP_NINT;
+		h->i    = (int64_t) c - 256;
+	} else {
+		return false;
+	}
+	return true;
+}
+
+// One case per format byte of the msgpack spec's table, in its order.
 static int
 head_only(const uint8_t *p, size_t avail, brq_mp_head *h)
 {
@@ -67,29 +94,7 @@ head_only(const uint8_t *p, size_t avail, brq_mp_head *h)
 
 	h->hdr = 1;
 	h->n   = 0;
-	if (c <= 0x7f) {
-		h->kind = BRQ_MP_UINT;
-		h->u    = c;
-		return 0;
-	}
-	if (c <= 0x8f) {
-		h->kind = BRQ_MP_MAP;
-		h->n    = c & 0x0fu;
-		return 0;
-	}
-	if (c <= 0x9f) {
-		h->kind = BRQ_MP_ARRAY;
-		h->n    = c & 0x0fu;
-		return 0;
-	}
-	if (c <= 0xbf) {
-		h->kind = BRQ_MP_STR;
-		h->n    = c & 0x1fu;
-		return 0;
-	}
-	if (c >= 0xe0) {
-		h->kind = BRQ_MP_NINT;
-		h->i    = (int64_t) c - 256;
+	if (fix_format(c, h)) {
 		return 0;
 	}
 	switch (c) {

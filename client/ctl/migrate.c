@@ -384,6 +384,71 @@ fail:
 	return false;
 }
 
+/* Connects, takes the migration lock and makes sure goose's own table exists (exactly
+ * as goose creates it for PostgreSQL, so the real goose tool sees the same state,
+ * seeded with version 0 as goose does). NULL on failure (reported). */
+static PGconn *
+connect_locked(const char *dsn)
+{
+	PGconn *c = PQconnectdb(dsn);
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "migrate: cannot connect: %s", PQerrorMessage(c));
+		PQfinish(c);
+		return NULL;
+	}
+	PQsetNoticeProcessor(c, NULL, NULL);
+	if (!exec_ok(c, "SELECT pg_advisory_lock(" MIGRATE_LOCK_KEY ")", "lock") ||
+	    !exec_ok(
+		    c,
+		    "DO $$ BEGIN IF to_regclass('goose_db_version') IS NULL THEN "
+		    "EXECUTE $q$ CREATE TABLE goose_db_version (id serial NOT NULL, version_id bigint NOT "
+		    "NULL,"
+		    " is_applied boolean NOT NULL, tstamp timestamp NULL DEFAULT now(), PRIMARY KEY (id)) "
+		    "$q$;"
+		    " INSERT INTO goose_db_version (version_id, is_applied) VALUES (0, true); END IF; END $$",
+		    "creating goose_db_version")) {
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* up / up-to target: applies the pending migrations in order. */
+static bool
+migrate_up(PGconn *c, const brq_migration *v, const bool *set, int n, bool to, long long target, FILE *out)
+{
+	int applied = 0;
+	for (int i = 0; i < n; i++) {
+		if (set[i] || (to && v[i].version > target))
+			continue;
+		if (!apply_one(c, &v[i], true, out))
+			return false;
+		applied++;
+	}
+	if (applied == 0)
+		fprintf(out, "no migrations to apply\n");
+	return true;
+}
+
+/* down (the last one) / down-to target (every one above it), newest first. */
+static bool
+migrate_down(PGconn *c, const brq_migration *v, const bool *set, int n, bool to, long long target, FILE *out)
+{
+	int undone = 0;
+	for (int i = n - 1; i >= 0; i--) {
+		if (!set[i] || (to && v[i].version <= target))
+			continue;
+		if (!apply_one(c, &v[i], false, out))
+			return false;
+		undone++;
+		if (!to)
+			break;
+	}
+	if (undone == 0)
+		fprintf(out, "no migrations to roll back\n");
+	return true;
+}
+
 int
 brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long target, FILE *out)
 {
@@ -403,29 +468,7 @@ brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long tar
 	}
 	if (load_migrations(dir, &v, &n) != 0)
 		return 1;
-
-	c = PQconnectdb(dsn);
-	if (PQstatus(c) != CONNECTION_OK) {
-		fprintf(stderr, "migrate: cannot connect: %s", PQerrorMessage(c));
-		goto out;
-	}
-	PQsetNoticeProcessor(c, NULL, NULL);
-	if (!exec_ok(c, "SELECT pg_advisory_lock(" MIGRATE_LOCK_KEY ")", "lock"))
-		goto out;
-	/* goose's own table, exactly as goose creates it for PostgreSQL (so the real
-	 * goose tool sees the same state), seeded with version 0 as goose does. */
-	if (!exec_ok(
-		    c,
-		    "DO $$ BEGIN IF to_regclass('goose_db_version') IS NULL THEN "
-		    "EXECUTE $q$ CREATE TABLE goose_db_version (id serial NOT NULL, version_id bigint NOT "
-		    "NULL,"
-		    " is_applied boolean NOT NULL, tstamp timestamp NULL DEFAULT now(), PRIMARY KEY (id)) "
-		    "$q$;"
-		    " INSERT INTO goose_db_version (version_id, is_applied) VALUES (0, true); END IF; END $$",
-		    "creating goose_db_version"))
-		goto out;
-	set = applied_set(c, v, n);
-	if (set == NULL)
+	if ((c = connect_locked(dsn)) == NULL || (set = applied_set(c, v, n)) == NULL)
 		goto out;
 
 	if (is_status || is_version) {
@@ -439,31 +482,9 @@ brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long tar
 		fprintf(out, "version %lld\n", cur);
 		rc = 0;
 	} else if (is_up || is_up_to) {
-		int applied = 0;
-		for (int i = 0; i < n; i++) {
-			if (set[i] || (is_up_to && v[i].version > target))
-				continue;
-			if (!apply_one(c, &v[i], true, out))
-				goto out;
-			applied++;
-		}
-		if (applied == 0)
-			fprintf(out, "no migrations to apply\n");
-		rc = 0;
+		rc = migrate_up(c, v, set, n, is_up_to, target, out) ? 0 : 1;
 	} else {
-		int undone = 0;
-		for (int i = n - 1; i >= 0; i--) {
-			if (!set[i] || (is_down_to && v[i].version <= target))
-				continue;
-			if (!apply_one(c, &v[i], false, out))
-				goto out;
-			undone++;
-			if (is_down)
-				break;
-		}
-		if (undone == 0)
-			fprintf(out, "no migrations to roll back\n");
-		rc = 0;
+		rc = migrate_down(c, v, set, n, is_down_to, target, out) ? 0 : 1;
 	}
 out:
 	PQfinish(c);
