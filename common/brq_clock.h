@@ -9,6 +9,8 @@
 #define BRQ_CLOCK_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -45,6 +47,15 @@ brq_deadline_at(uint64_t mono_ms)
 	struct timespec ts = {.tv_sec  = (time_t) (mono_ms / 1000u),
 			      .tv_nsec = (long) (mono_ms % 1000u) * 1000000L};
 	return ts;
+}
+
+// True when a success stamped *last_ms (monotonic ms, read atomically; 0 = never)
+// happened within the last window_ms: the health checks' "recently answered".
+static inline bool
+brq_recent(_Atomic uint64_t *last_ms, uint64_t window_ms)
+{
+	uint64_t last = atomic_load_explicit(last_ms, memory_order_acquire);
+	return last != 0 && brq_now_ms() - last <= window_ms;
 }
 
 // Initialises cv to measure timeouts on CLOCK_MONOTONIC. Returns 0 or an errno

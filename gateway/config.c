@@ -41,10 +41,35 @@ env_getenv(const char *name, void *arg)
 	return getenv(name);
 }
 
+// Replaces *dst (owned) with a copy of s. False when out of memory (noted in L).
+static bool
+set_str(struct loader *L, char **dst, const char *s)
+{
+	char *dup = strdup(s);
+	if (dup == NULL) {
+		L->is_oom = true;
+		return false;
+	}
+	free(*dst);
+	*dst = dup;
+	return true;
+}
+
 // --- typed getters: each leaves *out alone unless it returns GOT_OK ----------------
 
+// A quantity with a unit: how it is parsed and how its bounds are written.
+typedef struct unit_syntax {
+	int (*parse)(const char *s, uint64_t *out, const char **why);
+	const char *(*fmt)(char *buf, size_t cap, uint64_t v);
+	bool zero_plain; // a bound of 0 is written "0" (a duration of 0 has no unit)
+} unit_syntax;
+
+static const unit_syntax DURATION = {brq_parse_duration_ms, brq_fmt_duration, true};
+static const unit_syntax SIZE     = {brq_parse_size, brq_fmt_size, false};
+
 static enum got
-get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_t *out)
+get_quantity(struct loader *L, const unit_syntax *u, const char *name, uint64_t min, uint64_t max,
+	     uint64_t *out)
 {
 	const char *s = brq_cfg_src_get(&L->src, name);
 	const char *why;
@@ -53,14 +78,14 @@ get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uin
 	if (s == NULL) {
 		return GOT_UNSET;
 	}
-	if (brq_parse_duration_ms(s, &v, &why) != 0) {
+	if (u->parse(s, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s", name, why);
 		return GOT_BAD;
 	}
 	if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: must be between %s and %s", name,
-				       min == 0 ? "0" : brq_fmt_duration(a, sizeof(a), min),
-				       brq_fmt_duration(b, sizeof(b), max));
+				       min == 0 && u->zero_plain ? "0" : u->fmt(a, sizeof(a), min),
+				       u->fmt(b, sizeof(b), max));
 		return GOT_BAD;
 	}
 	*out = v;
@@ -68,26 +93,15 @@ get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uin
 }
 
 static enum got
+get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_t *out)
+{
+	return get_quantity(L, &DURATION, name, min, max, out);
+}
+
+static enum got
 get_size(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_t *out)
 {
-	const char *s = brq_cfg_src_get(&L->src, name);
-	const char *why;
-	uint64_t    v;
-	char        a[32], b[32];
-	if (s == NULL) {
-		return GOT_UNSET;
-	}
-	if (brq_parse_size(s, &v, &why) != 0) {
-		brq_config_problem_add(L->p, "%s: %s", name, why);
-		return GOT_BAD;
-	}
-	if (v < min || v > max) {
-		brq_config_problem_add(L->p, "%s: must be between %s and %s", name,
-				       brq_fmt_size(a, sizeof(a), min), brq_fmt_size(b, sizeof(b), max));
-		return GOT_BAD;
-	}
-	*out = v;
-	return GOT_OK;
+	return get_quantity(L, &SIZE, name, min, max, out);
 }
 
 static enum got
@@ -150,13 +164,7 @@ get_listen(struct loader *L, brq_config *cfg)
 						       schemes[i]);
 				return;
 			}
-			char *dup = strdup(s);
-			if (dup == NULL) {
-				L->is_oom = true;
-				return;
-			}
-			free(cfg->listen);
-			cfg->listen = dup;
+			set_str(L, &cfg->listen, s);
 			return;
 		}
 	}
@@ -245,13 +253,8 @@ get_http(struct loader *L, brq_config *cfg)
 				       host);
 		return;
 	}
-	char *dup = strdup(host);
-	if (dup == NULL) {
-		L->is_oom = true;
+	if (!set_str(L, &cfg->http_host, host))
 		return;
-	}
-	free(cfg->http_host);
-	cfg->http_host    = dup;
 	cfg->http_port    = (uint16_t) p;
 	cfg->http_enabled = true;
 }

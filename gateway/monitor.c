@@ -84,8 +84,7 @@ brq_monitor_healthy(void *arg)
 	if (m == NULL) {
 		return false;
 	}
-	uint64_t last = atomic_load_explicit(&m->last_ok_ms, memory_order_acquire);
-	return last != 0 && brq_now_ms() - last <= m->health_window_ms;
+	return brq_recent(&m->last_ok_ms, m->health_window_ms);
 }
 
 static void

@@ -52,6 +52,19 @@ struct fixed_field {
 		var, offsetof(brq_config, member), sizeof(((brq_config *) 0)->member) \
 	}
 
+// String settings that need a restart, compared by content.
+static const struct {
+	const char *var;
+	size_t      offset;
+} str_fields[] = {
+	{"BROOQ_DSN", offsetof(brq_config, dsn)},
+	{"BROOQ_LISTEN", offsetof(brq_config, listen)},
+	{"BROOQ_TLS_CERT_FILE", offsetof(brq_config, tls_cert_file)},
+	{"BROOQ_TLS_KEY_FILE", offsetof(brq_config, tls_key_file)},
+	{"BROOQ_TLS_CA_FILE", offsetof(brq_config, tls_ca_file)},
+	{"BROOQ_HTTP_LISTEN", offsetof(brq_config, http_host)},
+};
+
 static const struct fixed_field fixed_fields[] = {
 	FIELD("BROOQ_IPC_MODE", ipc_mode),
 	FIELD("BROOQ_POOL_SIZE", pool_size),
@@ -109,23 +122,11 @@ static void
 restart_needed(const brq_config *old, const brq_config *cur, char *buf, size_t cap)
 {
 	buf[0] = '\0';
-	if (str_differs(old->dsn, cur->dsn)) {
-		list_var(buf, cap, "BROOQ_DSN");
-	}
-	if (str_differs(old->listen, cur->listen)) {
-		list_var(buf, cap, "BROOQ_LISTEN");
-	}
-	if (str_differs(old->tls_cert_file, cur->tls_cert_file)) {
-		list_var(buf, cap, "BROOQ_TLS_CERT_FILE");
-	}
-	if (str_differs(old->tls_key_file, cur->tls_key_file)) {
-		list_var(buf, cap, "BROOQ_TLS_KEY_FILE");
-	}
-	if (str_differs(old->tls_ca_file, cur->tls_ca_file)) {
-		list_var(buf, cap, "BROOQ_TLS_CA_FILE");
-	}
-	if (str_differs(old->http_host, cur->http_host)) {
-		list_var(buf, cap, "BROOQ_HTTP_LISTEN");
+	for (size_t i = 0; i < sizeof(str_fields) / sizeof(str_fields[0]); i++) {
+		char *const *a = (char *const *) ((const char *) old + str_fields[i].offset);
+		char *const *b = (char *const *) ((const char *) cur + str_fields[i].offset);
+		if (str_differs(*a, *b))
+			list_var(buf, cap, str_fields[i].var);
 	}
 	for (size_t i = 0; i < sizeof(fixed_fields) / sizeof(fixed_fields[0]); i++) {
 		const struct fixed_field *f = &fixed_fields[i];

@@ -284,6 +284,5 @@ brq_selfprobe_healthy(void *arg)
 	if (p == NULL) {
 		return true;
 	}
-	uint64_t last = atomic_load_explicit(&p->last_ok_ms, memory_order_acquire);
-	return last != 0 && brq_now_ms() - last <= p->window_ms;
+	return brq_recent(&p->last_ok_ms, p->window_ms);
 }

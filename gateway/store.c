@@ -376,6 +376,27 @@ resolve_conflicts(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_e
 	return 0;
 }
 
+// Opens a transaction when `need` and the caller has none open: *own says whether
+// this did (tx_close ends only such a one). 0 or the BEGIN's failure.
+static int
+tx_open(brq_store_conn *c, bool need, bool *own)
+{
+	*own = need && !c->in_tx;
+	return *own ? brq_store_begin(c) : 0;
+}
+
+// Ends what tx_open opened: COMMIT when rv is 0, else ROLLBACK. Returns rv, or the
+// COMMIT's failure.
+static int
+tx_close(brq_store_conn *c, bool own, int rv)
+{
+	if (own && rv == 0)
+		return brq_store_commit(c);
+	if (own)
+		brq_store_rollback(c);
+	return rv;
+}
+
 int
 brq_store_enqueue(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res)
 {
@@ -385,18 +406,13 @@ brq_store_enqueue(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_e
 	bool keyed = false;
 	for (uint32_t i = 0; i < n && !keyed; i++)
 		keyed = jobs[i].key.len > 0;
-	bool own = keyed && !c->in_tx;
-	int  rv  = own ? brq_store_begin(c) : 0;
-	if (rv != 0)
-		return rv;
-	rv = insert_rows(c, jobs, n, res);
+	bool own;
+	int  rv = tx_open(c, keyed, &own);
+	if (rv == 0)
+		rv = insert_rows(c, jobs, n, res);
 	if (rv == 0)
 		rv = resolve_conflicts(c, jobs, n, res);
-	if (own && rv == 0)
-		rv = brq_store_commit(c);
-	else if (own)
-		brq_store_rollback(c);
-	return rv;
+	return tx_close(c, own, rv);
 }
 
 // ---- settle ------------------------------------------------------------------------------------
@@ -488,16 +504,11 @@ brq_store_settle(brq_store_conn *c, const brq_settle_item *items, uint32_t n, br
 		 brq_store_chain *chain)
 {
 	// One statement is atomic by itself; chains need a transaction around both.
-	bool own = has_chain(items, n) && !c->in_tx;
-	int  rv  = own ? brq_store_begin(c) : 0;
-	if (rv != 0)
-		return rv;
-	rv = settle_rows(c, items, n, out, chain);
-	if (own && rv == 0)
-		rv = brq_store_commit(c);
-	else if (own)
-		brq_store_rollback(c);
-	return rv;
+	bool own;
+	int  rv = tx_open(c, has_chain(items, n), &own);
+	if (rv == 0)
+		rv = settle_rows(c, items, n, out, chain);
+	return tx_close(c, own, rv);
 }
 
 // ---- claim -------------------------------------------------------------------------------------
@@ -577,19 +588,13 @@ brq_store_claim(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim
 	memset(out, 0, sizeof(*out));
 	// A combined "settle these, give me more" shares one transaction, so a busy
 	// worker pays one commit per round trip.
-	bool tx = in->n_settle > 0;
-	int  rv = tx ? brq_store_begin(c) : 0;
-	if (rv != 0)
-		return rv;
-	if (tx)
+	bool own;
+	int  rv = tx_open(c, in->n_settle > 0, &own);
+	if (rv == 0 && in->n_settle > 0)
 		rv = settle_rows(c, in->settle, in->n_settle, in->settled, &out->chain);
 	if (rv == 0 && in->n > 0)
 		rv = claim_rows(c, in, out);
-	if (tx && rv == 0)
-		rv = brq_store_commit(c);
-	else if (tx)
-		brq_store_rollback(c);
-	if (rv != 0) {
+	if ((rv = tx_close(c, own, rv)) != 0) {
 		out->n_jobs = 0;
 		out->chain  = (brq_store_chain) {0};
 	}
@@ -600,10 +605,10 @@ int
 brq_store_enqueue_claim(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res,
 			const brq_store_claim_in *ins, brq_store_claim_out *outs, uint32_t k)
 {
-	int rv = brq_store_begin(c);
-	if (rv != 0)
-		return rv;
-	rv = insert_rows(c, jobs, n, res);
+	bool own;
+	int  rv = tx_open(c, true, &own);
+	if (rv == 0)
+		rv = insert_rows(c, jobs, n, res);
 	if (rv == 0)
 		rv = resolve_conflicts(c, jobs, n, res);
 	for (uint32_t i = 0; rv == 0 && i < k; i++) {
@@ -611,11 +616,7 @@ brq_store_enqueue_claim(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n,
 		if (ins[i].n > 0)
 			rv = claim_rows(c, &ins[i], &outs[i]);
 	}
-	if (rv == 0)
-		rv = brq_store_commit(c);
-	else
-		brq_store_rollback(c);
-	return rv;
+	return tx_close(c, own, rv);
 }
 
 // ---- unclaim and heartbeat -----------------------------------------------------------------

@@ -257,6 +257,20 @@ brq_dec_alloc(brq_dec *d, uint32_t n, size_t size, void **out)
 	return BRQ_ST_OK;
 }
 
+brq_status
+brq_dec_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const char *name, size_t size,
+	      brq_dec_elem_fn fn, void **out)
+{
+	char path[BRQ_PATH_MAX];
+
+	TRY(brq_dec_alloc(d, n, size, out));
+	for (uint32_t i = 0; i < n; i++) {
+		(void) snprintf(path, sizeof path, "%s.%s[%" PRIu32 "]", prefix, name, i);
+		TRY(fn(d, elems, path, (char *) *out + i * size));
+	}
+	return BRQ_ST_OK;
+}
+
 bool
 brq_dec_is_nil(const brq_field *f)
 {

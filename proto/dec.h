@@ -55,8 +55,24 @@ brq_status brq_dec_lease(brq_dec *d, const brq_field *f, const char *path, uint8
 // Array of min..max elements (over max gives `over`); *elems is left at the first one.
 brq_status brq_dec_array(brq_dec *d, const brq_field *f, const char *path, bool required, uint32_t min,
 			 uint32_t max, brq_status over, brq_rd *elems, uint32_t *n, bool *present);
+// Returns from the calling decode function on the first step that fails.
+#define TRY(expr)                        \
+	do {                             \
+		brq_status st_ = (expr); \
+		if (st_ != BRQ_ST_OK) {  \
+			return st_;      \
+		}                        \
+	} while (0)
+
 // Arena storage for n elements, or BRQ_ST_INTERNAL.
 brq_status brq_dec_alloc(brq_dec *d, uint32_t n, size_t size, void **out);
+
+// Decodes one element at r into out (a slot of the element type), naming it path.
+typedef brq_status (*brq_dec_elem_fn)(brq_dec *d, brq_rd *r, const char *path, void *out);
+// The n elements at *elems (from brq_dec_array) into arena storage *out of n slots of
+// size bytes, each decoded by fn with the path "prefix.name[i]".
+brq_status brq_dec_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const char *name,
+			 size_t size, brq_dec_elem_fn fn, void **out);
 
 // True iff the field is present and nil.
 bool brq_dec_is_nil(const brq_field *f);

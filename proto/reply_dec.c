@@ -8,14 +8,6 @@
 
 #include "dec.h"
 
-#define TRY(expr)                        \
-	do {                             \
-		brq_status st_ = (expr); \
-		if (st_ != BRQ_ST_OK) {  \
-			return st_;      \
-		}                        \
-	} while (0)
-
 #define BAD BRQ_ST_INVALID_ARGUMENT
 
 static brq_status
@@ -80,26 +72,18 @@ get_lease(brq_dec *d, const brq_field *f, const char *path, uint8_t out[BRQ_LEAS
 
 // ---- Elements -----------------------------------------------------------------------
 
-typedef brq_status (*elem_fn)(brq_dec *d, brq_rd *r, const char *path, void *out);
-
 // Array field `name` of the top map (path = op name) decoded with fn into arena storage.
 static brq_status
-get_elems(brq_dec *d, const brq_field *f, const char *op, bool required, size_t size, elem_fn fn, void **out,
-	  uint32_t *n, bool *present)
+get_elems(brq_dec *d, const brq_field *f, const char *op, bool required, size_t size, brq_dec_elem_fn fn,
+	  void **out, uint32_t *n, bool *present)
 {
-	char   path[BRQ_PATH_MAX];
 	brq_rd elems;
 
 	TRY(brq_dec_array(d, f, op, required, 0, UINT32_MAX, BAD, &elems, n, present));
 	if (f->at == NULL) {
 		return BRQ_ST_OK;
 	}
-	TRY(brq_dec_alloc(d, *n, size, out));
-	for (uint32_t i = 0; i < *n; i++) {
-		(void) snprintf(path, sizeof path, "%s.%s[%" PRIu32 "]", op, f->name, i);
-		TRY(fn(d, &elems, path, (char *) *out + i * size));
-	}
-	return BRQ_ST_OK;
+	return brq_dec_elems(d, &elems, *n, op, f->name, size, fn, out);
 }
 
 static brq_status

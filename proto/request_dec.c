@@ -8,15 +8,6 @@
 
 #include "dec.h"
 
-// Helper: bail out of a decode function on the first failing step.
-#define TRY(expr)                        \
-	do {                             \
-		brq_status st_ = (expr); \
-		if (st_ != BRQ_ST_OK) {  \
-			return st_;      \
-		}                        \
-	} while (0)
-
 void
 brq_limits_default(brq_limits *lim)
 {
@@ -26,13 +17,6 @@ brq_limits_default(brq_limits *lim)
 	lim->max_request    = 16u * 1024u * 1024u;
 	lim->max_depth      = 8;
 	lim->max_json_depth = 256;
-}
-
-// "prefix[i]" into out (a BRQ_PATH_MAX buffer).
-static void
-indexed(char *out, const char *prefix, const char *name, uint32_t i)
-{
-	(void) snprintf(out, BRQ_PATH_MAX, "%s.%s[%" PRIu32 "]", prefix, name, i);
 }
 
 // Text that ends up in a PostgreSQL text column.
@@ -114,23 +98,6 @@ decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 	return BRQ_ST_OK;
 }
 
-// Decodes array elements with fn(d, &elems, "prefix.name[i]", &out[i]).
-typedef brq_status (*elem_fn)(brq_dec *d, brq_rd *r, const char *path, void *out);
-
-static brq_status
-decode_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const char *name, size_t size,
-	     elem_fn fn, void **out)
-{
-	char path[BRQ_PATH_MAX];
-
-	TRY(brq_dec_alloc(d, n, size, out));
-	for (uint32_t i = 0; i < n; i++) {
-		indexed(path, prefix, name, i);
-		TRY(fn(d, elems, path, (char *) *out + i * size));
-	}
-	return BRQ_ST_OK;
-}
-
 static brq_status
 job_spec_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
@@ -191,8 +158,8 @@ decode_settle_item(brq_dec *d, brq_rd *r, const char *path, void *out)
 					     d->lim->max_batch);
 		}
 		d->chain_total += it->n_chain;
-		TRY(decode_elems(d, &elems, it->n_chain, path, "chain", sizeof(brq_job_spec), job_spec_elem,
-				 (void **) &it->chain));
+		TRY(brq_dec_elems(d, &elems, it->n_chain, path, "chain", sizeof(brq_job_spec), job_spec_elem,
+				  (void **) &it->chain));
 	}
 	return BRQ_ST_OK;
 }
@@ -224,8 +191,8 @@ decode_enqueue(brq_dec *d, brq_rd *top, brq_enqueue_req *q)
 	TRY(brq_dec_map(d, top, "enqueue", f, 1));
 	TRY(brq_dec_array(d, &f[0], "enqueue", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
 			  &q->n_jobs, NULL));
-	return decode_elems(d, &elems, q->n_jobs, "enqueue", "jobs", sizeof(brq_job_spec), job_spec_elem,
-			    (void **) &q->jobs);
+	return brq_dec_elems(d, &elems, q->n_jobs, "enqueue", "jobs", sizeof(brq_job_spec), job_spec_elem,
+			     (void **) &q->jobs);
 }
 
 enum { C_WORKER, C_TOPICS, C_N, C_LEASE, C_WAIT, C_SETTLE, C__COUNT };
@@ -271,8 +238,8 @@ decode_claim(brq_dec *d, brq_rd *top, brq_claim_req *q)
 	if (!q->has_settle) {
 		return BRQ_ST_OK;
 	}
-	return decode_elems(d, &elems, q->n_settle, P, "settle", sizeof(brq_settle_item), decode_settle_item,
-			    (void **) &q->settle);
+	return brq_dec_elems(d, &elems, q->n_settle, P, "settle", sizeof(brq_settle_item), decode_settle_item,
+			     (void **) &q->settle);
 }
 
 static brq_status
@@ -285,8 +252,8 @@ decode_heartbeat(brq_dec *d, brq_rd *top, brq_heartbeat_req *q)
 	TRY(brq_dec_map(d, top, "heartbeat", f, 2));
 	TRY(brq_dec_array(d, &f[0], "heartbeat", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
 			  &q->n_leases, NULL));
-	TRY(decode_elems(d, &elems, q->n_leases, "heartbeat", "leases", sizeof(brq_lease_ref),
-			 decode_lease_ref, (void **) &q->leases));
+	TRY(brq_dec_elems(d, &elems, q->n_leases, "heartbeat", "leases", sizeof(brq_lease_ref),
+			  decode_lease_ref, (void **) &q->leases));
 	TRY(brq_dec_uint(d, &f[1], "heartbeat", false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &u,
 			 &q->has_lease_ms));
 	q->lease_ms = (uint32_t) u;
@@ -302,8 +269,8 @@ decode_settle(brq_dec *d, brq_rd *top, brq_settle_req *q)
 	TRY(brq_dec_map(d, top, "settle", f, 1));
 	TRY(brq_dec_array(d, &f[0], "settle", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
 			  &q->n_items, NULL));
-	return decode_elems(d, &elems, q->n_items, "settle", "items", sizeof(brq_settle_item),
-			    decode_settle_item, (void **) &q->items);
+	return brq_dec_elems(d, &elems, q->n_items, "settle", "items", sizeof(brq_settle_item),
+			     decode_settle_item, (void **) &q->items);
 }
 
 static brq_status

@@ -148,6 +148,15 @@ parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id)
 
 /* ---- ping --------------------------------------------------------------------------------- */
 
+/* A command without arguments: checks there are none, then opens the client. */
+static int
+open_noargs(const brq_ctl *ctl, int argc, brooq_client **c)
+{
+	if (argc != 0)
+		return brq_ctl_usage(ctl, "takes no arguments");
+	return open_client(ctl, c);
+}
+
 int
 brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv)
 {
@@ -156,9 +165,7 @@ brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv)
 	int           rc;
 	(void) argv;
 
-	if (argc != 0)
-		return brq_ctl_usage(ctl, "takes no arguments");
-	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK)
+	if ((rc = open_noargs(ctl, argc, &c)) != BRQ_EXIT_OK)
 		return rc;
 	uint64_t  t0  = brq_now_us();
 	brooq_err err = brooq_ping(c, server, sizeof(server));
@@ -461,9 +468,7 @@ brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv)
 	int                rc;
 	(void) argv;
 
-	if (argc != 0)
-		return brq_ctl_usage(ctl, "takes no arguments");
-	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK)
+	if ((rc = open_noargs(ctl, argc, &c)) != BRQ_EXIT_OK)
 		return rc;
 	brooq_err err = brooq_stats(c, &s, &n);
 	if (err != BROOQ_OK) {

@@ -291,6 +291,22 @@ count_active(const brooq_worker *w)
 	return n;
 }
 
+/* Tells the keeper and the settler to exit and joins them. Called with w->mu held;
+ * returns with it released. */
+static void
+keepers_quit(brooq_worker *w)
+{
+	w->quit_keepers = true;
+	pthread_cond_broadcast(&w->keeper_cv);
+	pthread_cond_broadcast(&w->settle_cv);
+	pthread_mutex_unlock(&w->mu);
+	if (w->keeper_started)
+		pthread_join(w->keeper, NULL);
+	if (w->settler_started)
+		pthread_join(w->settler, NULL);
+	w->keeper_started = w->settler_started = false;
+}
+
 /*
  * Graceful stop, after claiming has stopped:
  * 1. The settler takes every finished result from now on (D_STOPPING); the keeper
@@ -350,16 +366,7 @@ stop_phase(brooq_worker *w)
 		wait_wake(w, grace_over ? 100 : (int) brq_min64(grace_end - now, 1000));
 		pthread_mutex_lock(&w->mu);
 	}
-	w->quit_keepers = true;
-	pthread_cond_broadcast(&w->keeper_cv);
-	pthread_cond_broadcast(&w->settle_cv);
-	pthread_mutex_unlock(&w->mu);
-
-	if (w->keeper_started)
-		pthread_join(w->keeper, NULL);
-	if (w->settler_started)
-		pthread_join(w->settler, NULL);
-	w->keeper_started = w->settler_started = false;
+	keepers_quit(w); /* unlocks */
 
 	pthread_mutex_lock(&w->mu);
 	w->quit_handlers = true;
@@ -407,16 +414,9 @@ static void
 threads_quit(brooq_worker *w)
 {
 	pthread_mutex_lock(&w->mu);
-	w->quit_keepers = w->quit_handlers = true;
+	w->quit_handlers = true;
 	pthread_cond_broadcast(&w->work_cv);
-	pthread_cond_broadcast(&w->keeper_cv);
-	pthread_cond_broadcast(&w->settle_cv);
-	pthread_mutex_unlock(&w->mu);
-	if (w->keeper_started)
-		pthread_join(w->keeper, NULL);
-	if (w->settler_started)
-		pthread_join(w->settler, NULL);
-	w->keeper_started = w->settler_started = false;
+	keepers_quit(w); /* unlocks */
 }
 
 static int
