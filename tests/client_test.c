@@ -25,6 +25,7 @@
 #include "brq_version.h"
 
 #include "gw.h"
+#include "tutil.h"
 #include "testdb.h"
 
 static char         *dsn;
@@ -73,19 +74,7 @@ TestSuite(client_offline, .timeout = 120);
 
 /* ---- helpers ----------------------------------------------------------------------- */
 
-static double
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
-
-#define OK(call)                                                                                           \
-	do {                                                                                               \
-		brooq_err e_ = (call);                                                                     \
-		cr_assert_eq(e_, BROOQ_OK, "%s: %s: %s", #call, brooq_strerror(e_), brooq_last_message()); \
-	} while (0)
+#define OK BRQ_OK /* tests/support/tutil.h */
 
 static uint64_t
 enqueue1(const char *topic, const char *payload, const char *key, bool *created)
@@ -748,9 +737,9 @@ Test(client_offline, a_call_to_an_ipc_socket_nobody_listens_on_fails_at_once_unr
 	/* Opens although nothing listens; each call finds nobody and sends nothing. */
 	brooq_client *c = open_client(url, path, 5000);
 	char          server[64];
-	double        t0 = now_ms();
+	double        t0 = brq_t_now_ms();
 	brooq_err     e  = brooq_ping(c, server, sizeof(server));
-	double        dt = now_ms() - t0;
+	double        dt = brq_t_now_ms() - t0;
 	cr_assert_eq(e, BROOQ_ECONNECT, "got %s: %s", brooq_strerror(e), brooq_last_message());
 	cr_assert(dt < 500, "took %.0f ms with nothing listening", dt);
 	cr_assert(strstr(brooq_last_message(), "nothing was sent") != NULL, "%s", brooq_last_message());
@@ -765,9 +754,9 @@ Test(client_offline, a_call_to_an_ipc_socket_nobody_listens_on_fails_at_once_unr
 				     .wait_ms  = 2000};
 	brooq_job       *jobs;
 	size_t           n;
-	t0 = now_ms();
+	t0 = brq_t_now_ms();
 	e  = brooq_claim(c, &o, &jobs, &n);
-	dt = now_ms() - t0;
+	dt = brq_t_now_ms() - t0;
 	cr_assert_eq(e, BROOQ_ECONNECT, "got %s", brooq_strerror(e));
 	cr_assert(dt < 500, "took %.0f ms", dt);
 	brooq_client_close(c);
@@ -789,9 +778,9 @@ Test(client_offline, a_request_sent_but_never_answered_times_out_and_may_have_ru
 
 	brooq_client *c = open_client(url, path, 300);
 	char          server[64];
-	double        t0 = now_ms();
+	double        t0 = brq_t_now_ms();
 	brooq_err     e  = brooq_ping(c, server, sizeof(server));
-	double        dt = now_ms() - t0;
+	double        dt = brq_t_now_ms() - t0;
 	cr_assert_eq(e, BROOQ_ETIMEDOUT, "got %s: %s", brooq_strerror(e), brooq_last_message());
 	cr_assert(dt >= 250 && dt < 2000, "took %.0f ms with a 300 ms timeout", dt);
 	cr_assert(strstr(brooq_last_message(), "may have run") != NULL, "%s", brooq_last_message());
@@ -819,9 +808,9 @@ Test(client_offline, a_call_over_tcp_with_nobody_listening_fails_unreachable_wit
 
 	brooq_client *c = open_client(url, path, 300);
 	char          server[64];
-	double        t0 = now_ms();
+	double        t0 = brq_t_now_ms();
 	brooq_err     e  = brooq_ping(c, server, sizeof(server));
-	double        dt = now_ms() - t0;
+	double        dt = brq_t_now_ms() - t0;
 	cr_assert_eq(e, BROOQ_ECONNECT, "got %s: %s", brooq_strerror(e), brooq_last_message());
 	cr_assert(dt >= 250 && dt < 2000, "took %.0f ms with a 300 ms timeout", dt);
 	cr_assert(strstr(brooq_last_message(), "nothing was sent") != NULL, "%s", brooq_last_message());
@@ -919,7 +908,7 @@ long_poll(void *p)
 				     .max_jobs = 1,
 				     .wait_ms  = 10000};
 	a->err                    = brooq_claim(wc, &o, &a->jobs, &a->n);
-	a->returned_ms            = now_ms();
+	a->returned_ms            = brq_t_now_ms();
 	return NULL;
 }
 
@@ -927,11 +916,11 @@ Test(client, a_long_poll_claim_returns_as_soon_as_a_job_is_enqueued)
 {
 	poll_arg  a = {0};
 	pthread_t th;
-	double    t0 = now_ms();
+	double    t0 = brq_t_now_ms();
 	cr_assert_eq(pthread_create(&th, NULL, long_poll, &a), 0);
 	usleep(500000);
 	/* Another thread, the same client: the enqueue is not stuck behind the poll. */
-	double   t_enq = now_ms();
+	double   t_enq = brq_t_now_ms();
 	uint64_t id    = enqueue1("wake.me", "{}", NULL, NULL);
 	pthread_join(th, NULL);
 	cr_assert_eq(a.err, BROOQ_OK, "%s", brooq_strerror(a.err));
@@ -952,9 +941,9 @@ Test(client, a_long_poll_with_nothing_to_claim_returns_empty_after_its_wait)
 				     .wait_ms  = 400};
 	brooq_job       *jobs     = (brooq_job *) 1;
 	size_t           n        = 9;
-	double           t0       = now_ms();
+	double           t0       = brq_t_now_ms();
 	OK(brooq_claim(wc, &o, &jobs, &n));
-	double dt = now_ms() - t0;
+	double dt = brq_t_now_ms() - t0;
 	cr_assert_eq(n, 0);
 	cr_assert_null(jobs);
 	cr_assert(dt >= 350 && dt < 3000, "waited %.0f ms for 400", dt);
@@ -1154,7 +1143,7 @@ claim_x(void *p)
 				     .max_jobs = 1,
 				     .wait_ms  = 20000};
 	a->err                    = brooq_claim(wc, &o, &a->jobs, &a->n);
-	a->returned_ms            = now_ms();
+	a->returned_ms            = brq_t_now_ms();
 	snprintf(a->msg, sizeof(a->msg), "%s", brooq_last_message());
 	return NULL;
 }
@@ -1173,7 +1162,7 @@ Test(client_restart, a_call_in_flight_when_the_gateway_dies_fails_and_is_never_r
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, claim_x, &a), 0);
 	usleep(300000);
-	double t_kill = now_ms();
+	double t_kill = brq_t_now_ms();
 	kill(gw.pid, SIGKILL);
 	waitpid(gw.pid, NULL, 0);
 	gw.pid = 0;

@@ -23,6 +23,7 @@
 #include <criterion/criterion.h>
 
 #include "gw.h"
+#include "tutil.h"
 #include "testdb.h"
 
 #define FLOOD 1000
@@ -35,14 +36,6 @@
 /* How long the listener has to come back after the flood (it is wedged for good
  * without the fix: a bound of seconds tells the two apart on a loaded machine). */
 #define RECOVER_MS 10000
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
 
 static int
 fd_count(pid_t pid)
@@ -69,9 +62,9 @@ ping_ms(const brq_gw *gw)
 	brq_buf_init(&b, 0);
 	cr_assert_eq(brq_request_encode(&b, &req), 0);
 	size_t rl    = 0;
-	double start = now_ms();
+	double start = brq_t_now_ms();
 	void  *rep   = brq_gw_raw(gw, b.data, b.len, &rl, PING_BOUND_MS);
-	double took  = now_ms() - start;
+	double took  = brq_t_now_ms() - start;
 	brq_buf_fini(&b);
 	free(rep);
 	return rep != NULL ? took : -1;
@@ -130,7 +123,7 @@ flood_then_ping(const char *listen_env)
 	int fds_before = fd_count(gw.pid);
 
 	int    failed = 0;
-	double start  = now_ms();
+	double start  = brq_t_now_ms();
 	for (int i = 0; i < FLOOD; i++) {
 		int fd = raw_connect(gw.url);
 		if (fd >= 0)
@@ -138,18 +131,18 @@ flood_then_ping(const char *listen_env)
 		else if (++failed == 3)
 			break; /* not accepting: no need to wait 8 s a thousand times */
 	}
-	double flood_ms = now_ms() - start;
+	double flood_ms = brq_t_now_ms() - start;
 
 	/* A wedged listener never answers again; a loaded machine (the suite runs
 	 * tests side by side on 2 cores) may answer late: try for RECOVER_MS. Closed
 	 * connections are reaped by NNG's reaper thread: give it the same time. */
-	double after = -1, t0 = now_ms();
-	while (after < 0 && now_ms() - t0 < RECOVER_MS)
+	double after = -1, t0 = brq_t_now_ms();
+	while (after < 0 && brq_t_now_ms() - t0 < RECOVER_MS)
 		after = ping_ms(&gw);
 	if (after >= 0)
-		after = now_ms() - t0;
+		after = brq_t_now_ms() - t0;
 	int fds_after = fd_count(gw.pid);
-	while (fds_after > fds_before + FD_SLACK && now_ms() - t0 < RECOVER_MS) {
+	while (fds_after > fds_before + FD_SLACK && brq_t_now_ms() - t0 < RECOVER_MS) {
 		usleep(50 * 1000);
 		fds_after = fd_count(gw.pid);
 	}

@@ -20,18 +20,11 @@
 #include <criterion/criterion.h>
 
 #include "gw.h"
+#include "tutil.h"
 #include "selfprobe.h"
 #include "testdb.h"
 
 #define RPC_FAILING "rpc listener not answering\n"
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
-}
 
 /* A loopback TCP port nobody listens on right now. */
 static unsigned
@@ -82,13 +75,13 @@ healthz(unsigned port, char *body, size_t cap)
 static uint64_t
 await_healthz(unsigned port, int want, uint64_t timeout_ms, char *body, size_t cap)
 {
-	uint64_t start = now_ms();
+	uint64_t start = (uint64_t) brq_t_now_ms();
 	int      got;
-	while ((got = healthz(port, body, cap)) != want && now_ms() - start < timeout_ms)
+	while ((got = healthz(port, body, cap)) != want && (uint64_t) brq_t_now_ms() - start < timeout_ms)
 		usleep(50 * 1000);
 	cr_assert_eq(got, want, "/healthz said %d (%s), not %d, for %llu ms", got, body, want,
 		     (unsigned long long) timeout_ms);
-	return now_ms() - start;
+	return (uint64_t) brq_t_now_ms() - start;
 }
 
 /* Starts the gateway with HTTP on a free port and the given probe interval. */

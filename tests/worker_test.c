@@ -20,6 +20,7 @@
 #include <brooq/brooq.h>
 
 #include "gw.h"
+#include "tutil.h"
 #include "testdb.h"
 
 static char         *dsn;
@@ -72,27 +73,10 @@ TestSuite(worker, .fini = teardown, .timeout = 60);
 /* Argument checks that need no gateway. */
 TestSuite(worker_api, .timeout = 30);
 
-#define OK(call)                                                                                           \
-	do {                                                                                               \
-		brooq_err e_ = (call);                                                                     \
-		cr_assert_eq(e_, BROOQ_OK, "%s: %s: %s", #call, brooq_strerror(e_), brooq_last_message()); \
-	} while (0)
+#define OK BRQ_OK /* tests/support/tutil.h */
 
-static int64_t
-now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000};
-	while (nanosleep(&ts, &ts) != 0) {
-	}
-}
+#define now_us   brq_t_now_us /* tests/support/tutil.h */
+#define sleep_ms brq_t_sleep_ms
 
 static uint64_t
 enqueue(const char *topic, const char *payload, uint32_t max_attempts)

@@ -26,6 +26,13 @@ brq_t_now_us(void)
 	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* Monotonic time in milliseconds, with fractions. */
+static inline double
+brq_t_now_ms(void)
+{
+	return (double) brq_t_now_us() / 1e3;
+}
+
 /* Sleeps ms milliseconds, resuming after signals. */
 static inline void
 brq_t_sleep_ms(int ms)
