@@ -17,6 +17,7 @@
 #include "config.h"
 #include "pgarr.h"
 #include "proto.h"
+#include "store.h"
 #include "store_sql.h"
 
 #define TOPIC_ENQ   "bench.enq"
@@ -40,11 +41,14 @@ sql_init(void)
 	brq_config_fini(&cfg);
 }
 
-// A connection with every statement prepared under the gateway's names.
+// A connection with the gateway pool's session settings (generic plans, sequential
+// scans priced out: store.c) and every statement prepared under the gateway's names,
+// so "raw" runs exactly what the gateway runs.
 static PGconn *
 raw_connect(const bench_opts *o)
 {
 	PGconn *c = bench_db_connect(o->dsn);
+	bench_db_exec(c, brq_store_pool_session);
 	for (int i = 0; i < BRQ_STMT__COUNT; i++) {
 		PGresult *r = PQprepare(c, the_stmts[i].name, the_stmts[i].text, the_stmts[i].nparams, NULL);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK)
