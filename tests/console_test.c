@@ -120,6 +120,7 @@ auth_with(brq_auth *a, const char *dir, const char *admin, const char *worker)
 	chmod(pa, 0600);
 	chmod(pw, 0600);
 	const char *ad[] = {pa}, *wk[] = {pw};
+	brq_config_problems_init(&p);
 	cr_assert_eq(brq_auth_init(a, wk, 1, ad, 1, &p), 0);
 	brq_config_problems_fini(&p);
 }
@@ -192,6 +193,7 @@ Test(session, signs_in_by_role_expires_evicts_and_revokes)
 	char                pw[300];
 	snprintf(pw, sizeof(pw), "%s/worker", dir);
 	const char *wk[] = {pw};
+	brq_config_problems_init(&p);
 	cr_assert_eq(brq_auth_prepare(&a, wk, 1, NULL, 0, &set, &p), 0);
 	brq_config_problems_fini(&p);
 	brq_auth_publish(&a, set);
@@ -373,6 +375,8 @@ cgw_start(console_gw *c, const char *const *more)
 	for (int i = 0; more != NULL && more[i] != NULL && n < 11; i++)
 		env[n++] = more[i];
 	brq_gw_start(&c->gw, c->dsn, env);
+	/* The RPC listener answers before the HTTP endpoint is up: wait for it too. */
+	brq_gw_await_log(&c->gw, "msg=http_listen", 1, 10000);
 }
 
 static void
