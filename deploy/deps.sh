@@ -26,6 +26,9 @@ packages=(
   postgresql-15 postgresql-client-15
   # promtool and a real Prometheus for the observability tests
   prometheus
+  # the web console's tests: a real browser (tests/console/, driven by puppeteer-core
+  # from npm: tests/console/setup.sh), a font for its screenshots, curl for HTTPS
+  chromium fonts-dejavu-core curl nodejs
 )
 
 missing=()

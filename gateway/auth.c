@@ -419,18 +419,20 @@ brq_auth_count(const brq_auth *a, brq_role role)
 	return n;
 }
 
-brq_role
-brq_auth_check(const brq_auth *a, const void *token, size_t len)
+void
+brq_auth_hash(const brq_auth *a, const void *token, size_t len, unsigned char out[32])
 {
-	unsigned char  h[32];
+	crypto_generichash(out, 32, token, len, a->key, sizeof(a->key));
+}
+
+brq_role
+brq_auth_check_hash(const brq_auth *a, const unsigned char h[32])
+{
 	unsigned       acc = 0;
 	brq_auth_live *lv  = a->live;
-
-	// Length is not secret (the attacker chose it); the content is.
-	if (token == NULL || len == 0 || len > BRQ_AUTH_TOKEN_MAX || lv == NULL) {
+	if (lv == NULL) {
 		return BRQ_ROLE_NONE;
 	}
-	crypto_generichash(h, sizeof(h), token, len, a->key, sizeof(a->key));
 	unsigned idx = atomic_load(&lv->phase) & 1u;
 	atomic_fetch_add(&lv->readers[idx], 1);
 	const brq_auth_set *s = atomic_load(&lv->cur);
@@ -443,11 +445,25 @@ brq_auth_check(const brq_auth *a, const void *token, size_t len)
 	// The in-memory token: compared always, so that its absence takes the same time.
 	unsigned m = (unsigned) (crypto_verify_32(h, a->extra_hash) + 1);
 	acc |= (0u - m) & (unsigned) a->extra_role;
-	sodium_memzero(h, sizeof(h));
 	if (acc & BRQ_ROLE_ADMIN) {
 		return BRQ_ROLE_ADMIN;
 	}
 	return (acc & BRQ_ROLE_WORKER) ? BRQ_ROLE_WORKER : BRQ_ROLE_NONE;
+}
+
+brq_role
+brq_auth_check(const brq_auth *a, const void *token, size_t len)
+{
+	unsigned char h[32];
+
+	// Length is not secret (the attacker chose it); the content is.
+	if (token == NULL || len == 0 || len > BRQ_AUTH_TOKEN_MAX || a->live == NULL) {
+		return BRQ_ROLE_NONE;
+	}
+	brq_auth_hash(a, token, len, h);
+	brq_role role = brq_auth_check_hash(a, h);
+	sodium_memzero(h, sizeof(h));
+	return role;
 }
 
 bool

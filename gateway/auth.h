@@ -119,6 +119,16 @@ size_t brq_auth_count(const brq_auth *a, brq_role role);
 // thread; wait-free with respect to brq_auth_publish() (two atomic increments).
 brq_role brq_auth_check(const brq_auth *a, const void *token, size_t len);
 
+// The keyed hash of a presented token (len 1..BRQ_AUTH_TOKEN_MAX bytes): what the sets
+// hold. For a holder that must re-check a token's role later without keeping the token
+// (the console's sessions: a token removed by a reload ends them). Useless outside
+// this process (the key is per process).
+void brq_auth_hash(const brq_auth *a, const void *token, size_t len, unsigned char out[32]);
+
+// Role of a token given by its keyed hash (brq_auth_hash), compared as brq_auth_check
+// compares: every hash, constant time, wait-free. Any thread.
+brq_role brq_auth_check_hash(const brq_auth *a, const unsigned char hash[32]);
+
 // May `role` call an operation? admin_only is true for admin-only operations (cancel).
 bool brq_auth_role_may(brq_role role, bool admin_only);
 

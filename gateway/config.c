@@ -499,6 +499,8 @@ brq_config_init_defaults(brq_config *cfg)
 	cfg->selfprobe_interval_ms  = 5 * MS_PER_S;
 	cfg->log_level              = BRQ_LOG_LVL_INFO;
 	cfg->shutdown_grace_ms      = 10 * MS_PER_S;
+	cfg->console_enabled        = true;
+	cfg->console_session_ttl_ms = 8 * MS_PER_H;
 	return 0;
 }
 
@@ -585,6 +587,7 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 	get_u32(L, "BROOQ_RETENTION_MAX_BATCHES", 1, 100000, &cfg->retention_max_batches);
 
 	get_http(L, cfg);
+	brq_cfg_get_console(L, cfg);
 
 	const char *lvl = brq_cfg_src_get(&L->src, "BROOQ_LOG_LEVEL");
 	if (lvl != NULL && brq_log_parse_level(lvl, &cfg->log_level) != 0) {
@@ -661,6 +664,8 @@ brq_config_fini(brq_config *cfg)
 	free_list(cfg->worker_token_files, cfg->n_worker_token_files);
 	free_list(cfg->admin_token_files, cfg->n_admin_token_files);
 	free(cfg->topic_overrides);
+	free(cfg->http_tls_cert_file);
+	free(cfg->http_tls_key_file);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

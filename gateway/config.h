@@ -35,6 +35,11 @@
 //   BROOQ_RETENTION_MAX_BATCHES   100                             1..100000
 //   BROOQ_HTTP_LISTEN             127.0.0.1:8090                  host:port, [v6]:port, or off
 //   BROOQ_HTTP_ALLOW_NONLOOPBACK  false                           true/false/1/0/yes/no
+//   BROOQ_HTTP_TLS_CERT_FILE      - (HTTPS; with the key)           PEM certificate (chain)
+//   BROOQ_HTTP_TLS_KEY_FILE       - (HTTPS; with the certificate)   PEM private key, unencrypted
+//   BROOQ_CONSOLE                 on with a loopback HTTP host,    on|off (config_console.c)
+//                                 else off
+//   BROOQ_CONSOLE_SESSION_TTL     8h                              1s..7d
 //   BROOQ_SELFPROBE_INTERVAL      5s                              0 (off) or 100ms..10m
 //   BROOQ_LOG_LEVEL               info                            debug|info|warn|error
 //   BROOQ_SHUTDOWN_GRACE          10s                             0..1h
@@ -211,6 +216,14 @@ struct brq_config {
 
 	brq_topic_override *topic_overrides; // n_topic_overrides entries
 	size_t              n_topic_overrides;
+
+	// The web console and HTTPS (config_console.c; docs/console.md).
+	char    *http_tls_cert_file; // HTTPS for the whole HTTP endpoint; NULL: plain HTTP
+	char    *http_tls_key_file;  // set iff http_tls_cert_file is
+	uint8_t  http_tls_cert_digest[BRQ_TLS_DIGEST_LEN];
+	uint8_t  http_tls_key_digest[BRQ_TLS_DIGEST_LEN];
+	bool     console_enabled;        // serve /console/ on the HTTP endpoint
+	uint64_t console_session_ttl_ms; // a console session's lifetime from sign-in
 };
 
 typedef struct brq_config_problems brq_config_problems;

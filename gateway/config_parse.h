@@ -82,4 +82,9 @@ uint64_t brq_cfg_min_lease_ms(const brq_config *cfg);
 // checks their files (tls.h brq_tls_check); problems go to L->p.
 void brq_cfg_get_tls(struct loader *L, brq_config *cfg);
 
+// --- config_console.c ---
+// Reads BROOQ_HTTP_TLS_* and BROOQ_CONSOLE* (after BROOQ_HTTP_LISTEN) and checks that they
+// fit together: a console beyond loopback only when asked for and over HTTPS.
+void brq_cfg_get_console(struct loader *L, brq_config *cfg);
+
 #endif

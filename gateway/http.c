@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "tls.h"
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define TEXT_CONTENT_TYPE    "text/plain; charset=utf-8"
@@ -25,7 +26,8 @@ struct brq_http {
 	nng_http_server *server; // our hold on NNG's (shared, refcounted) server
 	brq_http_check   checks[BRQ_HTTP_MAX_CHECKS];
 	size_t           n_checks;
-	uint16_t         port; // as bound
+	uint16_t         port;   // as bound
+	bool             is_tls; // HTTPS (cfg->http_tls_cert_file)
 };
 
 // NNG's error as ours: an address in use is BRQ_EUNAVAIL (another process holds
@@ -173,8 +175,9 @@ brq_http_start_checks(const brq_config *cfg, const brq_http_check *checks, size_
 		}
 	}
 	// IPv6 literals are kept without brackets in the config; a URL needs them.
-	bool is_v6 = strchr(cfg->http_host, ':') != NULL;
-	snprintf(buf, sizeof(buf), is_v6 ? "http://[%s]:%u" : "http://%s:%u", cfg->http_host,
+	bool        is_v6  = strchr(cfg->http_host, ':') != NULL;
+	const char *scheme = cfg->http_tls_cert_file != NULL ? "https" : "http";
+	snprintf(buf, sizeof(buf), is_v6 ? "%s://[%s]:%u" : "%s://%s:%u", scheme, cfg->http_host,
 		 (unsigned) cfg->http_port);
 	if (!brq_config_host_is_loopback(cfg->http_host)) {
 		BRQ_LOG_WARN("http_nonloopback",
@@ -195,6 +198,12 @@ brq_http_start_checks(const brq_config *cfg, const brq_http_check *checks, size_
 		h->server = NULL;
 		goto fail;
 	}
+	// HTTPS (config_console.c): set before the server starts.
+	h->is_tls = cfg->http_tls_cert_file != NULL;
+	if (brq_tls_http_setup(h->server, cfg) != 0) {
+		rv = NNG_EINVAL;
+		goto fail;
+	}
 	if ((rv = add_handler(h, "/metrics", metrics_cb)) != 0 ||
 	    (rv = add_handler(h, "/healthz", healthz_cb)) != 0 ||
 	    (rv = nng_http_server_start(h->server)) != 0) {
@@ -211,7 +220,8 @@ brq_http_start_checks(const brq_config *cfg, const brq_http_check *checks, size_
 		}
 	}
 	nng_url_free(url);
-	BRQ_LOG_INFO("http_listen", "host=%s port=%u", BRQ_LOG_Q(cfg->http_host), (unsigned) h->port);
+	BRQ_LOG_INFO("http_listen", "host=%s port=%u scheme=%s", BRQ_LOG_Q(cfg->http_host),
+		     (unsigned) h->port, scheme);
 	*out = h;
 	return 0;
 
@@ -233,6 +243,18 @@ uint16_t
 brq_http_port(const brq_http *h)
 {
 	return h != NULL ? h->port : 0;
+}
+
+nng_http_server *
+brq_http_server(brq_http *h)
+{
+	return h != NULL ? h->server : NULL;
+}
+
+bool
+brq_http_is_tls(const brq_http *h)
+{
+	return h != NULL && h->is_tls;
 }
 
 void

@@ -22,6 +22,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <nng/nng.h>
+#include <nng/supplemental/http/http.h>
+
 #include "config.h"
 
 // One health check behind /healthz. Returns true when its part of the gateway works
@@ -65,6 +68,13 @@ BRQ_MUSTCHECK int brq_http_start_checks(const brq_config *cfg, const brq_http_ch
 
 // The TCP port actually bound (useful when started with port 0); 0 for NULL.
 uint16_t brq_http_port(const brq_http *h);
+
+// NNG's server behind h, for more handlers (console.c adds /console); borrowed until
+// brq_http_stop(). NULL for NULL.
+nng_http_server *brq_http_server(brq_http *h);
+
+// True when h serves HTTPS (BROOQ_HTTP_TLS_CERT_FILE).
+bool brq_http_is_tls(const brq_http *h);
 
 // Stops the listener, closes every connection, waits for running handlers, and
 // frees h. After it returns, fn is never called again. NULL is a no-op.

@@ -15,6 +15,7 @@
 #include "auth.h"
 #include "brq_clock.h"
 #include "config.h"
+#include "console.h"
 #include "http.h"
 #include "janitor.h"
 #include "log.h"
@@ -44,6 +45,7 @@ struct services {
 	brq_janitor    jan;
 	brq_monitor   *mon;
 	brq_http      *http;
+	brq_console   *console; // on http; freed after it stops
 };
 
 static void
@@ -150,7 +152,19 @@ start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 	if (brq_selfprobe_start(sv->probe) != 0 ||
 	    (cfg->http_enabled && brq_http_start_checks(cfg, checks, 2, &sv->http) != 0))
 		goto out_monitor;
+	brq_console_env cenv = {
+		.cfg = cfg, .auth = auth, .pool = &sv->srv.pool, .ops = &sv->srv.ops, .lim = &sv->srv.lim};
+	if (sv->http != NULL && cfg->console_enabled && brq_console_start(sv->http, &cenv, &sv->console) != 0)
+		goto out_http;
+	if (sv->http != NULL && !cfg->console_enabled)
+		BRQ_LOG_INFO("console_off", "reason=%s",
+			     brq_config_host_is_loopback(cfg->http_host)
+				     ? "BROOQ_CONSOLE=off"
+				     : "non-loopback BROOQ_HTTP_LISTEN without BROOQ_CONSOLE=on");
 	return 0;
+out_http:
+	brq_http_stop(sv->http);
+	sv->http = NULL;
 out_monitor:
 	brq_selfprobe_free(sv->probe);
 	sv->probe = NULL;
@@ -169,7 +183,8 @@ out_probe:
 static void
 stop(struct services *sv)
 {
-	brq_http_stop(sv->http);
+	brq_http_stop(sv->http);       // waits for the console's requests on the pool
+	brq_console_free(sv->console); // after the HTTP endpoint: its handler points at it
 	brq_selfprobe_free(sv->probe); // before the server stops: no failed probe while it drains
 	brq_monitor_stop(sv->mon);
 	brq_janitor_stop(&sv->jan);

@@ -92,4 +92,21 @@ void brq_metrics_depth_set(const brq_depth_row *rows, size_t n);
 // On success *out (NUL-terminated) and *len belong to the caller (free()).
 BRQ_MUSTCHECK int brq_metrics_render(char **out, size_t *len);
 
+// One topic's figures as the registry holds them now (metrics_topics.c): the depth
+// gauges of the monitor's last round and this gateway's counters since it started.
+typedef struct brq_metrics_topic_view {
+	char     topic[129]; // NUL-terminated (a topic is at most 128 bytes)
+	size_t   topic_len;
+	uint64_t jobs[BRQ_STATE__COUNT]; // brooq_jobs{topic,state}
+	double   oldest_ready_age_s;     // brooq_ready_oldest_age_seconds{topic}
+	uint64_t enqueued, claimed;      // brooq_enqueued_total, brooq_claimed_total
+	uint64_t settled;                // brooq_settle_total, every outcome
+	uint64_t dead;                   // brooq_dead_total
+} brq_metrics_topic_view;
+
+// Every topic of the registry, sorted by topic bytes, into *out (malloc'd, caller
+// frees) and *n. Never touches the database; takes the registry's locks briefly. 0 or
+// BRQ_ENOMEM.
+BRQ_MUSTCHECK int brq_metrics_topics_read(brq_metrics_topic_view **out, size_t *n);
+
 #endif

@@ -93,6 +93,10 @@ static const struct fixed_field fixed_fields[] = {
 	FIELD("BROOQ_TLS_CERT_FILE", tls_cert_digest),
 	FIELD("BROOQ_TLS_KEY_FILE", tls_key_digest),
 	FIELD("BROOQ_TLS_CA_FILE", tls_ca_digest),
+	FIELD("BROOQ_HTTP_TLS_CERT_FILE", http_tls_cert_digest),
+	FIELD("BROOQ_HTTP_TLS_KEY_FILE", http_tls_key_digest),
+	FIELD("BROOQ_CONSOLE", console_enabled),
+	FIELD("BROOQ_CONSOLE_SESSION_TTL", console_session_ttl_ms),
 };
 
 static bool
@@ -127,6 +131,12 @@ restart_needed(const brq_config *old, const brq_config *cur, char *buf, size_t c
 		char *const *b = (char *const *) ((const char *) cur + str_fields[i].offset);
 		if (str_differs(*a, *b))
 			list_var(buf, cap, str_fields[i].var);
+	}
+	if (str_differs(old->http_tls_cert_file, cur->http_tls_cert_file)) {
+		list_var(buf, cap, "BROOQ_HTTP_TLS_CERT_FILE");
+	}
+	if (str_differs(old->http_tls_key_file, cur->http_tls_key_file)) {
+		list_var(buf, cap, "BROOQ_HTTP_TLS_KEY_FILE");
 	}
 	for (size_t i = 0; i < sizeof(fixed_fields) / sizeof(fixed_fields[0]); i++) {
 		const struct fixed_field *f = &fixed_fields[i];

@@ -431,6 +431,10 @@ run_on_pool(void *arg, brq_store_conn *c, brq_work *w)
 {
 	brq_server *s = arg;
 	uint64_t    deadline_ms;
+	if (w->internal != NULL) { // the console's work (work.h): not a request
+		w->internal(w, c);
+		return;
+	}
 	if ((w = drop_expired(s, w, &deadline_ms)) == NULL)
 		return;
 	brq_store_set_deadline(c, deadline_ms);

@@ -324,3 +324,62 @@ brq_tls_probe_setup(nng_dialer dialer, const brq_config *cfg)
 	nng_tls_config_free(c); // the dialer holds its own reference
 	return rv == 0 ? 0 : rv == NNG_ENOMEM ? BRQ_ENOMEM : BRQ_EIO;
 }
+
+// A view of cfg whose RPC TLS files are the HTTP endpoint's, so that the checks and the
+// server configuration above serve both. No CA: client certificates are not asked for.
+static brq_config
+http_view(const brq_config *cfg)
+{
+	brq_config v      = {0};
+	v.tls_cert_file   = cfg->http_tls_cert_file;
+	v.tls_key_file    = cfg->http_tls_key_file;
+	v.tls_client_auth = BRQ_TLS_CLIENT_AUTH_NONE;
+	return v;
+}
+
+int
+brq_tls_http_check(brq_config *cfg, brq_config_problems *problems)
+{
+	brq_config v  = http_view(cfg);
+	int        rc = brq_tls_check(&v, problems);
+	if (rc == 0) {
+		memcpy(cfg->http_tls_cert_digest, v.tls_cert_digest, BRQ_TLS_DIGEST_LEN);
+		memcpy(cfg->http_tls_key_digest, v.tls_key_digest, BRQ_TLS_DIGEST_LEN);
+	}
+	return rc;
+}
+
+int
+brq_tls_http_setup(nng_http_server *srv, const brq_config *cfg)
+{
+	brq_config_problems problems;
+	tls_pem             p;
+	mbedtls_x509_crt    crt;
+	nng_tls_config     *c  = NULL;
+	int                 rv = 0;
+	brq_config          v  = http_view(cfg);
+
+	if (cfg->http_tls_cert_file == NULL) {
+		return 0;
+	}
+	brq_config_problems_init(&problems);
+	mbedtls_x509_crt_init(&crt);
+	int rc = read_all(&v, &p, &problems);
+	if (rc == 0 && (rc = parse_all(&v, &p, &crt, &problems)) == 0) {
+		if ((rv = server_config(&v, &p, &c)) == 0) {
+			rv = nng_http_server_set_tls(srv, c);
+			nng_tls_config_free(c); // the server holds its own reference
+		}
+		rc = rv != 0 ? BRQ_EIO : 0;
+	}
+	pem_fini(&p);
+	for (size_t i = 0; i < problems.count; i++) {
+		BRQ_LOG_ERROR("http_tls_failed", "problem=%s", BRQ_LOG_Q(problems.lines[i]));
+	}
+	if (rv != 0) {
+		BRQ_LOG_ERROR("http_tls_failed", "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
+	}
+	mbedtls_x509_crt_free(&crt);
+	brq_config_problems_fini(&problems);
+	return rc == 0 ? 0 : BRQ_EIO;
+}

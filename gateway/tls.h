@@ -27,6 +27,7 @@
 #include <stdbool.h>
 
 #include <nng/nng.h>
+#include <nng/supplemental/http/http.h>
 
 #include "config.h"
 
@@ -51,5 +52,15 @@ BRQ_MUSTCHECK int brq_tls_listener_setup(nng_listener listener, const brq_config
 // listening on our port while we hold it). A no-op returning 0 unless cfg->listen is
 // tls+tcp://. Returns 0 or BRQ_ENOMEM / BRQ_EIO (nothing set).
 BRQ_MUSTCHECK int brq_tls_probe_setup(nng_dialer dialer, const brq_config *cfg);
+
+// The HTTP endpoint's HTTPS (BROOQ_HTTP_TLS_CERT_FILE and _KEY_FILE, config_console.c):
+// the same checks of cfg->http_tls_cert_file and cfg->http_tls_key_file as brq_tls_check
+// (no CA: browsers bring no client certificate), digests into cfg->http_tls_*_digest.
+// 0, BRQ_EINVAL (problems added) or BRQ_ENOMEM.
+BRQ_MUSTCHECK int brq_tls_http_check(brq_config *cfg, brq_config_problems *problems);
+
+// Sets the HTTPS configuration from those files on srv, which must not be started yet. A
+// no-op returning 0 when cfg->http_tls_cert_file is NULL. 0, or BRQ_EIO after logging why.
+BRQ_MUSTCHECK int brq_tls_http_setup(nng_http_server *srv, const brq_config *cfg);
 
 #endif // BRQ_GATEWAY_TLS_H

@@ -27,6 +27,8 @@ typedef enum brq_work_state {
 
 typedef struct brq_work brq_work;
 
+struct brq_store_conn; // store.h: the pool thread's connection (for `internal` below)
+
 struct brq_work {
 	brq_work_state state;
 	nng_aio       *aio; // its callback is the state machine (server.c)
@@ -77,6 +79,12 @@ struct brq_work {
 	atomic_int steal;
 	enum { BRQ_HANDBACK_SEND, BRQ_HANDBACK_CLAIM, BRQ_HANDBACK_DROP } handback;
 	nng_msg *handback_msg; // the reply to send (BRQ_HANDBACK_SEND)
+
+	// Work from inside the gateway rather than an RPC request (the web console,
+	// console_api.c): a pool thread calls internal(w, c) with its store connection
+	// instead of running a request, and from then on the function owns w. It has no
+	// context or aio; req, arena and out are the function's to use. NULL for requests.
+	void (*internal)(brq_work *w, struct brq_store_conn *c);
 };
 
 // brq_work.steal: who finishes a taken claim. Its sleep is still armed when it is

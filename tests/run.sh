@@ -9,6 +9,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 deploy/deps.sh
+# The web console's browser tests: npm packages pinned by tests/console/package-lock.json.
+tests/console/setup.sh
 
 echo "== format (.clang-format)"
 if ! clang-format --dry-run --Werror $(git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.[ch]' -not -path './build*' -not -path './.deps/*'); then

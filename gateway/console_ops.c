@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+// The web console's operations that exist now (job, cancel, enqueue), run through the RPC's own
+// decoder and operations; and the helpers every console operation shares.
+#include "console_ops.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+int
+brq_console_fail(brq_console_call *call, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(call->err, sizeof(call->err), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+int
+brq_console_not_yet(brq_console_call *call, const char *what)
+{
+	return brq_console_fail(call, 501, "not yet available: %s needs the queue operation of issue 15",
+				what);
+}
+
+// ---- parameters ------------------------------------------------------------------------------
+
+int
+brq_console_param_id(brq_console_call *call, const char *name, uint64_t *id)
+{
+	int rv = brq_form_u64(call->in, name, 1, BRQ_ID_MAX, id);
+	if (rv == BRQ_ENOTFOUND) {
+		return brq_console_fail(call, 400, "%s: required", name);
+	}
+	if (rv != 0) {
+		return brq_console_fail(call, 400, "%s: must be a job id (1..%" PRIu64 ")", name, BRQ_ID_MAX);
+	}
+	return 0;
+}
+
+int
+brq_console_param_topic(brq_console_call *call, const char *name, bool required, brq_str *out)
+{
+	const brq_str *v = brq_form_get(call->in, name);
+	if (v == NULL || v->len == 0) {
+		return required ? brq_console_fail(call, 400, "%s: required", name) : 0;
+	}
+	if (!brq_topic_valid(v->ptr, v->len)) {
+		return brq_console_fail(call, 400, "%s: must match [a-z0-9][a-z0-9._-]*, at most 128 bytes",
+					name);
+	}
+	*out = *v;
+	return 0;
+}
+
+int
+brq_console_param_state(brq_console_call *call, const char *name, int *state)
+{
+	const brq_str *v = brq_form_get(call->in, name);
+	*state           = -1;
+	if (v == NULL || v->len == 0) {
+		return 0;
+	}
+	int s = brq_state_lookup(v->ptr, v->len);
+	if (s < 0) {
+		return brq_console_fail(
+			call, 400, "%s: must be pending, processing, failed, done, dead or canceled", name);
+	}
+	*state = s;
+	return 0;
+}
+
+int
+brq_console_param_u64(brq_console_call *call, const char *name, uint64_t min, uint64_t max, uint64_t *out)
+{
+	int rv = brq_form_u64(call->in, name, min, max, out);
+	if (rv == BRQ_EINVAL) {
+		return brq_console_fail(call, 400, "%s: must be a number in %" PRIu64 "..%" PRIu64, name, min,
+					max);
+	}
+	return 0;
+}
+
+// ---- JSON -----------------------------------------------------------------------------------
+
+static void
+opt_str(brq_jw *out, const char *key, bool has, brq_str s)
+{
+	brq_jw_key(out, key);
+	if (has) {
+		brq_jw_str(out, s.ptr, s.len);
+	} else {
+		brq_jw_null(out);
+	}
+}
+
+void
+brq_console_json_job(brq_jw *out, const brq_job_info *j)
+{
+	brq_jw_obj(out);
+	brq_jw_key(out, "id");
+	brq_jw_u64(out, j->id);
+	brq_jw_key(out, "topic");
+	brq_jw_str(out, j->topic.ptr, j->topic.len);
+	brq_jw_key(out, "state");
+	brq_jw_cstr(out, brq_state_name(j->state));
+	brq_jw_key(out, "attempts");
+	brq_jw_u64(out, j->attempts);
+	brq_jw_key(out, "max_attempts");
+	brq_jw_u64(out, j->max_attempts);
+	// The payload is jsonb text as the database printed it: JSON. Checked all the same,
+	// so that nothing can break the reply's own syntax; else it goes as a string.
+	brq_jw_key(out, "payload");
+	if (brq_json_valid(j->payload.ptr, j->payload.len, 512, 0, NULL)) {
+		brq_jw_raw(out, j->payload.ptr, j->payload.len);
+	} else {
+		brq_jw_str(out, j->payload.ptr, j->payload.len);
+	}
+	opt_str(out, "key", j->has_key, j->key);
+	brq_jw_key(out, "available_at_ms");
+	brq_jw_i64(out, j->available_at_ms);
+	opt_str(out, "locked_by", j->has_locked_by, j->locked_by);
+	brq_jw_key(out, "locked_until_ms");
+	if (j->has_locked_until_ms) {
+		brq_jw_i64(out, j->locked_until_ms);
+	} else {
+		brq_jw_null(out);
+	}
+	opt_str(out, "last_error", j->has_last_error, j->last_error);
+	brq_jw_key(out, "created_at_ms");
+	brq_jw_i64(out, j->created_at_ms);
+	brq_jw_key(out, "updated_at_ms");
+	brq_jw_i64(out, j->updated_at_ms);
+	brq_jw_end(out);
+}
+
+// ---- through the RPC ------------------------------------------------------------------------
+
+// The HTTP status for an RPC status.
+static int
+http_status(brq_status st)
+{
+	switch (st) {
+	case BRQ_ST_OK: return 200;
+	case BRQ_ST_INVALID_ARGUMENT: return 400;
+	case BRQ_ST_UNAUTHENTICATED: return 401;
+	case BRQ_ST_PERMISSION_DENIED: return 403;
+	case BRQ_ST_NOT_FOUND: return 404;
+	case BRQ_ST_TOO_LARGE: return 413;
+	case BRQ_ST_UNAVAILABLE:
+	case BRQ_ST_RESOURCE_EXHAUSTED: return 503;
+	default: return 500;
+	}
+}
+
+// Runs req (op and fields set, strings borrowed) as the RPC runs a request: encoded,
+// then decoded and validated by the RPC's decoder with the RPC's limits (the same
+// refusals, worded the same), run by brq_ops_run on this pool thread's connection, and
+// its reply decoded into *rep (borrowing call->w). Returns 200, or the status of a
+// refusal with call->err set.
+static int
+run_rpc(brq_console_call *call, brq_request *req, brq_reply *rep)
+{
+	brq_work *w = call->w;
+	brq_buf   enc;
+	char      err[BRQ_ERRTEXT_MAX];
+	int       status;
+
+	brq_buf_init(&enc, call->lim->max_request);
+	if (brq_request_encode(&enc, req) != 0) {
+		status = brq_console_fail(call, enc.err == BRQ_E2BIG ? 413 : 500,
+					  "%s: the request is too large", brq_op_name(req->op));
+		goto out;
+	}
+	brq_status st =
+		brq_request_decode(&w->req, enc.data, enc.len, call->lim, &w->arena, err, sizeof(err));
+	if (st != BRQ_ST_OK) {
+		status = brq_console_fail(call, http_status(st), "%s", err);
+		goto out;
+	}
+	// Never a long-poll here (no claim): the operation always replies.
+	(void) brq_ops_run(call->ops, call->c, w);
+	st = brq_reply_decode(rep, req->op, w->out.data, w->out.len, call->lim, &w->arena, err, sizeof(err));
+	if (st != BRQ_ST_OK) {
+		status = brq_console_fail(call, 500, "%s: reply: %s", brq_op_name(req->op), err);
+		goto out;
+	}
+	status = http_status(rep->code);
+	if (status != 200) {
+		brq_console_fail(call, status, "%.*s", (int) rep->msg.len, rep->msg.ptr);
+	}
+out:
+	brq_buf_fini(&enc);
+	return status;
+}
+
+int
+brq_console_op_job(brq_console_call *call)
+{
+	brq_request req = {.op = BRQ_OP_JOB};
+	brq_reply   rep;
+	int         status = brq_console_param_id(call, "id", &req.job.id);
+	if (status == 0 && (status = run_rpc(call, &req, &rep)) == 200) {
+		brq_jw_obj(call->out);
+		brq_jw_key(call->out, "job");
+		brq_console_json_job(call->out, &rep.job.job);
+		brq_jw_end(call->out);
+	}
+	return status;
+}
+
+int
+brq_console_op_cancel(brq_console_call *call)
+{
+	brq_request req = {.op = BRQ_OP_CANCEL};
+	brq_reply   rep;
+	int         status = brq_console_param_id(call, "id", &req.cancel.id);
+	if (status != 0 || (status = run_rpc(call, &req, &rep)) != 200) {
+		return status;
+	}
+	const char *state = brq_state_name(rep.cancel.state);
+	BRQ_LOG_INFO("console_action", "action=cancel id=%" PRIu64 " state=%s canceled=%s %s", req.cancel.id,
+		     state, rep.cancel.canceled ? "true" : "false", call->actor);
+	brq_jw_obj(call->out);
+	brq_jw_key(call->out, "id");
+	brq_jw_u64(call->out, req.cancel.id);
+	brq_jw_key(call->out, "state");
+	brq_jw_cstr(call->out, state);
+	brq_jw_key(call->out, "canceled");
+	brq_jw_bool(call->out, rep.cancel.canceled);
+	brq_jw_end(call->out);
+	return 200;
+}
+
+// enqueue's optional fields.
+static int
+enqueue_options(brq_console_call *call, brq_job_spec *j)
+{
+	uint64_t v;
+	int      rv = brq_form_u64(call->in, "delay_ms", 0, BRQ_DELAY_MS_MAX, &v);
+	if (rv == BRQ_EINVAL) {
+		return brq_console_fail(call, 400,
+					"delay_ms: must be a number of milliseconds (0..%" PRIu64 ")",
+					BRQ_DELAY_MS_MAX);
+	}
+	if (rv == 0) {
+		j->has_delay_ms = true;
+		j->delay_ms     = v;
+	}
+	rv = brq_form_u64(call->in, "max_attempts", 1, BRQ_ATTEMPTS_MAX, &v);
+	if (rv == BRQ_EINVAL) {
+		return brq_console_fail(call, 400, "max_attempts: must be 1..%d", BRQ_ATTEMPTS_MAX);
+	}
+	if (rv == 0) {
+		j->has_max_attempts = true;
+		j->max_attempts     = (uint32_t) v;
+	}
+	const brq_str *key = brq_form_get(call->in, "key");
+	if (key != NULL) {
+		j->key = *key; // empty: no key, as on the wire
+	}
+	return 0;
+}
+
+int
+brq_console_op_enqueue(brq_console_call *call)
+{
+	brq_job_spec   job = {0};
+	brq_request    req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &job, .n_jobs = 1}};
+	brq_reply      rep;
+	const brq_str *payload = brq_form_get(call->in, "payload");
+	int            status  = brq_console_param_topic(call, "topic", true, &job.topic);
+	if (status != 0) {
+		return status;
+	}
+	if (payload == NULL || payload->len == 0) {
+		return brq_console_fail(
+			call, 400, "payload: required (JSON text, e.g. {} or {\"to\":\"a@example.org\"})");
+	}
+	job.payload = *payload;
+	if ((status = enqueue_options(call, &job)) != 0 || (status = run_rpc(call, &req, &rep)) != 200) {
+		return status;
+	}
+	if (rep.enqueue.n_results != 1) {
+		return brq_console_fail(call, 500, "enqueue: the reply holds %u results",
+					rep.enqueue.n_results);
+	}
+	const brq_enqueue_result *r = &rep.enqueue.results[0];
+	BRQ_LOG_INFO("console_action", "action=enqueue id=%" PRIu64 " topic=%.*s created=%s %s", r->id,
+		     (int) job.topic.len, job.topic.ptr, r->created ? "true" : "false", call->actor);
+	brq_jw_obj(call->out);
+	brq_jw_key(call->out, "id");
+	brq_jw_u64(call->out, r->id);
+	brq_jw_key(call->out, "created");
+	brq_jw_bool(call->out, r->created);
+	brq_jw_end(call->out);
+	return 200;
+}

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// The web console's operations: what each JSON endpoint does on a pool thread, one
+// function per endpoint, all with one signature. This header is the seam between the
+// console's HTTP side (console.c, console_api.c: sessions, CSRF, routing, the pool) and
+// the queue's operations.
+//
+// Wired now (console_ops.c), through the RPC's own operations (ops.h brq_ops_run): the
+// request is built as the RPC's decoded request and validated by the RPC's own decoder
+// (proto.h), run on the same pool with the same store calls, wakes, metrics and log
+// lines, and its reply decoded back; so the console can do nothing the RPC cannot:
+//   brq_console_op_job      GET  /console/api/job?id=N
+//   brq_console_op_cancel   POST /console/api/cancel       id=N
+//   brq_console_op_enqueue  POST /console/api/enqueue      topic, payload, key, delay_ms, max_attempts
+//
+// Waiting for issue 15's operations (console_ops_pending.c): each validates its
+// parameters as documented in docs/console.md (400 names the field) and then answers
+// 501 {"error":"not yet available: ..."}. Wiring one = replacing its
+// brq_console_not_yet() line with the store call and the JSON it returns (the page and
+// docs/console.md already expect that JSON):
+//   brq_console_op_jobs       GET  /console/api/jobs       topic, state, created_after_ms,
+//                                                          created_before_ms, key, cursor, limit
+//   brq_console_op_topics     GET  /console/api/topics     (paused flag and limits per topic)
+//   brq_console_op_retry      POST /console/api/retry      id=N | topic, state, limit
+//   brq_console_op_delete     POST /console/api/delete     id=N
+//   brq_console_op_pause      POST /console/api/pause      topic
+//   brq_console_op_resume     POST /console/api/resume     topic
+//   brq_console_op_schedules  GET  /console/api/schedules
+#ifndef BRQ_GATEWAY_CONSOLE_OPS_H
+#define BRQ_GATEWAY_CONSOLE_OPS_H
+
+#include <stdint.h>
+
+#include "console_json.h"
+#include "ops.h"
+#include "store.h"
+#include "work.h"
+
+// Largest error message of a console reply.
+#define BRQ_CONSOLE_ERR_MAX 512
+
+// One call of an operation, on a pool thread. Everything is borrowed for the call.
+typedef struct brq_console_call {
+	const brq_ops    *ops; // the RPC's operations (ops.h), with the gateway's waiters
+	const brq_limits *lim; // the RPC's request limits (payload size, ...)
+	brq_store_conn   *c;   // the pool thread's connection; borrowed outputs until return
+	brq_work         *w;   // scratch for brq_ops_run: req, arena and out are free to use
+	const brq_form   *in;  // the request's parameters (query string or form body)
+	brq_jw           *out; // the 200 reply's JSON body, written by the op
+	// Who asks, for the log line of an action: "role=admin token_fp=1a2b3c4d session=9f8e7d6c"
+	const char *actor;
+	char        err[BRQ_CONSOLE_ERR_MAX]; // the message of any other status
+} brq_console_call;
+
+// An operation: returns the HTTP status. 200: out holds the JSON body. Any other: err
+// holds a one-line message (the HTTP side wraps it as {"error": err}).
+typedef int (*brq_console_op_fn)(brq_console_call *call);
+
+// ---- wired (console_ops.c) ----------------------------------------------------------------
+int brq_console_op_job(brq_console_call *call);
+int brq_console_op_cancel(brq_console_call *call);
+int brq_console_op_enqueue(brq_console_call *call);
+
+// ---- issue 15: 501 until wired (console_ops_pending.c) ------------------------------------
+int brq_console_op_jobs(brq_console_call *call);
+int brq_console_op_topics(brq_console_call *call);
+int brq_console_op_retry(brq_console_call *call);
+int brq_console_op_delete(brq_console_call *call);
+int brq_console_op_pause(brq_console_call *call);
+int brq_console_op_resume(brq_console_call *call);
+int brq_console_op_schedules(brq_console_call *call);
+
+// ---- helpers for operations ----------------------------------------------------------------
+
+// Sets call->err from fmt and returns status.
+int brq_console_fail(brq_console_call *call, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+// 501 "not yet available: <what> needs issue 15's operation" (the seam above).
+int brq_console_not_yet(brq_console_call *call, const char *what);
+
+// A job as the console's JSON object (docs/console.md "job"): the list's rows and the
+// job page use it alike.
+void brq_console_json_job(brq_jw *out, const brq_job_info *j);
+
+// Parameter checks shared by the operations; each returns 0 or 400 with call->err set
+// naming the field. Optional fields leave *out untouched when absent.
+int brq_console_param_id(brq_console_call *call, const char *name, uint64_t *id); // required
+int brq_console_param_topic(brq_console_call *call, const char *name, bool required, brq_str *out);
+int brq_console_param_state(brq_console_call *call, const char *name, int *state); // -1 if absent
+int brq_console_param_u64(brq_console_call *call, const char *name, uint64_t min, uint64_t max,
+			  uint64_t *out);
+
+#endif

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+// The web console in a real browser: Debian's chromium, driven by puppeteer-core, against a real
+// gateway and PostgreSQL. Screenshots go to $BROOQ_TEST_OUT_DIR (build/tests/console/).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { assertCleanLog, axe, createDb, dropDb, launchBrowser, outDir, psql, sleep, startGateway } from './lib.mjs';
+
+let db, gw, browser, page;
+const ids = {}; // jobs seeded by SQL
+
+before(async () => {
+  fs.mkdirSync(outDir, { recursive: true });
+  db = createDb();
+  // Jobs as a producer would insert them (the schema is a public contract).
+  ids.a = psql(db, `INSERT INTO job (topic, payload) VALUES ('email.send', '{"to":"a@example.org","n":1}') RETURNING id`);
+  ids.b = psql(db, `INSERT INTO job (topic, payload) VALUES ('email.send', '{"to":"b@example.org"}') RETURNING id`);
+  ids.c = psql(db, `INSERT INTO job (topic, payload) VALUES ('email.send', '{"to":"c@example.org"}') RETURNING id`);
+  psql(db, `INSERT INTO job (topic, payload) VALUES ('report.build', '{"month":"2026-11"}')`);
+  gw = await startGateway(db);
+  browser = await launchBrowser();
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  page.on('dialog', (d) => d.accept()); // the page confirms actions with window.confirm
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (gw) {
+    const { exited, log } = await gw.stop();
+    assertCleanLog(log);
+    assert.deepEqual(exited, { code: 0, sig: null }, 'gateway exit\n' + log);
+    // Actions are logged with who did it, never with the token.
+    assert.ok(!log.includes(gw.admin) && !log.includes(gw.worker), 'a token is in the log');
+  }
+  if (db) dropDb(db);
+});
+
+async function signIn(p, token) {
+  await p.goto(gw.url + '/console/', { waitUntil: 'networkidle0' });
+  await p.waitForSelector('#token', { visible: true });
+  await p.type('#token', token);
+  await p.click('#signin-form button[type=submit]');
+}
+
+async function textOf(p, sel) {
+  return p.$eval(sel, (e) => e.textContent.trim());
+}
+
+test('a wrong token is refused, and no cookie is set', async () => {
+  await signIn(page, 'not-a-token-' + 'x'.repeat(40));
+  await page.waitForFunction(() => document.querySelector('#signin-error').textContent.length > 0);
+  assert.match(await textOf(page, '#signin-error'), /refused/);
+  assert.equal(await page.$eval('#nav', (e) => e.hidden), true);
+  assert.deepEqual(await page.cookies(), []);
+  assert.match(gw.log(), /console_sign_in_failed reason=unknown_token/);
+});
+
+test('sign in with the admin token: an HttpOnly SameSite=Strict session cookie', async () => {
+  await signIn(page, gw.admin);
+  await page.waitForSelector('#nav', { visible: true });
+  const cookies = await page.cookies();
+  assert.equal(cookies.length, 1);
+  assert.equal(cookies[0].name, 'brooq_session');
+  assert.equal(cookies[0].httpOnly, true);
+  assert.equal(cookies[0].sameSite, 'Strict');
+  assert.ok(cookies[0].expires > Date.now() / 1000, 'the cookie has an expiry');
+  // The page's script cannot read it.
+  assert.equal(await page.evaluate(() => document.cookie), '');
+  assert.match(await textOf(page, '#role'), /admin/);
+});
+
+test('the overview shows a topic\'s depth', async () => {
+  await page.waitForFunction(
+    () => document.querySelector('#topics tr[data-topic="email.send"] td[data-state="pending"]')?.textContent === '3',
+    { timeout: 15000 });
+  assert.equal(await textOf(page, '#topics tr[data-topic="report.build"] td[data-state="pending"]'), '1');
+});
+
+test('open a job, cancel it, and see its row change in PostgreSQL', async () => {
+  await page.type('#find-id', ids.a);
+  await page.click('#find-job button[type=submit]');
+  await page.waitForFunction((id) => location.hash === '#/job/' + id, {}, ids.a);
+  await page.waitForSelector('#job-state .badge');
+  assert.equal(await textOf(page, '#job-state'), 'pending');
+  assert.match(await page.$eval('#job pre', (e) => e.textContent), /"to": "a@example.org"/);
+  assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.a}`), 'pending');
+  await page.click('#cancel-job');
+  await page.waitForFunction(() => document.querySelector('#job-state')?.textContent === 'canceled', { timeout: 10000 });
+  assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.a}`), 'canceled');
+  assert.match(gw.log(), new RegExp(`console_action action=cancel id=${ids.a} state=canceled canceled=true role=admin token_fp=[0-9a-f]{8}`));
+});
+
+test('enqueue a job from the page', async () => {
+  await page.goto(gw.url + '/console/#/enqueue');
+  await page.waitForSelector('#enqueue-form');
+  await page.type('#e-topic', 'page.made');
+  await page.$eval('#e-payload', (e) => { e.value = ''; });
+  await page.type('#e-payload', '{"from":"the console"}');
+  await page.type('#e-key', 'console-key-1');
+  await page.click('#enqueue-form button[type=submit]');
+  await page.waitForSelector('#enqueued-link');
+  const id = (await textOf(page, '#enqueued-link')).replace('job ', '');
+  assert.equal(psql(db, `SELECT topic || ' ' || payload::text || ' ' || idempotency_key || ' ' || state FROM job WHERE id = ${id}`),
+    'page.made {"from": "the console"} console-key-1 pending');
+  // A refused payload shows the RPC's own message and writes nothing.
+  await page.$eval('#e-payload', (e) => { e.value = '{not json'; });
+  await page.click('#enqueue-form button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('#enqueue-error').textContent.includes('payload'));
+  assert.equal(psql(db, `SELECT count(*) FROM job WHERE topic = 'page.made'`), '1');
+});
+
+test('a POST without the CSRF token is refused and changes nothing', async () => {
+  const status = await page.evaluate(async (id) => {
+    const r = await fetch('/console/api/cancel', { method: 'POST', credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'id=' + id });
+    return r.status;
+  }, ids.b);
+  assert.equal(status, 403);
+  assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.b}`), 'pending');
+  // With it, the same request goes through: the refusal was the missing token.
+  const ok = await page.evaluate(async (id) => {
+    const s = await (await fetch('/console/api/session')).json();
+    const r = await fetch('/console/api/cancel', { method: 'POST', credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'X-CSRF-Token': s.csrf }, body: 'id=' + id });
+    return r.status;
+  }, ids.c);
+  assert.equal(ok, 200);
+  assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.c}`), 'canceled');
+});
+
+test('screenshots of the overview and a job page at 1280 and 375 px', async () => {
+  for (const width of [1280, 375]) {
+    await page.setViewport({ width, height: width === 375 ? 812 : 900 });
+    await page.goto(gw.url + '/console/#/overview', { waitUntil: 'networkidle0' });
+    await page.waitForSelector('#topics tr[data-topic="email.send"]');
+    const ov = path.join(outDir, `overview-${width}.png`);
+    await page.screenshot({ path: ov, fullPage: true });
+    await page.goto(gw.url + `/console/#/job/${ids.a}`);
+    await page.waitForSelector('#job-state .badge');
+    const jp = path.join(outDir, `job-${width}.png`);
+    await page.screenshot({ path: jp, fullPage: true });
+    for (const f of [ov, jp]) assert.ok(fs.statSync(f).size > 5000, f + ' is written');
+    // Nothing wider than the screen at 375 px but the tables' own scroll regions.
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+    assert.equal(overflow, false, `page wider than ${width} px`);
+  }
+  await page.setViewport({ width: 1280, height: 900 });
+});
+
+test('keyboard only: skip link, sign-in, navigation, a form', async () => {
+  const ctx = await browser.createBrowserContext();
+  const p = await ctx.newPage();
+  await p.goto(gw.url + '/console/', { waitUntil: 'networkidle0' });
+  const focused = () => p.evaluate(() => document.activeElement.id || document.activeElement.textContent.trim());
+  await p.keyboard.press('Tab');
+  assert.equal(await focused(), 'Skip to content');
+  await p.keyboard.press('Tab');
+  assert.equal(await focused(), 'token');
+  await p.keyboard.type(gw.admin);
+  await p.keyboard.press('Enter');
+  await p.waitForSelector('#nav', { visible: true });
+  // From the top of the page (the skip link), Tab walks the navigation in order.
+  await p.focus('.skip');
+  const seen = [];
+  for (let i = 0; i < 3; i++) {
+    await p.keyboard.press('Tab');
+    seen.push(await focused());
+  }
+  assert.deepEqual(seen, ['Overview', 'Jobs', 'Enqueue']);
+  await p.keyboard.press('Enter');
+  await p.waitForSelector('#enqueue-form');
+  await p.focus('#e-topic');
+  await p.keyboard.type('kbd.topic');
+  await p.keyboard.press('Tab');
+  assert.equal(await focused(), 'e-payload');
+  // The skip link moves the focus to the content.
+  await p.focus('.skip');
+  await p.keyboard.press('Enter');
+  assert.equal(await focused(), 'main');
+  await p.close();
+  await ctx.close();
+});
+
+test('axe-core finds no accessibility violation on the sign-in, overview, job and enqueue pages', async () => {
+  const ctx = await browser.createBrowserContext();
+  const p = await ctx.newPage();
+  await p.setViewport({ width: 1280, height: 900 });
+  await p.goto(gw.url + '/console/', { waitUntil: 'networkidle0' });
+  await p.waitForSelector('#token', { visible: true });
+  const report = {};
+  report.signin = await axe(p);
+  await p.type('#token', gw.admin);
+  await p.keyboard.press('Enter');
+  await p.waitForSelector('#topics');
+  report.overview = await axe(p);
+  await p.goto(gw.url + `/console/#/job/${ids.b}`);
+  await p.waitForSelector('#job-state .badge');
+  report.job = await axe(p);
+  await p.goto(gw.url + '/console/#/enqueue');
+  await p.waitForSelector('#enqueue-form');
+  report.enqueue = await axe(p);
+  await p.goto(gw.url + '/console/#/jobs');
+  await p.waitForSelector('#jobs-filter');
+  report.jobs = await axe(p);
+  fs.writeFileSync(path.join(outDir, 'axe.json'), JSON.stringify(report, null, 2));
+  for (const [name, v] of Object.entries(report)) assert.deepEqual(v, [], `${name}: ${JSON.stringify(v, null, 1)}`);
+  await ctx.close();
+});
+
+test('a worker token signs in read-only', async () => {
+  const ctx = await browser.createBrowserContext();
+  const p = await ctx.newPage();
+  p.on('dialog', (d) => d.accept());
+  await signIn(p, gw.worker);
+  await p.waitForSelector('#nav', { visible: true });
+  assert.match(await textOf(p, '#role'), /worker.*read-only/);
+  await p.goto(gw.url + `/console/#/job/${ids.b}`);
+  await p.waitForSelector('#job-state .badge');
+  assert.equal(await p.$('#cancel-job'), null, 'no cancel button');
+  const status = await p.evaluate(async (id) => {
+    const s = await (await fetch('/console/api/session')).json();
+    const r = await fetch('/console/api/cancel', { method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'X-CSRF-Token': s.csrf }, body: 'id=' + id });
+    return r.status;
+  }, ids.b);
+  assert.equal(status, 403);
+  assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.b}`), 'pending');
+  await ctx.close();
+});
+
+test('signing out ends the session', async () => {
+  await page.goto(gw.url + '/console/#/overview', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('#signout', { visible: true });
+  await page.click('#signout');
+  await page.waitForSelector('#token', { visible: true });
+  const status = await page.evaluate(async () => (await fetch('/console/api/overview')).status);
+  assert.equal(status, 401);
+  await sleep(10);
+});

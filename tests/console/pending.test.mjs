@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+// The console's browser tests that need issue 15's operations (the job list with its filters and
+// keyset pagination; pause and resume): written against the JSON docs/console.md gives them, and
+// skipped with their reason until BROOQ_TEST_CONSOLE_PENDING=1 (set it, and drop --pending from
+// tests/CMakeLists.txt, once console_ops_pending.c is wired).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { binDir, createDb, dropDb, launchBrowser, psql, sleep, startGateway } from './lib.mjs';
+
+const enabled = process.env.BROOQ_TEST_CONSOLE_PENDING === '1';
+const skip = enabled ? false : 'needs issue 15 (the list, pause and resume operations): console_ops_pending.c answers 501';
+
+let db, gw, browser, page, worker;
+
+before(async () => {
+  if (!enabled) return;
+  db = createDb();
+  gw = await startGateway(db);
+  browser = await launchBrowser();
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  page.on('dialog', (d) => d.accept());
+  await page.goto(gw.url + '/console/', { waitUntil: 'networkidle0' });
+  await page.type('#token', gw.admin);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#nav', { visible: true });
+});
+
+after(async () => {
+  if (worker) worker.kill('SIGTERM');
+  if (browser) await browser.close();
+  if (gw) await gw.stop();
+  if (db) dropDb(db);
+});
+
+test('filter the job list by topic and state, page by page', { skip }, async () => {
+  for (let i = 0; i < 60; i++) psql(db, `INSERT INTO job (topic, payload, state) VALUES ('list.me', '{}', '${i % 3 === 0 ? 'canceled' : 'pending'}')`);
+  psql(db, `INSERT INTO job (topic, payload, state) VALUES ('other', '{}', 'canceled')`);
+  const want = psql(db, `SELECT string_agg(id::text, ',' ORDER BY id DESC) FROM job WHERE topic = 'list.me' AND state = 'canceled'`).split(',');
+  await page.goto(gw.url + '/console/#/jobs?topic=list.me&state=canceled');
+  await page.waitForSelector('#jobs-filter');
+  await page.click('#jobs-filter button[type=submit]');
+  await page.waitForSelector('#jobs tbody tr');
+  const ids = await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => r.dataset.id));
+  assert.deepEqual(ids.sort(), want.slice().sort());
+  // 20 rows fit one page of 50: no next page.
+  assert.equal(await page.$('#more'), null);
+});
+
+test('pause a topic from the overview and see claims stop; resume and see them go on', { skip }, async () => {
+  const dir = fs.mkdtempSync(path.join(gw.dir, 'w-'));
+  fs.writeFileSync(path.join(dir, 'token'), gw.worker, { mode: 0o600 });
+  worker = spawn(path.join(binDir, 'example-worker'), [], {
+    env: { ...process.env, BROOQ_URL: `ipc://${gw.dir}/gw.sock`, BROOQ_TOKEN_FILE: path.join(dir, 'token') },
+    stdio: 'ignore',
+  });
+  const first = psql(db, `INSERT INTO job (topic, payload) VALUES ('demo.hello', '{}') RETURNING id`);
+  for (let i = 0; i < 100 && psql(db, `SELECT state FROM job WHERE id = ${first}`) !== 'done'; i++) await sleep(100);
+  assert.equal(psql(db, `SELECT state FROM job WHERE id = ${first}`), 'done');
+  await page.goto(gw.url + '/console/#/overview');
+  const pause = await page.waitForSelector('#topics tr[data-topic="demo.hello"] button');
+  assert.match(await pause.evaluate((b) => b.textContent), /^Pause/);
+  await pause.click();
+  await page.waitForSelector('#topics tr[data-topic="demo.hello"] .badge.paused');
+  const held = psql(db, `INSERT INTO job (topic, payload) VALUES ('demo.hello', '{}') RETURNING id`);
+  await sleep(2500); // several poll intervals: no gateway claims it
+  assert.equal(psql(db, `SELECT state || ' ' || attempts FROM job WHERE id = ${held}`), 'pending 0');
+  const resume = await page.waitForSelector('#topics tr[data-topic="demo.hello"] button');
+  assert.match(await resume.evaluate((b) => b.textContent), /^Resume/);
+  await resume.click();
+  for (let i = 0; i < 100 && psql(db, `SELECT state FROM job WHERE id = ${held}`) !== 'done'; i++) await sleep(100);
+  assert.equal(psql(db, `SELECT state FROM job WHERE id = ${held}`), 'done');
+});

@@ -1,0 +1,807 @@
+/* SPDX-License-Identifier: MIT */
+/* The web console (issue 16): its text formats and sessions as units, its settings, and its HTTP
+ * API against a real gateway and PostgreSQL (sign-in, cookies, CSRF, read-only sessions,
+ * headers, the operations and their refusals, HTTPS); speed/: the overview with 1M jobs. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <sodium.h>
+
+#include "auth.h"
+#include "brq_clock.h"
+#include "config.h"
+#include "console_json.h"
+#include "console_session.h"
+#include "gw.h"
+#include "testdb.h"
+#include "tutil.h"
+
+/* ---- units: JSON and forms ------------------------------------------------------------ */
+
+Test(json, escapes_what_could_break_out_and_counts_commas)
+{
+	brq_jw j;
+	brq_jw_init(&j, 4096);
+	brq_jw_obj(&j);
+	brq_jw_key(&j, "s");
+	brq_jw_cstr(&j, "a\"b\\c\n<script>&\x01");
+	brq_jw_key(&j, "a");
+	brq_jw_arr(&j);
+	brq_jw_u64(&j, 1);
+	brq_jw_i64(&j, -2);
+	brq_jw_null(&j);
+	brq_jw_bool(&j, true);
+	brq_jw_raw(&j, "{\"x\":[1]}", 9);
+	brq_jw_end(&j);
+	brq_jw_key(&j, "bad");
+	brq_jw_str(&j,
+		   "\xff"
+		   "ok",
+		   3);
+	brq_jw_end(&j);
+	cr_assert_eq(j.err, 0);
+	cr_assert_str_eq(j.data,
+			 "{\"s\":\"a\\\"b\\\\c\\n\\u003cscript\\u003e\\u0026\\u0001\",\"a\":[1,-2,null,true,{"
+			 "\"x\":[1]}],"
+			 "\"bad\":\"\xef\xbf\xbdok\"}");
+	cr_assert(brq_json_valid(j.data, j.len, 16, 0, NULL));
+	brq_jw_reset(&j);
+	brq_jw_end(&j); /* nothing open */
+	cr_assert_neq(j.err, 0);
+	brq_jw_fini(&j);
+	brq_jw_init(&j, 8);
+	brq_jw_cstr(&j, "longer than eight");
+	cr_assert_eq(j.err, BRQ_E2BIG);
+	brq_jw_fini(&j);
+}
+
+Test(form, decodes_fields_and_refuses_what_is_ambiguous)
+{
+	brq_form    f;
+	const char *why;
+	const char *t = "topic=email.send&payload=%7B%22a%22%3A1%7D&key=a+b&empty=&flag";
+	cr_assert_eq(brq_form_parse(&f, t, strlen(t), &why), 0);
+	cr_assert_eq(f.n, 5);
+	cr_assert_str_eq(brq_form_get(&f, "payload")->ptr, "{\"a\":1}");
+	cr_assert_str_eq(brq_form_get(&f, "key")->ptr, "a b");
+	cr_assert_eq(brq_form_get(&f, "empty")->len, 0);
+	cr_assert_null(brq_form_get(&f, "nope"));
+	uint64_t v;
+	cr_assert_eq(brq_form_u64(&f, "empty", 0, 10, &v), BRQ_ENOTFOUND);
+	cr_assert_eq(brq_form_u64(&f, "key", 0, 10, &v), BRQ_EINVAL);
+	brq_form_fini(&f);
+	const char *bad[] = {"a=1&a=2", "a=%zz", "a=%4", "a=%00", "x=%"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(brq_form_parse(&f, bad[i], strlen(bad[i]), &why), BRQ_EINVAL, "%s", bad[i]);
+		cr_assert_not_null(why);
+		brq_form_fini(&f);
+	}
+	cr_assert_eq(brq_form_parse(&f, "n=18446744073709551615", 22, &why), 0);
+	cr_assert_eq(brq_form_u64(&f, "n", 0, UINT64_MAX, &v), 0);
+	cr_assert_eq(v, UINT64_MAX);
+	brq_form_fini(&f);
+	cr_assert_eq(brq_form_parse(&f, "n=18446744073709551616", 22, &why), 0);
+	cr_assert_eq(brq_form_u64(&f, "n", 0, UINT64_MAX, &v), BRQ_EINVAL);
+	brq_form_fini(&f);
+}
+
+/* ---- units: sessions ----------------------------------------------------------------- */
+
+static uint64_t fake_now = 1000;
+static uint64_t
+fake_clock(void)
+{
+	return fake_now;
+}
+
+/* Two token files (admin, worker) in dir, and an auth over them. */
+static void
+auth_with(brq_auth *a, const char *dir, const char *admin, const char *worker)
+{
+	char                pa[300], pw[300];
+	brq_config_problems p;
+	snprintf(pa, sizeof(pa), "%s/admin", dir);
+	snprintf(pw, sizeof(pw), "%s/worker", dir);
+	FILE *f = fopen(pa, "w");
+	fputs(admin, f);
+	fclose(f);
+	f = fopen(pw, "w");
+	fputs(worker, f);
+	fclose(f);
+	chmod(pa, 0600);
+	chmod(pw, 0600);
+	const char *ad[] = {pa}, *wk[] = {pw};
+	brq_config_problems_init(&p);
+	cr_assert_eq(brq_auth_init(a, wk, 1, ad, 1, &p), 0);
+	brq_config_problems_fini(&p);
+}
+
+#define ADMIN_T  "admin-token-0123456789abcdef0123456789abcdef"
+#define WORKER_T "worker-token-0123456789abcdef0123456789abcde"
+
+Test(session, signs_in_by_role_expires_evicts_and_revokes)
+{
+	char dir[] = "/tmp/brooq-console-sess.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	brq_auth a;
+	auth_with(&a, dir, ADMIN_T, WORKER_T);
+	brq_console_now_ms = fake_clock;
+	brq_console_sessions *s;
+	cr_assert_eq(brq_console_sessions_new(&a, 1000, 3, &s), 0);
+	char            sid[BRQ_CONSOLE_SID_LEN + 1], sid2[BRQ_CONSOLE_SID_LEN + 1];
+	brq_console_who who, got;
+
+	cr_assert_eq(brq_console_session_open(s, "nope-nope-nope-nope-nope-nope-nope", 34, sid, &who),
+		     BRQ_ENOTFOUND);
+	cr_assert_eq(brq_console_sessions_count(s), 0);
+	cr_assert_eq(brq_console_session_open(s, ADMIN_T, strlen(ADMIN_T), sid, &who), 0);
+	cr_assert_eq(who.role, BRQ_ROLE_ADMIN);
+	cr_assert_eq(strlen(sid), BRQ_CONSOLE_SID_LEN);
+	cr_assert_eq(strlen(who.csrf), BRQ_CONSOLE_CSRF_LEN);
+	/* The fingerprint: the first 4 bytes of the token's unkeyed BLAKE2b-256. */
+	unsigned char h[32];
+	char          fp[9];
+	crypto_generichash(h, 32, (const unsigned char *) ADMIN_T, strlen(ADMIN_T), NULL, 0);
+	sodium_bin2hex(fp, sizeof(fp), h, 4);
+	cr_assert_str_eq(who.token_fp, fp);
+	cr_assert_eq(brq_console_session_get(s, sid, strlen(sid), &got), 0);
+	cr_assert_str_eq(got.csrf, who.csrf);
+	cr_assert(brq_console_csrf_ok(&got, who.csrf, strlen(who.csrf)));
+	char wrong[BRQ_CONSOLE_CSRF_LEN + 1];
+	memcpy(wrong, who.csrf, sizeof(wrong));
+	wrong[0] = wrong[0] == 'A' ? 'B' : 'A';
+	cr_assert_not(brq_console_csrf_ok(&got, wrong, strlen(wrong)));
+	cr_assert_not(brq_console_csrf_ok(&got, NULL, 0));
+	sid[3] = sid[3] == 'x' ? 'y' : 'x';
+	cr_assert_eq(brq_console_session_get(s, sid, strlen(sid), &got), BRQ_ENOTFOUND);
+
+	/* Expiry: ttl after sign-in. */
+	cr_assert_eq(brq_console_session_open(s, WORKER_T, strlen(WORKER_T), sid2, &who), 0);
+	cr_assert_eq(who.role, BRQ_ROLE_WORKER);
+	fake_now += 999;
+	cr_assert_eq(brq_console_session_get(s, sid2, strlen(sid2), &got), 0);
+	fake_now += 1;
+	cr_assert_eq(brq_console_session_get(s, sid2, strlen(sid2), &got), BRQ_ENOTFOUND);
+
+	/* Bounded: a fourth sign-in drops the one used least recently. */
+	char ids[4][BRQ_CONSOLE_SID_LEN + 1];
+	for (int i = 0; i < 3; i++) {
+		fake_now += 1;
+		cr_assert_eq(brq_console_session_open(s, ADMIN_T, strlen(ADMIN_T), ids[i], &who), 0);
+	}
+	fake_now += 1;
+	cr_assert_eq(brq_console_session_get(s, ids[0], BRQ_CONSOLE_SID_LEN, &got),
+		     0); /* used: not the oldest now */
+	fake_now += 1;
+	cr_assert_eq(brq_console_session_open(s, ADMIN_T, strlen(ADMIN_T), ids[3], &who), 0);
+	cr_assert_eq(brq_console_sessions_count(s), 3);
+	cr_assert_eq(brq_console_session_get(s, ids[1], BRQ_CONSOLE_SID_LEN, &got), BRQ_ENOTFOUND);
+	cr_assert_eq(brq_console_session_get(s, ids[0], BRQ_CONSOLE_SID_LEN, &got), 0);
+
+	/* A token removed (a reload publishing another set) ends its sessions. */
+	brq_auth_set       *set;
+	brq_config_problems p;
+	char                pw[300];
+	snprintf(pw, sizeof(pw), "%s/worker", dir);
+	const char *wk[] = {pw};
+	brq_config_problems_init(&p);
+	cr_assert_eq(brq_auth_prepare(&a, wk, 1, NULL, 0, &set, &p), 0);
+	brq_config_problems_fini(&p);
+	brq_auth_publish(&a, set);
+	cr_assert_eq(brq_console_session_get(s, ids[0], BRQ_CONSOLE_SID_LEN, &got), BRQ_ENOTFOUND);
+
+	brq_console_session_close(s, ids[3], BRQ_CONSOLE_SID_LEN);
+	brq_console_sessions_free(s);
+	brq_auth_fini(&a);
+	brq_console_now_ms = brq_now_ms;
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- settings -------------------------------------------------------------------------- */
+
+typedef struct kv {
+	const char *k, *v;
+} kv;
+static const kv *cur_env;
+static const char *
+lookup(const char *name, void *arg)
+{
+	(void) arg;
+	for (const kv *e = cur_env; e != NULL && e->k != NULL; e++)
+		if (strcmp(e->k, name) == 0)
+			return e->v;
+	if (strcmp(name, "BROOQ_DSN") == 0)
+		return "host=/nonexistent dbname=x";
+	if (strcmp(name, "BROOQ_ADMIN_TOKEN_FILES") == 0)
+		return "/nonexistent/admin";
+	return NULL;
+}
+
+static brq_config          cfg;
+static brq_config_problems probs;
+
+static int
+load(const kv *env)
+{
+	cur_env = env;
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	return brq_config_load(&cfg, NULL, lookup, NULL, &probs);
+}
+
+static bool
+has_problem(const char *needle)
+{
+	for (size_t i = 0; i < probs.count; i++)
+		if (strstr(probs.lines[i], needle) != NULL)
+			return true;
+	return false;
+}
+
+Test(settings, console_beyond_loopback_only_when_asked_and_over_https)
+{
+	cr_assert_eq(load((kv[]) {{NULL, NULL}}), 0);
+	cr_assert(cfg.console_enabled, "on by default with the loopback default");
+	cr_assert_eq(cfg.console_session_ttl_ms, 8ull * 3600 * 1000);
+	cr_assert_null(cfg.http_tls_cert_file);
+
+	/* A remote Prometheus setup from before the console: the console stays off. */
+	cr_assert_eq(load((kv[]) {{"BROOQ_HTTP_LISTEN", "0.0.0.0:9100"},
+				  {"BROOQ_HTTP_ALLOW_NONLOOPBACK", "true"},
+				  {NULL, NULL}}),
+		     0);
+	cr_assert_not(cfg.console_enabled);
+
+	cr_assert_eq(load((kv[]) {{"BROOQ_HTTP_LISTEN", "0.0.0.0:9100"},
+				  {"BROOQ_HTTP_ALLOW_NONLOOPBACK", "true"},
+				  {"BROOQ_CONSOLE", "on"},
+				  {NULL, NULL}}),
+		     BRQ_EINVAL);
+	cr_assert(has_problem(
+		"BROOQ_CONSOLE: on with the non-loopback BROOQ_HTTP_LISTEN host 0.0.0.0 needs HTTPS"));
+
+	cr_assert_eq(load((kv[]) {{"BROOQ_HTTP_LISTEN", "off"}, {"BROOQ_CONSOLE", "on"}, {NULL, NULL}}),
+		     BRQ_EINVAL);
+	cr_assert(has_problem("BROOQ_CONSOLE: on, but BROOQ_HTTP_LISTEN is off"));
+	cr_assert_eq(load((kv[]) {{"BROOQ_CONSOLE", "yes"}, {NULL, NULL}}), BRQ_EINVAL);
+	cr_assert(has_problem("BROOQ_CONSOLE: must be on or off"));
+	cr_assert_eq(load((kv[]) {{"BROOQ_CONSOLE", "off"}, {NULL, NULL}}), 0);
+	cr_assert_not(cfg.console_enabled);
+
+	cr_assert_eq(load((kv[]) {{"BROOQ_CONSOLE_SESSION_TTL", "30m"}, {NULL, NULL}}), 0);
+	cr_assert_eq(cfg.console_session_ttl_ms, 30ull * 60 * 1000);
+	cr_assert_eq(load((kv[]) {{"BROOQ_CONSOLE_SESSION_TTL", "8d"}, {NULL, NULL}}), BRQ_EINVAL);
+	cr_assert(has_problem("BROOQ_CONSOLE_SESSION_TTL: must be between"));
+	cr_assert_eq(load((kv[]) {{"BROOQ_CONSOLE_SESSION_TTL", "60"}, {NULL, NULL}}), BRQ_EINVAL);
+
+	cr_assert_eq(load((kv[]) {{"BROOQ_HTTP_TLS_CERT_FILE", "/nonexistent/c.pem"}, {NULL, NULL}}),
+		     BRQ_EINVAL);
+	cr_assert(has_problem("BROOQ_HTTP_TLS_KEY_FILE: required with BROOQ_HTTP_TLS_CERT_FILE"));
+	cr_assert_eq(load((kv[]) {{"BROOQ_HTTP_TLS_CERT_FILE", "/nonexistent/c.pem"},
+				  {"BROOQ_HTTP_TLS_KEY_FILE", "/nonexistent/k.pem"},
+				  {NULL, NULL}}),
+		     BRQ_EINVAL);
+	cr_assert(has_problem("/nonexistent/c.pem: cannot open"));
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+}
+
+/* ---- HTTP against a real gateway ----------------------------------------------------------- */
+
+static uint16_t
+free_port(void)
+{
+	struct sockaddr_in sa  = {.sin_family = AF_INET};
+	socklen_t          len = sizeof(sa);
+	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
+	sa.sin_addr.s_addr     = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &len), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+typedef struct resp {
+	int  status;
+	char head[8192];
+	char body[1 << 16];
+} resp;
+
+/* One HTTP/1.1 request on a connection of its own; extra: header lines, each ending
+ * in \r\n (may be ""). */
+static void
+http(uint16_t port, const char *method, const char *path, const char *extra, const char *body, resp *r)
+{
+	static char        buf[1 << 17];
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
+	int fd                = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	size_t blen = body != NULL ? strlen(body) : 0;
+	int    n    = snprintf(buf, sizeof(buf),
+			       "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n%s%s"
+				     "Content-Length: %zu\r\n\r\n%s",
+			       method, path, port, extra,
+                         body != NULL ? "Content-Type: application/x-www-form-urlencoded\r\n" : "", blen,
+                         body != NULL ? body : "");
+	cr_assert_eq(write(fd, buf, (size_t) n), n);
+	size_t  got = 0;
+	ssize_t k;
+	while ((k = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t) k;
+	close(fd);
+	buf[got]  = '\0';
+	char *sep = strstr(buf, "\r\n\r\n");
+	cr_assert_not_null(sep, "no HTTP reply: %s", buf);
+	*sep      = '\0';
+	size_t hl = strlen(buf), bl = strlen(sep + 4);
+	cr_assert_lt(hl, sizeof(r->head));
+	cr_assert_lt(bl, sizeof(r->body));
+	memcpy(r->head, buf, hl + 1);
+	memcpy(r->body, sep + 4, bl + 1);
+	r->status = atoi(buf + 9);
+}
+
+typedef struct console_gw {
+	brq_gw   gw;
+	char    *dsn;
+	uint16_t port;
+	char     env_http[64];
+	char     cookie[128]; /* "Cookie: brooq_session=...\r\n" */
+	char     csrf_h[128]; /* "X-CSRF-Token: ...\r\n" */
+} console_gw;
+
+static void
+cgw_start(console_gw *c, const char *const *more)
+{
+	const char *env[12] = {NULL};
+	int         n       = 0;
+	c->dsn              = brq_testdb_create(true);
+	c->port             = free_port();
+	snprintf(c->env_http, sizeof(c->env_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", c->port);
+	env[n++] = c->env_http;
+	env[n++] = "BROOQ_POLL_INTERVAL=100ms";
+	for (int i = 0; more != NULL && more[i] != NULL && n < 11; i++)
+		env[n++] = more[i];
+	brq_gw_start(&c->gw, c->dsn, env);
+	/* The RPC listener answers before the HTTP endpoint is up: wait for it too. */
+	brq_gw_await_log(&c->gw, "msg=http_listen", 1, 10000);
+}
+
+static void
+cgw_stop(console_gw *c)
+{
+	const char *log = brq_gw_log(&c->gw);
+	/* Never a token in the log, whatever the test did. */
+	cr_assert_null(strstr(log, c->gw.admin_token), "admin token in the log");
+	cr_assert_null(strstr(log, c->gw.worker_token), "worker token in the log");
+	brq_gw_stop(&c->gw);
+	brq_testdb_drop(c->dsn);
+}
+
+/* The value of a JSON string field (naive: our replies are flat where it matters). */
+static void
+json_field(const char *body, const char *key, char *out, size_t cap)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+	const char *p = strstr(body, pat);
+	cr_assert_not_null(p, "%s not in %s", key, body);
+	p += strlen(pat);
+	size_t l = strcspn(p, "\"");
+	cr_assert_lt(l, cap);
+	memcpy(out, p, l);
+	out[l] = '\0';
+}
+
+static void
+sign_in(console_gw *c, const char *token, resp *r)
+{
+	char body[256], sid[64], csrf[64];
+	snprintf(body, sizeof(body), "token=%s", token);
+	http(c->port, "POST", "/console/api/login", "", body, r);
+	cr_assert_eq(r->status, 200, "%s", r->body);
+	const char *set = strstr(r->head, "Set-Cookie: brooq_session=");
+	cr_assert_not_null(set);
+	sscanf(set, "Set-Cookie: brooq_session=%63[^;]", sid);
+	json_field(r->body, "csrf", csrf, sizeof(csrf));
+	snprintf(c->cookie, sizeof(c->cookie), "Cookie: brooq_session=%s\r\n", sid);
+	snprintf(c->csrf_h, sizeof(c->csrf_h), "X-CSRF-Token: %s\r\n", csrf);
+}
+
+/* Headers plus the session cookie and the CSRF header. */
+static const char *
+authed(const console_gw *c)
+{
+	static char h[300];
+	snprintf(h, sizeof(h), "%s%s", c->cookie, c->csrf_h);
+	return h;
+}
+
+static long long
+job_count(const char *dsn, const char *where)
+{
+	PGconn *pg = brq_testdb_connect(dsn);
+	char    sql[256];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM job WHERE %s", where);
+	long long n = brq_testdb_int(pg, sql);
+	PQfinish(pg);
+	return n;
+}
+
+Test(api, pages_carry_the_security_headers_and_no_inline_script)
+{
+	console_gw c;
+	resp       r;
+	cgw_start(&c, NULL);
+	http(c.port, "GET", "/console/", "", NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_not_null(strstr(r.head, "Content-Security-Policy: default-src 'none'; script-src 'self';"));
+	cr_assert_null(strstr(r.head, "unsafe-inline"));
+	cr_assert_not_null(strstr(r.head, "X-Frame-Options: DENY"));
+	cr_assert_not_null(strstr(r.head, "X-Content-Type-Options: nosniff"));
+	cr_assert_not_null(strstr(r.head, "Content-Type: text/html; charset=utf-8"));
+	/* Every script element has a src: nothing inline. */
+	for (const char *p = strstr(r.body, "<script"); p != NULL; p = strstr(p + 1, "<script"))
+		cr_assert_eq(strncmp(p, "<script src=", 12), 0, "inline script: %.40s", p);
+	cr_assert_null(strstr(r.body, " on"), "no inline event handler attributes");
+	http(c.port, "GET", "/console/app.js", "", NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_not_null(strstr(r.head, "Content-Type: text/javascript; charset=utf-8"));
+	http(c.port, "GET", "/console/nope.js", "", NULL, &r);
+	cr_assert_eq(r.status, 404);
+	http(c.port, "GET", "/console/api/overview", "", NULL, &r);
+	cr_assert_eq(r.status, 401);
+	cr_assert_not_null(strstr(r.head, "X-Frame-Options: DENY"));
+	http(c.port, "GET", "/console/api/nothing", "", NULL, &r);
+	cr_assert_eq(r.status, 404);
+	/* /metrics is where it was. */
+	http(c.port, "GET", "/metrics", "", NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cgw_stop(&c);
+}
+
+Test(api, sign_in_refuses_wrong_tokens_urls_and_other_sites)
+{
+	console_gw c;
+	resp       r;
+	char       path[256];
+	cgw_start(&c, NULL);
+	http(c.port, "POST", "/console/api/login", "", "token=0123456789abcdef0123456789abcdef0123", &r);
+	cr_assert_eq(r.status, 401);
+	cr_assert_null(strstr(r.head, "Set-Cookie"));
+	http(c.port, "GET", "/console/api/login", "", NULL, &r);
+	cr_assert_eq(r.status, 405);
+	/* A token in a URL is refused on any path, and the URL is not logged. */
+	snprintf(path, sizeof(path), "/console/api/session?token=%s", c.gw.admin_token);
+	http(c.port, "GET", path, "", NULL, &r);
+	cr_assert_eq(r.status, 400);
+	snprintf(path, sizeof(path), "/console/?x=1&Token=%s", c.gw.admin_token);
+	http(c.port, "GET", path, "", NULL, &r);
+	cr_assert_eq(r.status, 400);
+	/* Another site's page cannot sign a browser in. */
+	char body[128];
+	snprintf(body, sizeof(body), "token=%s", c.gw.admin_token);
+	http(c.port, "POST", "/console/api/login", "Origin: http://evil.example\r\n", body, &r);
+	cr_assert_eq(r.status, 403);
+	http(c.port, "POST", "/console/api/login", "Sec-Fetch-Site: cross-site\r\n", body, &r);
+	cr_assert_eq(r.status, 403);
+	/* Trailing whitespace (a token file read whole) is not part of the token. */
+	snprintf(body, sizeof(body), "token=%s%%0A", c.gw.admin_token);
+	http(c.port, "POST", "/console/api/login", "", body, &r);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_not_null(strstr(r.head, "; Path=/console; Max-Age=28800; HttpOnly; SameSite=Strict"), "%s",
+			   r.head);
+	cr_assert_null(strstr(r.head, "Secure"), "no Secure flag over plain HTTP");
+	const char *log = brq_gw_log(&c.gw);
+	cr_assert_geq(brq_gw_count(log, "console_sign_in_failed"), 1);
+	cr_assert_eq(brq_gw_count(log, "console_token_in_url"), 2);
+	http(c.port, "GET", "/metrics", "", NULL, &r);
+	cr_assert_not_null(strstr(r.body, "brooq_auth_failures_total 1\n"), "a failed sign-in is counted");
+	cgw_stop(&c);
+}
+
+Test(api, actions_need_the_csrf_token_and_an_admin_session)
+{
+	console_gw c;
+	resp       r;
+	cgw_start(&c, NULL);
+	PGconn   *pg = brq_testdb_connect(c.dsn);
+	long long id =
+		brq_testdb_int(pg, "INSERT INTO job (topic, payload) VALUES ('t.one', '{}') RETURNING id");
+	char body[64];
+	snprintf(body, sizeof(body), "id=%lld", id);
+	sign_in(&c, c.gw.admin_token, &r);
+
+	http(c.port, "POST", "/console/api/cancel", c.cookie, body, &r);
+	cr_assert_eq(r.status, 403, "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "X-CSRF-Token"));
+	char wrong[300];
+	snprintf(wrong, sizeof(wrong), "%sX-CSRF-Token: %s\r\n", c.cookie,
+		 "A23456789012345678901234567890123456789012");
+	http(c.port, "POST", "/console/api/cancel", wrong, body, &r);
+	cr_assert_eq(r.status, 403);
+	cr_assert_eq(job_count(c.dsn, "state = 'pending'"), 1, "nothing changed");
+	/* A form body only: JSON bodies are not read as forms. */
+	http(c.port, "POST", "/console/api/cancel", authed(&c), NULL, &r);
+	cr_assert_eq(r.status, 400);
+	cr_assert_not_null(strstr(r.body, "id: required"));
+
+	http(c.port, "POST", "/console/api/cancel", authed(&c), body, &r);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "\"state\":\"canceled\",\"canceled\":true"));
+	cr_assert_eq(job_count(c.dsn, "state = 'canceled'"), 1);
+	http(c.port, "POST", "/console/api/cancel", authed(&c), body, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_not_null(strstr(r.body, "\"canceled\":false"), "a terminal job is reported as it is");
+	http(c.port, "POST", "/console/api/cancel", authed(&c), "id=999999", &r);
+	cr_assert_eq(r.status, 404);
+
+	/* A worker token's session reads but does not act. */
+	console_gw w = c;
+	sign_in(&w, c.gw.worker_token, &r);
+	cr_assert_not_null(strstr(r.body, "\"role\":\"worker\",\"read_only\":true"));
+	char q[64];
+	snprintf(q, sizeof(q), "/console/api/job?id=%lld", id);
+	http(c.port, "GET", q, w.cookie, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_not_null(strstr(r.body, "\"state\":\"canceled\""));
+	http(c.port, "POST", "/console/api/enqueue", authed(&w), "topic=t.two&payload=%7B%7D", &r);
+	cr_assert_eq(r.status, 403);
+	cr_assert_not_null(strstr(r.body, "read-only"));
+	cr_assert_eq(job_count(c.dsn, "topic = 't.two'"), 0);
+
+	/* Sign-out ends the session. */
+	http(c.port, "POST", "/console/api/logout", authed(&c), "", &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_not_null(strstr(r.head, "Max-Age=0"));
+	http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
+	cr_assert_eq(r.status, 401);
+
+	const char *log = brq_gw_log(&c.gw);
+	char        line[160];
+	snprintf(
+		line, sizeof(line),
+		"console_action action=cancel id=%lld state=canceled canceled=true role=admin token_fp=", id);
+	cr_assert_not_null(strstr(log, line), "the action is logged with who did it");
+	cr_assert_geq(brq_gw_count(log, "console_csrf_refused"), 2);
+	PQfinish(pg);
+	cgw_stop(&c);
+}
+
+Test(api, enqueue_and_job_go_through_the_rpc_validation)
+{
+	console_gw c;
+	resp       r;
+	cgw_start(&c, NULL);
+	sign_in(&c, c.gw.admin_token, &r);
+	http(c.port, "POST", "/console/api/enqueue", authed(&c),
+	     "topic=mail.out&payload=%7B%22to%22%3A%22x%40y%22%7D&key=k-1&delay_ms=60000&max_attempts=3", &r);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "\"created\":true"));
+	long long id = atoll(strstr(r.body, "\"id\":") + 5);
+	cr_assert_eq(
+		job_count(c.dsn,
+			  "topic = 'mail.out' AND idempotency_key = 'k-1' AND max_attempts = 3 AND "
+			  "available_at > now() + interval '50 seconds' AND payload = '{\"to\":\"x@y\"}'"),
+		1);
+	/* The same key again: the same job, not created (invariant 8). */
+	http(c.port, "POST", "/console/api/enqueue", authed(&c), "topic=mail.out&payload=%7B%7D&key=k-1", &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_not_null(strstr(r.body, "\"created\":false"));
+	cr_assert_eq(atoll(strstr(r.body, "\"id\":") + 5), id);
+	const struct {
+		const char *body, *msg;
+		int         status;
+	} bad[] = {
+		{"payload=%7B%7D", "topic: required", 400},
+		{"topic=Mail&payload=%7B%7D", "topic: must match", 400},
+		{"topic=m&payload=%7Bx", "payload: invalid JSON", 400},
+		{"topic=m", "payload: required", 400},
+		{"topic=m&payload=1&max_attempts=0", "max_attempts: must be", 400},
+		{"topic=m&payload=1&delay_ms=-1", "delay_ms: must be", 400},
+		{"topic=m&payload=1&topic=n", "given twice", 400},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		http(c.port, "POST", "/console/api/enqueue", authed(&c), bad[i].body, &r);
+		cr_assert_eq(r.status, bad[i].status, "%s: %d %s", bad[i].body, r.status, r.body);
+		cr_assert_not_null(strstr(r.body, bad[i].msg), "%s: %s", bad[i].body, r.body);
+	}
+	cr_assert_eq(job_count(c.dsn, "true"), 1, "nothing refused was written");
+	char q[64];
+	snprintf(q, sizeof(q), "/console/api/job?id=%lld", id);
+	http(c.port, "GET", q, c.cookie, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_not_null(strstr(r.body, "\"payload\":{\"to\": \"x@y\"},\"key\":\"k-1\""), "%s", r.body);
+	http(c.port, "GET", "/console/api/job?id=abc", c.cookie, NULL, &r);
+	cr_assert_eq(r.status, 400);
+	http(c.port, "GET", "/console/api/job?id=424242", c.cookie, NULL, &r);
+	cr_assert_eq(r.status, 404);
+
+	/* The overview: depth from the monitor, no database on the request path. */
+	for (int i = 0; i < 50; i++) {
+		http(c.port, "GET", "/console/api/overview", c.cookie, NULL, &r);
+		if (strstr(r.body, "\"failed\":0,\"done\":0") != NULL &&
+		    strstr(r.body, "\"pending\":1") != NULL)
+			break;
+		brq_t_sleep_ms(100);
+	}
+	cr_assert_not_null(strstr(r.body, "{\"topic\":\"mail.out\",\"jobs\":{\"pending\":1,"), "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "\"enqueued_total\":1"), "%s", r.body);
+	cgw_stop(&c);
+}
+
+Test(api, issue15_operations_check_parameters_then_answer_501)
+{
+	console_gw c;
+	resp       r;
+	cgw_start(&c, NULL);
+	sign_in(&c, c.gw.admin_token, &r);
+	const struct {
+		const char *method, *path, *body;
+		int         status;
+		const char *msg;
+	} calls[] = {
+		{"GET", "/console/api/jobs?topic=a&state=dead&limit=50", NULL, 501,
+		 "not yet available: the job list"},
+		{"GET", "/console/api/jobs?state=zombie", NULL, 400, "state: must be"},
+		{"GET", "/console/api/jobs?limit=201", NULL, 400, "limit: must be"},
+		{"GET", "/console/api/jobs?created_after_ms=5&created_before_ms=4", NULL, 400,
+		 "created_after_ms"},
+		{"GET", "/console/api/topics", NULL, 501, "pause state and limits"},
+		{"GET", "/console/api/schedules", NULL, 501, "schedules"},
+		{"POST", "/console/api/retry", "id=7", 501, "retry"},
+		{"POST", "/console/api/retry", "topic=a&state=done", 400, "dead or canceled"},
+		{"POST", "/console/api/delete", "id=x", 400, "id: must be"},
+		{"POST", "/console/api/delete", "id=7", 501, "delete"},
+		{"POST", "/console/api/pause", "topic=a", 501, "pause"},
+		{"POST", "/console/api/resume", "", 400, "topic: required"},
+		{"POST", "/console/api/resume", "topic=a", 501, "resume"},
+	};
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		http(c.port, calls[i].method, calls[i].path, authed(&c), calls[i].body, &r);
+		cr_assert_eq(r.status, calls[i].status, "%s %s: %d %s", calls[i].method, calls[i].path,
+			     r.status, r.body);
+		cr_assert_not_null(strstr(r.body, calls[i].msg), "%s: %s", calls[i].path, r.body);
+	}
+	cgw_stop(&c);
+}
+
+Test(api, sessions_expire_and_end_when_their_token_is_removed)
+{
+	console_gw  c;
+	resp        r;
+	const char *more[] = {"BROOQ_CONSOLE_SESSION_TTL=1s", NULL};
+	cgw_start(&c, more);
+	sign_in(&c, c.gw.admin_token, &r);
+	cr_assert_not_null(strstr(r.head, "Max-Age=1;"));
+	http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	brq_t_sleep_ms(1100);
+	http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
+	cr_assert_eq(r.status, 401, "expired");
+	cgw_stop(&c);
+
+	cgw_start(&c, NULL);
+	sign_in(&c, c.gw.worker_token, &r);
+	/* The worker token's file now holds another token; SIGHUP reloads. */
+	FILE *f = fopen(c.gw.worker_token_file, "w");
+	fputs("another-worker-token-0123456789abcdef0123456789", f);
+	fclose(f);
+	kill(c.gw.pid, SIGHUP);
+	brq_gw_await_log(&c.gw, "tokens_reloaded", 1, 5000);
+	http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
+	cr_assert_eq(r.status, 401, "a removed token's session ends");
+	cr_assert_eq(brq_gw_count(brq_gw_log(&c.gw), "console_session_revoked"), 1);
+	cgw_stop(&c);
+}
+
+Test(api, console_off_serves_no_console)
+{
+	console_gw  c;
+	resp        r;
+	const char *more[] = {"BROOQ_CONSOLE=off", NULL};
+	cgw_start(&c, more);
+	http(c.port, "GET", "/console/", "", NULL, &r);
+	cr_assert_eq(r.status, 404);
+	http(c.port, "GET", "/metrics", "", NULL, &r);
+	cr_assert_eq(r.status, 200, "the rest of the endpoint is served");
+	cgw_stop(&c);
+}
+
+Test(api, https_endpoint_serves_the_console_with_secure_cookies)
+{
+	char dir[] = "/tmp/brooq-console-tls.XXXXXX", cmd[512], e_cert[350], e_key[350];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "%s/tests/support/tls_certs.sh %s", getenv("BROOQ_SOURCE_DIR"), dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(e_cert, sizeof(e_cert), "BROOQ_HTTP_TLS_CERT_FILE=%s/server.pem", dir);
+	snprintf(e_key, sizeof(e_key), "BROOQ_HTTP_TLS_KEY_FILE=%s/server.key", dir);
+	const char *more[] = {e_cert, e_key, NULL};
+	console_gw  c;
+	cgw_start(&c, more);
+	char out[300];
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s --cacert %s/ca.pem -o /dev/null -D %s -X POST --data-urlencode token=%s "
+		 "https://localhost:%u/console/api/login",
+		 dir, out, c.gw.admin_token, c.port);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	char   head[4096] = "";
+	FILE  *f          = fopen(out, "r");
+	size_t n          = fread(head, 1, sizeof(head) - 1, f);
+	fclose(f);
+	head[n] = '\0';
+	cr_assert_not_null(strstr(head, "HTTP/1.1 200"), "%s", head);
+	cr_assert_not_null(strstr(head, "HttpOnly; SameSite=Strict; Secure"), "%s", head);
+	cr_assert_not_null(strstr(head, "Strict-Transport-Security:"), "%s", head);
+	/* Plain HTTP on the same port gets no console. */
+	snprintf(cmd, sizeof(cmd), "curl -s -o /dev/null --max-time 5 http://127.0.0.1:%u/console/", c.port);
+	cr_assert_neq(system(cmd), 0);
+	cgw_stop(&c);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- speed: the overview with 1M jobs in the table ------------------------------------------ */
+
+static int
+cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *) a, y = *(const long long *) b;
+	return x < y ? -1 : x > y;
+}
+
+Test(speed, overview_answers_under_100ms_with_1M_jobs, .timeout = 580)
+{
+	console_gw c;
+	resp       r;
+	cgw_start(&c, NULL);
+	PGconn *pg = brq_testdb_connect(c.dsn);
+	int64_t t0 = brq_t_now_us();
+	/* A table as production has one: mostly history, a backlog, a few topics. */
+	brq_testdb_exec(pg,
+			"INSERT INTO job (topic, payload, state, attempts, updated_at) "
+			"SELECT 'topic.' || (g % 8), '{\"n\":1}', "
+			"CASE WHEN g % 10 = 0 THEN 'pending' WHEN g % 97 = 0 THEN 'dead' ELSE 'done' END, "
+			"CASE WHEN g % 10 = 0 THEN 0 ELSE 1 END, now() "
+			"FROM generate_series(1, 1000000) g");
+	brq_testdb_exec(pg, "ANALYZE job");
+	fprintf(stderr, "console speed: 1M jobs inserted in %.1f s\n", (double) (brq_t_now_us() - t0) / 1e6);
+	cr_assert_eq(brq_testdb_int(pg, "SELECT count(*) FROM job"), 1000000);
+	sign_in(&c, c.gw.admin_token, &r);
+	/* The monitor's active count shows the backlog (100k pending) within a few rounds. */
+	for (int i = 0; i < 600 && strstr(r.body, "\"pending\":25000,") == NULL; i++) {
+		brq_t_sleep_ms(100);
+		http(c.port, "GET", "/console/api/overview", c.cookie, NULL, &r);
+	}
+	cr_assert_not_null(strstr(r.body, "{\"topic\":\"topic.0\",\"jobs\":{\"pending\":25000,"), "%s",
+			   r.body);
+	enum { N = 200 };
+	long long us[N];
+	for (int i = 0; i < N; i++) {
+		int64_t a = brq_t_now_us();
+		http(c.port, "GET", "/console/api/overview", c.cookie, NULL, &r);
+		us[i] = brq_t_now_us() - a;
+		cr_assert_eq(r.status, 200);
+	}
+	qsort(us, N, sizeof(us[0]), cmp_ll);
+	fprintf(stderr,
+		"console speed: overview with 1M jobs: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d requests)\n",
+		us[N / 2] / 1000.0, us[N * 99 / 100] / 1000.0, us[N - 1] / 1000.0, N);
+	cr_assert_lt(us[N * 99 / 100], 100000, "p99 %lld us", us[N * 99 / 100]);
+	cr_assert_lt(us[N - 1], 100000, "max %lld us", us[N - 1]);
+	PQfinish(pg);
+	cgw_stop(&c);
+}
