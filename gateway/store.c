@@ -285,6 +285,7 @@ insert_rows(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue
 	brq_pgarr_begin(&a[3], BRQ_OID_INT8);
 	brq_pgarr_begin(&a[4], BRQ_OID_INT8);
 	brq_pgarr_begin(&a[5], BRQ_OID_INT4);
+	brq_pgarr_begin(&a[6], BRQ_OID_INT4);
 	for (uint32_t i = 0; i < n; i++) {
 		const brq_job_spec *j = &jobs[i];
 		char                topic[BRQ_TOPIC_MAX + 1];
@@ -310,10 +311,11 @@ insert_rows(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue
 			brq_config_topic_settings(c->st->cfg, topic, &max_attempts, NULL, NULL, NULL);
 		}
 		brq_pgarr_int4(&a[5], (int32_t) max_attempts);
+		brq_pgarr_int4(&a[6], (int32_t) (j->has_priority ? j->priority : BRQ_PRIORITY_DEFAULT));
 	}
-	const char *v[6];
-	int         l[6], f[6] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
-	for (int k = 0; k < 6; k++)
+	const char *v[7];
+	int l[7], f[7] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
+	for (int k = 0; k < 7; k++)
 		if (brq_store_param(&a[k], v, l, k) != 0)
 			return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
 	PGresult *r;

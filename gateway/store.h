@@ -57,7 +57,7 @@ typedef struct brq_store_conn_opts {
 	const atomic_bool *stop;                           // optional: ends waits within ~100 ms when set
 } brq_store_conn_opts;
 
-#define BRQ_STORE_ARRAYS 6
+#define BRQ_STORE_ARRAYS 7
 
 // One connection. Fields are the store's: callers use the functions below.
 typedef struct brq_store_conn {
@@ -140,7 +140,7 @@ typedef struct brq_store_claim_in {
 } brq_store_claim_in;
 
 typedef struct brq_store_claim_out {
-	brq_claimed_job *jobs; // borrowed; in claim order (available_at, id)
+	brq_claimed_job *jobs; // borrowed; in claim order (priority, available_at, id)
 	uint32_t         n_jobs;
 	brq_store_chain  chain; // chained jobs of the settle part
 } brq_store_claim_out;

@@ -90,6 +90,7 @@ brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out)
 		.key                 = brq_store_str(r, 0, JOB_KEY),
 		.created_at_ms       = brq_store_int(r, 0, JOB_CREATED_MS),
 		.updated_at_ms       = brq_store_int(r, 0, JOB_UPDATED_MS),
+		.priority            = (uint32_t) brq_store_int(r, 0, JOB_PRIORITY),
 	};
 	return 0;
 }

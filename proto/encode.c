@@ -234,7 +234,8 @@ kv_opt_str(brq_buf *b, const char *k, bool has, brq_str v)
 int
 brq_pack_job_spec(brq_buf *b, const brq_job_spec *j)
 {
-	uint32_t n = 2 + (j->key.len > 0) + j->has_delay_ms + j->has_run_at_ms + j->has_max_attempts;
+	uint32_t n = 2 + (j->key.len > 0) + j->has_delay_ms + j->has_run_at_ms + j->has_max_attempts +
+		j->has_priority;
 
 	brq_pack_map(b, n);
 	kv_str(b, "topic", j->topic);
@@ -250,6 +251,9 @@ brq_pack_job_spec(brq_buf *b, const brq_job_spec *j)
 	}
 	if (j->has_max_attempts) {
 		kv_uint(b, "max_attempts", j->max_attempts);
+	}
+	if (j->has_priority) {
+		kv_uint(b, "priority", j->priority);
 	}
 	return b->err;
 }
@@ -322,7 +326,7 @@ brq_pack_settle_result(brq_buf *b, const brq_settle_result *r)
 int
 brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 {
-	brq_pack_map(b, 13);
+	brq_pack_map(b, 13 + (j->priority > 0));
 	kv_uint(b, "id", j->id);
 	kv_str(b, "topic", j->topic);
 	kv_str(b, "payload", j->payload);
@@ -341,6 +345,9 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 	kv_opt_str(b, "key", j->has_key, j->key);
 	kv_int(b, "created_at_ms", j->created_at_ms);
 	kv_int(b, "updated_at_ms", j->updated_at_ms);
+	if (j->priority > 0) {
+		kv_uint(b, "priority", j->priority);
+	}
 	return b->err;
 }
 

@@ -36,6 +36,9 @@
 #define BRQ_ERROR_WIRE_MAX   65536                         // settle error bytes accepted
 #define BRQ_ERROR_STORED_MAX 4096                          // last_error bytes stored (UTF-8 safe cut)
 #define BRQ_ATTEMPTS_MAX     1000                          // max_attempts upper bound (min 1)
+#define BRQ_PRIORITY_MIN     1                             // priority that runs first
+#define BRQ_PRIORITY_MAX     9                             // priority that runs last
+#define BRQ_PRIORITY_DEFAULT 5                             // priority of a job that says none
 #define BRQ_LEASE_MS_MIN     1000                          // lease_ms lower bound
 #define BRQ_LEASE_MS_MAX     86400000                      // lease_ms upper bound (24 h)
 #define BRQ_DELAY_MS_MAX     UINT64_C(315360000000)        // 10 * 365 days in ms
@@ -109,6 +112,8 @@ typedef struct brq_job_spec {
 	int64_t  run_at_ms;     // unix ms, 0..BRQ_RUN_AT_MS_MAX (the past means "now")
 	bool     has_max_attempts;
 	uint32_t max_attempts; // 1..BRQ_ATTEMPTS_MAX
+	bool     has_priority;
+	uint32_t priority; // BRQ_PRIORITY_MIN..MAX; lower runs first
 } brq_job_spec;
 
 // (id, lease token) of a held job.
@@ -227,6 +232,7 @@ typedef struct brq_job_info {
 	brq_str   key;
 	int64_t   created_at_ms;
 	int64_t   updated_at_ms;
+	uint32_t  priority; // 0 from a gateway that does not send it
 } brq_job_info;
 
 typedef struct brq_topic_stats {

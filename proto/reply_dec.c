@@ -158,6 +158,7 @@ enum {
 	JI_KEY,
 	JI_CREATED,
 	JI_UPDATED,
+	JI_PRIORITY,
 	JI__N
 };
 
@@ -178,6 +179,7 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 		[JI_KEY]          = {"key", NULL},
 		[JI_CREATED]      = {"created_at_ms", NULL},
 		[JI_UPDATED]      = {"updated_at_ms", NULL},
+		[JI_PRIORITY]     = {"priority", NULL},
 	};
 
 	TRY(brq_dec_map(d, r, path, f, JI__N));
@@ -197,6 +199,11 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 	TRY(get_opt_str(d, &f[JI_LAST_ERROR], path, &j->has_last_error, &j->last_error));
 	TRY(get_opt_str(d, &f[JI_KEY], path, &j->has_key, &j->key));
 	TRY(get_i64(d, &f[JI_CREATED], path, &j->created_at_ms));
+	// Optional (gateways before priorities do not send it): 0 when absent.
+	j->priority = 0;
+	if (f[JI_PRIORITY].at != NULL) {
+		TRY(get_u32(d, &f[JI_PRIORITY], path, &j->priority));
+	}
 	return get_i64(d, &f[JI_UPDATED], path, &j->updated_at_ms);
 }
 

@@ -315,7 +315,9 @@ static brq_job_spec JOBS[3] = {
 	 .has_delay_ms     = true,
 	 .delay_ms         = 1500,
 	 .has_max_attempts = true,
-	 .max_attempts     = 7},
+	 .max_attempts     = 7,
+	 .has_priority     = true,
+	 .priority         = 1},
 	{.topic            = {"z9._-", 5},
 	 .payload          = {"[1,\"\\u00e9\",null]", 17},
 	 .key              = {"   ", 3},
@@ -511,6 +513,10 @@ expect_job_spec(const brq_job_spec *a, const brq_job_spec *b)
 	cr_expect_eq(a->has_max_attempts, b->has_max_attempts);
 	if (a->has_max_attempts) {
 		cr_expect_eq(a->max_attempts, b->max_attempts);
+	}
+	cr_expect_eq(a->has_priority, b->has_priority);
+	if (a->has_priority) {
+		cr_expect_eq(a->priority, b->priority);
 	}
 }
 
@@ -1217,6 +1223,9 @@ Test(fields, enqueue_rejects_missing_and_ill_typed_fields)
 		{ENQ("{topic:'a', payload:'1', run_at_ms:'x'}"), IA, "run_at_ms: must be an integer"},
 		{ENQ("{topic:'a', payload:'1', max_attempts:0}"), IA, "max_attempts: must be 1..1000"},
 		{ENQ("{topic:'a', payload:'1', max_attempts:1001}"), IA, "max_attempts: must be 1..1000"},
+		{ENQ("{topic:'a', payload:'1', priority:0}"), IA, "priority: must be 1..9"},
+		{ENQ("{topic:'a', payload:'1', priority:10}"), IA, "priority: must be 1..9"},
+		{ENQ("{topic:'a', payload:'1', priority:'1'}"), IA, "priority: must be"},
 		{ENQ("{topic:'a', payload:'1', max_attempts:true}"), IA,
 		 "max_attempts: must be an unsigned integer"},
 	};

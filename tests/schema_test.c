@@ -219,8 +219,11 @@ Test(schema, the_claim_statement_uses_the_claim_index_and_the_rows_it_locked)
 	fill_history();
 	char *plan = explain_stmt(BRQ_STMT_CLAIM,
 				  "'{t}', 10, 'w', array_fill(gen_random_uuid(), ARRAY[10]), NULL");
-	cr_assert_not_null(strstr(plan, "job_claim_topic_idx"), "claim does not use job_claim_topic_idx:\n%s",
-			   plan);
+	cr_assert_not_null(strstr(plan, "job_claim_priority_idx"),
+			   "claim does not use job_claim_priority_idx:\n%s", plan);
+	/* Each (topic, priority) range stops at its first job not yet due. */
+	cr_assert_not_null(strstr(plan, "available_at <= now()"), "%s", plan);
+	cr_assert_null(strstr(plan, "Filter: (available_at"), "claim filters on available_at:\n%s", plan);
 	cr_assert_not_null(strstr(plan, "Tid Scan on job"),
 			   "claim does not update the rows by their ctid:\n%s", plan);
 	cr_assert_null(strstr(plan, "Seq Scan on job"), "claim scans the table:\n%s", plan);

@@ -75,12 +75,14 @@ static const struct {
 	 "Checks that the gateway answers and that the token is accepted; prints the\n"
 	 "gateway's name and version and the round trip.\n"},
 	{"enqueue", brq_ctl_enqueue,
-	 "usage: brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n\n"
+	 "usage: brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n"
+	 "                                     [--priority P]\n\n"
 	 "Enqueues one job. JSON is the payload (any JSON value); - reads it from stdin.\n"
 	 "  --key K            idempotency key: a job with the same (topic, key) is not\n"
 	 "                     enqueued again; its id is printed (empty key: none)\n"
 	 "  --delay D          make the job ready after D\n"
-	 "  --max-attempts N   attempts before dead (default: the gateway's, per topic)\n"},
+	 "  --max-attempts N   attempts before dead (default: the gateway's, per topic)\n"
+	 "  --priority P       1 (runs first) .. 9 (runs last); default 5\n"},
 	{"job", brq_ctl_job,
 	 "usage: brooqctl [OPTIONS] job ID\n\n"
 	 "Shows every field of the job's row: state, attempts, last_error, lease, payload.\n"},
@@ -159,6 +161,7 @@ usage(FILE *f, const char *cmd)
 	}
 	fputs("usage: brooqctl [OPTIONS] ping\n"
 	      "       brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n"
+	      "                [--priority P]\n"
 	      "       brooqctl [OPTIONS] job ID\n"
 	      "       brooqctl [OPTIONS] cancel ID          (admin token)\n"
 	      "       brooqctl [OPTIONS] stats\n"
@@ -370,6 +373,13 @@ one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
 			return brq_ctl_usage(ctl, "--max-attempts '%s': not a positive integer", v);
 		ctl->max_attempts  = (uint32_t) u;
 		seen->enqueue_only = true;
+	} else if ((m = take_opt(argc, argv, i, "--priority", &v)) != 0) {
+		if (m < 0)
+			return brq_ctl_usage(ctl, "option --priority needs a value");
+		if (brq_ctl_parse_u64(v, 1, 9, &u) != 0)
+			return brq_ctl_usage(ctl, "--priority '%s': not an integer 1..9", v);
+		ctl->priority      = (uint32_t) u;
+		seen->enqueue_only = true;
 	} else if (strncmp(a, "--token", 7) == 0 && strncmp(a, "--token-file", 12) != 0) {
 		/* Never echo it: the argument may be the secret itself. */
 		return brq_ctl_usage(ctl,
@@ -391,8 +401,8 @@ first_command(int argc, char **argv)
 		if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)
 			return argv[i];
 		/* Skip the value of an option that takes one ("--url X"). */
-		static const char *const valued[]  = {"--url", "--token-file", "--timeout",
-						      "--key", "--delay",      "--max-attempts"};
+		static const char *const valued[]  = {"--url",   "--token-file",   "--timeout", "--key",
+						      "--delay", "--max-attempts", "--priority"};
 		bool                     is_valued = false;
 		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
 			is_valued = is_valued || strcmp(argv[i], valued[k]) == 0;
@@ -435,7 +445,7 @@ run_command(brq_ctl *ctl, int argc, char **argv)
 	} else if (k < 0) {
 		rc = brq_ctl_usage(ctl, "unknown command '%s'", pos[0]);
 	} else if (seen.enqueue_only && strcmp(pos[0], "enqueue") != 0) {
-		rc = brq_ctl_usage(ctl, "--key, --delay and --max-attempts belong to enqueue");
+		rc = brq_ctl_usage(ctl, "--key, --delay, --max-attempts and --priority belong to enqueue");
 	} else {
 		if (ctl->token_file == NULL)
 			ctl->token_file = env_nonempty("BROOQ_TOKEN_FILE");

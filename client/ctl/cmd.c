@@ -249,6 +249,7 @@ brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv)
 		.key          = ctl->key,
 		.delay_ms     = ctl->delay_ms,
 		.max_attempts = ctl->max_attempts,
+		.priority     = ctl->priority,
 	};
 	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK) {
 		free(owned);
@@ -290,6 +291,8 @@ print_job_json(const brooq_job_info *j)
 	brq_ctl_json_cstr(stdout, j->topic);
 	printf(",\"state\":\"%s\",\"attempts\":%" PRIu32 ",\"max_attempts\":%" PRIu32,
 	       brooq_state_name(j->state), j->attempts, j->max_attempts);
+	if (j->priority > 0)
+		printf(",\"priority\":%" PRIu32, j->priority);
 	json_time("available_at", j->available_at_ms, true);
 	fputs(",\"locked_by\":", stdout);
 	brq_ctl_json_cstr(stdout, j->locked_by);
@@ -333,6 +336,10 @@ print_job_table(const brooq_job_info *j)
 	row("state", brooq_state_name(j->state));
 	snprintf(buf, sizeof(buf), "%" PRIu32 " of %" PRIu32, j->attempts, j->max_attempts);
 	row("attempts", buf);
+	if (j->priority > 0) {
+		snprintf(buf, sizeof(buf), "%" PRIu32, j->priority);
+		row("priority", buf);
+	}
 	row_time("available_at", j->available_at_ms, true);
 	row("locked_by", j->locked_by);
 	row_time("locked_until", j->locked_until_ms, j->locked_until_ms != 0);

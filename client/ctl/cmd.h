@@ -32,6 +32,7 @@ typedef struct brq_ctl {
 	const char *key;             /* enqueue --key */
 	uint64_t    delay_ms;        /* enqueue --delay */
 	uint32_t    max_attempts;    /* enqueue --max-attempts; 0: the gateway's default */
+	uint32_t    priority;        /* enqueue --priority; 0: the default (5) */
 } brq_ctl;
 
 /*

@@ -78,6 +78,10 @@ spec_from(const brooq_job_spec *in, brq_job_spec *out, const char *what, size_t 
 		out->has_max_attempts = true;
 		out->max_attempts     = in->max_attempts;
 	}
+	if (in->priority > 0) {
+		out->has_priority = true;
+		out->priority     = in->priority;
+	}
 	return 0;
 }
 
@@ -452,6 +456,7 @@ job_info_out(const brq_job_info *in)
 	j->key             = opt_dup(in->has_key, in->key, &ok);
 	j->created_at_ms   = in->created_at_ms;
 	j->updated_at_ms   = in->updated_at_ms;
+	j->priority        = in->priority;
 	if (!ok) {
 		brooq_job_info_free(j);
 		return NULL;

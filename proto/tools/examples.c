@@ -164,7 +164,9 @@ main(void)
 		 .has_delay_ms     = true,
 		 .delay_ms         = 60000,
 		 .has_max_attempts = true,
-		 .max_attempts     = 3},
+		 .max_attempts     = 3,
+		 .has_priority     = true,
+		 .priority         = 2},
 	};
 	brq_enqueue_result eres[2] = {{101, true}, {57, false}};
 	memset(&req, 0, sizeof req);
@@ -281,6 +283,7 @@ main(void)
 		.key                 = brq_str_c("welcome-42"),
 		.created_at_ms       = 1699999990000,
 		.updated_at_ms       = 1700000000000,
+		.priority            = 5,
 	};
 	example("job", &req, &rep);
 

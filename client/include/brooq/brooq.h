@@ -200,6 +200,9 @@ typedef struct brooq_job_spec {
 	uint64_t    delay_ms;     /* 0: ready now */
 	int64_t     run_at_ms;    /* unix ms; 0: not set (exclusive with delay_ms) */
 	uint32_t    max_attempts; /* 0: the gateway's default for the topic */
+	/* 1 (runs first) .. 9 (runs last); 0: the default, 5. Strict: a ready job of
+	 * a lower number always goes first, so a flood of them can starve the rest. */
+	uint32_t priority;
 } brooq_job_spec;
 
 typedef struct brooq_enqueue_result {
@@ -302,6 +305,7 @@ typedef struct brooq_job_info {
 	char       *key;             /* NULL when none */
 	int64_t     created_at_ms;
 	int64_t     updated_at_ms;
+	uint32_t    priority; /* 1..9; 0 from a gateway without priorities */
 } brooq_job_info;
 
 BROOQ_API brooq_err brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out);

@@ -1,0 +1,47 @@
+-- SPDX-License-Identifier: MIT
+-- Job priorities, and per-topic policy: pause, concurrency limit, rate limit.
+
+-- +goose Up
+-- 1 runs first, 9 last, 5 by default (lower-first, like graphile-worker and River:
+-- "priority 1" reads as "first"). Strict: a ready job of priority 1 always goes
+-- before one of priority 2, so a steady flood of urgent jobs can starve the others
+-- (docs/operations.md). A constant default adds the column without rewriting job;
+-- the CHECK is a comparison of two small integers, nothing like the topic's regex.
+ALTER TABLE job ADD COLUMN priority smallint NOT NULL DEFAULT 5
+    CONSTRAINT job_priority_range CHECK (priority BETWEEN 1 AND 9);
+
+-- The claim reads one (topic, priority) range at a time, in (available_at, id)
+-- order, so a range stops at its first job not yet due: delayed and backed-off jobs
+-- cost a claim nothing, as with job_claim_topic_idx (gateway/store_sql.c).
+CREATE INDEX job_claim_priority_idx ON job (topic, priority, available_at, id)
+    WHERE state IN ('pending', 'failed');
+DROP INDEX job_claim_topic_idx;
+
+-- Jobs processing per topic: what a concurrency limit counts at claim time. Small:
+-- only the jobs held right now.
+CREATE INDEX job_running_topic_idx ON job (topic) WHERE state = 'processing';
+
+-- One row per topic with a policy; a topic without a row has none (not paused, no
+-- limits). The claim of a topic with a row locks it, so that gateways deciding how
+-- many of the topic's jobs to start take turns (exact limits across gateways).
+-- rate_window is the second (of the database clock) that rate_started counts the
+-- starts of: at most rate_per_s jobs start in each whole second.
+CREATE TABLE topic_policy (
+    topic        job_topic   PRIMARY KEY,
+    paused       boolean     NOT NULL DEFAULT false,
+    max_running  integer     CONSTRAINT topic_policy_max_running_range
+                             CHECK (max_running BETWEEN 1 AND 1000000),
+    rate_per_s   integer     CONSTRAINT topic_policy_rate_range
+                             CHECK (rate_per_s BETWEEN 1 AND 1000000),
+    rate_window  timestamptz,
+    rate_started integer     NOT NULL DEFAULT 0,
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+
+-- +goose Down
+DROP TABLE topic_policy;
+DROP INDEX job_running_topic_idx;
+CREATE INDEX job_claim_topic_idx ON job (topic, available_at, id)
+    WHERE state IN ('pending', 'failed');
+DROP INDEX job_claim_priority_idx;
+ALTER TABLE job DROP COLUMN priority;
