@@ -11,6 +11,7 @@
 #include "brq_version.h"
 #include "log.h"
 #include "metrics.h"
+#include "ops_policy.h"
 
 // An op's result: the reply is in w->out, or an error to encode.
 typedef struct op_err {
@@ -518,6 +519,8 @@ op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
 		rv = brq_figures_stats(o->figures, &w->arena, active, n_active, &topics, &n, &at_ms);
 	if (rv == 0 && at_ms == 0)
 		rv = brq_store_stats(c, &topics, &n);
+	if (rv == 0)
+		rv = brq_ops_policy_stats(c, topics, n);
 	if (rv != 0)
 		return store_fail(e, c, rv, "stats");
 	brq_buf *b = &w->out;
@@ -589,6 +592,14 @@ brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 	case BRQ_OP_CANCEL: st = op_cancel(c, w, &e); break;
 	case BRQ_OP_JOB: st = op_job(c, w, &e); break;
 	case BRQ_OP_STATS: st = op_stats(o, c, w, &e); break;
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS:
+	case BRQ_OP_TOPICS: {
+		int rv = brq_ops_policy_run(o, c, w);
+		st     = rv == 0 ? BRQ_ST_OK : store_fail(&e, c, rv, brq_op_name(w->req.op));
+		break;
+	}
 	default: st = fail(&e, BRQ_ST_INTERNAL, "op %s not handled", brq_op_name(w->req.op)); break;
 	}
 out:

@@ -24,6 +24,7 @@ static const char *const cancel_cols[]  = {CANCEL_COLS(BRQ_COL_EXPR)};
 static const char *const job_cols[]     = {JOB_COLS(BRQ_COL_EXPR)};
 static const char *const stats_cols[]   = {STATS_COLS(BRQ_COL_EXPR)};
 static const char *const depth_cols[]   = {DEPTH_COLS(BRQ_COL_EXPR)};
+static const char *const policy_cols[]  = {POLICY_COLS(BRQ_COL_EXPR)};
 
 static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_ENQUEUE]               = "brq_enqueue",
@@ -41,6 +42,12 @@ static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_DEPTH_ACTIVE]          = "brq_depth_active",
 	[BRQ_STMT_DEPTH_TERMINAL]        = "brq_depth_terminal",
 	[BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = "brq_depth_terminal_sample",
+	[BRQ_STMT_CLAIM_POLICY]          = "brq_claim_policy",
+	[BRQ_STMT_POLICY_LOCK]           = "brq_policy_lock",
+	[BRQ_STMT_POLICY_TOPICS]         = "brq_policy_topics",
+	[BRQ_STMT_POLICY_SET]            = "brq_policy_set",
+	[BRQ_STMT_POLICY_PRUNE]          = "brq_policy_prune",
+	[BRQ_STMT_POLICY_LIST]           = "brq_policy_list",
 };
 
 static const int nparams[BRQ_STMT__COUNT] = {
@@ -49,6 +56,8 @@ static const int nparams[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_TOPICS_OF] = 1,    [BRQ_STMT_CANCEL] = 1,         [BRQ_STMT_JOB] = 1,
 	[BRQ_STMT_STATS] = 0,        [BRQ_STMT_REAP] = 1,           [BRQ_STMT_RETENTION] = 2,
 	[BRQ_STMT_DEPTH_ACTIVE] = 0, [BRQ_STMT_DEPTH_TERMINAL] = 0, [BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = 1,
+	[BRQ_STMT_CLAIM_POLICY] = 5, [BRQ_STMT_POLICY_LOCK] = 1,    [BRQ_STMT_POLICY_TOPICS] = 0,
+	[BRQ_STMT_POLICY_SET] = 6,   [BRQ_STMT_POLICY_PRUNE] = 1,   [BRQ_STMT_POLICY_LIST] = 0,
 };
 
 #define COLS(a) (a), sizeof(a) / sizeof((a)[0])
@@ -153,6 +162,27 @@ enqueue_sql(FILE *f)
 	fputs(" FROM input i LEFT JOIN ins ON ins.id = i.id ORDER BY i.ord", f);
 }
 
+// The nine priorities, each read by its own range scan (claim_sql, step 1).
+#define PRIORITIES                                                                  \
+	"(VALUES (1::int2), (2::int2), (3::int2), (4::int2), (5::int2), (6::int2)," \
+	" (7::int2), (8::int2), (9::int2))"
+
+// The claim's update of the rows locked in CTE c (claim_sql, step 2).
+static void
+claim_update(FILE *f, const brq_config *cfg)
+{
+	fputs(" UPDATE job j SET state = 'processing', attempts = j.attempts + 1, locked_by = $3,"
+	      "  lease_token = ($4::uuid[])[c.k], updated_at = now(), claimed_at = now(),"
+	      "  locked_until = now() + coalesce($5::int8, ",
+	      f);
+	topic_case(f, cfg, "j.topic", LEASE_MS);
+	fputs(") * interval '1 millisecond'"
+	      " FROM c WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM c)) AND j.ctid = c.ctid"
+	      " RETURNING ",
+	      f);
+	cols(f, COLS(claim_cols));
+}
+
 static void
 claim_sql(FILE *f, const brq_config *cfg)
 {
@@ -179,28 +209,74 @@ claim_sql(FILE *f, const brq_config *cfg)
 	//    a plain join was the same, 60 ms at 100k rows). Joined back to c on the
 	//    ctid, each row takes token k of $4: no per-row search of an array, which
 	//    cost O(n^2) for big batches.
+	// 3. Topics with a row in topic_policy (paused or limited) are left out: they
+	//    are claimed by claim_policy_sql, which the store chooses for them from
+	//    its cache of such topics. The guard keeps a stale cache safe: a topic
+	//    paused or limited through another gateway gives nothing here until this
+	//    gateway's cache sees it (one poll interval), never more than its policy.
+	//    One primary-key probe of a small table per topic.
 	fputs("WITH c AS MATERIALIZED ("
 	      " SELECT l.ctid, row_number() OVER (ORDER BY l.priority, l.available_at, l.id) AS k"
-	      " FROM (SELECT DISTINCT unnest($1::text[])) AS t(topic)"
-	      " CROSS JOIN (VALUES (1::int2), (2::int2), (3::int2), (4::int2), (5::int2),"
-	      "  (6::int2), (7::int2), (8::int2), (9::int2)) AS p(priority)"
+	      " FROM (SELECT DISTINCT u.topic FROM unnest($1::text[]) AS u(topic)"
+	      "  WHERE NOT EXISTS (SELECT 1 FROM topic_policy tp WHERE tp.topic = u.topic)) AS t(topic)"
+	      " CROSS JOIN " PRIORITIES " AS p(priority)"
 	      " CROSS JOIN LATERAL ("
 	      "  SELECT ctid, id, priority, available_at FROM job"
 	      "  WHERE topic = t.topic AND priority = p.priority AND state IN ('pending', 'failed')"
 	      "   AND available_at <= now()"
 	      "  ORDER BY available_at, id LIMIT $2"
 	      "  FOR NO KEY UPDATE SKIP LOCKED) l"
-	      " ORDER BY l.priority, l.available_at, l.id LIMIT $2)"
-	      " UPDATE job j SET state = 'processing', attempts = j.attempts + 1, locked_by = $3,"
-	      "  lease_token = ($4::uuid[])[c.k], updated_at = now(), claimed_at = now(),"
-	      "  locked_until = now() + coalesce($5::int8, ",
+	      " ORDER BY l.priority, l.available_at, l.id LIMIT $2)",
 	      f);
-	topic_case(f, cfg, "j.topic", LEASE_MS);
-	fputs(") * interval '1 millisecond'"
-	      " FROM c WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM c)) AND j.ctid = c.ctid"
-	      " RETURNING ",
+	claim_update(f, cfg);
+}
+
+// The policy path of the claim, for topics with a row in topic_policy. Same
+// parameters and result as claim_sql. It runs after BRQ_STMT_POLICY_LOCK, in the
+// same transaction: the rows of the limited topics are locked, so gateways claiming
+// them take turns, and this statement's snapshot, taken after the lock was granted,
+// sees every claim committed before (READ COMMITTED). So:
+// - allowed = min(n, max_running - processing now, rate_per_s - started in this
+//   second of the database clock), 0 when paused or below 0; a missing row or
+//   limit does not limit;
+// - the scans are claim_sql's, each limited to `allowed`, and a topic keeps only
+//   its first `allowed` rows across priorities;
+// - the second's count is written in the row the same statement (statement_timestamp:
+//   after the lock, so windows only move forward from one holder to the next).
+static void
+claim_policy_sql(FILE *f, const brq_config *cfg)
+{
+	fputs("WITH pol AS MATERIALIZED ("
+	      " SELECT t.topic, CASE WHEN p.paused THEN 0 ELSE greatest(0, least($2::int8,"
+	      "  coalesce(p.max_running - (SELECT count(*) FROM job r"
+	      "   WHERE r.topic = t.topic AND r.state = 'processing'), $2::int8),"
+	      "  coalesce(p.rate_per_s - CASE WHEN p.rate_window = date_trunc('second', "
+	      "statement_timestamp())"
+	      "   THEN p.rate_started ELSE 0 END, $2::int8))) END AS allowed"
+	      " FROM (SELECT DISTINCT unnest($1::text[])) AS t(topic)"
+	      " LEFT JOIN topic_policy p ON p.topic = t.topic"
+	      "), c AS MATERIALIZED ("
+	      " SELECT x.ctid, x.topic, row_number() OVER (ORDER BY x.priority, x.available_at, x.id) AS k"
+	      " FROM (SELECT l.ctid, l.id, l.topic, l.priority, l.available_at, pol.allowed,"
+	      "  row_number() OVER (PARTITION BY l.topic ORDER BY l.priority, l.available_at, l.id) AS kt"
+	      "  FROM pol CROSS JOIN " PRIORITIES " AS p(priority)"
+	      "  CROSS JOIN LATERAL ("
+	      "   SELECT ctid, id, topic, priority, available_at FROM job"
+	      "   WHERE topic = pol.topic AND priority = p.priority AND state IN ('pending', 'failed')"
+	      "    AND available_at <= now()"
+	      "   ORDER BY available_at, id LIMIT pol.allowed"
+	      "   FOR NO KEY UPDATE SKIP LOCKED) l"
+	      "  WHERE pol.allowed > 0) x"
+	      " WHERE x.kt <= x.allowed"
+	      " ORDER BY x.priority, x.available_at, x.id LIMIT $2"
+	      "), started AS ("
+	      " UPDATE topic_policy tp SET rate_started = s.n + CASE WHEN tp.rate_window ="
+	      "  date_trunc('second', statement_timestamp()) THEN tp.rate_started ELSE 0 END,"
+	      "  rate_window = date_trunc('second', statement_timestamp())"
+	      " FROM (SELECT topic, count(*) AS n FROM c GROUP BY topic) s"
+	      " WHERE tp.topic = s.topic AND tp.rate_per_s IS NOT NULL)",
 	      f);
-	cols(f, COLS(claim_cols));
+	claim_update(f, cfg);
 }
 
 static void
@@ -365,6 +441,66 @@ janitor_sql(FILE *f, brq_stmt st)
 	}
 }
 
+static void
+policy_sql(FILE *f, brq_stmt st)
+{
+	switch (st) {
+	case BRQ_STMT_POLICY_LOCK:
+		// $1 topics text[]: locks the rows of the limited topics among them, in
+		// topic order (every claim locks in the same order: no deadlock between
+		// two claims of several limited topics). Paused topics need no turn.
+		fputs("SELECT ", f);
+		cols(f, COLS(topic_cols));
+		fputs(" FROM topic_policy j WHERE j.topic = ANY($1::text[]) AND NOT j.paused"
+		      " AND (j.max_running IS NOT NULL OR j.rate_per_s IS NOT NULL)"
+		      " ORDER BY j.topic FOR NO KEY UPDATE",
+		      f);
+		break;
+	case BRQ_STMT_POLICY_TOPICS:
+		// The topics that take the claim's policy path (the store's cache).
+		fputs("SELECT ", f);
+		cols(f, COLS(topic_cols));
+		fputs(" FROM topic_policy j", f);
+		break;
+	case BRQ_STMT_POLICY_SET:
+		// $1 topic, $2 what ('pause', 'resume', 'limits'), $3 max_running int8
+		// (0: unlimited), $4 set it (bool), $5 rate_per_s int8 (0: unlimited), $6
+		// set it (bool). Creates the row if needed; BRQ_STMT_POLICY_PRUNE then
+		// drops a row that says nothing, so the topic goes back to the fast path.
+		fputs("WITH p AS ("
+		      " INSERT INTO topic_policy AS t (topic, paused, max_running, rate_per_s)"
+		      " VALUES ($1::text, $2::text = 'pause',"
+		      "  CASE WHEN $4::bool THEN nullif($3::int8, 0)::int4 END,"
+		      "  CASE WHEN $6::bool THEN nullif($5::int8, 0)::int4 END)"
+		      " ON CONFLICT (topic) DO UPDATE SET"
+		      "  paused = CASE $2::text WHEN 'pause' THEN true WHEN 'resume' THEN false ELSE "
+		      "t.paused END,"
+		      "  max_running = CASE WHEN $4::bool THEN nullif($3::int8, 0)::int4 ELSE t.max_running "
+		      "END,"
+		      "  rate_per_s = CASE WHEN $6::bool THEN nullif($5::int8, 0)::int4 ELSE t.rate_per_s "
+		      "END,"
+		      "  updated_at = now()"
+		      " RETURNING t.*) SELECT ",
+		      f);
+		cols(f, COLS(policy_cols));
+		fputs(" FROM p", f);
+		break;
+	case BRQ_STMT_POLICY_PRUNE:
+		fputs("DELETE FROM topic_policy WHERE topic = $1::text AND NOT paused"
+		      " AND max_running IS NULL AND rate_per_s IS NULL",
+		      f);
+		break;
+	case BRQ_STMT_POLICY_LIST:
+		// Every topic with a policy, with its jobs processing now
+		// (job_running_topic_idx).
+		fputs("SELECT ", f);
+		cols(f, COLS(policy_cols));
+		fputs(" FROM topic_policy p ORDER BY p.topic", f);
+		break;
+	default: break;
+	}
+}
+
 static char *
 build(const brq_config *cfg, brq_stmt st)
 {
@@ -376,6 +512,12 @@ build(const brq_config *cfg, brq_stmt st)
 	switch (st) {
 	case BRQ_STMT_ENQUEUE: enqueue_sql(f); break;
 	case BRQ_STMT_CLAIM: claim_sql(f, cfg); break;
+	case BRQ_STMT_CLAIM_POLICY: claim_policy_sql(f, cfg); break;
+	case BRQ_STMT_POLICY_LOCK:
+	case BRQ_STMT_POLICY_TOPICS:
+	case BRQ_STMT_POLICY_SET:
+	case BRQ_STMT_POLICY_PRUNE:
+	case BRQ_STMT_POLICY_LIST: policy_sql(f, st); break;
 	case BRQ_STMT_HEARTBEAT: heartbeat_sql(f, cfg); break;
 	case BRQ_STMT_SETTLE: settle_sql(f, cfg); break;
 	case BRQ_STMT_REAP:

@@ -29,6 +29,12 @@ typedef enum brq_stmt {
 	BRQ_STMT_DEPTH_ACTIVE,
 	BRQ_STMT_DEPTH_TERMINAL,
 	BRQ_STMT_DEPTH_TERMINAL_SAMPLE,
+	BRQ_STMT_CLAIM_POLICY,
+	BRQ_STMT_POLICY_LOCK,
+	BRQ_STMT_POLICY_TOPICS,
+	BRQ_STMT_POLICY_SET,
+	BRQ_STMT_POLICY_PRUNE,
+	BRQ_STMT_POLICY_LIST,
 	BRQ_STMT__COUNT
 } brq_stmt;
 
@@ -131,6 +137,17 @@ enum stats_col { STATS_COLS(BRQ_COL_ENUM) STATS__N };
 	  "coalesce(extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())), " \
 	  "0)::float8")
 enum depth_col { DEPTH_COLS(BRQ_COL_ENUM) DEPTH__N };
+
+// topic policy (set, list): one row per topic with a policy; limits 0 = unlimited.
+#define POLICY_COLS(X)                                          \
+	X(POLICY_TOPIC, "p.topic")                              \
+	X(POLICY_PAUSED, "p.paused")                            \
+	X(POLICY_MAX_RUNNING, "coalesce(p.max_running, 0)")     \
+	X(POLICY_RATE_PER_S, "coalesce(p.rate_per_s, 0)")       \
+	X(POLICY_RUNNING,                                       \
+	  "(SELECT count(*) FROM job r WHERE r.topic = p.topic" \
+	  " AND r.state = 'processing')")
+enum policy_col { POLICY_COLS(BRQ_COL_ENUM) POLICY__N };
 
 // Every statement of cfg, ready for brq_db_opts.stmts. Returns 0 or BRQ_ENOMEM; on
 // success the caller owns *texts (brq_store_sql_fini) and stmts[i].text borrow them.

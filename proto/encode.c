@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy_int.h"
+
 #define BUF_RETAIN (64u * 1024u) // capacity kept across resets; more is freed (see proto.h)
 #define BUF_MIN    256u
 
@@ -354,12 +356,20 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 int
 brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t)
 {
-	brq_pack_map(b, 2 + BRQ_STATE__COUNT);
+	brq_pack_map(b, 2 + BRQ_STATE__COUNT + (t->has_policy ? 3 : 0));
 	kv_str(b, "topic", t->topic);
 	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
 		kv_uint(b, brq_state_name((brq_state) s), t->count[s]);
 	}
 	kv_uint(b, "oldest_ready_age_ms", t->oldest_ready_age_ms);
+	if (t->has_policy) {
+		// Only for a topic with a policy: what an older client ignores (§9).
+		kv_bool(b, "paused", t->paused);
+		brq_pack_key(b, "max_running");
+		t->max_running > 0 ? brq_pack_uint(b, t->max_running) : brq_pack_nil(b);
+		brq_pack_key(b, "rate_per_s");
+		t->rate_per_s > 0 ? brq_pack_uint(b, t->rate_per_s) : brq_pack_nil(b);
+	}
 	return b->err;
 }
 
@@ -376,7 +386,7 @@ request_fields(const brq_request *req)
 	case BRQ_OP_SETTLE:
 	case BRQ_OP_CANCEL:
 	case BRQ_OP_JOB: return 1;
-	default: return 0;
+	default: return brq_policy_request_fields(req);
 	}
 }
 
@@ -458,7 +468,8 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 		break;
 	case BRQ_OP_CANCEL: kv_uint(b, "id", req->cancel.id); break;
 	case BRQ_OP_JOB: kv_uint(b, "id", req->job.id); break;
-	default: // ping, stats: no fields
+	default: // ping, stats, topics: no fields; pause, resume, topic_limits
+		brq_policy_request_encode(b, req);
 		break;
 	}
 	return b->err;
@@ -578,6 +589,10 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 			brq_pack_topic_stats(b, &rep->stats.topics[i]);
 		}
 		break;
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS:
+	case BRQ_OP_TOPICS: brq_policy_reply_encode(b, rep); break;
 	default: return BRQ_EINVAL;
 	}
 	return b->err;

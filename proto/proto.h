@@ -169,6 +169,22 @@ typedef struct brq_id_req {
 	uint64_t id;
 } brq_id_req;
 
+// pause, resume: one topic.
+typedef struct brq_topic_req {
+	brq_str topic;
+} brq_topic_req;
+
+// Per-topic limits: 0 = unlimited. An absent key leaves that limit as it is.
+#define BRQ_TOPIC_LIMIT_MAX 1000000 // max_running and rate_per_s upper bound
+
+typedef struct brq_topic_limits_req {
+	brq_str  topic;
+	bool     has_max_running; // key present (nil or 0: unlimited)
+	uint32_t max_running;     // 0..BRQ_TOPIC_LIMIT_MAX
+	bool     has_rate_per_s;
+	uint32_t rate_per_s; // 0..BRQ_TOPIC_LIMIT_MAX
+} brq_topic_limits_req;
+
 // One request. Envelope first, then the fields of `op` in the matching union member.
 typedef struct brq_request {
 	uint64_t rid; // request id, echoed in the reply; 0 when absent
@@ -178,12 +194,15 @@ typedef struct brq_request {
 	// The gateway neither starts nor keeps the fruits of work the caller gave up on.
 	uint32_t timeout_ms;
 	union {
-		brq_enqueue_req   enqueue;
-		brq_claim_req     claim;
-		brq_heartbeat_req heartbeat;
-		brq_settle_req    settle;
-		brq_id_req        cancel;
-		brq_id_req        job;
+		brq_enqueue_req      enqueue;
+		brq_claim_req        claim;
+		brq_heartbeat_req    heartbeat;
+		brq_settle_req       settle;
+		brq_id_req           cancel;
+		brq_id_req           job;
+		brq_topic_req        pause;
+		brq_topic_req        resume;
+		brq_topic_limits_req topic_limits;
 	};
 	// Private to the decoder: the message that stage 1 checked (stage 2 reads it again).
 	const uint8_t *body_;
@@ -239,7 +258,26 @@ typedef struct brq_topic_stats {
 	brq_str  topic;
 	uint64_t count[BRQ_STATE__COUNT]; // indexed by brq_state
 	uint64_t oldest_ready_age_ms;     // 0 when nothing is ready
+	// Optional keys, sent only for a topic with a policy (pause or limits).
+	bool     has_policy;
+	bool     paused;
+	uint32_t max_running; // 0: unlimited
+	uint32_t rate_per_s;  // 0: unlimited
 } brq_topic_stats;
+
+// A topic's policy (pause, resume, topic_limits, topics): 0 limits are unlimited.
+typedef struct brq_topic_policy {
+	brq_str  topic;
+	bool     paused;
+	uint32_t max_running;
+	uint32_t rate_per_s;
+	uint64_t running; // jobs of the topic processing now
+} brq_topic_policy;
+
+typedef struct brq_topics_rep {
+	brq_topic_policy *topics;
+	uint32_t          n_topics;
+} brq_topics_rep;
 
 typedef struct brq_enqueue_rep {
 	brq_enqueue_result *results;
@@ -296,6 +334,10 @@ typedef struct brq_reply {
 			brq_job_info job;
 		} job;
 		brq_stats_rep stats;
+		struct {
+			brq_topic_policy policy;
+		} policy; // pause, resume, topic_limits
+		brq_topics_rep topics;
 	};
 } brq_reply;
 
@@ -400,6 +442,7 @@ int brq_pack_claimed_job(brq_buf *b, const brq_claimed_job *j);
 int brq_pack_settle_result(brq_buf *b, const brq_settle_result *r);
 int brq_pack_job_info(brq_buf *b, const brq_job_info *j);
 int brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t);
+int brq_pack_topic_policy(brq_buf *b, const brq_topic_policy *p);
 
 // Whole-message encoders: each first empties b (brq_buf_reset), then writes one message.
 // The encoders do not validate: the gateway does; they emit the optional keys whose

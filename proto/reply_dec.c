@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dec.h"
+#include "policy_int.h"
 
 #define BAD BRQ_ST_INVALID_ARGUMENT
 
@@ -211,18 +212,24 @@ static brq_status
 topic_stats(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
 	brq_topic_stats *t = out;
-	brq_field        f[2 + BRQ_STATE__COUNT];
+	enum { N = 2 + BRQ_STATE__COUNT + 3 };
+	brq_field f[N];
 
 	f[0].name = "topic";
 	f[1].name = "oldest_ready_age_ms";
 	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
 		f[2 + s].name = brq_state_name((brq_state) s);
 	}
-	TRY(brq_dec_map(d, r, path, f, 2 + BRQ_STATE__COUNT));
+	// Optional: a topic's policy, from gateways that have them.
+	f[N - 3].name = "paused";
+	f[N - 2].name = "max_running";
+	f[N - 1].name = "rate_per_s";
+	TRY(brq_dec_map(d, r, path, f, N));
 	TRY(get_str(d, &f[0], path, &t->topic));
 	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
 		TRY(get_u64(d, &f[2 + s], path, &t->count[s]));
 	}
+	TRY(brq_policy_stats_decode(d, &f[N - 3], path, t));
 	return get_u64(d, &f[1], path, &t->oldest_ready_age_ms);
 }
 
@@ -262,6 +269,10 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		break;
 	case BRQ_OP_JOB: f[0].name = "job"; break;
 	case BRQ_OP_STATS: f[0].name = "topics"; break;
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS:
+	case BRQ_OP_TOPICS: return brq_policy_reply_decode(d, top, rep);
 	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
 	}
 	TRY(brq_dec_map(d, top, "", f, f[1].name != NULL ? 2 : 1));

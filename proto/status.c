@@ -21,7 +21,9 @@ static const char *const op_names[BRQ_OP__COUNT] = {
 	[BRQ_OP_ENQUEUE] = "enqueue",     [BRQ_OP_CLAIM] = "claim",
 	[BRQ_OP_HEARTBEAT] = "heartbeat", [BRQ_OP_SETTLE] = "settle",
 	[BRQ_OP_CANCEL] = "cancel",       [BRQ_OP_JOB] = "job",
-	[BRQ_OP_STATS] = "stats",
+	[BRQ_OP_STATS] = "stats",         [BRQ_OP_PAUSE] = "pause",
+	[BRQ_OP_RESUME] = "resume",       [BRQ_OP_TOPIC_LIMITS] = "topic_limits",
+	[BRQ_OP_TOPICS] = "topics",
 };
 
 static const char *const state_names[BRQ_STATE__COUNT] = {
@@ -99,4 +101,17 @@ int
 brq_outcome_lookup(const char *s, size_t len)
 {
 	return lookup(outcome_names, 0, BRQ_OUTCOME__COUNT, s, len);
+}
+
+bool
+brq_op_admin_only(brq_op op)
+{
+	switch (op) {
+	case BRQ_OP_CANCEL:
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS:
+	case BRQ_OP_TOPICS: return true;
+	default: return false;
+	}
 }

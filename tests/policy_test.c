@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -76,6 +77,21 @@ enqueue_p(brooq_client *c, const char *topic, uint32_t priority, uint64_t delay_
 	return r.id;
 }
 
+/* Enqueues n jobs of topic in batches of up to 500. */
+static void
+enqueue_many(const char *topic, int n)
+{
+	brooq_job_spec       j[500];
+	brooq_enqueue_result r[500];
+	for (int done = 0; done < n;) {
+		int k = n - done < 500 ? n - done : 500;
+		for (int i = 0; i < k; i++)
+			j[i] = (brooq_job_spec) {.topic = topic, .payload = "{}"};
+		OK(brooq_enqueue(wc, j, (size_t) k, r));
+		done += k;
+	}
+}
+
 static size_t
 claim_on(brooq_client *c, const char *topic, uint32_t max, uint32_t wait_ms, brooq_job **jobs)
 {
@@ -104,6 +120,14 @@ settle_done(brooq_client *c, const brooq_job *jobs, size_t n)
 	OK(brooq_settle(c, it, n, r));
 	free(it);
 	free(r);
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- 1. priorities ------------------------------------------------------------------ */
@@ -173,4 +197,197 @@ Test(policy, strict_priority_lets_a_flood_of_urgent_jobs_starve_the_rest_until_i
 	cr_assert_eq(claim_on(wc, "flood", 1, 0, &jobs), 1);
 	cr_assert_eq(jobs[0].lease.id, low);
 	brooq_jobs_free(jobs, 1);
+}
+
+/* ---- 2. pause / resume ---------------------------------------------------------------- */
+
+/* A second gateway on the same database, with the first one's settings. */
+static brq_gw gw2;
+
+static void
+start_gw2(void)
+{
+	static const char *env[] = {"BROOQ_POLL_INTERVAL=200ms", NULL};
+	brq_gw_start(&gw2, dsn, env);
+}
+
+typedef struct poller {
+	brooq_client *c;
+	const char   *topic;
+	uint32_t      wait_ms;
+	pthread_t     th;
+	size_t        n;
+	int64_t       returned_ms;
+} poller;
+
+static void *
+poll_once(void *arg)
+{
+	poller    *p = arg;
+	brooq_job *jobs;
+	p->n           = claim_on(p->c, p->topic, 1, p->wait_ms, &jobs);
+	p->returned_ms = now_ms();
+	settle_done(p->c, jobs, p->n);
+	brooq_jobs_free(jobs, p->n);
+	return NULL;
+}
+
+static long long
+count(const char *sql)
+{
+	return brq_testdb_int(db, sql);
+}
+
+Test(policy, a_paused_topic_is_claimed_by_no_gateway_takes_enqueues_and_resume_wakes_parked_claims)
+{
+	start_gw2();
+	brooq_client *wc2 = open_client(&gw2, false);
+	enqueue_many("paws", 3);
+	brooq_topic_policy p;
+	OK(brooq_pause(ac, "paws", &p));
+	cr_assert(p.paused);
+	cr_assert_str_eq(p.topic, "paws");
+	/* Neither gateway claims it, at once (the other one's cache does not know yet:
+	 * its claim statement's guard does). */
+	brooq_job *jobs;
+	cr_assert_eq(claim_on(wc, "paws", 10, 0, &jobs), 0);
+	cr_assert_eq(claim_on(wc2, "paws", 10, 0, &jobs), 0);
+	usleep(400 * 1000); /* both caches know now */
+	cr_assert_eq(claim_on(wc, "paws", 10, 0, &jobs), 0);
+	cr_assert_eq(claim_on(wc2, "paws", 10, 0, &jobs), 0);
+	/* Enqueue still works, on both. */
+	enqueue_p(wc, "paws", 0, 0);
+	enqueue_p(wc2, "paws", 0, 0);
+	cr_assert_eq(count("SELECT count(*) FROM job WHERE topic = 'paws' AND state = 'pending'"), 5);
+	/* A long-poll on each gateway parks and stays parked through several monitor
+	 * rounds and an enqueue. */
+	poller p1 = {.c = wc, .topic = "paws", .wait_ms = 20000};
+	poller p2 = {.c = wc2, .topic = "paws", .wait_ms = 20000};
+	pthread_create(&p1.th, NULL, poll_once, &p1);
+	pthread_create(&p2.th, NULL, poll_once, &p2);
+	usleep(300 * 1000);
+	enqueue_p(wc, "paws", 0, 0);
+	usleep(700 * 1000);
+	cr_assert_eq(p1.returned_ms, 0, "a parked claim of a paused topic returned");
+	cr_assert_eq(p2.returned_ms, 0, "a parked claim of a paused topic returned");
+	cr_assert_eq(count("SELECT count(*) FROM job WHERE topic = 'paws' AND state <> 'pending'"), 0);
+	/* stats and topics show it. */
+	brooq_topic_stats *st;
+	size_t             n_st;
+	OK(brooq_stats(wc, &st, &n_st));
+	cr_assert_eq(n_st, 1);
+	cr_assert(st[0].paused);
+	brooq_stats_free(st, n_st);
+	brooq_topic_policy *all;
+	size_t              n_all;
+	OK(brooq_topics(ac, &all, &n_all));
+	cr_assert_eq(n_all, 1);
+	cr_assert(all[0].paused);
+	free(all);
+	/* Resume through the first gateway: its parked claim starts at once, the other
+	 * gateway's within its poll interval (200 ms here). */
+	int64_t t0 = now_ms();
+	OK(brooq_resume(ac, "paws", &p));
+	cr_assert(!p.paused);
+	pthread_join(p1.th, NULL);
+	pthread_join(p2.th, NULL);
+	cr_assert_eq(p1.n, 1);
+	cr_assert_eq(p2.n, 1);
+	cr_assert_lt(p1.returned_ms - t0, 150, "the local parked claim took %lld ms",
+		     (long long) (p1.returned_ms - t0));
+	cr_assert_lt(p2.returned_ms - t0, 1500, "the other gateway's parked claim took %lld ms",
+		     (long long) (p2.returned_ms - t0));
+	/* A resumed topic with no limits has no policy left. */
+	cr_assert_eq(count("SELECT count(*) FROM topic_policy"), 0);
+	cr_assert_eq(claim_on(wc2, "paws", 10, 0, &jobs), 4);
+	brooq_jobs_free(jobs, 4);
+	brooq_client_close(wc2);
+	brq_gw_stop(&gw2);
+}
+
+Test(policy, policy_ops_need_the_admin_token_and_bad_arguments_change_nothing)
+{
+	brooq_topic_policy p;
+	cr_assert_eq(brooq_pause(wc, "t", &p), BROOQ_EPERMISSION_DENIED);
+	cr_assert_eq(brooq_topic_limits(wc, "t", 3, 0, &p), BROOQ_EPERMISSION_DENIED);
+	brooq_topic_policy *all;
+	size_t              n;
+	cr_assert_eq(brooq_topics(wc, &all, &n), BROOQ_EPERMISSION_DENIED);
+	cr_assert_eq(brooq_pause(ac, "Bad Topic", &p), BROOQ_EINVALID_ARGUMENT);
+	cr_assert_not_null(strstr(brooq_last_message(), "topic"), "%s", brooq_last_message());
+	cr_assert_eq(brooq_topic_limits(ac, "t", 1000001, BROOQ_LIMIT_KEEP, &p), BROOQ_EINVAL);
+	cr_assert_eq(count("SELECT count(*) FROM topic_policy"), 0);
+	/* The gateway's own checks, past the library's. */
+	OK(brooq_topic_limits(ac, "t", 5, BROOQ_LIMIT_KEEP, &p));
+	cr_assert_eq(p.max_running, 5);
+	cr_assert_eq(p.rate_per_s, 0);
+	OK(brooq_topic_limits(ac, "t", BROOQ_LIMIT_KEEP, 7, &p));
+	cr_assert_eq(p.max_running, 5, "an absent limit is kept");
+	cr_assert_eq(p.rate_per_s, 7);
+	OK(brooq_topic_limits(ac, "t", 0, 0, &p));
+	cr_assert_eq(count("SELECT count(*) FROM topic_policy"), 0, "no limits, no pause: no row");
+}
+
+/* ---- brooqctl ----------------------------------------------------------------------------- */
+
+/* Runs brooqctl with the gateway's url and a token file; returns its exit status and
+ * its stdout (caller frees). */
+static int
+ctl(bool admin, const char *args, char **out)
+{
+	char *cmd = NULL;
+	cr_assert(asprintf(&cmd, "%s --url '%s' --token-file '%s' %s 2>/dev/null", brq_testdb_bin("brooqctl"),
+			   gw.url, admin ? gw.admin_token_file : gw.worker_token_file, args) > 0);
+	FILE *p = popen(cmd, "r");
+	free(cmd);
+	cr_assert_not_null(p);
+	char  *buf = NULL;
+	size_t len = 0;
+	FILE  *mem = open_memstream(&buf, &len);
+	char   chunk[512];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+		fwrite(chunk, 1, n, mem);
+	fclose(mem);
+	int st = pclose(p);
+	*out   = buf;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(policy, brooqctl_pauses_resumes_limits_and_lists_topics)
+{
+	char *out;
+	cr_assert_eq(ctl(true, "--json limits clt --concurrency 2 --rate 10", &out), 0, "%s", out);
+	cr_assert_str_eq(
+		out,
+		"{\"topic\":\"clt\",\"paused\":false,\"max_running\":2,\"rate_per_s\":10,\"running\":0}\n");
+	free(out);
+	cr_assert_eq(ctl(true, "pause clt", &out), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "topic clt paused: paused=yes max_running=2 rate_per_s=10"), "%s",
+			   out);
+	free(out);
+	cr_assert_eq(ctl(true, "topics", &out), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "clt"), "%s", out);
+	cr_assert_not_null(strstr(out, "RATE_PER_S"), "%s", out);
+	free(out);
+	cr_assert_eq(ctl(true, "--json limits clt --rate 0", &out), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\"paused\":true,\"max_running\":2,\"rate_per_s\":0"), "%s", out);
+	free(out);
+	/* Worker token: refused (exit 4); bad values: usage (exit 2); nothing changed. */
+	cr_assert_eq(ctl(false, "resume clt", &out), 4, "%s", out);
+	free(out);
+	cr_assert_eq(ctl(true, "limits clt --concurrency many", &out), 2, "%s", out);
+	free(out);
+	cr_assert_eq(ctl(true, "limits clt", &out), 2, "%s", out);
+	free(out);
+	cr_assert_eq(ctl(true, "stats --rate 3", &out), 2, "%s", out);
+	free(out);
+	cr_assert_eq(count("SELECT count(*) FROM topic_policy WHERE paused AND max_running = 2"), 1);
+	cr_assert_eq(ctl(true, "resume clt", &out), 0, "%s", out);
+	free(out);
+	cr_assert_eq(ctl(true, "limits clt --concurrency 0", &out), 0, "%s", out);
+	free(out);
+	cr_assert_eq(ctl(true, "--json topics", &out), 0, "%s", out);
+	cr_assert_str_eq(out, "{\"topics\":[]}\n");
+	free(out);
 }

@@ -94,6 +94,22 @@ static const struct {
 	{"stats", brq_ctl_stats,
 	 "usage: brooqctl [OPTIONS] stats\n\n"
 	 "Counts jobs per topic and state, with the age of the oldest ready job.\n"},
+	{"pause", brq_ctl_pause,
+	 "usage: brooqctl [OPTIONS] pause TOPIC        (admin token)\n\n"
+	 "No gateway starts the topic's jobs any more (the others within one poll\n"
+	 "interval); enqueues still work, running jobs run on, waiting claims wait.\n"},
+	{"resume", brq_ctl_resume,
+	 "usage: brooqctl [OPTIONS] resume TOPIC       (admin token)\n\n"
+	 "Undoes pause: the topic's jobs are claimed again, waiting claims first.\n"},
+	{"limits", brq_ctl_limits,
+	 "usage: brooqctl [OPTIONS] limits TOPIC [--concurrency N] [--rate R]   (admin token)\n\n"
+	 "Limits the topic across all gateways, enforced when jobs are claimed:\n"
+	 "  --concurrency N    at most N of its jobs processing at once (0: no limit)\n"
+	 "  --rate R           at most R of its jobs started per second (0: no limit)\n"
+	 "A limit not given is left as it is.\n"},
+	{"topics", brq_ctl_topics,
+	 "usage: brooqctl [OPTIONS] topics             (admin token)\n\n"
+	 "Lists the topics that are paused or limited, with their jobs processing now.\n"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -165,6 +181,9 @@ usage(FILE *f, const char *cmd)
 	      "       brooqctl [OPTIONS] job ID\n"
 	      "       brooqctl [OPTIONS] cancel ID          (admin token)\n"
 	      "       brooqctl [OPTIONS] stats\n"
+	      "       brooqctl [OPTIONS] pause|resume TOPIC       (admin token)\n"
+	      "       brooqctl [OPTIONS] limits TOPIC [--concurrency N] [--rate R]   (admin token)\n"
+	      "       brooqctl [OPTIONS] topics             (admin token)\n"
 	      "       brooqctl migrate up|up-to N|down|down-to N|status|version\n"
 	      "                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
 	      "       brooqctl --version | [COMMAND] --help\n"
@@ -322,7 +341,7 @@ tls_option(brq_ctl *ctl, int argc, char **argv, int *i, int *rc)
 
 /* What the options said besides brq_ctl's fields. */
 typedef struct opts_seen {
-	bool help, version, enqueue_only;
+	bool help, version, enqueue_only, limits_only;
 } opts_seen;
 
 /* One option at argv[*i] (not a positional). Returns BRQ_EXIT_OK or a usage error. */
@@ -380,6 +399,17 @@ one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
 			return brq_ctl_usage(ctl, "--priority '%s': not an integer 1..9", v);
 		ctl->priority      = (uint32_t) u;
 		seen->enqueue_only = true;
+	} else if ((m = take_opt(argc, argv, i, "--concurrency", &v)) != 0 ||
+		   (m = take_opt(argc, argv, i, "--rate", &v)) != 0) {
+		bool conc = strncmp(a, "--concurrency", 13) == 0;
+		if (m < 0)
+			return brq_ctl_usage(ctl, "option %s needs a value",
+					     conc ? "--concurrency" : "--rate");
+		if (brq_ctl_parse_u64(v, 0, 1000000, &u) != 0)
+			return brq_ctl_usage(ctl, "%s '%s': not an integer 0..1000000",
+					     conc ? "--concurrency" : "--rate", v);
+		*(conc ? &ctl->concurrency : &ctl->rate) = (uint32_t) u;
+		seen->limits_only                        = true;
 	} else if (strncmp(a, "--token", 7) == 0 && strncmp(a, "--token-file", 12) != 0) {
 		/* Never echo it: the argument may be the secret itself. */
 		return brq_ctl_usage(ctl,
@@ -420,7 +450,7 @@ run_command(brq_ctl *ctl, int argc, char **argv)
 	char    **pos  = calloc((size_t) argc + 1, sizeof(char *));
 	int       npos = 0, rc = BRQ_EXIT_OK;
 	bool      only_pos = false;
-	opts_seen seen     = {false, false, false};
+	opts_seen seen     = {false, false, false, false};
 
 	if (pos == NULL)
 		return brq_ctl_fail(ctl, BRQ_EXIT_FAIL, "out_of_memory", NULL, "out of memory");
@@ -446,6 +476,8 @@ run_command(brq_ctl *ctl, int argc, char **argv)
 		rc = brq_ctl_usage(ctl, "unknown command '%s'", pos[0]);
 	} else if (seen.enqueue_only && strcmp(pos[0], "enqueue") != 0) {
 		rc = brq_ctl_usage(ctl, "--key, --delay, --max-attempts and --priority belong to enqueue");
+	} else if (seen.limits_only && strcmp(pos[0], "limits") != 0) {
+		rc = brq_ctl_usage(ctl, "--concurrency and --rate belong to limits");
 	} else {
 		if (ctl->token_file == NULL)
 			ctl->token_file = env_nonempty("BROOQ_TOKEN_FILE");
@@ -474,7 +506,7 @@ check_stdout(int rc)
 int
 main(int argc, char **argv)
 {
-	brq_ctl     ctl = {.cmd = "brooqctl"};
+	brq_ctl     ctl = {.cmd = "brooqctl", .concurrency = BROOQ_LIMIT_KEEP, .rate = BROOQ_LIMIT_KEEP};
 	const char *cmd = first_command(argc, argv);
 	int         rc;
 

@@ -136,6 +136,18 @@ open_client(const brq_ctl *ctl, brooq_client **c)
 	return err == BROOQ_OK ? BRQ_EXIT_OK : report(ctl, err);
 }
 
+int
+brq_ctl_open(const brq_ctl *ctl, brooq_client **c)
+{
+	return open_client(ctl, c);
+}
+
+int
+brq_ctl_report(const brq_ctl *ctl, brooq_err err)
+{
+	return report(ctl, err);
+}
+
 static int
 parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id)
 {
@@ -436,7 +448,12 @@ print_stats_json(const brooq_topic_stats *s, size_t n)
 		for (size_t k = 0; k < N_STATES; k++)
 			printf(",\"%s\":%" PRIu64, brooq_state_name(state_order[k]),
 			       s[i].count[state_order[k]]);
-		printf(",\"oldest_ready_age_ms\":%" PRIu64 "}", s[i].oldest_ready_age_ms);
+		printf(",\"oldest_ready_age_ms\":%" PRIu64, s[i].oldest_ready_age_ms);
+		/* A topic's policy, when it has one (brooqctl topics lists them all). */
+		if (s[i].paused || s[i].max_running > 0 || s[i].rate_per_s > 0)
+			printf(",\"paused\":%s,\"max_running\":%" PRIu32 ",\"rate_per_s\":%" PRIu32,
+			       s[i].paused ? "true" : "false", s[i].max_running, s[i].rate_per_s);
+		fputs("}", stdout);
 	}
 	fputs("]}\n", stdout);
 }
@@ -462,7 +479,10 @@ print_stats_table(const brooq_topic_stats *s, size_t n)
 		printf("%*s", w - (int) strlen(s[i].topic), "");
 		for (size_t k = 0; k < N_STATES; k++)
 			printf(" %10" PRIu64, s[i].count[state_order[k]]);
-		printf("  %s\n", s[i].oldest_ready_age_ms > 0 ? age : "-");
+		printf("  %s", s[i].oldest_ready_age_ms > 0 ? age : "-");
+		if (s[i].paused)
+			printf("  (paused)");
+		fputc('\n', stdout);
 	}
 }
 

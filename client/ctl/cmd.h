@@ -33,6 +33,8 @@ typedef struct brq_ctl {
 	uint64_t    delay_ms;        /* enqueue --delay */
 	uint32_t    max_attempts;    /* enqueue --max-attempts; 0: the gateway's default */
 	uint32_t    priority;        /* enqueue --priority; 0: the default (5) */
+	uint32_t    concurrency;     /* limits --concurrency; BROOQ_LIMIT_KEEP: not given */
+	uint32_t    rate;            /* limits --rate; BROOQ_LIMIT_KEEP: not given */
 } brq_ctl;
 
 /*
@@ -54,5 +56,15 @@ int brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_job(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv);
+/* cmd_policy.c: per-topic policy (admin token). */
+int brq_ctl_pause(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_resume(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_limits(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_topics(const brq_ctl *ctl, int argc, char **argv);
+
+/* For the command files: a client with the run's settings (reports the failure
+ * itself), and the report of a failed call. Both return an exit code. */
+int brq_ctl_open(const brq_ctl *ctl, brooq_client **c);
+int brq_ctl_report(const brq_ctl *ctl, brooq_err err);
 
 #endif

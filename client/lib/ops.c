@@ -504,6 +504,9 @@ stats_out(const brq_topic_stats *in, uint32_t m, brooq_topic_stats **out)
 		v[i].topic = str_dup(in[i].topic);
 		memcpy(v[i].count, in[i].count, sizeof(v[i].count));
 		v[i].oldest_ready_age_ms = in[i].oldest_ready_age_ms;
+		v[i].paused              = in[i].paused;
+		v[i].max_running         = in[i].max_running;
+		v[i].rate_per_s          = in[i].rate_per_s;
 		if (v[i].topic == NULL) {
 			brooq_stats_free(v, i + 1);
 			return brq_fail(BRQ_ENOMEM, "stats: out of memory");

@@ -315,7 +315,42 @@ typedef struct brooq_topic_stats {
 	char    *topic;
 	uint64_t count[6]; /* indexed by brooq_state */
 	uint64_t oldest_ready_age_ms;
+	/* The topic's policy (false and 0 for a topic without one, or from a gateway
+	 * without policies): paused, and limits (0: unlimited). */
+	bool     paused;
+	uint32_t max_running;
+	uint32_t rate_per_s;
 } brooq_topic_stats;
+
+/* ---- per-topic policy (admin token) ---------------------------------------------- */
+
+/* A topic's policy. Limits are 0 when unlimited. */
+typedef struct brooq_topic_policy {
+	char     topic[129];
+	bool     paused;
+	uint32_t max_running; /* at most this many of its jobs processing at once */
+	uint32_t rate_per_s;  /* at most this many of its jobs started per second */
+	uint64_t running;     /* its jobs processing now */
+} brooq_topic_policy;
+
+/* Pauses a topic: no gateway starts its jobs (within one poll interval for the
+ * others); enqueues still work, parked claims stay parked. Resume undoes it.
+ * *out (may be NULL) gets the topic's policy afterwards. */
+BROOQ_API brooq_err brooq_pause(brooq_client *c, const char *topic, brooq_topic_policy *out);
+BROOQ_API brooq_err brooq_resume(brooq_client *c, const char *topic, brooq_topic_policy *out);
+
+/* A limit argument of brooq_topic_limits() that leaves that limit as it is. */
+#define BROOQ_LIMIT_KEEP UINT32_MAX
+
+/* Sets a topic's limits, enforced at claim across all gateways: at most
+ * max_running of its jobs processing at once, at most rate_per_s started in each
+ * second. 0 removes a limit, BROOQ_LIMIT_KEEP keeps it (not both KEEP). Each at
+ * most 1000000. */
+BROOQ_API brooq_err brooq_topic_limits(brooq_client *c, const char *topic, uint32_t max_running,
+				       uint32_t rate_per_s, brooq_topic_policy *out);
+
+/* Every topic with a policy. *out belongs to the caller: free(*out). */
+BROOQ_API brooq_err brooq_topics(brooq_client *c, brooq_topic_policy **out, size_t *n);
 
 /* Per-topic counts. *out belongs to the caller: brooq_stats_free(*out, *n). */
 BROOQ_API brooq_err brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t *n);
