@@ -391,3 +391,150 @@ Test(policy, brooqctl_pauses_resumes_limits_and_lists_topics)
 	cr_assert_str_eq(out, "{\"topics\":[]}\n");
 	free(out);
 }
+
+/* ---- 3. concurrency and rate limits ---------------------------------------------------- */
+
+/* Workers on two gateways, each claiming batches of `batch` and holding each batch
+ * for hold_ms. `inflight` counts the jobs the workers hold: raised after a claim
+ * returns (the jobs are processing already) and lowered before their settle is sent
+ * (they are still processing until it commits), so it never exceeds what the
+ * database counts, and its maximum is a lower bound of the true maximum. */
+typedef struct crowd {
+	const char *topic;
+	uint32_t    batch, hold_ms, wait_ms;
+	int64_t     until_ms;
+	atomic_int  inflight, max_inflight, done;
+} crowd;
+
+typedef struct worker_arg {
+	crowd        *cr;
+	brooq_client *c;
+	pthread_t     th;
+} worker_arg;
+
+static void *
+crowd_worker(void *arg)
+{
+	worker_arg *w  = arg;
+	crowd      *cr = w->cr;
+	while (now_ms() < cr->until_ms) {
+		brooq_job *jobs;
+		size_t     n = claim_on(w->c, cr->topic, cr->batch, cr->wait_ms, &jobs);
+		if (n == 0)
+			continue;
+		int now = atomic_fetch_add(&cr->inflight, (int) n) + (int) n;
+		int max = atomic_load(&cr->max_inflight);
+		while (now > max && !atomic_compare_exchange_weak(&cr->max_inflight, &max, now)) {
+		}
+		usleep(cr->hold_ms * 1000);
+		atomic_fetch_sub(&cr->inflight, (int) n);
+		settle_done(w->c, jobs, n);
+		atomic_fetch_add(&cr->done, (int) n);
+		brooq_jobs_free(jobs, n);
+	}
+	return NULL;
+}
+
+/* Runs k workers per gateway for ms. */
+static void
+run_crowd(crowd *cr, int k, int ms)
+{
+	worker_arg w[16];
+	cr->until_ms = now_ms() + ms;
+	for (int i = 0; i < 2 * k; i++) {
+		w[i] = (worker_arg) {.cr = cr, .c = open_client(i % 2 == 0 ? &gw : &gw2, false)};
+		pthread_create(&w[i].th, NULL, crowd_worker, &w[i]);
+	}
+	for (int i = 0; i < 2 * k; i++) {
+		pthread_join(w[i].th, NULL);
+		brooq_client_close(w[i].c);
+	}
+}
+
+/* The most jobs of topic processing at once, sampled from the database. */
+typedef struct sampler {
+	const char *topic;
+	atomic_bool stop;
+	long long   max;
+	int         samples;
+	pthread_t   th;
+} sampler;
+
+static void *
+sample(void *arg)
+{
+	sampler *s = arg;
+	PGconn  *c = brq_testdb_connect(dsn);
+	char     sql[256];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM job WHERE topic = '%s' AND state = 'processing'",
+		 s->topic);
+	while (!atomic_load(&s->stop)) {
+		long long n = brq_testdb_int(c, sql);
+		s->max      = n > s->max ? n : s->max;
+		s->samples++;
+		usleep(2000);
+	}
+	PQfinish(c);
+	return NULL;
+}
+
+Test(policy, a_concurrency_limit_holds_across_two_gateways_and_many_workers)
+{
+	start_gw2();
+	enum { N = 3 };
+	brooq_topic_policy p;
+	/* Set through the second gateway: the first learns it from the database. */
+	brooq_client *ac2 = open_client(&gw2, true);
+	OK(brooq_topic_limits(ac2, "conc", N, BROOQ_LIMIT_KEEP, &p));
+	brooq_client_close(ac2);
+	enqueue_many("conc", 2000); /* more than they can do: some wait when stats is read */
+	sampler s = {.topic = "conc"};
+	pthread_create(&s.th, NULL, sample, &s);
+	/* 12 workers claiming 2 at a time: without the limit, up to 24 at once. */
+	crowd cr = {.topic = "conc", .batch = 2, .hold_ms = 15, .wait_ms = 300};
+	run_crowd(&cr, 6, 3000);
+	atomic_store(&s.stop, true);
+	pthread_join(s.th, NULL);
+	cr_assert_leq(atomic_load(&cr.max_inflight), N, "workers held %d jobs at once",
+		      atomic_load(&cr.max_inflight));
+	cr_assert_leq(s.max, N, "%lld jobs processing at once (%d samples)", s.max, s.samples);
+	/* The limit is reached (the test could see it broken) and work goes on. */
+	cr_assert_eq(atomic_load(&cr.max_inflight), N);
+	cr_assert_gt(atomic_load(&cr.done), 100, "only %d jobs done", atomic_load(&cr.done));
+	/* stats and topics show the limit. */
+	brooq_topic_stats *st;
+	size_t             n_st;
+	OK(brooq_stats(wc, &st, &n_st));
+	cr_assert_eq(n_st, 1, "%zu topics in stats", n_st);
+	cr_assert_eq(st[0].max_running, N, "stats of %s: max_running %u", st[0].topic, st[0].max_running);
+	brooq_stats_free(st, n_st);
+	brq_gw_stop(&gw2);
+}
+
+Test(policy, a_rate_limit_holds_across_two_gateways_within_one_batch_per_second)
+{
+	start_gw2();
+	enum { R = 20, BATCH = 5, SECONDS = 4 };
+	brooq_topic_policy p;
+	OK(brooq_topic_limits(ac, "rate", BROOQ_LIMIT_KEEP, R, &p));
+	cr_assert_eq(p.rate_per_s, R);
+	enqueue_many("rate", 1000);
+	crowd cr = {.topic = "rate", .batch = BATCH, .hold_ms = 0, .wait_ms = 300};
+	run_crowd(&cr, 4, SECONDS * 1000);
+	/* Starts per second of the database clock. A claim's claimed_at is its
+	 * transaction's start, which may fall in the second before the one its lock
+	 * was granted in: hence the one batch of slack. */
+	char     *per_s = brq_testdb_value(db,
+					   "SELECT string_agg(n::text, ',' ORDER BY s) FROM (SELECT"
+					       " date_trunc('second', claimed_at) AS s, count(*) AS n FROM job"
+					       " WHERE topic = 'rate' AND claimed_at IS NOT NULL GROUP BY 1) x");
+	long long max =
+		count("SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM job WHERE topic = 'rate'"
+		      " AND claimed_at IS NOT NULL GROUP BY date_trunc('second', claimed_at)) x");
+	long long total = count("SELECT count(*) FROM job WHERE topic = 'rate' AND claimed_at IS NOT NULL");
+	cr_assert_leq(max, R + BATCH, "starts per second: %s", per_s);
+	/* Not much less either: the limit is a rate, not a stop. */
+	cr_assert_geq(total, (long long) R * (SECONDS - 1), "starts per second: %s", per_s);
+	free(per_s);
+	brq_gw_stop(&gw2);
+}
