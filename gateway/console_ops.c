@@ -162,8 +162,8 @@ http_status(brq_status st)
 // refusals, worded the same), run by brq_ops_run on this pool thread's connection, and
 // its reply decoded into *rep (borrowing call->w). Returns 200, or the status of a
 // refusal with call->err set.
-static int
-run_rpc(brq_console_call *call, brq_request *req, brq_reply *rep)
+int
+brq_console_rpc(brq_console_call *call, brq_request *req, brq_reply *rep)
 {
 	brq_work *w = call->w;
 	brq_buf   enc;
@@ -204,7 +204,7 @@ brq_console_op_job(brq_console_call *call)
 	brq_request req = {.op = BRQ_OP_JOB};
 	brq_reply   rep;
 	int         status = brq_console_param_id(call, "id", &req.job.id);
-	if (status == 0 && (status = run_rpc(call, &req, &rep)) == 200) {
+	if (status == 0 && (status = brq_console_rpc(call, &req, &rep)) == 200) {
 		brq_jw_obj(call->out);
 		brq_jw_key(call->out, "job");
 		brq_console_json_job(call->out, &rep.job.job);
@@ -219,7 +219,7 @@ brq_console_op_cancel(brq_console_call *call)
 	brq_request req = {.op = BRQ_OP_CANCEL};
 	brq_reply   rep;
 	int         status = brq_console_param_id(call, "id", &req.cancel.id);
-	if (status != 0 || (status = run_rpc(call, &req, &rep)) != 200) {
+	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}
 	const char *state = brq_state_name(rep.cancel.state);
@@ -282,7 +282,8 @@ brq_console_op_enqueue(brq_console_call *call)
 			call, 400, "payload: required (JSON text, e.g. {} or {\"to\":\"a@example.org\"})");
 	}
 	job.payload = *payload;
-	if ((status = enqueue_options(call, &job)) != 0 || (status = run_rpc(call, &req, &rep)) != 200) {
+	if ((status = enqueue_options(call, &job)) != 0 ||
+	    (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}
 	if (rep.enqueue.n_results != 1) {

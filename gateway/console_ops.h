@@ -77,6 +77,10 @@ int brq_console_fail(brq_console_call *call, int status, const char *fmt, ...)
 
 // 501 "not yet available: <what> needs issue 15's operation" (the seam above).
 int brq_console_not_yet(brq_console_call *call, const char *what);
+// Runs req through the RPC's validation and operation (brq_ops_run) on the call's
+// connection, its reply decoded into *rep (borrowing call->w). Returns 200, or the
+// status of a refusal with call->err set.
+int brq_console_rpc(brq_console_call *call, brq_request *req, brq_reply *rep);
 
 // A job as the console's JSON object (docs/console.md "job"): the list's rows and the
 // job page use it alike.

@@ -659,15 +659,19 @@ Test(api, issue15_operations_check_parameters_then_answer_501)
 		{"GET", "/console/api/jobs?limit=201", NULL, 400, "limit: must be"},
 		{"GET", "/console/api/jobs?created_after_ms=5&created_before_ms=4", NULL, 400,
 		 "created_after_ms"},
-		{"GET", "/console/api/topics", NULL, 501, "pause state and limits"},
+		{"GET", "/console/api/topics", NULL, 200, "{\"topics\":[]}"},
 		{"GET", "/console/api/schedules", NULL, 501, "schedules"},
 		{"POST", "/console/api/retry", "id=7", 501, "retry"},
 		{"POST", "/console/api/retry", "topic=a&state=done", 400, "dead or canceled"},
 		{"POST", "/console/api/delete", "id=x", 400, "id: must be"},
 		{"POST", "/console/api/delete", "id=7", 501, "delete"},
-		{"POST", "/console/api/pause", "topic=a", 501, "pause"},
+		{"POST", "/console/api/pause", "topic=A", 400, "topic"},
+		{"POST", "/console/api/pause", "topic=a", 200, "{\"topic\":\"a\",\"paused\":true}"},
+		{"GET", "/console/api/topics", NULL, 200,
+		 "{\"topics\":[{\"topic\":\"a\",\"paused\":true,\"concurrency\":null,\"rate\":null}]}"},
 		{"POST", "/console/api/resume", "", 400, "topic: required"},
-		{"POST", "/console/api/resume", "topic=a", 501, "resume"},
+		{"POST", "/console/api/resume", "topic=a", 200, "{\"topic\":\"a\",\"paused\":false}"},
+		{"GET", "/console/api/topics", NULL, 200, "{\"topics\":[]}"},
 	};
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
 		http(c.port, calls[i].method, calls[i].path, authed(&c), calls[i].body, &r);

@@ -1445,6 +1445,28 @@ Test(fields, cancel_and_job_need_a_valid_id)
 	ROWS(rows);
 }
 
+Test(fields, policy_ops_need_a_valid_topic_and_limits_in_range)
+{
+	static const row rows[] = {
+		{"{v:1, op:'pause'}", IA, "pause.topic: required string"},
+		{"{v:1, op:'pause', topic:'A'}", IA, "pause.topic: invalid topic"},
+		{"{v:1, op:'resume', topic:5}", IA, "resume.topic: must be a string"},
+		{"{v:1, op:'resume', topic:'a'}", BRQ_ST_OK, NULL},
+		{"{v:1, op:'topic_limits', topic:'a'}", IA,
+		 "topic_limits.max_running: give max_running or rate_per_s"},
+		{"{v:1, op:'topic_limits', topic:'a', max_running:1000001}", IA,
+		 "topic_limits.max_running: must be 0..1000000"},
+		{"{v:1, op:'topic_limits', topic:'a', rate_per_s:-1}", IA,
+		 "topic_limits.rate_per_s: must be 0..1000000"},
+		{"{v:1, op:'topic_limits', topic:'a', rate_per_s:'1'}", IA,
+		 "topic_limits.rate_per_s: must be"},
+		{"{v:1, op:'topic_limits', topic:'a', max_running:nil}", BRQ_ST_OK, NULL},
+		{"{v:1, op:'topic_limits', topic:'a', max_running:0, rate_per_s:1000000}", BRQ_ST_OK, NULL},
+		{"{v:1, op:'topics', anything:[1]}", BRQ_ST_OK, NULL},
+	};
+	ROWS(rows);
+}
+
 Test(fields, arrays_over_max_batch_are_too_large_and_n_over_it_is_invalid)
 {
 	L.max_batch             = 3;

@@ -298,6 +298,47 @@ main(void)
 	rep.stats.n_topics = 1;
 	example("stats", &req, &rep);
 
+	brq_topic_policy pol = {.topic = brq_str_c("email.send"), .paused = true, .running = 3};
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op            = BRQ_OP_PAUSE;
+	req.pause.topic   = brq_str_c("email.send");
+	rep.op            = BRQ_OP_PAUSE;
+	rep.policy.policy = pol;
+	example("pause", &req, &rep);
+
+	pol.paused = false;
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op            = BRQ_OP_RESUME;
+	req.resume.topic  = brq_str_c("email.send");
+	rep.op            = BRQ_OP_RESUME;
+	rep.policy.policy = pol;
+	example("resume", &req, &rep);
+
+	pol.max_running = 10;
+	pol.rate_per_s  = 50;
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op            = BRQ_OP_TOPIC_LIMITS;
+	req.topic_limits  = (brq_topic_limits_req) {.topic           = brq_str_c("email.send"),
+						    .has_max_running = true,
+						    .max_running     = 10,
+						    .has_rate_per_s  = true,
+						    .rate_per_s      = 50};
+	rep.op            = BRQ_OP_TOPIC_LIMITS;
+	rep.policy.policy = pol;
+	example("topic_limits", &req, &rep);
+
+	brq_topic_policy pols[2] = {pol, {.topic = brq_str_c("report.build"), .paused = true}};
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op              = BRQ_OP_TOPICS;
+	rep.op              = BRQ_OP_TOPICS;
+	rep.topics.topics   = pols;
+	rep.topics.n_topics = 2;
+	example("topics", &req, &rep);
+
 	// An error reply, as the gateway answers a claim with n = 0.
 	brq_buf b;
 	brq_buf_init(&b, 0);
