@@ -146,6 +146,12 @@ struct brq_topic_override {
 	uint64_t backoff_base_ms; // 1ms..24h
 	uint64_t backoff_max_ms;  // >= effective backoff_base_ms
 	uint64_t lease_ms;        // 1s..24h
+	// Per-topic limits (docs/operations.md §12): written into topic_policy when the
+	// gateway starts; 0 = unlimited.
+	bool     has_concurrency;
+	bool     has_rate;
+	uint32_t concurrency; // 0..1000000: at most this many processing at once
+	uint32_t rate;        // 0..1000000: at most this many started per second
 };
 
 // Client certificates on a tls+tcp:// listener.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Gateway configuration: BROOQ_TOPIC_OVERRIDES, per-topic max_attempts, backoff and lease.
+// Gateway configuration: BROOQ_TOPIC_OVERRIDES, per-topic max_attempts, backoff, lease and limits.
 #include "config.h"
 #include "brq_units.h"
 #include "config_parse.h"
@@ -27,8 +27,10 @@ static const char var[] = "BROOQ_TOPIC_OVERRIDES";
 static bool *
 override_key(brq_topic_override *o, const char *ka, const char *kb, const char **key)
 {
-	static const char *const names[] = {"max_attempts", "backoff_base", "backoff_max", "lease"};
-	bool *const has[] = {&o->has_max_attempts, &o->has_backoff_base, &o->has_backoff_max, &o->has_lease};
+	static const char *const names[] = {"max_attempts", "backoff_base", "backoff_max",
+					    "lease",        "concurrency",  "rate"};
+	bool *const              has[]   = {&o->has_max_attempts, &o->has_backoff_base, &o->has_backoff_max,
+					    &o->has_lease,        &o->has_concurrency,  &o->has_rate};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if ((size_t) (kb - ka) == strlen(names[i]) && memcmp(ka, names[i], (size_t) (kb - ka)) == 0) {
 			*key = names[i];
@@ -47,6 +49,18 @@ parse_override_value(struct loader *L, const char *label, const char *key, const
 	const char *why;
 	uint64_t    v, min, max, *out;
 
+	if (has == &o->has_concurrency || has == &o->has_rate) {
+		if (brq_parse_u64(val, &v, &why) != 0) {
+			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
+		} else if (v > 1000000) {
+			brq_config_problem_add(L->p, "%s: %s: %s: must be between 0 (no limit) and 1000000",
+					       var, label, key);
+		} else {
+			*(has == &o->has_concurrency ? &o->concurrency : &o->rate) = (uint32_t) v;
+			*has                                                       = true;
+		}
+		return;
+	}
 	if (has == &o->has_max_attempts) {
 		if (brq_parse_u64(val, &v, &why) != 0) {
 			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
@@ -107,9 +121,10 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 
 	bool *has = override_key(o, ka, kb, &key);
 	if (has == NULL) {
-		brq_config_problem_add(
-			L->p, "%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, lease)", var,
-			label);
+		brq_config_problem_add(L->p,
+				       "%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, "
+				       "lease, concurrency, rate)",
+				       var, label);
 	} else if (*has) {
 		brq_config_problem_add(L->p, "%s: %s: %s given twice", var, label, key);
 	} else if (val[0] == '\0') {

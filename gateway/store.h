@@ -238,6 +238,10 @@ BRQ_MUSTCHECK int brq_store_policy_set(brq_store_conn *c, const brq_store_policy
 // policy_list: every topic with a policy, by topic, with its jobs processing now
 // (borrowed).
 BRQ_MUSTCHECK int brq_store_policy_list(brq_store_conn *c, brq_topic_policy **out, uint32_t *n);
+// Writes the limits configured per topic (BROOQ_TOPIC_OVERRIDES concurrency, rate)
+// into topic_policy, each topic in its own transaction; only the limits configured
+// change. 0 or the first failure.
+BRQ_MUSTCHECK int brq_store_policy_configure(brq_store_conn *c);
 // Makes the next claim of any connection of st read topic_policy again.
 void brq_store_policy_invalidate(const brq_store *st);
 

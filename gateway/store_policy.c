@@ -191,3 +191,26 @@ brq_store_policy_list(brq_store_conn *c, brq_topic_policy **out, uint32_t *n)
 	*n = (uint32_t) rows;
 	return 0;
 }
+
+int
+brq_store_policy_configure(brq_store_conn *c)
+{
+	const brq_config *cfg = c->st->cfg;
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
+		const brq_topic_override *o = &cfg->topic_overrides[i];
+		if (!o->has_concurrency && !o->has_rate)
+			continue;
+		brq_store_policy_in in = {.what        = BRQ_POLICY_LIMITS,
+					  .topic       = brq_str_c(o->topic),
+					  .set_max     = o->has_concurrency,
+					  .max_running = o->concurrency,
+					  .set_rate    = o->has_rate,
+					  .rate_per_s  = o->rate};
+		brq_topic_policy    p;
+		int                 rv = brq_store_policy_set(c, &in, &p);
+		brq_store_reset(c);
+		if (rv != 0)
+			return rv;
+	}
+	return 0;
+}

@@ -538,3 +538,29 @@ Test(policy, a_rate_limit_holds_across_two_gateways_within_one_batch_per_second)
 	free(per_s);
 	brq_gw_stop(&gw2);
 }
+
+/* ---- configuration -------------------------------------------------------------------- */
+
+Test(policy, configured_limits_are_written_at_start_and_an_admin_may_change_them)
+{
+	static const char *env[] = {"BROOQ_POLL_INTERVAL=200ms",
+				    "BROOQ_TOPIC_OVERRIDES=cfg.a:concurrency=2,rate=30;cfg.b:lease=9s,rate=0",
+				    NULL};
+	brq_gw_start(&gw2, dsn, env);
+	brq_gw_await_log(&gw2, "topic_limits_configured", 2, 10000);
+	cr_assert_eq(count("SELECT count(*) FROM topic_policy WHERE topic = 'cfg.a' AND max_running = 2"
+			   " AND rate_per_s = 30 AND NOT paused"),
+		     1);
+	/* rate=0: no limit, so no row. */
+	cr_assert_eq(count("SELECT count(*) FROM topic_policy WHERE topic = 'cfg.b'"), 0);
+	brooq_topic_policy p;
+	OK(brooq_topic_limits(ac, "cfg.a", 5, BROOQ_LIMIT_KEEP, &p));
+	cr_assert_eq(p.max_running, 5);
+	cr_assert_eq(p.rate_per_s, 30);
+	/* Enforced by the gateway that was not configured, too. */
+	enqueue_many("cfg.a", 10);
+	brooq_job *jobs;
+	cr_assert_eq(claim_on(wc, "cfg.a", 10, 0, &jobs), 5);
+	brooq_jobs_free(jobs, 5);
+	brq_gw_stop(&gw2);
+}
