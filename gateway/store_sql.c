@@ -416,7 +416,7 @@ janitor_sql(FILE *f, brq_stmt st)
 		break;
 	case BRQ_STMT_DEPTH_ACTIVE:
 		// Active rows only. Each branch's WHERE is exactly the predicate of a
-		// partial index (job_claim_priority_idx, job_lease_expiry_idx), so on a big
+		// partial index (job_claim_priority_idx, job_running_idx), so on a big
 		// table the planner reads those small indexes (plus the heap pages of
 		// active rows) instead of the whole table: the cost follows the backlog,
 		// not the history. The second branch's columns mirror DEPTH_COLS.
@@ -492,7 +492,7 @@ policy_sql(FILE *f, brq_stmt st)
 		break;
 	case BRQ_STMT_POLICY_LIST:
 		// Every topic with a policy, with its jobs processing now
-		// (job_running_topic_idx).
+		// (job_running_idx).
 		fputs("SELECT ", f);
 		cols(f, COLS(policy_cols));
 		fputs(" FROM topic_policy p ORDER BY p.topic", f);

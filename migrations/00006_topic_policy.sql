@@ -17,9 +17,13 @@ CREATE INDEX job_claim_priority_idx ON job (topic, priority, available_at, id)
     WHERE state IN ('pending', 'failed');
 DROP INDEX job_claim_topic_idx;
 
--- Jobs processing per topic: what a concurrency limit counts at claim time. Small:
--- only the jobs held right now.
-CREATE INDEX job_running_topic_idx ON job (topic) WHERE state = 'processing';
+-- Jobs processing, by topic: what a concurrency limit counts at claim time (one
+-- range of this index), and what the reaper reads (all of it: the jobs held right
+-- now, a small index). It replaces job_lease_expiry_idx rather than joining it: a
+-- claim writes one index entry per job into each partial index of `processing`, so
+-- a second one would cost every claim, limited or not.
+CREATE INDEX job_running_idx ON job (topic, locked_until) WHERE state = 'processing';
+DROP INDEX job_lease_expiry_idx;
 
 -- One row per topic with a policy; a topic without a row has none (not paused, no
 -- limits). The claim of a topic with a row locks it, so that gateways deciding how
@@ -40,7 +44,8 @@ CREATE TABLE topic_policy (
 
 -- +goose Down
 DROP TABLE topic_policy;
-DROP INDEX job_running_topic_idx;
+CREATE INDEX job_lease_expiry_idx ON job (locked_until) WHERE state = 'processing';
+DROP INDEX job_running_idx;
 CREATE INDEX job_claim_topic_idx ON job (topic, available_at, id)
     WHERE state IN ('pending', 'failed');
 DROP INDEX job_claim_priority_idx;

@@ -145,7 +145,7 @@ Test(migrate, policy_migration_down_restores_the_claim_index_and_keeps_jobs)
 		brq_testdb_int(db, "SELECT count(*) FROM pg_class WHERE relname = 'job_claim_topic_idx'"), 1);
 	cr_assert_eq(brq_testdb_int(db,
 				    "SELECT count(*) FROM pg_class WHERE relname IN"
-				    " ('job_claim_priority_idx', 'job_running_topic_idx', 'topic_policy')"),
+				    " ('job_claim_priority_idx', 'job_running_idx', 'topic_policy')"),
 		     0);
 	cr_assert_eq(brq_testdb_int(db,
 				    "SELECT count(*) FROM pg_attribute WHERE attrelid = 'job'::regclass"

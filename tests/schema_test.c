@@ -230,6 +230,30 @@ Test(schema, the_claim_statement_uses_the_claim_index_and_the_rows_it_locked)
 	free(plan);
 }
 
+/* The claim of a topic with a policy: the same index-driven scans, and the running
+ * count of a limited topic from job_running_idx, never the table. */
+Test(schema, the_policy_claim_counts_running_jobs_through_the_running_index)
+{
+	fill_history();
+	brq_testdb_exec(db, "INSERT INTO topic_policy (topic, max_running, rate_per_s) VALUES ('t', 5, 10)");
+	char *plan = explain_stmt(BRQ_STMT_CLAIM_POLICY,
+				  "'{t}', 10, 'w', array_fill(gen_random_uuid(), ARRAY[10]), NULL");
+	cr_assert_not_null(strstr(plan, "job_claim_priority_idx"), "%s", plan);
+	cr_assert_not_null(strstr(plan, "job_running_idx"), "%s", plan);
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "the policy claim scans the table:\n%s", plan);
+	free(plan);
+}
+
+/* The reaper reads the processing jobs' index (job_running_idx), never the table. */
+Test(schema, the_reaper_reads_the_running_index)
+{
+	fill_history();
+	char *plan = explain_stmt(BRQ_STMT_REAP, "100");
+	cr_assert_not_null(strstr(plan, "job_running_idx"), "%s", plan);
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "the reaper scans the table:\n%s", plan);
+	free(plan);
+}
+
 /* A connection keeps the generic plan made at its sixth claim. On a new, empty table a
  * plan that reached the locked rows by id was a sequential scan of `job`, kept while
  * the table grew: 10 s per claim at 300k rows. By ctid there is no other plan. */
