@@ -280,6 +280,10 @@ settle_committed(const brq_ops *o, brq_store_conn *c, brq_arena *arena, const br
 		if (out[i].r.state == BRQ_STATE_DEAD)
 			brq_metrics_dead(out[i].topic.ptr, out[i].topic.len, 1);
 		brq_metrics_attempt_duration(out[i].attempt_s);
+		// A limited topic has room for one more job now: a parked claim of it
+		// looks again rather than at the monitor's next round.
+		if (brq_store_policy_known(c->st, out[i].topic))
+			brq_waiters_wake(o->waiters, out[i].topic.ptr, out[i].topic.len, 1);
 	}
 	if (chain->n > 0)
 		enqueue_committed(o, chain->jobs, chain->n, chain->res, NULL, 0);

@@ -242,6 +242,8 @@ BRQ_MUSTCHECK int brq_store_policy_list(brq_store_conn *c, brq_topic_policy **ou
 // into topic_policy, each topic in its own transaction; only the limits configured
 // change. 0 or the first failure.
 BRQ_MUSTCHECK int brq_store_policy_configure(brq_store_conn *c);
+// True when topic has a policy as far as st's cache knows (never reads the database).
+bool brq_store_policy_known(const brq_store *st, brq_str topic);
 // Makes the next claim of any connection of st read topic_policy again.
 void brq_store_policy_invalidate(const brq_store *st);
 

@@ -107,6 +107,18 @@ brq_store_policy_applies(brq_store_conn *c, const brq_str *topics, uint32_t n)
 	return hit;
 }
 
+bool
+brq_store_policy_known(const brq_store *st, brq_str topic)
+{
+	brq_policy_cache *pc  = st->pc;
+	bool              hit = false;
+	pthread_mutex_lock(&pc->mtx);
+	for (size_t k = 0; k < pc->n && !hit; k++)
+		hit = strlen(pc->topics[k]) == topic.len && memcmp(pc->topics[k], topic.ptr, topic.len) == 0;
+	pthread_mutex_unlock(&pc->mtx);
+	return hit;
+}
+
 int
 brq_store_policy_lock(brq_store_conn *c, const brq_str *topics, uint32_t n)
 {

@@ -564,3 +564,34 @@ Test(policy, configured_limits_are_written_at_start_and_an_admin_may_change_them
 	brooq_jobs_free(jobs, 5);
 	brq_gw_stop(&gw2);
 }
+
+/* A settle frees a slot of a limited topic: a claim parked for it starts at once, not
+ * at the monitor's next round (5 s here). */
+Test(policy, a_settle_under_a_concurrency_limit_starts_a_parked_claim_at_once)
+{
+	static const char *env[] = {"BROOQ_POLL_INTERVAL=5s", NULL};
+	brq_gw_start(&gw2, dsn, env);
+	brooq_client      *a   = open_client(&gw2, false);
+	brooq_client      *b   = open_client(&gw2, false);
+	brooq_client      *ac2 = open_client(&gw2, true);
+	brooq_topic_policy p;
+	OK(brooq_topic_limits(ac2, "one", 1, BROOQ_LIMIT_KEEP, &p));
+	enqueue_many("one", 3);
+	brooq_job *held;
+	cr_assert_eq(claim_on(a, "one", 5, 0, &held), 1, "the limit gives one");
+	poller pb = {.c = b, .topic = "one", .wait_ms = 20000};
+	pthread_create(&pb.th, NULL, poll_once, &pb);
+	usleep(500 * 1000);
+	cr_assert_eq(pb.returned_ms, 0, "a claim over the limit returned");
+	int64_t t0 = now_ms();
+	settle_done(a, held, 1);
+	brooq_jobs_free(held, 1);
+	pthread_join(pb.th, NULL);
+	cr_assert_eq(pb.n, 1);
+	cr_assert_lt(pb.returned_ms - t0, 1000, "the parked claim took %lld ms",
+		     (long long) (pb.returned_ms - t0));
+	brooq_client_close(a);
+	brooq_client_close(b);
+	brooq_client_close(ac2);
+	brq_gw_stop(&gw2);
+}
