@@ -167,14 +167,16 @@ enqueue_sql(FILE *f)
 	"(VALUES (1::int2), (2::int2), (3::int2), (4::int2), (5::int2), (6::int2)," \
 	" (7::int2), (8::int2), (9::int2))"
 
-// The claim's update of the rows locked in CTE c (claim_sql, step 2).
+// The claim's update of the rows locked in CTE c (claim_sql, step 2). claimed_at is
+// `claimed` (an expression of the time).
 static void
-claim_update(FILE *f, const brq_config *cfg)
+claim_update(FILE *f, const brq_config *cfg, const char *claimed)
 {
-	fputs(" UPDATE job j SET state = 'processing', attempts = j.attempts + 1, locked_by = $3,"
-	      "  lease_token = ($4::uuid[])[c.k], updated_at = now(), claimed_at = now(),"
-	      "  locked_until = now() + coalesce($5::int8, ",
-	      f);
+	fprintf(f,
+		" UPDATE job j SET state = 'processing', attempts = j.attempts + 1, locked_by = $3,"
+		"  lease_token = ($4::uuid[])[c.k], updated_at = now(), claimed_at = %s,"
+		"  locked_until = now() + coalesce($5::int8, ",
+		claimed);
 	topic_case(f, cfg, "j.topic", LEASE_MS);
 	fputs(") * interval '1 millisecond'"
 	      " FROM c WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM c)) AND j.ctid = c.ctid"
@@ -228,7 +230,7 @@ claim_sql(FILE *f, const brq_config *cfg)
 	      "  FOR NO KEY UPDATE SKIP LOCKED) l"
 	      " ORDER BY l.priority, l.available_at, l.id LIMIT $2)",
 	      f);
-	claim_update(f, cfg);
+	claim_update(f, cfg, "now()");
 }
 
 // The policy path of the claim, for topics with a row in topic_policy. Same
@@ -276,7 +278,9 @@ claim_policy_sql(FILE *f, const brq_config *cfg)
 	      " FROM (SELECT topic, count(*) AS n FROM c GROUP BY topic) s"
 	      " WHERE tp.topic = s.topic AND tp.rate_per_s IS NOT NULL)",
 	      f);
-	claim_update(f, cfg);
+	// claimed_at is the time the start was counted at (the rate's second), not the
+	// transaction's start, which may be a lock wait earlier.
+	claim_update(f, cfg, "statement_timestamp()");
 }
 
 static void

@@ -521,9 +521,8 @@ Test(policy, a_rate_limit_holds_across_two_gateways_within_one_batch_per_second)
 	enqueue_many("rate", 1000);
 	crowd cr = {.topic = "rate", .batch = BATCH, .hold_ms = 0, .wait_ms = 300};
 	run_crowd(&cr, 4, SECONDS * 1000);
-	/* Starts per second of the database clock. A claim's claimed_at is its
-	 * transaction's start, which may fall in the second before the one its lock
-	 * was granted in: hence the one batch of slack. */
+	/* Starts per second of the database clock (claimed_at: when the start was
+	 * counted). One batch of slack, as the issue allows. */
 	char     *per_s = brq_testdb_value(db,
 					   "SELECT string_agg(n::text, ',' ORDER BY s) FROM (SELECT"
 					       " date_trunc('second', claimed_at) AS s, count(*) AS n FROM job"
