@@ -594,3 +594,41 @@ Test(policy, a_settle_under_a_concurrency_limit_starts_a_parked_claim_at_once)
 	brooq_client_close(ac2);
 	brq_gw_stop(&gw2);
 }
+
+/* One claim of several topics merges them by priority first. */
+Test(policy, a_claim_of_several_topics_takes_the_lowest_priority_number_first)
+{
+	uint64_t         a5       = enqueue_p(wc, "multi.a", 5, 0);
+	uint64_t         b1       = enqueue_p(wc, "multi.b", 1, 0);
+	uint64_t         a2       = enqueue_p(wc, "multi.a", 2, 0);
+	const char      *topics[] = {"multi.a", "multi.b"};
+	brooq_claim_opts o        = {
+		       .size = sizeof(o), .worker = "w", .topics = topics, .n_topics = 2, .max_jobs = 2};
+	brooq_job *jobs;
+	size_t     n;
+	OK(brooq_claim(wc, &o, &jobs, &n));
+	cr_assert_eq(n, 2);
+	cr_assert(jobs[0].lease.id != a5 && jobs[1].lease.id != a5, "priority 5 went before 1 and 2");
+	cr_assert((jobs[0].lease.id == b1 || jobs[1].lease.id == b1) &&
+		  (jobs[0].lease.id == a2 || jobs[1].lease.id == a2));
+	brooq_jobs_free(jobs, n);
+}
+
+Test(policy, brooqctl_enqueues_with_a_priority_and_shows_it)
+{
+	char *out;
+	cr_assert_eq(ctl(false, "--json enqueue prio.ctl '{}' --priority 2", &out), 0, "%s", out);
+	free(out);
+	cr_assert_eq(count("SELECT priority FROM job WHERE topic = 'prio.ctl'"), 2);
+	long long id = count("SELECT id FROM job WHERE topic = 'prio.ctl'");
+	char      args[64];
+	snprintf(args, sizeof(args), "--json job %lld", id);
+	cr_assert_eq(ctl(false, args, &out), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\"priority\":2"), "%s", out);
+	free(out);
+	cr_assert_eq(ctl(false, "enqueue prio.ctl '{}' --priority 0", &out), 2, "%s", out);
+	free(out);
+	cr_assert_eq(ctl(false, "job 1 --priority 3", &out), 2, "%s", out);
+	free(out);
+	cr_assert_eq(count("SELECT count(*) FROM job WHERE topic = 'prio.ctl'"), 1);
+}
