@@ -622,9 +622,10 @@ brq_store_claim(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim
 
 // The policy locks of all claims ins[0..k) of one transaction at once, in topic
 // order: claims of several limited topics taking them one claim at a time could
-// deadlock with another transaction taking them in another order.
+// deadlock with another transaction taking them in another order. path[i] gets each
+// claim's statement, decided once (the cache may change in between).
 static int
-lock_policies(brq_store_conn *c, const brq_store_claim_in *ins, uint32_t k)
+lock_policies(brq_store_conn *c, const brq_store_claim_in *ins, uint32_t k, enum claim_path *path)
 {
 	uint32_t n = 0, at = 0;
 	for (uint32_t i = 0; i < k; i++)
@@ -632,10 +633,12 @@ lock_policies(brq_store_conn *c, const brq_store_claim_in *ins, uint32_t k)
 	brq_str *topics = brq_arena_alloc(&c->arena, n > 0 ? n : 1, sizeof(*topics));
 	if (topics == NULL)
 		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
-	for (uint32_t i = 0; i < k; i++)
-		if (ins[i].n > 0 && brq_store_policy_applies(c, ins[i].topics, ins[i].n_topics))
-			for (uint32_t t = 0; t < ins[i].n_topics; t++)
-				topics[at++] = ins[i].topics[t];
+	for (uint32_t i = 0; i < k; i++) {
+		bool policy = ins[i].n > 0 && brq_store_policy_applies(c, ins[i].topics, ins[i].n_topics);
+		path[i]     = policy ? CLAIM_POLICY_LOCKED : CLAIM_FAST;
+		for (uint32_t t = 0; policy && t < ins[i].n_topics; t++)
+			topics[at++] = ins[i].topics[t];
+	}
 	return at == 0 ? 0 : brq_store_policy_lock(c, topics, at);
 }
 
@@ -643,21 +646,21 @@ int
 brq_store_enqueue_claim(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res,
 			const brq_store_claim_in *ins, brq_store_claim_out *outs, uint32_t k)
 {
-	bool own;
-	int  rv = tx_open(c, true, &own);
+	bool             own;
+	enum claim_path *path = brq_arena_alloc(&c->arena, k > 0 ? k : 1, sizeof(*path));
+	if (path == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
+	int rv = tx_open(c, true, &own);
 	if (rv == 0)
 		rv = insert_rows(c, jobs, n, res);
 	if (rv == 0)
 		rv = resolve_conflicts(c, jobs, n, res);
 	if (rv == 0)
-		rv = lock_policies(c, ins, k);
+		rv = lock_policies(c, ins, k, path);
 	for (uint32_t i = 0; rv == 0 && i < k; i++) {
 		memset(&outs[i], 0, sizeof(outs[i]));
 		if (ins[i].n > 0)
-			rv = claim_rows(c, &ins[i], &outs[i],
-					brq_store_policy_applies(c, ins[i].topics, ins[i].n_topics)
-						? CLAIM_POLICY_LOCKED
-						: CLAIM_FAST);
+			rv = claim_rows(c, &ins[i], &outs[i], path[i]);
 	}
 	return tx_close(c, own, rv);
 }
