@@ -112,6 +112,8 @@ brq_console_json_job(brq_jw *out, const brq_job_info *j)
 	brq_jw_u64(out, j->attempts);
 	brq_jw_key(out, "max_attempts");
 	brq_jw_u64(out, j->max_attempts);
+	brq_jw_key(out, "priority");
+	brq_jw_u64(out, j->priority);
 	// The payload is jsonb text as the database printed it: JSON. Checked all the same,
 	// so that nothing can break the reply's own syntax; else it goes as a string.
 	brq_jw_key(out, "payload");
@@ -258,6 +260,15 @@ enqueue_options(brq_console_call *call, brq_job_spec *j)
 	if (rv == 0) {
 		j->has_max_attempts = true;
 		j->max_attempts     = (uint32_t) v;
+	}
+	rv = brq_form_u64(call->in, "priority", BRQ_PRIORITY_MIN, BRQ_PRIORITY_MAX, &v);
+	if (rv == BRQ_EINVAL) {
+		return brq_console_fail(call, 400, "priority: must be %d..%d (1 runs first)",
+					BRQ_PRIORITY_MIN, BRQ_PRIORITY_MAX);
+	}
+	if (rv == 0) {
+		j->has_priority = true;
+		j->priority     = (uint32_t) v;
 	}
 	const brq_str *key = brq_form_get(call->in, "key");
 	if (key != NULL) {

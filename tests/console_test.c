@@ -587,13 +587,16 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 	cgw_start(&c, NULL);
 	sign_in(&c, c.gw.admin_token, &r);
 	http(c.port, "POST", "/console/api/enqueue", authed(&c),
-	     "topic=mail.out&payload=%7B%22to%22%3A%22x%40y%22%7D&key=k-1&delay_ms=60000&max_attempts=3", &r);
+	     "topic=mail.out&payload=%7B%22to%22%3A%22x%40y%22%7D&key=k-1&delay_ms=60000&max_attempts=3&"
+	     "priority=2",
+	     &r);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	cr_assert_not_null(strstr(r.body, "\"created\":true"));
 	long long id = atoll(strstr(r.body, "\"id\":") + 5);
 	cr_assert_eq(
 		job_count(c.dsn,
-			  "topic = 'mail.out' AND idempotency_key = 'k-1' AND max_attempts = 3 AND "
+			  "topic = 'mail.out' AND idempotency_key = 'k-1' AND max_attempts = 3 AND priority "
+			  "= 2 AND "
 			  "available_at > now() + interval '50 seconds' AND payload = '{\"to\":\"x@y\"}'"),
 		1);
 	/* The same key again: the same job, not created (invariant 8). */
@@ -610,6 +613,7 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 		{"topic=m&payload=%7Bx", "payload: invalid JSON", 400},
 		{"topic=m", "payload: required", 400},
 		{"topic=m&payload=1&max_attempts=0", "max_attempts: must be", 400},
+		{"topic=m&payload=1&priority=10", "priority: must be 1..9", 400},
 		{"topic=m&payload=1&delay_ms=-1", "delay_ms: must be", 400},
 		{"topic=m&payload=1&topic=n", "given twice", 400},
 	};
