@@ -26,7 +26,7 @@ CREATE INDEX job_running_idx ON job (topic, locked_until) WHERE state = 'process
 DROP INDEX job_lease_expiry_idx;
 
 -- One row per topic with a policy; a topic without a row has none (not paused, no
--- limits). The claim of a topic with a row locks it, so that gateways deciding how
+-- limits). The claim of a limited topic locks its row, so that gateways deciding how
 -- many of the topic's jobs to start take turns (exact limits across gateways).
 -- rate_window is the second (of the database clock) that rate_started counts the
 -- starts of: at most rate_per_s jobs start in each whole second.
