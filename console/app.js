@@ -326,7 +326,7 @@
       el('label', { for: 'e-key' }, 'Idempotency key (optional)'), el('input', { id: 'e-key', name: 'key' }),
       el('label', { for: 'e-delay' }, 'Delay in milliseconds (optional)'), el('input', { id: 'e-delay', name: 'delay_ms', inputmode: 'numeric' }),
       el('label', { for: 'e-attempts' }, 'Max attempts (optional)'), el('input', { id: 'e-attempts', name: 'max_attempts', inputmode: 'numeric' }),
-      el('label', { for: 'e-priority' }, 'Priority 1 (first) to 9 (optional, default 5)'), el('input', { id: 'e-priority', name: 'priority', inputmode: 'numeric' }),
+      el('label', { for: 'e-priority' }, 'Priority 1 (first, the default) to 9 (optional)'), el('input', { id: 'e-priority', name: 'priority', inputmode: 'numeric' }),
       el('button', { type: 'submit' }, 'Enqueue'), err, result);
     f.addEventListener('submit', async (ev) => {
       ev.preventDefault();

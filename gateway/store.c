@@ -596,8 +596,11 @@ claim_rows(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out 
 	if (path == CLAIM_POLICY)
 		rv = brq_store_policy_lock(c, in->topics, in->n_topics);
 	if (rv == 0)
-		rv = brq_store_run(c, path == CLAIM_FAST ? BRQ_STMT_CLAIM : BRQ_STMT_CLAIM_POLICY, v, l, f,
-				   CLAIM__N, &r);
+		rv = brq_store_run(c,
+				   path != CLAIM_FAST          ? BRQ_STMT_CLAIM_POLICY
+					   : in->n_topics == 1 ? BRQ_STMT_CLAIM
+							       : BRQ_STMT_CLAIM_MULTI,
+				   v, l, f, CLAIM__N, &r);
 	return rv != 0 ? rv : read_claimed(c, r, tokens, in->n, out);
 }
 

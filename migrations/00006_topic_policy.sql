@@ -2,12 +2,15 @@
 -- Job priorities, and per-topic policy: pause, concurrency limit, rate limit.
 
 -- +goose Up
--- 1 runs first, 9 last, 5 by default (lower-first, like graphile-worker and River:
--- "priority 1" reads as "first"). Strict: a ready job of priority 1 always goes
--- before one of priority 2, so a steady flood of urgent jobs can starve the others
--- (docs/operations.md). A constant default adds the column without rewriting job;
--- the CHECK is a comparison of two small integers, nothing like the topic's regex.
-ALTER TABLE job ADD COLUMN priority smallint NOT NULL DEFAULT 5
+-- 1 runs first, 9 last, and 1 is the default, as in River: "priority 1" reads as
+-- "first", and work that may wait is given a higher number (2..9). The default is
+-- the first priority so that the claim of ordinary jobs reads one index range and
+-- stops there, as before priorities (gateway/store_sql.c claim_sql). Strict: a
+-- ready job of priority 1 always goes before one of priority 2, so a steady flood
+-- of them starves the others (docs/operations.md). A constant default adds the
+-- column without rewriting job; the CHECK is a comparison of two small integers,
+-- nothing like the topic's regex.
+ALTER TABLE job ADD COLUMN priority smallint NOT NULL DEFAULT 1
     CONSTRAINT job_priority_range CHECK (priority BETWEEN 1 AND 9);
 
 -- The claim reads one (topic, priority) range at a time, in (available_at, id)

@@ -38,7 +38,7 @@
 #define BRQ_ATTEMPTS_MAX     1000                          // max_attempts upper bound (min 1)
 #define BRQ_PRIORITY_MIN     1                             // priority that runs first
 #define BRQ_PRIORITY_MAX     9                             // priority that runs last
-#define BRQ_PRIORITY_DEFAULT 5                             // priority of a job that says none
+#define BRQ_PRIORITY_DEFAULT 1                             // priority of a job that says none
 #define BRQ_LEASE_MS_MIN     1000                          // lease_ms lower bound
 #define BRQ_LEASE_MS_MAX     86400000                      // lease_ms upper bound (24 h)
 #define BRQ_DELAY_MS_MAX     UINT64_C(315360000000)        // 10 * 365 days in ms

@@ -153,7 +153,7 @@ Test(migrate, policy_migration_down_restores_the_claim_index_and_keeps_jobs)
 		     0);
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 1);
 	cr_assert_eq(brooqctl("up", NULL), 0);
-	cr_assert_eq(brq_testdb_int(db, "SELECT priority FROM job"), 5);
+	cr_assert_eq(brq_testdb_int(db, "SELECT priority FROM job"), 1);
 }
 
 Test(migrate, status_lists_applied_and_pending)

@@ -227,6 +227,48 @@ Test(schema, the_claim_statement_uses_the_claim_index_and_the_rows_it_locked)
 	cr_assert_not_null(strstr(plan, "Tid Scan on job"),
 			   "claim does not update the rows by their ctid:\n%s", plan);
 	cr_assert_null(strstr(plan, "Seq Scan on job"), "claim scans the table:\n%s", plan);
+	/* The order is the plan's: the priorities' VALUES list drives a nested loop, and
+	 * nothing sorts (a sort would run every priority's scan). */
+	cr_assert_not_null(strstr(plan, "Values Scan"), "%s", plan);
+	cr_assert_null(strstr(plan, "Sort"), "the one-topic claim sorts:\n%s", plan);
+	free(plan);
+}
+
+/* A batch found in the first priority reads that priority's range only: the scans of
+ * the other eight never run. */
+Test(schema, a_claim_filled_by_the_first_priority_scans_nothing_else)
+{
+	fill_history();
+	char *plan =
+		explain_stmt(BRQ_STMT_CLAIM, "'{t}', 5, 'w', array_fill(gen_random_uuid(), ARRAY[5]), NULL");
+	free(plan);
+	brq_testdb_exec(db, "BEGIN");
+	PGresult *r = PQexec(db,
+			     "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE brq_claim("
+			     "'{t}', 5, 'w', array_fill(gen_random_uuid(), ARRAY[5]), NULL)");
+	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(db));
+	char text[8192] = "";
+	for (int i = 0; i < PQntuples(r); i++) {
+		strncat(text, PQgetvalue(r, i, 0), sizeof(text) - strlen(text) - 2);
+		strcat(text, "\n");
+	}
+	PQclear(r);
+	brq_testdb_exec(db, "ROLLBACK");
+	const char *scan = strstr(text, "Index Scan using job_claim_priority_idx");
+	cr_assert_not_null(scan, "%s", text);
+	cr_assert_not_null(strstr(scan, "loops=1)"), "more than one priority was scanned:\n%s", text);
+}
+
+/* A claim of several topics merges their scans by priority (a sort), through the
+ * same index. */
+Test(schema, the_claim_of_several_topics_uses_the_claim_index)
+{
+	fill_history();
+	char *plan = explain_stmt(BRQ_STMT_CLAIM_MULTI,
+				  "'{t,u}', 10, 'w', array_fill(gen_random_uuid(), ARRAY[10]), NULL");
+	cr_assert_not_null(strstr(plan, "job_claim_priority_idx"), "%s", plan);
+	cr_assert_not_null(strstr(plan, "Tid Scan on job"), "%s", plan);
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "%s", plan);
 	free(plan);
 }
 

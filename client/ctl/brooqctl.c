@@ -82,7 +82,7 @@ static const struct {
 	 "                     enqueued again; its id is printed (empty key: none)\n"
 	 "  --delay D          make the job ready after D\n"
 	 "  --max-attempts N   attempts before dead (default: the gateway's, per topic)\n"
-	 "  --priority P       1 (runs first) .. 9 (runs last); default 5\n"},
+	 "  --priority P       1 (runs first, the default) .. 9 (runs last)\n"},
 	{"job", brq_ctl_job,
 	 "usage: brooqctl [OPTIONS] job ID\n\n"
 	 "Shows every field of the job's row: state, attempts, last_error, lease, payload.\n"},

@@ -32,7 +32,7 @@ typedef struct brq_ctl {
 	const char *key;             /* enqueue --key */
 	uint64_t    delay_ms;        /* enqueue --delay */
 	uint32_t    max_attempts;    /* enqueue --max-attempts; 0: the gateway's default */
-	uint32_t    priority;        /* enqueue --priority; 0: the default (5) */
+	uint32_t    priority;        /* enqueue --priority; 0: the default (1) */
 	uint32_t    concurrency;     /* limits --concurrency; BROOQ_LIMIT_KEEP: not given */
 	uint32_t    rate;            /* limits --rate; BROOQ_LIMIT_KEEP: not given */
 } brq_ctl;

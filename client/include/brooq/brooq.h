@@ -200,8 +200,9 @@ typedef struct brooq_job_spec {
 	uint64_t    delay_ms;     /* 0: ready now */
 	int64_t     run_at_ms;    /* unix ms; 0: not set (exclusive with delay_ms) */
 	uint32_t    max_attempts; /* 0: the gateway's default for the topic */
-	/* 1 (runs first) .. 9 (runs last); 0: the default, 5. Strict: a ready job of
-	 * a lower number always goes first, so a flood of them can starve the rest. */
+	/* 1 (runs first; the default, also for 0) .. 9 (runs last): give work that
+	 * may wait a higher number. Strict: a ready job of a lower number always goes
+	 * first, so a flood of them can starve the rest. */
 	uint32_t priority;
 } brooq_job_spec;
 
