@@ -52,8 +52,11 @@
 #define BRQ_W_BATCH_MAX 1000
 /* Results per settle request (and per claim that carries them). */
 #define BRQ_W_SETTLE_ITEMS_MAX 500
-/* The prefetch queue's default bound (brooq_worker_opts.prefetch_max 0). */
-#define BRQ_W_PREFETCH_DEFAULT 256
+/* The prefetch queue's default bound (brooq_worker_opts.prefetch_max 0): a claim
+ * may then carry a whole batch; the pace (50 ms of work) keeps slow handlers far below
+ * it. In the drain benchmark 1000 gave claims of ~430 jobs instead of ~230 and
+ * +10..20 % jobs/s over 256 (docs/benchmarks.md). */
+#define BRQ_W_PREFETCH_DEFAULT 1000
 
 typedef enum brq_phase {
 	PH_QUEUED,

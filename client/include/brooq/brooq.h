@@ -359,7 +359,7 @@ typedef struct brooq_worker_opts {
 	 * (their leases are heartbeated like the running ones). The queue follows the
 	 * handlers' pace: about 50 ms of work, so fast handlers get big claims (fewer,
 	 * cheaper round trips) and slow ones get no more than free threads. 0: up to
-	 * 256; N > 0: up to N; negative: none (claims never exceed free threads). */
+	 * 1000; N > 0: up to N (at most 1000); negative: none (claims never exceed free threads). */
 	int prefetch_max;
 } brooq_worker_opts;
 
