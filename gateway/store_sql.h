@@ -29,6 +29,7 @@ typedef enum brq_stmt {
 	BRQ_STMT_DEPTH_ACTIVE,
 	BRQ_STMT_DEPTH_TERMINAL,
 	BRQ_STMT_DEPTH_TERMINAL_SAMPLE,
+	BRQ_STMT_LOST_OF,
 	BRQ_STMT__COUNT
 } brq_stmt;
 
@@ -81,6 +82,15 @@ enum unclaim_col { UNCLAIM_COLS(BRQ_COL_ENUM) UNCLAIM__N };
 // topics of jobs (metrics of lost leases); reaper and retention: one row per job.
 #define TOPIC_COLS(X) X(TOPIC_TOPIC, "j.topic")
 enum topic_col { TOPIC_COLS(BRQ_COL_ENUM) TOPIC__N };
+
+// lost_of (heartbeat leases found lost): one row per job that exists, with why.
+#define LOST_COLS(X)                                                           \
+	X(LOST_ID, "j.id")                                                     \
+	X(LOST_TOPIC, "j.topic")                                               \
+	X(LOST_REASON,                                                         \
+	  "CASE WHEN j.state = 'canceled' THEN 'canceled' WHEN j.lease_token " \
+	  "= l.token THEN 'max_execution' ELSE 'gone' END")
+enum lost_col { LOST_COLS(BRQ_COL_ENUM) LOST__N };
 
 // cancel: exactly one row when the job exists.
 #define CANCEL_COLS(X)                 \
