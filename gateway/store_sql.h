@@ -113,7 +113,8 @@ enum cancel_col { CANCEL_COLS(BRQ_COL_ENUM) CANCEL__N };
 	X(JOB_LAST_ERROR, "last_error")                                           \
 	X(JOB_KEY, "idempotency_key")                                             \
 	X(JOB_CREATED_MS, "(extract(epoch FROM created_at) * 1000)::int8")        \
-	X(JOB_UPDATED_MS, "(extract(epoch FROM updated_at) * 1000)::int8")
+	X(JOB_UPDATED_MS, "(extract(epoch FROM updated_at) * 1000)::int8")        \
+	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")
 enum job_col { JOB_COLS(BRQ_COL_ENUM) JOB__N };
 
 // stats: one row per topic; the counts in brq_state order.

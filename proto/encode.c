@@ -350,7 +350,9 @@ brq_pack_settle_result(brq_buf *b, const brq_settle_result *r)
 int
 brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 {
-	brq_pack_map(b, 13);
+	brq_pack_map(b,
+		     13 + j->has_claimed_at_ms + (j->attempt_deadline_ms != 0) +
+			     (j->max_execution_deadline_ms != 0));
 	kv_uint(b, "id", j->id);
 	kv_str(b, "topic", j->topic);
 	kv_str(b, "payload", j->payload);
@@ -369,6 +371,15 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 	kv_opt_str(b, "key", j->has_key, j->key);
 	kv_int(b, "created_at_ms", j->created_at_ms);
 	kv_int(b, "updated_at_ms", j->updated_at_ms);
+	if (j->has_claimed_at_ms) {
+		kv_int(b, "claimed_at_ms", j->claimed_at_ms);
+	}
+	if (j->attempt_deadline_ms != 0) {
+		kv_int(b, "attempt_deadline_ms", j->attempt_deadline_ms);
+	}
+	if (j->max_execution_deadline_ms != 0) {
+		kv_int(b, "max_execution_deadline_ms", j->max_execution_deadline_ms);
+	}
 	return b->err;
 }
 

@@ -230,6 +230,12 @@ typedef struct brq_job_info {
 	brq_str   key;
 	int64_t   created_at_ms;
 	int64_t   updated_at_ms;
+	// Optional keys (absent from older gateways): the latest claim, and while the job
+	// is processing the deadlines its topic's timeouts set for this attempt (0: none).
+	bool    has_claimed_at_ms;
+	int64_t claimed_at_ms;
+	int64_t attempt_deadline_ms;
+	int64_t max_execution_deadline_ms;
 } brq_job_info;
 
 typedef struct brq_topic_stats {

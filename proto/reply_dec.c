@@ -175,6 +175,9 @@ enum {
 	JI_KEY,
 	JI_CREATED,
 	JI_UPDATED,
+	JI_CLAIMED,
+	JI_ATT_DEADLINE,
+	JI_MAX_DEADLINE,
 	JI__N
 };
 
@@ -195,6 +198,9 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 		[JI_KEY]          = {"key", NULL},
 		[JI_CREATED]      = {"created_at_ms", NULL},
 		[JI_UPDATED]      = {"updated_at_ms", NULL},
+		[JI_CLAIMED]      = {"claimed_at_ms", NULL},
+		[JI_ATT_DEADLINE] = {"attempt_deadline_ms", NULL},
+		[JI_MAX_DEADLINE] = {"max_execution_deadline_ms", NULL},
 	};
 
 	TRY(brq_dec_map(d, r, path, f, JI__N));
@@ -214,7 +220,14 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 	TRY(get_opt_str(d, &f[JI_LAST_ERROR], path, &j->has_last_error, &j->last_error));
 	TRY(get_opt_str(d, &f[JI_KEY], path, &j->has_key, &j->key));
 	TRY(get_i64(d, &f[JI_CREATED], path, &j->created_at_ms));
-	return get_i64(d, &f[JI_UPDATED], path, &j->updated_at_ms);
+	TRY(get_i64(d, &f[JI_UPDATED], path, &j->updated_at_ms));
+	// Optional (absent from gateways before timeouts): 0 then.
+	TRY(brq_dec_int(d, &f[JI_CLAIMED], path, false, INT64_MIN, INT64_MAX, &j->claimed_at_ms,
+			&j->has_claimed_at_ms));
+	TRY(brq_dec_int(d, &f[JI_ATT_DEADLINE], path, false, INT64_MIN, INT64_MAX, &j->attempt_deadline_ms,
+			NULL));
+	return brq_dec_int(d, &f[JI_MAX_DEADLINE], path, false, INT64_MIN, INT64_MAX,
+			   &j->max_execution_deadline_ms, NULL);
 }
 
 static brq_status

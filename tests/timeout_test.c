@@ -298,6 +298,38 @@ Test(timeouts, a_heartbeat_past_the_maximum_execution_time_is_refused_and_the_re
 	cr_assert(ext);
 }
 
+/* The job's row shows the latest claim and, while it runs, its attempt's deadlines. */
+Test(timeouts, the_job_shows_its_claim_and_the_running_attempts_deadlines)
+{
+	uint64_t        id = enqueue("t.slow", 0);
+	brooq_job_info *j;
+	OK(brooq_job_get(wc, id, &j));
+	cr_assert_eq(j->claimed_at_ms, 0);
+	cr_assert_eq(j->attempt_deadline_ms, 0);
+	brooq_job_info_free(j);
+	brq_claimed_job c;
+	brq_lease_ref   l;
+	wire_claim("t.slow", &c, &l);
+	OK(brooq_job_get(wc, id, &j));
+	long long claimed = sql_int(
+		"SELECT (extract(epoch FROM claimed_at) * 1000)::int8 FROM job WHERE id = %" PRIu64, id);
+	cr_assert_eq(j->claimed_at_ms, claimed);
+	cr_assert_eq(j->attempt_deadline_ms, claimed + 300);
+	cr_assert_eq(j->max_execution_deadline_ms, claimed + 5000);
+	brooq_job_info_free(j);
+	/* Not processing: no deadlines, the claim stays. */
+	brooq_settle_item   it = {.lease = {.id = l.id}, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result res;
+	memcpy(it.lease.token, l.lease, BROOQ_LEASE_LEN);
+	OK(brooq_settle(wc, &it, 1, &res));
+	cr_assert(res.applied);
+	OK(brooq_job_get(wc, id, &j));
+	cr_assert_eq(j->claimed_at_ms, claimed);
+	cr_assert_eq(j->attempt_deadline_ms, 0);
+	cr_assert_eq(j->max_execution_deadline_ms, 0);
+	brooq_job_info_free(j);
+}
+
 /* A lost lease's reason: canceled (an operator), gone (settled, reaped, another token). */
 Test(timeouts, a_heartbeat_tells_a_canceled_job_from_a_lease_that_is_gone)
 {

@@ -455,19 +455,22 @@ job_info_out(const brq_job_info *in)
 	bool            ok = j != NULL;
 	if (!ok)
 		return NULL;
-	j->id              = in->id;
-	j->topic           = opt_dup(true, in->topic, &ok);
-	j->payload         = opt_dup(true, in->payload, &ok);
-	j->state           = (brooq_state) in->state;
-	j->attempts        = in->attempts;
-	j->max_attempts    = in->max_attempts;
-	j->available_at_ms = in->available_at_ms;
-	j->locked_by       = opt_dup(in->has_locked_by, in->locked_by, &ok);
-	j->locked_until_ms = in->has_locked_until_ms ? in->locked_until_ms : 0;
-	j->last_error      = opt_dup(in->has_last_error, in->last_error, &ok);
-	j->key             = opt_dup(in->has_key, in->key, &ok);
-	j->created_at_ms   = in->created_at_ms;
-	j->updated_at_ms   = in->updated_at_ms;
+	j->id                        = in->id;
+	j->topic                     = opt_dup(true, in->topic, &ok);
+	j->payload                   = opt_dup(true, in->payload, &ok);
+	j->state                     = (brooq_state) in->state;
+	j->attempts                  = in->attempts;
+	j->max_attempts              = in->max_attempts;
+	j->available_at_ms           = in->available_at_ms;
+	j->locked_by                 = opt_dup(in->has_locked_by, in->locked_by, &ok);
+	j->locked_until_ms           = in->has_locked_until_ms ? in->locked_until_ms : 0;
+	j->last_error                = opt_dup(in->has_last_error, in->last_error, &ok);
+	j->key                       = opt_dup(in->has_key, in->key, &ok);
+	j->created_at_ms             = in->created_at_ms;
+	j->updated_at_ms             = in->updated_at_ms;
+	j->claimed_at_ms             = in->has_claimed_at_ms ? in->claimed_at_ms : 0;
+	j->attempt_deadline_ms       = in->attempt_deadline_ms;
+	j->max_execution_deadline_ms = in->max_execution_deadline_ms;
 	if (!ok) {
 		brooq_job_info_free(j);
 		return NULL;

@@ -308,6 +308,11 @@ typedef struct brooq_job_info {
 	char       *key;             /* NULL when none */
 	int64_t     created_at_ms;
 	int64_t     updated_at_ms;
+	int64_t     claimed_at_ms; /* the latest claim; 0: never claimed (or an older gateway) */
+	/* While processing: the running attempt's deadlines from its topic's timeouts
+	 * (claimed_at + attempt timeout, + maximum execution time); 0: none. */
+	int64_t attempt_deadline_ms;
+	int64_t max_execution_deadline_ms;
 } brooq_job_info;
 
 BROOQ_API brooq_err brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out);
