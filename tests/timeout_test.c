@@ -275,8 +275,8 @@ Test(timeouts, a_heartbeat_past_the_maximum_execution_time_is_refused_and_the_re
 	double ms = (double) (now_us() - t0) / 1000.0;
 	cr_assert_eq(why, BRQ_LOST_MAX_EXECUTION, "reason %d", (int) why);
 	cr_assert_geq(ms, 1500.0, "refused %.0f ms after the claim, before the bound", ms);
-	cr_assert_leq(ms, 1500.0 + 300.0 + 250.0, "refused %.0f ms after the claim", ms);
-	cr_assert_geq(extended, 3);
+	cr_assert_leq(ms, 1500.0 + 300.0 + 1000.0, "refused %.0f ms after the claim", ms);
+	cr_assert_geq(extended, 2);
 	cr_assert_eq(scrape("brooq_max_execution_exceeded_total{topic=\"t.hang\"}"), 1);
 
 	/* The lease is not extended again: it ends at most a lease after the last extension. */
@@ -460,7 +460,7 @@ Test(timeouts,
 	fprintf(stderr, "timeout_test: the flag came %.1f ms after the handler started (timeout 300 ms)\n",
 		after);
 	cr_assert_geq(after, 250.0, "flag raised %.1f ms after the start", after);
-	cr_assert_leq(after, 600.0, "flag raised %.1f ms after the start", after);
+	cr_assert_leq(after, 1000.0, "flag raised %.1f ms after the start", after);
 	/* The deadline: the claim's receipt plus 300 ms, by the worker's clock. */
 	long long dl = atomic_load(&deadline_ms[1]), ws = atomic_load(&wall_start_ms[1]);
 	cr_assert(dl >= ws && dl <= ws + 300 + 50, "deadline %lld, start %lld", dl, ws);
@@ -535,7 +535,7 @@ Test(timeouts, a_handler_running_past_the_maximum_execution_time_loses_its_lease
 		"timeout_test: max execution reached the handler %.1f ms after it started (1500 ms)\n",
 		after);
 	cr_assert_geq(after, 1400.0, "flag after %.1f ms", after);
-	cr_assert_leq(after, 1500.0 + 333.0 + 400.0, "flag after %.1f ms", after);
+	cr_assert_leq(after, 1500.0 + 333.0 + 1000.0, "flag after %.1f ms", after);
 	brooq_worker_stats st;
 	brooq_worker_get_stats(r.w, &st);
 	cr_assert_eq(st.hung, 1, "the watchdog did not count it");
@@ -595,7 +595,7 @@ Test(timeouts, a_handler_reads_operator_cancel_as_its_reason)
 {
 	uint64_t id = enqueue("t.free", 0);
 	runner   r;
-	run_worker(&r, "t.free", h_until_flag, 1000, 0);
+	run_worker(&r, "t.free", h_until_flag, 3000, 0);
 	await_started(1);
 	brooq_state st_after;
 	bool        canceled;
@@ -616,7 +616,7 @@ Test(timeouts, a_handler_reads_a_lost_lease_as_its_reason)
 {
 	uint64_t id = enqueue("t.free", 0);
 	runner   r;
-	run_worker(&r, "t.free", h_until_flag, 1000, 0);
+	run_worker(&r, "t.free", h_until_flag, 3000, 0);
 	await_started(1);
 	/* The lease taken away as the reaper of another gateway would. */
 	cr_assert_eq(
