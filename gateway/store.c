@@ -671,19 +671,17 @@ brq_store_lost_of(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, br
 		rv = brq_store_run(c, BRQ_STMT_LOST_OF, v, l, f, LOST__N, &r);
 	if (rv != 0)
 		return rv;
+	// Rows come back by the lease's position (1-based) in the arrays.
 	for (int row = 0; row < PQntuples(r); row++) {
-		uint64_t id  = (uint64_t) brq_store_int(r, row, LOST_ID);
-		brq_str  why = brq_store_str(r, row, LOST_REASON);
-		for (uint32_t i = 0; i < n; i++) {
-			if (leases[i].id != id || topics[i].ptr != NULL)
-				continue;
-			topics[i]  = brq_store_str(r, row, LOST_TOPIC);
-			reasons[i] = why.len == 8 && memcmp(why.ptr, "canceled", 8) == 0 ? BRQ_LOST_CANCELED
-				: why.len == 13 && memcmp(why.ptr, "max_execution", 13) == 0
-				? BRQ_LOST_MAX_EXECUTION
-				: BRQ_LOST_GONE;
-			break;
-		}
+		int64_t k   = brq_store_int(r, row, LOST_ORD);
+		brq_str why = brq_store_str(r, row, LOST_REASON);
+		if (k < 1 || k > (int64_t) n)
+			return brq_store_fail(c, BRQ_EINTERNAL, "lost_of: position %lld out of range",
+					      (long long) k);
+		topics[k - 1]  = brq_store_str(r, row, LOST_TOPIC);
+		reasons[k - 1] = why.len == 8 && memcmp(why.ptr, "canceled", 8) == 0 ? BRQ_LOST_CANCELED
+			: why.len == 13 && memcmp(why.ptr, "max_execution", 13) == 0 ? BRQ_LOST_MAX_EXECUTION
+										     : BRQ_LOST_GONE;
 	}
 	return 0;
 }

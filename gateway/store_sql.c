@@ -249,7 +249,9 @@ lost_of_sql(FILE *f)
 	// longer exist return no row.
 	fputs("SELECT ", f);
 	cols(f, COLS(lost_cols));
-	fputs(" FROM unnest($1::int8[], $2::uuid[]) AS l(id, token) JOIN job j ON j.id = l.id", f);
+	fputs(" FROM unnest($1::int8[], $2::uuid[]) WITH ORDINALITY AS l(id, token, ord)"
+	      " JOIN job j ON j.id = l.id",
+	      f);
 }
 
 static void

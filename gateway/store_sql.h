@@ -85,7 +85,7 @@ enum topic_col { TOPIC_COLS(BRQ_COL_ENUM) TOPIC__N };
 
 // lost_of (heartbeat leases found lost): one row per job that exists, with why.
 #define LOST_COLS(X)                                                           \
-	X(LOST_ID, "j.id")                                                     \
+	X(LOST_ORD, "l.ord")                                                   \
 	X(LOST_TOPIC, "j.topic")                                               \
 	X(LOST_REASON,                                                         \
 	  "CASE WHEN j.state = 'canceled' THEN 'canceled' WHEN j.lease_token " \

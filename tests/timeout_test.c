@@ -278,6 +278,15 @@ Test(timeouts, a_heartbeat_past_the_maximum_execution_time_is_refused_and_the_re
 	cr_assert_leq(ms, 1500.0 + 300.0 + 1000.0, "refused %.0f ms after the claim", ms);
 	cr_assert_geq(extended, 2);
 	cr_assert_eq(scrape("brooq_max_execution_exceeded_total{topic=\"t.hang\"}"), 1);
+	/* Each lease gets its own reason, also when one job is named twice. */
+	brq_lease_ref   two[2] = {l, l};
+	bool            ext2[2];
+	brq_lost_reason why2[2];
+	two[0].lease[0] ^= 0xff;
+	cr_assert(wire_heartbeat(two, 2, ext2, why2));
+	cr_assert(!ext2[0] && !ext2[1]);
+	cr_assert_eq(why2[0], BRQ_LOST_GONE);
+	cr_assert_eq(why2[1], BRQ_LOST_MAX_EXECUTION);
 
 	/* The lease is not extended again: it ends at most a lease after the last extension. */
 	cr_assert_eq(wait_int(1, 3000,
