@@ -164,6 +164,35 @@ typedef struct brq_id_req {
 	uint64_t id;
 } brq_id_req;
 
+// Bounds of a schedule's fields (schedule_add).
+#define BRQ_EVERY_MS_MIN      UINT64_C(1000)        // every_ms lower bound (1 s)
+#define BRQ_EVERY_MS_MAX      UINT64_C(31622400000) // every_ms upper bound (366 days)
+#define BRQ_CATCH_UP_MAX      1000                  // catch_up_max upper bound (min 1)
+#define BRQ_SCHEDULE_TZ_MAX   64                    // tz bytes (an IANA zone name)
+#define BRQ_SCHEDULE_CRON_MAX 256                   // cron bytes
+
+// A periodic job: schedule_add's fields, and one entry of schedule_list's reply.
+typedef struct brq_schedule {
+	brq_str  name;         // topic rules ([a-z0-9][a-z0-9._-]*, <= 128 bytes)
+	brq_str  topic;        // the jobs' topic
+	brq_str  payload;      // JSON; len 0 on add: {}
+	brq_str  cron;         // 5-field expression; len 0: none (then every_ms is set)
+	brq_str  tz;           // IANA zone of cron; len 0 on add: "UTC"
+	uint64_t every_ms;     // 0: none (then cron is set); BRQ_EVERY_MS_MIN..BRQ_EVERY_MS_MAX
+	bool     catch_up;     // misfire policy: false "skip", true "catch_up"
+	uint32_t catch_up_max; // 1..BRQ_CATCH_UP_MAX; 0 on add: 10 with catch_up, else 1
+	uint32_t max_attempts; // 0: the topic's default
+	// schedule_list only:
+	bool    enabled;
+	int64_t next_slot_ms; // unix ms of the next slot owed; 0: none
+	int64_t last_slot_ms; // unix ms of the last slot enqueued; 0: never
+	brq_str source;       // "config" or "admin"
+} brq_schedule;
+
+typedef struct brq_name_req {
+	brq_str name;
+} brq_name_req;
+
 // One request. Envelope first, then the fields of `op` in the matching union member.
 typedef struct brq_request {
 	uint64_t rid; // request id, echoed in the reply; 0 when absent
