@@ -208,6 +208,8 @@ typedef struct brq_request {
 		brq_settle_req    settle;
 		brq_id_req        cancel;
 		brq_id_req        job;
+		brq_schedule      schedule_add;
+		brq_name_req      schedule_remove;
 	};
 	// Private to the decoder: the message that stage 1 checked (stage 2 reads it again).
 	const uint8_t *body_;
@@ -319,6 +321,14 @@ typedef struct brq_reply {
 			brq_job_info job;
 		} job;
 		brq_stats_rep stats;
+		struct {
+			bool    created;      // false: an existing schedule of that name was replaced
+			int64_t next_slot_ms; // the first slot it owes (unix ms)
+		} schedule_add;
+		struct {
+			brq_schedule *schedules; // by name
+			uint32_t      n_schedules;
+		} schedule_list;
 	};
 } brq_reply;
 
@@ -423,6 +433,9 @@ int brq_pack_claimed_job(brq_buf *b, const brq_claimed_job *j);
 int brq_pack_settle_result(brq_buf *b, const brq_settle_result *r);
 int brq_pack_job_info(brq_buf *b, const brq_job_info *j);
 int brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t);
+// A schedule: schedule_add's request fields (add = true: the keys a client sends) or one
+// entry of schedule_list's reply (add = false: with enabled, slots and source).
+int brq_pack_schedule(brq_buf *b, const brq_schedule *s, bool add);
 
 // Whole-message encoders: each first empties b (brq_buf_reset), then writes one message.
 // The encoders do not validate: the gateway does; they emit the optional keys whose

@@ -450,3 +450,145 @@ Test(gateways, a_restart_catches_up_slots_missed_while_every_gateway_was_down)
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 'm'"), 3, "catch_up_max slots");
 	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE next_slot > now()"), 1);
 }
+
+/* ---- the admin operations over the wire ------------------------------------------ */
+
+TestSuite(ops, .init = setup, .fini = teardown, .timeout = 60);
+
+static brq_gw    ogw;
+static brq_arena oarena;
+static brq_status
+ocall(brq_request *req, brq_reply *rep, bool admin)
+{
+	void *keep    = NULL;
+	req->token    = admin ? brq_gw_admin(&ogw) : brq_gw_worker(&ogw);
+	brq_status st = brq_gw_call(&ogw, req, rep, &oarena, &keep);
+	/* Strings of rep borrow keep: the tests read them before the next call. */
+	static void *last;
+	free(last);
+	last = keep;
+	return st;
+}
+
+Test(ops, add_list_replace_remove_round_trip)
+{
+	static const char *const env[] = {"BROOQ_SCHEDULE_TICK=0", NULL};
+	brq_gw_start(&ogw, dsn, env);
+	brq_arena_init(&oarena);
+	brq_request req = {.op = BRQ_OP_SCHEDULE_ADD, .rid = 1};
+	brq_reply   rep;
+	req.schedule_add = (brq_schedule) {.name         = brq_str_c("nightly"),
+					   .topic        = brq_str_c("report.build"),
+					   .payload      = brq_str_c("{\"full\":true}"),
+					   .cron         = brq_str_c("30 2 * * *"),
+					   .tz           = brq_str_c("Europe/Berlin"),
+					   .catch_up     = true,
+					   .catch_up_max = 3,
+					   .max_attempts = 2};
+	cr_assert_eq(ocall(&req, &rep, true), BRQ_ST_OK, "%.*s", (int) rep.msg.len, rep.msg.ptr);
+	cr_assert(rep.schedule_add.created);
+	int64_t first = rep.schedule_add.next_slot_ms;
+	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE name = 'nightly' AND next_slot = "
+			     "to_timestamp(%" PRId64 " / 1000.0) AND next_slot > now() AND source = 'admin'"
+			     " AND extract(hour FROM next_slot AT TIME ZONE 'Europe/Berlin') = 2",
+			     first),
+		     1);
+	/* Same name, same timing: replaced, the owed slot kept. */
+	req.schedule_add.payload = brq_str_c("{\"full\":false}");
+	cr_assert_eq(ocall(&req, &rep, true), BRQ_ST_OK);
+	cr_assert(!rep.schedule_add.created);
+	cr_assert_eq(rep.schedule_add.next_slot_ms, first);
+
+	brq_request add2 = {.op = BRQ_OP_SCHEDULE_ADD, .rid = 2};
+	add2.schedule_add =
+		(brq_schedule) {.name = brq_str_c("beat"), .topic = brq_str_c("ping"), .every_ms = 30000};
+	cr_assert_eq(ocall(&add2, &rep, true), BRQ_ST_OK);
+	cr_assert_eq(rep.schedule_add.next_slot_ms % 30000, 0);
+
+	brq_request list = {.op = BRQ_OP_SCHEDULE_LIST, .rid = 3};
+	cr_assert_eq(ocall(&list, &rep, true), BRQ_ST_OK);
+	cr_assert_eq(rep.schedule_list.n_schedules, 2);
+	brq_schedule *b = &rep.schedule_list.schedules[0], *n = &rep.schedule_list.schedules[1];
+	cr_assert(brq_str_eq(b->name, "beat") && b->every_ms == 30000 && b->cron.len == 0 && !b->catch_up &&
+		  b->catch_up_max == 1 && b->enabled && brq_str_eq(b->source, "admin"));
+	cr_assert(brq_str_eq(n->name, "nightly") && brq_str_eq(n->cron, "30 2 * * *") &&
+		  brq_str_eq(n->tz, "Europe/Berlin") && n->catch_up && n->catch_up_max == 3 &&
+		  n->max_attempts == 2 && brq_str_eq(n->payload, "{\"full\": false}") &&
+		  n->next_slot_ms == first && n->last_slot_ms == 0);
+
+	brq_request rm          = {.op = BRQ_OP_SCHEDULE_REMOVE, .rid = 4};
+	rm.schedule_remove.name = brq_str_c("beat");
+	cr_assert_eq(ocall(&rm, &rep, true), BRQ_ST_OK);
+	cr_assert_eq(ocall(&rm, &rep, true), BRQ_ST_NOT_FOUND);
+	cr_assert_eq(sql_int("SELECT count(*) FROM schedule"), 1);
+	brq_arena_fini(&oarena);
+	brq_gw_stop(&ogw);
+}
+
+Test(ops, bad_input_and_the_worker_role_are_refused_with_nothing_changed)
+{
+	static const char *const env[] = {"BROOQ_SCHEDULE_TICK=0", NULL};
+	brq_gw_start(&ogw, dsn, env);
+	brq_arena_init(&oarena);
+	brq_testdb_exec(db,
+			"INSERT INTO schedule (name, topic, every_ms, next_slot) VALUES ('keep', 't', 60000, "
+			"'2030-01-01Z')");
+	static const struct {
+		brq_schedule s;
+		brq_status   st;
+		const char  *why;
+	} bad[] = {
+		{{.name = {"keep", 4}, .topic = {"t", 1}, .cron = {"61 * * * *", 10}},
+		 BRQ_ST_INVALID_ARGUMENT,
+		 "schedule_add.cron: minute: 61 is out of range 0-59"},
+		{{.name  = {"keep", 4},
+		  .topic = {"t", 1},
+		  .cron  = {"0 3 * * *", 9},
+		  .tz    = {"Mars/Olympus", 12}},
+		 BRQ_ST_INVALID_ARGUMENT,
+		 "Mars/Olympus"},
+		{{.name = {"keep", 4}, .topic = {"t", 1}, .cron = {"0 3 * * *", 9}, .every_ms = 60000},
+		 BRQ_ST_INVALID_ARGUMENT,
+		 "exactly one of cron and every_ms"},
+		{{.name = {"keep", 4}, .topic = {"t", 1}}, BRQ_ST_INVALID_ARGUMENT, "exactly one"},
+		{{.name = {"keep", 4}, .topic = {"t", 1}, .every_ms = 60000, .payload = {"{x", 2}},
+		 BRQ_ST_INVALID_ARGUMENT,
+		 "schedule_add.payload"},
+		{{.name = {"keep", 4}, .topic = {"t", 1}, .every_ms = 60000, .catch_up_max = 5},
+		 BRQ_ST_INVALID_ARGUMENT,
+		 "catch_up_max: only with misfire catch_up"},
+		{{.name = {"Keep", 4}, .topic = {"t", 1}, .every_ms = 60000},
+		 BRQ_ST_INVALID_ARGUMENT,
+		 "name"},
+		{{.name = {"keep", 4}, .topic = {"t", 1}, .every_ms = 500},
+		 BRQ_ST_INVALID_ARGUMENT,
+		 "every_ms"},
+	};
+	char *before = brq_testdb_value(db, "SELECT string_agg(s::text, ',') FROM schedule s");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		brq_request req = {.op = BRQ_OP_SCHEDULE_ADD, .rid = i + 1, .schedule_add = bad[i].s};
+		brq_reply   rep;
+		brq_status  st = ocall(&req, &rep, true);
+		char        msg[300];
+		snprintf(msg, sizeof(msg), "%.*s", (int) rep.msg.len, rep.msg.ptr);
+		cr_assert_eq(st, bad[i].st, "case %zu: %s", i, msg);
+		cr_assert(strstr(msg, bad[i].why) != NULL, "case %zu: \"%s\" lacks \"%s\"", i, msg,
+			  bad[i].why);
+	}
+	brq_request ok = {.op = BRQ_OP_SCHEDULE_ADD, .rid = 99};
+	ok.schedule_add =
+		(brq_schedule) {.name = brq_str_c("keep"), .topic = brq_str_c("t"), .every_ms = 1000};
+	brq_reply rep;
+	cr_assert_eq(ocall(&ok, &rep, false), BRQ_ST_PERMISSION_DENIED);
+	brq_request list = {.op = BRQ_OP_SCHEDULE_LIST, .rid = 100};
+	cr_assert_eq(ocall(&list, &rep, false), BRQ_ST_PERMISSION_DENIED);
+	brq_request rm          = {.op = BRQ_OP_SCHEDULE_REMOVE, .rid = 101};
+	rm.schedule_remove.name = brq_str_c("keep");
+	cr_assert_eq(ocall(&rm, &rep, false), BRQ_ST_PERMISSION_DENIED);
+	char *after = brq_testdb_value(db, "SELECT string_agg(s::text, ',') FROM schedule s");
+	cr_assert_str_eq(after, before, "nothing changed");
+	free(before);
+	free(after);
+	brq_arena_fini(&oarena);
+	brq_gw_stop(&ogw);
+}
