@@ -348,7 +348,7 @@ typedef struct brooq_schedule {
 /* Adds schedule s, or replaces the one of the same name (a replacement with the same
  * cron, tz and every_ms keeps the slot it owes). *created (may be NULL) says whether it
  * is new, *next_slot_ms (may be NULL) when its next job is due (unix ms). Bad fields:
- * BROOQ_EINVAL (brooq_last_error names the field), nothing changed. */
+ * BROOQ_EINVALID_ARGUMENT (brooq_last_message() names the field), nothing changed. */
 BROOQ_API brooq_err brooq_schedule_add(brooq_client *c, const brooq_schedule *s, bool *created,
 				       int64_t *next_slot_ms);
 
@@ -373,7 +373,7 @@ typedef struct brooq_schedule_info {
 BROOQ_API brooq_err brooq_schedule_list(brooq_client *c, brooq_schedule_info **out, size_t *n);
 BROOQ_API void      brooq_schedule_list_free(brooq_schedule_info *s, size_t n);
 
-/* Removes schedule name; BROOQ_ENOTFOUND when there is none. Jobs it enqueued stay. */
+/* Removes schedule name; BROOQ_ENOT_FOUND when there is none. Jobs it enqueued stay. */
 BROOQ_API brooq_err brooq_schedule_remove(brooq_client *c, const char *name);
 
 /* ---- worker runtime ------------------------------------------------------------------ */
