@@ -38,6 +38,8 @@ read_schedule(const PGresult *r, int row, brq_schedule *s)
 		.last_slot_ms = brq_store_int(r, row, SCHED_LAST_MS),
 		.source       = brq_store_str(r, row, SCHED_SOURCE),
 	};
+	if (s->cron.len == 0)
+		s->tz = (brq_str) {0}; // the column's default: an interval has no zone
 }
 
 int

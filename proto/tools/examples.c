@@ -314,7 +314,6 @@ main(void)
 		{.name         = brq_str_c("heartbeat"),
 		 .topic        = brq_str_c("ping"),
 		 .payload      = brq_str_c("{}"),
-		 .tz           = brq_str_c("UTC"),
 		 .every_ms     = 30000,
 		 .catch_up_max = 1,
 		 .enabled      = true,
