@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "cron.h"
+#include "db.h"
 #include "gw.h"
 #include "metrics.h"
 #include "scheduler.h"
@@ -364,6 +365,47 @@ Test(misfire, a_slot_already_enqueued_is_not_enqueued_again)
 	cr_assert_eq(sql_int("SELECT count(DISTINCT idempotency_key) FROM job"), 3);
 }
 
+/* The fault seam: fails the statement or command named `fail_what` once. */
+static const char *fail_what;
+static bool
+fail_once(const char *what)
+{
+	if (fail_what == NULL || strcmp(what, fail_what) != 0)
+		return false;
+	fail_what = NULL;
+	return true;
+}
+
+Test(misfire, a_crash_between_enqueue_and_advance_writes_nothing_and_the_slot_comes_once)
+{
+	insert_missed("c", "catch_up", 3);
+	static const char *const points[] = {"brq_sched_advance", "COMMIT"};
+	for (size_t i = 0; i < 2; i++) {
+		/* The connection is lost after the jobs' INSERT ran: the transaction, and
+		 * the enqueue in it, is gone. */
+		fail_what         = points[i];
+		brq_db_fault_hook = fail_once;
+		cr_assert_eq(brq_sched_start(&sc, &cfg, store, NULL, NULL), 0);
+		cr_assert_lt(brq_sched_tick(&sc), 0, "the tick reports the failure");
+		brq_sched_stop(&sc);
+		brq_db_fault_hook = NULL;
+		cr_assert_null(fail_what, "the fault was reached: %s", points[i]);
+		cr_assert_eq(sql_int("SELECT count(*) FROM job"), 0, "nothing enqueued (%s)", points[i]);
+		cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE next_slot < now() AND last_slot IS "
+				     "NULL"),
+			     1);
+	}
+	tick();
+	tick();
+	cr_assert_eq(sql_int("SELECT count(*) FROM job"), 3);
+	cr_assert_eq(sql_int("SELECT count(DISTINCT idempotency_key) FROM job"), 3);
+	/* In slot order: ids ascend with the slots' keys. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM (SELECT idempotency_key, lag(idempotency_key) OVER (ORDER "
+			     "BY id)"
+			     " AS prev FROM job) x WHERE prev >= idempotency_key"),
+		     0);
+}
+
 Test(misfire, a_row_that_cannot_be_computed_is_disabled_and_does_not_block_others)
 {
 	brq_testdb_exec(db,
@@ -436,18 +478,22 @@ Test(gateways, a_restart_catches_up_slots_missed_while_every_gateway_was_down)
 	static const char *const env[] = {
 		"BROOQ_SCHEDULE_TICK=100ms",
 		"BROOQ_SCHEDULES=m|topic=m|every=60s|misfire=catch_up|catch_up_max=3", NULL};
-	brq_gw a;
+	brq_gw a, b;
 	brq_gw_start(&a, dsn, env);
 	brq_gw_await_log(&a, "schedule_configured", 1, 5000);
 	brq_gw_stop(&a);
-	/* Down for ten minutes (simulated): the slot owed is ten minutes old. */
+	/* Down for ten minutes (simulated): the slot owed is ten minutes old. Two
+	 * gateways come back and race for it. */
 	brq_testdb_exec(db, "DELETE FROM job");
 	brq_testdb_exec(
 		db, "UPDATE schedule SET next_slot = date_trunc('minute', now()) - interval '10 minutes'");
 	brq_gw_start(&a, dsn, env);
+	brq_gw_start(&b, dsn, env);
 	for (int i = 0; i < 50 && sql_int("SELECT count(*) FROM job") < 3; i++)
 		usleep(100 * 1000);
+	usleep(500 * 1000); /* more ticks of both: nothing more may come */
 	brq_gw_stop(&a);
+	brq_gw_stop(&b);
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 'm'"), 3, "catch_up_max slots");
 	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE next_slot > now()"), 1);
 }
