@@ -359,11 +359,14 @@ Test(misfire, a_slot_already_enqueued_is_not_enqueued_again)
 	 * idempotency key keeps it one job. */
 	insert_missed("s", "catch_up", 3);
 	tick();
-	brq_testdb_exec(db,
-			"UPDATE schedule SET next_slot = date_trunc('minute', now()) - interval '2 minutes'");
+	brq_testdb_exec(db, "UPDATE schedule SET next_slot = last_slot - interval '2 minutes'");
 	tick();
-	cr_assert_eq(sql_int("SELECT count(*) FROM job"), 3);
-	cr_assert_eq(sql_int("SELECT count(DISTINCT idempotency_key) FROM job"), 3);
+	/* The three slots again (a fourth only if a new minute began in between), each
+	 * still one job, and the tick went on past them. */
+	long long n = sql_int("SELECT count(*) FROM job");
+	cr_assert(n == 3 || n == 4, "%lld jobs", n);
+	cr_assert_eq(sql_int("SELECT count(DISTINCT idempotency_key) FROM job"), n);
+	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE next_slot > now()"), 1);
 }
 
 /* The fault seam: fails the statement or command named `fail_what` once. */
