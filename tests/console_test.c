@@ -805,3 +805,36 @@ Test(speed, overview_answers_under_100ms_with_1M_jobs, .timeout = 580)
 	PQfinish(pg);
 	cgw_stop(&c);
 }
+
+Test(api, schedules_lists_the_schedule_table)
+{
+	console_gw               c;
+	resp                     r;
+	static const char *const more[] = {"BROOQ_SCHEDULE_TICK=0", NULL}; /* rows stay as written */
+	cgw_start(&c, more);
+	PGconn *db = brq_testdb_connect(c.dsn);
+	brq_testdb_exec(db,
+			"INSERT INTO schedule (name, topic, cron, tz, misfire, catch_up_max, next_slot)"
+			" VALUES ('nightly', 'report', '30 2 * * *', 'Europe/Berlin', 'catch_up', 3,"
+			" '2030-01-01T01:30:00Z')");
+	brq_testdb_exec(db,
+			"INSERT INTO schedule (name, topic, every_ms, next_slot, last_slot, enabled)"
+			" VALUES ('beat', 'ping', 30000, NULL, '2029-12-31T23:59:30Z', false)");
+	PQfinish(db);
+	sign_in(&c, c.gw.admin_token, &r);
+	http(c.port, "GET", "/console/api/schedules", authed(&c), NULL, &r);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_not_null(
+		strstr(r.body,
+		       "{\"name\":\"beat\",\"topic\":\"ping\",\"spec\":\"every 30000 ms\","
+		       "\"time_zone\":null,\"missed\":\"skip\",\"catch_up_max\":1,\"enabled\":false,"
+		       "\"next_at_ms\":null,\"last_at_ms\":1893455970000,\"source\":\"admin\"}"),
+		"%s", r.body);
+	cr_assert_not_null(
+		strstr(r.body,
+		       "{\"name\":\"nightly\",\"topic\":\"report\",\"spec\":\"30 2 * * *\","
+		       "\"time_zone\":\"Europe/Berlin\",\"missed\":\"catch_up\",\"catch_up_max\":3,"
+		       "\"enabled\":true,\"next_at_ms\":1893461400000,\"last_at_ms\":null"),
+		"%s", r.body);
+	cgw_stop(&c);
+}
