@@ -35,21 +35,13 @@ op_add(const brq_ops *o, brq_store_conn *c, brq_work *w, char *msg, size_t msgle
 		snprintf(msg, msglen, "schedule_add.%s", why);
 		return BRQ_ST_INVALID_ARGUMENT;
 	}
-	int rv = brq_sched_upsert(c, s, false, &created);
+	int64_t next_ms;
+	int     rv = brq_sched_upsert(c, s, false, &created, &next_ms);
 	if (rv != 0) {
 		snprintf(msg, msglen, "schedule_add: %s%s", brq_store_errmsg(c),
 			 store_status(rv) == BRQ_ST_UNAVAILABLE ? "; retry later" : "");
 		return store_status(rv);
 	}
-	brq_schedule *list;
-	uint32_t      n;
-	int64_t       next_ms = 0;
-	// The slot the row owes now (a replacement with the same timing kept its own).
-	if (brq_store_sched_list(c, &list, &n) == 0)
-		for (uint32_t i = 0; i < n; i++)
-			if (list[i].name.len == s->name.len &&
-			    memcmp(list[i].name.ptr, s->name.ptr, s->name.len) == 0)
-				next_ms = list[i].next_slot_ms;
 	BRQ_LOG_INFO("schedule_added", "name=%.*s topic=%.*s created=%s", (int) s->name.len, s->name.ptr,
 		     (int) s->topic.len, s->topic.ptr, created ? "true" : "false");
 	brq_reply rep                 = {.op = BRQ_OP_SCHEDULE_ADD, .rid = w->req.rid, .code = BRQ_ST_OK};

@@ -198,7 +198,7 @@ brq_sched_slots(brq_store_conn *c, const brq_schedule *s, int64_t from_ms, int64
 }
 
 int
-brq_sched_upsert(brq_store_conn *c, const brq_schedule *s, bool from_config, bool *created)
+brq_sched_upsert(brq_store_conn *c, const brq_schedule *s, bool from_config, bool *created, int64_t *owed)
 {
 	int64_t  now_ms, local_now, local_at, due[1], next_ms;
 	uint32_t n_due;
@@ -210,7 +210,7 @@ brq_sched_upsert(brq_store_conn *c, const brq_schedule *s, bool from_config, boo
 	if (rv == 0 && next_ms < 0)
 		rv = brq_store_fail(c, BRQ_EINVAL, "cron: no slot in the next years");
 	if (rv == 0)
-		rv = brq_store_sched_upsert(c, s, next_ms, from_config, created);
+		rv = brq_store_sched_upsert(c, s, next_ms, from_config, created, owed);
 	return rv;
 }
 
@@ -330,7 +330,7 @@ upsert_configured(brq_sched *sc)
 	for (size_t i = 0; i < sc->cfg->n_schedules; i++) {
 		const brq_schedule *s = &sc->cfg->schedules[i];
 		bool                created;
-		int                 rv = brq_sched_upsert(&sc->conn, s, true, &created);
+		int                 rv = brq_sched_upsert(&sc->conn, s, true, &created, NULL);
 		if (rv == BRQ_EUNAVAIL || rv == BRQ_ETIMEDOUT) {
 			brq_store_reset(&sc->conn);
 			return; // again at the next tick

@@ -68,9 +68,11 @@ BRQ_MUSTCHECK int brq_sched_slots(brq_store_conn *c, const brq_schedule *s, int6
 				  int64_t local_from, int64_t now_ms, int64_t local_now, uint32_t k,
 				  int64_t *due, uint32_t *n_due, uint64_t *n_skipped, int64_t *next_ms);
 
-// Upserts schedule s (checked) on c with its first slot after the database's now.
-// *created says whether it is new. BRQ_EINVAL (errmsg names the zone) for an unknown
-// time zone.
-BRQ_MUSTCHECK int brq_sched_upsert(brq_store_conn *c, const brq_schedule *s, bool from_config, bool *created);
+// Upserts schedule s (checked) on c with its first slot after the database's now
+// (a replacement with the same timing keeps its own). *created says whether it is
+// new, *owed (may be NULL) the slot it owes now. BRQ_EINVAL (errmsg names the zone)
+// for an unknown time zone.
+BRQ_MUSTCHECK int brq_sched_upsert(brq_store_conn *c, const brq_schedule *s, bool from_config, bool *created,
+				   int64_t *owed);
 
 #endif

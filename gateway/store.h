@@ -253,9 +253,9 @@ BRQ_MUSTCHECK int brq_store_sched_zone_now(brq_store_conn *c, brq_str tz, int64_
 // sched_upsert: inserts or replaces schedule s (fields as schedule_add's, already
 // checked) owing next_ms first; from_config marks where it came from. A replacement
 // with the same cron, tz and every_ms keeps the slot the old row owed. *created says
-// whether the row is new.
+// whether the row is new, *owed (may be NULL) the slot the row owes now (unix ms).
 BRQ_MUSTCHECK int brq_store_sched_upsert(brq_store_conn *c, const brq_schedule *s, int64_t next_ms,
-					 bool from_config, bool *created);
+					 bool from_config, bool *created, int64_t *owed);
 // sched_list: every schedule, by name (borrowed).
 BRQ_MUSTCHECK int brq_store_sched_list(brq_store_conn *c, brq_schedule **out, uint32_t *n);
 // sched_remove: deletes schedule `name`; BRQ_ENOTFOUND when there is none. Jobs it

@@ -140,7 +140,7 @@ brq_store_sched_zone_now(brq_store_conn *c, brq_str tz, int64_t at_ms, int64_t *
 
 int
 brq_store_sched_upsert(brq_store_conn *c, const brq_schedule *s, int64_t next_ms, bool from_config,
-		       bool *created)
+		       bool *created, int64_t *owed)
 {
 	char every[24], cmax[16], attempts[16], next[24];
 	snprintf(every, sizeof(every), "%" PRIu64, s->every_ms);
@@ -163,10 +163,14 @@ brq_store_sched_upsert(brq_store_conn *c, const brq_schedule *s, int64_t next_ms
 	if (v[0] == NULL || v[1] == NULL || v[2] == NULL || (s->cron.len > 0 && v[3] == NULL) || v[4] == NULL)
 		return brq_store_fail(c, BRQ_ENOMEM, "out of memory");
 	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_SCHED_UPSERT, v, NULL, NULL, 1, &r);
+	int       rv = brq_store_run(c, BRQ_STMT_SCHED_UPSERT, v, NULL, NULL, 2, &r);
 	if (rv != 0)
 		return rv;
-	*created = PQntuples(r) == 1 && brq_store_bool(r, 0, 0);
+	if (PQntuples(r) != 1)
+		return brq_store_fail(c, BRQ_EINTERNAL, "sched_upsert: %d rows", PQntuples(r));
+	*created = brq_store_bool(r, 0, 0);
+	if (owed != NULL)
+		*owed = brq_store_int(r, 0, 1);
 	return 0;
 }
 

@@ -427,7 +427,7 @@ sched_sql(FILE *f, brq_stmt st)
 		      "  AND s.tz = EXCLUDED.tz AND s.every_ms IS NOT DISTINCT FROM EXCLUDED.every_ms"
 		      "  THEN s.next_slot ELSE EXCLUDED.next_slot END,"
 		      " enabled = true, source = EXCLUDED.source, updated_at = now()"
-		      " RETURNING (s.xmax = 0)",
+		      " RETURNING (s.xmax = 0), (extract(epoch FROM s.next_slot) * 1000)::int8",
 		      f);
 		break;
 	case BRQ_STMT_SCHED_LIST:

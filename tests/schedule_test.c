@@ -249,19 +249,19 @@ Test(store, upsert_refuses_an_unknown_zone_and_keeps_the_owed_slot_on_replace)
 {
 	brq_schedule s = cron_schedule("0 3 * * *", "Mars/Olympus");
 	bool         created;
-	cr_assert_eq(brq_sched_upsert(&conn, &s, false, &created), BRQ_EINVAL);
+	cr_assert_eq(brq_sched_upsert(&conn, &s, false, &created, NULL), BRQ_EINVAL);
 	cr_assert(strstr(brq_store_errmsg(&conn), "Mars/Olympus") != NULL, "%s", brq_store_errmsg(&conn));
 	brq_store_reset(&conn);
 	cr_assert_eq(sql_int("SELECT count(*) FROM schedule"), 0, "nothing written");
 
 	s = cron_schedule("0 3 * * *", "Europe/Berlin");
-	cr_assert_eq(brq_sched_upsert(&conn, &s, false, &created), 0, "%s", brq_store_errmsg(&conn));
+	cr_assert_eq(brq_sched_upsert(&conn, &s, false, &created, NULL), 0, "%s", brq_store_errmsg(&conn));
 	cr_assert(created);
 	brq_store_reset(&conn);
 	brq_testdb_exec(db, "UPDATE schedule SET next_slot = '2020-01-01Z'");
 	/* Same timing, new payload: the owed slot stays (slots missed are not forgotten). */
 	s.payload = brq_str_c("{\"v\":2}");
-	cr_assert_eq(brq_sched_upsert(&conn, &s, true, &created), 0);
+	cr_assert_eq(brq_sched_upsert(&conn, &s, true, &created, NULL), 0);
 	cr_assert(!created);
 	brq_store_reset(&conn);
 	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE next_slot = '2020-01-01Z' AND source = "
@@ -269,7 +269,7 @@ Test(store, upsert_refuses_an_unknown_zone_and_keeps_the_owed_slot_on_replace)
 		     1);
 	/* New timing: the next slot is recomputed from now. */
 	s.cron = brq_str_c("0 4 * * *");
-	cr_assert_eq(brq_sched_upsert(&conn, &s, true, &created), 0);
+	cr_assert_eq(brq_sched_upsert(&conn, &s, true, &created, NULL), 0);
 	brq_store_reset(&conn);
 	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE next_slot > now()"
 			     " AND extract(hour FROM next_slot AT TIME ZONE 'Europe/Berlin') = 4"),
