@@ -197,6 +197,37 @@ brq_sched_slots(brq_store_conn *c, const brq_schedule *s, int64_t from_ms, int64
 	return 0;
 }
 
+int64_t
+brq_sched_grace_ms(const brq_config *cfg)
+{
+	int64_t two_ticks = 2 * (int64_t) cfg->schedule_tick_ms;
+	return two_ticks > 60000 ? two_ticks : 60000;
+}
+
+uint32_t
+brq_sched_due_cap(const brq_schedule *s, int64_t grace_ms)
+{
+	// Slots at least every_ms (cron: a minute) apart: at most grace / period + 1 on time.
+	int64_t  period  = s->every_ms > 0 ? (int64_t) s->every_ms : 60000;
+	uint32_t on_time = (uint32_t) (grace_ms / period) + 2;
+	return on_time + (s->catch_up ? s->catch_up_max : 1);
+}
+
+void
+brq_sched_misfire(const brq_schedule *s, int64_t now_ms, int64_t grace_ms, const int64_t *due, uint32_t n,
+		  uint64_t dropped, uint32_t *first, uint32_t *keep, uint64_t *skipped)
+{
+	uint32_t on_time = 0;
+	while (on_time < n && due[n - 1 - on_time] > now_ms - grace_ms)
+		on_time++;
+	uint32_t missed  = n - on_time;
+	uint32_t allowed = s->catch_up ? s->catch_up_max : on_time == 0 ? 1 : 0;
+	uint32_t kept    = allowed < missed ? allowed : missed;
+	*first           = missed - kept;
+	*keep            = on_time + kept;
+	*skipped         = dropped + (missed - kept);
+}
+
 int
 brq_sched_upsert(brq_store_conn *c, const brq_schedule *s, bool from_config, bool *created, int64_t *owed)
 {
@@ -278,9 +309,9 @@ tick_one(brq_sched *sc, int64_t *total)
 	int             rv = brq_store_sched_due(c, &found, &d);
 	if (rv != 0 || !found)
 		return rv;
-	uint32_t k   = d.s.catch_up ? d.s.catch_up_max : 1;
-	int64_t *due = malloc((k ? k : 1) * sizeof(*due)), next_ms, now_ms, local_now = 0, local_next = 0;
-	uint32_t n_due = 0, created = 0;
+	int64_t  grace = brq_sched_grace_ms(sc->cfg);
+	uint32_t k = brq_sched_due_cap(&d.s, grace), first = 0, n_due = 0, created = 0;
+	int64_t *due = malloc(k * sizeof(*due)), next_ms, now_ms, local_now = 0, local_next = 0;
 	uint64_t skipped = 0;
 	// A cron schedule's slot and now on its zone's wall clock (a zone PostgreSQL does
 	// not know fails here, for this row only).
@@ -301,9 +332,10 @@ tick_one(brq_sched *sc, int64_t *total)
 		free(due);
 		return rv == 0 ? 1 : rv;
 	}
-	if (rv == 0)
-		rv = enqueue_slots(sc, &d, due, n_due, next_ms, &created);
-	else
+	if (rv == 0) {
+		brq_sched_misfire(&d.s, d.now_ms, grace, due, n_due, skipped, &first, &n_due, &skipped);
+		rv = enqueue_slots(sc, &d, due + first, n_due, next_ms, &created);
+	} else
 		brq_store_sched_abort(c);
 	if (rv == 0) {
 		brq_metrics_topic_add(d.s.topic.ptr, d.s.topic.len, BRQ_MT_ENQUEUED, created);

@@ -16,8 +16,9 @@
 // (fall back) has one, at the instant PostgreSQL gives it. An interval schedule's
 // slots are the whole multiples of every_ms since the Unix epoch.
 //
-// Missed slots (no gateway ran when they came due): "skip" enqueues only the latest
-// due slot; "catch_up" enqueues the latest catch_up_max due slots, oldest first. The
+// Slots less than the grace (brq_sched_grace_ms) late are on time and always enqueued.
+// Missed slots (no gateway ran when they came due): "skip" enqueues the latest one
+// only when none is on time; "catch_up" the latest catch_up_max, oldest first. The
 // others are counted (brooq_schedule_slots_total{outcome="skipped"}) and logged.
 #ifndef BRQ_GATEWAY_SCHEDULER_H
 #define BRQ_GATEWAY_SCHEDULER_H
@@ -67,6 +68,23 @@ int64_t brq_sched_tick(brq_sched *s);
 BRQ_MUSTCHECK int brq_sched_slots(brq_store_conn *c, const brq_schedule *s, int64_t from_ms,
 				  int64_t local_from, int64_t now_ms, int64_t local_now, uint32_t k,
 				  int64_t *due, uint32_t *n_due, uint64_t *n_skipped, int64_t *next_ms);
+
+// How late a slot may be enqueued and still count as on time, not missed: a minute,
+// or two ticks of a slower scheduler. Only missed slots are subject to the misfire
+// policy: a tick that comes late (a stall, two slots of a 1 s schedule in one tick)
+// loses nothing.
+int64_t brq_sched_grace_ms(const brq_config *cfg);
+
+// Capacity of the due array brq_sched_slots needs for s with grace_ms: every slot on
+// time plus the missed ones the policy may keep.
+uint32_t brq_sched_due_cap(const brq_schedule *s, int64_t grace_ms);
+
+// The misfire policy on due[0..n) (the latest due slots, oldest first; `dropped` older
+// ones not in it): on-time slots (after now_ms - grace_ms) are all kept; of the missed
+// ones, `catch_up` keeps the latest catch_up_max, `skip` the latest one only when no
+// slot is on time. Enqueue due[*first .. *first + *keep); *skipped counts the rest.
+void brq_sched_misfire(const brq_schedule *s, int64_t now_ms, int64_t grace_ms, const int64_t *due,
+		       uint32_t n, uint64_t dropped, uint32_t *first, uint32_t *keep, uint64_t *skipped);
 
 // Upserts schedule s (checked) on c with its first slot after the database's now
 // (a replacement with the same timing keeps its own). *created says whether it is

@@ -13,8 +13,9 @@ CREATE TABLE schedule (
     cron         text,
     tz           text        NOT NULL DEFAULT 'UTC',
     every_ms     bigint,
-    -- Slots that came due while no gateway ran: 'skip' enqueues only the latest
-    -- one; 'catch_up' enqueues the latest catch_up_max of them, oldest first.
+    -- Slots missed while no gateway ran (over a minute late): 'skip' enqueues the
+    -- latest one only when no slot is on time; 'catch_up' the latest catch_up_max
+    -- of them, oldest first.
     misfire      text        NOT NULL DEFAULT 'skip',
     catch_up_max integer     NOT NULL DEFAULT 1,
     max_attempts integer,

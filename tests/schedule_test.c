@@ -243,6 +243,36 @@ Test(slots, check_refuses_bad_fields_naming_them)
 	}
 }
 
+Test(slots, misfire_policy_keeps_on_time_slots_and_bounds_missed_ones)
+{
+	/* Slots every second up to now = 100 s; on time: after now - grace. */
+	int64_t      due[20];
+	brq_schedule skip = {.every_ms = 1000, .catch_up_max = 1};
+	brq_schedule cu   = {.every_ms = 1000, .catch_up = true, .catch_up_max = 3};
+	for (int i = 0; i < 20; i++)
+		due[i] = (81 + i) * 1000; /* 81 s .. 100 s; 80 older ones dropped */
+	uint32_t first, keep;
+	uint64_t skipped;
+	/* Grace 5 s: 96..100 on time. skip: those only; catch_up 3: plus 93..95. */
+	brq_sched_misfire(&skip, 100000, 5000, due, 20, 80, &first, &keep, &skipped);
+	cr_assert(first == 15 && keep == 5 && skipped == 95, "%u %u %lu", first, keep,
+		  (unsigned long) skipped);
+	brq_sched_misfire(&cu, 100000, 5000, due, 20, 80, &first, &keep, &skipped);
+	cr_assert(first == 12 && keep == 8 && skipped == 92, "%u %u %lu", first, keep,
+		  (unsigned long) skipped);
+	/* Nothing on time (all older than the grace): skip keeps the latest missed. */
+	brq_sched_misfire(&skip, 200000, 5000, due, 20, 80, &first, &keep, &skipped);
+	cr_assert(first == 19 && keep == 1 && skipped == 99);
+	brq_sched_misfire(&cu, 200000, 5000, due, 20, 80, &first, &keep, &skipped);
+	cr_assert(first == 17 && keep == 3 && skipped == 97);
+	/* A tick that found two slots of a 1 s schedule (it came late) loses neither. */
+	brq_sched_misfire(&skip, 100000, 60000, due + 18, 2, 0, &first, &keep, &skipped);
+	cr_assert(first == 0 && keep == 2 && skipped == 0);
+	/* The due array's capacity covers every on-time slot and the missed ones kept. */
+	cr_assert_geq(brq_sched_due_cap(&skip, 60000), 61 + 1);
+	cr_assert_geq(brq_sched_due_cap(&cu, 60000), 61 + 3);
+}
+
 /* ---- the store: upsert keeps the slot owed, unknown zones, remove ------------------ */
 
 Test(store, upsert_refuses_an_unknown_zone_and_keeps_the_owed_slot_on_replace)
@@ -325,19 +355,24 @@ Test(misfire, catch_up_enqueues_the_latest_k_missed_slots_oldest_first)
 {
 	insert_missed("c", "catch_up", 4);
 	tick();
-	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 'report'"), 4);
-	/* The latest four minutes, in slot order by id. */
+	/* This minute's slot is on time; of the ten missed, the latest four. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 'report'"), 5);
+	/* In slot order by id. */
 	cr_assert_eq(sql_int("SELECT count(*) FROM (SELECT id, idempotency_key, lag(idempotency_key) OVER "
 			     "(ORDER BY id) AS prev"
 			     " FROM job) x WHERE prev IS NOT NULL AND prev >= idempotency_key"),
 		     0);
 	cr_assert_eq(sql_int("SELECT count(*) FROM job, schedule s WHERE idempotency_key = 'schedule:c@' ||"
-			     " to_char((s.last_slot - interval '3 minutes') AT TIME ZONE 'UTC',"
+			     " to_char((s.last_slot - interval '4 minutes') AT TIME ZONE 'UTC',"
 			     " 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AND s.last_slot > now() - interval '1 "
 			     "minute'"),
 		     1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job, schedule s WHERE idempotency_key = 'schedule:c@' ||"
+			     " to_char((s.last_slot - interval '5 minutes') AT TIME ZONE 'UTC',"
+			     " 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"),
+		     0, "the fifth missed slot is left out");
 	tick();
-	cr_assert_eq(sql_int("SELECT count(*) FROM job"), 4);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job"), 5);
 }
 
 Test(misfire, a_cron_schedule_catches_up_in_its_zone)
@@ -347,7 +382,7 @@ Test(misfire, a_cron_schedule_catches_up_in_its_zone)
 			" VALUES ('m', 'report', '* * * * *', 'Asia/Kolkata', 'catch_up', 5,"
 			" date_trunc('minute', now()) - interval '30 minutes')");
 	tick();
-	cr_assert_eq(sql_int("SELECT count(*) FROM job"), 5);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job"), 6, "five missed and this minute's");
 	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE next_slot = last_slot + interval '1 minute'"
 			     " AND next_slot > now() AND last_slot > now() - interval '1 minute'"),
 		     1);
@@ -361,10 +396,10 @@ Test(misfire, a_slot_already_enqueued_is_not_enqueued_again)
 	tick();
 	brq_testdb_exec(db, "UPDATE schedule SET next_slot = last_slot - interval '2 minutes'");
 	tick();
-	/* The three slots again (a fourth only if a new minute began in between), each
+	/* The slots again (one more only if a new minute began in between), each
 	 * still one job, and the tick went on past them. */
 	long long n = sql_int("SELECT count(*) FROM job");
-	cr_assert(n == 3 || n == 4, "%lld jobs", n);
+	cr_assert(n == 4 || n == 5, "%lld jobs", n);
 	cr_assert_eq(sql_int("SELECT count(DISTINCT idempotency_key) FROM job"), n);
 	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE next_slot > now()"), 1);
 }
@@ -401,8 +436,8 @@ Test(misfire, a_crash_between_enqueue_and_advance_writes_nothing_and_the_slot_co
 	}
 	tick();
 	tick();
-	cr_assert_eq(sql_int("SELECT count(*) FROM job"), 3);
-	cr_assert_eq(sql_int("SELECT count(DISTINCT idempotency_key) FROM job"), 3);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job"), 4);
+	cr_assert_eq(sql_int("SELECT count(DISTINCT idempotency_key) FROM job"), 4);
 	/* In slot order: ids ascend with the slots' keys. */
 	cr_assert_eq(sql_int("SELECT count(*) FROM (SELECT idempotency_key, lag(idempotency_key) OVER (ORDER "
 			     "BY id)"
@@ -493,12 +528,13 @@ Test(gateways, a_restart_catches_up_slots_missed_while_every_gateway_was_down)
 		db, "UPDATE schedule SET next_slot = date_trunc('minute', now()) - interval '10 minutes'");
 	brq_gw_start(&a, dsn, env);
 	brq_gw_start(&b, dsn, env);
-	for (int i = 0; i < 50 && sql_int("SELECT count(*) FROM job") < 3; i++)
+	for (int i = 0; i < 50 && sql_int("SELECT count(*) FROM job") < 4; i++)
 		usleep(100 * 1000);
 	usleep(500 * 1000); /* more ticks of both: nothing more may come */
 	brq_gw_stop(&a);
 	brq_gw_stop(&b);
-	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 'm'"), 3, "catch_up_max slots");
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 'm'"), 4,
+		     "catch_up_max missed slots and this minute's");
 	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE next_slot > now()"), 1);
 }
 

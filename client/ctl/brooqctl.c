@@ -101,9 +101,9 @@ static const struct {
 	 "Periodic jobs: every slot of a schedule enqueues one job on TOPIC, exactly once\n"
 	 "whatever the number of gateways. --cron takes 5 fields (minute hour day-of-month\n"
 	 "month day-of-week) read in --tz (default UTC); --every a duration (>= 1s), slots\n"
-	 "at its multiples since the Unix epoch. Slots missed while no gateway ran: skip\n"
-	 "(default) enqueues the latest only, catch_up the latest --catch-up-max (default\n"
-	 "10). add replaces a schedule of the same name.\n"},
+	 "at its multiples since the Unix epoch. Slots missed while no gateway ran (over a\n"
+	 "minute late): skip (default) enqueues the latest only, catch_up the latest\n"
+	 "--catch-up-max (default 10). add replaces a schedule of the same name.\n"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -321,8 +321,8 @@ BROOQ_API void      brooq_stats_free(brooq_topic_stats *s, size_t n);
 
 /* What happens to slots that came due while no gateway ran. */
 typedef enum brooq_misfire {
-	BROOQ_MISFIRE_SKIP = 0, /* enqueue only the latest missed slot */
-	BROOQ_MISFIRE_CATCH_UP, /* enqueue the latest catch_up_max missed slots, oldest first */
+	BROOQ_MISFIRE_SKIP = 0, /* the latest missed slot only, and none when one is on time */
+	BROOQ_MISFIRE_CATCH_UP, /* the latest catch_up_max missed slots, oldest first */
 } brooq_misfire;
 
 /* A schedule to add. Set size to sizeof(brooq_schedule) (BROOQ_SCHEDULE_INIT): fields
