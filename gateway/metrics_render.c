@@ -317,6 +317,10 @@ brq_metrics_render(char **out, size_t *len)
 			     "Expired leases returned to pending by the reaper.", BRQ_MT_REAPED);
 	render_topic_counter(&b, v, n, "brooq_retention_deleted_total", "Terminal jobs deleted by retention.",
 			     BRQ_MT_RETENTION_DELETED);
+	render_topic_counter(&b, v, n, "brooq_max_execution_exceeded_total",
+			     "Heartbeats refused because the attempt ran past its topic's maximum execution "
+			     "time (its lease then runs out).",
+			     BRQ_MT_MAX_EXECUTION);
 
 	family(&b, "brooq_attempt_duration_seconds", "summary", "Time from claim to settle of an attempt.");
 	buf_str(&b, "brooq_attempt_duration_seconds_sum ");

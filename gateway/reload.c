@@ -73,6 +73,8 @@ static const struct fixed_field fixed_fields[] = {
 	FIELD("BROOQ_BACKOFF_BASE", backoff_base_ms),
 	FIELD("BROOQ_BACKOFF_MAX", backoff_max_ms),
 	FIELD("BROOQ_MAX_ATTEMPTS", max_attempts),
+	FIELD("BROOQ_ATTEMPT_TIMEOUT", attempt_timeout_ms),
+	FIELD("BROOQ_MAX_EXECUTION_TIME", max_execution_ms),
 	FIELD("BROOQ_MAX_BATCH", max_batch),
 	FIELD("BROOQ_MAX_PAYLOAD", max_payload_bytes),
 	FIELD("BROOQ_MAX_REQUEST", max_request_bytes),

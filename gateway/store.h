@@ -173,6 +173,11 @@ BRQ_MUSTCHECK int brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *le
 				      bool has_lease_ms, uint32_t lease_ms, bool *extended,
 				      int64_t *until_ms);
 
+// lost_of: why each of leases[0..n) (which a heartbeat did not extend) is lost, and
+// its job's topic (borrowed; {NULL, 0} when the job no longer exists: reason GONE).
+BRQ_MUSTCHECK int brq_store_lost_of(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n,
+				    brq_lost_reason *reasons, brq_str *topics);
+
 // ---- admin, janitor, monitor (store_admin.c) ---------------------------------------
 
 // Topics of jobs ids[0..n) that exist (for lost-lease metrics): *topics borrowed.

@@ -24,6 +24,7 @@ static const char *const cancel_cols[]  = {CANCEL_COLS(BRQ_COL_EXPR)};
 static const char *const job_cols[]     = {JOB_COLS(BRQ_COL_EXPR)};
 static const char *const stats_cols[]   = {STATS_COLS(BRQ_COL_EXPR)};
 static const char *const depth_cols[]   = {DEPTH_COLS(BRQ_COL_EXPR)};
+static const char *const lost_cols[]    = {LOST_COLS(BRQ_COL_EXPR)};
 static const char *const sched_cols[]   = {SCHED_COLS(BRQ_COL_EXPR)};
 static const char *const tz_cols[]      = {TZ_COLS(BRQ_COL_EXPR)};
 static const char *const znow_cols[]    = {ZNOW_COLS(BRQ_COL_EXPR)};
@@ -44,6 +45,7 @@ static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_DEPTH_ACTIVE]          = "brq_depth_active",
 	[BRQ_STMT_DEPTH_TERMINAL]        = "brq_depth_terminal",
 	[BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = "brq_depth_terminal_sample",
+	[BRQ_STMT_LOST_OF]               = "brq_lost_of",
 	[BRQ_STMT_SCHED_DUE]             = "brq_sched_due",
 	[BRQ_STMT_SCHED_TZ]              = "brq_sched_tz",
 	[BRQ_STMT_SCHED_ZONE_NOW]        = "brq_sched_zone_now",
@@ -54,14 +56,14 @@ static const char *const names[BRQ_STMT__COUNT] = {
 };
 
 static const int nparams[BRQ_STMT__COUNT] = {
-	[BRQ_STMT_ENQUEUE] = 6,       [BRQ_STMT_ENQUEUE_LOOKUP] = 2, [BRQ_STMT_CLAIM] = 5,
-	[BRQ_STMT_HEARTBEAT] = 3,     [BRQ_STMT_SETTLE] = 5,         [BRQ_STMT_UNCLAIM] = 2,
-	[BRQ_STMT_TOPICS_OF] = 1,     [BRQ_STMT_CANCEL] = 1,         [BRQ_STMT_JOB] = 1,
-	[BRQ_STMT_STATS] = 0,         [BRQ_STMT_REAP] = 1,           [BRQ_STMT_RETENTION] = 2,
-	[BRQ_STMT_DEPTH_ACTIVE] = 0,  [BRQ_STMT_DEPTH_TERMINAL] = 0, [BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = 1,
-	[BRQ_STMT_SCHED_DUE] = 0,     [BRQ_STMT_SCHED_TZ] = 2,       [BRQ_STMT_SCHED_ZONE_NOW] = 2,
-	[BRQ_STMT_SCHED_ADVANCE] = 3, [BRQ_STMT_SCHED_UPSERT] = 11,  [BRQ_STMT_SCHED_LIST] = 0,
-	[BRQ_STMT_SCHED_REMOVE] = 1,
+	[BRQ_STMT_ENQUEUE] = 6,        [BRQ_STMT_ENQUEUE_LOOKUP] = 2, [BRQ_STMT_CLAIM] = 5,
+	[BRQ_STMT_HEARTBEAT] = 3,      [BRQ_STMT_SETTLE] = 5,         [BRQ_STMT_UNCLAIM] = 2,
+	[BRQ_STMT_TOPICS_OF] = 1,      [BRQ_STMT_CANCEL] = 1,         [BRQ_STMT_JOB] = 1,
+	[BRQ_STMT_STATS] = 0,          [BRQ_STMT_REAP] = 1,           [BRQ_STMT_RETENTION] = 2,
+	[BRQ_STMT_DEPTH_ACTIVE] = 0,   [BRQ_STMT_DEPTH_TERMINAL] = 0, [BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = 1,
+	[BRQ_STMT_LOST_OF] = 2,        [BRQ_STMT_SCHED_DUE] = 0,      [BRQ_STMT_SCHED_TZ] = 2,
+	[BRQ_STMT_SCHED_ZONE_NOW] = 2, [BRQ_STMT_SCHED_ADVANCE] = 3,  [BRQ_STMT_SCHED_UPSERT] = 11,
+	[BRQ_STMT_SCHED_LIST] = 0,     [BRQ_STMT_SCHED_REMOVE] = 1,
 };
 
 #define COLS(a) (a), sizeof(a) / sizeof((a)[0])
@@ -87,7 +89,7 @@ cols(FILE *f, const char *const *c, size_t n)
 }
 
 // Which per-topic setting a CASE expression selects.
-enum setting { LEASE_MS, BACKOFF_BASE_MS, BACKOFF_MAX_MS };
+enum setting { LEASE_MS, BACKOFF_BASE_MS, BACKOFF_MAX_MS, MAX_EXECUTION_MS };
 
 // Writes "CASE <col> WHEN 'a' THEN 1 ... ELSE <default> END" for one setting, or just
 // the default when no override sets it.
@@ -96,7 +98,8 @@ topic_case(FILE *f, const brq_config *cfg, const char *col, enum setting which)
 {
 	uint64_t def = which == LEASE_MS   ? cfg->lease_ms
 		: which == BACKOFF_BASE_MS ? cfg->backoff_base_ms
-					   : cfg->backoff_max_ms;
+		: which == BACKOFF_MAX_MS  ? cfg->backoff_max_ms
+					   : cfg->max_execution_ms;
 	bool     any = false;
 	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
 		const brq_topic_override *o = &cfg->topic_overrides[i];
@@ -105,7 +108,8 @@ topic_case(FILE *f, const brq_config *cfg, const char *col, enum setting which)
 		switch (which) {
 		case LEASE_MS: has = o->has_lease, v = o->lease_ms; break;
 		case BACKOFF_BASE_MS: has = o->has_backoff_base, v = o->backoff_base_ms; break;
-		default: has = o->has_backoff_max, v = o->backoff_max_ms; break;
+		case BACKOFF_MAX_MS: has = o->has_backoff_max, v = o->backoff_max_ms; break;
+		default: has = o->has_max_execution, v = o->max_execution_ms; break;
 		}
 		if (!has)
 			continue;
@@ -205,18 +209,61 @@ claim_sql(FILE *f, const brq_config *cfg)
 	cols(f, COLS(claim_cols));
 }
 
+// Whether any topic has a maximum execution time (the global one or an override).
+static bool
+any_max_execution(const brq_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++)
+		if (cfg->topic_overrides[i].has_max_execution &&
+		    cfg->topic_overrides[i].max_execution_ms != 0)
+			return true;
+	return cfg->max_execution_ms != 0;
+}
+
+// " AND <the attempt of j is still within its maximum execution time>", or nothing
+// when no topic has one (the statement is then exactly what it was without them).
+static void
+within_max_execution(FILE *f, const brq_config *cfg)
+{
+	if (!any_max_execution(cfg))
+		return;
+	fputs(" AND (", f);
+	topic_case(f, cfg, "j.topic", MAX_EXECUTION_MS);
+	fputs(" = 0 OR now() < j.claimed_at + ", f);
+	topic_case(f, cfg, "j.topic", MAX_EXECUTION_MS);
+	fputs(" * interval '1 millisecond')", f);
+}
+
 static void
 heartbeat_sql(FILE *f, const brq_config *cfg)
 {
 	// $1 ids int8[], $2 tokens uuid[], $3 lease_ms (NULL = the topic's default).
 	// Guard: still this lease (invariant 2). See LEASE_GUARD for how it is written.
+	// An attempt past its topic's maximum execution time (from claimed_at) is not
+	// extended: its lease runs out and the reaper returns the job.
 	fputs("UPDATE job j SET locked_until = now() + coalesce($3::int8, ", f);
 	topic_case(f, cfg, "j.topic", LEASE_MS);
 	fputs(") * interval '1 millisecond'"
 	      " FROM unnest($1::int8[], $2::uuid[]) AS h(id, token)"
-	      " WHERE j.id = h.id AND j.lease_token = h.token RETURNING ",
+	      " WHERE j.id = h.id AND j.lease_token = h.token",
 	      f);
+	within_max_execution(f, cfg);
+	fputs(" RETURNING ", f);
 	cols(f, COLS(hb_cols));
+}
+
+static void
+lost_of_sql(FILE *f)
+{
+	// $1 ids int8[], $2 tokens uuid[]: leases a heartbeat did not extend, and why
+	// (brq_lost_reason's words): canceled; still this lease, so past the maximum
+	// execution time; else gone (reaped, settled, another lease). Jobs that no
+	// longer exist return no row.
+	fputs("SELECT ", f);
+	cols(f, COLS(lost_cols));
+	fputs(" FROM unnest($1::int8[], $2::uuid[]) WITH ORDINALITY AS l(id, token, ord)"
+	      " JOIN job j ON j.id = l.id",
+	      f);
 }
 
 static void
@@ -452,6 +499,7 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_ENQUEUE: enqueue_sql(f); break;
 	case BRQ_STMT_CLAIM: claim_sql(f, cfg); break;
 	case BRQ_STMT_HEARTBEAT: heartbeat_sql(f, cfg); break;
+	case BRQ_STMT_LOST_OF: lost_of_sql(f); break;
 	case BRQ_STMT_SETTLE: settle_sql(f, cfg); break;
 	case BRQ_STMT_REAP:
 	case BRQ_STMT_RETENTION:

@@ -29,6 +29,7 @@ typedef enum brq_stmt {
 	BRQ_STMT_DEPTH_ACTIVE,
 	BRQ_STMT_DEPTH_TERMINAL,
 	BRQ_STMT_DEPTH_TERMINAL_SAMPLE,
+	BRQ_STMT_LOST_OF,
 	BRQ_STMT_SCHED_DUE,
 	BRQ_STMT_SCHED_TZ,
 	BRQ_STMT_SCHED_ZONE_NOW,
@@ -89,6 +90,15 @@ enum unclaim_col { UNCLAIM_COLS(BRQ_COL_ENUM) UNCLAIM__N };
 #define TOPIC_COLS(X) X(TOPIC_TOPIC, "j.topic")
 enum topic_col { TOPIC_COLS(BRQ_COL_ENUM) TOPIC__N };
 
+// lost_of (heartbeat leases found lost): one row per job that exists, with why.
+#define LOST_COLS(X)                                                           \
+	X(LOST_ORD, "l.ord")                                                   \
+	X(LOST_TOPIC, "j.topic")                                               \
+	X(LOST_REASON,                                                         \
+	  "CASE WHEN j.state = 'canceled' THEN 'canceled' WHEN j.lease_token " \
+	  "= l.token THEN 'max_execution' ELSE 'gone' END")
+enum lost_col { LOST_COLS(BRQ_COL_ENUM) LOST__N };
+
 // cancel: exactly one row when the job exists.
 #define CANCEL_COLS(X)                 \
 	X(CANCEL_STATE, "state")       \
@@ -110,7 +120,8 @@ enum cancel_col { CANCEL_COLS(BRQ_COL_ENUM) CANCEL__N };
 	X(JOB_LAST_ERROR, "last_error")                                           \
 	X(JOB_KEY, "idempotency_key")                                             \
 	X(JOB_CREATED_MS, "(extract(epoch FROM created_at) * 1000)::int8")        \
-	X(JOB_UPDATED_MS, "(extract(epoch FROM updated_at) * 1000)::int8")
+	X(JOB_UPDATED_MS, "(extract(epoch FROM updated_at) * 1000)::int8")        \
+	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")
 enum job_col { JOB_COLS(BRQ_COL_ENUM) JOB__N };
 
 // stats: one row per topic; the counts in brq_state order.

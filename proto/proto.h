@@ -232,6 +232,9 @@ typedef struct brq_claimed_job {
 	uint8_t  lease[BRQ_LEASE_LEN];
 	int64_t  lease_until_ms;
 	int64_t  created_at_ms;
+	// The topic's timeouts, counted from this claim; 0 = none (the key is absent).
+	uint64_t attempt_timeout_ms; // the handler's deadline
+	uint64_t max_execution_ms;   // heartbeats are refused past it
 } brq_claimed_job;
 
 typedef struct brq_settle_result {
@@ -258,6 +261,12 @@ typedef struct brq_job_info {
 	brq_str   key;
 	int64_t   created_at_ms;
 	int64_t   updated_at_ms;
+	// Optional keys (absent from older gateways): the latest claim, and while the job
+	// is processing the deadlines its topic's timeouts set for this attempt (0: none).
+	bool    has_claimed_at_ms;
+	int64_t claimed_at_ms;
+	int64_t attempt_deadline_ms;
+	int64_t max_execution_deadline_ms;
 } brq_job_info;
 
 typedef struct brq_topic_stats {
@@ -279,10 +288,23 @@ typedef struct brq_claim_rep {
 	uint32_t           n_settled;
 } brq_claim_rep;
 
+// Why a heartbeat found a lease lost (heartbeat reply key `lost_reasons`).
+typedef enum brq_lost_reason {
+	BRQ_LOST_NONE = 0,      // "": extended
+	BRQ_LOST_GONE,          // "gone": reaped, settled, deleted, another lease (and unknown words)
+	BRQ_LOST_CANCELED,      // "canceled": the job was canceled
+	BRQ_LOST_MAX_EXECUTION, // "max_execution": the attempt ran past its maximum execution time
+} brq_lost_reason;
+
+// Wire word of a reason ("" for BRQ_LOST_NONE).
+const char *brq_lost_reason_name(brq_lost_reason r);
+
 typedef struct brq_heartbeat_rep {
 	bool    *extended;
 	uint32_t n_extended;
 	int64_t  lease_until_ms;
+	// Present iff some lease was lost; then n_extended entries (absent: all GONE).
+	brq_lost_reason *lost_reasons;
 } brq_heartbeat_rep;
 
 typedef struct brq_settle_rep {
@@ -430,6 +452,8 @@ int brq_pack_job_spec(brq_buf *b, const brq_job_spec *j);
 int brq_pack_settle_item(brq_buf *b, const brq_settle_item *it);
 int brq_pack_enqueue_result(brq_buf *b, const brq_enqueue_result *r);
 int brq_pack_claimed_job(brq_buf *b, const brq_claimed_job *j);
+// The heartbeat reply's "lost_reasons" key and its n words.
+int brq_pack_lost_reasons(brq_buf *b, const brq_lost_reason *r, uint32_t n);
 int brq_pack_settle_result(brq_buf *b, const brq_settle_result *r);
 int brq_pack_job_info(brq_buf *b, const brq_job_info *j);
 int brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t);

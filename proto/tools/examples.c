@@ -180,13 +180,15 @@ main(void)
 	brq_str         topics[1] = {brq_str_c("email.send")};
 	brq_settle_item done      = {.id = 99, .outcome = BRQ_OUTCOME_DONE};
 	memcpy(done.lease, LEASE, sizeof LEASE);
-	brq_claimed_job cj = {.id             = 101,
-			      .topic          = brq_str_c("email.send"),
-			      .payload        = brq_str_c("{\"to\":\"a@example.com\"}"),
-			      .attempts       = 1,
-			      .max_attempts   = 5,
-			      .lease_until_ms = 1700000030000,
-			      .created_at_ms  = 1699999990000};
+	brq_claimed_job cj = {.id                 = 101,
+			      .topic              = brq_str_c("email.send"),
+			      .payload            = brq_str_c("{\"to\":\"a@example.com\"}"),
+			      .attempts           = 1,
+			      .max_attempts       = 5,
+			      .lease_until_ms     = 1700000030000,
+			      .created_at_ms      = 1699999990000,
+			      .attempt_timeout_ms = 60000,
+			      .max_execution_ms   = 300000};
 	memcpy(cj.lease, LEASE, sizeof LEASE);
 	brq_settle_result sres1 = {99, true, BRQ_STATE_DONE};
 	memset(&req, 0, sizeof req);
@@ -211,20 +213,23 @@ main(void)
 	rep.claim.n_settled    = 1;
 	example("claim", &req, &rep);
 
-	brq_lease_ref lr = {.id = 101};
-	memcpy(lr.lease, LEASE, sizeof LEASE);
-	bool ext = true;
+	brq_lease_ref lr[2] = {{.id = 101}, {.id = 102}};
+	memcpy(lr[0].lease, LEASE, sizeof LEASE);
+	memcpy(lr[1].lease, LEASE, sizeof LEASE);
+	bool            ext[2] = {true, false};
+	brq_lost_reason why[2] = {BRQ_LOST_NONE, BRQ_LOST_CANCELED};
 	memset(&req, 0, sizeof req);
 	memset(&rep, 0, sizeof rep);
 	req.op                       = BRQ_OP_HEARTBEAT;
-	req.heartbeat.leases         = &lr;
-	req.heartbeat.n_leases       = 1;
+	req.heartbeat.leases         = lr;
+	req.heartbeat.n_leases       = 2;
 	req.heartbeat.has_lease_ms   = true;
 	req.heartbeat.lease_ms       = 30000;
 	rep.op                       = BRQ_OP_HEARTBEAT;
-	rep.heartbeat.extended       = &ext;
-	rep.heartbeat.n_extended     = 1;
+	rep.heartbeat.extended       = ext;
+	rep.heartbeat.n_extended     = 2;
 	rep.heartbeat.lease_until_ms = 1700000060000;
+	rep.heartbeat.lost_reasons   = why;
 	example("heartbeat", &req, &rep);
 
 	brq_job_spec    chain    = {.topic = brq_str_c("email.audit"), .payload = brq_str_c("{}")};
