@@ -407,13 +407,19 @@ brq_sched_tick(brq_sched *sc)
 static void *
 sched_main(void *arg)
 {
-	brq_sched *sc = arg;
+	brq_sched *sc   = arg;
+	uint64_t   tick = sc->cfg->schedule_tick_ms;
 	pthread_mutex_lock(&sc->mtx);
 	while (!sc->stopping) {
 		pthread_mutex_unlock(&sc->mtx);
-		(void) brq_sched_tick(sc);
+		if (tick > 0)
+			(void) brq_sched_tick(sc);
+		else if (brq_store_ready(&sc->conn))
+			upsert_configured(sc); // scheduler off here: only declare the schedules
 		pthread_mutex_lock(&sc->mtx);
-		struct timespec ts = brq_deadline_at(brq_now_ms() + sc->cfg->schedule_tick_ms);
+		if (tick == 0 && sc->configured)
+			break;
+		struct timespec ts = brq_deadline_at(brq_now_ms() + (tick > 0 ? tick : 1000));
 		while (!sc->stopping && pthread_cond_timedwait(&sc->cv, &sc->mtx, &ts) == 0) {
 		}
 	}
@@ -438,9 +444,14 @@ brq_sched_start(brq_sched *sc, const brq_config *cfg, const brq_store *st, brq_s
 		brq_store_conn_fini(&sc->conn);
 		return BRQ_EUNAVAIL;
 	}
-	if (cfg->schedule_tick_ms == 0)
-		return 0; // scheduler off: no thread
+	// Scheduler off and nothing to declare: no thread. Off but with schedules in
+	// BROOQ_SCHEDULES: a thread that upserts them once the database answers, then ends
+	// (the other gateways enqueue their slots).
+	if (cfg->schedule_tick_ms == 0 && cfg->n_schedules == 0)
+		return 0;
+	sc->running = true;
 	if (pthread_create(&sc->thread, NULL, sched_main, sc) != 0) {
+		sc->running = false;
 		pthread_mutex_destroy(&sc->mtx);
 		pthread_cond_destroy(&sc->cv);
 		brq_store_conn_fini(&sc->conn);
@@ -457,7 +468,7 @@ brq_sched_stop(brq_sched *sc)
 	atomic_store(&sc->abort, true);
 	pthread_cond_signal(&sc->cv);
 	pthread_mutex_unlock(&sc->mtx);
-	if (sc->cfg->schedule_tick_ms > 0)
+	if (sc->running)
 		pthread_join(sc->thread, NULL);
 	brq_store_conn_fini(&sc->conn);
 	pthread_mutex_destroy(&sc->mtx);

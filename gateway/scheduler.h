@@ -47,6 +47,7 @@ typedef struct brq_sched {
 	bool              stopping;
 	atomic_bool       abort;      // set by stop: a statement in progress is abandoned
 	bool              configured; // the configured schedules are in the table
+	bool              running;    // the thread was started (joined by stop)
 } brq_sched;
 
 // Starts the thread with a connection of store st. Borrows cfg and st. wake may be

@@ -512,6 +512,19 @@ Test(gateways, two_gateways_enqueue_each_one_second_slot_exactly_once)
 		     1);
 }
 
+Test(gateways, a_gateway_with_the_scheduler_off_still_declares_its_schedules)
+{
+	static const char *const env[] = {"BROOQ_SCHEDULE_TICK=0", "BROOQ_LOG_LEVEL=debug",
+					  "BROOQ_SCHEDULES=fast|topic=fast|every=1s", NULL};
+	brq_gw                   a;
+	brq_gw_start(&a, dsn, env);
+	brq_gw_await_log(&a, "msg=schedule_configured name=fast created=true", 1, 5000);
+	sleep(2);
+	brq_gw_stop(&a);
+	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE name = 'fast' AND source = 'config'"), 1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job"), 0, "no scheduler ran: nothing enqueued");
+}
+
 Test(gateways, a_restart_catches_up_slots_missed_while_every_gateway_was_down)
 {
 	static const char *const env[] = {
