@@ -482,9 +482,14 @@ Test(gateways, two_gateways_enqueue_each_one_second_slot_exactly_once)
 		"tock|topic=tock|every=1s;" /* skip: on-time slots are never skipped */
 		"nightly|topic=report|cron=30 2 * * *|tz=Europe/Berlin|payload={\"kind\":\"nightly\"}",
 		NULL};
+	/* b ticks at another period, so that which gateway comes first after a slot
+	 * changes from slot to slot: both take slots, and race for them. */
+	const char *env_b[8];
+	memcpy(env_b, env, sizeof(env));
+	env_b[0] = "BROOQ_SCHEDULE_TICK=130ms";
 	brq_gw a, b;
 	brq_gw_start(&a, dsn, env);
-	brq_gw_start(&b, dsn, env);
+	brq_gw_start(&b, dsn, env_b);
 	sleep(5);
 	/* Stop the slots, let ticks in flight end, then read both logs (stop removes them). */
 	brq_testdb_exec(db, "UPDATE schedule SET enabled = false");
