@@ -491,6 +491,7 @@ brq_config_init_defaults(brq_config *cfg)
 		REAPER_MIN_DEFAULT_MS < cfg->lease_ms / 4 ? cfg->lease_ms / 4 : REAPER_MIN_DEFAULT_MS;
 	cfg->retention_ttl_ms       = 30 * MS_PER_D;
 	cfg->retention_interval_ms  = MS_PER_M;
+	cfg->schedule_tick_ms       = MS_PER_S;
 	cfg->retention_batch        = 1000;
 	cfg->retention_max_batches  = 100;
 	cfg->http_enabled           = true;
@@ -599,6 +600,7 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 
 	bool has_timeouts = get_timeouts(L, cfg);
 	brq_cfg_get_topic_overrides(L, cfg);
+	brq_cfg_get_schedules(L, cfg);
 	if (has_backoff) {
 		brq_cfg_check_topic_backoff(L, cfg);
 	}
@@ -695,6 +697,8 @@ brq_config_fini(brq_config *cfg)
 	free_list(cfg->worker_token_files, cfg->n_worker_token_files);
 	free_list(cfg->admin_token_files, cfg->n_admin_token_files);
 	free(cfg->topic_overrides);
+	free(cfg->schedules);
+	free(cfg->schedules_src);
 	free(cfg->http_tls_cert_file);
 	free(cfg->http_tls_key_file);
 	memset(cfg, 0, sizeof(*cfg));

@@ -46,6 +46,8 @@
 //   BROOQ_LOG_LEVEL               info                            debug|info|warn|error
 //   BROOQ_SHUTDOWN_GRACE          10s                             0..1h
 //   BROOQ_TOPIC_OVERRIDES         -                               see below
+//   BROOQ_SCHEDULE_TICK           1s                              0 (off) or 100ms..1h
+//   BROOQ_SCHEDULES               -                               see below
 //
 // Also read: CREDENTIALS_DIRECTORY (set by systemd LoadCredential=).
 //
@@ -98,6 +100,13 @@
 // flag then and settles the attempt as a failure); the maximum execution time bounds an
 // attempt's run across heartbeats: a heartbeat later than claimed_at + it is refused
 // (answered lost), so the lease runs out and the reaper returns the job. 0 = none.
+//
+// Schedules: "name|key=value|key=value;name|...", entries separated by ';' or a newline,
+// fields by '|', blanks around them ignored. Keys: topic (required), cron (5 fields)
+// with optional tz, or every (a duration, 1s..366d); misfire (skip|catch_up),
+// catch_up_max, max_attempts, payload (JSON without '|' or ';'). Checked as
+// schedule_add checks them (sched.h), plus tz against /usr/share/zoneinfo. Upserted
+// into table schedule by the scheduler when the database first answers.
 //
 // Env file syntax: that of systemd's EnvironmentFile= (systemd.exec(5)), so that one
 // file serves both `EnvironmentFile=` (read by PID 1) and `--env-file` (read here):
@@ -232,6 +241,12 @@ struct brq_config {
 
 	brq_topic_override *topic_overrides; // n_topic_overrides entries
 	size_t              n_topic_overrides;
+
+	// Periodic jobs (config_sched.c; docs/operations.md "Periodic jobs").
+	uint64_t             schedule_tick_ms; // scheduler period; 0: no scheduler on this gateway
+	struct brq_schedule *schedules;        // BROOQ_SCHEDULES, checked (sched.h brq_sched_check)
+	size_t               n_schedules;
+	char                *schedules_src; // owned copy of BROOQ_SCHEDULES the strings point into
 
 	// The web console and HTTPS (config_console.c; docs/console.md).
 	char    *http_tls_cert_file; // HTTPS for the whole HTTP endpoint; NULL: plain HTTP

@@ -82,6 +82,10 @@ void brq_cfg_check_topic_timeouts(struct loader *L, const brq_config *cfg);
 // The shortest lease: the global one or a topic's.
 uint64_t brq_cfg_min_lease_ms(const brq_config *cfg);
 
+// --- config_sched.c ---
+// Reads BROOQ_SCHEDULE_TICK and BROOQ_SCHEDULES (after BROOQ_MAX_PAYLOAD) into cfg.
+void brq_cfg_get_schedules(struct loader *L, brq_config *cfg);
+
 // --- config_tls.c ---
 // Reads the BROOQ_TLS_* settings (after BROOQ_LISTEN) and, when they fit together,
 // checks their files (tls.h brq_tls_check); problems go to L->p.

@@ -54,6 +54,10 @@ void brq_metrics_rpc(brq_op op, brq_status code, uint64_t duration_us, int waite
 // brooq_auth_failures_total.
 void brq_metrics_auth_failure(void);
 
+// brooq_schedule_slots_total{outcome="enqueued"|"skipped"}: schedule slots whose job
+// this gateway's scheduler created, and missed slots its misfire policy left out.
+void brq_metrics_schedule(uint64_t enqueued, uint64_t skipped);
+
 // brooq_requests_expired_total: work dropped or given back because its caller's
 // timeout had passed.
 void brq_metrics_expired(void);

@@ -237,6 +237,13 @@ render_gateway(struct buf *b)
 	buf_printf(b, "brooq_auth_failures_total %" PRIu64 "\n",
 		   atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
 
+	family(b, "brooq_schedule_slots_total", "counter",
+	       "Schedule slots: jobs this gateway's scheduler enqueued, and missed slots its "
+	       "misfire policy skipped.");
+	buf_printf(b, "brooq_schedule_slots_total{outcome=\"enqueued\"} %" PRIu64 "\n",
+		   atomic_load_explicit(&M.schedule_enqueued, memory_order_relaxed));
+	buf_printf(b, "brooq_schedule_slots_total{outcome=\"skipped\"} %" PRIu64 "\n",
+		   atomic_load_explicit(&M.schedule_skipped, memory_order_relaxed));
 	family(b, "brooq_requests_expired_total", "counter",
 	       "Requests not run, or claims whose leases were given back, because the caller's "
 	       "timeout (the request's timeout_ms) had passed.");

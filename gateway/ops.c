@@ -11,6 +11,7 @@
 #include "brq_version.h"
 #include "log.h"
 #include "metrics.h"
+#include "ops_sched.h"
 
 // An op's result: the reply is in w->out, or an error to encode.
 typedef struct op_err {
@@ -624,6 +625,9 @@ brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 	case BRQ_OP_CANCEL: st = op_cancel(c, w, &e); break;
 	case BRQ_OP_JOB: st = op_job(c, w, &e); break;
 	case BRQ_OP_STATS: st = op_stats(o, c, w, &e); break;
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_LIST:
+	case BRQ_OP_SCHEDULE_REMOVE: st = e.code = brq_ops_schedule(o, c, w, e.msg, sizeof(e.msg)); break;
 	default: st = fail(&e, BRQ_ST_INTERNAL, "op %s not handled", brq_op_name(w->req.op)); break;
 	}
 out:

@@ -63,6 +63,7 @@ static const struct {
 	{"BROOQ_TLS_KEY_FILE", offsetof(brq_config, tls_key_file)},
 	{"BROOQ_TLS_CA_FILE", offsetof(brq_config, tls_ca_file)},
 	{"BROOQ_HTTP_LISTEN", offsetof(brq_config, http_host)},
+	{"BROOQ_SCHEDULES", offsetof(brq_config, schedules_src)},
 };
 
 static const struct fixed_field fixed_fields[] = {
@@ -82,6 +83,7 @@ static const struct fixed_field fixed_fields[] = {
 	FIELD("BROOQ_MAX_WAITERS", max_waiters),
 	FIELD("BROOQ_POLL_INTERVAL", poll_interval_ms),
 	FIELD("BROOQ_REAPER_INTERVAL", reaper_interval_ms),
+	FIELD("BROOQ_SCHEDULE_TICK", schedule_tick_ms),
 	FIELD("BROOQ_RETENTION_TTL", retention_ttl_ms),
 	FIELD("BROOQ_RETENTION_INTERVAL", retention_interval_ms),
 	FIELD("BROOQ_RETENTION_BATCH", retention_batch),

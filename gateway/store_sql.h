@@ -30,6 +30,13 @@ typedef enum brq_stmt {
 	BRQ_STMT_DEPTH_TERMINAL,
 	BRQ_STMT_DEPTH_TERMINAL_SAMPLE,
 	BRQ_STMT_LOST_OF,
+	BRQ_STMT_SCHED_DUE,
+	BRQ_STMT_SCHED_TZ,
+	BRQ_STMT_SCHED_ZONE_NOW,
+	BRQ_STMT_SCHED_ADVANCE,
+	BRQ_STMT_SCHED_UPSERT,
+	BRQ_STMT_SCHED_LIST,
+	BRQ_STMT_SCHED_REMOVE,
 	BRQ_STMT__COUNT
 } brq_stmt;
 
@@ -141,6 +148,40 @@ enum stats_col { STATS_COLS(BRQ_COL_ENUM) STATS__N };
 	  "coalesce(extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())), " \
 	  "0)::float8")
 enum depth_col { DEPTH_COLS(BRQ_COL_ENUM) DEPTH__N };
+
+// schedules (store_sched.c): one row per schedule, listed or locked as due. Local
+// times are "local seconds" (cron.h): the zone's wall clock read as if it were UTC.
+#define SCHED_COLS(X)                                                                   \
+	X(SCHED_NAME, "s.name")                                                         \
+	X(SCHED_TOPIC, "s.topic")                                                       \
+	X(SCHED_PAYLOAD, "s.payload::text")                                             \
+	X(SCHED_CRON, "s.cron")                                                         \
+	X(SCHED_TZ, "s.tz")                                                             \
+	X(SCHED_EVERY_MS, "s.every_ms")                                                 \
+	X(SCHED_CATCH_UP, "s.misfire = 'catch_up'")                                     \
+	X(SCHED_CATCH_UP_MAX, "s.catch_up_max")                                         \
+	X(SCHED_MAX_ATTEMPTS, "coalesce(s.max_attempts, 0)")                            \
+	X(SCHED_ENABLED, "s.enabled")                                                   \
+	X(SCHED_NEXT_MS, "coalesce((extract(epoch FROM s.next_slot) * 1000)::int8, 0)") \
+	X(SCHED_LAST_MS, "coalesce((extract(epoch FROM s.last_slot) * 1000)::int8, 0)") \
+	X(SCHED_SOURCE, "s.source")                                                     \
+	X(SCHED_NOW_MS, "(extract(epoch FROM now()) * 1000)::int8")
+enum sched_col { SCHED_COLS(BRQ_COL_ENUM) SCHED__N };
+
+// local seconds to instants in a zone: one row per input, in input order; `exists`
+// is false for a wall-clock time the zone skips (DST gap).
+#define TZ_COLS(X)                                             \
+	X(TZ_UTC_MS, "(extract(epoch FROM t.u) * 1000)::int8") \
+	X(TZ_EXISTS, "(t.u AT TIME ZONE $2) = t.l")
+enum tz_col { TZ_COLS(BRQ_COL_ENUM) TZ__N };
+
+// now, and now and instant $2 (ms) on the wall clock of zone $1 (an unknown zone
+// fails the statement: class 22).
+#define ZNOW_COLS(X)                                                            \
+	X(ZNOW_MS, "(extract(epoch FROM now()) * 1000)::int8")                  \
+	X(ZNOW_LOCAL, "floor(extract(epoch FROM now() AT TIME ZONE $1))::int8") \
+	X(ZNOW_LOCAL_AT, "floor(extract(epoch FROM to_timestamp($2::int8 / 1000.0) AT TIME ZONE $1))::int8")
+enum znow_col { ZNOW_COLS(BRQ_COL_ENUM) ZNOW__N };
 
 // Every statement of cfg, ready for brq_db_opts.stmts. Returns 0 or BRQ_ENOMEM; on
 // success the caller owns *texts (brq_store_sql_fini) and stmts[i].text borrow them.

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schedule.h"
+
 #define BUF_RETAIN (64u * 1024u) // capacity kept across resets; more is freed (see proto.h)
 #define BUF_MIN    256u
 
@@ -408,6 +410,8 @@ request_fields(const brq_request *req)
 	case BRQ_OP_SETTLE:
 	case BRQ_OP_CANCEL:
 	case BRQ_OP_JOB: return 1;
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_fields(req);
 	default: return 0;
 	}
 }
@@ -490,7 +494,9 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 		break;
 	case BRQ_OP_CANCEL: kv_uint(b, "id", req->cancel.id); break;
 	case BRQ_OP_JOB: kv_uint(b, "id", req->job.id); break;
-	default: // ping, stats: no fields
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_REMOVE: brq_schedule_request_encode(b, req); break;
+	default: // ping, stats, schedule_list: no fields
 		break;
 	}
 	return b->err;
@@ -613,6 +619,9 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 			brq_pack_topic_stats(b, &rep->stats.topics[i]);
 		}
 		break;
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_LIST:
+	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_encode(b, rep);
 	default: return BRQ_EINVAL;
 	}
 	return b->err;

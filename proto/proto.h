@@ -164,6 +164,35 @@ typedef struct brq_id_req {
 	uint64_t id;
 } brq_id_req;
 
+// Bounds of a schedule's fields (schedule_add).
+#define BRQ_EVERY_MS_MIN      UINT64_C(1000)        // every_ms lower bound (1 s)
+#define BRQ_EVERY_MS_MAX      UINT64_C(31622400000) // every_ms upper bound (366 days)
+#define BRQ_CATCH_UP_MAX      1000                  // catch_up_max upper bound (min 1)
+#define BRQ_SCHEDULE_TZ_MAX   64                    // tz bytes (an IANA zone name)
+#define BRQ_SCHEDULE_CRON_MAX 256                   // cron bytes
+
+// A periodic job: schedule_add's fields, and one entry of schedule_list's reply.
+typedef struct brq_schedule {
+	brq_str  name;         // topic rules ([a-z0-9][a-z0-9._-]*, <= 128 bytes)
+	brq_str  topic;        // the jobs' topic
+	brq_str  payload;      // JSON; len 0 on add: {}
+	brq_str  cron;         // 5-field expression; len 0: none (then every_ms is set)
+	brq_str  tz;           // IANA zone of cron; len 0 on add: "UTC"
+	uint64_t every_ms;     // 0: none (then cron is set); BRQ_EVERY_MS_MIN..BRQ_EVERY_MS_MAX
+	bool     catch_up;     // misfire policy: false "skip", true "catch_up"
+	uint32_t catch_up_max; // 1..BRQ_CATCH_UP_MAX; 0 on add: 10 with catch_up, else 1
+	uint32_t max_attempts; // 0: the topic's default
+	// schedule_list only:
+	bool    enabled;
+	int64_t next_slot_ms; // unix ms of the next slot owed; 0: none
+	int64_t last_slot_ms; // unix ms of the last slot enqueued; 0: never
+	brq_str source;       // "config" or "admin"
+} brq_schedule;
+
+typedef struct brq_name_req {
+	brq_str name;
+} brq_name_req;
+
 // One request. Envelope first, then the fields of `op` in the matching union member.
 typedef struct brq_request {
 	uint64_t rid; // request id, echoed in the reply; 0 when absent
@@ -179,6 +208,8 @@ typedef struct brq_request {
 		brq_settle_req    settle;
 		brq_id_req        cancel;
 		brq_id_req        job;
+		brq_schedule      schedule_add;
+		brq_name_req      schedule_remove;
 	};
 	// Private to the decoder: the message that stage 1 checked (stage 2 reads it again).
 	const uint8_t *body_;
@@ -312,6 +343,14 @@ typedef struct brq_reply {
 			brq_job_info job;
 		} job;
 		brq_stats_rep stats;
+		struct {
+			bool    created;      // false: an existing schedule of that name was replaced
+			int64_t next_slot_ms; // the first slot it owes (unix ms)
+		} schedule_add;
+		struct {
+			brq_schedule *schedules; // by name
+			uint32_t      n_schedules;
+		} schedule_list;
 	};
 } brq_reply;
 
@@ -418,6 +457,9 @@ int brq_pack_lost_reasons(brq_buf *b, const brq_lost_reason *r, uint32_t n);
 int brq_pack_settle_result(brq_buf *b, const brq_settle_result *r);
 int brq_pack_job_info(brq_buf *b, const brq_job_info *j);
 int brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t);
+// A schedule: schedule_add's request fields (add = true: the keys a client sends) or one
+// entry of schedule_list's reply (add = false: with enabled, slots and source).
+int brq_pack_schedule(brq_buf *b, const brq_schedule *s, bool add);
 
 // Whole-message encoders: each first empties b (brq_buf_reset), then writes one message.
 // The encoders do not validate: the gateway does; they emit the optional keys whose

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dec.h"
+#include "schedule.h"
 
 #define BAD BRQ_ST_INVALID_ARGUMENT
 
@@ -318,6 +319,9 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		break;
 	case BRQ_OP_JOB: f[0].name = "job"; break;
 	case BRQ_OP_STATS: f[0].name = "topics"; break;
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_LIST:
+	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_decode(d, top, rep);
 	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
 	}
 	TRY(brq_dec_map(d, top, "", f, f[2].name != NULL ? 3 : f[1].name != NULL ? 2 : 1));

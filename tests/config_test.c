@@ -12,6 +12,7 @@
 
 #include "brq_units.h"
 #include "config.h"
+#include "proto.h"
 #include "config_parse.h"
 
 // Directory of this file (CMake passes absolute source paths), for deploy/ files when
@@ -1261,7 +1262,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(n_vars, 33, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
+	cr_assert_eq(n_vars, 35, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
 
 	// As shipped (all commented): only defaults.
 	cr_assert_eq(load_file(path, minimal), 0);
@@ -1305,4 +1306,51 @@ Test(config, example_env_file_shows_the_real_defaults)
 	cr_assert_eq(cfg.tls_client_auth, def.tls_client_auth);
 	cr_assert_eq(cfg.n_topic_overrides, 2);
 	brq_config_fini(&def);
+}
+
+Test(config, schedules_are_parsed_and_checked)
+{
+	cr_assert_eq(load(ENV({"BROOQ_SCHEDULES",
+			       " nightly | topic=report | cron=30 2 * * mon-fri | "
+			       "tz=Europe/Berlin | misfire=catch_up | catch_up_max=3 ;\n"
+			       "beat|topic=ping|every=15s|payload={\"a\":1}|max_attempts=2;"},
+			      {"BROOQ_SCHEDULE_TICK", "250ms"})),
+		     0);
+	dump_problems();
+	cr_assert_eq(cfg.schedule_tick_ms, 250);
+	cr_assert_eq(cfg.n_schedules, 2);
+	cr_assert(brq_str_eq(cfg.schedules[0].name, "nightly") &&
+		  brq_str_eq(cfg.schedules[0].topic, "report") &&
+		  brq_str_eq(cfg.schedules[0].cron, "30 2 * * mon-fri") &&
+		  brq_str_eq(cfg.schedules[0].tz, "Europe/Berlin") && cfg.schedules[0].catch_up &&
+		  cfg.schedules[0].catch_up_max == 3);
+	cr_assert(brq_str_eq(cfg.schedules[1].name, "beat") && cfg.schedules[1].every_ms == 15000 &&
+		  brq_str_eq(cfg.schedules[1].payload, "{\"a\":1}") && cfg.schedules[1].max_attempts == 2 &&
+		  brq_str_eq(cfg.schedules[1].tz, "UTC") && cfg.schedules[1].catch_up_max == 1);
+
+	static const struct {
+		const char *in, *why;
+	} bad[] = {
+		{"a|topic=t", "a: cron: give exactly one of cron and every_ms"},
+		{"a|topic=t|cron=* * * *", "a: cron: expected 5 fields"},
+		{"a|topic=t|cron=0 3 * * *|tz=Mars/Olympus", "a: tz: no such zone"},
+		{"a|topic=t|every=500ms", "a: every_ms: must be between"},
+		{"a|topic=t|every=1s|misfire=later", "a: misfire: must be skip or catch_up"},
+		{"a|topic=t|every=1s|colour=red", "a: unknown key"},
+		{"a|topic=t|every=1s|payload={", "a: payload: not valid JSON"},
+		{"a|topic=t|every=1s;a|topic=u|every=2s", "a: listed twice"},
+		{"Bad Name|topic=t|every=1s", "entry 1: name: must match"},
+		{"a|topic=t|every", "a: expected key=value"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		brq_config_fini(&cfg);
+		brq_config_problems_fini(&probs);
+		cr_assert_eq(load(ENV({"BROOQ_SCHEDULES", bad[i].in})), BRQ_EINVAL, "accepted '%s'",
+			     bad[i].in);
+		cr_assert(has_problem(bad[i].why), "'%s': expected '%s'", bad[i].in, bad[i].why);
+	}
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_SCHEDULE_TICK", "50ms"})), BRQ_EINVAL);
+	cr_assert(has_problem("BROOQ_SCHEDULE_TICK: must be 0 (off) or 100ms..1h"));
 }

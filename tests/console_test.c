@@ -661,7 +661,7 @@ Test(api, issue15_operations_check_parameters_then_answer_501)
 		{"GET", "/console/api/jobs?created_after_ms=5&created_before_ms=4", NULL, 400,
 		 "created_after_ms"},
 		{"GET", "/console/api/topics", NULL, 501, "pause state and limits"},
-		{"GET", "/console/api/schedules", NULL, 501, "schedules"},
+		{"GET", "/console/api/schedules", NULL, 200, "{\"schedules\":[]}"},
 		{"POST", "/console/api/retry", "id=7", 501, "retry"},
 		{"POST", "/console/api/retry", "topic=a&state=done", 400, "dead or canceled"},
 		{"POST", "/console/api/delete", "id=x", 400, "id: must be"},
@@ -753,4 +753,37 @@ Test(api, https_endpoint_serves_the_console_with_secure_cookies)
 	cgw_stop(&c);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
+}
+
+Test(api, schedules_lists_the_schedule_table)
+{
+	console_gw               c;
+	resp                     r;
+	static const char *const more[] = {"BROOQ_SCHEDULE_TICK=0", NULL}; /* rows stay as written */
+	cgw_start(&c, more);
+	PGconn *db = brq_testdb_connect(c.dsn);
+	brq_testdb_exec(db,
+			"INSERT INTO schedule (name, topic, cron, tz, misfire, catch_up_max, next_slot)"
+			" VALUES ('nightly', 'report', '30 2 * * *', 'Europe/Berlin', 'catch_up', 3,"
+			" '2030-01-01T01:30:00Z')");
+	brq_testdb_exec(db,
+			"INSERT INTO schedule (name, topic, every_ms, next_slot, last_slot, enabled)"
+			" VALUES ('beat', 'ping', 30000, NULL, '2029-12-31T23:59:30Z', false)");
+	PQfinish(db);
+	sign_in(&c, c.gw.admin_token, &r);
+	http(c.port, "GET", "/console/api/schedules", authed(&c), NULL, &r);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_not_null(
+		strstr(r.body,
+		       "{\"name\":\"beat\",\"topic\":\"ping\",\"spec\":\"every 30000 ms\","
+		       "\"time_zone\":null,\"missed\":\"skip\",\"catch_up_max\":1,\"enabled\":false,"
+		       "\"next_at_ms\":null,\"last_at_ms\":1893455970000,\"source\":\"admin\"}"),
+		"%s", r.body);
+	cr_assert_not_null(
+		strstr(r.body,
+		       "{\"name\":\"nightly\",\"topic\":\"report\",\"spec\":\"30 2 * * *\","
+		       "\"time_zone\":\"Europe/Berlin\",\"missed\":\"catch_up\",\"catch_up_max\":3,"
+		       "\"enabled\":true,\"next_at_ms\":1893461400000,\"last_at_ms\":null"),
+		"%s", r.body);
+	cgw_stop(&c);
 }

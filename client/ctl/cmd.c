@@ -492,3 +492,17 @@ brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv)
 	brooq_client_close(c);
 	return rc;
 }
+
+/* ---- for the commands in other files (schedule.c) ----------------------------------------- */
+
+int
+brq_ctl_report(const brq_ctl *ctl, brooq_err err)
+{
+	return report(ctl, err);
+}
+
+int
+brq_ctl_open(const brq_ctl *ctl, brooq_client **c)
+{
+	return open_client(ctl, c);
+}

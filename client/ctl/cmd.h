@@ -31,7 +31,11 @@ typedef struct brq_ctl {
 	bool        json;            /* one JSON object on stdout instead of a table, errors too */
 	const char *key;             /* enqueue --key */
 	uint64_t    delay_ms;        /* enqueue --delay */
-	uint32_t    max_attempts;    /* enqueue --max-attempts; 0: the gateway's default */
+	uint32_t    max_attempts;    /* enqueue, schedule add --max-attempts; 0: the gateway's default */
+	/* schedule add: --cron, --tz, --every, --payload, --misfire, --catch-up-max */
+	const char *cron, *tz, *payload, *misfire;
+	uint64_t    every_ms;
+	uint32_t    catch_up_max;
 } brq_ctl;
 
 /*
@@ -53,5 +57,11 @@ int brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_job(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_schedule(const brq_ctl *ctl, int argc, char **argv); /* schedule.c */
+
+/* For commands in other files: reports a failed library call (its exit code), and
+ * opens the client as the options say (BRQ_EXIT_OK or the reported failure). */
+int brq_ctl_report(const brq_ctl *ctl, brooq_err err);
+int brq_ctl_open(const brq_ctl *ctl, brooq_client **c);
 
 #endif

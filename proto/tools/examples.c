@@ -300,6 +300,57 @@ main(void)
 	rep.stats.n_topics = 1;
 	example("stats", &req, &rep);
 
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op                        = BRQ_OP_SCHEDULE_ADD;
+	req.schedule_add              = (brq_schedule) {.name         = brq_str_c("nightly"),
+							.topic        = brq_str_c("report.build"),
+							.payload      = brq_str_c("{\"full\":true}"),
+							.cron         = brq_str_c("30 2 * * *"),
+							.tz           = brq_str_c("Europe/Berlin"),
+							.catch_up     = true,
+							.catch_up_max = 3};
+	rep.op                        = BRQ_OP_SCHEDULE_ADD;
+	rep.schedule_add.created      = true;
+	rep.schedule_add.next_slot_ms = 1700011800000;
+	example("schedule_add", &req, &rep);
+
+	brq_schedule sl[2] = {
+		{.name         = brq_str_c("heartbeat"),
+		 .topic        = brq_str_c("ping"),
+		 .payload      = brq_str_c("{}"),
+		 .every_ms     = 30000,
+		 .catch_up_max = 1,
+		 .enabled      = true,
+		 .next_slot_ms = 1700000010000,
+		 .last_slot_ms = 1699999980000,
+		 .source       = brq_str_c("config")},
+		{.name         = brq_str_c("nightly"),
+		 .topic        = brq_str_c("report.build"),
+		 .payload      = brq_str_c("{\"full\": true}"),
+		 .cron         = brq_str_c("30 2 * * *"),
+		 .tz           = brq_str_c("Europe/Berlin"),
+		 .catch_up     = true,
+		 .catch_up_max = 3,
+		 .enabled      = true,
+		 .next_slot_ms = 1700011800000,
+		 .source       = brq_str_c("admin")},
+	};
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op                        = BRQ_OP_SCHEDULE_LIST;
+	rep.op                        = BRQ_OP_SCHEDULE_LIST;
+	rep.schedule_list.schedules   = sl;
+	rep.schedule_list.n_schedules = 2;
+	example("schedule_list", &req, &rep);
+
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op                   = BRQ_OP_SCHEDULE_REMOVE;
+	req.schedule_remove.name = brq_str_c("nightly");
+	rep.op                   = BRQ_OP_SCHEDULE_REMOVE;
+	example("schedule_remove", &req, &rep);
+
 	// An error reply, as the gateway answers a claim with n = 0.
 	brq_buf b;
 	brq_buf_init(&b, 0);

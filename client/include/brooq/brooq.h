@@ -328,6 +328,65 @@ typedef struct brooq_topic_stats {
 BROOQ_API brooq_err brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t *n);
 BROOQ_API void      brooq_stats_free(brooq_topic_stats *s, size_t n);
 
+/* ---- periodic jobs (admin token) ------------------------------------------------------ */
+
+/* What happens to slots that came due while no gateway ran. */
+typedef enum brooq_misfire {
+	BROOQ_MISFIRE_SKIP = 0, /* the latest missed slot only, and none when one is on time */
+	BROOQ_MISFIRE_CATCH_UP, /* the latest catch_up_max missed slots, oldest first */
+} brooq_misfire;
+
+/* A schedule to add. Set size to sizeof(brooq_schedule) (BROOQ_SCHEDULE_INIT): fields
+ * past the size the caller was built with count as zero. Strings are borrowed. */
+typedef struct brooq_schedule {
+	size_t      size;
+	const char *name;      /* [a-z0-9][a-z0-9._-]*, at most 128 bytes */
+	const char *topic;     /* the jobs' topic */
+	const char *payload;   /* the jobs' JSON payload; NULL: {} */
+	const char *cron;      /* "minute hour day-of-month month day-of-week"; NULL with every_ms */
+	const char *tz;        /* IANA zone cron is read in ("Europe/Berlin"); NULL: UTC */
+	uint64_t    every_ms;  /* fixed interval (>= 1000), slots at multiples since the epoch; 0 with cron */
+	brooq_misfire misfire; /* BROOQ_MISFIRE_SKIP by default */
+	uint32_t      catch_up_max; /* 1..1000; 0: 10 with catch_up, 1 with skip */
+	uint32_t      max_attempts; /* the jobs' max_attempts; 0: the topic's default */
+} brooq_schedule;
+
+#define BROOQ_SCHEDULE_INIT                    \
+	{                                      \
+		.size = sizeof(brooq_schedule) \
+	}
+
+/* Adds schedule s, or replaces the one of the same name (a replacement with the same
+ * cron, tz and every_ms keeps the slot it owes). *created (may be NULL) says whether it
+ * is new, *next_slot_ms (may be NULL) when its next job is due (unix ms). Bad fields:
+ * BROOQ_EINVALID_ARGUMENT (brooq_last_message() names the field), nothing changed. */
+BROOQ_API brooq_err brooq_schedule_add(brooq_client *c, const brooq_schedule *s, bool *created,
+				       int64_t *next_slot_ms);
+
+/* A schedule as stored. Library-allocated: brooq_schedule_list_free(). */
+typedef struct brooq_schedule_info {
+	char         *name;
+	char         *topic;
+	char         *payload;
+	char         *cron; /* NULL for an interval schedule */
+	char         *tz;   /* NULL for an interval schedule */
+	uint64_t      every_ms;
+	brooq_misfire misfire;
+	uint32_t      catch_up_max;
+	uint32_t      max_attempts; /* 0: the topic's default */
+	bool          enabled;      /* false: disabled by the gateway (its cron or zone broke) */
+	int64_t       next_slot_ms; /* 0: none */
+	int64_t       last_slot_ms; /* 0: never enqueued */
+	char         *source;       /* "config" (BROOQ_SCHEDULES) or "admin" */
+} brooq_schedule_info;
+
+/* Every schedule, by name. *out (NULL when *n == 0) belongs to the caller. */
+BROOQ_API brooq_err brooq_schedule_list(brooq_client *c, brooq_schedule_info **out, size_t *n);
+BROOQ_API void      brooq_schedule_list_free(brooq_schedule_info *s, size_t n);
+
+/* Removes schedule name; BROOQ_ENOT_FOUND when there is none. Jobs it enqueued stay. */
+BROOQ_API brooq_err brooq_schedule_remove(brooq_client *c, const char *name);
+
 /* ---- worker runtime ------------------------------------------------------------------ */
 
 /* The job a handler is running. Borrowed: valid only inside the handler call. */
