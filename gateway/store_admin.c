@@ -91,7 +91,17 @@ brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out)
 		.created_at_ms       = brq_store_int(r, 0, JOB_CREATED_MS),
 		.updated_at_ms       = brq_store_int(r, 0, JOB_UPDATED_MS),
 		.priority            = (uint32_t) brq_store_int(r, 0, JOB_PRIORITY),
+		.has_claimed_at_ms   = !brq_store_is_null(r, 0, JOB_CLAIMED_MS),
+		.claimed_at_ms       = brq_store_int(r, 0, JOB_CLAIMED_MS),
 	};
+	// The running attempt's deadlines, from its claim and the topic's timeouts
+	// (the topic is a NUL-terminated PQgetvalue).
+	if (out->state == BRQ_STATE_PROCESSING && out->has_claimed_at_ms) {
+		uint64_t at, mx;
+		brq_config_topic_timeouts(c->st->cfg, out->topic.ptr, &at, &mx);
+		out->attempt_deadline_ms       = at != 0 ? out->claimed_at_ms + (int64_t) at : 0;
+		out->max_execution_deadline_ms = mx != 0 ? out->claimed_at_ms + (int64_t) mx : 0;
+	}
 	return 0;
 }
 

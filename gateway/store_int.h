@@ -45,9 +45,6 @@ void              brq_store_rollback(brq_store_conn *c);
 // Finishes array a as the parameter at index k of values/lengths. 0 or BRQ_ENOMEM.
 BRQ_MUSTCHECK int brq_store_param(brq_pgarr *a, const char **values, int *lengths, int k);
 
-// Records a failure of the store's own making (not the database's) and returns code.
-int brq_store_fail(brq_store_conn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 // Column readers (the value must be non-NULL unless the reader says otherwise).
 int64_t   brq_store_int(const PGresult *r, int row, int col);
 double    brq_store_double(const PGresult *r, int row, int col);

@@ -8,6 +8,7 @@
 
 #include "dec.h"
 #include "policy_int.h"
+#include "schedule.h"
 
 void
 brq_limits_default(brq_limits *lim)
@@ -414,6 +415,8 @@ brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *aren
 	case BRQ_OP_PAUSE:
 	case BRQ_OP_RESUME:
 	case BRQ_OP_TOPIC_LIMITS: return brq_policy_request_decode(&d, &top, req);
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_decode(&d, &top, req);
 	default: // ping, stats: no fields; unknown keys are ignored
 		return BRQ_ST_OK;
 	}

@@ -17,13 +17,22 @@ static const char *const status_names[BRQ_ST__COUNT] = {
 };
 
 static const char *const op_names[BRQ_OP__COUNT] = {
-	[BRQ_OP_NONE] = "unknown",        [BRQ_OP_PING] = "ping",
-	[BRQ_OP_ENQUEUE] = "enqueue",     [BRQ_OP_CLAIM] = "claim",
-	[BRQ_OP_HEARTBEAT] = "heartbeat", [BRQ_OP_SETTLE] = "settle",
-	[BRQ_OP_CANCEL] = "cancel",       [BRQ_OP_JOB] = "job",
-	[BRQ_OP_STATS] = "stats",         [BRQ_OP_PAUSE] = "pause",
-	[BRQ_OP_RESUME] = "resume",       [BRQ_OP_TOPIC_LIMITS] = "topic_limits",
-	[BRQ_OP_TOPICS] = "topics",
+	[BRQ_OP_NONE]            = "unknown",
+	[BRQ_OP_PING]            = "ping",
+	[BRQ_OP_ENQUEUE]         = "enqueue",
+	[BRQ_OP_CLAIM]           = "claim",
+	[BRQ_OP_HEARTBEAT]       = "heartbeat",
+	[BRQ_OP_SETTLE]          = "settle",
+	[BRQ_OP_CANCEL]          = "cancel",
+	[BRQ_OP_JOB]             = "job",
+	[BRQ_OP_STATS]           = "stats",
+	[BRQ_OP_PAUSE]           = "pause",
+	[BRQ_OP_RESUME]          = "resume",
+	[BRQ_OP_TOPIC_LIMITS]    = "topic_limits",
+	[BRQ_OP_TOPICS]          = "topics",
+	[BRQ_OP_SCHEDULE_ADD]    = "schedule_add",
+	[BRQ_OP_SCHEDULE_LIST]   = "schedule_list",
+	[BRQ_OP_SCHEDULE_REMOVE] = "schedule_remove",
 };
 
 static const char *const state_names[BRQ_STATE__COUNT] = {
@@ -111,7 +120,10 @@ brq_op_admin_only(brq_op op)
 	case BRQ_OP_PAUSE:
 	case BRQ_OP_RESUME:
 	case BRQ_OP_TOPIC_LIMITS:
-	case BRQ_OP_TOPICS: return true;
+	case BRQ_OP_TOPICS:
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_LIST:
+	case BRQ_OP_SCHEDULE_REMOVE: return true;
 	default: return false;
 	}
 }

@@ -37,6 +37,9 @@ typedef enum brq_op {
 	BRQ_OP_RESUME,
 	BRQ_OP_TOPIC_LIMITS,
 	BRQ_OP_TOPICS,
+	BRQ_OP_SCHEDULE_ADD,
+	BRQ_OP_SCHEDULE_LIST,
+	BRQ_OP_SCHEDULE_REMOVE,
 	BRQ_OP__COUNT
 } brq_op;
 
@@ -74,7 +77,8 @@ int brq_op_lookup(const char *s, size_t len); // never returns BRQ_OP_NONE
 int brq_state_lookup(const char *s, size_t len);
 int brq_outcome_lookup(const char *s, size_t len);
 
-// True for the operations only the admin role may call.
+// True for the operations only the admin role may call (the one list: the gateway's
+// dispatcher asks it): cancel, the topic policy ops and the schedule ops.
 bool brq_op_admin_only(brq_op op);
 
 #endif

@@ -110,6 +110,18 @@ static const struct {
 	{"topics", brq_ctl_topics,
 	 "usage: brooqctl [OPTIONS] topics             (admin token)\n\n"
 	 "Lists the topics that are paused or limited, with their jobs processing now.\n"},
+	{"schedule", brq_ctl_schedule,
+	 "usage: brooqctl [OPTIONS] schedule list                      (admin token)\n"
+	 "       brooqctl [OPTIONS] schedule add NAME TOPIC (--cron EXPR [--tz ZONE] | --every D)\n"
+	 "                [--payload JSON] [--misfire skip|catch_up] [--catch-up-max N]\n"
+	 "                [--max-attempts N]\n"
+	 "       brooqctl [OPTIONS] schedule remove NAME\n\n"
+	 "Periodic jobs: every slot of a schedule enqueues one job on TOPIC, exactly once\n"
+	 "whatever the number of gateways. --cron takes 5 fields (minute hour day-of-month\n"
+	 "month day-of-week) read in --tz (default UTC); --every a duration (>= 1s), slots\n"
+	 "at its multiples since the Unix epoch. Slots missed while no gateway ran (over a\n"
+	 "minute late): skip (default) enqueues the latest only, catch_up the latest\n"
+	 "--catch-up-max (default 10). add replaces a schedule of the same name.\n"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -184,6 +196,7 @@ usage(FILE *f, const char *cmd)
 	      "       brooqctl [OPTIONS] pause|resume TOPIC       (admin token)\n"
 	      "       brooqctl [OPTIONS] limits TOPIC [--concurrency N] [--rate R]   (admin token)\n"
 	      "       brooqctl [OPTIONS] topics             (admin token)\n"
+	      "       brooqctl [OPTIONS] schedule list|add|remove ...  (admin token)\n"
 	      "       brooqctl migrate up|up-to N|down|down-to N|status|version\n"
 	      "                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
 	      "       brooqctl --version | [COMMAND] --help\n"
@@ -341,8 +354,38 @@ tls_option(brq_ctl *ctl, int argc, char **argv, int *i, int *rc)
 
 /* What the options said besides brq_ctl's fields. */
 typedef struct opts_seen {
-	bool help, version, enqueue_only, limits_only;
+	bool help, version, enqueue_only, limits_only, schedule_only, attempts;
 } opts_seen;
+
+/* schedule add's options: a string each, or (every, catch-up-max) parsed below. */
+static const char *const sched_opts[] = {"--cron",    "--tz",    "--payload",
+					 "--misfire", "--every", "--catch-up-max"};
+
+/* A schedule add option at argv[*i]: 1 when it was one (*rc the result), else 0. */
+static int
+sched_option(brq_ctl *ctl, int argc, char **argv, int *i, int *rc)
+{
+	const char **dst[] = {&ctl->cron, &ctl->tz, &ctl->payload, &ctl->misfire};
+	const char  *v;
+	uint64_t     u;
+	for (size_t k = 0; k < sizeof(sched_opts) / sizeof(sched_opts[0]); k++) {
+		int m = take_opt(argc, argv, i, sched_opts[k], &v);
+		if (m == 0)
+			continue;
+		if (m < 0 || v[0] == '\0')
+			*rc = brq_ctl_usage(ctl, "option %s needs a value", sched_opts[k]);
+		else if (k < 4)
+			*dst[k] = v;
+		else if (k == 4)
+			*rc = duration_opt(ctl, "--every", v, 1000, UINT64_MAX, &ctl->every_ms);
+		else if (brq_ctl_parse_u64(v, 1, 1000, &u) != 0)
+			*rc = brq_ctl_usage(ctl, "--catch-up-max '%s': must be 1..1000", v);
+		else
+			ctl->catch_up_max = (uint32_t) u;
+		return 1;
+	}
+	return 0;
+}
 
 /* One option at argv[*i] (not a positional). Returns BRQ_EXIT_OK or a usage error. */
 static int
@@ -368,6 +411,9 @@ one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
 		ctl->token_file = v;
 	} else if (tls_option(ctl, argc, argv, i, &rc) != 0) {
 		return rc;
+	} else if (sched_option(ctl, argc, argv, i, &rc) != 0) {
+		seen->schedule_only = true;
+		return rc;
 	} else if ((m = take_opt(argc, argv, i, "--timeout", &v)) != 0) {
 		if (m < 0)
 			return brq_ctl_usage(ctl, "option --timeout needs a value");
@@ -390,8 +436,8 @@ one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
 			return brq_ctl_usage(ctl, "option --max-attempts needs a value");
 		if (brq_ctl_parse_u64(v, 1, UINT32_MAX, &u) != 0)
 			return brq_ctl_usage(ctl, "--max-attempts '%s': not a positive integer", v);
-		ctl->max_attempts  = (uint32_t) u;
-		seen->enqueue_only = true;
+		ctl->max_attempts = (uint32_t) u;
+		seen->attempts    = true;
 	} else if ((m = take_opt(argc, argv, i, "--priority", &v)) != 0) {
 		if (m < 0)
 			return brq_ctl_usage(ctl, "option --priority needs a value");
@@ -438,6 +484,8 @@ first_command(int argc, char **argv)
 			is_valued = is_valued || strcmp(argv[i], valued[k]) == 0;
 		for (size_t k = 0; k < sizeof(tls_opts) / sizeof(tls_opts[0]); k++)
 			is_valued = is_valued || strcmp(argv[i], tls_opts[k]) == 0;
+		for (size_t k = 0; k < sizeof(sched_opts) / sizeof(sched_opts[0]); k++)
+			is_valued = is_valued || strcmp(argv[i], sched_opts[k]) == 0;
 		i += is_valued;
 	}
 	return NULL;
@@ -450,7 +498,7 @@ run_command(brq_ctl *ctl, int argc, char **argv)
 	char    **pos  = calloc((size_t) argc + 1, sizeof(char *));
 	int       npos = 0, rc = BRQ_EXIT_OK;
 	bool      only_pos = false;
-	opts_seen seen     = {false, false, false, false};
+	opts_seen seen     = {false, false, false, false, false, false};
 
 	if (pos == NULL)
 		return brq_ctl_fail(ctl, BRQ_EXIT_FAIL, "out_of_memory", NULL, "out of memory");
@@ -475,9 +523,15 @@ run_command(brq_ctl *ctl, int argc, char **argv)
 	} else if (k < 0) {
 		rc = brq_ctl_usage(ctl, "unknown command '%s'", pos[0]);
 	} else if (seen.enqueue_only && strcmp(pos[0], "enqueue") != 0) {
-		rc = brq_ctl_usage(ctl, "--key, --delay, --max-attempts and --priority belong to enqueue");
+		rc = brq_ctl_usage(ctl, "--key, --delay and --priority belong to enqueue");
 	} else if (seen.limits_only && strcmp(pos[0], "limits") != 0) {
 		rc = brq_ctl_usage(ctl, "--concurrency and --rate belong to limits");
+	} else if ((seen.schedule_only && strcmp(pos[0], "schedule") != 0) ||
+		   (seen.attempts && strcmp(pos[0], "enqueue") != 0 && strcmp(pos[0], "schedule") != 0)) {
+		rc = brq_ctl_usage(ctl,
+				   seen.schedule_only ? "--cron, --tz, --every, --payload, --misfire and "
+							"--catch-up-max belong to schedule add"
+						      : "--max-attempts belongs to enqueue and schedule add");
 	} else {
 		if (ctl->token_file == NULL)
 			ctl->token_file = env_nonempty("BROOQ_TOKEN_FILE");

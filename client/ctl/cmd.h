@@ -31,10 +31,14 @@ typedef struct brq_ctl {
 	bool        json;            /* one JSON object on stdout instead of a table, errors too */
 	const char *key;             /* enqueue --key */
 	uint64_t    delay_ms;        /* enqueue --delay */
-	uint32_t    max_attempts;    /* enqueue --max-attempts; 0: the gateway's default */
+	uint32_t    max_attempts;    /* enqueue, schedule add --max-attempts; 0: the gateway's default */
 	uint32_t    priority;        /* enqueue --priority; 0: the default (1) */
 	uint32_t    concurrency;     /* limits --concurrency; BROOQ_LIMIT_KEEP: not given */
 	uint32_t    rate;            /* limits --rate; BROOQ_LIMIT_KEEP: not given */
+	/* schedule add: --cron, --tz, --every, --payload, --misfire, --catch-up-max */
+	const char *cron, *tz, *payload, *misfire;
+	uint64_t    every_ms;
+	uint32_t    catch_up_max;
 } brq_ctl;
 
 /*
@@ -61,6 +65,7 @@ int brq_ctl_pause(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_resume(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_limits(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_topics(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_schedule(const brq_ctl *ctl, int argc, char **argv); /* schedule.c */
 
 /* For the command files: a client with the run's settings (reports the failure
  * itself), and the report of a failed call. Both return an exit code. */
