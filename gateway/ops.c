@@ -589,7 +589,7 @@ brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 	case BRQ_OP_CANCEL: st = op_cancel(c, w, &e); break;
 	case BRQ_OP_JOB: st = op_job(c, w, &e); break;
 	case BRQ_OP_STATS: st = op_stats(o, c, w, &e); break;
-	default: st = fail(&e, BRQ_ST_INTERNAL, "op %s not handled", brq_op_name(w->req.op)); break;
+	default: st = brq_ops_admin(o, c, w, e.msg, sizeof(e.msg)); break;
 	}
 out:
 	if (park && st == BRQ_ST_OK)

@@ -429,6 +429,8 @@ settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_sto
 	brq_pgarr_begin(&a[2], BRQ_OID_TEXT);
 	brq_pgarr_begin(&a[3], BRQ_OID_TEXT);
 	brq_pgarr_begin(&a[4], BRQ_OID_INT8);
+	brq_pgarr_begin(&a[5], BRQ_OID_JSONB);
+	bool results = false;
 	for (uint32_t i = 0; i < n; i++) {
 		const brq_settle_item *it = &items[i];
 		const char            *oc = brq_outcome_name(it->outcome);
@@ -441,13 +443,23 @@ settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_sto
 		else
 			brq_pgarr_null(&a[3]);
 		brq_pgarr_int8(&a[4], (int64_t) it->delay_ms);
+		if (it->has_result)
+			brq_pgarr_text(&a[5], it->result.ptr, it->result.len);
+		else
+			brq_pgarr_null(&a[5]);
+		results |= it->has_result;
 		out[i] = (brq_store_settled) {.r = {.id = it->id, .applied = false}};
 	}
-	const char *v[5];
-	int         l[5], f[5] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
-	for (int k = 0; k < 5; k++)
-		if (brq_store_param(&a[k], v, l, k) != 0)
+	const char *v[6];
+	int         l[6], f[6] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
+	for (int k = 0; k < 6; k++)
+		if ((k < 5 || results) && brq_store_param(&a[k], v, l, k) != 0)
 			return brq_store_fail(c, BRQ_ENOMEM, "settle: out of memory");
+	if (!results) {
+		// No item has a result: a NULL array (see settle_sql), nothing to send.
+		v[5] = NULL;
+		l[5] = 0;
+	}
 	PGresult *r;
 	int       rv = brq_store_run(c, BRQ_STMT_SETTLE, v, l, f, SETTLE__N, &r);
 	if (rv != 0)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
+
 #define BUF_RETAIN (64u * 1024u) // capacity kept across resets; more is freed (see proto.h)
 #define BUF_MIN    256u
 
@@ -258,7 +260,7 @@ int
 brq_pack_settle_item(brq_buf *b, const brq_settle_item *it)
 {
 	bool     delay = it->outcome == BRQ_OUTCOME_DELAY;
-	uint32_t n     = 3 + it->has_error + delay + it->has_chain;
+	uint32_t n     = 3 + it->has_error + delay + it->has_chain + it->has_result;
 
 	brq_pack_map(b, n);
 	kv_uint(b, "id", it->id);
@@ -276,6 +278,9 @@ brq_pack_settle_item(brq_buf *b, const brq_settle_item *it)
 		for (uint32_t i = 0; i < it->n_chain; i++) {
 			brq_pack_job_spec(b, &it->chain[i]);
 		}
+	}
+	if (it->has_result) {
+		kv_str(b, "result", it->result);
 	}
 	return b->err;
 }
@@ -322,7 +327,7 @@ brq_pack_settle_result(brq_buf *b, const brq_settle_result *r)
 int
 brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 {
-	brq_pack_map(b, 13);
+	brq_pack_map(b, 15);
 	kv_uint(b, "id", j->id);
 	kv_str(b, "topic", j->topic);
 	kv_str(b, "payload", j->payload);
@@ -341,6 +346,14 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 	kv_opt_str(b, "key", j->has_key, j->key);
 	kv_int(b, "created_at_ms", j->created_at_ms);
 	kv_int(b, "updated_at_ms", j->updated_at_ms);
+	// Keys added to protocol v1 later: a client that does not know them skips them.
+	kv_opt_str(b, "result", j->has_result, j->result);
+	brq_pack_key(b, "retry_of");
+	if (j->has_retry_of) {
+		brq_pack_uint(b, j->retry_of);
+	} else {
+		brq_pack_nil(b);
+	}
 	return b->err;
 }
 
@@ -369,7 +382,7 @@ request_fields(const brq_request *req)
 	case BRQ_OP_SETTLE:
 	case BRQ_OP_CANCEL:
 	case BRQ_OP_JOB: return 1;
-	default: return 0;
+	default: return brq_admin_request_fields(req);
 	}
 }
 
@@ -451,7 +464,8 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 		break;
 	case BRQ_OP_CANCEL: kv_uint(b, "id", req->cancel.id); break;
 	case BRQ_OP_JOB: kv_uint(b, "id", req->job.id); break;
-	default: // ping, stats: no fields
+	default: // ping, stats: no fields; list, retry, delete: admin.c
+		brq_admin_request_encode(b, req);
 		break;
 	}
 	return b->err;
@@ -571,7 +585,7 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 			brq_pack_topic_stats(b, &rep->stats.topics[i]);
 		}
 		break;
-	default: return BRQ_EINVAL;
+	default: return brq_admin_reply_encode(b, rep);
 	}
 	return b->err;
 }

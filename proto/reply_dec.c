@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "admin.h"
 #include "dec.h"
 
 #define BAD BRQ_ST_INVALID_ARGUMENT
@@ -158,6 +159,8 @@ enum {
 	JI_KEY,
 	JI_CREATED,
 	JI_UPDATED,
+	JI_RESULT,
+	JI_RETRY_OF,
 	JI__N
 };
 
@@ -178,6 +181,8 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 		[JI_KEY]          = {"key", NULL},
 		[JI_CREATED]      = {"created_at_ms", NULL},
 		[JI_UPDATED]      = {"updated_at_ms", NULL},
+		[JI_RESULT]       = {"result", NULL},
+		[JI_RETRY_OF]     = {"retry_of", NULL},
 	};
 
 	TRY(brq_dec_map(d, r, path, f, JI__N));
@@ -197,7 +202,21 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 	TRY(get_opt_str(d, &f[JI_LAST_ERROR], path, &j->has_last_error, &j->last_error));
 	TRY(get_opt_str(d, &f[JI_KEY], path, &j->has_key, &j->key));
 	TRY(get_i64(d, &f[JI_CREATED], path, &j->created_at_ms));
-	return get_i64(d, &f[JI_UPDATED], path, &j->updated_at_ms);
+	TRY(get_i64(d, &f[JI_UPDATED], path, &j->updated_at_ms));
+	// Optional (absent from an older gateway's replies; nil when not set).
+	TRY(get_opt_str(d, &f[JI_RESULT], path, &j->has_result, &j->result));
+	j->has_retry_of = false;
+	if (f[JI_RETRY_OF].at != NULL && !brq_dec_is_nil(&f[JI_RETRY_OF])) {
+		TRY(get_u64(d, &f[JI_RETRY_OF], path, &j->retry_of));
+		j->has_retry_of = true;
+	}
+	return BRQ_ST_OK;
+}
+
+brq_status
+brq_dec_job_info(brq_dec *d, brq_rd *r, const char *path, void *out)
+{
+	return job_info(d, r, path, out);
 }
 
 static brq_status
@@ -255,7 +274,7 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		break;
 	case BRQ_OP_JOB: f[0].name = "job"; break;
 	case BRQ_OP_STATS: f[0].name = "topics"; break;
-	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
+	default: return brq_admin_reply_decode(d, top, rep);
 	}
 	TRY(brq_dec_map(d, top, "", f, f[1].name != NULL ? 2 : 1));
 

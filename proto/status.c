@@ -14,6 +14,7 @@ static const char *const status_names[BRQ_ST__COUNT] = {
 	[BRQ_ST_TOO_LARGE]          = "too_large",
 	[BRQ_ST_RESOURCE_EXHAUSTED] = "resource_exhausted",
 	[BRQ_ST_INTERNAL]           = "internal",
+	[BRQ_ST_CONFLICT]           = "conflict",
 };
 
 static const char *const op_names[BRQ_OP__COUNT] = {
@@ -21,7 +22,8 @@ static const char *const op_names[BRQ_OP__COUNT] = {
 	[BRQ_OP_ENQUEUE] = "enqueue",     [BRQ_OP_CLAIM] = "claim",
 	[BRQ_OP_HEARTBEAT] = "heartbeat", [BRQ_OP_SETTLE] = "settle",
 	[BRQ_OP_CANCEL] = "cancel",       [BRQ_OP_JOB] = "job",
-	[BRQ_OP_STATS] = "stats",
+	[BRQ_OP_STATS] = "stats",         [BRQ_OP_LIST] = "list",
+	[BRQ_OP_RETRY] = "retry",         [BRQ_OP_DELETE] = "delete",
 };
 
 static const char *const state_names[BRQ_STATE__COUNT] = {

@@ -245,7 +245,7 @@ Test(schema, settle_and_heartbeat_reach_rows_through_the_primary_key)
 	fill_history();
 	char *plan = explain_stmt(BRQ_STMT_SETTLE,
 				  "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]),"
-				  " '{done,fail}', '{NULL,x}', '{0,0}'");
+				  " '{done,fail}', '{NULL,x}', '{0,0}', NULL");
 	cr_assert_null(strstr(plan, "Seq Scan on job"), "settle scans the table:\n%s", plan);
 	free(plan);
 	plan = explain_stmt(BRQ_STMT_HEARTBEAT, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), NULL");
@@ -262,7 +262,8 @@ Test(schema, plans_made_on_an_empty_table_reach_rows_through_the_primary_key)
 		const char *args;
 	} cases[] = {
 		{BRQ_STMT_SETTLE,
-		 "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), '{done,fail}', '{NULL,x}', '{0,0}'"},
+		 "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), '{done,fail}', '{NULL,x}', '{0,0}', "
+		 "NULL"},
 		{BRQ_STMT_HEARTBEAT, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), NULL"},
 		{BRQ_STMT_UNCLAIM, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2])"},
 		{BRQ_STMT_CANCEL, "1"},

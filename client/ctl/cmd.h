@@ -46,6 +46,15 @@ int brq_ctl_fail(const brq_ctl *ctl, int exit_code, const char *name, const char
 /* A usage error (exit 2, error "usage"); the line ends with where help is. */
 int brq_ctl_usage(const brq_ctl *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Reports a failed library call (brooq_last_message) and returns its exit code. */
+int brq_ctl_report(const brq_ctl *ctl, brooq_err err);
+/* Opens the client with ctl's settings; BRQ_EXIT_OK or the reported failure's code. */
+int brq_ctl_open_client(const brq_ctl *ctl, brooq_client **c);
+/* Exactly one positional argument, a job id: BRQ_EXIT_OK or a usage error. */
+int brq_ctl_parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id);
+/* One job row as one JSON object and a newline on stdout (`job --json`, `jobs --json`). */
+void brq_ctl_print_job_json(const brooq_job_info *j);
+
 /* Each runs one command with its positional arguments (after the command name)
  * and returns an exit code. */
 int brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv);
