@@ -311,7 +311,7 @@ brq_ctl_print_job_json(const brooq_job_info *j)
 		printf(",\"retry_of\":%" PRIu64, j->retry_of);
 	else
 		fputs(",\"retry_of\":null", stdout);
-	fputs("}\n", stdout);
+	fputs("}", stdout);
 }
 
 static void
@@ -372,9 +372,11 @@ brq_ctl_job(const brq_ctl *ctl, int argc, char **argv)
 	if (err != BROOQ_OK) {
 		rc = brq_ctl_report(ctl, err);
 	} else {
-		if (ctl->json)
+		if (ctl->json) {
 			brq_ctl_print_job_json(j);
-		else
+			fputc('\n', stdout);
+		}
+		if (!ctl->json)
 			print_job_table(j);
 		brooq_job_info_free(j);
 	}

@@ -32,6 +32,13 @@ typedef struct brq_ctl {
 	const char *key;             /* enqueue --key */
 	uint64_t    delay_ms;        /* enqueue --delay */
 	uint32_t    max_attempts;    /* enqueue --max-attempts; 0: the gateway's default */
+	/* jobs and retry (bulk): */
+	const char *topic;    /* --topic; NULL: any (jobs) */
+	int         state;    /* --state as a brooq_state; -1: any (jobs) */
+	uint32_t    limit;    /* --limit; 0: the command's default */
+	const char *cursor;   /* jobs --cursor: a page's "next" */
+	uint64_t    since_ms; /* jobs --since D: created in the last D; 0: no bound */
+	uint64_t    until_ms; /* jobs --until D: created more than D ago; 0: no bound */
 } brq_ctl;
 
 /*
@@ -52,7 +59,7 @@ int brq_ctl_report(const brq_ctl *ctl, brooq_err err);
 int brq_ctl_open_client(const brq_ctl *ctl, brooq_client **c);
 /* Exactly one positional argument, a job id: BRQ_EXIT_OK or a usage error. */
 int brq_ctl_parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id);
-/* One job row as one JSON object and a newline on stdout (`job --json`, `jobs --json`). */
+/* One job row as one JSON object on stdout, no newline (`job --json`, `jobs --json`). */
 void brq_ctl_print_job_json(const brooq_job_info *j);
 
 /* Each runs one command with its positional arguments (after the command name)
@@ -62,5 +69,9 @@ int brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_job(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv);
+/* cmd_admin.c: the job list, retry and delete (admin token). */
+int brq_ctl_jobs(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_retry(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_delete(const brq_ctl *ctl, int argc, char **argv);
 
 #endif
