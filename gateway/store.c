@@ -21,10 +21,16 @@
 // scanning as the table grows (until an ANALYZE: settle planned on an empty table was
 // a hash join over all of job). Every statement here has an index to go through, so
 // sequential scans are priced out (enable_seqscan = off: still used where no index
-// applies).
+// applies). Priced out, they make the estimates of the plans that remain huge, and
+// above jit_above_cost PostgreSQL compiles the plan with LLVM at every execution: the
+// job list's generic plans spent 0.3 to 2.6 s in JIT to run for 20 ms (measured at
+// 1M rows, docs/operations.md "Listing jobs"), so no JIT. No parallel workers either:
+// every statement here is a short index-driven one, and starting workers cost the
+// list hundreds of ms on a busy host.
 #define SESSION_POOL                                                                      \
 	"SET statement_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s';" \
-	" SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off"
+	" SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;"            \
+	" SET jit = off; SET max_parallel_workers_per_gather = 0"
 
 const char *const brq_store_pool_session = SESSION_POOL;
 // The monitor: every statement bounded by the budget (a round trip never outlives

@@ -373,25 +373,31 @@ janitor_sql(FILE *f, brq_stmt st)
 // The list's filters besides topic and state, for a FROM job without alias: $3
 // created_after_ms, $4 created_before_ms, $5 key (each NULL = any), $6 the largest id
 // the page may hold (the cursor). Residual filters: they never choose the index.
-#define LIST_FILTERS                                                               \
-	" AND id <= $6::int8"                                                      \
+#define LIST_FILTERS_REST                                                          \
 	" AND ($3::int8 IS NULL OR created_at >= to_timestamp($3::int8 / 1000.0))" \
 	" AND ($4::int8 IS NULL OR created_at < to_timestamp($4::int8 / 1000.0))"  \
 	" AND ($5::text IS NULL OR idempotency_key = $5::text)"
+#define LIST_FILTERS " AND id <= $6::int8" LIST_FILTERS_REST
+// For the active rows: `id + 0` keeps the cursor from becoming a condition on the
+// primary key, which the planner would then walk (through the whole history) instead
+// of the small partial index of the backlog.
+#define LIST_FILTERS_ACTIVE " AND id + 0 <= $6::int8" LIST_FILTERS_REST
 
 // Active rows of the asked states, newest first, at most $7: the ready ones through
 // job_claim_topic_idx, the held ones through job_lease_expiry_idx (partial indexes: the
-// cost follows the backlog, not the history). `id + 0` keeps the planner off a walk
-// of the primary key (which would visit the history to find them); the sort is over
-// the backlog. topic_cond: "topic = $1" or "($1::text IS NULL)".
+// cost follows the backlog, not the history; the sort is over the backlog). Each
+// branch is gated on the asked states by a condition on $2 alone, which PostgreSQL
+// evaluates once (a "One-Time Filter"): a list of dead jobs never reads the backlog.
+// topic_cond: "topic = $1" or "($1::text IS NULL)".
 static void
 list_active(FILE *f, const char *topic_cond)
 {
 	fprintf(f,
 		" UNION ALL (SELECT * FROM job WHERE %s AND state IN ('pending', 'failed')"
-		"  AND state = ANY($2::text[])" LIST_FILTERS " ORDER BY id + 0 DESC LIMIT $7)"
+		"  AND $2::text[] && '{pending,failed}'::text[]"
+		"  AND state = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)"
 		" UNION ALL (SELECT * FROM job WHERE %s AND state = 'processing'"
-		"  AND 'processing' = ANY($2::text[])" LIST_FILTERS " ORDER BY id + 0 DESC LIMIT $7)",
+		"  AND 'processing' = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)",
 		topic_cond, topic_cond);
 }
 
@@ -408,8 +414,8 @@ list_sql(FILE *f, brq_stmt st)
 	case BRQ_STMT_LIST_ALL:
 		// Every state: any row matches, so the primary key walked backwards finds
 		// a page after reading about a page (more with time filters).
-		fputs(" FROM job WHERE ($1::text IS NULL OR topic = $1::text) AND state = "
-		      "ANY($2::text[])" LIST_FILTERS,
+		fputs(" FROM job WHERE ($1::text IS NULL OR topic = $1::text)"
+		      " AND state = ANY($2::text[])" LIST_FILTERS,
 		      f);
 		break;
 	case BRQ_STMT_LIST_KEY:
