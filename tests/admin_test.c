@@ -291,6 +291,40 @@ Test(result, a_worker_handler_attaches_one)
 	}
 }
 
+/* A handler whose result the gateway refuses (not JSON): the worker settles the job as a
+ * failure that says why, and nothing of the result is stored. */
+static void
+h_bad_result(brooq_job_ctx *job, void *arg)
+{
+	(void) arg;
+	brooq_job_done_result(job, "{not json", 0);
+	atomic_fetch_add(&handled, 1);
+}
+
+Test(result, a_handler_result_the_gateway_refuses_fails_the_job_with_the_reason)
+{
+	uint64_t          id = enqueue1("calc", "{}");
+	brooq_worker_opts wo = {.size = sizeof(wo), .threads = 1, .wait_ms = 1000};
+	brooq_worker     *w  = NULL;
+	OK(brooq_worker_new(wc, &wo, &w));
+	OK(brooq_worker_handle(w, "calc", h_bad_result, NULL));
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, run_worker, w), 0);
+	for (int i = 0; i < 500 && brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'failed'") < 1;
+	     i++)
+		brq_t_sleep_ms(20);
+	brooq_worker_stop(w);
+	pthread_join(th, NULL);
+	brooq_worker_free(w);
+	char *row = sql_value("SELECT state || ' ' || coalesce(result::text, 'null') || ' ' || last_error"
+			      " FROM job WHERE id = %" PRIu64,
+			      id);
+	cr_assert_not_null(strstr(row, "failed null worker: the gateway refused this job's outcome"), "%s",
+			   row);
+	cr_assert_not_null(strstr(row, "result: invalid JSON"), "%s", row);
+	free(row);
+}
+
 /* ---- list ----------------------------------------------------------------------------- */
 
 /* Rows straight into the table (any state), n of them for topic, in id order. */
