@@ -186,6 +186,9 @@ decode_list(brq_dec *d, brq_rd *top, brq_list_req *q)
 	}
 	// An empty key is "no key", as in enqueue.
 	TRY(brq_dec_str(d, &f[L_KEY], P, false, false, 0, BRQ_KEY_MAX, BAD, &q->key, NULL));
+	if (!brq_utf8_valid(q->key.ptr, q->key.len, true)) {
+		return brq_dec_failf(d, BAD, P, "key", "must be valid UTF-8 without NUL");
+	}
 	if (q->key.len > 0 && q->topic.len == 0) {
 		return brq_dec_failf(d, BAD, P, "key", "needs topic (a key is unique per topic)");
 	}

@@ -139,6 +139,8 @@ Test(proto_admin, list_refuses_bad_filters_naming_them)
 	EXPECT(IA, "list.key: needs topic");
 	begin("list", 2), kv_s("key", "k"), kv_s("topic", "a");
 	EXPECT(BRQ_ST_OK, NULL);
+	begin("list", 2), kv_s("key", "\xc0\x80"), kv_s("topic", "a");
+	EXPECT(IA, "list.key: must be valid UTF-8 without NUL");
 	static const char *bad[] = {"x",    "v1.",  "v1.0", "v1.01", "v1.-1", "v1.9223372036854775808",
 				    "v2.1", "v1.1 "};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
