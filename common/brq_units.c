@@ -40,23 +40,31 @@ parse_digits(const char *s, uint64_t *v)
 	return n;
 }
 
+// The leading digits of a non-empty s, as parse_digits; 0 or -1 set *why ("not_a" for
+// no digit at all).
+static int
+lead_digits(const char *s, uint64_t *v, const char **why, const char *not_a)
+{
+	if (s == NULL || s[0] == '\0') {
+		*why = "empty value";
+		return -1;
+	}
+	int nd = parse_digits(s, v);
+	if (nd <= 0) {
+		*why = nd < 0 ? "value too large" : not_a;
+		return -1;
+	}
+	return nd;
+}
+
 // <digits><unit> or bare "0"; the three texts say what went wrong.
 static int
 parse_with_unit(const char *s, const struct unit *units, size_t n_units, uint64_t *out, const char **why,
 		const char *not_a, const char *needs_unit, const char *unknown_unit)
 {
 	uint64_t v;
-	if (s == NULL || s[0] == '\0') {
-		*why = "empty value";
-		return BRQ_EINVAL;
-	}
-	int nd = parse_digits(s, &v);
+	int      nd = lead_digits(s, &v, why, not_a);
 	if (nd < 0) {
-		*why = "value too large";
-		return BRQ_EINVAL;
-	}
-	if (nd == 0) {
-		*why = not_a;
 		return BRQ_EINVAL;
 	}
 	const char *u = s + nd;
@@ -102,18 +110,14 @@ brq_parse_size(const char *s, uint64_t *out, const char **why)
 int
 brq_parse_u64(const char *s, uint64_t *out, const char **why)
 {
-	uint64_t v;
-	if (s == NULL || s[0] == '\0') {
-		*why = "empty value";
-		return BRQ_EINVAL;
-	}
-	int nd = parse_digits(s, &v);
+	uint64_t    v;
+	const char *not_int = "not a non-negative decimal integer";
+	int         nd      = lead_digits(s, &v, why, not_int);
 	if (nd < 0) {
-		*why = "value too large";
 		return BRQ_EINVAL;
 	}
-	if (nd == 0 || s[nd] != '\0') {
-		*why = "not a non-negative decimal integer";
+	if (s[nd] != '\0') {
+		*why = not_int;
 		return BRQ_EINVAL;
 	}
 	*out = v;

@@ -221,6 +221,9 @@
       el('dt', {}, 'Available at'), el('dd', {}, fmtTime(j.available_at_ms)),
       el('dt', {}, 'Lease holder'), el('dd', {}, j.locked_by === null ? '—' : j.locked_by),
       el('dt', {}, 'Lease until'), el('dd', {}, fmtTime(j.locked_until_ms)),
+      el('dt', {}, 'Claimed'), el('dd', {}, fmtTime(j.claimed_at_ms)),
+      el('dt', {}, 'Attempt deadline'), el('dd', {}, fmtTime(j.attempt_deadline_ms)),
+      el('dt', {}, 'Max execution ends'), el('dd', {}, fmtTime(j.max_execution_deadline_ms)),
       el('dt', {}, 'Last error'), el('dd', {}, j.last_error === null ? '—' : j.last_error));
     const acts = el('div', { class: 'actions' });
     if (session && !session.read_only) {

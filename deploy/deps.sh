@@ -22,8 +22,9 @@ packages=(
   # (systemd: systemd-analyze and systemd-sysusers check deploy/systemd, and its
   # environment.d generator is the reference for the env file syntax)
   libcriterion-dev valgrind util-linux procps systemd
-  # the private PostgreSQL for tests, benchmarks and the demo
-  postgresql-15 postgresql-client-15
+  # the private PostgreSQL for tests, benchmarks and the demo; tzdata: the time zones
+  # PostgreSQL reads for schedules' cron slots (and BROOQ_SCHEDULES's check)
+  postgresql-15 postgresql-client-15 tzdata
   # promtool and a real Prometheus for the observability tests
   prometheus
   # the web console's tests: a real browser (tests/console/, driven by puppeteer-core

@@ -491,6 +491,7 @@ brq_config_init_defaults(brq_config *cfg)
 		REAPER_MIN_DEFAULT_MS < cfg->lease_ms / 4 ? cfg->lease_ms / 4 : REAPER_MIN_DEFAULT_MS;
 	cfg->retention_ttl_ms       = 30 * MS_PER_D;
 	cfg->retention_interval_ms  = MS_PER_M;
+	cfg->schedule_tick_ms       = MS_PER_S;
 	cfg->retention_batch        = 1000;
 	cfg->retention_max_batches  = 100;
 	cfg->http_enabled           = true;
@@ -537,6 +538,33 @@ load_core(struct loader *L, brq_config *cfg)
 	return base != GOT_BAD && bmax != GOT_BAD;
 }
 
+// A timeout: 0 (none) or TIMEOUT_MIN_MS..TIMEOUT_MAX_MS.
+static enum got
+get_timeout(struct loader *L, const char *name, uint64_t *out)
+{
+	enum got g = get_duration(L, name, 0, TIMEOUT_MAX_MS, out);
+	if (g == GOT_OK && *out != 0 && *out < TIMEOUT_MIN_MS) {
+		brq_config_problem_add(L->p, "%s: must be 0 (none) or 100ms..7d", name);
+		return GOT_BAD;
+	}
+	return g;
+}
+
+// The attempt timeout and the maximum execution time. Returns whether both parsed
+// (the per-topic check needs them).
+static bool
+get_timeouts(struct loader *L, brq_config *cfg)
+{
+	enum got at = get_timeout(L, "BROOQ_ATTEMPT_TIMEOUT", &cfg->attempt_timeout_ms);
+	enum got mx = get_timeout(L, "BROOQ_MAX_EXECUTION_TIME", &cfg->max_execution_ms);
+	if (at != GOT_BAD && mx != GOT_BAD && cfg->max_execution_ms != 0 &&
+	    cfg->attempt_timeout_ms > cfg->max_execution_ms) {
+		brq_config_problem_add(L->p,
+				       "BROOQ_ATTEMPT_TIMEOUT: must not exceed BROOQ_MAX_EXECUTION_TIME");
+	}
+	return at != GOT_BAD && mx != GOT_BAD;
+}
+
 uint64_t
 brq_config_recv_ceiling(const brq_config *cfg)
 {
@@ -570,9 +598,14 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 		brq_config_problem_add(L->p, "BROOQ_SELFPROBE_INTERVAL: must be 0 (off) or 100ms..10m");
 	}
 
+	bool has_timeouts = get_timeouts(L, cfg);
 	brq_cfg_get_topic_overrides(L, cfg);
+	brq_cfg_get_schedules(L, cfg);
 	if (has_backoff) {
 		brq_cfg_check_topic_backoff(L, cfg);
+	}
+	if (has_timeouts) {
+		brq_cfg_check_topic_timeouts(L, cfg);
 	}
 	// Default reaper period follows the shortest lease, so that short-lease topics
 	// are not left waiting for a period sized for the global lease.
@@ -664,6 +697,8 @@ brq_config_fini(brq_config *cfg)
 	free_list(cfg->worker_token_files, cfg->n_worker_token_files);
 	free_list(cfg->admin_token_files, cfg->n_admin_token_files);
 	free(cfg->topic_overrides);
+	free(cfg->schedules);
+	free(cfg->schedules_src);
 	free(cfg->http_tls_cert_file);
 	free(cfg->http_tls_key_file);
 	memset(cfg, 0, sizeof(*cfg));
@@ -692,5 +727,26 @@ brq_config_topic_settings(const brq_config *cfg, const char *topic, uint32_t *ma
 	}
 	if (lease_ms != NULL) {
 		*lease_ms = o != NULL && o->has_lease ? o->lease_ms : cfg->lease_ms;
+	}
+}
+
+void
+brq_config_topic_timeouts(const brq_config *cfg, const char *topic, uint64_t *attempt_timeout_ms,
+			  uint64_t *max_execution_ms)
+{
+	const brq_topic_override *o = NULL;
+	for (size_t i = 0; topic != NULL && i < cfg->n_topic_overrides; i++) {
+		if (strcmp(cfg->topic_overrides[i].topic, topic) == 0) {
+			o = &cfg->topic_overrides[i];
+			break;
+		}
+	}
+	if (attempt_timeout_ms != NULL) {
+		*attempt_timeout_ms =
+			o != NULL && o->has_attempt_timeout ? o->attempt_timeout_ms : cfg->attempt_timeout_ms;
+	}
+	if (max_execution_ms != NULL) {
+		*max_execution_ms =
+			o != NULL && o->has_max_execution ? o->max_execution_ms : cfg->max_execution_ms;
 	}
 }

@@ -20,6 +20,8 @@
 //   BROOQ_BACKOFF_BASE            1s                              1ms..24h
 //   BROOQ_BACKOFF_MAX             1m                              1ms..7d, >= BROOQ_BACKOFF_BASE
 //   BROOQ_MAX_ATTEMPTS            5                               1..1000
+//   BROOQ_ATTEMPT_TIMEOUT         0 (none)                        0 or 100ms..7d, <= MAX_EXECUTION_TIME
+//   BROOQ_MAX_EXECUTION_TIME      0 (none)                        0 or 100ms..7d
 //   BROOQ_WORKER_TOKEN_FILES      -                               comma-separated paths
 //   BROOQ_ADMIN_TOKEN_FILES       -                               comma-separated paths
 //   BROOQ_MAX_BATCH               1000                            1..10000
@@ -44,6 +46,8 @@
 //   BROOQ_LOG_LEVEL               info                            debug|info|warn|error
 //   BROOQ_SHUTDOWN_GRACE          10s                             0..1h
 //   BROOQ_TOPIC_OVERRIDES         -                               see below
+//   BROOQ_SCHEDULE_TICK           1s                              0 (off) or 100ms..1h
+//   BROOQ_SCHEDULES               -                               see below
 //
 // Also read: CREDENTIALS_DIRECTORY (set by systemd LoadCredential=).
 //
@@ -84,11 +88,25 @@
 // BROOQ_HTTP_ALLOW_NONLOOPBACK=true.
 //
 // Topic overrides: "topic:key=value,key=value;topic:key=value". Keys: max_attempts,
-// backoff_base, backoff_max, lease (each optional, same syntax and ranges as the global
-// variable). Topics follow [a-z0-9][a-z0-9._-]*, at most 128 bytes. Blanks around the
-// separators are ignored. Rejected: empty entry, missing ':', bad topic, topic listed
-// twice, no keys, unknown key, key listed twice, missing '=', bad value, effective
-// backoff_max < backoff_base. At most BRQ_CONFIG_MAX_TOPIC_OVERRIDES entries.
+// backoff_base, backoff_max, lease, attempt_timeout, max_execution_time (each optional,
+// same syntax and ranges as the global variable; "0" turns a timeout off for the topic). Topics follow
+// [a-z0-9][a-z0-9._-]*, at most 128 bytes. Blanks around the separators are ignored. Rejected: empty entry,
+// missing ':', bad topic, topic listed twice, no keys, unknown key, key listed twice, missing '=', bad value,
+// effective backoff_max < backoff_base, effective attempt_timeout > max_execution_time (both set). At most
+// BRQ_CONFIG_MAX_TOPIC_OVERRIDES entries.
+//
+// Timeouts (docs/operations.md "Timeouts"): the attempt timeout is how long one attempt
+// may run, from its claim: the claim tells the worker (which raises the handler's cancel
+// flag then and settles the attempt as a failure); the maximum execution time bounds an
+// attempt's run across heartbeats: a heartbeat later than claimed_at + it is refused
+// (answered lost), so the lease runs out and the reaper returns the job. 0 = none.
+//
+// Schedules: "name|key=value|key=value;name|...", entries separated by ';' or a newline,
+// fields by '|', blanks around them ignored. Keys: topic (required), cron (5 fields)
+// with optional tz, or every (a duration, 1s..366d); misfire (skip|catch_up),
+// catch_up_max, max_attempts, payload (JSON without '|' or ';'). Checked as
+// schedule_add checks them (sched.h), plus tz against /usr/share/zoneinfo. Upserted
+// into table schedule by the scheduler when the database first answers.
 //
 // Env file syntax: that of systemd's EnvironmentFile= (systemd.exec(5)), so that one
 // file serves both `EnvironmentFile=` (read by PID 1) and `--env-file` (read here):
@@ -142,10 +160,14 @@ struct brq_topic_override {
 	bool     has_backoff_base;
 	bool     has_backoff_max;
 	bool     has_lease;
-	uint32_t max_attempts;    // 1..1000
-	uint64_t backoff_base_ms; // 1ms..24h
-	uint64_t backoff_max_ms;  // >= effective backoff_base_ms
-	uint64_t lease_ms;        // 1s..24h
+	bool     has_attempt_timeout;
+	bool     has_max_execution;
+	uint32_t max_attempts;       // 1..1000
+	uint64_t backoff_base_ms;    // 1ms..24h
+	uint64_t backoff_max_ms;     // >= effective backoff_base_ms
+	uint64_t lease_ms;           // 1s..24h
+	uint64_t attempt_timeout_ms; // 0 (none) or 100ms..7d
+	uint64_t max_execution_ms;   // 0 (none) or 100ms..7d
 };
 
 // Client certificates on a tls+tcp:// listener.
@@ -182,6 +204,9 @@ struct brq_config {
 	uint64_t backoff_base_ms; // 1ms..24h
 	uint64_t backoff_max_ms;  // >= backoff_base_ms
 	uint32_t max_attempts;    // 1..1000
+	// Per attempt, from its claim; 0 = none. attempt <= max_execution when both set.
+	uint64_t attempt_timeout_ms; // the handler's deadline, told to the worker
+	uint64_t max_execution_ms;   // heartbeats are refused past it
 
 	char **worker_token_files; // n_worker_token_files paths, no duplicates
 	size_t n_worker_token_files;
@@ -216,6 +241,12 @@ struct brq_config {
 
 	brq_topic_override *topic_overrides; // n_topic_overrides entries
 	size_t              n_topic_overrides;
+
+	// Periodic jobs (config_sched.c; docs/operations.md "Periodic jobs").
+	uint64_t             schedule_tick_ms; // scheduler period; 0: no scheduler on this gateway
+	struct brq_schedule *schedules;        // BROOQ_SCHEDULES, checked (sched.h brq_sched_check)
+	size_t               n_schedules;
+	char                *schedules_src; // owned copy of BROOQ_SCHEDULES the strings point into
 
 	// The web console and HTTPS (config_console.c; docs/console.md).
 	char    *http_tls_cert_file; // HTTPS for the whole HTTP endpoint; NULL: plain HTTP
@@ -295,6 +326,11 @@ void brq_config_fini(brq_config *cfg);
 // NULL. Topic lookup is a linear scan (overrides are few).
 void brq_config_topic_settings(const brq_config *cfg, const char *topic, uint32_t *max_attempts,
 			       uint64_t *backoff_base_ms, uint64_t *backoff_max_ms, uint64_t *lease_ms);
+
+// Effective timeouts of `topic` (NULL or unknown topic: the globals); 0 = none.
+// Outputs may be NULL.
+void brq_config_topic_timeouts(const brq_config *cfg, const char *topic, uint64_t *attempt_timeout_ms,
+			       uint64_t *max_execution_ms);
 
 // Parses a boolean (true/false, 1/0, yes/no), exposed for tests. Returns 0 and writes
 // *out, or BRQ_EINVAL and writes a short reason (static string, no value quoted) to *why.

@@ -23,6 +23,9 @@
 #define BACKOFF_MAX_MAX_MS  (7 * MS_PER_D)
 #define MAX_ATTEMPTS_MIN    1
 #define MAX_ATTEMPTS_MAX    1000
+// Attempt timeout and maximum execution time: 0 (none) or TIMEOUT_MIN_MS..TIMEOUT_MAX_MS.
+#define TIMEOUT_MIN_MS 100ull
+#define TIMEOUT_MAX_MS (7 * MS_PER_D)
 
 #define KIB 1024ull
 #define MIB (1024ull * KIB)
@@ -74,8 +77,14 @@ const char *brq_cfg_src_get(const struct source *src, const char *name);
 void brq_cfg_get_topic_overrides(struct loader *L, brq_config *cfg);
 // Adds a problem for each topic whose effective backoff_max < backoff_base.
 void brq_cfg_check_topic_backoff(struct loader *L, const brq_config *cfg);
+// Adds a problem for each topic whose effective attempt_timeout > max_execution_time.
+void brq_cfg_check_topic_timeouts(struct loader *L, const brq_config *cfg);
 // The shortest lease: the global one or a topic's.
 uint64_t brq_cfg_min_lease_ms(const brq_config *cfg);
+
+// --- config_sched.c ---
+// Reads BROOQ_SCHEDULE_TICK and BROOQ_SCHEDULES (after BROOQ_MAX_PAYLOAD) into cfg.
+void brq_cfg_get_schedules(struct loader *L, brq_config *cfg);
 
 // --- config_tls.c ---
 // Reads the BROOQ_TLS_* settings (after BROOQ_LISTEN) and, when they fit together,

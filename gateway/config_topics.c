@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Gateway configuration: BROOQ_TOPIC_OVERRIDES, per-topic max_attempts, backoff and lease.
+// Gateway configuration: BROOQ_TOPIC_OVERRIDES, per-topic max_attempts, backoff, lease and
+// timeouts.
 #include "config.h"
 #include "brq_units.h"
 #include "config_parse.h"
@@ -27,8 +28,10 @@ static const char var[] = "BROOQ_TOPIC_OVERRIDES";
 static bool *
 override_key(brq_topic_override *o, const char *ka, const char *kb, const char **key)
 {
-	static const char *const names[] = {"max_attempts", "backoff_base", "backoff_max", "lease"};
-	bool *const has[] = {&o->has_max_attempts, &o->has_backoff_base, &o->has_backoff_max, &o->has_lease};
+	static const char *const names[] = {"max_attempts", "backoff_base",    "backoff_max",
+					    "lease",        "attempt_timeout", "max_execution_time"};
+	bool *const              has[] = {&o->has_max_attempts, &o->has_backoff_base,    &o->has_backoff_max,
+					  &o->has_lease,        &o->has_attempt_timeout, &o->has_max_execution};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if ((size_t) (kb - ka) == strlen(names[i]) && memcmp(ka, names[i], (size_t) (kb - ka)) == 0) {
 			*key = names[i];
@@ -63,11 +66,17 @@ parse_override_value(struct loader *L, const char *label, const char *key, const
 		min = BACKOFF_BASE_MIN_MS, max = BACKOFF_BASE_MAX_MS, out = &o->backoff_base_ms;
 	} else if (has == &o->has_backoff_max) {
 		min = BACKOFF_MAX_MIN_MS, max = BACKOFF_MAX_MAX_MS, out = &o->backoff_max_ms;
+	} else if (has == &o->has_attempt_timeout || has == &o->has_max_execution) {
+		// 0 turns the global timeout off for this topic.
+		min = 0, max = TIMEOUT_MAX_MS;
+		out = has == &o->has_attempt_timeout ? &o->attempt_timeout_ms : &o->max_execution_ms;
 	} else {
 		min = LEASE_MIN_MS, max = LEASE_MAX_MS, out = &o->lease_ms;
 	}
 	if (brq_parse_duration_ms(val, &v, &why) != 0) {
 		brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
+	} else if (min == 0 && v != 0 && v < TIMEOUT_MIN_MS) {
+		brq_config_problem_add(L->p, "%s: %s: %s: must be 0 (none) or 100ms..7d", var, label, key);
 	} else if (v < min || v > max) {
 		brq_config_problem_add(L->p, "%s: %s: %s: must be between %s and %s", var, label, key,
 				       brq_fmt_duration(lo, sizeof(lo), min),
@@ -108,8 +117,10 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 	bool *has = override_key(o, ka, kb, &key);
 	if (has == NULL) {
 		brq_config_problem_add(
-			L->p, "%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, lease)", var,
-			label);
+			L->p,
+			"%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, lease, "
+			"attempt_timeout, max_execution_time)",
+			var, label);
 	} else if (*has) {
 		brq_config_problem_add(L->p, "%s: %s: %s given twice", var, label, key);
 	} else if (val[0] == '\0') {
@@ -215,6 +226,25 @@ brq_cfg_check_topic_backoff(struct loader *L, const brq_config *cfg)
 		if (em < eb) {
 			brq_config_problem_add(L->p,
 					       "%s: %s: backoff_max must be at least backoff_base "
+					       "(inherited values included)",
+					       var, o->topic);
+		}
+	}
+}
+
+void
+brq_cfg_check_topic_timeouts(struct loader *L, const brq_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
+		const brq_topic_override *o = &cfg->topic_overrides[i];
+		if (!o->has_attempt_timeout && !o->has_max_execution) {
+			continue; // the globals, checked once
+		}
+		uint64_t at = o->has_attempt_timeout ? o->attempt_timeout_ms : cfg->attempt_timeout_ms;
+		uint64_t mx = o->has_max_execution ? o->max_execution_ms : cfg->max_execution_ms;
+		if (mx != 0 && at > mx) {
+			brq_config_problem_add(L->p,
+					       "%s: %s: attempt_timeout must not exceed max_execution_time "
 					       "(inherited values included)",
 					       var, o->topic);
 		}

@@ -18,12 +18,6 @@
 #include "metrics.h"
 
 #define COOKIE_NAME "brooq_session"
-#define JSON_TYPE   "application/json; charset=utf-8"
-#define TEXT_TYPE   "text/plain; charset=utf-8"
-// No inline script or style anywhere; everything from this origin; no framing.
-#define CSP                                                                                             \
-	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " \
-	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 // Largest request body: an enqueue of the largest payload, URL-encoded (3 bytes a byte
 // at worst), and the other fields.
 #define BODY_SLACK 4096
@@ -45,73 +39,6 @@ static const brq_console_route routes[] = {
 	{"/console/api/resume", "POST", BRQ_CK_POOL, true, false, brq_console_op_resume},
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
-
-// ---- replies ---------------------------------------------------------------------------------
-
-void
-brq_console_reply(brq_console *con, nng_aio *aio, uint16_t status, const char *type, const void *body,
-		  size_t len, const char *cookie)
-{
-	nng_http_res *res;
-	if (nng_http_res_alloc(&res) != 0) {
-		nng_aio_finish(aio, NNG_ENOMEM);
-		return;
-	}
-	int rv = nng_http_res_set_status(res, status);
-	rv     = rv != 0 ? rv : nng_http_res_set_header(res, "Content-Type", type);
-	rv     = rv != 0 ? rv : nng_http_res_set_header(res, "Cache-Control", "no-store");
-	rv     = rv != 0 ? rv : nng_http_res_set_header(res, "Content-Security-Policy", CSP);
-	rv     = rv != 0 ? rv : nng_http_res_set_header(res, "X-Frame-Options", "DENY");
-	rv     = rv != 0 ? rv : nng_http_res_set_header(res, "X-Content-Type-Options", "nosniff");
-	rv     = rv != 0 ? rv : nng_http_res_set_header(res, "Referrer-Policy", "no-referrer");
-	rv     = rv != 0 ? rv : nng_http_res_set_header(res, "Cross-Origin-Opener-Policy", "same-origin");
-	rv     = rv != 0 ? rv : nng_http_res_set_header(res, "Cross-Origin-Resource-Policy", "same-origin");
-	if (rv == 0 && con->is_tls) {
-		rv = nng_http_res_set_header(res, "Strict-Transport-Security", "max-age=31536000");
-	}
-	if (rv == 0 && cookie != NULL) {
-		rv = nng_http_res_set_header(res, "Set-Cookie", cookie);
-	}
-	if (rv == 0 && len > 0) {
-		rv = nng_http_res_copy_data(res, body, len);
-	}
-	if (rv != 0) {
-		nng_http_res_free(res);
-		nng_aio_finish(aio, NNG_ENOMEM);
-		return;
-	}
-	nng_aio_set_output(aio, 0, res);
-	nng_aio_finish(aio, 0);
-}
-
-void
-brq_console_reply_error(brq_console *con, nng_aio *aio, uint16_t status, const char *msg)
-{
-	brq_jw j;
-	brq_jw_init(&j, 4096);
-	brq_jw_obj(&j);
-	brq_jw_key(&j, "error");
-	brq_jw_cstr(&j, msg);
-	brq_jw_end(&j);
-	if (j.err != 0) {
-		brq_console_reply(con, aio, status, TEXT_TYPE, msg, strlen(msg), NULL);
-	} else {
-		brq_console_reply(con, aio, status, JSON_TYPE, j.data, j.len, NULL);
-	}
-	brq_jw_fini(&j);
-}
-
-void
-brq_console_reply_json(brq_console *con, nng_aio *aio, uint16_t status, const brq_jw *j, const char *cookie)
-{
-	if (j->err != 0) {
-		BRQ_LOG_WARN("console_reply_failed", "error=%s", brq_err_name(j->err));
-		brq_console_reply_error(con, aio, 500,
-					j->err == BRQ_E2BIG ? "reply too large" : "out of memory");
-		return;
-	}
-	brq_console_reply(con, aio, status, JSON_TYPE, j->data, j->len, cookie);
-}
 
 // ---- requests --------------------------------------------------------------------------------
 
@@ -288,14 +215,15 @@ serve_asset(brq_console *con, nng_aio *aio, const char *path, bool is_get)
 		const brq_console_asset *a = &brq_console_assets[i];
 		if (strcmp(a->path, path) == 0) {
 			if (!is_get) {
-				brq_console_reply(con, aio, 405, TEXT_TYPE, "method not allowed\n", 19, NULL);
+				brq_console_reply(con, aio, 405, BRQ_CONSOLE_TEXT_TYPE,
+						  "method not allowed\n", 19, NULL);
 			} else {
 				brq_console_reply(con, aio, 200, a->type, a->data, a->len, NULL);
 			}
 			return;
 		}
 	}
-	brq_console_reply(con, aio, 404, TEXT_TYPE, "not found\n", 10, NULL);
+	brq_console_reply(con, aio, 404, BRQ_CONSOLE_TEXT_TYPE, "not found\n", 10, NULL);
 }
 
 // The checks every API request but sign-in passes, in order: a session (401), and for
@@ -400,7 +328,7 @@ handler_cb(nng_aio *aio)
 	// The path without its query; only the console's own short paths exist.
 	size_t plen = strcspn(uri, "?");
 	if (plen >= sizeof(path)) {
-		brq_console_reply(con, aio, 404, TEXT_TYPE, "not found\n", 10, NULL);
+		brq_console_reply(con, aio, 404, BRQ_CONSOLE_TEXT_TYPE, "not found\n", 10, NULL);
 		return;
 	}
 	memcpy(path, uri, plen);

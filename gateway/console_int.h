@@ -60,7 +60,10 @@ struct brq_console {
 	size_t                next_sample;
 };
 
-// Replies on the HTTP handler's aio (any thread): status, content type, body, the
+// Content type of plain-text answers.
+#define BRQ_CONSOLE_TEXT_TYPE "text/plain; charset=utf-8"
+
+// console_reply.c. Replies on the HTTP handler's aio (any thread): status, content type, body, the
 // console's security headers, and a Set-Cookie when cookie is not NULL.
 void brq_console_reply(brq_console *con, nng_aio *aio, uint16_t status, const char *type, const void *body,
 		       size_t len, const char *cookie);

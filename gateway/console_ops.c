@@ -98,6 +98,18 @@ opt_str(brq_jw *out, const char *key, bool has, brq_str s)
 	}
 }
 
+// An integer, or null when !has.
+static void
+opt_i64(brq_jw *out, const char *key, bool has, int64_t v)
+{
+	brq_jw_key(out, key);
+	if (has) {
+		brq_jw_i64(out, v);
+	} else {
+		brq_jw_null(out);
+	}
+}
+
 void
 brq_console_json_job(brq_jw *out, const brq_job_info *j)
 {
@@ -150,6 +162,11 @@ brq_console_json_job(brq_jw *out, const brq_job_info *j)
 	} else {
 		brq_jw_null(out);
 	}
+	// The latest claim, and while processing the running attempt's deadlines (null: none).
+	opt_i64(out, "claimed_at_ms", j->has_claimed_at_ms, j->claimed_at_ms);
+	opt_i64(out, "attempt_deadline_ms", j->attempt_deadline_ms != 0, j->attempt_deadline_ms);
+	opt_i64(out, "max_execution_deadline_ms", j->max_execution_deadline_ms != 0,
+		j->max_execution_deadline_ms);
 	brq_jw_end(out);
 }
 

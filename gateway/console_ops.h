@@ -24,7 +24,9 @@
 //   brq_console_op_topics     GET  /console/api/topics     (paused flag and limits per topic)
 //   brq_console_op_pause      POST /console/api/pause      topic
 //   brq_console_op_resume     POST /console/api/resume     topic
-//   brq_console_op_schedules  GET  /console/api/schedules
+//
+// Wired since (console_ops_pending.c): brq_console_op_schedules GET /console/api/schedules
+// (a read of the schedule table).
 #ifndef BRQ_GATEWAY_CONSOLE_OPS_H
 #define BRQ_GATEWAY_CONSOLE_OPS_H
 

@@ -135,6 +135,34 @@ send_cancel(brq_db *db)
 	PQfreeCancel(c);
 }
 
+// Waits for the next result of what was sent, asking the server to cancel once
+// *deadline_ms (0: none) has passed and allowing it CANCEL_GRACE_MS to answer. True
+// with *r (NULL ends one statement's results); false when no answer could be read
+// (db->errmsg says why; the caller drops the connection).
+static bool
+next_result(brq_db *db, uint64_t *deadline_ms, bool *canceled, PGresult **r)
+{
+	while (PQisBusy(db->conn)) {
+		int rv = wait_socket(db, POLLIN, *deadline_ms);
+		if (rv == 0 && !*canceled) {
+			// Our deadline passed: the server answers 57014 shortly.
+			send_cancel(db);
+			*canceled    = true;
+			*deadline_ms = brq_now_ms() + CANCEL_GRACE_MS;
+			continue;
+		}
+		if (rv <= 0 || !PQconsumeInput(db->conn)) {
+			set_errmsg(db,
+				   rv == 0          ? "no answer in time"
+					   : rv < 0 ? (is_stopping(db) ? "stopping" : "poll failed")
+						    : PQerrorMessage(db->conn));
+			return false;
+		}
+	}
+	*r = PQgetResult(db->conn);
+	return true;
+}
+
 // Collects the results of what was just sent. Returns the first failed result, or
 // else the last one (the caller PQclear()s it); NULL when no complete answer came
 // (the connection is then dropped, db->errmsg says why).
@@ -144,26 +172,12 @@ collect(brq_db *db, uint64_t deadline_ms)
 	PGresult *keep     = NULL;
 	bool      canceled = false;
 	for (;;) {
-		while (PQisBusy(db->conn)) {
-			int rv = wait_socket(db, POLLIN, deadline_ms);
-			if (rv == 0 && !canceled) {
-				// Our deadline passed: the server answers 57014 shortly.
-				send_cancel(db);
-				canceled    = true;
-				deadline_ms = brq_now_ms() + CANCEL_GRACE_MS;
-				continue;
-			}
-			if (rv <= 0 || !PQconsumeInput(db->conn)) {
-				set_errmsg(db,
-					   rv == 0          ? "no answer in time"
-						   : rv < 0 ? (is_stopping(db) ? "stopping" : "poll failed")
-							    : PQerrorMessage(db->conn));
-				PQclear(keep);
-				lose(db);
-				return NULL;
-			}
+		PGresult *r;
+		if (!next_result(db, &deadline_ms, &canceled, &r)) {
+			PQclear(keep);
+			lose(db);
+			return NULL;
 		}
-		PGresult *r = PQgetResult(db->conn);
 		if (r == NULL)
 			break;
 		if (keep != NULL && !brq_db_ok(keep)) {
@@ -222,6 +236,85 @@ brq_db_exec(brq_db *db, size_t stmt, const char *const *values, const int *lengt
 		return NULL;
 	}
 	return collect(db, deadline_ms);
+}
+
+// Sends calls[0..n) and one sync. False when the connection failed (db->errmsg).
+static bool
+send_pipeline(brq_db *db, const brq_db_call *calls, size_t n)
+{
+	if (!PQenterPipelineMode(db->conn))
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		const brq_db_stmt *s = &db->o.stmts[calls[i].stmt];
+		if (!PQsendQueryPrepared(db->conn, s->name, s->nparams, calls[i].values, calls[i].lengths,
+					 calls[i].formats, 0))
+			goto fail;
+	}
+	if (PQpipelineSync(db->conn))
+		return true;
+fail:
+	set_errmsg(db, PQerrorMessage(db->conn));
+	return false;
+}
+
+int
+brq_db_exec_pipeline(brq_db *db, const brq_db_call *calls, size_t n, PGresult **out, uint64_t deadline_ms)
+{
+	memset(out, 0, n * sizeof(*out));
+	if (db->conn == NULL || n == 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (calls[i].stmt >= db->o.n_stmts || faulted(db, db->o.stmts[calls[i].stmt].name))
+			return -1;
+	if (!send_pipeline(db, calls, n))
+		goto lost;
+	// Each statement's results end with a NULL (a statement after a failed one
+	// answers PGRES_PIPELINE_ABORTED); the sync's result ends the pipeline.
+	size_t i = 0, failed = n;
+	bool   canceled = false;
+	for (;;) {
+		PGresult *r;
+		if (!next_result(db, &deadline_ms, &canceled, &r))
+			goto lost;
+		if (r == NULL) {
+			if (++i > n)
+				break; // a NULL where the sync was due: the protocol went astray
+			continue;
+		}
+		ExecStatusType st = PQresultStatus(r);
+		if (st == PGRES_PIPELINE_SYNC) {
+			PQclear(r);
+			break;
+		}
+		if (i >= n || st == PGRES_PIPELINE_ABORTED || out[i] != NULL) {
+			// After the last statement only the sync is due; anything else is a
+			// failure at commit (the transaction did not commit).
+			if (i >= n && !brq_db_ok(r) && failed == n) {
+				failed = n - 1;
+				PQclear(out[n - 1]);
+				out[n - 1] = r;
+			} else {
+				PQclear(r);
+			}
+			continue;
+		}
+		out[i] = r;
+		if (!brq_db_ok(r) && failed == n)
+			failed = i;
+	}
+	if (i != n || !PQexitPipelineMode(db->conn) || PQstatus(db->conn) != CONNECTION_OK) {
+		set_errmsg(db, i != n ? "pipeline: results out of step" : PQerrorMessage(db->conn));
+		goto lost;
+	}
+	db->last_answer_ms = brq_now_ms();
+	return (int) failed;
+lost:
+	for (size_t k = 0; k < n; k++) {
+		PQclear(out[k]);
+		out[k] = NULL;
+	}
+	lose(db);
+	return -1;
 }
 
 int

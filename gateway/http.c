@@ -154,6 +154,22 @@ brq_http_start(const brq_config *cfg, brq_http_health_fn fn, void *arg, brq_http
 	return brq_http_start_checks(cfg, &check, 1, out);
 }
 
+// The port the server listens on (the configured one, or the one the kernel chose for 0).
+static uint16_t
+bound_port(nng_http_server *srv, uint16_t configured)
+{
+	nng_sockaddr sa;
+	if (nng_http_server_get_addr(srv, &sa) == 0) {
+		if (sa.s_family == NNG_AF_INET) {
+			return ntohs(sa.s_in.sa_port);
+		}
+		if (sa.s_family == NNG_AF_INET6) {
+			return ntohs(sa.s_in6.sa_port);
+		}
+	}
+	return configured;
+}
+
 int
 brq_http_start_checks(const brq_config *cfg, const brq_http_check *checks, size_t n, brq_http **out)
 {
@@ -210,15 +226,7 @@ brq_http_start_checks(const brq_config *cfg, const brq_http_check *checks, size_
 		goto fail;
 	}
 
-	h->port = cfg->http_port;
-	nng_sockaddr sa;
-	if (nng_http_server_get_addr(h->server, &sa) == 0) {
-		if (sa.s_family == NNG_AF_INET) {
-			h->port = ntohs(sa.s_in.sa_port);
-		} else if (sa.s_family == NNG_AF_INET6) {
-			h->port = ntohs(sa.s_in6.sa_port);
-		}
-	}
+	h->port = bound_port(h->server, cfg->http_port);
 	nng_url_free(url);
 	BRQ_LOG_INFO("http_listen", "host=%s port=%u scheme=%s", BRQ_LOG_Q(cfg->http_host),
 		     (unsigned) h->port, scheme);

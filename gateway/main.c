@@ -18,6 +18,7 @@
 #include "console.h"
 #include "http.h"
 #include "janitor.h"
+#include "scheduler.h"
 #include "log.h"
 #include "metrics.h"
 #include "monitor.h"
@@ -43,6 +44,7 @@ struct services {
 	brq_store     *store;
 	brq_server     srv;
 	brq_janitor    jan;
+	brq_sched      sched;
 	brq_monitor   *mon;
 	brq_http      *http;
 	brq_console   *console; // on http; freed after it stops
@@ -139,6 +141,8 @@ start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 		goto out_store;
 	if (brq_janitor_start(&sv->jan, cfg, sv->store) != 0)
 		goto out_server;
+	if (brq_sched_start(&sv->sched, cfg, sv->store, brq_server_wake_topic, &sv->srv) != 0)
+		goto out_janitor;
 	// The monitor's round doubles as the long-poll re-check for jobs that no
 	// enqueue through this gateway announced.
 	brq_monitor_opts mopts = {.interval_ms  = cfg->poll_interval_ms,
@@ -146,7 +150,7 @@ start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 				  .on_ready_arg = &sv->srv,
 				  .figures      = &sv->srv.figures};
 	if (brq_monitor_start(sv->store, &mopts, &sv->mon) != 0)
-		goto out_janitor;
+		goto out_sched;
 	brq_http_check checks[] = {{brq_monitor_healthy, sv->mon, "database unavailable"},
 				   {brq_selfprobe_healthy, sv->probe, "rpc listener not answering"}};
 	if (brq_selfprobe_start(sv->probe) != 0 ||
@@ -169,6 +173,8 @@ out_monitor:
 	brq_selfprobe_free(sv->probe);
 	sv->probe = NULL;
 	brq_monitor_stop(sv->mon);
+out_sched:
+	brq_sched_stop(&sv->sched);
 out_janitor:
 	brq_janitor_stop(&sv->jan);
 out_server:
@@ -187,6 +193,7 @@ stop(struct services *sv)
 	brq_console_free(sv->console); // after the HTTP endpoint: its handler points at it
 	brq_selfprobe_free(sv->probe); // before the server stops: no failed probe while it drains
 	brq_monitor_stop(sv->mon);
+	brq_sched_stop(&sv->sched);
 	brq_janitor_stop(&sv->jan);
 	brq_server_stop(&sv->srv);
 	brq_store_free(sv->store);

@@ -278,6 +278,13 @@ brq_metrics_auth_failure(void)
 }
 
 void
+brq_metrics_schedule(uint64_t enqueued, uint64_t skipped)
+{
+	atomic_fetch_add_explicit(&M.schedule_enqueued, enqueued, memory_order_relaxed);
+	atomic_fetch_add_explicit(&M.schedule_skipped, skipped, memory_order_relaxed);
+}
+
+void
 brq_metrics_expired(void)
 {
 	atomic_fetch_add_explicit(&M.expired, 1, memory_order_relaxed);
@@ -447,6 +454,8 @@ brq_metrics_fini(void)
 	memset((void *) M.hist, 0, sizeof(M.hist));
 	atomic_store(&M.auth_failures, 0);
 	atomic_store(&M.expired, 0);
+	atomic_store(&M.schedule_enqueued, 0);
+	atomic_store(&M.schedule_skipped, 0);
 	atomic_store(&M.attempt_sum_us, 0);
 	atomic_store(&M.attempt_count, 0);
 	for (int s = 0; s < BRQ_POOL__COUNT; s++) {

@@ -23,6 +23,7 @@ typedef enum brq_topic_counter {
 	BRQ_MT_RETENTION_DELETED, // brooq_retention_deleted_total{topic}
 	BRQ_MT_RETRIED,           // brooq_retried_total{topic}: new jobs made by op retry
 	BRQ_MT_DELETED,           // brooq_deleted_total{topic}: terminal jobs deleted by op delete
+	BRQ_MT_MAX_EXECUTION,     // brooq_max_execution_exceeded_total{topic}: heartbeats refused
 	BRQ_MT__COUNT
 } brq_topic_counter;
 
@@ -54,6 +55,10 @@ void brq_metrics_rpc(brq_op op, brq_status code, uint64_t duration_us, int waite
 
 // brooq_auth_failures_total.
 void brq_metrics_auth_failure(void);
+
+// brooq_schedule_slots_total{outcome="enqueued"|"skipped"}: schedule slots whose job
+// this gateway's scheduler created, and missed slots its misfire policy left out.
+void brq_metrics_schedule(uint64_t enqueued, uint64_t skipped);
 
 // brooq_requests_expired_total: work dropped or given back because its caller's
 // timeout had passed.

@@ -87,6 +87,8 @@ struct brq_metrics_state {
 	struct histogram hist[N_HIST];
 	_Atomic uint64_t auth_failures;
 	_Atomic uint64_t expired;
+	_Atomic uint64_t schedule_enqueued; // slots whose job the scheduler created
+	_Atomic uint64_t schedule_skipped;  // missed slots left out by the misfire policy
 	_Atomic uint64_t attempt_sum_us;
 	_Atomic uint64_t attempt_count;
 	_Atomic int64_t  pool[BRQ_POOL__COUNT];

@@ -237,6 +237,13 @@ render_gateway(struct buf *b)
 	buf_printf(b, "brooq_auth_failures_total %" PRIu64 "\n",
 		   atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
 
+	family(b, "brooq_schedule_slots_total", "counter",
+	       "Schedule slots: jobs this gateway's scheduler enqueued, and missed slots its "
+	       "misfire policy skipped.");
+	buf_printf(b, "brooq_schedule_slots_total{outcome=\"enqueued\"} %" PRIu64 "\n",
+		   atomic_load_explicit(&M.schedule_enqueued, memory_order_relaxed));
+	buf_printf(b, "brooq_schedule_slots_total{outcome=\"skipped\"} %" PRIu64 "\n",
+		   atomic_load_explicit(&M.schedule_skipped, memory_order_relaxed));
 	family(b, "brooq_requests_expired_total", "counter",
 	       "Requests not run, or claims whose leases were given back, because the caller's "
 	       "timeout (the request's timeout_ms) had passed.");
@@ -314,6 +321,10 @@ brq_metrics_render(char **out, size_t *len)
 			     "Jobs re-run as new jobs by the retry operation.", BRQ_MT_RETRIED);
 	render_topic_counter(&b, v, n, "brooq_deleted_total",
 			     "Terminal jobs deleted by the delete operation.", BRQ_MT_DELETED);
+	render_topic_counter(&b, v, n, "brooq_max_execution_exceeded_total",
+			     "Heartbeats refused because the attempt ran past its topic's maximum execution "
+			     "time (its lease then runs out).",
+			     BRQ_MT_MAX_EXECUTION);
 
 	family(&b, "brooq_attempt_duration_seconds", "summary", "Time from claim to settle of an attempt.");
 	buf_str(&b, "brooq_attempt_duration_seconds_sum ");

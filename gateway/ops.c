@@ -11,6 +11,7 @@
 #include "brq_version.h"
 #include "log.h"
 #include "metrics.h"
+#include "ops_sched.h"
 
 // An op's result: the reply is in w->out, or an error to encode.
 typedef struct op_err {
@@ -316,8 +317,8 @@ op_settle(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
 // ---- claim -------------------------------------------------------------------------------------
 
 // Bytes of a claimed job in a reply besides its topic and payload (keys, ids, the
-// lease, times), rounded up.
-#define CLAIMED_JOB_OVERHEAD 160
+// lease, times, the two optional timeouts: about 200), rounded up.
+#define CLAIMED_JOB_OVERHEAD 224
 
 // Fits the claimed jobs into a reply of at most `budget` bytes (the request limit,
 // which the client's transport accepts): the first job always goes; the jobs that
@@ -438,32 +439,67 @@ op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e, bool *park
 
 // ---- heartbeat, admin and introspection ---------------------------------------------------
 
+// Why the leases a heartbeat did not extend are lost (reasons[i] for leases[i], NONE
+// for extended ones), with their metrics. False when that could not be read: the
+// reply then goes without reasons, as from a gateway before them.
+static bool
+lost_reasons(brq_store_conn *c, brq_arena *arena, const brq_heartbeat_req *q, const bool *ext,
+	     brq_lost_reason *reasons)
+{
+	uint32_t         n_lost = 0;
+	brq_lease_ref   *lost   = brq_arena_alloc(arena, q->n_leases, sizeof(*lost));
+	brq_lost_reason *why    = brq_arena_alloc(arena, q->n_leases, sizeof(*why));
+	brq_str         *topics = brq_arena_alloc(arena, q->n_leases, sizeof(*topics));
+	if (lost == NULL || why == NULL || topics == NULL)
+		return false;
+	for (uint32_t i = 0; i < q->n_leases; i++)
+		if (!ext[i])
+			lost[n_lost++] = q->leases[i];
+	if (brq_store_lost_of(c, lost, n_lost, why, topics) != 0)
+		return false;
+	for (uint32_t i = 0, k = 0; i < q->n_leases; i++) {
+		reasons[i] = BRQ_LOST_NONE;
+		if (ext[i])
+			continue;
+		reasons[i]      = why[k];
+		const brq_str t = topics[k++];
+		if (t.ptr == NULL)
+			continue; // the job no longer exists
+		brq_metrics_topic_add(t.ptr, t.len, BRQ_MT_LEASE_LOST, 1);
+		if (reasons[i] == BRQ_LOST_MAX_EXECUTION)
+			brq_metrics_topic_add(t.ptr, t.len, BRQ_MT_MAX_EXECUTION, 1);
+	}
+	return true;
+}
+
 static brq_status
 op_heartbeat(brq_store_conn *c, brq_work *w, op_err *e)
 {
-	const brq_heartbeat_req *q    = &w->req.heartbeat;
-	bool                    *ext  = brq_arena_alloc(&w->arena, q->n_leases, sizeof(bool));
-	uint64_t                *lost = brq_arena_alloc(&w->arena, q->n_leases, sizeof(uint64_t));
+	const brq_heartbeat_req *q       = &w->req.heartbeat;
+	bool                    *ext     = brq_arena_alloc(&w->arena, q->n_leases, sizeof(bool));
+	brq_lost_reason         *reasons = brq_arena_alloc(&w->arena, q->n_leases, sizeof(*reasons));
 	int64_t                  until;
-	if (ext == NULL || lost == NULL)
+	if (ext == NULL || reasons == NULL)
 		return fail(e, BRQ_ST_INTERNAL, "heartbeat: out of memory");
 	int rv = brq_store_heartbeat(c, q->leases, q->n_leases, q->has_lease_ms, q->lease_ms, ext, &until);
 	if (rv != 0)
 		return store_fail(e, c, rv, "heartbeat");
-	uint32_t n_lost = 0;
+	bool any_lost = false;
 	for (uint32_t i = 0; i < q->n_leases; i++)
-		if (!ext[i])
-			lost[n_lost++] = q->leases[i].id;
-	count_lost(c, lost, n_lost);
+		any_lost = any_lost || !ext[i];
+	// Lost leases cost one more query, paid only when leases are actually lost.
+	bool has_reasons = any_lost && lost_reasons(c, &w->arena, q, ext, reasons);
 
 	brq_buf *b = &w->out;
-	brq_reply_begin(b, w->req.rid, 2);
+	brq_reply_begin(b, w->req.rid, has_reasons ? 3 : 2);
 	brq_pack_key(b, "extended");
 	brq_pack_array(b, q->n_leases);
 	for (uint32_t i = 0; i < q->n_leases; i++)
 		brq_pack_bool(b, ext[i]);
 	brq_pack_key(b, "lease_until_ms");
 	brq_pack_int(b, until);
+	if (has_reasons)
+		brq_pack_lost_reasons(b, reasons, q->n_leases);
 	return BRQ_ST_OK;
 }
 
@@ -589,7 +625,10 @@ brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 	case BRQ_OP_CANCEL: st = op_cancel(c, w, &e); break;
 	case BRQ_OP_JOB: st = op_job(c, w, &e); break;
 	case BRQ_OP_STATS: st = op_stats(o, c, w, &e); break;
-	default: st = brq_ops_admin(o, c, w, e.msg, sizeof(e.msg)); break;
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_LIST:
+	case BRQ_OP_SCHEDULE_REMOVE: st = e.code = brq_ops_schedule(o, c, w, e.msg, sizeof(e.msg)); break;
+	default: st = brq_ops_admin(o, c, w, e.msg, sizeof(e.msg)); break; // list, retry, delete
 	}
 out:
 	if (park && st == BRQ_ST_OK)

@@ -43,7 +43,17 @@ store_fail(char *msg, size_t cap, const brq_store_conn *c, int rv, const char *w
 bool
 brq_ops_admin_only(brq_op op)
 {
-	return op == BRQ_OP_CANCEL || op == BRQ_OP_LIST || op == BRQ_OP_RETRY || op == BRQ_OP_DELETE;
+	switch (op) {
+	case BRQ_OP_CANCEL:
+	case BRQ_OP_LIST:
+	case BRQ_OP_RETRY:
+	case BRQ_OP_DELETE:
+	// The schedules enqueue jobs on a timer, on any topic.
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_LIST:
+	case BRQ_OP_SCHEDULE_REMOVE: return true;
+	default: return false;
+	}
 }
 
 // How many of jobs[0..n) fit a reply of `budget` bytes (at least one): a page of big

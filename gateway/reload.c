@@ -63,6 +63,7 @@ static const struct {
 	{"BROOQ_TLS_KEY_FILE", offsetof(brq_config, tls_key_file)},
 	{"BROOQ_TLS_CA_FILE", offsetof(brq_config, tls_ca_file)},
 	{"BROOQ_HTTP_LISTEN", offsetof(brq_config, http_host)},
+	{"BROOQ_SCHEDULES", offsetof(brq_config, schedules_src)},
 };
 
 static const struct fixed_field fixed_fields[] = {
@@ -72,6 +73,8 @@ static const struct fixed_field fixed_fields[] = {
 	FIELD("BROOQ_BACKOFF_BASE", backoff_base_ms),
 	FIELD("BROOQ_BACKOFF_MAX", backoff_max_ms),
 	FIELD("BROOQ_MAX_ATTEMPTS", max_attempts),
+	FIELD("BROOQ_ATTEMPT_TIMEOUT", attempt_timeout_ms),
+	FIELD("BROOQ_MAX_EXECUTION_TIME", max_execution_ms),
 	FIELD("BROOQ_MAX_BATCH", max_batch),
 	FIELD("BROOQ_MAX_PAYLOAD", max_payload_bytes),
 	FIELD("BROOQ_MAX_REQUEST", max_request_bytes),
@@ -80,6 +83,7 @@ static const struct fixed_field fixed_fields[] = {
 	FIELD("BROOQ_MAX_WAITERS", max_waiters),
 	FIELD("BROOQ_POLL_INTERVAL", poll_interval_ms),
 	FIELD("BROOQ_REAPER_INTERVAL", reaper_interval_ms),
+	FIELD("BROOQ_SCHEDULE_TICK", schedule_tick_ms),
 	FIELD("BROOQ_RETENTION_TTL", retention_ttl_ms),
 	FIELD("BROOQ_RETENTION_INTERVAL", retention_interval_ms),
 	FIELD("BROOQ_RETENTION_BATCH", retention_batch),

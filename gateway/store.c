@@ -557,6 +557,10 @@ read_claimed(brq_store_conn *c, const PGresult *r, const uint8_t *tokens, uint32
 			.created_at_ms  = brq_store_int(r, row, CLAIM_CREATED_MS),
 		};
 		memcpy(j->lease, tokens + (size_t) (k - 1) * BRQ_LEASE_LEN, BRQ_LEASE_LEN);
+		// The topic's timeouts travel with the lease (the worker enforces the first;
+		// the heartbeat statement enforces the second). PQgetvalue's text ends in NUL.
+		brq_config_topic_timeouts(c->st->cfg, j->topic.ptr, &j->attempt_timeout_ms,
+					  &j->max_execution_ms);
 	}
 	out->n_jobs = (uint32_t) rows;
 	return 0;
@@ -667,6 +671,37 @@ brq_store_unclaim(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, ui
 	if (rv == 0 && n_returned != NULL)
 		*n_returned = (uint32_t) PQntuples(r);
 	return rv;
+}
+
+int
+brq_store_lost_of(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, brq_lost_reason *reasons,
+		  brq_str *topics)
+{
+	const char *v[2];
+	int         l[2], f[2] = {BRQ_BINARY, BRQ_BINARY};
+	PGresult   *r;
+	for (uint32_t i = 0; i < n; i++) {
+		reasons[i] = BRQ_LOST_GONE;
+		topics[i]  = (brq_str) {NULL, 0};
+	}
+	int rv = lease_params(c, leases, n, v, l);
+	if (rv == 0)
+		rv = brq_store_run(c, BRQ_STMT_LOST_OF, v, l, f, LOST__N, &r);
+	if (rv != 0)
+		return rv;
+	// Rows come back by the lease's position (1-based) in the arrays.
+	for (int row = 0; row < PQntuples(r); row++) {
+		int64_t k   = brq_store_int(r, row, LOST_ORD);
+		brq_str why = brq_store_str(r, row, LOST_REASON);
+		if (k < 1 || k > (int64_t) n)
+			return brq_store_fail(c, BRQ_EINTERNAL, "lost_of: position %lld out of range",
+					      (long long) k);
+		topics[k - 1]  = brq_store_str(r, row, LOST_TOPIC);
+		reasons[k - 1] = why.len == 8 && memcmp(why.ptr, "canceled", 8) == 0 ? BRQ_LOST_CANCELED
+			: why.len == 13 && memcmp(why.ptr, "max_execution", 13) == 0 ? BRQ_LOST_MAX_EXECUTION
+										     : BRQ_LOST_GONE;
+	}
+	return 0;
 }
 
 int

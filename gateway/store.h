@@ -88,6 +88,10 @@ bool brq_store_is_up(const brq_store_conn *c);
 uint64_t brq_store_last_answer_ms(const brq_store_conn *c);
 // Why the last call failed, one line.
 const char *brq_store_errmsg(const brq_store_conn *c);
+// Records a failure of the store's (or its caller's, e.g. the scheduler's slot
+// arithmetic) own making, not the database's, so that brq_store_errmsg() reports it;
+// returns code.
+int brq_store_fail(brq_store_conn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 // Ends a unit of work: every borrowed output of earlier calls becomes invalid, and the
 // deadline is cleared.
 void brq_store_reset(brq_store_conn *c);
@@ -169,6 +173,11 @@ BRQ_MUSTCHECK int brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *le
 				      bool has_lease_ms, uint32_t lease_ms, bool *extended,
 				      int64_t *until_ms);
 
+// lost_of: why each of leases[0..n) (which a heartbeat did not extend) is lost, and
+// its job's topic (borrowed; {NULL, 0} when the job no longer exists: reason GONE).
+BRQ_MUSTCHECK int brq_store_lost_of(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n,
+				    brq_lost_reason *reasons, brq_str *topics);
+
 // ---- admin, janitor, monitor (store_admin.c) ---------------------------------------
 
 // Topics of jobs ids[0..n) that exist (for lost-lease metrics): *topics borrowed.
@@ -239,5 +248,48 @@ BRQ_MUSTCHECK int brq_store_depth(brq_store_conn *c, brq_store_depth_kind kind, 
 
 // ping: one round trip (SELECT 1).
 BRQ_MUSTCHECK int brq_store_ping(brq_store_conn *c);
+
+// ---- schedules (store_sched.c) ------------------------------------------------------
+
+// A due schedule, locked by brq_store_sched_due (strings borrowed).
+typedef struct brq_store_due {
+	brq_schedule s;
+	int64_t      now_ms; // the transaction's now()
+} brq_store_due;
+
+// sched_due: opens a transaction and locks the earliest enabled schedule whose
+// next slot has come (SKIP LOCKED: one held by another gateway is passed over).
+// Returns 0 with *found and *out; when !*found the transaction is already closed.
+// With *found the caller enqueues (brq_store_enqueue joins the transaction), then
+// ends it with brq_store_sched_advance, or brq_store_sched_abort.
+BRQ_MUSTCHECK int brq_store_sched_due(brq_store_conn *c, bool *found, brq_store_due *out);
+// sched_advance: sets the locked schedule's next slot (next_ms < 0: it has none,
+// the schedule is disabled) and last slot (last_ms < 0: unchanged), and commits.
+BRQ_MUSTCHECK int brq_store_sched_advance(brq_store_conn *c, brq_str name, int64_t next_ms, int64_t last_ms);
+// Rolls back the transaction of brq_store_sched_due.
+void brq_store_sched_abort(brq_store_conn *c);
+// sched_disable: outside any transaction, disables schedule `name` (no next slot).
+BRQ_MUSTCHECK int brq_store_sched_disable(brq_store_conn *c, brq_str name);
+
+// sched_tz: the instants utc_ms[i] of local seconds local[0..n) in zone tz (exists[i]
+// false: the zone skips that wall-clock time). BRQ_EINVAL for an unknown zone.
+BRQ_MUSTCHECK int brq_store_sched_tz(brq_store_conn *c, brq_str tz, const int64_t *local, uint32_t n,
+				     int64_t *utc_ms, bool *exists);
+// sched_zone_now: the database's now (unix ms), and now and instant at_ms on the wall
+// clock of zone tz (local seconds, cron.h). BRQ_EINVAL (errmsg names the zone) when
+// PostgreSQL does not know tz (in a transaction, that aborts it).
+BRQ_MUSTCHECK int brq_store_sched_zone_now(brq_store_conn *c, brq_str tz, int64_t at_ms, int64_t *now_ms,
+					   int64_t *local_now, int64_t *local_at);
+// sched_upsert: inserts or replaces schedule s (fields as schedule_add's, already
+// checked) owing next_ms first; from_config marks where it came from. A replacement
+// with the same cron, tz and every_ms keeps the slot the old row owed. *created says
+// whether the row is new, *owed (may be NULL) the slot the row owes now (unix ms).
+BRQ_MUSTCHECK int brq_store_sched_upsert(brq_store_conn *c, const brq_schedule *s, int64_t next_ms,
+					 bool from_config, bool *created, int64_t *owed);
+// sched_list: every schedule, by name (borrowed).
+BRQ_MUSTCHECK int brq_store_sched_list(brq_store_conn *c, brq_schedule **out, uint32_t *n);
+// sched_remove: deletes schedule `name`; BRQ_ENOTFOUND when there is none. Jobs it
+// enqueued stay.
+BRQ_MUSTCHECK int brq_store_sched_remove(brq_store_conn *c, brq_str name);
 
 #endif

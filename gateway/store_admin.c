@@ -66,7 +66,7 @@ brq_store_cancel(brq_store_conn *c, uint64_t id, brq_cancel_rep *out, brq_str *t
 }
 
 void
-brq_store_job_row(const PGresult *r, int row, brq_job_info *out)
+brq_store_job_row(const brq_config *cfg, const PGresult *r, int row, brq_job_info *out)
 {
 	*out = (brq_job_info) {
 		.id                  = (uint64_t) brq_store_int(r, row, JOB_ID),
@@ -92,7 +92,17 @@ brq_store_job_row(const PGresult *r, int row, brq_job_info *out)
 		.retry_of            = brq_store_is_null(r, row, JOB_RETRY_OF)
 				   ? 0
 				   : (uint64_t) brq_store_int(r, row, JOB_RETRY_OF),
+		.has_claimed_at_ms   = !brq_store_is_null(r, row, JOB_CLAIMED_MS),
+		.claimed_at_ms       = brq_store_int(r, row, JOB_CLAIMED_MS),
 	};
+	// The running attempt's deadlines, from its claim and the topic's timeouts
+	// (the topic is a NUL-terminated PQgetvalue).
+	if (out->state == BRQ_STATE_PROCESSING && out->has_claimed_at_ms) {
+		uint64_t at, mx;
+		brq_config_topic_timeouts(cfg, out->topic.ptr, &at, &mx);
+		out->attempt_deadline_ms       = at != 0 ? out->claimed_at_ms + (int64_t) at : 0;
+		out->max_execution_deadline_ms = mx != 0 ? out->claimed_at_ms + (int64_t) mx : 0;
+	}
 }
 
 int
@@ -102,7 +112,7 @@ brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out)
 	int       rv = run_by_id(c, BRQ_STMT_JOB, id, JOB__N, &r);
 	if (rv != 0)
 		return rv;
-	brq_store_job_row(r, 0, out);
+	brq_store_job_row(c->st->cfg, r, 0, out);
 	return 0;
 }
 

@@ -31,9 +31,6 @@ void              brq_store_rollback(brq_store_conn *c);
 // Finishes array a as the parameter at index k of values/lengths. 0 or BRQ_ENOMEM.
 BRQ_MUSTCHECK int brq_store_param(brq_pgarr *a, const char **values, int *lengths, int k);
 
-// Records a failure of the store's own making (not the database's) and returns code.
-int brq_store_fail(brq_store_conn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 // Column readers (the value must be non-NULL unless the reader says otherwise).
 int64_t   brq_store_int(const PGresult *r, int row, int col);
 double    brq_store_double(const PGresult *r, int row, int col);
@@ -42,7 +39,8 @@ bool      brq_store_is_null(const PGresult *r, int row, int col);
 brq_str   brq_store_str(const PGresult *r, int row, int col); // borrows r
 brq_state brq_store_state(const PGresult *r, int row, int col);
 
-// Row `row` of a result with JOB_COLS into *out (strings borrow r).
-void brq_store_job_row(const PGresult *r, int row, brq_job_info *out);
+// Row `row` of a result with JOB_COLS into *out (strings borrow r); a processing job's
+// deadlines from cfg's timeouts of its topic.
+void brq_store_job_row(const brq_config *cfg, const PGresult *r, int row, brq_job_info *out);
 
 #endif

@@ -72,7 +72,7 @@ brq_store_list(brq_store_conn *c, const brq_list_req *q, brq_job_info **jobs, ui
 	if (*jobs == NULL)
 		return brq_store_fail(c, BRQ_ENOMEM, "list: out of memory");
 	for (uint32_t i = 0; i < *n; i++)
-		brq_store_job_row(r, (int) i, &(*jobs)[i]);
+		brq_store_job_row(c->st->cfg, r, (int) i, &(*jobs)[i]);
 	return 0;
 }
 

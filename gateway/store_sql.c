@@ -27,6 +27,10 @@ static const char *const depth_cols[]   = {DEPTH_COLS(BRQ_COL_EXPR)};
 static const char *const retry_cols[]   = {RETRY_COLS(BRQ_COL_EXPR)};
 static const char *const retried_cols[] = {RETRIED_COLS(BRQ_COL_EXPR)};
 static const char *const delete_cols[]  = {DELETE_COLS(BRQ_COL_EXPR)};
+static const char *const lost_cols[]    = {LOST_COLS(BRQ_COL_EXPR)};
+static const char *const sched_cols[]   = {SCHED_COLS(BRQ_COL_EXPR)};
+static const char *const tz_cols[]      = {TZ_COLS(BRQ_COL_EXPR)};
+static const char *const znow_cols[]    = {ZNOW_COLS(BRQ_COL_EXPR)};
 
 static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_ENQUEUE]               = "brq_enqueue",
@@ -51,17 +55,27 @@ static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_RETRY_ONE]             = "brq_retry_one",
 	[BRQ_STMT_RETRY_BULK]            = "brq_retry_bulk",
 	[BRQ_STMT_DELETE]                = "brq_delete",
+	[BRQ_STMT_LOST_OF]               = "brq_lost_of",
+	[BRQ_STMT_SCHED_DUE]             = "brq_sched_due",
+	[BRQ_STMT_SCHED_TZ]              = "brq_sched_tz",
+	[BRQ_STMT_SCHED_ZONE_NOW]        = "brq_sched_zone_now",
+	[BRQ_STMT_SCHED_ADVANCE]         = "brq_sched_advance",
+	[BRQ_STMT_SCHED_UPSERT]          = "brq_sched_upsert",
+	[BRQ_STMT_SCHED_LIST]            = "brq_sched_list",
+	[BRQ_STMT_SCHED_REMOVE]          = "brq_sched_remove",
 };
 
 static const int nparams[BRQ_STMT__COUNT] = {
-	[BRQ_STMT_ENQUEUE] = 6,      [BRQ_STMT_ENQUEUE_LOOKUP] = 2, [BRQ_STMT_CLAIM] = 5,
-	[BRQ_STMT_HEARTBEAT] = 3,    [BRQ_STMT_SETTLE] = 6,         [BRQ_STMT_UNCLAIM] = 2,
-	[BRQ_STMT_TOPICS_OF] = 1,    [BRQ_STMT_CANCEL] = 1,         [BRQ_STMT_JOB] = 1,
-	[BRQ_STMT_STATS] = 0,        [BRQ_STMT_REAP] = 1,           [BRQ_STMT_RETENTION] = 2,
-	[BRQ_STMT_DEPTH_ACTIVE] = 0, [BRQ_STMT_DEPTH_TERMINAL] = 0, [BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = 1,
-	[BRQ_STMT_LIST_ALL] = 7,     [BRQ_STMT_LIST_STATE] = 7,     [BRQ_STMT_LIST_TOPIC] = 7,
-	[BRQ_STMT_LIST_KEY] = 7,     [BRQ_STMT_RETRY_ONE] = 1,      [BRQ_STMT_RETRY_BULK] = 3,
-	[BRQ_STMT_DELETE] = 1,
+	[BRQ_STMT_ENQUEUE] = 6,       [BRQ_STMT_ENQUEUE_LOOKUP] = 2, [BRQ_STMT_CLAIM] = 5,
+	[BRQ_STMT_HEARTBEAT] = 3,     [BRQ_STMT_SETTLE] = 6,         [BRQ_STMT_UNCLAIM] = 2,
+	[BRQ_STMT_TOPICS_OF] = 1,     [BRQ_STMT_CANCEL] = 1,         [BRQ_STMT_JOB] = 1,
+	[BRQ_STMT_STATS] = 0,         [BRQ_STMT_REAP] = 1,           [BRQ_STMT_RETENTION] = 2,
+	[BRQ_STMT_DEPTH_ACTIVE] = 0,  [BRQ_STMT_DEPTH_TERMINAL] = 0, [BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = 1,
+	[BRQ_STMT_LIST_ALL] = 7,      [BRQ_STMT_LIST_STATE] = 7,     [BRQ_STMT_LIST_TOPIC] = 7,
+	[BRQ_STMT_LIST_KEY] = 7,      [BRQ_STMT_RETRY_ONE] = 1,      [BRQ_STMT_RETRY_BULK] = 3,
+	[BRQ_STMT_DELETE] = 1,        [BRQ_STMT_LOST_OF] = 2,        [BRQ_STMT_SCHED_DUE] = 0,
+	[BRQ_STMT_SCHED_TZ] = 2,      [BRQ_STMT_SCHED_ZONE_NOW] = 2, [BRQ_STMT_SCHED_ADVANCE] = 3,
+	[BRQ_STMT_SCHED_UPSERT] = 11, [BRQ_STMT_SCHED_LIST] = 0,     [BRQ_STMT_SCHED_REMOVE] = 1,
 };
 
 #define COLS(a) (a), sizeof(a) / sizeof((a)[0])
@@ -87,7 +101,7 @@ cols(FILE *f, const char *const *c, size_t n)
 }
 
 // Which per-topic setting a CASE expression selects.
-enum setting { LEASE_MS, BACKOFF_BASE_MS, BACKOFF_MAX_MS };
+enum setting { LEASE_MS, BACKOFF_BASE_MS, BACKOFF_MAX_MS, MAX_EXECUTION_MS };
 
 // Writes "CASE <col> WHEN 'a' THEN 1 ... ELSE <default> END" for one setting, or just
 // the default when no override sets it.
@@ -96,7 +110,8 @@ topic_case(FILE *f, const brq_config *cfg, const char *col, enum setting which)
 {
 	uint64_t def = which == LEASE_MS   ? cfg->lease_ms
 		: which == BACKOFF_BASE_MS ? cfg->backoff_base_ms
-					   : cfg->backoff_max_ms;
+		: which == BACKOFF_MAX_MS  ? cfg->backoff_max_ms
+					   : cfg->max_execution_ms;
 	bool     any = false;
 	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
 		const brq_topic_override *o = &cfg->topic_overrides[i];
@@ -105,7 +120,8 @@ topic_case(FILE *f, const brq_config *cfg, const char *col, enum setting which)
 		switch (which) {
 		case LEASE_MS: has = o->has_lease, v = o->lease_ms; break;
 		case BACKOFF_BASE_MS: has = o->has_backoff_base, v = o->backoff_base_ms; break;
-		default: has = o->has_backoff_max, v = o->backoff_max_ms; break;
+		case BACKOFF_MAX_MS: has = o->has_backoff_max, v = o->backoff_max_ms; break;
+		default: has = o->has_max_execution, v = o->max_execution_ms; break;
 		}
 		if (!has)
 			continue;
@@ -205,18 +221,61 @@ claim_sql(FILE *f, const brq_config *cfg)
 	cols(f, COLS(claim_cols));
 }
 
+// Whether any topic has a maximum execution time (the global one or an override).
+static bool
+any_max_execution(const brq_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++)
+		if (cfg->topic_overrides[i].has_max_execution &&
+		    cfg->topic_overrides[i].max_execution_ms != 0)
+			return true;
+	return cfg->max_execution_ms != 0;
+}
+
+// " AND <the attempt of j is still within its maximum execution time>", or nothing
+// when no topic has one (the statement is then exactly what it was without them).
+static void
+within_max_execution(FILE *f, const brq_config *cfg)
+{
+	if (!any_max_execution(cfg))
+		return;
+	fputs(" AND (", f);
+	topic_case(f, cfg, "j.topic", MAX_EXECUTION_MS);
+	fputs(" = 0 OR now() < j.claimed_at + ", f);
+	topic_case(f, cfg, "j.topic", MAX_EXECUTION_MS);
+	fputs(" * interval '1 millisecond')", f);
+}
+
 static void
 heartbeat_sql(FILE *f, const brq_config *cfg)
 {
 	// $1 ids int8[], $2 tokens uuid[], $3 lease_ms (NULL = the topic's default).
 	// Guard: still this lease (invariant 2). See LEASE_GUARD for how it is written.
+	// An attempt past its topic's maximum execution time (from claimed_at) is not
+	// extended: its lease runs out and the reaper returns the job.
 	fputs("UPDATE job j SET locked_until = now() + coalesce($3::int8, ", f);
 	topic_case(f, cfg, "j.topic", LEASE_MS);
 	fputs(") * interval '1 millisecond'"
 	      " FROM unnest($1::int8[], $2::uuid[]) AS h(id, token)"
-	      " WHERE j.id = h.id AND j.lease_token = h.token RETURNING ",
+	      " WHERE j.id = h.id AND j.lease_token = h.token",
 	      f);
+	within_max_execution(f, cfg);
+	fputs(" RETURNING ", f);
 	cols(f, COLS(hb_cols));
+}
+
+static void
+lost_of_sql(FILE *f)
+{
+	// $1 ids int8[], $2 tokens uuid[]: leases a heartbeat did not extend, and why
+	// (brq_lost_reason's words): canceled; still this lease, so past the maximum
+	// execution time; else gone (reaped, settled, another lease). Jobs that no
+	// longer exist return no row.
+	fputs("SELECT ", f);
+	cols(f, COLS(lost_cols));
+	fputs(" FROM unnest($1::int8[], $2::uuid[]) WITH ORDINALITY AS l(id, token, ord)"
+	      " JOIN job j ON j.id = l.id",
+	      f);
 }
 
 static void
@@ -511,6 +570,79 @@ retry_delete_sql(FILE *f, brq_stmt st)
 	}
 }
 
+// Schedules (store_sched.c, migration 00008). Slots travel as unix ms (int8) and
+// local wall-clock times as "local seconds" (cron.h); only these statements turn one
+// into the other, with PostgreSQL's time zone rules (the system's tzdata), so the
+// gateway never touches TZ or tzset.
+static void
+sched_sql(FILE *f, brq_stmt st)
+{
+	switch (st) {
+	case BRQ_STMT_SCHED_DUE:
+		// The earliest due schedule no other gateway holds. The row lock is
+		// held until the slots are enqueued and next_slot advanced in the same
+		// transaction: two gateways never enqueue the same slot, and a crash
+		// in between rolls both back (invariant 16).
+		fputs("SELECT ", f);
+		cols(f, COLS(sched_cols));
+		fputs(" FROM schedule s WHERE s.enabled AND s.next_slot <= now()"
+		      " ORDER BY s.next_slot LIMIT 1 FOR UPDATE SKIP LOCKED",
+		      f);
+		break;
+	case BRQ_STMT_SCHED_TZ:
+		// $1 local seconds (int8[]), $2 zone. `l AT TIME ZONE zone` reads a wall
+		// clock in the zone; reading the instant back tells whether that wall
+		// clock exists (a DST gap gives another one).
+		fputs("SELECT ", f);
+		cols(f, COLS(tz_cols));
+		fputs(" FROM (SELECT i.o, i.l, i.l AT TIME ZONE $2 AS u FROM (SELECT a.o,"
+		      " to_timestamp(a.x::float8) AT TIME ZONE 'UTC' AS l"
+		      " FROM unnest($1::int8[]) WITH ORDINALITY AS a(x, o)) i) t ORDER BY t.o",
+		      f);
+		break;
+	case BRQ_STMT_SCHED_ZONE_NOW:
+		fputs("SELECT ", f);
+		cols(f, COLS(znow_cols));
+		break;
+	case BRQ_STMT_SCHED_ADVANCE:
+		// $1 name, $2 next slot (ms; NULL: none ever again, disabled), $3 last
+		// slot enqueued (ms; NULL: unchanged).
+		fputs("UPDATE schedule SET next_slot = to_timestamp($2::int8 / 1000.0),"
+		      " enabled = $2::int8 IS NOT NULL AND enabled,"
+		      " last_slot = coalesce(to_timestamp($3::int8 / 1000.0), last_slot),"
+		      " updated_at = now() WHERE name = $1",
+		      f);
+		break;
+	case BRQ_STMT_SCHED_UPSERT:
+		// $1 name, $2 topic, $3 payload, $4 cron, $5 tz, $6 every_ms, $7 misfire,
+		// $8 catch_up_max, $9 max_attempts, $10 next slot (ms), $11 source. A
+		// replacement that keeps the timing (cron, tz, every_ms) keeps the slot it
+		// owes: the gateways' start-up upsert of configured schedules must not
+		// forget slots missed while they were down.
+		fputs("INSERT INTO schedule AS s (name, topic, payload, cron, tz, every_ms, misfire,"
+		      " catch_up_max, max_attempts, next_slot, source) VALUES ($1, $2, $3::jsonb, $4,"
+		      " $5, $6::int8, $7, $8::int4, $9::int4, to_timestamp($10::int8 / 1000.0), $11)"
+		      " ON CONFLICT (name) DO UPDATE SET topic = EXCLUDED.topic,"
+		      " payload = EXCLUDED.payload, cron = EXCLUDED.cron, tz = EXCLUDED.tz,"
+		      " every_ms = EXCLUDED.every_ms, misfire = EXCLUDED.misfire,"
+		      " catch_up_max = EXCLUDED.catch_up_max, max_attempts = EXCLUDED.max_attempts,"
+		      " next_slot = CASE WHEN s.enabled AND s.cron IS NOT DISTINCT FROM EXCLUDED.cron"
+		      "  AND s.tz = EXCLUDED.tz AND s.every_ms IS NOT DISTINCT FROM EXCLUDED.every_ms"
+		      "  THEN s.next_slot ELSE EXCLUDED.next_slot END,"
+		      " enabled = true, source = EXCLUDED.source, updated_at = now()"
+		      " RETURNING (s.xmax = 0), (extract(epoch FROM s.next_slot) * 1000)::int8",
+		      f);
+		break;
+	case BRQ_STMT_SCHED_LIST:
+		fputs("SELECT ", f);
+		cols(f, COLS(sched_cols));
+		fputs(" FROM schedule s ORDER BY s.name", f);
+		break;
+	case BRQ_STMT_SCHED_REMOVE: fputs("DELETE FROM schedule WHERE name = $1 RETURNING name", f); break;
+	default: break;
+	}
+}
+
 static char *
 build(const brq_config *cfg, brq_stmt st)
 {
@@ -523,6 +655,7 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_ENQUEUE: enqueue_sql(f); break;
 	case BRQ_STMT_CLAIM: claim_sql(f, cfg); break;
 	case BRQ_STMT_HEARTBEAT: heartbeat_sql(f, cfg); break;
+	case BRQ_STMT_LOST_OF: lost_of_sql(f); break;
 	case BRQ_STMT_SETTLE: settle_sql(f, cfg); break;
 	case BRQ_STMT_REAP:
 	case BRQ_STMT_RETENTION:
@@ -536,6 +669,13 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_RETRY_ONE:
 	case BRQ_STMT_RETRY_BULK:
 	case BRQ_STMT_DELETE: retry_delete_sql(f, st); break;
+	case BRQ_STMT_SCHED_DUE:
+	case BRQ_STMT_SCHED_TZ:
+	case BRQ_STMT_SCHED_ZONE_NOW:
+	case BRQ_STMT_SCHED_ADVANCE:
+	case BRQ_STMT_SCHED_UPSERT:
+	case BRQ_STMT_SCHED_LIST:
+	case BRQ_STMT_SCHED_REMOVE: sched_sql(f, st); break;
 	default: admin_sql(f, st); break;
 	}
 	if (fclose(f) != 0) {

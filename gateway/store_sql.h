@@ -36,6 +36,14 @@ typedef enum brq_stmt {
 	BRQ_STMT_RETRY_ONE,
 	BRQ_STMT_RETRY_BULK,
 	BRQ_STMT_DELETE,
+	BRQ_STMT_LOST_OF,
+	BRQ_STMT_SCHED_DUE,
+	BRQ_STMT_SCHED_TZ,
+	BRQ_STMT_SCHED_ZONE_NOW,
+	BRQ_STMT_SCHED_ADVANCE,
+	BRQ_STMT_SCHED_UPSERT,
+	BRQ_STMT_SCHED_LIST,
+	BRQ_STMT_SCHED_REMOVE,
 	BRQ_STMT__COUNT
 } brq_stmt;
 
@@ -89,6 +97,15 @@ enum unclaim_col { UNCLAIM_COLS(BRQ_COL_ENUM) UNCLAIM__N };
 #define TOPIC_COLS(X) X(TOPIC_TOPIC, "j.topic")
 enum topic_col { TOPIC_COLS(BRQ_COL_ENUM) TOPIC__N };
 
+// lost_of (heartbeat leases found lost): one row per job that exists, with why.
+#define LOST_COLS(X)                                                           \
+	X(LOST_ORD, "l.ord")                                                   \
+	X(LOST_TOPIC, "j.topic")                                               \
+	X(LOST_REASON,                                                         \
+	  "CASE WHEN j.state = 'canceled' THEN 'canceled' WHEN j.lease_token " \
+	  "= l.token THEN 'max_execution' ELSE 'gone' END")
+enum lost_col { LOST_COLS(BRQ_COL_ENUM) LOST__N };
+
 // cancel: exactly one row when the job exists.
 #define CANCEL_COLS(X)                 \
 	X(CANCEL_STATE, "state")       \
@@ -112,7 +129,8 @@ enum cancel_col { CANCEL_COLS(BRQ_COL_ENUM) CANCEL__N };
 	X(JOB_CREATED_MS, "(extract(epoch FROM created_at) * 1000)::int8")        \
 	X(JOB_UPDATED_MS, "(extract(epoch FROM updated_at) * 1000)::int8")        \
 	X(JOB_RESULT, "result::text")                                             \
-	X(JOB_RETRY_OF, "retry_of")
+	X(JOB_RETRY_OF, "retry_of")                                               \
+	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")
 enum job_col { JOB_COLS(BRQ_COL_ENUM) JOB__N };
 
 // stats: one row per topic; the counts in brq_state order.
@@ -158,6 +176,40 @@ enum retried_col { RETRIED_COLS(BRQ_COL_ENUM) RETRIED__N };
 	X(DELETE_STATE, "state")     \
 	X(DELETE_TOPIC, "topic")
 enum delete_col { DELETE_COLS(BRQ_COL_ENUM) DELETE__N };
+
+// schedules (store_sched.c): one row per schedule, listed or locked as due. Local
+// times are "local seconds" (cron.h): the zone's wall clock read as if it were UTC.
+#define SCHED_COLS(X)                                                                   \
+	X(SCHED_NAME, "s.name")                                                         \
+	X(SCHED_TOPIC, "s.topic")                                                       \
+	X(SCHED_PAYLOAD, "s.payload::text")                                             \
+	X(SCHED_CRON, "s.cron")                                                         \
+	X(SCHED_TZ, "s.tz")                                                             \
+	X(SCHED_EVERY_MS, "s.every_ms")                                                 \
+	X(SCHED_CATCH_UP, "s.misfire = 'catch_up'")                                     \
+	X(SCHED_CATCH_UP_MAX, "s.catch_up_max")                                         \
+	X(SCHED_MAX_ATTEMPTS, "coalesce(s.max_attempts, 0)")                            \
+	X(SCHED_ENABLED, "s.enabled")                                                   \
+	X(SCHED_NEXT_MS, "coalesce((extract(epoch FROM s.next_slot) * 1000)::int8, 0)") \
+	X(SCHED_LAST_MS, "coalesce((extract(epoch FROM s.last_slot) * 1000)::int8, 0)") \
+	X(SCHED_SOURCE, "s.source")                                                     \
+	X(SCHED_NOW_MS, "(extract(epoch FROM now()) * 1000)::int8")
+enum sched_col { SCHED_COLS(BRQ_COL_ENUM) SCHED__N };
+
+// local seconds to instants in a zone: one row per input, in input order; `exists`
+// is false for a wall-clock time the zone skips (DST gap).
+#define TZ_COLS(X)                                             \
+	X(TZ_UTC_MS, "(extract(epoch FROM t.u) * 1000)::int8") \
+	X(TZ_EXISTS, "(t.u AT TIME ZONE $2) = t.l")
+enum tz_col { TZ_COLS(BRQ_COL_ENUM) TZ__N };
+
+// now, and now and instant $2 (ms) on the wall clock of zone $1 (an unknown zone
+// fails the statement: class 22).
+#define ZNOW_COLS(X)                                                            \
+	X(ZNOW_MS, "(extract(epoch FROM now()) * 1000)::int8")                  \
+	X(ZNOW_LOCAL, "floor(extract(epoch FROM now() AT TIME ZONE $1))::int8") \
+	X(ZNOW_LOCAL_AT, "floor(extract(epoch FROM to_timestamp($2::int8 / 1000.0) AT TIME ZONE $1))::int8")
+enum znow_col { ZNOW_COLS(BRQ_COL_ENUM) ZNOW__N };
 
 // Every statement of cfg, ready for brq_db_opts.stmts. Returns 0 or BRQ_ENOMEM; on
 // success the caller owns *texts (brq_store_sql_fini) and stmts[i].text borrow them.

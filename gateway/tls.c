@@ -270,41 +270,57 @@ server_config(const brq_config *cfg, const tls_pem *p, nng_tls_config **out)
 	return 0;
 }
 
-int
-brq_tls_listener_setup(nng_listener listener, const brq_config *cfg)
+// Reads and checks the certificate files of *v and builds the server configuration;
+// logs every problem under `event` (and the certificate when log_certificate). On 0
+// *out is the caller's reference (nng_tls_config_free); else BRQ_EIO.
+static int
+load_server_config(const brq_config *v, const char *event, bool log_certificate, nng_tls_config **out)
 {
 	brq_config_problems problems;
 	tls_pem             p;
 	mbedtls_x509_crt    crt;
-	nng_tls_config     *c  = NULL;
 	int                 rv = 0;
 
-	if (!brq_tls_is_url(cfg->listen)) {
-		return 0;
-	}
+	*out = NULL;
 	brq_config_problems_init(&problems);
 	mbedtls_x509_crt_init(&crt);
-	int rc = read_all(cfg, &p, &problems);
-	if (rc == 0 && (rc = parse_all(cfg, &p, &crt, &problems)) == 0) {
-		if ((rv = server_config(cfg, &p, &c)) == 0) {
-			rv = nng_listener_set_ptr(listener, NNG_OPT_TLS_CONFIG, c);
-			nng_tls_config_free(c); // the listener holds its own reference
-		}
+	int rc = read_all(v, &p, &problems);
+	if (rc == 0 && (rc = parse_all(v, &p, &crt, &problems)) == 0) {
+		rv = server_config(v, &p, out);
 		rc = rv != 0 ? BRQ_EIO : 0;
 	}
 	pem_fini(&p);
 	for (size_t i = 0; i < problems.count; i++) {
-		BRQ_LOG_ERROR("tls_failed", "problem=%s", BRQ_LOG_Q(problems.lines[i]));
+		BRQ_LOG_ERROR(event, "problem=%s", BRQ_LOG_Q(problems.lines[i]));
 	}
 	if (rv != 0) {
-		BRQ_LOG_ERROR("tls_failed", "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
+		BRQ_LOG_ERROR(event, "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
 	}
-	if (rc == 0) {
-		log_cert(cfg, &crt);
+	if (rc == 0 && log_certificate) {
+		log_cert(v, &crt);
 	}
 	mbedtls_x509_crt_free(&crt);
 	brq_config_problems_fini(&problems);
 	return rc == 0 ? 0 : BRQ_EIO;
+}
+
+int
+brq_tls_listener_setup(nng_listener listener, const brq_config *cfg)
+{
+	nng_tls_config *c;
+	if (!brq_tls_is_url(cfg->listen)) {
+		return 0;
+	}
+	if (load_server_config(cfg, "tls_failed", true, &c) != 0) {
+		return BRQ_EIO;
+	}
+	int rv = nng_listener_set_ptr(listener, NNG_OPT_TLS_CONFIG, c);
+	nng_tls_config_free(c); // the listener holds its own reference
+	if (rv != 0) {
+		BRQ_LOG_ERROR("tls_failed", "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
+		return BRQ_EIO;
+	}
+	return 0;
 }
 
 int
@@ -352,34 +368,19 @@ brq_tls_http_check(brq_config *cfg, brq_config_problems *problems)
 int
 brq_tls_http_setup(nng_http_server *srv, const brq_config *cfg)
 {
-	brq_config_problems problems;
-	tls_pem             p;
-	mbedtls_x509_crt    crt;
-	nng_tls_config     *c  = NULL;
-	int                 rv = 0;
-	brq_config          v  = http_view(cfg);
-
+	nng_tls_config *c;
+	brq_config      v = http_view(cfg);
 	if (cfg->http_tls_cert_file == NULL) {
 		return 0;
 	}
-	brq_config_problems_init(&problems);
-	mbedtls_x509_crt_init(&crt);
-	int rc = read_all(&v, &p, &problems);
-	if (rc == 0 && (rc = parse_all(&v, &p, &crt, &problems)) == 0) {
-		if ((rv = server_config(&v, &p, &c)) == 0) {
-			rv = nng_http_server_set_tls(srv, c);
-			nng_tls_config_free(c); // the server holds its own reference
-		}
-		rc = rv != 0 ? BRQ_EIO : 0;
+	if (load_server_config(&v, "http_tls_failed", false, &c) != 0) {
+		return BRQ_EIO;
 	}
-	pem_fini(&p);
-	for (size_t i = 0; i < problems.count; i++) {
-		BRQ_LOG_ERROR("http_tls_failed", "problem=%s", BRQ_LOG_Q(problems.lines[i]));
-	}
+	int rv = nng_http_server_set_tls(srv, c);
+	nng_tls_config_free(c); // the server holds its own reference
 	if (rv != 0) {
 		BRQ_LOG_ERROR("http_tls_failed", "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
+		return BRQ_EIO;
 	}
-	mbedtls_x509_crt_free(&crt);
-	brq_config_problems_fini(&problems);
-	return rc == 0 ? 0 : BRQ_EIO;
+	return 0;
 }

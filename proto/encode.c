@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "schedule.h"
 
 #define BUF_RETAIN (64u * 1024u) // capacity kept across resets; more is freed (see proto.h)
 #define BUF_MIN    256u
@@ -297,7 +298,7 @@ brq_pack_enqueue_result(brq_buf *b, const brq_enqueue_result *r)
 int
 brq_pack_claimed_job(brq_buf *b, const brq_claimed_job *j)
 {
-	brq_pack_map(b, 8);
+	brq_pack_map(b, 8 + (j->attempt_timeout_ms != 0) + (j->max_execution_ms != 0));
 	kv_uint(b, "id", j->id);
 	kv_str(b, "topic", j->topic);
 	kv_str(b, "payload", j->payload);
@@ -306,6 +307,34 @@ brq_pack_claimed_job(brq_buf *b, const brq_claimed_job *j)
 	kv_lease(b, j->lease);
 	kv_int(b, "lease_until_ms", j->lease_until_ms);
 	kv_int(b, "created_at_ms", j->created_at_ms);
+	if (j->attempt_timeout_ms != 0) {
+		kv_uint(b, "attempt_timeout_ms", j->attempt_timeout_ms);
+	}
+	if (j->max_execution_ms != 0) {
+		kv_uint(b, "max_execution_ms", j->max_execution_ms);
+	}
+	return b->err;
+}
+
+const char *
+brq_lost_reason_name(brq_lost_reason r)
+{
+	switch (r) {
+	case BRQ_LOST_NONE: return "";
+	case BRQ_LOST_CANCELED: return "canceled";
+	case BRQ_LOST_MAX_EXECUTION: return "max_execution";
+	default: return "gone";
+	}
+}
+
+int
+brq_pack_lost_reasons(brq_buf *b, const brq_lost_reason *r, uint32_t n)
+{
+	brq_pack_key(b, "lost_reasons");
+	brq_pack_array(b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		brq_pack_cstr(b, brq_lost_reason_name(r[i]));
+	}
 	return b->err;
 }
 
@@ -327,7 +356,10 @@ brq_pack_settle_result(brq_buf *b, const brq_settle_result *r)
 int
 brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 {
-	brq_pack_map(b, 15);
+	// result and retry_of are always sent (nil when unset); the timeouts' keys only when set.
+	brq_pack_map(b,
+		     15 + j->has_claimed_at_ms + (j->attempt_deadline_ms != 0) +
+			     (j->max_execution_deadline_ms != 0));
 	kv_uint(b, "id", j->id);
 	kv_str(b, "topic", j->topic);
 	kv_str(b, "payload", j->payload);
@@ -353,6 +385,15 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 		brq_pack_uint(b, j->retry_of);
 	} else {
 		brq_pack_nil(b);
+	}
+	if (j->has_claimed_at_ms) {
+		kv_int(b, "claimed_at_ms", j->claimed_at_ms);
+	}
+	if (j->attempt_deadline_ms != 0) {
+		kv_int(b, "attempt_deadline_ms", j->attempt_deadline_ms);
+	}
+	if (j->max_execution_deadline_ms != 0) {
+		kv_int(b, "max_execution_deadline_ms", j->max_execution_deadline_ms);
 	}
 	return b->err;
 }
@@ -382,7 +423,9 @@ request_fields(const brq_request *req)
 	case BRQ_OP_SETTLE:
 	case BRQ_OP_CANCEL:
 	case BRQ_OP_JOB: return 1;
-	default: return brq_admin_request_fields(req);
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_fields(req);
+	default: return brq_admin_request_fields(req); // list, retry, delete; others: 0
 	}
 }
 
@@ -464,7 +507,9 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 		break;
 	case BRQ_OP_CANCEL: kv_uint(b, "id", req->cancel.id); break;
 	case BRQ_OP_JOB: kv_uint(b, "id", req->job.id); break;
-	default: // ping, stats: no fields; list, retry, delete: admin.c
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_REMOVE: brq_schedule_request_encode(b, req); break;
+	default: // ping, stats, schedule_list: no fields; list, retry, delete: admin.c
 		brq_admin_request_encode(b, req);
 		break;
 	}
@@ -551,13 +596,16 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 		}
 		break;
 	case BRQ_OP_HEARTBEAT:
-		brq_reply_begin(b, rep->rid, 2);
+		brq_reply_begin(b, rep->rid, rep->heartbeat.lost_reasons != NULL ? 3 : 2);
 		brq_pack_key(b, "extended");
 		brq_pack_array(b, rep->heartbeat.n_extended);
 		for (uint32_t i = 0; i < rep->heartbeat.n_extended; i++) {
 			brq_pack_bool(b, rep->heartbeat.extended[i]);
 		}
 		kv_int(b, "lease_until_ms", rep->heartbeat.lease_until_ms);
+		if (rep->heartbeat.lost_reasons != NULL) {
+			brq_pack_lost_reasons(b, rep->heartbeat.lost_reasons, rep->heartbeat.n_extended);
+		}
 		break;
 	case BRQ_OP_SETTLE:
 		brq_reply_begin(b, rep->rid, 1);
@@ -585,7 +633,10 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 			brq_pack_topic_stats(b, &rep->stats.topics[i]);
 		}
 		break;
-	default: return brq_admin_reply_encode(b, rep);
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_LIST:
+	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_encode(b, rep);
+	default: return brq_admin_reply_encode(b, rep); // list, retry, delete; else BRQ_EINVAL
 	}
 	return b->err;
 }

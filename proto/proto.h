@@ -194,6 +194,35 @@ typedef struct brq_retry_req {
 	uint32_t  limit;
 } brq_retry_req;
 
+// Bounds of a schedule's fields (schedule_add).
+#define BRQ_EVERY_MS_MIN      UINT64_C(1000)        // every_ms lower bound (1 s)
+#define BRQ_EVERY_MS_MAX      UINT64_C(31622400000) // every_ms upper bound (366 days)
+#define BRQ_CATCH_UP_MAX      1000                  // catch_up_max upper bound (min 1)
+#define BRQ_SCHEDULE_TZ_MAX   64                    // tz bytes (an IANA zone name)
+#define BRQ_SCHEDULE_CRON_MAX 256                   // cron bytes
+
+// A periodic job: schedule_add's fields, and one entry of schedule_list's reply.
+typedef struct brq_schedule {
+	brq_str  name;         // topic rules ([a-z0-9][a-z0-9._-]*, <= 128 bytes)
+	brq_str  topic;        // the jobs' topic
+	brq_str  payload;      // JSON; len 0 on add: {}
+	brq_str  cron;         // 5-field expression; len 0: none (then every_ms is set)
+	brq_str  tz;           // IANA zone of cron; len 0 on add: "UTC"
+	uint64_t every_ms;     // 0: none (then cron is set); BRQ_EVERY_MS_MIN..BRQ_EVERY_MS_MAX
+	bool     catch_up;     // misfire policy: false "skip", true "catch_up"
+	uint32_t catch_up_max; // 1..BRQ_CATCH_UP_MAX; 0 on add: 10 with catch_up, else 1
+	uint32_t max_attempts; // 0: the topic's default
+	// schedule_list only:
+	bool    enabled;
+	int64_t next_slot_ms; // unix ms of the next slot owed; 0: none
+	int64_t last_slot_ms; // unix ms of the last slot enqueued; 0: never
+	brq_str source;       // "config" or "admin"
+} brq_schedule;
+
+typedef struct brq_name_req {
+	brq_str name;
+} brq_name_req;
+
 // One request. Envelope first, then the fields of `op` in the matching union member.
 typedef struct brq_request {
 	uint64_t rid; // request id, echoed in the reply; 0 when absent
@@ -212,6 +241,8 @@ typedef struct brq_request {
 		brq_list_req      list;
 		brq_retry_req     retry;
 		brq_id_req        del; // op "delete"
+		brq_schedule      schedule_add;
+		brq_name_req      schedule_remove;
 	};
 	// Private to the decoder: the message that stage 1 checked (stage 2 reads it again).
 	const uint8_t *body_;
@@ -234,6 +265,9 @@ typedef struct brq_claimed_job {
 	uint8_t  lease[BRQ_LEASE_LEN];
 	int64_t  lease_until_ms;
 	int64_t  created_at_ms;
+	// The topic's timeouts, counted from this claim; 0 = none (the key is absent).
+	uint64_t attempt_timeout_ms; // the handler's deadline
+	uint64_t max_execution_ms;   // heartbeats are refused past it
 } brq_claimed_job;
 
 typedef struct brq_settle_result {
@@ -265,6 +299,12 @@ typedef struct brq_job_info {
 	brq_str  result; // JSON text a handler attached when it settled done
 	bool     has_retry_of;
 	uint64_t retry_of; // the terminal job this one re-runs (op "retry")
+	// Optional keys (absent from older gateways): the latest claim, and while the job
+	// is processing the deadlines its topic's timeouts set for this attempt (0: none).
+	bool    has_claimed_at_ms;
+	int64_t claimed_at_ms;
+	int64_t attempt_deadline_ms;
+	int64_t max_execution_deadline_ms;
 } brq_job_info;
 
 typedef struct brq_topic_stats {
@@ -286,10 +326,23 @@ typedef struct brq_claim_rep {
 	uint32_t           n_settled;
 } brq_claim_rep;
 
+// Why a heartbeat found a lease lost (heartbeat reply key `lost_reasons`).
+typedef enum brq_lost_reason {
+	BRQ_LOST_NONE = 0,      // "": extended
+	BRQ_LOST_GONE,          // "gone": reaped, settled, deleted, another lease (and unknown words)
+	BRQ_LOST_CANCELED,      // "canceled": the job was canceled
+	BRQ_LOST_MAX_EXECUTION, // "max_execution": the attempt ran past its maximum execution time
+} brq_lost_reason;
+
+// Wire word of a reason ("" for BRQ_LOST_NONE).
+const char *brq_lost_reason_name(brq_lost_reason r);
+
 typedef struct brq_heartbeat_rep {
 	bool    *extended;
 	uint32_t n_extended;
 	int64_t  lease_until_ms;
+	// Present iff some lease was lost; then n_extended entries (absent: all GONE).
+	brq_lost_reason *lost_reasons;
 } brq_heartbeat_rep;
 
 typedef struct brq_settle_rep {
@@ -349,6 +402,14 @@ typedef struct brq_reply {
 		brq_list_rep   list;
 		brq_retry_rep  retry;
 		brq_delete_rep del;
+		struct {
+			bool    created;      // false: an existing schedule of that name was replaced
+			int64_t next_slot_ms; // the first slot it owes (unix ms)
+		} schedule_add;
+		struct {
+			brq_schedule *schedules; // by name
+			uint32_t      n_schedules;
+		} schedule_list;
 	};
 } brq_reply;
 
@@ -454,9 +515,14 @@ int brq_pack_job_spec(brq_buf *b, const brq_job_spec *j);
 int brq_pack_settle_item(brq_buf *b, const brq_settle_item *it);
 int brq_pack_enqueue_result(brq_buf *b, const brq_enqueue_result *r);
 int brq_pack_claimed_job(brq_buf *b, const brq_claimed_job *j);
+// The heartbeat reply's "lost_reasons" key and its n words.
+int brq_pack_lost_reasons(brq_buf *b, const brq_lost_reason *r, uint32_t n);
 int brq_pack_settle_result(brq_buf *b, const brq_settle_result *r);
 int brq_pack_job_info(brq_buf *b, const brq_job_info *j);
 int brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t);
+// A schedule: schedule_add's request fields (add = true: the keys a client sends) or one
+// entry of schedule_list's reply (add = false: with enabled, slots and source).
+int brq_pack_schedule(brq_buf *b, const brq_schedule *s, bool add);
 
 // Whole-message encoders: each first empties b (brq_buf_reset), then writes one message.
 // The encoders do not validate: the gateway does; they emit the optional keys whose

@@ -8,6 +8,7 @@
 
 #include "admin.h"
 #include "dec.h"
+#include "schedule.h"
 
 #define BAD BRQ_ST_INVALID_ARGUMENT
 
@@ -117,7 +118,19 @@ settle_result(brq_dec *d, brq_rd *r, const char *path, void *out)
 	return get_state(d, &f[2], path, &x->state);
 }
 
-enum { CJ_ID, CJ_TOPIC, CJ_PAYLOAD, CJ_ATT, CJ_MAXATT, CJ_LEASE, CJ_UNTIL, CJ_CREATED, CJ__N };
+enum {
+	CJ_ID,
+	CJ_TOPIC,
+	CJ_PAYLOAD,
+	CJ_ATT,
+	CJ_MAXATT,
+	CJ_LEASE,
+	CJ_UNTIL,
+	CJ_CREATED,
+	CJ_TIMEOUT,
+	CJ_MAXEXEC,
+	CJ__N
+};
 
 static brq_status
 claimed_job(brq_dec *d, brq_rd *r, const char *path, void *out)
@@ -132,6 +145,8 @@ claimed_job(brq_dec *d, brq_rd *r, const char *path, void *out)
 		       [CJ_LEASE]   = {"lease", NULL},
 		       [CJ_UNTIL]   = {"lease_until_ms", NULL},
 		       [CJ_CREATED] = {"created_at_ms", NULL},
+		       [CJ_TIMEOUT] = {"attempt_timeout_ms", NULL},
+		       [CJ_MAXEXEC] = {"max_execution_ms", NULL},
         };
 
 	TRY(brq_dec_map(d, r, path, f, CJ__N));
@@ -142,7 +157,10 @@ claimed_job(brq_dec *d, brq_rd *r, const char *path, void *out)
 	TRY(get_u32(d, &f[CJ_MAXATT], path, &j->max_attempts));
 	TRY(get_lease(d, &f[CJ_LEASE], path, j->lease));
 	TRY(get_i64(d, &f[CJ_UNTIL], path, &j->lease_until_ms));
-	return get_i64(d, &f[CJ_CREATED], path, &j->created_at_ms);
+	TRY(get_i64(d, &f[CJ_CREATED], path, &j->created_at_ms));
+	// Optional (absent: none, and from gateways before timeouts existed).
+	TRY(brq_dec_uint(d, &f[CJ_TIMEOUT], path, false, 0, UINT64_MAX, &j->attempt_timeout_ms, NULL));
+	return brq_dec_uint(d, &f[CJ_MAXEXEC], path, false, 0, UINT64_MAX, &j->max_execution_ms, NULL);
 }
 
 enum {
@@ -161,6 +179,9 @@ enum {
 	JI_UPDATED,
 	JI_RESULT,
 	JI_RETRY_OF,
+	JI_CLAIMED,
+	JI_ATT_DEADLINE,
+	JI_MAX_DEADLINE,
 	JI__N
 };
 
@@ -183,6 +204,9 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 		[JI_UPDATED]      = {"updated_at_ms", NULL},
 		[JI_RESULT]       = {"result", NULL},
 		[JI_RETRY_OF]     = {"retry_of", NULL},
+		[JI_CLAIMED]      = {"claimed_at_ms", NULL},
+		[JI_ATT_DEADLINE] = {"attempt_deadline_ms", NULL},
+		[JI_MAX_DEADLINE] = {"max_execution_deadline_ms", NULL},
 	};
 
 	TRY(brq_dec_map(d, r, path, f, JI__N));
@@ -210,7 +234,13 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 		TRY(get_u64(d, &f[JI_RETRY_OF], path, &j->retry_of));
 		j->has_retry_of = true;
 	}
-	return BRQ_ST_OK;
+	// Optional (absent from gateways before timeouts): 0 then.
+	TRY(brq_dec_int(d, &f[JI_CLAIMED], path, false, INT64_MIN, INT64_MAX, &j->claimed_at_ms,
+			&j->has_claimed_at_ms));
+	TRY(brq_dec_int(d, &f[JI_ATT_DEADLINE], path, false, INT64_MIN, INT64_MAX, &j->attempt_deadline_ms,
+			NULL));
+	return brq_dec_int(d, &f[JI_MAX_DEADLINE], path, false, INT64_MIN, INT64_MAX,
+			   &j->max_execution_deadline_ms, NULL);
 }
 
 brq_status
@@ -247,12 +277,44 @@ bool_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
 	return BRQ_ST_OK;
 }
 
+// One word of "lost_reasons"; a word this build does not know reads as "gone".
+static brq_status
+lost_reason_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
+{
+	brq_str s;
+	if (brq_mp_read_str(r, &s) != 0) {
+		return brq_dec_fail(d, BAD, "%s: must be a string", path);
+	}
+	brq_lost_reason *x = out;
+	*x                 = s.len == 0 ? BRQ_LOST_NONE : BRQ_LOST_GONE;
+	if (s.len == 8 && memcmp(s.ptr, "canceled", 8) == 0) {
+		*x = BRQ_LOST_CANCELED;
+	} else if (s.len == 13 && memcmp(s.ptr, "max_execution", 13) == 0) {
+		*x = BRQ_LOST_MAX_EXECUTION;
+	}
+	return BRQ_ST_OK;
+}
+
+// The heartbeat reply's optional "lost_reasons" (field f), one per lease when present.
+static brq_status
+heartbeat_reasons(brq_dec *d, const brq_field *f, brq_heartbeat_rep *hb)
+{
+	uint32_t n = 0;
+	bool     present;
+	TRY(get_elems(d, f, "heartbeat", false, sizeof(brq_lost_reason), lost_reason_elem,
+		      (void **) &hb->lost_reasons, &n, &present));
+	if (present && n != hb->n_extended) {
+		return brq_dec_failf(d, BAD, "heartbeat", "lost_reasons", "must have one entry per lease");
+	}
+	return BRQ_ST_OK;
+}
+
 // ---- Operations ---------------------------------------------------------------------
 
 static brq_status
 decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
-	brq_field f[2] = {{NULL, NULL}, {NULL, NULL}};
+	brq_field f[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
 	brq_rd    r;
 
 	// The op fields each reply carries; found in one pass over the top map.
@@ -266,6 +328,7 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 	case BRQ_OP_HEARTBEAT:
 		f[0].name = "extended";
 		f[1].name = "lease_until_ms";
+		f[2].name = "lost_reasons";
 		break;
 	case BRQ_OP_SETTLE: f[0].name = "results"; break;
 	case BRQ_OP_CANCEL:
@@ -274,9 +337,12 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		break;
 	case BRQ_OP_JOB: f[0].name = "job"; break;
 	case BRQ_OP_STATS: f[0].name = "topics"; break;
-	default: return brq_admin_reply_decode(d, top, rep);
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_LIST:
+	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_decode(d, top, rep);
+	default: return brq_admin_reply_decode(d, top, rep); // list, retry, delete; else internal
 	}
-	TRY(brq_dec_map(d, top, "", f, f[1].name != NULL ? 2 : 1));
+	TRY(brq_dec_map(d, top, "", f, f[2].name != NULL ? 3 : f[1].name != NULL ? 2 : 1));
 
 	const char *op = brq_op_name(rep->op);
 	switch (rep->op) {
@@ -293,7 +359,8 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 	case BRQ_OP_HEARTBEAT:
 		TRY(get_elems(d, &f[0], op, true, sizeof(bool), bool_elem, (void **) &rep->heartbeat.extended,
 			      &rep->heartbeat.n_extended, NULL));
-		return get_i64(d, &f[1], op, &rep->heartbeat.lease_until_ms);
+		TRY(get_i64(d, &f[1], op, &rep->heartbeat.lease_until_ms));
+		return heartbeat_reasons(d, &f[2], &rep->heartbeat);
 	case BRQ_OP_SETTLE:
 		return get_elems(d, &f[0], op, true, sizeof(brq_settle_result), settle_result,
 				 (void **) &rep->settle.results, &rep->settle.n_results, NULL);

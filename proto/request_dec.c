@@ -8,6 +8,7 @@
 
 #include "admin.h"
 #include "dec.h"
+#include "schedule.h"
 
 void
 brq_limits_default(brq_limits *lim)
@@ -439,7 +440,9 @@ brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *aren
 	case BRQ_OP_SETTLE: return decode_settle(&d, &top, &req->settle);
 	case BRQ_OP_CANCEL: return decode_id_op(&d, &top, "cancel", &req->cancel);
 	case BRQ_OP_JOB: return decode_id_op(&d, &top, "job", &req->job);
-	default: // ping, stats: no fields (unknown keys are ignored); list, retry, delete
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_decode(&d, &top, req);
+	default: // ping, stats, schedule_list: no fields (unknown keys are ignored); list, retry, delete
 		return brq_admin_request_decode(&d, &top, req);
 	}
 }

@@ -18,12 +18,21 @@ static const char *const status_names[BRQ_ST__COUNT] = {
 };
 
 static const char *const op_names[BRQ_OP__COUNT] = {
-	[BRQ_OP_NONE] = "unknown",        [BRQ_OP_PING] = "ping",
-	[BRQ_OP_ENQUEUE] = "enqueue",     [BRQ_OP_CLAIM] = "claim",
-	[BRQ_OP_HEARTBEAT] = "heartbeat", [BRQ_OP_SETTLE] = "settle",
-	[BRQ_OP_CANCEL] = "cancel",       [BRQ_OP_JOB] = "job",
-	[BRQ_OP_STATS] = "stats",         [BRQ_OP_LIST] = "list",
-	[BRQ_OP_RETRY] = "retry",         [BRQ_OP_DELETE] = "delete",
+	[BRQ_OP_NONE]            = "unknown",
+	[BRQ_OP_PING]            = "ping",
+	[BRQ_OP_ENQUEUE]         = "enqueue",
+	[BRQ_OP_CLAIM]           = "claim",
+	[BRQ_OP_HEARTBEAT]       = "heartbeat",
+	[BRQ_OP_SETTLE]          = "settle",
+	[BRQ_OP_CANCEL]          = "cancel",
+	[BRQ_OP_JOB]             = "job",
+	[BRQ_OP_STATS]           = "stats",
+	[BRQ_OP_LIST]            = "list",
+	[BRQ_OP_RETRY]           = "retry",
+	[BRQ_OP_DELETE]          = "delete",
+	[BRQ_OP_SCHEDULE_ADD]    = "schedule_add",
+	[BRQ_OP_SCHEDULE_LIST]   = "schedule_list",
+	[BRQ_OP_SCHEDULE_REMOVE] = "schedule_remove",
 };
 
 static const char *const state_names[BRQ_STATE__COUNT] = {

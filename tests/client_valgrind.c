@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* A small libbrooq-client program for the valgrind leak check (client_valgrind_test.c runs it). */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <brooq/brooq.h>
 
@@ -28,6 +31,64 @@
 	} while (0)
 
 static brooq_client *wc;
+
+/* ---- the worker's timeouts: the paths that replace or discard a result ------------- */
+
+static atomic_int n_flagged;
+
+/* Waits for its flag (at most 20 s), then fails: the timeout replaces it, or the lost
+ * lease discards it. */
+static void
+h_wait_flag(brooq_job_ctx *job, void *arg)
+{
+	brooq_cancel_reason want = (brooq_cancel_reason) (intptr_t) arg;
+	for (int i = 0; i < 20000 && !brooq_job_canceled(job); i++)
+		usleep(1000);
+	if (brooq_job_cancel_reason(job) == want)
+		atomic_fetch_add(&n_flagged, 1);
+	brooq_job_fail(job, "handler gave up");
+}
+
+static void *
+worker_main(void *arg)
+{
+	CHECK(brooq_worker_run(arg));
+	return NULL;
+}
+
+static void
+worker_timeouts(void)
+{
+	brooq_job_spec       specs[2] = {{.topic = "vg.slow", .payload = "{}", .max_attempts = 1},
+					 {.topic = "vg.hang", .payload = "{}"}};
+	brooq_enqueue_result r[2];
+	CHECK(brooq_enqueue(wc, specs, 2, r));
+	brooq_worker_opts o = {.size = sizeof(o), .threads = 2, .lease_ms = 1000, .wait_ms = 200};
+	brooq_worker     *w;
+	CHECK(brooq_worker_new(wc, &o, &w));
+	CHECK(brooq_worker_handle(w, "vg.slow", h_wait_flag, (void *) (intptr_t) BROOQ_CANCEL_TIMEOUT));
+	CHECK(brooq_worker_handle(w, "vg.hang", h_wait_flag, (void *) (intptr_t) BROOQ_CANCEL_MAX_EXECUTION));
+	pthread_t th;
+	pthread_create(&th, NULL, worker_main, w);
+	for (int i = 0; i < 20000 && atomic_load(&n_flagged) < 2; i++)
+		usleep(1000);
+	usleep(300000); /* the timed-out result is settled */
+	brooq_worker_stop(w);
+	pthread_join(th, NULL);
+	brooq_worker_stats st;
+	brooq_worker_get_stats(w, &st);
+	brooq_worker_free(w);
+	brooq_job_info *j;
+	CHECK(brooq_job_get(wc, r[0].id, &j));
+	bool dead = j->state == BROOQ_DEAD && j->last_error != NULL &&
+		strncmp(j->last_error, "attempt timed out after 200 ms", 30) == 0;
+	brooq_job_info_free(j);
+	if (atomic_load(&n_flagged) != 2 || st.hung != 1 || !dead) {
+		fprintf(stderr, "worker timeouts: flagged %d hung %llu dead %d\n", atomic_load(&n_flagged),
+			(unsigned long long) st.hung, dead);
+		exit(1);
+	}
+}
 
 static void *
 pinger(void *arg)
@@ -124,6 +185,8 @@ main(int argc, char **argv)
 	size_t             nt;
 	CHECK(brooq_stats(wc, &ts, &nt));
 	brooq_stats_free(ts, nt);
+
+	worker_timeouts();
 
 	/* A call that times out: its context is discarded, not leaked. */
 	brooq_client     *dc;

@@ -20,8 +20,12 @@ static brq_gw gw;
 static void
 setup(void)
 {
+	/* Timeouts for the worker part of client_valgrind: vg.slow's attempts time out,
+	 * vg.hang's run past their maximum execution time. */
+	static const char *const env[] = {
+		"BROOQ_TOPIC_OVERRIDES=vg.slow:attempt_timeout=200ms;vg.hang:max_execution_time=700ms", NULL};
 	dsn = brq_testdb_create(true);
-	brq_gw_start(&gw, dsn, NULL);
+	brq_gw_start(&gw, dsn, env);
 }
 
 static void

@@ -12,6 +12,7 @@
 
 #include "brq_units.h"
 #include "config.h"
+#include "proto.h"
 #include "config_parse.h"
 
 // Directory of this file (CMake passes absolute source paths), for deploy/ files when
@@ -533,6 +534,8 @@ Test(config, reports_every_problem_at_once)
 		{"BROOQ_LOG_LEVEL", "verbose"},
 		{"BROOQ_SHUTDOWN_GRACE", "10"},
 		{"BROOQ_TOPIC_OVERRIDES", "Bad Topic:lease=1s"},
+		{"BROOQ_ATTEMPT_TIMEOUT", "10m"},
+		{"BROOQ_MAX_EXECUTION_TIME", "5m"},
 		{NULL, NULL},
 	};
 	cr_assert_eq(load(env), BRQ_EINVAL);
@@ -555,6 +558,7 @@ Test(config, reports_every_problem_at_once)
 		"BROOQ_LOG_LEVEL:",
 		"BROOQ_SHUTDOWN_GRACE: duration needs a unit",
 		"BROOQ_TOPIC_OVERRIDES: entry 1: topic must match",
+		"BROOQ_ATTEMPT_TIMEOUT: must not exceed BROOQ_MAX_EXECUTION_TIME",
 	};
 	for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
 		cr_assert(has_problem(expect[i]), "missing problem: %s", expect[i]);
@@ -1006,6 +1010,10 @@ Test(config, rejects_every_malformed_topic_override)
 		{"a:lease=1s,,max_attempts=2", "a: empty setting"},
 		{"a:lease=1s,", "a: empty setting"},
 		{"a:lease=1s:2s", "a: lease: unknown unit"},
+		{"a:attempt_timeout=50ms", "a: attempt_timeout: must be 0 (none) or 100ms..7d"},
+		{"a:max_execution_time=8d", "a: max_execution_time: must be between"},
+		{"a:attempt_timeout=2m,max_execution_time=1m",
+		 "a: attempt_timeout must not exceed max_execution_time"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *in = bad[i].in != NULL ? bad[i].in : long_topic;
@@ -1024,6 +1032,57 @@ Test(config, rejects_every_malformed_topic_override)
 	brq_config_problems_fini(&probs);
 	cr_assert_eq(load(ENV({"BROOQ_TOPIC_OVERRIDES", long_topic})), 0);
 	cr_assert_eq(strlen(cfg.topic_overrides[0].topic), 128);
+}
+
+// Attempt timeout and maximum execution time: 0 is none, a topic inherits and may
+// override either, and an attempt timeout above the maximum execution time (the
+// topic's effective values included) is refused with every other problem.
+Test(config, timeouts_per_topic_and_their_order)
+{
+	uint64_t at, mx;
+	cr_assert_eq(load(ENV({"BROOQ_ATTEMPT_TIMEOUT", "30s"}, {"BROOQ_MAX_EXECUTION_TIME", "5m"},
+			      {"BROOQ_TOPIC_OVERRIDES",
+			       "slow:attempt_timeout=4m;free:attempt_timeout=0,"
+			       "max_execution_time=0;tight:max_execution_time=30s"})),
+		     0);
+	brq_config_topic_timeouts(&cfg, "other", &at, &mx);
+	cr_assert_eq(at, 30000);
+	cr_assert_eq(mx, 300000);
+	brq_config_topic_timeouts(&cfg, "slow", &at, &mx);
+	cr_assert_eq(at, 240000);
+	cr_assert_eq(mx, 300000);
+	brq_config_topic_timeouts(&cfg, "free", &at, &mx);
+	cr_assert_eq(at, 0);
+	cr_assert_eq(mx, 0);
+	brq_config_topic_timeouts(&cfg, "tight", &at, &mx);
+	cr_assert_eq(at, 30000, "equal is fine");
+	cr_assert_eq(mx, 30000);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+
+	// No maximum: any attempt timeout. Defaults: none.
+	cr_assert_eq(load(ENV({"BROOQ_ATTEMPT_TIMEOUT", "7d"})), 0);
+	cr_assert_eq(cfg.max_execution_ms, 0);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+
+	cr_assert_eq(load(ENV({"BROOQ_ATTEMPT_TIMEOUT", "10m"}, {"BROOQ_MAX_EXECUTION_TIME", "5m"},
+			      {"BROOQ_POOL_SIZE", "0"},
+			      {"BROOQ_TOPIC_OVERRIDES", "a:max_execution_time=1m;b:attempt_timeout=1s"})),
+		     BRQ_EINVAL);
+	dump_problems();
+	cr_assert(has_problem("BROOQ_ATTEMPT_TIMEOUT: must not exceed BROOQ_MAX_EXECUTION_TIME"));
+	cr_assert(
+		has_problem("BROOQ_TOPIC_OVERRIDES: a: attempt_timeout must not exceed max_execution_time"));
+	cr_assert(has_problem("BROOQ_POOL_SIZE:"), "listed with every other problem");
+	cr_assert_eq(probs.count, 3, "b is fine: 1s <= 5m");
+	brq_config_problems_fini(&probs);
+
+	cr_assert_eq(load(ENV({"BROOQ_ATTEMPT_TIMEOUT", "10"}, {"BROOQ_MAX_EXECUTION_TIME", "99ms"})),
+		     BRQ_EINVAL);
+	cr_assert(has_problem("BROOQ_ATTEMPT_TIMEOUT: duration needs a unit"));
+	cr_assert(has_problem("BROOQ_MAX_EXECUTION_TIME: must be 0 (none) or 100ms..7d"));
+	cr_assert_eq(probs.count, 2);
 }
 
 Test(config, requires_permission_for_a_non_loopback_http_listener)
@@ -1203,7 +1262,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(n_vars, 31, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
+	cr_assert_eq(n_vars, 35, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
 
 	// As shipped (all commented): only defaults.
 	cr_assert_eq(load_file(path, minimal), 0);
@@ -1223,6 +1282,8 @@ Test(config, example_env_file_shows_the_real_defaults)
 	cr_assert_eq(cfg.backoff_base_ms, def.backoff_base_ms);
 	cr_assert_eq(cfg.backoff_max_ms, def.backoff_max_ms);
 	cr_assert_eq(cfg.max_attempts, def.max_attempts);
+	cr_assert_eq(cfg.attempt_timeout_ms, def.attempt_timeout_ms);
+	cr_assert_eq(cfg.max_execution_ms, def.max_execution_ms);
 	cr_assert_eq(cfg.max_batch, def.max_batch);
 	cr_assert_eq(cfg.max_payload_bytes, def.max_payload_bytes);
 	cr_assert_eq(cfg.max_request_bytes, def.max_request_bytes);
@@ -1245,4 +1306,51 @@ Test(config, example_env_file_shows_the_real_defaults)
 	cr_assert_eq(cfg.tls_client_auth, def.tls_client_auth);
 	cr_assert_eq(cfg.n_topic_overrides, 2);
 	brq_config_fini(&def);
+}
+
+Test(config, schedules_are_parsed_and_checked)
+{
+	cr_assert_eq(load(ENV({"BROOQ_SCHEDULES",
+			       " nightly | topic=report | cron=30 2 * * mon-fri | "
+			       "tz=Europe/Berlin | misfire=catch_up | catch_up_max=3 ;\n"
+			       "beat|topic=ping|every=15s|payload={\"a\":1}|max_attempts=2;"},
+			      {"BROOQ_SCHEDULE_TICK", "250ms"})),
+		     0);
+	dump_problems();
+	cr_assert_eq(cfg.schedule_tick_ms, 250);
+	cr_assert_eq(cfg.n_schedules, 2);
+	cr_assert(brq_str_eq(cfg.schedules[0].name, "nightly") &&
+		  brq_str_eq(cfg.schedules[0].topic, "report") &&
+		  brq_str_eq(cfg.schedules[0].cron, "30 2 * * mon-fri") &&
+		  brq_str_eq(cfg.schedules[0].tz, "Europe/Berlin") && cfg.schedules[0].catch_up &&
+		  cfg.schedules[0].catch_up_max == 3);
+	cr_assert(brq_str_eq(cfg.schedules[1].name, "beat") && cfg.schedules[1].every_ms == 15000 &&
+		  brq_str_eq(cfg.schedules[1].payload, "{\"a\":1}") && cfg.schedules[1].max_attempts == 2 &&
+		  brq_str_eq(cfg.schedules[1].tz, "UTC") && cfg.schedules[1].catch_up_max == 1);
+
+	static const struct {
+		const char *in, *why;
+	} bad[] = {
+		{"a|topic=t", "a: cron: give exactly one of cron and every_ms"},
+		{"a|topic=t|cron=* * * *", "a: cron: expected 5 fields"},
+		{"a|topic=t|cron=0 3 * * *|tz=Mars/Olympus", "a: tz: no such zone"},
+		{"a|topic=t|every=500ms", "a: every_ms: must be between"},
+		{"a|topic=t|every=1s|misfire=later", "a: misfire: must be skip or catch_up"},
+		{"a|topic=t|every=1s|colour=red", "a: unknown key"},
+		{"a|topic=t|every=1s|payload={", "a: payload: not valid JSON"},
+		{"a|topic=t|every=1s;a|topic=u|every=2s", "a: listed twice"},
+		{"Bad Name|topic=t|every=1s", "entry 1: name: must match"},
+		{"a|topic=t|every", "a: expected key=value"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		brq_config_fini(&cfg);
+		brq_config_problems_fini(&probs);
+		cr_assert_eq(load(ENV({"BROOQ_SCHEDULES", bad[i].in})), BRQ_EINVAL, "accepted '%s'",
+			     bad[i].in);
+		cr_assert(has_problem(bad[i].why), "'%s': expected '%s'", bad[i].in, bad[i].why);
+	}
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_SCHEDULE_TICK", "50ms"})), BRQ_EINVAL);
+	cr_assert(has_problem("BROOQ_SCHEDULE_TICK: must be 0 (off) or 100ms..1h"));
 }

@@ -56,12 +56,12 @@ Test(lifecycle, answers_unavailable_while_postgres_is_down_and_recovers, .timeou
 	snprintf(tmpl, sizeof(tmpl), "BROOQ_DSN='%s' %s migrate up --dir %s/migrations >/dev/null", dsn,
 		 brq_testdb_bin("brooqctl"), getenv("BROOQ_SOURCE_DIR"));
 	cr_assert_eq(system(tmpl), 0);
-	/* The test cluster commits asynchronously (tests/pg.sh): the immediate stop below
-	 * could lose the migrations' last commits, and the gateway would then find the
-	 * schema a version short after the restart. A checkpoint makes them durable. */
-	PGconn *c = brq_testdb_connect(dsn);
-	brq_testdb_exec(c, "CHECKPOINT");
-	PQfinish(c);
+	/* The test cluster commits asynchronously (tests/pg.sh) and the stop below is a
+	 * crash: without a checkpoint the last migrations' commits can be lost with it,
+	 * and the restarted server lacks tables the gateway prepares statements on. */
+	PGconn *pc = brq_testdb_connect(dsn);
+	brq_testdb_exec(pc, "CHECKPOINT");
+	PQfinish(pc);
 
 	brq_gw    gw;
 	brq_arena a;

@@ -74,6 +74,7 @@ Test(metrics, every_family_has_help_and_type_and_counters_end_in_total)
 		{"brooq_retention_deleted_total", "counter"},
 		{"brooq_retried_total", "counter"},
 		{"brooq_deleted_total", "counter"},
+		{"brooq_max_execution_exceeded_total", "counter"},
 		{"brooq_attempt_duration_seconds", "summary"},
 		{"brooq_rpc_requests_total", "counter"},
 		{"brooq_rpc_duration_seconds", "histogram"},
@@ -114,6 +115,7 @@ Test(metrics, topic_counters_render_after_updates)
 	brq_metrics_topic_add("email.send", 10, BRQ_MT_LEASE_LOST, 1);
 	brq_metrics_topic_add("email.send", 10, BRQ_MT_REAPED, 6);
 	brq_metrics_topic_add("email.send", 10, BRQ_MT_RETENTION_DELETED, 7);
+	brq_metrics_topic_add("email.send", 10, BRQ_MT_MAX_EXECUTION, 8);
 	/* topic_len is honoured: the rest of the buffer is not part of the name. */
 	brq_metrics_topic_add("pdf.renderXXX", 10, BRQ_MT_ENQUEUED, 1);
 	brq_metrics_settle("email.send", 10, BRQ_OUTCOME_FAIL, 2);
@@ -137,6 +139,7 @@ Test(metrics, topic_counters_render_after_updates)
 	cr_assert_eq(sample(t, "brooq_lease_lost_total{topic=\"email.send\"}"), 1);
 	cr_assert_eq(sample(t, "brooq_reaped_total{topic=\"email.send\"}"), 6);
 	cr_assert_eq(sample(t, "brooq_retention_deleted_total{topic=\"email.send\"}"), 7);
+	cr_assert_eq(sample(t, "brooq_max_execution_exceeded_total{topic=\"email.send\"}"), 8);
 	cr_assert_eq(sample(t, "brooq_settle_total{topic=\"email.send\",outcome=\"fail\"}"), 2);
 	cr_assert_eq(sample(t, "brooq_settle_total{topic=\"email.send\",outcome=\"done\"}"), 1);
 	cr_assert_eq(sample(t, "brooq_settle_total{topic=\"email.send\",outcome=\"cancel\"}"), 0);

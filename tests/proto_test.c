@@ -405,17 +405,20 @@ static brq_claimed_job    CJOBS[2] = {
 	    .max_attempts   = 5,
 	    .lease_until_ms = 1700000000000,
 	    .created_at_ms  = -5},
-	   {.id             = 11,
-	    .topic          = {"b.c", 3},
-	    .payload        = {"[]", 2},
-	    .attempts       = UINT32_MAX,
-	    .max_attempts   = 1000,
-	    .lease_until_ms = INT64_MAX,
-	    .created_at_ms  = INT64_MIN},
+	   {.id                 = 11,
+	    .topic              = {"b.c", 3},
+	    .payload            = {"[]", 2},
+	    .attempts           = UINT32_MAX,
+	    .max_attempts       = 1000,
+	    .lease_until_ms     = INT64_MAX,
+	    .created_at_ms      = INT64_MIN,
+	    .attempt_timeout_ms = 60000,
+	    .max_execution_ms   = UINT64_MAX},
 };
 static brq_settle_result SRES[3] = {
 	{1, true, BRQ_STATE_DONE}, {2, false, BRQ_STATE_PENDING}, {3, true, BRQ_STATE_DEAD}};
 static bool            EXT[3]    = {true, false, true};
+static brq_lost_reason WHY[3]    = {BRQ_LOST_NONE, BRQ_LOST_MAX_EXECUTION, BRQ_LOST_NONE};
 static brq_topic_stats TSTATS[2] = {
 	{.topic = {"a", 1}, .count = {1, 2, 3, 4, 5, 6}, .oldest_ready_age_ms = 0},
 	{.topic = {"b", 1}, .count = {UINT64_MAX, 0, 0, 0, 0, 0}, .oldest_ready_age_ms = 99},
@@ -440,7 +443,7 @@ sample_replies(brq_reply out[N_SAMPLE_REP])
 	out[3].op          = BRQ_OP_CLAIM;
 	out[3].claim       = (brq_claim_rep) {CJOBS, 0, true, SRES, 3};
 	out[4].op          = BRQ_OP_HEARTBEAT;
-	out[4].heartbeat   = (brq_heartbeat_rep) {EXT, 3, 1700000000000};
+	out[4].heartbeat   = (brq_heartbeat_rep) {EXT, 3, 1700000000000, WHY};
 	out[5].op          = BRQ_OP_SETTLE;
 	out[5].settle      = (brq_settle_rep) {SRES, 3};
 	out[6].op          = BRQ_OP_CANCEL;
@@ -626,6 +629,8 @@ expect_reply(const brq_reply *a, const brq_reply *b)
 			cr_expect(memcmp(x->lease, y->lease, BRQ_LEASE_LEN) == 0);
 			cr_expect_eq(x->lease_until_ms, y->lease_until_ms);
 			cr_expect_eq(x->created_at_ms, y->created_at_ms);
+			cr_expect_eq(x->attempt_timeout_ms, y->attempt_timeout_ms);
+			cr_expect_eq(x->max_execution_ms, y->max_execution_ms);
 		}
 		cr_expect_eq(a->claim.has_settled, b->claim.has_settled);
 		cr_assert_eq(a->claim.n_settled, b->claim.n_settled);
@@ -639,6 +644,10 @@ expect_reply(const brq_reply *a, const brq_reply *b)
 			cr_expect_eq(a->heartbeat.extended[i], b->heartbeat.extended[i]);
 		}
 		cr_expect_eq(a->heartbeat.lease_until_ms, b->heartbeat.lease_until_ms);
+		cr_assert_eq(a->heartbeat.lost_reasons != NULL, b->heartbeat.lost_reasons != NULL);
+		for (uint32_t i = 0; a->heartbeat.lost_reasons != NULL && i < a->heartbeat.n_extended; i++) {
+			cr_expect_eq(a->heartbeat.lost_reasons[i], b->heartbeat.lost_reasons[i]);
+		}
 		break;
 	case BRQ_OP_SETTLE:
 		cr_assert_eq(a->settle.n_results, b->settle.n_results);
@@ -1562,6 +1571,15 @@ Test(reply, rejects_malformed_replies)
 		 "heartbeat.extended[1]: must be a boolean"},
 		{BRQ_OP_HEARTBEAT, "{v:1, code:'ok', extended:[]}",
 		 "heartbeat.lease_until_ms: required integer"},
+		{BRQ_OP_HEARTBEAT,
+		 "{v:1, code:'ok', extended:[true, false], lease_until_ms:5, lost_reasons:['']}",
+		 "heartbeat.lost_reasons: must have one entry per lease"},
+		{BRQ_OP_HEARTBEAT, "{v:1, code:'ok', extended:[false], lease_until_ms:5, lost_reasons:[1]}",
+		 "heartbeat.lost_reasons[0]: must be a string"},
+		{BRQ_OP_CLAIM,
+		 "{v:1, code:'ok', jobs:[{id:1, topic:'a', payload:'1', attempts:1, max_attempts:1, "
+		 "lease:x'00'*16, lease_until_ms:1, created_at_ms:1, attempt_timeout_ms:-1}]}",
+		 "claim.jobs[0].attempt_timeout_ms"},
 		{BRQ_OP_CANCEL, "{v:1, code:'ok', state:'canceled'}", "cancel.canceled: required boolean"},
 		{BRQ_OP_JOB, "{v:1, code:'ok'}", "job.job: required map"},
 		{BRQ_OP_JOB, "{v:1, code:'ok', job:[]}", "job.job: must be a map"},
@@ -1587,6 +1605,49 @@ Test(reply, nullable_job_fields_accept_nil_and_absence)
 	cr_expect(P.job.job.has_last_error);
 	cr_expect_eq(P.job.job.state, BRQ_STATE_DEAD);
 	cr_expect_eq(P.job.job.updated_at_ms, -1);
+}
+
+// Timeouts: optional keys; absent, they read as none; a reason word this build does
+// not know reads as "gone".
+Test(reply, timeout_keys_are_optional_and_unknown_lost_reasons_read_as_gone)
+{
+	cr_assert_eq(decode_rep(BRQ_OP_CLAIM,
+				"{v:1, code:'ok', jobs:[{id:1, topic:'a', payload:'1', attempts:1, "
+				"max_attempts:1, lease:x'00'*16, lease_until_ms:1, created_at_ms:1}]}"),
+		     BRQ_ST_OK, "%s", E);
+	cr_expect_eq(P.claim.jobs[0].attempt_timeout_ms, 0);
+	cr_expect_eq(P.claim.jobs[0].max_execution_ms, 0);
+	cr_assert_eq(decode_rep(BRQ_OP_CLAIM,
+				"{v:1, code:'ok', jobs:[{id:1, topic:'a', payload:'1', attempts:1, "
+				"max_attempts:1, lease:x'00'*16, lease_until_ms:1, created_at_ms:1, "
+				"attempt_timeout_ms:250, max_execution_ms:4294967296}]}"),
+		     BRQ_ST_OK, "%s", E);
+	cr_expect_eq(P.claim.jobs[0].attempt_timeout_ms, 250);
+	cr_expect_eq(P.claim.jobs[0].max_execution_ms, 4294967296ull);
+
+	cr_assert_eq(decode_rep(BRQ_OP_HEARTBEAT, "{v:1, code:'ok', extended:[false], lease_until_ms:5}"),
+		     BRQ_ST_OK, "%s", E);
+	cr_expect_null(P.heartbeat.lost_reasons, "an older gateway: no reasons");
+	cr_assert_eq(
+		decode_rep(BRQ_OP_HEARTBEAT,
+			   "{v:1, code:'ok', extended:[true, false, false, false, false], lease_until_ms:5, "
+			   "lost_reasons:['', 'canceled', 'max_execution', 'gone', 'eaten by a grue']}"),
+		BRQ_ST_OK, "%s", E);
+	brq_lost_reason want[] = {BRQ_LOST_NONE, BRQ_LOST_CANCELED, BRQ_LOST_MAX_EXECUTION, BRQ_LOST_GONE,
+				  BRQ_LOST_GONE};
+	for (int i = 0; i < 5; i++)
+		cr_expect_eq(P.heartbeat.lost_reasons[i], want[i], "reason %d", i);
+
+	cr_assert_eq(decode_rep(BRQ_OP_JOB,
+				"{v:1, code:'ok', job:{id:1, topic:'a', payload:'{}', state:'processing', "
+				"attempts:1, max_attempts:5, available_at_ms:1, locked_by:'w', "
+				"locked_until_ms:9, last_error:nil, created_at_ms:0, updated_at_ms:2, "
+				"claimed_at_ms:2, attempt_deadline_ms:302}}"),
+		     BRQ_ST_OK, "%s", E);
+	cr_expect(P.job.job.has_claimed_at_ms);
+	cr_expect_eq(P.job.job.claimed_at_ms, 2);
+	cr_expect_eq(P.job.job.attempt_deadline_ms, 302);
+	cr_expect_eq(P.job.job.max_execution_deadline_ms, 0);
 }
 
 Test(reply, rejects_truncated_replies)

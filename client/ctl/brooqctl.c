@@ -114,6 +114,18 @@ static const struct {
 	{"delete", brq_ctl_delete,
 	 "usage: brooqctl [OPTIONS] delete ID          (admin token)\n\n"
 	 "Deletes a done, dead or canceled job. Another state: conflict, exit 1.\n"},
+	{"schedule", brq_ctl_schedule,
+	 "usage: brooqctl [OPTIONS] schedule list                      (admin token)\n"
+	 "       brooqctl [OPTIONS] schedule add NAME TOPIC (--cron EXPR [--tz ZONE] | --every D)\n"
+	 "                [--payload JSON] [--misfire skip|catch_up] [--catch-up-max N]\n"
+	 "                [--max-attempts N]\n"
+	 "       brooqctl [OPTIONS] schedule remove NAME\n\n"
+	 "Periodic jobs: every slot of a schedule enqueues one job on TOPIC, exactly once\n"
+	 "whatever the number of gateways. --cron takes 5 fields (minute hour day-of-month\n"
+	 "month day-of-week) read in --tz (default UTC); --every a duration (>= 1s), slots\n"
+	 "at its multiples since the Unix epoch. Slots missed while no gateway ran (over a\n"
+	 "minute late): skip (default) enqueues the latest only, catch_up the latest\n"
+	 "--catch-up-max (default 10). add replaces a schedule of the same name.\n"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -187,6 +199,7 @@ usage(FILE *f, const char *cmd)
 	      "       brooqctl [OPTIONS] jobs [--topic T] [--state S] [--limit N] [--cursor C] ...  (admin)\n"
 	      "       brooqctl [OPTIONS] retry ID | --topic T --state dead|canceled [--limit N]  (admin)\n"
 	      "       brooqctl [OPTIONS] delete ID          (admin token)\n"
+	      "       brooqctl [OPTIONS] schedule list|add|remove ...  (admin token)\n"
 	      "       brooqctl migrate up|up-to N|down|down-to N|status|version\n"
 	      "                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
 	      "       brooqctl --version | [COMMAND] --help\n"
@@ -344,10 +357,13 @@ tls_option(brq_ctl *ctl, int argc, char **argv, int *i, int *rc)
 
 /* What the options said besides brq_ctl's fields. */
 typedef struct opts_seen {
-	bool help, version, enqueue_only;
-	bool list_only;  /* --cursor, --since, --until: jobs */
-	bool topic_opts; /* --topic, --state, --limit: jobs and retry */
-	bool key;        /* --key: enqueue and jobs */
+	bool help, version;
+	bool enqueue_only;  /* --delay: enqueue */
+	bool attempts;      /* --max-attempts: enqueue and schedule add */
+	bool schedule_only; /* --cron, --tz, --every, --payload, --misfire, --catch-up-max */
+	bool list_only;     /* --cursor, --since, --until: jobs */
+	bool topic_opts;    /* --topic, --state, --limit: jobs and retry */
+	bool key;           /* --key: enqueue and jobs */
 } opts_seen;
 
 /* --topic, --state, --limit, --cursor, --since, --until at argv[*i]: 1 when it was one
@@ -394,6 +410,36 @@ list_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i, int *r
 	return 1;
 }
 
+/* schedule add's options: a string each, or (every, catch-up-max) parsed below. */
+static const char *const sched_opts[] = {"--cron",    "--tz",    "--payload",
+					 "--misfire", "--every", "--catch-up-max"};
+
+/* A schedule add option at argv[*i]: 1 when it was one (*rc the result), else 0. */
+static int
+sched_option(brq_ctl *ctl, int argc, char **argv, int *i, int *rc)
+{
+	const char **dst[] = {&ctl->cron, &ctl->tz, &ctl->payload, &ctl->misfire};
+	const char  *v;
+	uint64_t     u;
+	for (size_t k = 0; k < sizeof(sched_opts) / sizeof(sched_opts[0]); k++) {
+		int m = take_opt(argc, argv, i, sched_opts[k], &v);
+		if (m == 0)
+			continue;
+		if (m < 0 || v[0] == '\0')
+			*rc = brq_ctl_usage(ctl, "option %s needs a value", sched_opts[k]);
+		else if (k < 4)
+			*dst[k] = v;
+		else if (k == 4)
+			*rc = duration_opt(ctl, "--every", v, 1000, UINT64_MAX, &ctl->every_ms);
+		else if (brq_ctl_parse_u64(v, 1, 1000, &u) != 0)
+			*rc = brq_ctl_usage(ctl, "--catch-up-max '%s': must be 1..1000", v);
+		else
+			ctl->catch_up_max = (uint32_t) u;
+		return 1;
+	}
+	return 0;
+}
+
 /* One option at argv[*i] (not a positional). Returns BRQ_EXIT_OK or a usage error. */
 static int
 one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
@@ -417,6 +463,9 @@ one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
 			return brq_ctl_usage(ctl, "option --token-file needs a value");
 		ctl->token_file = v;
 	} else if (tls_option(ctl, argc, argv, i, &rc) != 0) {
+		return rc;
+	} else if (sched_option(ctl, argc, argv, i, &rc) != 0) {
+		seen->schedule_only = true;
 		return rc;
 	} else if ((m = take_opt(argc, argv, i, "--timeout", &v)) != 0) {
 		if (m < 0)
@@ -442,8 +491,8 @@ one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
 			return brq_ctl_usage(ctl, "option --max-attempts needs a value");
 		if (brq_ctl_parse_u64(v, 1, UINT32_MAX, &u) != 0)
 			return brq_ctl_usage(ctl, "--max-attempts '%s': not a positive integer", v);
-		ctl->max_attempts  = (uint32_t) u;
-		seen->enqueue_only = true;
+		ctl->max_attempts = (uint32_t) u;
+		seen->attempts    = true;
 	} else if (strncmp(a, "--token", 7) == 0 && strncmp(a, "--token-file", 12) != 0) {
 		/* Never echo it: the argument may be the secret itself. */
 		return brq_ctl_usage(ctl,
@@ -473,6 +522,8 @@ first_command(int argc, char **argv)
 			is_valued = is_valued || strcmp(argv[i], valued[k]) == 0;
 		for (size_t k = 0; k < sizeof(tls_opts) / sizeof(tls_opts[0]); k++)
 			is_valued = is_valued || strcmp(argv[i], tls_opts[k]) == 0;
+		for (size_t k = 0; k < sizeof(sched_opts) / sizeof(sched_opts[0]); k++)
+			is_valued = is_valued || strcmp(argv[i], sched_opts[k]) == 0;
 		i += is_valued;
 	}
 	return NULL;
@@ -483,8 +534,15 @@ static int
 option_misplaced(const brq_ctl *ctl, const opts_seen *seen, const char *cmd)
 {
 	bool enqueue = strcmp(cmd, "enqueue") == 0, jobs = strcmp(cmd, "jobs") == 0;
+	bool schedule = strcmp(cmd, "schedule") == 0;
 	if (seen->enqueue_only && !enqueue)
-		return brq_ctl_usage(ctl, "--delay and --max-attempts belong to enqueue");
+		return brq_ctl_usage(ctl, "--delay belongs to enqueue");
+	if (seen->attempts && !enqueue && !schedule)
+		return brq_ctl_usage(ctl, "--max-attempts belongs to enqueue and schedule add");
+	if (seen->schedule_only && !schedule)
+		return brq_ctl_usage(ctl,
+				     "--cron, --tz, --every, --payload, --misfire and "
+				     "--catch-up-max belong to schedule add");
 	if (seen->key && !enqueue && !jobs)
 		return brq_ctl_usage(ctl, "--key belongs to enqueue and jobs");
 	if (seen->list_only && !jobs)

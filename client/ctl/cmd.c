@@ -301,6 +301,9 @@ brq_ctl_print_job_json(const brooq_job_info *j)
 	brq_ctl_json_cstr(stdout, j->key);
 	json_time("created_at", j->created_at_ms, true);
 	json_time("updated_at", j->updated_at_ms, true);
+	json_time("claimed_at", j->claimed_at_ms, j->claimed_at_ms != 0);
+	json_time("attempt_deadline", j->attempt_deadline_ms, j->attempt_deadline_ms != 0);
+	json_time("max_execution_deadline", j->max_execution_deadline_ms, j->max_execution_deadline_ms != 0);
 	/* The payload is JSON as the database stored it (jsonb text): embedded as is. */
 	fputs(",\"payload\":", stdout);
 	fputs(j->payload != NULL && j->payload[0] != '\0' ? j->payload : "null", stdout);
@@ -352,6 +355,12 @@ print_job_table(const brooq_job_info *j)
 		snprintf(buf, sizeof(buf), "%" PRIu64, j->retry_of);
 		row("retry_of", buf);
 	}
+	row_time("claimed_at", j->claimed_at_ms, j->claimed_at_ms != 0);
+	/* Only while processing, and only when the topic has them. */
+	if (j->attempt_deadline_ms != 0)
+		row_time("deadline", j->attempt_deadline_ms, true);
+	if (j->max_execution_deadline_ms != 0)
+		row_time("max_exec_end", j->max_execution_deadline_ms, true);
 	row("payload", j->payload);
 	row("result", j->result);
 }

@@ -31,7 +31,7 @@ typedef struct brq_ctl {
 	bool        json;            /* one JSON object on stdout instead of a table, errors too */
 	const char *key;             /* enqueue --key */
 	uint64_t    delay_ms;        /* enqueue --delay */
-	uint32_t    max_attempts;    /* enqueue --max-attempts; 0: the gateway's default */
+	uint32_t    max_attempts;    /* enqueue, schedule add --max-attempts; 0: the gateway's default */
 	/* jobs and retry (bulk): */
 	const char *topic;    /* --topic; NULL: any (jobs) */
 	int         state;    /* --state as a brooq_state; -1: any (jobs) */
@@ -39,6 +39,10 @@ typedef struct brq_ctl {
 	const char *cursor;   /* jobs --cursor: a page's "next" */
 	uint64_t    since_ms; /* jobs --since D: created in the last D; 0: no bound */
 	uint64_t    until_ms; /* jobs --until D: created more than D ago; 0: no bound */
+	/* schedule add: --cron, --tz, --every, --payload, --misfire, --catch-up-max */
+	const char *cron, *tz, *payload, *misfire;
+	uint64_t    every_ms;
+	uint32_t    catch_up_max;
 } brq_ctl;
 
 /*
@@ -73,5 +77,6 @@ int brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_jobs(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_retry(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_delete(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_schedule(const brq_ctl *ctl, int argc, char **argv); /* schedule.c */
 
 #endif

@@ -49,7 +49,9 @@ flaky(brooq_job_ctx *job, void *arg)
 }
 
 /* demo.slow: 30 s of "work" in 100 ms steps, giving up as soon as the job is canceled
- * (an operator's cancel reaches us through the next heartbeat). */
+ * (an operator's cancel reaches us through the next heartbeat) or its attempt timeout
+ * passes (the gateway's BROOQ_ATTEMPT_TIMEOUT, per topic attempt_timeout): the reason
+ * says which. */
 static void
 slow(brooq_job_ctx *job, void *arg)
 {
@@ -60,8 +62,9 @@ slow(brooq_job_ctx *job, void *arg)
 	fflush(stdout);
 	for (; i < 300 && !brooq_job_canceled(job); i++)
 		nanosleep(&step, NULL);
-	printf("job=%" PRIu64 " topic=demo.slow %s after %d ms\n", brooq_job_id(job),
-	       i < 300 ? "canceled" : "done", i * 100);
+	printf("job=%" PRIu64 " topic=demo.slow %s after %d ms reason=%s\n", brooq_job_id(job),
+	       i < 300 ? "canceled" : "done", i * 100,
+	       brooq_cancel_reason_name(brooq_job_cancel_reason(job)));
 }
 
 /* demo.chain: done, with one demo.hello job enqueued in the same transaction. */

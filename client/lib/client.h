@@ -43,6 +43,11 @@ int brq_client_rpc_open(brooq_client *c, brq_rpc *out) BRQ_MUSTCHECK;
  * memory. */
 brooq_job_info *brq_job_info_out(const brq_job_info *in);
 
+/* brooq_heartbeat, also saying why each lost lease is lost (why[0..n), may be NULL;
+ * BRQ_LOST_NONE for extended leases, BRQ_LOST_GONE when the gateway does not say). */
+brooq_err brq_heartbeat_why(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t lease_ms,
+			    bool *extended, brq_lost_reason *why);
+
 /* brooq_claim over transport r (c's own, or one from brq_client_rpc_open). */
 brooq_err brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_job **jobs,
 			size_t *n);

@@ -238,13 +238,15 @@ jobs_out(const brq_claimed_job *in, uint32_t n, brooq_job **out)
 	for (uint32_t i = 0; i < n; i++) {
 		v[i].lease.id = in[i].id;
 		memcpy(v[i].lease.token, in[i].lease, BROOQ_LEASE_LEN);
-		v[i].topic          = str_dup(in[i].topic);
-		v[i].payload        = str_dup(in[i].payload);
-		v[i].payload_len    = in[i].payload.len;
-		v[i].attempts       = in[i].attempts;
-		v[i].max_attempts   = in[i].max_attempts;
-		v[i].lease_until_ms = in[i].lease_until_ms;
-		v[i].created_at_ms  = in[i].created_at_ms;
+		v[i].topic              = str_dup(in[i].topic);
+		v[i].payload            = str_dup(in[i].payload);
+		v[i].payload_len        = in[i].payload.len;
+		v[i].attempts           = in[i].attempts;
+		v[i].max_attempts       = in[i].max_attempts;
+		v[i].lease_until_ms     = in[i].lease_until_ms;
+		v[i].created_at_ms      = in[i].created_at_ms;
+		v[i].attempt_timeout_ms = in[i].attempt_timeout_ms;
+		v[i].max_execution_ms   = in[i].max_execution_ms;
 		if (v[i].topic == NULL || v[i].payload == NULL) {
 			brooq_jobs_free(v, i + 1);
 			return brq_fail(BRQ_ENOMEM, "claim: out of memory");
@@ -348,6 +350,13 @@ brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_j
 brooq_err
 brooq_heartbeat(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t lease_ms, bool *extended)
 {
+	return brq_heartbeat_why(c, leases, n, lease_ms, extended, NULL);
+}
+
+brooq_err
+brq_heartbeat_why(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t lease_ms, bool *extended,
+		  brq_lost_reason *why)
+{
 	brq_call k;
 	int      rv = 0;
 
@@ -374,8 +383,15 @@ brooq_heartbeat(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t l
 	if (err == BROOQ_OK && k.rep.heartbeat.n_extended != n)
 		err = brq_err_public(count_mismatch("heartbeat", k.rep.heartbeat.n_extended, n));
 	if (err == BROOQ_OK) {
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			extended[i] = k.rep.heartbeat.extended[i];
+			// Without reasons (an older gateway): every lost lease is just gone.
+			if (why != NULL)
+				why[i] = extended[i] ? BRQ_LOST_NONE
+					: k.rep.heartbeat.lost_reasons != NULL
+					? k.rep.heartbeat.lost_reasons[i]
+					: BRQ_LOST_GONE;
+		}
 	}
 	brq_call_fini(&k);
 	return err;
@@ -466,21 +482,24 @@ brq_job_info_out(const brq_job_info *in)
 	bool            ok = j != NULL;
 	if (!ok)
 		return NULL;
-	j->id              = in->id;
-	j->topic           = opt_dup(true, in->topic, &ok);
-	j->payload         = opt_dup(true, in->payload, &ok);
-	j->state           = (brooq_state) in->state;
-	j->attempts        = in->attempts;
-	j->max_attempts    = in->max_attempts;
-	j->available_at_ms = in->available_at_ms;
-	j->locked_by       = opt_dup(in->has_locked_by, in->locked_by, &ok);
-	j->locked_until_ms = in->has_locked_until_ms ? in->locked_until_ms : 0;
-	j->last_error      = opt_dup(in->has_last_error, in->last_error, &ok);
-	j->key             = opt_dup(in->has_key, in->key, &ok);
-	j->created_at_ms   = in->created_at_ms;
-	j->updated_at_ms   = in->updated_at_ms;
-	j->result          = opt_dup(in->has_result, in->result, &ok);
-	j->retry_of        = in->has_retry_of ? in->retry_of : 0;
+	j->id                        = in->id;
+	j->topic                     = opt_dup(true, in->topic, &ok);
+	j->payload                   = opt_dup(true, in->payload, &ok);
+	j->state                     = (brooq_state) in->state;
+	j->attempts                  = in->attempts;
+	j->max_attempts              = in->max_attempts;
+	j->available_at_ms           = in->available_at_ms;
+	j->locked_by                 = opt_dup(in->has_locked_by, in->locked_by, &ok);
+	j->locked_until_ms           = in->has_locked_until_ms ? in->locked_until_ms : 0;
+	j->last_error                = opt_dup(in->has_last_error, in->last_error, &ok);
+	j->key                       = opt_dup(in->has_key, in->key, &ok);
+	j->created_at_ms             = in->created_at_ms;
+	j->updated_at_ms             = in->updated_at_ms;
+	j->claimed_at_ms             = in->has_claimed_at_ms ? in->claimed_at_ms : 0;
+	j->attempt_deadline_ms       = in->attempt_deadline_ms;
+	j->max_execution_deadline_ms = in->max_execution_deadline_ms;
+	j->result                    = opt_dup(in->has_result, in->result, &ok);
+	j->retry_of                  = in->has_retry_of ? in->retry_of : 0;
 	if (!ok) {
 		brooq_job_info_free(j);
 		return NULL;

@@ -75,16 +75,18 @@ handler_returned(brooq_worker *w, brooq_job_ctx *j)
 	w->n_busy--;
 	w->n_running--;
 	w->n_returned++;
+	/* A handler that overstayed its cancel flag and was not caught by the keeper
+	 * (e.g. after run returned) is counted now. */
+	if (j->raised_at_ms != 0 && !j->hung_counted &&
+	    (int64_t) brq_now_ms() - j->raised_at_ms >= (int64_t) w->hung_grace_ms)
+		brq_worker_count_hung(w, j);
 	if (j->cancel_at_ms != 0) {
-		/* Lost or abandoned: the result is discarded. A handler that overstayed its
-		 * cancel and was not caught by the keeper (e.g. after run returned) is
-		 * counted now. */
-		if (!j->hung_counted &&
-		    (int64_t) brq_now_ms() - j->cancel_at_ms >= (int64_t) w->hung_grace_ms)
-			brq_worker_count_hung(w, j);
+		/* Lost or abandoned: the result is discarded. */
 		brq_held_del(w, j);
 		brq_job_ctx_free(j);
 	} else {
+		if (j->timed_out)
+			brq_job_timed_out_outcome(j);
 		j->ph          = PH_FINISHED;
 		j->finished_ms = (int64_t) brq_now_ms();
 		brq_list_push(&w->finished, j);
@@ -117,6 +119,17 @@ handler_main(void *arg)
 			w->n_busy--;
 			brq_held_del(w, j);
 			brq_job_ctx_free(j);
+			brq_worker_wake(w);
+			continue;
+		}
+		if (j->timed_out) {
+			/* Its deadline passed while it waited for a thread: not run, failed. */
+			w->n_busy--;
+			brq_job_timed_out_outcome(j);
+			j->ph          = PH_FINISHED;
+			j->finished_ms = (int64_t) brq_now_ms();
+			brq_list_push(&w->finished, j);
+			pthread_cond_signal(&w->settle_cv);
 			brq_worker_wake(w);
 			continue;
 		}
@@ -342,7 +355,7 @@ stop_phase(brooq_worker *w)
 					continue;
 				j->abandoned = true;
 				j->lost      = j->ph == PH_QUEUED; /* never started: dropped when popped */
-				brq_worker_cancel_job(j, now);
+				brq_worker_cancel_job(j, now, BROOQ_CANCEL_STOP);
 				abandoned++;
 				BRQ_LOG(w->c, BROOQ_LOG_WARN, "handler_abandoned",
 					BRQ_LF_U64("job", j->lease.id), BRQ_LF_STR("topic", j->topic));

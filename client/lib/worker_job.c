@@ -2,6 +2,7 @@
 /* Worker runtime: the job a handler runs, its outcome, and its copy of the claim. */
 #include "worker_job.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,7 +154,15 @@ brq_job_ctx_new(brooq_worker *w, const brooq_job *jb, int64_t now, int64_t wall_
 	}
 	j->attempts     = jb->attempts;
 	j->max_attempts = jb->max_attempts;
-	atomic_init(&j->canceled, false);
+	atomic_init(&j->cancel_reason, BROOQ_CANCEL_NONE);
+	/* The deadline counts from when this worker received the claim: a little after the
+	 * gateway's claim, never before it. */
+	j->attempt_timeout_ms = jb->attempt_timeout_ms;
+	if (jb->attempt_timeout_ms != 0) {
+		uint64_t t          = jb->attempt_timeout_ms < INT32_MAX ? jb->attempt_timeout_ms : INT32_MAX;
+		j->deadline_ms      = now + (int64_t) t;
+		j->deadline_wall_ms = wall_now + (int64_t) t;
+	}
 	/* The lease's length: ours, or as granted (the topic's default), read off the
 	 * gateway's wall clock. Clamped to the gateway's bounds, which also caps what
 	 * clock skew between the hosts can do to the heartbeat cadence. */
@@ -166,6 +175,25 @@ brq_job_ctx_new(brooq_worker *w, const brooq_job *jb, int64_t now, int64_t wall_
 	j->lease_end_ms = now + lease;
 	j->next_hb_ms   = now + lease / 3;
 	return j;
+}
+
+/* The attempt ran past its deadline: whatever the handler decided, it is settled as a
+ * fail that says so (backoff; dead only on the last attempt). The handler's own error,
+ * if it set one, follows. Handler thread or under w->mu, after the handler returned. */
+void
+brq_job_timed_out_outcome(brooq_job_ctx *j)
+{
+	char text[BRQ_ERROR_STORED_MAX + 1];
+	if (j->error != NULL)
+		snprintf(text, sizeof(text), "attempt timed out after %llu ms (the handler said: %s)",
+			 (unsigned long long) j->attempt_timeout_ms, j->error);
+	else
+		snprintf(text, sizeof(text), "attempt timed out after %llu ms",
+			 (unsigned long long) j->attempt_timeout_ms);
+	brq_job_outcome_clear(j);
+	j->outcome = BROOQ_OUTCOME_FAIL;
+	j->error   = brq_worker_error_copy(text);
+	j->oom     = j->error == NULL;
 }
 
 void
@@ -221,7 +249,33 @@ brooq_job_max_attempts(const brooq_job_ctx *j)
 bool
 brooq_job_canceled(const brooq_job_ctx *j)
 {
-	return atomic_load(&((brooq_job_ctx *) j)->canceled);
+	return atomic_load(&((brooq_job_ctx *) j)->cancel_reason) != BROOQ_CANCEL_NONE;
+}
+
+brooq_cancel_reason
+brooq_job_cancel_reason(const brooq_job_ctx *j)
+{
+	return (brooq_cancel_reason) atomic_load(&((brooq_job_ctx *) j)->cancel_reason);
+}
+
+const char *
+brooq_cancel_reason_name(brooq_cancel_reason r)
+{
+	switch (r) {
+	case BROOQ_CANCEL_NONE: return "none";
+	case BROOQ_CANCEL_TIMEOUT: return "timeout";
+	case BROOQ_CANCEL_OPERATOR: return "operator";
+	case BROOQ_CANCEL_LEASE_LOST: return "lease_lost";
+	case BROOQ_CANCEL_MAX_EXECUTION: return "max_execution";
+	case BROOQ_CANCEL_STOP: return "stop";
+	}
+	return "unknown";
+}
+
+int64_t
+brooq_job_deadline(const brooq_job_ctx *j)
+{
+	return j->deadline_wall_ms;
 }
 
 void

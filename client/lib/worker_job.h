@@ -11,6 +11,8 @@ brooq_job_ctx *brq_job_ctx_new(brooq_worker *w, const brooq_job *jb, int64_t now
 void           brq_job_ctx_free(brooq_job_ctx *j);
 /* Back to "done, no chain, no error". */
 void brq_job_outcome_clear(brooq_job_ctx *j);
+/* Replaces j's outcome by the fail of an attempt past its deadline. */
+void brq_job_timed_out_outcome(brooq_job_ctx *j);
 /* s describes j's outcome; it borrows j's strings and chain. */
 void brq_job_settle_fill(brooq_settle_item *s, const char **result, const brooq_job_ctx *j);
 /* A copy the gateway accepts: invalid UTF-8 bytes become '?', cut to

@@ -32,12 +32,34 @@ cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
 
 /* ---- cancels and lost leases ---------------------------------------------------------- */
 
+/* Raises j's flag with `reason`: the first one, or one after a timeout. */
+static void
+raise_flag(brooq_job_ctx *j, brooq_cancel_reason reason, int64_t now)
+{
+	int cur = atomic_load(&j->cancel_reason);
+	if (cur == BROOQ_CANCEL_NONE || (cur == BROOQ_CANCEL_TIMEOUT && reason != BROOQ_CANCEL_TIMEOUT))
+		atomic_store(&j->cancel_reason, (int) reason);
+	if (j->raised_at_ms == 0)
+		j->raised_at_ms = now > 0 ? now : 1;
+}
+
 void
-brq_worker_cancel_job(brooq_job_ctx *j, int64_t now)
+brq_worker_cancel_job(brooq_job_ctx *j, int64_t now, brooq_cancel_reason reason)
 {
 	if (j->cancel_at_ms == 0)
 		j->cancel_at_ms = now > 0 ? now : 1;
-	atomic_store(&j->canceled, true);
+	raise_flag(j, reason, now);
+}
+
+/* j's deadline passed (queued or running, its result not given up): the flag goes up,
+ * the lease is kept, and the result will be a fail that says so. */
+static void
+time_out(brooq_worker *w, brooq_job_ctx *j, int64_t now)
+{
+	j->timed_out = true;
+	raise_flag(j, BROOQ_CANCEL_TIMEOUT, now);
+	BRQ_LOG(w->c, BROOQ_LOG_WARN, "attempt_timed_out", BRQ_LF_U64("job", j->lease.id),
+		BRQ_LF_STR("topic", j->topic), BRQ_LF_U64("timeout_ms", j->attempt_timeout_ms));
 }
 
 /* Counts and logs a handler still running hung_grace_ms after its cancel (once). */
@@ -50,20 +72,26 @@ brq_worker_count_hung(brooq_worker *w, brooq_job_ctx *j)
 		BRQ_LF_STR("topic", j->topic));
 }
 
-/* The gateway says j's lease is gone (canceled, reaped, settled elsewhere): its
- * result is discarded and the worker writes nothing for it. */
+/* The gateway says j's lease is gone (canceled, reaped, settled elsewhere, past the
+ * maximum execution time), or it is about to run out unheard: its result is discarded
+ * and the worker writes nothing for it. A handler still running past the maximum
+ * execution time is hung by definition: counted at once. */
 static void
-lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now)
+lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now, brooq_cancel_reason reason)
 {
 	if (j->ph == PH_SETTLING || j->lost || j->abandoned)
 		return; /* a settle in flight answers for itself */
 	j->lost = true;
 	w->st.lease_lost++;
 	BRQ_LOG(w->c, BROOQ_LOG_INFO, "lease_lost", BRQ_LF_U64("job", j->lease.id),
-		BRQ_LF_STR("topic", j->topic));
+		BRQ_LF_STR("topic", j->topic), BRQ_LF_STR("reason", brooq_cancel_reason_name(reason)));
 	switch (j->ph) {
 	case PH_QUEUED: /* freed by the handler thread that pops it */
-	case PH_RUNNING: brq_worker_cancel_job(j, now); break;
+	case PH_RUNNING:
+		brq_worker_cancel_job(j, now, reason);
+		if (j->ph == PH_RUNNING && reason == BROOQ_CANCEL_MAX_EXECUTION && !j->hung_counted)
+			brq_worker_count_hung(w, j);
+		break;
 	case PH_FINISHED:
 		brq_list_del(&w->finished, j);
 		brq_held_del(w, j);
@@ -281,6 +309,16 @@ brq_worker_settler_main(void *arg)
 
 /* ---- heartbeats and the hung-handler watch --------------------------------------------- */
 
+static brooq_cancel_reason
+lost_reason_of(brq_lost_reason r)
+{
+	switch (r) {
+	case BRQ_LOST_CANCELED: return BROOQ_CANCEL_OPERATOR;
+	case BRQ_LOST_MAX_EXECUTION: return BROOQ_CANCEL_MAX_EXECUTION;
+	default: return BROOQ_CANCEL_LEASE_LOST;
+	}
+}
+
 static bool
 needs_heartbeat(const brooq_job_ctx *j)
 {
@@ -302,13 +340,14 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	size_t n = 0, answered = 0;
 	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
 		n += needs_heartbeat(j);
-	brooq_lease *ls                     = malloc(n * sizeof(*ls));
-	bool        *ext                    = malloc(n * sizeof(*ext));
-	brooq_err    err                    = BROOQ_ENOMEM;
-	char         detail[BRQ_DETAIL_MAX] = "out of memory";
-	int64_t      t0                     = (int64_t) brq_now_ms();
+	brooq_lease     *ls                     = malloc(n * sizeof(*ls));
+	bool            *ext                    = malloc(n * sizeof(*ext));
+	brq_lost_reason *why                    = malloc(n * sizeof(*why));
+	brooq_err        err                    = BROOQ_ENOMEM;
+	char             detail[BRQ_DETAIL_MAX] = "out of memory";
+	int64_t          t0                     = (int64_t) brq_now_ms();
 
-	if (ls != NULL && ext != NULL) {
+	if (ls != NULL && ext != NULL && why != NULL) {
 		size_t k = 0;
 		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
 			if (needs_heartbeat(j))
@@ -317,7 +356,8 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 		err = BROOQ_OK;
 		while (answered < n && err == BROOQ_OK) {
 			size_t m = n - answered < BRQ_W_BATCH_MAX ? n - answered : BRQ_W_BATCH_MAX;
-			err      = brooq_heartbeat(w->c, ls + answered, m, w->lease_ms, ext + answered);
+			err      = brq_heartbeat_why(w->c, ls + answered, m, w->lease_ms, ext + answered,
+						     why + answered);
 			if (err == BROOQ_OK)
 				answered += m;
 			else
@@ -339,13 +379,13 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 		if (j == NULL)
 			continue;
 		if (!ext[i]) {
-			lease_lost(w, j, now);
+			lease_lost(w, j, now, lost_reason_of(why[i]));
 		} else if (needs_heartbeat(j)) {
 			j->lease_end_ms = t0 + j->lease_ms;
 			j->next_hb_ms   = t0 + j->lease_ms / 3;
 		}
 	}
-	if (ls == NULL || ext == NULL) {
+	if (ls == NULL || ext == NULL || why == NULL) {
 		/* Nothing was sent: retry every lease that is due. */
 		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
 			if (needs_heartbeat(j) && j->next_hb_ms <= now)
@@ -361,6 +401,7 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	}
 	free(ls);
 	free(ext);
+	free(why);
 }
 
 void *
@@ -386,18 +427,25 @@ brq_worker_keeper_main(void *arg)
 					BRQ_LOG(w->c, BROOQ_LOG_WARN, "lease_expired",
 						BRQ_LF_U64("job", j->lease.id),
 						BRQ_LF_STR("topic", j->topic));
-					lease_lost(w, j, now);
+					lease_lost(w, j, now, BROOQ_CANCEL_LEASE_LOST);
 				} else {
 					next = brq_min64(next, expiry);
 				}
+			}
+			if ((j->ph == PH_QUEUED || j->ph == PH_RUNNING) && j->deadline_ms != 0 &&
+			    !j->timed_out && j->cancel_at_ms == 0) {
+				if (j->deadline_ms <= now)
+					time_out(w, j, now);
+				else
+					next = brq_min64(next, j->deadline_ms);
 			}
 			if (needs_heartbeat(j)) {
 				if (j->next_hb_ms <= now)
 					due = true;
 				next = brq_min64(next, j->next_hb_ms);
 			}
-			if (j->ph == PH_RUNNING && j->cancel_at_ms != 0 && !j->hung_counted) {
-				int64_t at = j->cancel_at_ms + w->hung_grace_ms;
+			if (j->ph == PH_RUNNING && j->raised_at_ms != 0 && !j->hung_counted) {
+				int64_t at = j->raised_at_ms + w->hung_grace_ms;
 				if (at <= now)
 					brq_worker_count_hung(w, j);
 				else

@@ -8,8 +8,9 @@
 /* The keeper and the settler threads (see worker.h); arg is the worker. */
 void *brq_worker_keeper_main(void *w);
 void *brq_worker_settler_main(void *w);
-/* Raises j's cancel flag (once; remembers when). Under w->mu. */
-void brq_worker_cancel_job(brooq_job_ctx *j, int64_t now);
+/* Gives j's result up and raises its cancel flag with `reason` (remembers when).
+ * Under w->mu. */
+void brq_worker_cancel_job(brooq_job_ctx *j, int64_t now, brooq_cancel_reason reason);
 /* Counts and logs j as hung (once). Under w->mu. */
 void brq_worker_count_hung(brooq_worker *w, brooq_job_ctx *j);
 /* Moves up to max finished results into b[] (phase SETTLING). Under w->mu. */

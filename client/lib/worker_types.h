@@ -42,8 +42,15 @@
  * The worker holds at most threads + prefetch leases. A ctx is freed when
  * its settle is answered, or when its result is discarded (lease lost, or
  * abandoned at stop) and its handler has returned. All of it is under w->mu,
- * except the outcome fields (handler thread, RUNNING only) and the cancel flag
+ * except the outcome fields (handler thread, RUNNING only) and the cancel reason
  * (atomic, read by handlers without the lock).
+ *
+ * The cancel flag has two kinds of reasons. A timeout (the attempt's deadline, kept by
+ * the keeper) only asks the handler to stop: the lease is still held and heartbeated,
+ * and the handler's result is replaced by a fail "attempt timed out after N ms" that is
+ * settled as usual. Every other reason (lease lost, canceled, past the maximum
+ * execution time, abandoned at stop) gives the result up: cancel_at_ms is set and
+ * nothing is written for the job.
  */
 
 /* Per request: leases per heartbeat, chained jobs per settle (the gateway's default
@@ -52,8 +59,11 @@
 #define BRQ_W_BATCH_MAX 1000
 /* Results per settle request (and per claim that carries them). */
 #define BRQ_W_SETTLE_ITEMS_MAX 500
-/* The prefetch queue's default bound (brooq_worker_opts.prefetch_max 0). */
-#define BRQ_W_PREFETCH_DEFAULT 256
+/* The prefetch queue's default bound (brooq_worker_opts.prefetch_max 0): a claim
+ * may then carry a whole batch; the pace (50 ms of work) keeps slow handlers far below
+ * it. In the drain benchmark 1000 gave claims of ~430 jobs instead of ~230 and
+ * +10..20 % jobs/s over 256 (docs/benchmarks.md). */
+#define BRQ_W_PREFETCH_DEFAULT 1000
 
 typedef enum brq_phase {
 	PH_QUEUED,
@@ -101,14 +111,22 @@ struct brooq_job_ctx {
 	int64_t   finished_ms;  /* when its result was ready */
 	brq_phase ph;
 
-	atomic_bool canceled;     /* brooq_job_canceled(); never lowered */
-	int64_t     cancel_at_ms; /* when canceled was raised; 0: not raised. Under w->mu */
-	bool        lost;         /* the gateway said the lease is gone */
-	bool        abandoned;    /* still running when the stop grace ended */
-	bool        hung_counted;
-	bool        solo;      /* a batch holding it was refused: settle it alone */
-	bool        rewritten; /* its outcome was refused once and replaced by a fail */
-	bool        ambiguous; /* an earlier settle may have run: "not applied" proves nothing */
+	/* brooq_job_cancel_reason(): 0 (NONE) until raised; never lowered; TIMEOUT may be
+	 * followed by another reason, any other is final. Written under w->mu. */
+	atomic_int cancel_reason;
+	int64_t    raised_at_ms; /* when the flag was first raised (hung watch); 0: not. Under w->mu */
+	int64_t    cancel_at_ms; /* when the result was given up (lost, abandoned); 0: not. Under w->mu */
+	/* The attempt timeout (as claimed; 0: none): the deadline, monotonic and Unix ms. */
+	uint64_t attempt_timeout_ms;
+	int64_t  deadline_ms;
+	int64_t  deadline_wall_ms;
+	bool     timed_out; /* the deadline passed while queued or running: settle a fail */
+	bool     lost;      /* the gateway said the lease is gone */
+	bool     abandoned; /* still running when the stop grace ended */
+	bool     hung_counted;
+	bool     solo;      /* a batch holding it was refused: settle it alone */
+	bool     rewritten; /* its outcome was refused once and replaced by a fail */
+	bool     ambiguous; /* an earlier settle may have run: "not applied" proves nothing */
 
 	/* The outcome, written only by the handler thread while RUNNING. */
 	brooq_outcome   outcome;

@@ -181,13 +181,15 @@ main(void)
 	brq_str         topics[1] = {brq_str_c("email.send")};
 	brq_settle_item done      = {.id = 99, .outcome = BRQ_OUTCOME_DONE};
 	memcpy(done.lease, LEASE, sizeof LEASE);
-	brq_claimed_job cj = {.id             = 101,
-			      .topic          = brq_str_c("email.send"),
-			      .payload        = brq_str_c("{\"to\":\"a@example.com\"}"),
-			      .attempts       = 1,
-			      .max_attempts   = 5,
-			      .lease_until_ms = 1700000030000,
-			      .created_at_ms  = 1699999990000};
+	brq_claimed_job cj = {.id                 = 101,
+			      .topic              = brq_str_c("email.send"),
+			      .payload            = brq_str_c("{\"to\":\"a@example.com\"}"),
+			      .attempts           = 1,
+			      .max_attempts       = 5,
+			      .lease_until_ms     = 1700000030000,
+			      .created_at_ms      = 1699999990000,
+			      .attempt_timeout_ms = 60000,
+			      .max_execution_ms   = 300000};
 	memcpy(cj.lease, LEASE, sizeof LEASE);
 	brq_settle_result sres1 = {99, true, BRQ_STATE_DONE};
 	memset(&req, 0, sizeof req);
@@ -212,20 +214,23 @@ main(void)
 	rep.claim.n_settled    = 1;
 	example("claim", &req, &rep);
 
-	brq_lease_ref lr = {.id = 101};
-	memcpy(lr.lease, LEASE, sizeof LEASE);
-	bool ext = true;
+	brq_lease_ref lr[2] = {{.id = 101}, {.id = 102}};
+	memcpy(lr[0].lease, LEASE, sizeof LEASE);
+	memcpy(lr[1].lease, LEASE, sizeof LEASE);
+	bool            ext[2] = {true, false};
+	brq_lost_reason why[2] = {BRQ_LOST_NONE, BRQ_LOST_CANCELED};
 	memset(&req, 0, sizeof req);
 	memset(&rep, 0, sizeof rep);
 	req.op                       = BRQ_OP_HEARTBEAT;
-	req.heartbeat.leases         = &lr;
-	req.heartbeat.n_leases       = 1;
+	req.heartbeat.leases         = lr;
+	req.heartbeat.n_leases       = 2;
 	req.heartbeat.has_lease_ms   = true;
 	req.heartbeat.lease_ms       = 30000;
 	rep.op                       = BRQ_OP_HEARTBEAT;
-	rep.heartbeat.extended       = &ext;
-	rep.heartbeat.n_extended     = 1;
+	rep.heartbeat.extended       = ext;
+	rep.heartbeat.n_extended     = 2;
 	rep.heartbeat.lease_until_ms = 1700000060000;
+	rep.heartbeat.lost_reasons   = why;
 	example("heartbeat", &req, &rep);
 
 	brq_job_spec    chain    = {.topic = brq_str_c("email.audit"), .payload = brq_str_c("{}")};
@@ -303,6 +308,57 @@ main(void)
 	example("stats", &req, &rep);
 
 	admin_examples();
+
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op                        = BRQ_OP_SCHEDULE_ADD;
+	req.schedule_add              = (brq_schedule) {.name         = brq_str_c("nightly"),
+							.topic        = brq_str_c("report.build"),
+							.payload      = brq_str_c("{\"full\":true}"),
+							.cron         = brq_str_c("30 2 * * *"),
+							.tz           = brq_str_c("Europe/Berlin"),
+							.catch_up     = true,
+							.catch_up_max = 3};
+	rep.op                        = BRQ_OP_SCHEDULE_ADD;
+	rep.schedule_add.created      = true;
+	rep.schedule_add.next_slot_ms = 1700011800000;
+	example("schedule_add", &req, &rep);
+
+	brq_schedule sl[2] = {
+		{.name         = brq_str_c("heartbeat"),
+		 .topic        = brq_str_c("ping"),
+		 .payload      = brq_str_c("{}"),
+		 .every_ms     = 30000,
+		 .catch_up_max = 1,
+		 .enabled      = true,
+		 .next_slot_ms = 1700000010000,
+		 .last_slot_ms = 1699999980000,
+		 .source       = brq_str_c("config")},
+		{.name         = brq_str_c("nightly"),
+		 .topic        = brq_str_c("report.build"),
+		 .payload      = brq_str_c("{\"full\": true}"),
+		 .cron         = brq_str_c("30 2 * * *"),
+		 .tz           = brq_str_c("Europe/Berlin"),
+		 .catch_up     = true,
+		 .catch_up_max = 3,
+		 .enabled      = true,
+		 .next_slot_ms = 1700011800000,
+		 .source       = brq_str_c("admin")},
+	};
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op                        = BRQ_OP_SCHEDULE_LIST;
+	rep.op                        = BRQ_OP_SCHEDULE_LIST;
+	rep.schedule_list.schedules   = sl;
+	rep.schedule_list.n_schedules = 2;
+	example("schedule_list", &req, &rep);
+
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op                   = BRQ_OP_SCHEDULE_REMOVE;
+	req.schedule_remove.name = brq_str_c("nightly");
+	rep.op                   = BRQ_OP_SCHEDULE_REMOVE;
+	example("schedule_remove", &req, &rep);
 
 	// An error reply, as the gateway answers a claim with n = 0.
 	brq_buf b;

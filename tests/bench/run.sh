@@ -10,7 +10,7 @@
 #   tests/bench/run.sh --levers   optimisations tried on the raw loop; gateway pool sizes
 #
 # Options: --runs N, --bin-dir DIR (use programs built already), --out-dir DIR,
-# --only GROUPS (comma-separated: enqueue, drain, latency, ping, memory; full and
+# --only GROUPS (comma-separated: enqueue, drain, latency, ping, console, memory; full and
 # smoke modes; for iterating on one lever, not for the published table).
 # Environment: BROOQ_BENCH_POOL_SIZE (gateway connections; default 4, the gateway's own).
 # Results: DIR/results.jsonl (every figure of every run), DIR/summary.json and
@@ -143,10 +143,48 @@ pair() {
 c8="--procs 2 --threads 4"
 c32="--procs 2 --threads 16"
 if [ "$mode" = smoke ]; then
-  sec=0.5 jobs=5000 lat_sec=1 ping_sec=0.3 polls=100
+  sec=0.5 jobs=5000 lat_sec=1 ping_sec=0.3 polls=100 console_jobs=10000
 else
-  sec=5 jobs=100000 lat_sec=10 ping_sec=3 polls=1000
+  sec=5 jobs=100000 lat_sec=10 ping_sec=3 polls=1000 console_jobs=1000000
 fi
+
+# console_overview RUN N (issue 16): the web console's overview
+# (GET /console/api/overview) with N jobs in the table, mostly history (90 % done,
+# 1 % dead) and a 10 % backlog (on 4 of the 8 topics: n/40 each), as in production. Signed in with the
+# worker token (a read-only session); 200 requests on one connection once the
+# monitor shows the backlog; p50/p99/max in ms. The table is emptied afterwards.
+console_overview() {
+  local run=$1 n=$2 base="http://$BROOQ_BENCH_METRICS" jar="$work/console.cookies" want
+  pg "TRUNCATE job; INSERT INTO job (topic, payload, state, attempts, updated_at)
+      SELECT 'topic.' || (g % 8), '{\"n\":1}',
+        CASE WHEN g % 10 = 0 THEN 'pending' WHEN g % 97 = 0 THEN 'dead' ELSE 'done' END,
+        CASE WHEN g % 10 = 0 THEN 0 ELSE 1 END, now()
+      FROM generate_series(1, $n) g; ANALYZE job"
+  # The token goes in the body, read from its file: never in argv.
+  { printf 'token='; cat "$BROOQ_BENCH_TOKEN_FILE"; } |
+    curl -sf -c "$jar" --data-binary @- "$base/console/api/login" >/dev/null ||
+    { echo "run.sh: console sign-in failed" >&2; exit 1; }
+  want="\"pending\":$((n / 40)),"
+  for _ in $(seq 600); do
+    curl -sf -b "$jar" "$base/console/api/overview" | grep -q "$want" && break
+    sleep 0.1
+  done
+  if ! curl -sf -b "$jar" "$base/console/api/overview" | grep -q "$want"; then
+    echo "run.sh: the console overview never showed the backlog ($want):" >&2
+    curl -s -b "$jar" "$base/console/api/overview" | head -c 600 >&2
+    exit 1
+  fi
+  local urls=() i
+  for i in $(seq 200); do urls+=(-o /dev/null "$base/console/api/overview"); done
+  curl -sf -b "$jar" -w '%{time_total}\n' "${urls[@]}" | sort -g | awk -v run="$run" '
+    { t[NR] = $1 * 1000 }
+    END {
+      printf "{\"run\":%d,\"scenario\":\"console_overview\",\"variant\":\"gateway\",\"metric\":\"p50\",\"unit\":\"ms\",\"value\":%.3f}\n", run, t[int(NR / 2)]
+      printf "{\"run\":%d,\"scenario\":\"console_overview\",\"variant\":\"gateway\",\"metric\":\"p99\",\"unit\":\"ms\",\"value\":%.3f}\n", run, t[int(NR * 99 / 100)]
+      printf "{\"run\":%d,\"scenario\":\"console_overview\",\"variant\":\"gateway\",\"metric\":\"max\",\"unit\":\"ms\",\"value\":%.3f}\n", run, t[NR]
+    }' >>"$results"
+  pg "TRUNCATE job"
+}
 
 # want GROUP: whether --only (if given) lists GROUP.
 want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
@@ -179,6 +217,10 @@ full | smoke)
     echo "== run $run/$runs: ping"
     pair "$run" ping --producers 1 --seconds "$ping_sec"
     pair "$run" ping --producers 16 --seconds "$ping_sec"
+    fi
+    if want console; then
+    echo "== run $run/$runs: console overview with $console_jobs jobs"
+    console_overview "$run" "$console_jobs"
     fi
     if want memory; then
     # Memory: what the gateway holds after the scenarios above, then 1,000 parked

@@ -107,6 +107,17 @@ stats_eq(const brq_stats_rep *a, const brq_stats_rep *b)
 	return true;
 }
 
+static bool
+schedule_eq(const brq_schedule *x, const brq_schedule *y)
+{
+	return str_eq(x->name, y->name) && str_eq(x->topic, y->topic) && str_eq(x->payload, y->payload) &&
+		str_eq(x->cron, y->cron) && str_eq(x->tz, y->tz) && x->every_ms == y->every_ms &&
+		x->catch_up == y->catch_up && x->catch_up_max == y->catch_up_max &&
+		x->max_attempts == y->max_attempts && x->enabled == y->enabled &&
+		x->next_slot_ms == y->next_slot_ms && x->last_slot_ms == y->last_slot_ms &&
+		str_eq(x->source, y->source);
+}
+
 // The op fields of two ok replies to `op`.
 static bool
 fields_eq(const brq_reply *a, const brq_reply *b)
@@ -148,7 +159,21 @@ fields_eq(const brq_reply *a, const brq_reply *b)
 		return a->cancel.state == b->cancel.state && a->cancel.canceled == b->cancel.canceled;
 	case BRQ_OP_JOB: return job_info_eq(&a->job.job, &b->job.job);
 	case BRQ_OP_STATS: return stats_eq(&a->stats, &b->stats);
-	default: return admin_eq(a, b);
+	case BRQ_OP_SCHEDULE_ADD:
+		return a->schedule_add.created == b->schedule_add.created &&
+			a->schedule_add.next_slot_ms == b->schedule_add.next_slot_ms;
+	case BRQ_OP_SCHEDULE_LIST:
+		if (a->schedule_list.n_schedules != b->schedule_list.n_schedules) {
+			return false;
+		}
+		for (uint32_t i = 0; i < a->schedule_list.n_schedules; i++) {
+			if (!schedule_eq(&a->schedule_list.schedules[i], &b->schedule_list.schedules[i])) {
+				return false;
+			}
+		}
+		return true;
+	case BRQ_OP_SCHEDULE_REMOVE: return true;
+	default: return admin_eq(a, b); // list, retry, delete
 	}
 }
 

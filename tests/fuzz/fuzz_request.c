@@ -140,6 +140,14 @@ req_eq(const brq_request *a, const brq_request *b)
 			 (str_eq(a->retry.topic, b->retry.topic) && a->retry.state == b->retry.state &&
 			  a->retry.limit == b->retry.limit));
 	case BRQ_OP_DELETE: return a->del.id == b->del.id;
+	case BRQ_OP_SCHEDULE_ADD: {
+		const brq_schedule *x = &a->schedule_add, *y = &b->schedule_add;
+		return str_eq(x->name, y->name) && str_eq(x->topic, y->topic) &&
+			str_eq(x->payload, y->payload) && str_eq(x->cron, y->cron) && str_eq(x->tz, y->tz) &&
+			x->every_ms == y->every_ms && x->catch_up == y->catch_up &&
+			x->catch_up_max == y->catch_up_max && x->max_attempts == y->max_attempts;
+	}
+	case BRQ_OP_SCHEDULE_REMOVE: return str_eq(a->schedule_remove.name, b->schedule_remove.name);
 	default: return true;
 	}
 }
@@ -253,6 +261,20 @@ check_request(const brq_request *req, const brq_limits *lim)
 		FUZZ_CHECK(req->retry.id <= BRQ_ID_MAX);
 		break;
 	case BRQ_OP_DELETE: FUZZ_CHECK(req->del.id >= 1 && req->del.id <= BRQ_ID_MAX); break;
+	case BRQ_OP_SCHEDULE_ADD: {
+		const brq_schedule *s = &req->schedule_add;
+		FUZZ_CHECK(brq_topic_valid(s->name.ptr, s->name.len));
+		FUZZ_CHECK(brq_topic_valid(s->topic.ptr, s->topic.len));
+		FUZZ_CHECK(s->payload.len <= lim->max_payload);
+		FUZZ_CHECK(s->cron.len <= BRQ_SCHEDULE_CRON_MAX && s->tz.len <= BRQ_SCHEDULE_TZ_MAX);
+		FUZZ_CHECK(s->every_ms == 0 ||
+			   (s->every_ms >= BRQ_EVERY_MS_MIN && s->every_ms <= BRQ_EVERY_MS_MAX));
+		FUZZ_CHECK(s->catch_up_max <= BRQ_CATCH_UP_MAX && s->max_attempts <= BRQ_ATTEMPTS_MAX);
+		break;
+	}
+	case BRQ_OP_SCHEDULE_REMOVE:
+		FUZZ_CHECK(brq_topic_valid(req->schedule_remove.name.ptr, req->schedule_remove.name.len));
+		break;
 	default: break;
 	}
 }

@@ -231,6 +231,12 @@ typedef struct brooq_job {
 	uint32_t    max_attempts;
 	int64_t     lease_until_ms; /* unix ms */
 	int64_t     created_at_ms;
+	/* The topic's timeouts (gateway settings BROOQ_ATTEMPT_TIMEOUT,
+	 * BROOQ_MAX_EXECUTION_TIME and their per-topic overrides), counted from this claim;
+	 * 0: none (or a gateway without them). The attempt timeout is the handler's
+	 * deadline; past the maximum execution time the gateway no longer extends the lease. */
+	uint64_t attempt_timeout_ms;
+	uint64_t max_execution_ms;
 } brooq_job;
 
 /* One settle (named _item: the function brooq_settle() takes the plain name). */
@@ -316,8 +322,13 @@ typedef struct brooq_job_info {
 	char       *key;             /* NULL when none */
 	int64_t     created_at_ms;
 	int64_t     updated_at_ms;
-	char       *result;   /* the handler's JSON result (settled done with one); NULL: none */
-	uint64_t    retry_of; /* the terminal job this one re-runs (brooq_retry); 0: none */
+	int64_t     claimed_at_ms; /* the latest claim; 0: never claimed (or an older gateway) */
+	/* While processing: the running attempt's deadlines from its topic's timeouts
+	 * (claimed_at + attempt timeout, + maximum execution time); 0: none. */
+	int64_t  attempt_deadline_ms;
+	int64_t  max_execution_deadline_ms;
+	char    *result;   /* the handler's JSON result (settled done with one); NULL: none */
+	uint64_t retry_of; /* the terminal job this one re-runs (brooq_retry); 0: none */
 } brooq_job_info;
 
 BROOQ_API brooq_err brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out);
@@ -382,6 +393,65 @@ BROOQ_API brooq_err brooq_retry_bulk(brooq_client *c, const char *topic, brooq_s
  * changed; no such job: BROOQ_ENOT_FOUND. */
 BROOQ_API brooq_err brooq_delete(brooq_client *c, uint64_t id);
 
+/* ---- periodic jobs (admin token) ------------------------------------------------------ */
+
+/* What happens to slots that came due while no gateway ran. */
+typedef enum brooq_misfire {
+	BROOQ_MISFIRE_SKIP = 0, /* the latest missed slot only, and none when one is on time */
+	BROOQ_MISFIRE_CATCH_UP, /* the latest catch_up_max missed slots, oldest first */
+} brooq_misfire;
+
+/* A schedule to add. Set size to sizeof(brooq_schedule) (BROOQ_SCHEDULE_INIT): fields
+ * past the size the caller was built with count as zero. Strings are borrowed. */
+typedef struct brooq_schedule {
+	size_t      size;
+	const char *name;      /* [a-z0-9][a-z0-9._-]*, at most 128 bytes */
+	const char *topic;     /* the jobs' topic */
+	const char *payload;   /* the jobs' JSON payload; NULL: {} */
+	const char *cron;      /* "minute hour day-of-month month day-of-week"; NULL with every_ms */
+	const char *tz;        /* IANA zone cron is read in ("Europe/Berlin"); NULL: UTC */
+	uint64_t    every_ms;  /* fixed interval (>= 1000), slots at multiples since the epoch; 0 with cron */
+	brooq_misfire misfire; /* BROOQ_MISFIRE_SKIP by default */
+	uint32_t      catch_up_max; /* 1..1000; 0: 10 with catch_up, 1 with skip */
+	uint32_t      max_attempts; /* the jobs' max_attempts; 0: the topic's default */
+} brooq_schedule;
+
+#define BROOQ_SCHEDULE_INIT                    \
+	{                                      \
+		.size = sizeof(brooq_schedule) \
+	}
+
+/* Adds schedule s, or replaces the one of the same name (a replacement with the same
+ * cron, tz and every_ms keeps the slot it owes). *created (may be NULL) says whether it
+ * is new, *next_slot_ms (may be NULL) when its next job is due (unix ms). Bad fields:
+ * BROOQ_EINVALID_ARGUMENT (brooq_last_message() names the field), nothing changed. */
+BROOQ_API brooq_err brooq_schedule_add(brooq_client *c, const brooq_schedule *s, bool *created,
+				       int64_t *next_slot_ms);
+
+/* A schedule as stored. Library-allocated: brooq_schedule_list_free(). */
+typedef struct brooq_schedule_info {
+	char         *name;
+	char         *topic;
+	char         *payload;
+	char         *cron; /* NULL for an interval schedule */
+	char         *tz;   /* NULL for an interval schedule */
+	uint64_t      every_ms;
+	brooq_misfire misfire;
+	uint32_t      catch_up_max;
+	uint32_t      max_attempts; /* 0: the topic's default */
+	bool          enabled;      /* false: disabled by the gateway (its cron or zone broke) */
+	int64_t       next_slot_ms; /* 0: none */
+	int64_t       last_slot_ms; /* 0: never enqueued */
+	char         *source;       /* "config" (BROOQ_SCHEDULES) or "admin" */
+} brooq_schedule_info;
+
+/* Every schedule, by name. *out (NULL when *n == 0) belongs to the caller. */
+BROOQ_API brooq_err brooq_schedule_list(brooq_client *c, brooq_schedule_info **out, size_t *n);
+BROOQ_API void      brooq_schedule_list_free(brooq_schedule_info *s, size_t n);
+
+/* Removes schedule name; BROOQ_ENOT_FOUND when there is none. Jobs it enqueued stay. */
+BROOQ_API brooq_err brooq_schedule_remove(brooq_client *c, const char *name);
+
 /* ---- worker runtime ------------------------------------------------------------------ */
 
 /* The job a handler is running. Borrowed: valid only inside the handler call. */
@@ -392,11 +462,38 @@ BROOQ_API const char *brooq_job_topic(const brooq_job_ctx *j);
 BROOQ_API const char *brooq_job_payload(const brooq_job_ctx *j, size_t *len);
 BROOQ_API uint32_t    brooq_job_attempts(const brooq_job_ctx *j);
 BROOQ_API uint32_t    brooq_job_max_attempts(const brooq_job_ctx *j);
-/* True once the lease is lost (canceled by an operator, reaped), about to run out with
- * no heartbeat heard (the gateway unreachable: a tenth of the lease before its end), or
- * the worker is stopping past its grace: stop work; whatever the handler returns is
- * discarded. */
+/* True once the handler should stop: the attempt's deadline passed, or the lease is
+ * lost (canceled by an operator, reaped, past the maximum execution time), about to run
+ * out with no heartbeat heard (the gateway unreachable: a tenth of the lease before its
+ * end), or the worker is stopping past its grace. brooq_job_cancel_reason() says which.
+ * After a timeout the attempt is settled as a failure whatever the handler decides; in
+ * every other case whatever it decides is discarded. Never lowered once raised. */
 BROOQ_API bool brooq_job_canceled(const brooq_job_ctx *j);
+
+/* Why the cancel flag is raised. */
+typedef enum brooq_cancel_reason {
+	BROOQ_CANCEL_NONE = 0,      /* not raised */
+	BROOQ_CANCEL_TIMEOUT,       /* the attempt timeout passed (brooq_job_deadline()): the attempt
+				     * is settled as a failure, "attempt timed out after N ms"
+				     * (backoff; dead only if it was the last attempt) */
+	BROOQ_CANCEL_OPERATOR,      /* the job was canceled (brooq_cancel, brooqctl cancel) */
+	BROOQ_CANCEL_LEASE_LOST,    /* the lease is gone: reaped, settled elsewhere, or about to run
+				     * out with no heartbeat heard */
+	BROOQ_CANCEL_MAX_EXECUTION, /* the attempt ran past the topic's maximum execution time: the
+				     * gateway no longer extends the lease (counted as hung) */
+	BROOQ_CANCEL_STOP,          /* the worker is stopping and its grace is over */
+} brooq_cancel_reason;
+
+/* The reason of the cancel flag: BROOQ_CANCEL_NONE while it is down. A timeout may be
+ * followed by one of the others (which then discards the result): the reason is the
+ * latest; any other is final. Safe from any thread while the handler runs. */
+BROOQ_API brooq_cancel_reason brooq_job_cancel_reason(const brooq_job_ctx *j);
+/* "none", "timeout", "operator", "lease_lost", "max_execution", "stop"; "unknown" else. */
+BROOQ_API const char *brooq_cancel_reason_name(brooq_cancel_reason r);
+/* The attempt's deadline in Unix ms: when the worker received the claim, by its own
+ * clock, plus the topic's attempt timeout; the cancel flag is raised then (reason
+ * BROOQ_CANCEL_TIMEOUT). 0: the topic has no attempt timeout. */
+BROOQ_API int64_t brooq_job_deadline(const brooq_job_ctx *j);
 
 /* What a handler decides. If it sets nothing, the outcome is done. The last call
  * wins. Strings and chained specs are copied. */
@@ -425,12 +522,14 @@ typedef struct brooq_worker_opts {
 	uint32_t    lease_ms;      /* 0: the gateway's default */
 	uint32_t    wait_ms;       /* long-poll length when idle; 0: 30000 */
 	uint32_t    stop_grace_ms; /* how long running handlers may finish on stop; 0: 10000 */
-	uint32_t    hung_grace_ms; /* after cancellation, when a handler counts as hung; 0: 5000 */
+	uint32_t    hung_grace_ms; /* after cancellation (or its deadline), when a handler counts
+				    * as hung; 0: 5000. Past the maximum execution time it is
+				    * counted at once. */
 	/* Jobs the worker may claim beyond its threads, queued for the next free thread
 	 * (their leases are heartbeated like the running ones). The queue follows the
 	 * handlers' pace: about 50 ms of work, so fast handlers get big claims (fewer,
 	 * cheaper round trips) and slow ones get no more than free threads. 0: up to
-	 * 256; N > 0: up to N; negative: none (claims never exceed free threads). */
+	 * 1000; N > 0: up to N (at most 1000); negative: none (claims never exceed free threads). */
 	int prefetch_max;
 } brooq_worker_opts;
 

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* The periodic-job calls (admin): schedule_add, schedule_list, schedule_remove. */
+#include "client.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+/* The first released layout of brooq_schedule (frozen, as client.h's _V1 sizes). */
+#define BRQ_SCHEDULE_V1 (offsetof(brooq_schedule, max_attempts) + sizeof(uint32_t))
+
+_Static_assert((int) BROOQ_MISFIRE_SKIP == 0 && (int) BROOQ_MISFIRE_CATCH_UP == 1, "misfire values");
+
+#define ARG_FAIL(...) brq_err_public(brq_fail(BRQ_EINVAL, __VA_ARGS__))
+
+brooq_err
+brooq_schedule_add(brooq_client *c, const brooq_schedule *in, bool *created, int64_t *next_slot_ms)
+{
+	brooq_schedule s;
+	brq_call       k;
+
+	brq_msg_clear();
+	if (c == NULL || in == NULL)
+		return ARG_FAIL("schedule_add: client and schedule are required");
+	if (brq_opts_copy(&s, sizeof(s), in, BRQ_SCHEDULE_V1, "brooq_schedule") != 0)
+		return BROOQ_EINVAL;
+	if (s.name == NULL || s.topic == NULL)
+		return ARG_FAIL("schedule_add: name and topic are required");
+	if ((unsigned) s.misfire > (unsigned) BROOQ_MISFIRE_CATCH_UP)
+		return ARG_FAIL("schedule_add: misfire must be BROOQ_MISFIRE_SKIP or BROOQ_MISFIRE_CATCH_UP");
+	brq_call_init(&k, BRQ_OP_SCHEDULE_ADD);
+	k.req.schedule_add = (brq_schedule) {
+		.name         = brq_str_c(s.name),
+		.topic        = brq_str_c(s.topic),
+		.payload      = brq_str_c(s.payload),
+		.cron         = brq_str_c(s.cron),
+		.tz           = brq_str_c(s.tz),
+		.every_ms     = s.every_ms,
+		.catch_up     = s.misfire == BROOQ_MISFIRE_CATCH_UP,
+		.catch_up_max = s.catch_up_max,
+		.max_attempts = s.max_attempts,
+	};
+	brooq_err err = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
+	if (err == BROOQ_OK && created != NULL)
+		*created = k.rep.schedule_add.created;
+	if (err == BROOQ_OK && next_slot_ms != NULL)
+		*next_slot_ms = k.rep.schedule_add.next_slot_ms;
+	brq_call_fini(&k);
+	return err;
+}
+
+void
+brooq_schedule_list_free(brooq_schedule_info *s, size_t n)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(s[i].name);
+		free(s[i].topic);
+		free(s[i].payload);
+		free(s[i].cron);
+		free(s[i].tz);
+		free(s[i].source);
+	}
+	free(s);
+}
+
+/* A malloc'd NUL-terminated copy of s; NULL (with *ok cleared) when out of memory, or
+ * NULL when s is empty and `empty_null`. */
+static char *
+dup_str(brq_str s, bool empty_null, bool *ok)
+{
+	if (empty_null && s.len == 0)
+		return NULL;
+	char *p = malloc((size_t) s.len + 1);
+	if (p == NULL) {
+		*ok = false;
+		return NULL;
+	}
+	if (s.len > 0)
+		memcpy(p, s.ptr, s.len);
+	p[s.len] = '\0';
+	return p;
+}
+
+static int
+list_out(const brq_schedule *in, uint32_t m, brooq_schedule_info **out)
+{
+	brooq_schedule_info *v  = m > 0 ? calloc(m, sizeof(*v)) : NULL;
+	bool                 ok = m == 0 || v != NULL;
+	for (uint32_t i = 0; ok && i < m; i++) {
+		v[i] = (brooq_schedule_info) {
+			.name         = dup_str(in[i].name, false, &ok),
+			.topic        = dup_str(in[i].topic, false, &ok),
+			.payload      = dup_str(in[i].payload, false, &ok),
+			.cron         = dup_str(in[i].cron, true, &ok),
+			.tz           = in[i].cron.len > 0 ? dup_str(in[i].tz, true, &ok) : NULL,
+			.every_ms     = in[i].every_ms,
+			.misfire      = in[i].catch_up ? BROOQ_MISFIRE_CATCH_UP : BROOQ_MISFIRE_SKIP,
+			.catch_up_max = in[i].catch_up_max,
+			.max_attempts = in[i].max_attempts,
+			.enabled      = in[i].enabled,
+			.next_slot_ms = in[i].next_slot_ms,
+			.last_slot_ms = in[i].last_slot_ms,
+			.source       = dup_str(in[i].source, false, &ok),
+		};
+	}
+	if (!ok) {
+		brooq_schedule_list_free(v, m);
+		return brq_fail(BRQ_ENOMEM, "schedule_list: out of memory");
+	}
+	*out = v;
+	return 0;
+}
+
+brooq_err
+brooq_schedule_list(brooq_client *c, brooq_schedule_info **out, size_t *n)
+{
+	brq_call k;
+
+	brq_msg_clear();
+	if (c == NULL || out == NULL || n == NULL)
+		return ARG_FAIL("schedule_list: client, out and n are required");
+	brq_call_init(&k, BRQ_OP_SCHEDULE_LIST);
+	brooq_err err = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
+	if (err == BROOQ_OK)
+		err = brq_err_public(
+			list_out(k.rep.schedule_list.schedules, k.rep.schedule_list.n_schedules, out));
+	if (err == BROOQ_OK)
+		*n = k.rep.schedule_list.n_schedules;
+	brq_call_fini(&k);
+	return err;
+}
+
+brooq_err
+brooq_schedule_remove(brooq_client *c, const char *name)
+{
+	brq_call k;
+
+	brq_msg_clear();
+	if (c == NULL || name == NULL)
+		return ARG_FAIL("schedule_remove: client and name are required");
+	brq_call_init(&k, BRQ_OP_SCHEDULE_REMOVE);
+	k.req.schedule_remove.name = brq_str_c(name);
+	brooq_err err              = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
+	brq_call_fini(&k);
+	return err;
+}
