@@ -11,17 +11,17 @@
 //   brq_console_op_job      GET  /console/api/job?id=N
 //   brq_console_op_cancel   POST /console/api/cancel       id=N
 //   brq_console_op_enqueue  POST /console/api/enqueue      topic, payload, key, delay_ms, max_attempts
+//   brq_console_op_jobs     GET  /console/api/jobs         topic, state, created_after_ms,
+//                                                          created_before_ms, key, cursor, limit
+//   brq_console_op_retry    POST /console/api/retry        id=N | topic, state, limit
+//   brq_console_op_delete   POST /console/api/delete       id=N
 //
 // Waiting for issue 15's operations (console_ops_pending.c): each validates its
 // parameters as documented in docs/console.md (400 names the field) and then answers
 // 501 {"error":"not yet available: ..."}. Wiring one = replacing its
 // brq_console_not_yet() line with the store call and the JSON it returns (the page and
 // docs/console.md already expect that JSON):
-//   brq_console_op_jobs       GET  /console/api/jobs       topic, state, created_after_ms,
-//                                                          created_before_ms, key, cursor, limit
 //   brq_console_op_topics     GET  /console/api/topics     (paused flag and limits per topic)
-//   brq_console_op_retry      POST /console/api/retry      id=N | topic, state, limit
-//   brq_console_op_delete     POST /console/api/delete     id=N
 //   brq_console_op_pause      POST /console/api/pause      topic
 //   brq_console_op_resume     POST /console/api/resume     topic
 //
@@ -61,12 +61,12 @@ typedef int (*brq_console_op_fn)(brq_console_call *call);
 int brq_console_op_job(brq_console_call *call);
 int brq_console_op_cancel(brq_console_call *call);
 int brq_console_op_enqueue(brq_console_call *call);
-
-// ---- issue 15: 501 until wired (console_ops_pending.c) ------------------------------------
 int brq_console_op_jobs(brq_console_call *call);
-int brq_console_op_topics(brq_console_call *call);
 int brq_console_op_retry(brq_console_call *call);
 int brq_console_op_delete(brq_console_call *call);
+
+// ---- issue 15: 501 until wired (console_ops_pending.c) ------------------------------------
+int brq_console_op_topics(brq_console_call *call);
 int brq_console_op_pause(brq_console_call *call);
 int brq_console_op_resume(brq_console_call *call);
 int brq_console_op_schedules(brq_console_call *call);

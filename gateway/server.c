@@ -160,15 +160,6 @@ start_long_poll(brq_server *s, brq_work *w)
 	return true;
 }
 
-// Operations only the admin role may call: cancel, and the schedules (they enqueue
-// jobs on a timer, on any topic).
-static bool
-admin_only(brq_op op)
-{
-	return op == BRQ_OP_CANCEL || op == BRQ_OP_SCHEDULE_ADD || op == BRQ_OP_SCHEDULE_LIST ||
-		op == BRQ_OP_SCHEDULE_REMOVE;
-}
-
 // A request arrived: decode, authenticate, validate, then answer at once (ping,
 // errors) or hand it to the pool. Runs on an NNG thread: nothing here blocks.
 static void
@@ -207,7 +198,7 @@ handle_request(brq_server *s, brq_work *w)
 		reply_error(s, w, BRQ_ST_UNAUTHENTICATED, "missing or unknown bearer token");
 		return;
 	}
-	if (!brq_auth_role_may(w->role, admin_only(w->req.op))) {
+	if (!brq_auth_role_may(w->role, brq_ops_admin_only(w->req.op))) {
 		reply_error(s, w, BRQ_ST_PERMISSION_DENIED, "%s: needs the admin role",
 			    brq_op_name(w->req.op));
 		return;
@@ -232,8 +223,8 @@ handle_request(brq_server *s, brq_work *w)
 	if (w->req.op == BRQ_OP_CLAIM)
 		brq_waiters_track(&s->waiters, w);
 	// Operator reads take the pool's capped lane: the hot path always finds a thread.
-	w->is_operator_read =
-		w->req.op == BRQ_OP_STATS || w->req.op == BRQ_OP_JOB || w->req.op == BRQ_OP_SCHEDULE_LIST;
+	w->is_operator_read = w->req.op == BRQ_OP_STATS || w->req.op == BRQ_OP_JOB ||
+		w->req.op == BRQ_OP_LIST || w->req.op == BRQ_OP_SCHEDULE_LIST;
 	w->state = BRQ_W_DB;
 	brq_pool_submit(&s->pool, w);
 }

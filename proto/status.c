@@ -14,6 +14,7 @@ static const char *const status_names[BRQ_ST__COUNT] = {
 	[BRQ_ST_TOO_LARGE]          = "too_large",
 	[BRQ_ST_RESOURCE_EXHAUSTED] = "resource_exhausted",
 	[BRQ_ST_INTERNAL]           = "internal",
+	[BRQ_ST_CONFLICT]           = "conflict",
 };
 
 static const char *const op_names[BRQ_OP__COUNT] = {
@@ -26,6 +27,9 @@ static const char *const op_names[BRQ_OP__COUNT] = {
 	[BRQ_OP_CANCEL]          = "cancel",
 	[BRQ_OP_JOB]             = "job",
 	[BRQ_OP_STATS]           = "stats",
+	[BRQ_OP_LIST]            = "list",
+	[BRQ_OP_RETRY]           = "retry",
+	[BRQ_OP_DELETE]          = "delete",
 	[BRQ_OP_SCHEDULE_ADD]    = "schedule_add",
 	[BRQ_OP_SCHEDULE_LIST]   = "schedule_list",
 	[BRQ_OP_SCHEDULE_REMOVE] = "schedule_remove",

@@ -18,6 +18,7 @@ typedef enum brq_status {
 	BRQ_ST_TOO_LARGE,
 	BRQ_ST_RESOURCE_EXHAUSTED, // too many concurrent long-polls
 	BRQ_ST_INTERNAL,
+	BRQ_ST_CONFLICT, // the job's state does not allow it (retry, delete); nothing changed
 	BRQ_ST__COUNT
 } brq_status;
 
@@ -32,6 +33,9 @@ typedef enum brq_op {
 	BRQ_OP_CANCEL,
 	BRQ_OP_JOB,
 	BRQ_OP_STATS,
+	BRQ_OP_LIST,
+	BRQ_OP_RETRY,
+	BRQ_OP_DELETE,
 	BRQ_OP_SCHEDULE_ADD,
 	BRQ_OP_SCHEDULE_LIST,
 	BRQ_OP_SCHEDULE_REMOVE,
