@@ -300,7 +300,7 @@
     let tbody = out.querySelector('tbody');
     if (!append || !tbody) {
       tbody = el('tbody');
-      out.replaceChildren(el('div', { class: 'scroll', role: 'region', 'aria-label': 'Jobs', tabindex: '0' },
+      out.replaceChildren(el('div', { class: 'scroll', role: 'region', 'aria-label': 'Job list', tabindex: '0' },
         el('table', { id: 'jobs' }, el('caption', {}, 'Jobs, newest first'),
           el('thead', {}, el('tr', {}, ...['Id', 'Topic', 'State', 'Attempts', 'Created', 'Last error'].map((h) => el('th', { scope: 'col' }, h)))),
           tbody)));

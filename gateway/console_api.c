@@ -59,6 +59,9 @@ run_item(brq_work *w, brq_store_conn *c)
 		.actor = it->actor,
 	};
 	int status = it->route->op(&call);
+	// Before the reply: finishing the aio lets brq_http_stop() return, and the
+	// gateway then frees con (main.c stop()), so nothing may touch con after it.
+	atomic_fetch_sub(&con->inflight, 1);
 	if (status == 200) {
 		brq_console_reply_json(con, it->aio, 200, &it->out, NULL);
 	} else {
@@ -68,8 +71,7 @@ run_item(brq_work *w, brq_store_conn *c)
 		}
 		brq_console_reply_error(con, it->aio, (uint16_t) status, call.err);
 	}
-	atomic_fetch_sub(&con->inflight, 1);
-	item_free(it);
+	item_free(it); // the item's own memory only
 }
 
 void

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The web console's operations that exist now (job, cancel, enqueue), run through the RPC's own
-// decoder and operations; and the helpers every console operation shares.
+// The web console's job operations (job, cancel, enqueue, jobs, retry, delete), run through the
+// RPC's own decoder and operations; and the helpers every console operation shares.
 #include "console_ops.h"
 
 #include <inttypes.h>
@@ -18,13 +18,6 @@ brq_console_fail(brq_console_call *call, int status, const char *fmt, ...)
 	vsnprintf(call->err, sizeof(call->err), fmt, ap);
 	va_end(ap);
 	return status;
-}
-
-int
-brq_console_not_yet(brq_console_call *call, const char *what)
-{
-	return brq_console_fail(call, 501, "not yet available: %s needs the queue operation of issue 15",
-				what);
 }
 
 // ---- parameters ------------------------------------------------------------------------------
@@ -149,6 +142,21 @@ brq_console_json_job(brq_jw *out, const brq_job_info *j)
 	brq_jw_i64(out, j->created_at_ms);
 	brq_jw_key(out, "updated_at_ms");
 	brq_jw_i64(out, j->updated_at_ms);
+	// The handler's result (JSON, like the payload), only when there is one.
+	if (j->has_result) {
+		brq_jw_key(out, "result");
+		if (brq_json_valid(j->result.ptr, j->result.len, 512, 0, NULL)) {
+			brq_jw_raw(out, j->result.ptr, j->result.len);
+		} else {
+			brq_jw_str(out, j->result.ptr, j->result.len);
+		}
+	}
+	brq_jw_key(out, "retry_of");
+	if (j->has_retry_of) {
+		brq_jw_u64(out, j->retry_of);
+	} else {
+		brq_jw_null(out);
+	}
 	// The latest claim, and while processing the running attempt's deadlines (null: none).
 	opt_i64(out, "claimed_at_ms", j->has_claimed_at_ms, j->claimed_at_ms);
 	opt_i64(out, "attempt_deadline_ms", j->attempt_deadline_ms != 0, j->attempt_deadline_ms);
@@ -170,6 +178,7 @@ http_status(brq_status st)
 	case BRQ_ST_PERMISSION_DENIED: return 403;
 	case BRQ_ST_NOT_FOUND: return 404;
 	case BRQ_ST_TOO_LARGE: return 413;
+	case BRQ_ST_CONFLICT: return 409;
 	case BRQ_ST_UNAVAILABLE:
 	case BRQ_ST_RESOURCE_EXHAUSTED: return 503;
 	default: return 500;
@@ -326,6 +335,137 @@ brq_console_op_enqueue(brq_console_call *call)
 	brq_jw_u64(call->out, r->id);
 	brq_jw_key(call->out, "created");
 	brq_jw_bool(call->out, r->created);
+	brq_jw_end(call->out);
+	return 200;
+}
+
+// ---- the job list, retry, delete ----------------------------------------------------------------
+
+// Largest page of the job list.
+#define LIST_LIMIT_MAX 200
+// Longest list cursor accepted here (the list's own are shorter: the RPC refuses those
+// it did not make).
+#define CURSOR_MAX 256
+
+// The job list's parameters into q (strings borrowed from the form). 0 or a 400.
+static int
+jobs_params(brq_console_call *call, brq_list_req *q)
+{
+	int      state, status;
+	uint64_t after = 0, before = 0, limit = 50;
+	if ((status = brq_console_param_topic(call, "topic", false, &q->topic)) != 0 ||
+	    (status = brq_console_param_state(call, "state", &state)) != 0 ||
+	    (status = brq_console_param_u64(call, "created_after_ms", 0, BRQ_RUN_AT_MS_MAX, &after)) != 0 ||
+	    (status = brq_console_param_u64(call, "created_before_ms", 0, BRQ_RUN_AT_MS_MAX, &before)) != 0 ||
+	    (status = brq_console_param_u64(call, "limit", 1, LIST_LIMIT_MAX, &limit)) != 0) {
+		return status;
+	}
+	const brq_str *key    = brq_form_get(call->in, "key");
+	const brq_str *cursor = brq_form_get(call->in, "cursor");
+	if (key != NULL && key->len > BRQ_KEY_MAX) {
+		return brq_console_fail(call, 400, "key: at most %d bytes", BRQ_KEY_MAX);
+	}
+	if (cursor != NULL && cursor->len > CURSOR_MAX) {
+		return brq_console_fail(call, 400, "cursor: at most %d bytes (pass back the list's \"next\")",
+					CURSOR_MAX);
+	}
+	if (after != 0 && before != 0 && after >= before) {
+		return brq_console_fail(call, 400, "created_after_ms: must be before created_before_ms");
+	}
+	q->has_state             = state >= 0;
+	q->state                 = state >= 0 ? (brq_state) state : BRQ_STATE_PENDING;
+	q->has_created_after_ms  = after != 0;
+	q->created_after_ms      = (int64_t) after;
+	q->has_created_before_ms = before != 0;
+	q->created_before_ms     = (int64_t) before;
+	q->key                   = key != NULL ? *key : (brq_str) {0};
+	q->cursor                = cursor != NULL ? *cursor : (brq_str) {0};
+	q->limit                 = (uint32_t) limit;
+	return 0;
+}
+
+// GET /console/api/jobs. 200: {"jobs":[job...], "next": cursor or null}.
+int
+brq_console_op_jobs(brq_console_call *call)
+{
+	brq_request req = {.op = BRQ_OP_LIST};
+	brq_reply   rep;
+	int         status = jobs_params(call, &req.list);
+	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
+		return status;
+	}
+	brq_jw_obj(call->out);
+	brq_jw_key(call->out, "jobs");
+	brq_jw_arr(call->out);
+	for (uint32_t i = 0; i < rep.list.n_jobs; i++) {
+		brq_console_json_job(call->out, &rep.list.jobs[i]);
+	}
+	brq_jw_end(call->out);
+	brq_jw_key(call->out, "next");
+	if (rep.list.has_next) {
+		brq_jw_str(call->out, rep.list.next.ptr, rep.list.next.len);
+	} else {
+		brq_jw_null(call->out);
+	}
+	brq_jw_end(call->out);
+	return 200;
+}
+
+// POST /console/api/retry: id, or topic with state (dead or canceled) and limit (1..1000,
+// default 100). 200: {"retried": n, "ids": [...]}.
+int
+brq_console_op_retry(brq_console_call *call)
+{
+	brq_request req = {.op = BRQ_OP_RETRY};
+	brq_reply   rep;
+	uint64_t    limit = BRQ_RETRY_DEFAULT;
+	int         state = -1, status;
+	if (brq_form_get(call->in, "id") != NULL) {
+		status = brq_console_param_id(call, "id", &req.retry.id);
+	} else if ((status = brq_console_param_topic(call, "topic", true, &req.retry.topic)) == 0 &&
+		   (status = brq_console_param_state(call, "state", &state)) == 0 &&
+		   (status = brq_console_param_u64(call, "limit", 1, BRQ_RETRY_MAX, &limit)) == 0 &&
+		   state != BRQ_STATE_DEAD && state != BRQ_STATE_CANCELED) {
+		status = brq_console_fail(call, 400, "state: required with topic: dead or canceled");
+	}
+	req.retry.state = req.retry.id > 0 ? BRQ_STATE_DEAD : (brq_state) state;
+	req.retry.limit = (uint32_t) limit;
+	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
+		return status;
+	}
+	BRQ_LOG_INFO("console_action", "action=retry id=%" PRIu64 " topic=%.*s retried=%" PRIu32 " %s",
+		     req.retry.id, (int) req.retry.topic.len, req.retry.topic.ptr, rep.retry.retried,
+		     call->actor);
+	brq_jw_obj(call->out);
+	brq_jw_key(call->out, "retried");
+	brq_jw_u64(call->out, rep.retry.retried);
+	brq_jw_key(call->out, "ids");
+	brq_jw_arr(call->out);
+	for (uint32_t i = 0; i < rep.retry.n_ids; i++) {
+		brq_jw_u64(call->out, rep.retry.ids[i]);
+	}
+	brq_jw_end(call->out);
+	brq_jw_end(call->out);
+	return 200;
+}
+
+// POST /console/api/delete: id (a terminal job). 200: {"id": n, "deleted": true}; a job
+// in another state: 409.
+int
+brq_console_op_delete(brq_console_call *call)
+{
+	brq_request req = {.op = BRQ_OP_DELETE};
+	brq_reply   rep;
+	int         status = brq_console_param_id(call, "id", &req.del.id);
+	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
+		return status;
+	}
+	BRQ_LOG_INFO("console_action", "action=delete id=%" PRIu64 " %s", req.del.id, call->actor);
+	brq_jw_obj(call->out);
+	brq_jw_key(call->out, "id");
+	brq_jw_u64(call->out, rep.del.id);
+	brq_jw_key(call->out, "deleted");
+	brq_jw_bool(call->out, rep.del.deleted);
 	brq_jw_end(call->out);
 	return 200;
 }

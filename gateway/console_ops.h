@@ -11,22 +11,16 @@
 //   brq_console_op_job      GET  /console/api/job?id=N
 //   brq_console_op_cancel   POST /console/api/cancel       id=N
 //   brq_console_op_enqueue  POST /console/api/enqueue      topic, payload, key, delay_ms, max_attempts
-//
-// Waiting for issue 15's operations (console_ops_pending.c): each validates its
-// parameters as documented in docs/console.md (400 names the field) and then answers
-// 501 {"error":"not yet available: ..."}. Wiring one = replacing its
-// brq_console_not_yet() line with the store call and the JSON it returns (the page and
-// docs/console.md already expect that JSON):
-//   brq_console_op_jobs       GET  /console/api/jobs       topic, state, created_after_ms,
+//   brq_console_op_jobs     GET  /console/api/jobs         topic, state, created_after_ms,
 //                                                          created_before_ms, key, cursor, limit
+//   brq_console_op_retry    POST /console/api/retry        id=N | topic, state, limit
+//   brq_console_op_delete   POST /console/api/delete       id=N
+//
+// The topic operations (console_ops_topics.c), the same way:
 //   brq_console_op_topics     GET  /console/api/topics     (paused flag and limits per topic)
-//   brq_console_op_retry      POST /console/api/retry      id=N | topic, state, limit
-//   brq_console_op_delete     POST /console/api/delete     id=N
 //   brq_console_op_pause      POST /console/api/pause      topic
 //   brq_console_op_resume     POST /console/api/resume     topic
-//
-// Wired since (console_ops_pending.c): brq_console_op_schedules GET /console/api/schedules
-// (a read of the schedule table).
+// and brq_console_op_schedules GET /console/api/schedules (a read of the schedule table).
 #ifndef BRQ_GATEWAY_CONSOLE_OPS_H
 #define BRQ_GATEWAY_CONSOLE_OPS_H
 
@@ -61,12 +55,12 @@ typedef int (*brq_console_op_fn)(brq_console_call *call);
 int brq_console_op_job(brq_console_call *call);
 int brq_console_op_cancel(brq_console_call *call);
 int brq_console_op_enqueue(brq_console_call *call);
-
-// ---- issue 15: 501 until wired (console_ops_pending.c) ------------------------------------
 int brq_console_op_jobs(brq_console_call *call);
-int brq_console_op_topics(brq_console_call *call);
 int brq_console_op_retry(brq_console_call *call);
 int brq_console_op_delete(brq_console_call *call);
+
+// ---- topics and schedules (console_ops_topics.c) ------------------------------------------
+int brq_console_op_topics(brq_console_call *call);
 int brq_console_op_pause(brq_console_call *call);
 int brq_console_op_resume(brq_console_call *call);
 int brq_console_op_schedules(brq_console_call *call);
@@ -77,8 +71,6 @@ int brq_console_op_schedules(brq_console_call *call);
 int brq_console_fail(brq_console_call *call, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-// 501 "not yet available: <what> needs issue 15's operation" (the seam above).
-int brq_console_not_yet(brq_console_call *call, const char *what);
 // Runs req through the RPC's validation and operation (brq_ops_run) on the call's
 // connection, its reply decoded into *rep (borrowing call->w). Returns 200, or the
 // status of a refusal with call->err set.

@@ -21,6 +21,8 @@ typedef enum brq_topic_counter {
 	BRQ_MT_LEASE_LOST,        // brooq_lease_lost_total{topic}: heartbeat/settle found no lease
 	BRQ_MT_REAPED,            // brooq_reaped_total{topic}
 	BRQ_MT_RETENTION_DELETED, // brooq_retention_deleted_total{topic}
+	BRQ_MT_RETRIED,           // brooq_retried_total{topic}: new jobs made by op retry
+	BRQ_MT_DELETED,           // brooq_deleted_total{topic}: terminal jobs deleted by op delete
 	BRQ_MT_MAX_EXECUTION,     // brooq_max_execution_exceeded_total{topic}: heartbeats refused
 	BRQ_MT__COUNT
 } brq_topic_counter;

@@ -336,6 +336,10 @@ brq_metrics_render(char **out, size_t *len)
 			     "Expired leases returned to pending by the reaper.", BRQ_MT_REAPED);
 	render_topic_counter(&b, v, n, "brooq_retention_deleted_total", "Terminal jobs deleted by retention.",
 			     BRQ_MT_RETENTION_DELETED);
+	render_topic_counter(&b, v, n, "brooq_retried_total",
+			     "Jobs re-run as new jobs by the retry operation.", BRQ_MT_RETRIED);
+	render_topic_counter(&b, v, n, "brooq_deleted_total",
+			     "Terminal jobs deleted by the delete operation.", BRQ_MT_DELETED);
 	render_topic_counter(&b, v, n, "brooq_max_execution_exceeded_total",
 			     "Heartbeats refused because the attempt ran past its topic's maximum execution "
 			     "time (its lease then runs out).",

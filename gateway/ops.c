@@ -643,7 +643,7 @@ brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_LIST:
 	case BRQ_OP_SCHEDULE_REMOVE: st = e.code = brq_ops_schedule(o, c, w, e.msg, sizeof(e.msg)); break;
-	default: st = fail(&e, BRQ_ST_INTERNAL, "op %s not handled", brq_op_name(w->req.op)); break;
+	default: st = brq_ops_admin(o, c, w, e.msg, sizeof(e.msg)); break; // list, retry, delete
 	}
 out:
 	if (park && st == BRQ_ST_OK)

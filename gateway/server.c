@@ -224,7 +224,7 @@ handle_request(brq_server *s, brq_work *w)
 		brq_waiters_track(&s->waiters, w);
 	// Operator reads take the pool's capped lane: the hot path always finds a thread.
 	w->is_operator_read = w->req.op == BRQ_OP_STATS || w->req.op == BRQ_OP_JOB ||
-		w->req.op == BRQ_OP_TOPICS || w->req.op == BRQ_OP_SCHEDULE_LIST;
+		w->req.op == BRQ_OP_TOPICS || w->req.op == BRQ_OP_LIST || w->req.op == BRQ_OP_SCHEDULE_LIST;
 	w->state = BRQ_W_DB;
 	brq_pool_submit(&s->pool, w);
 }

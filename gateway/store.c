@@ -21,10 +21,16 @@
 // scanning as the table grows (until an ANALYZE: settle planned on an empty table was
 // a hash join over all of job). Every statement here has an index to go through, so
 // sequential scans are priced out (enable_seqscan = off: still used where no index
-// applies).
+// applies). Priced out, they make the estimates of the plans that remain huge, and
+// above jit_above_cost PostgreSQL compiles the plan with LLVM at every execution: the
+// job list's generic plans spent 0.3 to 2.6 s in JIT to run for 20 ms (measured at
+// 1M rows, docs/operations.md "Listing jobs"), so no JIT. No parallel workers either:
+// every statement here is a short index-driven one, and starting workers cost the
+// list hundreds of ms on a busy host.
 #define SESSION_POOL                                                                      \
 	"SET statement_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s';" \
-	" SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off"
+	" SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;"            \
+	" SET jit = off; SET max_parallel_workers_per_gather = 0"
 
 const char *const brq_store_pool_session = SESSION_POOL;
 // The monitor: every statement bounded by the budget (a round trip never outlives
@@ -438,6 +444,8 @@ settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_sto
 	brq_pgarr_begin(&a[2], BRQ_OID_TEXT);
 	brq_pgarr_begin(&a[3], BRQ_OID_TEXT);
 	brq_pgarr_begin(&a[4], BRQ_OID_INT8);
+	brq_pgarr_begin(&a[5], BRQ_OID_JSONB);
+	bool results = false;
 	for (uint32_t i = 0; i < n; i++) {
 		const brq_settle_item *it = &items[i];
 		const char            *oc = brq_outcome_name(it->outcome);
@@ -450,13 +458,23 @@ settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_sto
 		else
 			brq_pgarr_null(&a[3]);
 		brq_pgarr_int8(&a[4], (int64_t) it->delay_ms);
+		if (it->has_result)
+			brq_pgarr_text(&a[5], it->result.ptr, it->result.len);
+		else
+			brq_pgarr_null(&a[5]);
+		results |= it->has_result;
 		out[i] = (brq_store_settled) {.r = {.id = it->id, .applied = false}};
 	}
-	const char *v[5];
-	int         l[5], f[5] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
-	for (int k = 0; k < 5; k++)
-		if (brq_store_param(&a[k], v, l, k) != 0)
+	const char *v[6];
+	int         l[6], f[6] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
+	for (int k = 0; k < 6; k++)
+		if ((k < 5 || results) && brq_store_param(&a[k], v, l, k) != 0)
 			return brq_store_fail(c, BRQ_ENOMEM, "settle: out of memory");
+	if (!results) {
+		// No item has a result: a NULL array (see settle_sql), nothing to send.
+		v[5] = NULL;
+		l[5] = 0;
+	}
 	PGresult *r;
 	int       rv = brq_store_run(c, BRQ_STMT_SETTLE, v, l, f, SETTLE__N, &r);
 	if (rv != 0)

@@ -191,6 +191,31 @@ BRQ_MUSTCHECK int brq_store_cancel(brq_store_conn *c, uint64_t id, brq_cancel_re
 // job: the job's row (strings borrowed). BRQ_ENOTFOUND when no such job.
 BRQ_MUSTCHECK int brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out);
 
+// ---- the operators' list, retry, delete (store_jobs.c) --------------------------------
+
+// list: one page of q (at most q->limit rows, newest first) into *jobs (borrowed);
+// *more is true when rows follow it (their page starts below the last id).
+BRQ_MUSTCHECK int brq_store_list(brq_store_conn *c, const brq_list_req *q, brq_job_info **jobs, uint32_t *n,
+				 bool *more);
+
+typedef struct brq_store_retried {
+	uint64_t *ids;     // borrowed: the retries' ids (new, or the one that existed)
+	uint32_t  n_ids;   //
+	uint32_t  retried; // how many this call created
+	brq_state state;   // one job: its state (not dead or canceled: nothing done, n_ids 0)
+	brq_str   topic;   // one job: its topic (borrowed)
+} brq_store_retried;
+
+// retry: q->id > 0: that job (BRQ_ENOTFOUND; BRQ_ECONFLICT when another call retried
+// it at the same moment: retry the call); else up to q->limit jobs of q->topic in
+// q->state, oldest first, those retried already skipped. Retries are new jobs.
+BRQ_MUSTCHECK int brq_store_retry(brq_store_conn *c, const brq_retry_req *q, brq_store_retried *out);
+
+// delete: removes a terminal job (*deleted true). Another job is left alone:
+// *deleted false and *state its state. BRQ_ENOTFOUND when no such job. *topic borrowed.
+BRQ_MUSTCHECK int brq_store_delete(brq_store_conn *c, uint64_t id, bool *deleted, brq_state *state,
+				   brq_str *topic);
+
 // stats: counts per topic and state and oldest ready age, by topic (borrowed).
 BRQ_MUSTCHECK int brq_store_stats(brq_store_conn *c, brq_topic_stats **topics, uint32_t *n);
 

@@ -65,6 +65,47 @@ brq_store_cancel(brq_store_conn *c, uint64_t id, brq_cancel_rep *out, brq_str *t
 	return 0;
 }
 
+void
+brq_store_job_row(const brq_config *cfg, const PGresult *r, int row, brq_job_info *out)
+{
+	*out = (brq_job_info) {
+		.id                  = (uint64_t) brq_store_int(r, row, JOB_ID),
+		.topic               = brq_store_str(r, row, JOB_TOPIC),
+		.payload             = brq_store_str(r, row, JOB_PAYLOAD),
+		.state               = brq_store_state(r, row, JOB_STATE),
+		.attempts            = (uint32_t) brq_store_int(r, row, JOB_ATTEMPTS),
+		.max_attempts        = (uint32_t) brq_store_int(r, row, JOB_MAX_ATTEMPTS),
+		.available_at_ms     = brq_store_int(r, row, JOB_AVAILABLE_MS),
+		.has_locked_by       = !brq_store_is_null(r, row, JOB_LOCKED_BY),
+		.locked_by           = brq_store_str(r, row, JOB_LOCKED_BY),
+		.has_locked_until_ms = !brq_store_is_null(r, row, JOB_LOCKED_UNTIL_MS),
+		.locked_until_ms     = brq_store_int(r, row, JOB_LOCKED_UNTIL_MS),
+		.has_last_error      = !brq_store_is_null(r, row, JOB_LAST_ERROR),
+		.last_error          = brq_store_str(r, row, JOB_LAST_ERROR),
+		.has_key             = !brq_store_is_null(r, row, JOB_KEY),
+		.key                 = brq_store_str(r, row, JOB_KEY),
+		.created_at_ms       = brq_store_int(r, row, JOB_CREATED_MS),
+		.updated_at_ms       = brq_store_int(r, row, JOB_UPDATED_MS),
+		.priority            = (uint32_t) brq_store_int(r, row, JOB_PRIORITY),
+		.has_result          = !brq_store_is_null(r, row, JOB_RESULT),
+		.result              = brq_store_str(r, row, JOB_RESULT),
+		.has_retry_of        = !brq_store_is_null(r, row, JOB_RETRY_OF),
+		.retry_of            = brq_store_is_null(r, row, JOB_RETRY_OF)
+				   ? 0
+				   : (uint64_t) brq_store_int(r, row, JOB_RETRY_OF),
+		.has_claimed_at_ms   = !brq_store_is_null(r, row, JOB_CLAIMED_MS),
+		.claimed_at_ms       = brq_store_int(r, row, JOB_CLAIMED_MS),
+	};
+	// The running attempt's deadlines, from its claim and the topic's timeouts
+	// (the topic is a NUL-terminated PQgetvalue).
+	if (out->state == BRQ_STATE_PROCESSING && out->has_claimed_at_ms) {
+		uint64_t at, mx;
+		brq_config_topic_timeouts(cfg, out->topic.ptr, &at, &mx);
+		out->attempt_deadline_ms       = at != 0 ? out->claimed_at_ms + (int64_t) at : 0;
+		out->max_execution_deadline_ms = mx != 0 ? out->claimed_at_ms + (int64_t) mx : 0;
+	}
+}
+
 int
 brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out)
 {
@@ -72,36 +113,7 @@ brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out)
 	int       rv = run_by_id(c, BRQ_STMT_JOB, id, JOB__N, &r);
 	if (rv != 0)
 		return rv;
-	*out = (brq_job_info) {
-		.id                  = (uint64_t) brq_store_int(r, 0, JOB_ID),
-		.topic               = brq_store_str(r, 0, JOB_TOPIC),
-		.payload             = brq_store_str(r, 0, JOB_PAYLOAD),
-		.state               = brq_store_state(r, 0, JOB_STATE),
-		.attempts            = (uint32_t) brq_store_int(r, 0, JOB_ATTEMPTS),
-		.max_attempts        = (uint32_t) brq_store_int(r, 0, JOB_MAX_ATTEMPTS),
-		.available_at_ms     = brq_store_int(r, 0, JOB_AVAILABLE_MS),
-		.has_locked_by       = !brq_store_is_null(r, 0, JOB_LOCKED_BY),
-		.locked_by           = brq_store_str(r, 0, JOB_LOCKED_BY),
-		.has_locked_until_ms = !brq_store_is_null(r, 0, JOB_LOCKED_UNTIL_MS),
-		.locked_until_ms     = brq_store_int(r, 0, JOB_LOCKED_UNTIL_MS),
-		.has_last_error      = !brq_store_is_null(r, 0, JOB_LAST_ERROR),
-		.last_error          = brq_store_str(r, 0, JOB_LAST_ERROR),
-		.has_key             = !brq_store_is_null(r, 0, JOB_KEY),
-		.key                 = brq_store_str(r, 0, JOB_KEY),
-		.created_at_ms       = brq_store_int(r, 0, JOB_CREATED_MS),
-		.updated_at_ms       = brq_store_int(r, 0, JOB_UPDATED_MS),
-		.priority            = (uint32_t) brq_store_int(r, 0, JOB_PRIORITY),
-		.has_claimed_at_ms   = !brq_store_is_null(r, 0, JOB_CLAIMED_MS),
-		.claimed_at_ms       = brq_store_int(r, 0, JOB_CLAIMED_MS),
-	};
-	// The running attempt's deadlines, from its claim and the topic's timeouts
-	// (the topic is a NUL-terminated PQgetvalue).
-	if (out->state == BRQ_STATE_PROCESSING && out->has_claimed_at_ms) {
-		uint64_t at, mx;
-		brq_config_topic_timeouts(c->st->cfg, out->topic.ptr, &at, &mx);
-		out->attempt_deadline_ms       = at != 0 ? out->claimed_at_ms + (int64_t) at : 0;
-		out->max_execution_deadline_ms = mx != 0 ? out->claimed_at_ms + (int64_t) mx : 0;
-	}
+	brq_store_job_row(c->st->cfg, r, 0, out);
 	return 0;
 }
 

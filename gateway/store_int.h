@@ -53,4 +53,8 @@ bool      brq_store_is_null(const PGresult *r, int row, int col);
 brq_str   brq_store_str(const PGresult *r, int row, int col); // borrows r
 brq_state brq_store_state(const PGresult *r, int row, int col);
 
+// Row `row` of a result with JOB_COLS into *out (strings borrow r); a processing job's
+// deadlines from cfg's timeouts of its topic.
+void brq_store_job_row(const brq_config *cfg, const PGresult *r, int row, brq_job_info *out);
+
 #endif

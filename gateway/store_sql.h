@@ -36,6 +36,13 @@ typedef enum brq_stmt {
 	BRQ_STMT_POLICY_SET,
 	BRQ_STMT_POLICY_PRUNE,
 	BRQ_STMT_POLICY_LIST,
+	BRQ_STMT_LIST_ALL,   // list: no topic, no state
+	BRQ_STMT_LIST_STATE, // list: states, no topic
+	BRQ_STMT_LIST_TOPIC, // list: a topic
+	BRQ_STMT_LIST_KEY,   // list: a topic and a key
+	BRQ_STMT_RETRY_ONE,
+	BRQ_STMT_RETRY_BULK,
+	BRQ_STMT_DELETE,
 	BRQ_STMT_LOST_OF,
 	BRQ_STMT_SCHED_DUE,
 	BRQ_STMT_SCHED_TZ,
@@ -129,6 +136,8 @@ enum cancel_col { CANCEL_COLS(BRQ_COL_ENUM) CANCEL__N };
 	X(JOB_CREATED_MS, "(extract(epoch FROM created_at) * 1000)::int8")        \
 	X(JOB_UPDATED_MS, "(extract(epoch FROM updated_at) * 1000)::int8")        \
 	X(JOB_PRIORITY, "priority")                                               \
+	X(JOB_RESULT, "result::text")                                             \
+	X(JOB_RETRY_OF, "retry_of")                                               \
 	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")
 enum job_col { JOB_COLS(BRQ_COL_ENUM) JOB__N };
 
@@ -167,6 +176,25 @@ enum depth_col { DEPTH_COLS(BRQ_COL_ENUM) DEPTH__N };
 	  "(SELECT count(*) FROM job r WHERE r.topic = p.topic" \
 	  " AND r.state = 'processing')")
 enum policy_col { POLICY_COLS(BRQ_COL_ENUM) POLICY__N };
+
+// list: the rows as JOB_COLS. retry (one job): exactly one row when the job exists.
+#define RETRY_COLS(X)             \
+	X(RETRY_STATE, "o.state") \
+	X(RETRY_TOPIC, "o.topic") \
+	X(RETRY_NEW_ID, "ins.id") \
+	X(RETRY_EXISTING_ID, "o.existing")
+enum retry_col { RETRY_COLS(BRQ_COL_ENUM) RETRY__N };
+
+// retry (bulk): one row per job created.
+#define RETRIED_COLS(X) X(RETRIED_ID, "id")
+enum retried_col { RETRIED_COLS(BRQ_COL_ENUM) RETRIED__N };
+
+// delete: exactly one row when the job exists.
+#define DELETE_COLS(X)               \
+	X(DELETE_DELETED, "deleted") \
+	X(DELETE_STATE, "state")     \
+	X(DELETE_TOPIC, "topic")
+enum delete_col { DELETE_COLS(BRQ_COL_ENUM) DELETE__N };
 
 // schedules (store_sched.c): one row per schedule, listed or locked as due. Local
 // times are "local seconds" (cron.h): the zone's wall clock read as if it were UTC.

@@ -74,6 +74,9 @@ typedef brq_status (*brq_dec_elem_fn)(brq_dec *d, brq_rd *r, const char *path, v
 brq_status brq_dec_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const char *name,
 			 size_t size, brq_dec_elem_fn fn, void **out);
 
+// A job row (the "job" reply's map, a "list" reply's jobs[i]) into out (a brq_job_info).
+brq_status brq_dec_job_info(brq_dec *d, brq_rd *r, const char *path, void *out);
+
 // True iff the field is present and nil.
 bool brq_dec_is_nil(const brq_field *f);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "policy_int.h"
 #include "schedule.h"
 
@@ -265,7 +266,7 @@ int
 brq_pack_settle_item(brq_buf *b, const brq_settle_item *it)
 {
 	bool     delay = it->outcome == BRQ_OUTCOME_DELAY;
-	uint32_t n     = 3 + it->has_error + delay + it->has_chain;
+	uint32_t n     = 3 + it->has_error + delay + it->has_chain + it->has_result;
 
 	brq_pack_map(b, n);
 	kv_uint(b, "id", it->id);
@@ -283,6 +284,9 @@ brq_pack_settle_item(brq_buf *b, const brq_settle_item *it)
 		for (uint32_t i = 0; i < it->n_chain; i++) {
 			brq_pack_job_spec(b, &it->chain[i]);
 		}
+	}
+	if (it->has_result) {
+		kv_str(b, "result", it->result);
 	}
 	return b->err;
 }
@@ -357,8 +361,9 @@ brq_pack_settle_result(brq_buf *b, const brq_settle_result *r)
 int
 brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 {
+	// result and retry_of are always sent (nil when unset); the timeouts' keys only when set.
 	brq_pack_map(b,
-		     13 + (j->priority > 0) + j->has_claimed_at_ms + (j->attempt_deadline_ms != 0) +
+		     15 + (j->priority > 0) + j->has_claimed_at_ms + (j->attempt_deadline_ms != 0) +
 			     (j->max_execution_deadline_ms != 0));
 	kv_uint(b, "id", j->id);
 	kv_str(b, "topic", j->topic);
@@ -380,6 +385,14 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 	kv_int(b, "updated_at_ms", j->updated_at_ms);
 	if (j->priority > 0) {
 		kv_uint(b, "priority", j->priority);
+	}
+	// Keys added to protocol v1 later: a client that does not know them skips them.
+	kv_opt_str(b, "result", j->has_result, j->result);
+	brq_pack_key(b, "retry_of");
+	if (j->has_retry_of) {
+		brq_pack_uint(b, j->retry_of);
+	} else {
+		brq_pack_nil(b);
 	}
 	if (j->has_claimed_at_ms) {
 		kv_int(b, "claimed_at_ms", j->claimed_at_ms);
@@ -428,7 +441,10 @@ request_fields(const brq_request *req)
 	case BRQ_OP_JOB: return 1;
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_fields(req);
-	default: return brq_policy_request_fields(req);
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS: return brq_policy_request_fields(req);
+	default: return brq_admin_request_fields(req); // list, retry, delete; others: 0
 	}
 }
 
@@ -512,8 +528,11 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 	case BRQ_OP_JOB: kv_uint(b, "id", req->job.id); break;
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_REMOVE: brq_schedule_request_encode(b, req); break;
-	default: // ping, stats, topics, schedule_list: no fields; pause, resume, topic_limits
-		brq_policy_request_encode(b, req);
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS: brq_policy_request_encode(b, req); break;
+	default: // ping, stats, topics, schedule_list: no fields; list, retry, delete: admin.c
+		brq_admin_request_encode(b, req);
 		break;
 	}
 	return b->err;
@@ -643,7 +662,7 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_LIST:
 	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_encode(b, rep);
-	default: return BRQ_EINVAL;
+	default: return brq_admin_reply_encode(b, rep); // list, retry, delete; else BRQ_EINVAL
 	}
 	return b->err;
 }

@@ -46,6 +46,11 @@
 #define BRQ_ID_MAX           UINT64_C(9223372036854775807) // ids are PostgreSQL bigint >= 1
 #define BRQ_MSG_MAX          1024                          // reply "msg" bytes we emit at most
 #define BRQ_ERRTEXT_MAX      256                           // suggested size of decode error buffers
+#define BRQ_LIST_MAX         1000                          // list.limit upper bound (min 1)
+#define BRQ_LIST_DEFAULT     50                            // list.limit when absent
+#define BRQ_RETRY_MAX        1000                          // retry.limit upper bound (min 1)
+#define BRQ_RETRY_DEFAULT    100                           // retry.limit when absent
+#define BRQ_CURSOR_MAX       64                            // list.cursor / next bytes
 
 // Bytes borrowed from elsewhere (usually the message buffer). Not NUL-terminated.
 typedef struct brq_str {
@@ -131,7 +136,9 @@ typedef struct brq_settle_item {
 	uint64_t      delay_ms; // set iff outcome == DELAY; 0..BRQ_DELAY_MS_MAX
 	brq_job_spec *chain;    // only with outcome == DONE
 	uint32_t      n_chain;
-	bool          has_chain; // "chain" key present (possibly empty)
+	bool          has_chain;  // "chain" key present (possibly empty)
+	bool          has_result; // "result" key present: only with outcome == DONE
+	brq_str       result;     // JSON text, <= max_payload bytes (stored in job.result)
 } brq_settle_item;
 
 typedef struct brq_enqueue_req {
@@ -185,6 +192,29 @@ typedef struct brq_topic_limits_req {
 	uint32_t rate_per_s; // 0..BRQ_TOPIC_LIMIT_MAX
 } brq_topic_limits_req;
 
+// list: filters (each optional), a keyset cursor, a page size. Newest first (id DESC).
+typedef struct brq_list_req {
+	brq_str   topic; // len 0: any topic
+	bool      has_state;
+	brq_state state;
+	bool      has_created_after_ms; // created_at >= after
+	int64_t   created_after_ms;
+	bool      has_created_before_ms; // created_at < before
+	int64_t   created_before_ms;
+	brq_str   key;       // len 0: any; needs topic (keys are unique per topic)
+	brq_str   cursor;    // len 0: the first page; else a "next" of an earlier page
+	uint64_t  before_id; // decoded from cursor: rows with id < before_id; 0: no cursor
+	uint32_t  limit;     // 1..BRQ_LIST_MAX
+} brq_list_req;
+
+// retry: one job (id > 0), or up to limit jobs of topic in state (dead or canceled).
+typedef struct brq_retry_req {
+	uint64_t  id;
+	brq_str   topic;
+	brq_state state;
+	uint32_t  limit;
+} brq_retry_req;
+
 // Bounds of a schedule's fields (schedule_add).
 #define BRQ_EVERY_MS_MIN      UINT64_C(1000)        // every_ms lower bound (1 s)
 #define BRQ_EVERY_MS_MAX      UINT64_C(31622400000) // every_ms upper bound (366 days)
@@ -232,6 +262,9 @@ typedef struct brq_request {
 		brq_topic_req        pause;
 		brq_topic_req        resume;
 		brq_topic_limits_req topic_limits;
+		brq_list_req         list;
+		brq_retry_req        retry;
+		brq_id_req           del; // op "delete"
 		brq_schedule         schedule_add;
 		brq_name_req         schedule_remove;
 	};
@@ -286,6 +319,11 @@ typedef struct brq_job_info {
 	int64_t   created_at_ms;
 	int64_t   updated_at_ms;
 	uint32_t  priority; // 0 from a gateway that does not send it
+	// Optional keys (an older gateway sends neither: both read as absent).
+	bool     has_result;
+	brq_str  result; // JSON text a handler attached when it settled done
+	bool     has_retry_of;
+	uint64_t retry_of; // the terminal job this one re-runs (op "retry")
 	// Optional keys (absent from older gateways): the latest claim, and while the job
 	// is processing the deadlines its topic's timeouts set for this attempt (0: none).
 	bool    has_claimed_at_ms;
@@ -366,6 +404,24 @@ typedef struct brq_stats_rep {
 	uint32_t         n_topics;
 } brq_stats_rep;
 
+typedef struct brq_list_rep {
+	brq_job_info *jobs;
+	uint32_t      n_jobs;
+	bool          has_next;
+	brq_str       next; // the cursor of the next page (nil on the wire: this was the last)
+} brq_list_rep;
+
+typedef struct brq_retry_rep {
+	uint32_t  retried; // new jobs this call created
+	uint64_t *ids;     // the retries' ids: new ones, or one that existed (single id)
+	uint32_t  n_ids;
+} brq_retry_rep;
+
+typedef struct brq_delete_rep {
+	uint64_t id;
+	bool     deleted;
+} brq_delete_rep;
+
 // One reply. `op` is not on the wire: it selects the union member (the client knows what
 // it asked). Op fields are meaningful only when code == BRQ_ST_OK.
 typedef struct brq_reply {
@@ -386,7 +442,10 @@ typedef struct brq_reply {
 		struct {
 			brq_job_info job;
 		} job;
-		brq_stats_rep stats;
+		brq_stats_rep  stats;
+		brq_list_rep   list;
+		brq_retry_rep  retry;
+		brq_delete_rep del;
 		struct {
 			brq_topic_policy policy;
 		} policy; // pause, resume, topic_limits
@@ -453,6 +512,10 @@ brq_status brq_reply_decode(brq_reply *rep, brq_op op, const void *buf, size_t l
 			    brq_arena *arena, char *err, size_t errlen) BRQ_MUSTCHECK;
 
 // ---- Encoding -----------------------------------------------------------------------
+
+// The list cursor that continues after the row with id `last_id` ("next"): NUL-terminated
+// into buf[0..BRQ_CURSOR_MAX). Opaque to clients; brq_request_decode_body reads it back.
+void brq_list_cursor(uint64_t last_id, char buf[BRQ_CURSOR_MAX]);
 
 // Growable output buffer with a msgpack-c packer writing into it. Errors are sticky: the
 // first failure (BRQ_ENOMEM, or BRQ_E2BIG when len would pass `limit`) is kept in `err`,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "admin.h"
 #include "dec.h"
 #include "policy_int.h"
 #include "schedule.h"
@@ -178,6 +179,8 @@ enum {
 	JI_CREATED,
 	JI_UPDATED,
 	JI_PRIORITY,
+	JI_RESULT,
+	JI_RETRY_OF,
 	JI_CLAIMED,
 	JI_ATT_DEADLINE,
 	JI_MAX_DEADLINE,
@@ -202,6 +205,8 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 		[JI_CREATED]      = {"created_at_ms", NULL},
 		[JI_UPDATED]      = {"updated_at_ms", NULL},
 		[JI_PRIORITY]     = {"priority", NULL},
+		[JI_RESULT]       = {"result", NULL},
+		[JI_RETRY_OF]     = {"retry_of", NULL},
 		[JI_CLAIMED]      = {"claimed_at_ms", NULL},
 		[JI_ATT_DEADLINE] = {"attempt_deadline_ms", NULL},
 		[JI_MAX_DEADLINE] = {"max_execution_deadline_ms", NULL},
@@ -230,6 +235,13 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 	if (f[JI_PRIORITY].at != NULL) {
 		TRY(get_u32(d, &f[JI_PRIORITY], path, &j->priority));
 	}
+	// Optional (absent from an older gateway's replies; nil when not set).
+	TRY(get_opt_str(d, &f[JI_RESULT], path, &j->has_result, &j->result));
+	j->has_retry_of = false;
+	if (f[JI_RETRY_OF].at != NULL && !brq_dec_is_nil(&f[JI_RETRY_OF])) {
+		TRY(get_u64(d, &f[JI_RETRY_OF], path, &j->retry_of));
+		j->has_retry_of = true;
+	}
 	// Optional (absent from gateways before timeouts): 0 then.
 	TRY(brq_dec_int(d, &f[JI_CLAIMED], path, false, INT64_MIN, INT64_MAX, &j->claimed_at_ms,
 			&j->has_claimed_at_ms));
@@ -237,6 +249,12 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 			NULL));
 	return brq_dec_int(d, &f[JI_MAX_DEADLINE], path, false, INT64_MIN, INT64_MAX,
 			   &j->max_execution_deadline_ms, NULL);
+}
+
+brq_status
+brq_dec_job_info(brq_dec *d, brq_rd *r, const char *path, void *out)
+{
+	return job_info(d, r, path, out);
 }
 
 static brq_status
@@ -340,7 +358,7 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_LIST:
 	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_decode(d, top, rep);
-	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
+	default: return brq_admin_reply_decode(d, top, rep); // list, retry, delete; else internal
 	}
 	TRY(brq_dec_map(d, top, "", f, f[2].name != NULL ? 3 : f[1].name != NULL ? 2 : 1));
 

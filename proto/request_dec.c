@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "admin.h"
 #include "dec.h"
 #include "policy_int.h"
 #include "schedule.h"
@@ -112,15 +113,46 @@ job_spec_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
 
 // ---- Settle item (settle.items[i], claim.settle[i]) ---------------------------------
 
-enum { S_ID, S_LEASE, S_OUTCOME, S_ERROR, S_DELAY, S_CHAIN, S__COUNT };
+// The optional "result" of a done item: JSON text held to the payload's rules (size,
+// validity), since it is stored and returned like one.
+static brq_status
+decode_result(brq_dec *d, const brq_field *f, const char *path, brq_settle_item *it)
+{
+	brq_json_err je;
+
+	if (f->at != NULL && it->outcome != BRQ_OUTCOME_DONE) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "result",
+				     "only allowed with outcome done");
+	}
+	TRY(brq_dec_str(d, f, path, false, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &it->result,
+			&it->has_result));
+	if (!it->has_result) {
+		return BRQ_ST_OK;
+	}
+	if (it->result.len > d->lim->max_payload) {
+		return brq_dec_failf(d, BRQ_ST_TOO_LARGE, path, "result",
+				     "%" PRIu32 " bytes exceeds max_payload %" PRIu32, it->result.len,
+				     d->lim->max_payload);
+	}
+	if (!brq_json_valid(it->result.ptr, it->result.len, d->lim->max_json_depth,
+			    BRQ_JSON_REJECT_NUL_ESCAPE, &je)) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "result",
+				     "invalid JSON at byte %zu: %s", je.offset, je.reason);
+	}
+	return BRQ_ST_OK;
+}
+
+enum { S_ID, S_LEASE, S_OUTCOME, S_ERROR, S_DELAY, S_CHAIN, S_RESULT, S__COUNT };
 
 static brq_status
 decode_settle_item(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
 	brq_settle_item *it          = out;
 	brq_field        f[S__COUNT] = {
-		       [S_ID] = {"id", NULL},       [S_LEASE] = {"lease", NULL},    [S_OUTCOME] = {"outcome", NULL},
-		       [S_ERROR] = {"error", NULL}, [S_DELAY] = {"delay_ms", NULL}, [S_CHAIN] = {"chain", NULL},
+		       [S_ID] = {"id", NULL},           [S_LEASE] = {"lease", NULL},
+		       [S_OUTCOME] = {"outcome", NULL}, [S_ERROR] = {"error", NULL},
+		       [S_DELAY] = {"delay_ms", NULL},  [S_CHAIN] = {"chain", NULL},
+		       [S_RESULT] = {"result", NULL},
         };
 	brq_str outcome;
 	brq_rd  elems;
@@ -149,6 +181,7 @@ decode_settle_item(brq_dec *d, brq_rd *r, const char *path, void *out)
 				     "only allowed with outcome delay");
 	}
 
+	TRY(decode_result(d, &f[S_RESULT], path, it));
 	if (f[S_CHAIN].at != NULL && it->outcome != BRQ_OUTCOME_DONE) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "chain",
 				     "only allowed with outcome done");
@@ -417,8 +450,8 @@ brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *aren
 	case BRQ_OP_TOPIC_LIMITS: return brq_policy_request_decode(&d, &top, req);
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_decode(&d, &top, req);
-	default: // ping, stats: no fields; unknown keys are ignored
-		return BRQ_ST_OK;
+	default: // ping, stats, schedule_list: no fields (unknown keys are ignored); list, retry, delete
+		return brq_admin_request_decode(&d, &top, req);
 	}
 }
 

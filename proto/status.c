@@ -14,6 +14,7 @@ static const char *const status_names[BRQ_ST__COUNT] = {
 	[BRQ_ST_TOO_LARGE]          = "too_large",
 	[BRQ_ST_RESOURCE_EXHAUSTED] = "resource_exhausted",
 	[BRQ_ST_INTERNAL]           = "internal",
+	[BRQ_ST_CONFLICT]           = "conflict",
 };
 
 static const char *const op_names[BRQ_OP__COUNT] = {
@@ -30,6 +31,9 @@ static const char *const op_names[BRQ_OP__COUNT] = {
 	[BRQ_OP_RESUME]          = "resume",
 	[BRQ_OP_TOPIC_LIMITS]    = "topic_limits",
 	[BRQ_OP_TOPICS]          = "topics",
+	[BRQ_OP_LIST]            = "list",
+	[BRQ_OP_RETRY]           = "retry",
+	[BRQ_OP_DELETE]          = "delete",
 	[BRQ_OP_SCHEDULE_ADD]    = "schedule_add",
 	[BRQ_OP_SCHEDULE_LIST]   = "schedule_list",
 	[BRQ_OP_SCHEDULE_REMOVE] = "schedule_remove",
@@ -121,6 +125,9 @@ brq_op_admin_only(brq_op op)
 	case BRQ_OP_RESUME:
 	case BRQ_OP_TOPIC_LIMITS:
 	case BRQ_OP_TOPICS:
+	case BRQ_OP_LIST:
+	case BRQ_OP_RETRY:
+	case BRQ_OP_DELETE:
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_LIST:
 	case BRQ_OP_SCHEDULE_REMOVE: return true;

@@ -19,6 +19,7 @@ typedef enum brq_status {
 	BRQ_ST_TOO_LARGE,
 	BRQ_ST_RESOURCE_EXHAUSTED, // too many concurrent long-polls
 	BRQ_ST_INTERNAL,
+	BRQ_ST_CONFLICT, // the job's state does not allow it (retry, delete); nothing changed
 	BRQ_ST__COUNT
 } brq_status;
 
@@ -37,6 +38,9 @@ typedef enum brq_op {
 	BRQ_OP_RESUME,
 	BRQ_OP_TOPIC_LIMITS,
 	BRQ_OP_TOPICS,
+	BRQ_OP_LIST,
+	BRQ_OP_RETRY,
+	BRQ_OP_DELETE,
 	BRQ_OP_SCHEDULE_ADD,
 	BRQ_OP_SCHEDULE_LIST,
 	BRQ_OP_SCHEDULE_REMOVE,
@@ -78,7 +82,8 @@ int brq_state_lookup(const char *s, size_t len);
 int brq_outcome_lookup(const char *s, size_t len);
 
 // True for the operations only the admin role may call (the one list: the gateway's
-// dispatcher asks it): cancel, the topic policy ops and the schedule ops.
+// dispatcher asks it): cancel, the topic policy ops, list/retry/delete and the schedule
+// ops.
 bool brq_op_admin_only(brq_op op);
 
 #endif

@@ -278,6 +278,7 @@ Test(auth, role_permissions_follow_the_table)
 		{"heartbeat", false},   {"settle", false},       {"job", false},
 		{"stats", false},       {"cancel", true},        {"pause", true},
 		{"resume", true},       {"topic_limits", true},  {"topics", true},
+		{"list", true},         {"retry", true},         {"delete", true},
 		{"schedule_add", true}, {"schedule_list", true}, {"schedule_remove", true},
 	};
 	cr_assert_eq(sizeof(ops) / sizeof(ops[0]), BRQ_OP__COUNT - 1, "a new op needs a row here");

@@ -647,7 +647,7 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 	cgw_stop(&c);
 }
 
-Test(api, issue15_operations_check_parameters_then_answer_501)
+Test(api, issue15_operations_check_their_parameters)
 {
 	console_gw c;
 	resp       r;
@@ -658,18 +658,17 @@ Test(api, issue15_operations_check_parameters_then_answer_501)
 		int         status;
 		const char *msg;
 	} calls[] = {
-		{"GET", "/console/api/jobs?topic=a&state=dead&limit=50", NULL, 501,
-		 "not yet available: the job list"},
 		{"GET", "/console/api/jobs?state=zombie", NULL, 400, "state: must be"},
 		{"GET", "/console/api/jobs?limit=201", NULL, 400, "limit: must be"},
 		{"GET", "/console/api/jobs?created_after_ms=5&created_before_ms=4", NULL, 400,
 		 "created_after_ms"},
+		{"GET", "/console/api/jobs?cursor=nope", NULL, 400, "list.cursor: not a cursor of this list"},
 		{"GET", "/console/api/topics", NULL, 200, "{\"topics\":[]}"},
 		{"GET", "/console/api/schedules", NULL, 200, "{\"schedules\":[]}"},
-		{"POST", "/console/api/retry", "id=7", 501, "retry"},
+		{"POST", "/console/api/retry", "id=7", 404, "job 7 not found"},
 		{"POST", "/console/api/retry", "topic=a&state=done", 400, "dead or canceled"},
 		{"POST", "/console/api/delete", "id=x", 400, "id: must be"},
-		{"POST", "/console/api/delete", "id=7", 501, "delete"},
+		{"POST", "/console/api/delete", "id=7", 404, "job 7 not found"},
 		{"POST", "/console/api/pause", "topic=A", 400, "topic"},
 		{"POST", "/console/api/pause", "topic=a", 200, "{\"topic\":\"a\",\"paused\":true}"},
 		{"GET", "/console/api/topics", NULL, 200,
@@ -684,6 +683,67 @@ Test(api, issue15_operations_check_parameters_then_answer_501)
 			     r.status, r.body);
 		cr_assert_not_null(strstr(r.body, calls[i].msg), "%s: %s", calls[i].path, r.body);
 	}
+	cgw_stop(&c);
+}
+
+/* Issue 15's list, retry and delete through the console, answering docs/console.md's JSON. */
+Test(api, lists_retries_and_deletes_jobs)
+{
+	console_gw c;
+	resp       r;
+	cgw_start(&c, NULL);
+	sign_in(&c, c.gw.admin_token, &r);
+	PGconn *pg = brq_testdb_connect(c.dsn);
+	brq_testdb_exec(pg,
+			"INSERT INTO job (topic, state, last_error, result) VALUES"
+			" ('mail.out', 'dead', 'smtp down', NULL), ('mail.out', 'dead', 'smtp down', NULL),"
+			" ('mail.out', 'done', NULL, '{\"sent\": 1}'), ('other', 'dead', NULL, NULL),"
+			" ('mail.out', 'pending', NULL, NULL)");
+	long long first = brq_testdb_int(pg, "SELECT min(id) FROM job");
+	PQfinish(pg);
+
+	http(c.port, "GET", "/console/api/jobs?topic=mail.out&state=dead&limit=1", c.cookie, NULL, &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	char want[128];
+	snprintf(want, sizeof(want), "{\"jobs\":[{\"id\":%lld,\"topic\":\"mail.out\",\"state\":\"dead\"",
+		 first + 1);
+	cr_assert_not_null(strstr(r.body, want), "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "\"next\":\"v1."), "%s", r.body);
+	char *next = strstr(r.body, "\"next\":\"") + 8;
+	char  path[256];
+	snprintf(path, sizeof(path), "/console/api/jobs?topic=mail.out&state=dead&limit=1&cursor=%.*s",
+		 (int) strcspn(next, "\""), next);
+	http(c.port, "GET", path, c.cookie, NULL, &r);
+	snprintf(want, sizeof(want), "{\"jobs\":[{\"id\":%lld,", first);
+	cr_assert_not_null(strstr(r.body, want), "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "\"next\":null}"), "%s", r.body);
+	/* The done job's result, as JSON. */
+	http(c.port, "GET", "/console/api/jobs?topic=mail.out&state=done", c.cookie, NULL, &r);
+	cr_assert_not_null(strstr(r.body, "\"result\":{\"sent\": 1},\"retry_of\":null"), "%s", r.body);
+
+	/* Retry one, then the rest in bulk; the originals stay. */
+	char body[64];
+	snprintf(body, sizeof(body), "id=%lld", first);
+	http(c.port, "POST", "/console/api/retry", authed(&c), body, &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	snprintf(want, sizeof(want), "{\"retried\":1,\"ids\":[%lld]}", first + 5);
+	cr_assert_str_eq(r.body, want);
+	http(c.port, "POST", "/console/api/retry", authed(&c), "topic=mail.out&state=dead&limit=10", &r);
+	snprintf(want, sizeof(want), "{\"retried\":1,\"ids\":[%lld]}", first + 6);
+	cr_assert_str_eq(r.body, want);
+	cr_assert_eq(job_count(c.dsn, "retry_of IS NOT NULL AND state = 'pending'"), 2);
+	cr_assert_eq(job_count(c.dsn, "state = 'dead'"), 3, "the originals are kept");
+
+	/* Delete: a terminal job goes; a pending one is a conflict. */
+	snprintf(body, sizeof(body), "id=%lld", first + 2);
+	http(c.port, "POST", "/console/api/delete", authed(&c), body, &r);
+	snprintf(want, sizeof(want), "{\"id\":%lld,\"deleted\":true}", first + 2);
+	cr_assert_str_eq(r.body, want);
+	snprintf(body, sizeof(body), "id=%lld", first + 4);
+	http(c.port, "POST", "/console/api/delete", authed(&c), body, &r);
+	cr_assert_eq(r.status, 409, "%d %s", r.status, r.body);
+	cr_assert_not_null(strstr(r.body, "is pending; only done, dead or canceled"), "%s", r.body);
+	cr_assert_eq(job_count(c.dsn, "true"), 6);
 	cgw_stop(&c);
 }
 

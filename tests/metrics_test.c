@@ -75,6 +75,8 @@ Test(metrics, every_family_has_help_and_type_and_counters_end_in_total)
 		{"brooq_lease_lost_total", "counter"},
 		{"brooq_reaped_total", "counter"},
 		{"brooq_retention_deleted_total", "counter"},
+		{"brooq_retried_total", "counter"},
+		{"brooq_deleted_total", "counter"},
 		{"brooq_max_execution_exceeded_total", "counter"},
 		{"brooq_attempt_duration_seconds", "summary"},
 		{"brooq_rpc_requests_total", "counter"},

@@ -657,3 +657,30 @@ Test(policy, brooqctl_enqueues_with_a_priority_and_shows_it)
 	free(out);
 	cr_assert_eq(count("SELECT count(*) FROM job WHERE topic = 'prio.ctl'"), 1);
 }
+
+/* A retry (issue 15.6) re-runs a job as it was enqueued: its priority too, one job or in
+ * bulk. */
+Test(policy, a_retry_keeps_the_priority_of_the_job_it_re_runs)
+{
+	long long one  = count("INSERT INTO job (topic, state, priority) VALUES ('prio.retry', 'dead', 7)"
+				" RETURNING id");
+	uint64_t  id   = 0;
+	bool      made = false;
+	cr_assert_eq(brooq_retry(ac, (uint64_t) one, &id, &made), BROOQ_OK, "%s", brooq_last_message());
+	cr_assert(made);
+	char sql[128];
+	snprintf(sql, sizeof(sql), "SELECT priority FROM job WHERE id = %" PRIu64 " AND retry_of = %lld", id,
+		 one);
+	cr_assert_eq(count(sql), 7);
+
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, priority) VALUES ('prio.retry', 'canceled', 3),"
+			" ('prio.retry', 'canceled', 9)");
+	size_t n = 0;
+	cr_assert_eq(brooq_retry_bulk(ac, "prio.retry", BROOQ_CANCELED, 10, NULL, 0, &n), BROOQ_OK);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(
+		count("SELECT count(*) FROM job r JOIN job o ON o.id = r.retry_of"
+		      " WHERE r.topic = 'prio.retry' AND r.priority = o.priority AND o.state = 'canceled'"),
+		2);
+}

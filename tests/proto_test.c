@@ -1549,9 +1549,10 @@ decode_rep(brq_op op, const char *src)
 
 Test(reply, unknown_status_code_is_an_error_that_keeps_its_name)
 {
-	cr_assert_eq(decode_rep(BRQ_OP_PING, "{v:1, rid:4, code:'conflict', msg:'later'}"), BRQ_ST_OK);
+	cr_assert_eq(decode_rep(BRQ_OP_PING, "{v:1, rid:4, code:'some_future_code', msg:'later'}"),
+		     BRQ_ST_OK);
 	cr_expect_eq(P.code, BRQ_ST_INTERNAL);
-	expect_str(P.code_name, brq_str_c("conflict"), "code_name");
+	expect_str(P.code_name, brq_str_c("some_future_code"), "code_name");
 	expect_str(P.msg, brq_str_c("later"), "msg");
 	cr_expect_eq(P.rid, 4);
 }

@@ -314,7 +314,7 @@ Test(schema, settle_and_heartbeat_reach_rows_through_the_primary_key)
 	fill_history();
 	char *plan = explain_stmt(BRQ_STMT_SETTLE,
 				  "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]),"
-				  " '{done,fail}', '{NULL,x}', '{0,0}'");
+				  " '{done,fail}', '{NULL,x}', '{0,0}', NULL");
 	cr_assert_null(strstr(plan, "Seq Scan on job"), "settle scans the table:\n%s", plan);
 	free(plan);
 	plan = explain_stmt(BRQ_STMT_HEARTBEAT, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), NULL");
@@ -331,7 +331,8 @@ Test(schema, plans_made_on_an_empty_table_reach_rows_through_the_primary_key)
 		const char *args;
 	} cases[] = {
 		{BRQ_STMT_SETTLE,
-		 "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), '{done,fail}', '{NULL,x}', '{0,0}'"},
+		 "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), '{done,fail}', '{NULL,x}', '{0,0}', "
+		 "NULL"},
 		{BRQ_STMT_HEARTBEAT, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), NULL"},
 		{BRQ_STMT_UNCLAIM, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2])"},
 		{BRQ_STMT_CANCEL, "1"},
@@ -344,4 +345,68 @@ Test(schema, plans_made_on_an_empty_table_reach_rows_through_the_primary_key)
 			       plan);
 		free(plan);
 	}
+}
+
+/* The job list, retry and delete (issue 15): each list shape reaches rows through the
+ * index docs/operations.md section 13 names, never a sequential scan, also with plans
+ * made on an empty table. */
+static void
+assert_list_plans(bool filled)
+{
+	static const char *all = "'{pending,processing,failed,done,dead,canceled}'";
+	char               args[6][256];
+	snprintf(args[0], sizeof args[0], "NULL, %s, NULL, NULL, NULL, 9223372036854775807, 51", all);
+	snprintf(args[1], sizeof args[1], "'t', '{dead}', NULL, NULL, NULL, 9223372036854775807, 51");
+	snprintf(args[2], sizeof args[2], "NULL, '{done}', NULL, NULL, NULL, 9223372036854775807, 51");
+	snprintf(args[3], sizeof args[3], "'t', '{pending}', NULL, NULL, 'k', 9223372036854775807, 51");
+	snprintf(args[4], sizeof args[4], "'t', 'dead', 100");
+	snprintf(args[5], sizeof args[5], "1");
+	const struct {
+		brq_stmt    st;
+		const char *args, *index;
+	} cases[] = {
+		{BRQ_STMT_LIST_ALL, args[0], "job_pkey"},
+		{BRQ_STMT_LIST_TOPIC, args[1], "job_list_terminal_idx"},
+		{BRQ_STMT_LIST_TOPIC, args[1], "job_claim_priority_idx"},
+		{BRQ_STMT_LIST_STATE, args[2], "job_list_terminal_idx"},
+		{BRQ_STMT_LIST_KEY, args[3], "job_idempotency_uq"},
+		{BRQ_STMT_RETRY_BULK, args[4], "job_list_terminal_idx"},
+		{BRQ_STMT_RETRY_BULK, args[4], "job_retry_of_uq"},
+		{BRQ_STMT_RETRY_ONE, args[5], "job_retry_of_uq"},
+		{BRQ_STMT_DELETE, args[5], "job_pkey"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		brq_testdb_exec(db, "DEALLOCATE ALL"); /* some statements are asked twice */
+		char *plan = explain_stmt(cases[i].st, cases[i].args);
+		cr_assert_null(strstr(plan, "Seq Scan on job"), "statement %d (%s) scans the table:\n%s",
+			       (int) cases[i].st, filled ? "filled" : "empty", plan);
+		cr_assert_not_null(strstr(plan, cases[i].index), "statement %d does not use %s:\n%s",
+				   (int) cases[i].st, cases[i].index, plan);
+		free(plan);
+	}
+}
+
+Test(schema, the_list_retry_and_delete_go_through_their_indexes)
+{
+	fill_history();
+	brq_testdb_exec(db, "INSERT INTO job (topic, state) SELECT 't', 'dead' FROM generate_series(1, 200)");
+	brq_testdb_exec(db, "ANALYZE job");
+	assert_list_plans(true);
+}
+
+Test(schema, list_plans_made_on_an_empty_table_never_scan_it)
+{
+	assert_list_plans(false);
+}
+
+Test(schema, a_job_is_retried_at_most_once_and_a_retry_needs_no_original)
+{
+	brq_testdb_exec(db, "INSERT INTO job (id, topic, state) VALUES (1000, 't', 'dead')");
+	brq_testdb_exec(db, "INSERT INTO job (topic, retry_of) VALUES ('t', 1000)");
+	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, retry_of) VALUES ('t', 1000)"), "23505");
+	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, retry_of) VALUES ('t', 0)"), "23514");
+	brq_testdb_exec(db, "DELETE FROM job WHERE id = 1000");
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE retry_of = 1000"), 1);
+	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, result) VALUES ('t', '{nope')"),
+			 "22P02");
 }

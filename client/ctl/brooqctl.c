@@ -110,6 +110,28 @@ static const struct {
 	{"topics", brq_ctl_topics,
 	 "usage: brooqctl [OPTIONS] topics             (admin token)\n\n"
 	 "Lists the topics that are paused or limited, with their jobs processing now.\n"},
+	{"jobs", brq_ctl_jobs,
+	 "usage: brooqctl [OPTIONS] jobs [--topic T] [--state S] [--key K] [--since D] [--until D]\n"
+	 "                             [--limit N] [--cursor C]       (admin token)\n\n"
+	 "Lists jobs, newest first, one page at a time (every filter optional):\n"
+	 "  --topic T    jobs of topic T\n"
+	 "  --state S    pending, processing, failed, done, dead or canceled\n"
+	 "  --key K      the job with idempotency key K (needs --topic)\n"
+	 "  --since D    created in the last D (e.g. 1h)\n"
+	 "  --until D    created more than D ago\n"
+	 "  --limit N    jobs per page, 1..1000 (default 50)\n"
+	 "  --cursor C   the next page: C is what the previous page said (\"next\")\n"},
+	{"retry", brq_ctl_retry,
+	 "usage: brooqctl [OPTIONS] retry ID                              (admin token)\n"
+	 "       brooqctl [OPTIONS] retry --topic T --state dead|canceled [--limit N]\n\n"
+	 "Runs a dead or canceled job again, as a new job (same topic, payload,\n"
+	 "max_attempts and priority; its retry_of names the original, which is left as it is). A job\n"
+	 "retried already is not retried twice: its retry's id is printed. With --topic:\n"
+	 "up to N (1..1000, default 100) such jobs of topic T, oldest first. Another\n"
+	 "state: conflict, exit 1.\n"},
+	{"delete", brq_ctl_delete,
+	 "usage: brooqctl [OPTIONS] delete ID          (admin token)\n\n"
+	 "Deletes a done, dead or canceled job. Another state: conflict, exit 1.\n"},
 	{"schedule", brq_ctl_schedule,
 	 "usage: brooqctl [OPTIONS] schedule list                      (admin token)\n"
 	 "       brooqctl [OPTIONS] schedule add NAME TOPIC (--cron EXPR [--tz ZONE] | --every D)\n"
@@ -196,6 +218,9 @@ usage(FILE *f, const char *cmd)
 	      "       brooqctl [OPTIONS] pause|resume TOPIC       (admin token)\n"
 	      "       brooqctl [OPTIONS] limits TOPIC [--concurrency N] [--rate R]   (admin token)\n"
 	      "       brooqctl [OPTIONS] topics             (admin token)\n"
+	      "       brooqctl [OPTIONS] jobs [--topic T] [--state S] [--limit N] [--cursor C] ...  (admin)\n"
+	      "       brooqctl [OPTIONS] retry ID | --topic T --state dead|canceled [--limit N]  (admin)\n"
+	      "       brooqctl [OPTIONS] delete ID          (admin token)\n"
 	      "       brooqctl [OPTIONS] schedule list|add|remove ...  (admin token)\n"
 	      "       brooqctl migrate up|up-to N|down|down-to N|status|version\n"
 	      "                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
@@ -354,8 +379,59 @@ tls_option(brq_ctl *ctl, int argc, char **argv, int *i, int *rc)
 
 /* What the options said besides brq_ctl's fields. */
 typedef struct opts_seen {
-	bool help, version, enqueue_only, limits_only, schedule_only, attempts;
+	bool help, version;
+	bool enqueue_only;  /* --delay, --priority: enqueue */
+	bool limits_only;   /* --concurrency, --rate: limits */
+	bool attempts;      /* --max-attempts: enqueue and schedule add */
+	bool schedule_only; /* --cron, --tz, --every, --payload, --misfire, --catch-up-max */
+	bool list_only;     /* --cursor, --since, --until: jobs */
+	bool topic_opts;    /* --topic, --state, --limit: jobs and retry */
+	bool key;           /* --key: enqueue and jobs */
 } opts_seen;
+
+/* --topic, --state, --limit, --cursor, --since, --until at argv[*i]: 1 when it was one
+ * of them (*rc set), 0 when not. */
+static int
+list_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i, int *rc)
+{
+	const char *v, *name = argv[*i];
+	uint64_t    u;
+	int         m;
+	bool        shared = true; /* --topic, --state, --limit: jobs and retry */
+	*rc                = BRQ_EXIT_OK;
+	if ((m = take_opt(argc, argv, i, "--topic", &v)) > 0) {
+		ctl->topic = v;
+	} else if (m == 0 && (m = take_opt(argc, argv, i, "--state", &v)) > 0) {
+		ctl->state = -1;
+		for (int s = BROOQ_PENDING; s <= BROOQ_CANCELED; s++)
+			if (strcmp(v, brooq_state_name((brooq_state) s)) == 0)
+				ctl->state = s;
+		if (ctl->state < 0)
+			*rc = brq_ctl_usage(
+				ctl, "--state '%s': pending, processing, failed, done, dead or canceled", v);
+	} else if (m == 0 && (m = take_opt(argc, argv, i, "--limit", &v)) > 0) {
+		if (brq_ctl_parse_u64(v, 1, 1000, &u) != 0)
+			*rc = brq_ctl_usage(ctl, "--limit '%s': must be 1..1000", v);
+		else
+			ctl->limit = (uint32_t) u;
+	} else if (m == 0 && (m = take_opt(argc, argv, i, "--cursor", &v)) > 0) {
+		ctl->cursor = v;
+		shared      = false;
+	} else if (m == 0 && (m = take_opt(argc, argv, i, "--since", &v)) > 0) {
+		*rc    = duration_opt(ctl, "--since", v, 1, UINT64_MAX, &ctl->since_ms);
+		shared = false;
+	} else if (m == 0 && (m = take_opt(argc, argv, i, "--until", &v)) > 0) {
+		*rc    = duration_opt(ctl, "--until", v, 1, UINT64_MAX, &ctl->until_ms);
+		shared = false;
+	}
+	if (m == 0)
+		return 0;
+	if (m < 0)
+		*rc = brq_ctl_usage(ctl, "option %s needs a value", name);
+	seen->topic_opts = seen->topic_opts || shared;
+	seen->list_only  = seen->list_only || !shared;
+	return 1;
+}
 
 /* schedule add's options: a string each, or (every, catch-up-max) parsed below. */
 static const char *const sched_opts[] = {"--cron",    "--tz",    "--payload",
@@ -420,11 +496,13 @@ one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
 		if ((rc = duration_opt(ctl, "--timeout", v, 1, TIMEOUT_MAX_MS, &u)) != BRQ_EXIT_OK)
 			return rc;
 		ctl->timeout_ms = (int) u;
+	} else if (list_option(ctl, seen, argc, argv, i, &rc) != 0) {
+		return rc;
 	} else if ((m = take_opt(argc, argv, i, "--key", &v)) != 0) {
 		if (m < 0)
 			return brq_ctl_usage(ctl, "option --key needs a value");
-		ctl->key           = v;
-		seen->enqueue_only = true;
+		ctl->key  = v;
+		seen->key = true;
 	} else if ((m = take_opt(argc, argv, i, "--delay", &v)) != 0) {
 		if (m < 0)
 			return brq_ctl_usage(ctl, "option --delay needs a value");
@@ -477,9 +555,11 @@ first_command(int argc, char **argv)
 		if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)
 			return argv[i];
 		/* Skip the value of an option that takes one ("--url X"). */
-		static const char *const valued[]  = {"--url",   "--token-file",   "--timeout", "--key",
-						      "--delay", "--max-attempts", "--priority"};
-		bool                     is_valued = false;
+		static const char *const valued[] = {
+			"--url",          "--token-file", "--timeout",     "--key",   "--delay",
+			"--max-attempts", "--priority",   "--concurrency", "--rate",  "--topic",
+			"--state",        "--limit",      "--cursor",      "--since", "--until"};
+		bool is_valued = false;
 		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
 			is_valued = is_valued || strcmp(argv[i], valued[k]) == 0;
 		for (size_t k = 0; k < sizeof(tls_opts) / sizeof(tls_opts[0]); k++)
@@ -491,6 +571,31 @@ first_command(int argc, char **argv)
 	return NULL;
 }
 
+/* Options given to a command they do not belong to: a usage error. */
+static int
+option_misplaced(const brq_ctl *ctl, const opts_seen *seen, const char *cmd)
+{
+	bool enqueue = strcmp(cmd, "enqueue") == 0, jobs = strcmp(cmd, "jobs") == 0;
+	bool schedule = strcmp(cmd, "schedule") == 0;
+	if (seen->enqueue_only && !enqueue)
+		return brq_ctl_usage(ctl, "--delay and --priority belong to enqueue");
+	if (seen->limits_only && strcmp(cmd, "limits") != 0)
+		return brq_ctl_usage(ctl, "--concurrency and --rate belong to limits");
+	if (seen->attempts && !enqueue && !schedule)
+		return brq_ctl_usage(ctl, "--max-attempts belongs to enqueue and schedule add");
+	if (seen->schedule_only && !schedule)
+		return brq_ctl_usage(ctl,
+				     "--cron, --tz, --every, --payload, --misfire and "
+				     "--catch-up-max belong to schedule add");
+	if (seen->key && !enqueue && !jobs)
+		return brq_ctl_usage(ctl, "--key belongs to enqueue and jobs");
+	if (seen->list_only && !jobs)
+		return brq_ctl_usage(ctl, "--cursor, --since and --until belong to jobs");
+	if (seen->topic_opts && !jobs && strcmp(cmd, "retry") != 0)
+		return brq_ctl_usage(ctl, "--topic, --state and --limit belong to jobs and retry");
+	return BRQ_EXIT_OK;
+}
+
 /* The gateway commands: options anywhere, then the command and its arguments. */
 static int
 run_command(brq_ctl *ctl, int argc, char **argv)
@@ -498,7 +603,7 @@ run_command(brq_ctl *ctl, int argc, char **argv)
 	char    **pos  = calloc((size_t) argc + 1, sizeof(char *));
 	int       npos = 0, rc = BRQ_EXIT_OK;
 	bool      only_pos = false;
-	opts_seen seen     = {false, false, false, false, false, false};
+	opts_seen seen     = {0};
 
 	if (pos == NULL)
 		return brq_ctl_fail(ctl, BRQ_EXIT_FAIL, "out_of_memory", NULL, "out of memory");
@@ -522,16 +627,8 @@ run_command(brq_ctl *ctl, int argc, char **argv)
 		rc = brq_ctl_usage(ctl, "a command is required");
 	} else if (k < 0) {
 		rc = brq_ctl_usage(ctl, "unknown command '%s'", pos[0]);
-	} else if (seen.enqueue_only && strcmp(pos[0], "enqueue") != 0) {
-		rc = brq_ctl_usage(ctl, "--key, --delay and --priority belong to enqueue");
-	} else if (seen.limits_only && strcmp(pos[0], "limits") != 0) {
-		rc = brq_ctl_usage(ctl, "--concurrency and --rate belong to limits");
-	} else if ((seen.schedule_only && strcmp(pos[0], "schedule") != 0) ||
-		   (seen.attempts && strcmp(pos[0], "enqueue") != 0 && strcmp(pos[0], "schedule") != 0)) {
-		rc = brq_ctl_usage(ctl,
-				   seen.schedule_only ? "--cron, --tz, --every, --payload, --misfire and "
-							"--catch-up-max belong to schedule add"
-						      : "--max-attempts belongs to enqueue and schedule add");
+	} else if ((rc = option_misplaced(ctl, &seen, pos[0])) != BRQ_EXIT_OK) {
+		/* reported */
 	} else {
 		if (ctl->token_file == NULL)
 			ctl->token_file = env_nonempty("BROOQ_TOKEN_FILE");
@@ -560,7 +657,8 @@ check_stdout(int rc)
 int
 main(int argc, char **argv)
 {
-	brq_ctl     ctl = {.cmd = "brooqctl", .concurrency = BROOQ_LIMIT_KEEP, .rate = BROOQ_LIMIT_KEEP};
+	brq_ctl ctl = {
+		.cmd = "brooqctl", .state = -1, .concurrency = BROOQ_LIMIT_KEEP, .rate = BROOQ_LIMIT_KEEP};
 	const char *cmd = first_command(argc, argv);
 	int         rc;
 

@@ -53,6 +53,7 @@ err_name(brooq_err err)
 	case BROOQ_ETOO_LARGE: return "too_large";
 	case BROOQ_ERESOURCE_EXHAUSTED: return "resource_exhausted";
 	case BROOQ_EINTERNAL: return "internal";
+	case BROOQ_ECONFLICT: return "conflict";
 	}
 	return "unknown";
 }
@@ -114,15 +115,15 @@ brq_ctl_usage(const brq_ctl *ctl, const char *fmt, ...)
 }
 
 /* Reports a failed library call and returns its exit code. */
-static int
-report(const brq_ctl *ctl, brooq_err err)
+int
+brq_ctl_report(const brq_ctl *ctl, brooq_err err)
 {
 	return brq_ctl_fail(ctl, exit_code(err), err_name(err), brooq_strerror(err), "%s",
 			    brooq_last_message());
 }
 
-static int
-open_client(const brq_ctl *ctl, brooq_client **c)
+int
+brq_ctl_open_client(const brq_ctl *ctl, brooq_client **c)
 {
 	brooq_client_opts o   = {.size            = sizeof(brooq_client_opts),
 				 .url             = ctl->url,
@@ -133,23 +134,11 @@ open_client(const brq_ctl *ctl, brooq_client **c)
 				 .tls_key_file    = ctl->tls_key_file,
 				 .tls_server_name = ctl->tls_server_name};
 	brooq_err         err = brooq_client_open(&o, c);
-	return err == BROOQ_OK ? BRQ_EXIT_OK : report(ctl, err);
+	return err == BROOQ_OK ? BRQ_EXIT_OK : brq_ctl_report(ctl, err);
 }
 
 int
-brq_ctl_open(const brq_ctl *ctl, brooq_client **c)
-{
-	return open_client(ctl, c);
-}
-
-int
-brq_ctl_report(const brq_ctl *ctl, brooq_err err)
-{
-	return report(ctl, err);
-}
-
-static int
-parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id)
+brq_ctl_parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id)
 {
 	if (argc != 1)
 		return brq_ctl_usage(ctl, "expected exactly one job ID");
@@ -166,7 +155,7 @@ open_noargs(const brq_ctl *ctl, int argc, brooq_client **c)
 {
 	if (argc != 0)
 		return brq_ctl_usage(ctl, "takes no arguments");
-	return open_client(ctl, c);
+	return brq_ctl_open_client(ctl, c);
 }
 
 int
@@ -183,7 +172,7 @@ brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv)
 	brooq_err err = brooq_ping(c, server, sizeof(server));
 	double    rtt = (double) (brq_now_us() - t0) / 1000.0;
 	if (err != BROOQ_OK) {
-		rc = report(ctl, err);
+		rc = brq_ctl_report(ctl, err);
 	} else if (ctl->json) {
 		fputs("{\"server\":", stdout);
 		brq_ctl_json_cstr(stdout, server);
@@ -263,13 +252,13 @@ brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv)
 		.max_attempts = ctl->max_attempts,
 		.priority     = ctl->priority,
 	};
-	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK) {
+	if ((rc = brq_ctl_open_client(ctl, &c)) != BRQ_EXIT_OK) {
 		free(owned);
 		return rc;
 	}
 	brooq_err err = brooq_enqueue(c, &spec, 1, &r);
 	if (err != BROOQ_OK)
-		rc = report(ctl, err);
+		rc = brq_ctl_report(ctl, err);
 	else if (ctl->json)
 		printf("{\"id\":%" PRIu64 ",\"created\":%s}\n", r.id, r.created ? "true" : "false");
 	else if (r.created)
@@ -296,8 +285,8 @@ json_time(const char *name, int64_t ms, bool has)
 	printf("\"%s\"", t);
 }
 
-static void
-print_job_json(const brooq_job_info *j)
+void
+brq_ctl_print_job_json(const brooq_job_info *j)
 {
 	printf("{\"id\":%" PRIu64 ",\"topic\":", j->id);
 	brq_ctl_json_cstr(stdout, j->topic);
@@ -321,7 +310,14 @@ print_job_json(const brooq_job_info *j)
 	/* The payload is JSON as the database stored it (jsonb text): embedded as is. */
 	fputs(",\"payload\":", stdout);
 	fputs(j->payload != NULL && j->payload[0] != '\0' ? j->payload : "null", stdout);
-	fputs("}\n", stdout);
+	/* The result is JSON too (jsonb text), or null when the job has none. */
+	fputs(",\"result\":", stdout);
+	fputs(j->result != NULL && j->result[0] != '\0' ? j->result : "null", stdout);
+	if (j->retry_of != 0)
+		printf(",\"retry_of\":%" PRIu64, j->retry_of);
+	else
+		fputs(",\"retry_of\":null", stdout);
+	fputs("}", stdout);
 }
 
 static void
@@ -362,6 +358,10 @@ print_job_table(const brooq_job_info *j)
 	row("key", j->key);
 	row_time("created_at", j->created_at_ms, true);
 	row_time("updated_at", j->updated_at_ms, true);
+	if (j->retry_of != 0) {
+		snprintf(buf, sizeof(buf), "%" PRIu64, j->retry_of);
+		row("retry_of", buf);
+	}
 	row_time("claimed_at", j->claimed_at_ms, j->claimed_at_ms != 0);
 	/* Only while processing, and only when the topic has them. */
 	if (j->attempt_deadline_ms != 0)
@@ -369,6 +369,7 @@ print_job_table(const brooq_job_info *j)
 	if (j->max_execution_deadline_ms != 0)
 		row_time("max_exec_end", j->max_execution_deadline_ms, true);
 	row("payload", j->payload);
+	row("result", j->result);
 }
 
 int
@@ -379,17 +380,19 @@ brq_ctl_job(const brq_ctl *ctl, int argc, char **argv)
 	uint64_t        id;
 	int             rc;
 
-	if ((rc = parse_id(ctl, argc, argv, &id)) != BRQ_EXIT_OK)
+	if ((rc = brq_ctl_parse_id(ctl, argc, argv, &id)) != BRQ_EXIT_OK)
 		return rc;
-	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK)
+	if ((rc = brq_ctl_open_client(ctl, &c)) != BRQ_EXIT_OK)
 		return rc;
 	brooq_err err = brooq_job_get(c, id, &j);
 	if (err != BROOQ_OK) {
-		rc = report(ctl, err);
+		rc = brq_ctl_report(ctl, err);
 	} else {
-		if (ctl->json)
-			print_job_json(j);
-		else
+		if (ctl->json) {
+			brq_ctl_print_job_json(j);
+			fputc('\n', stdout);
+		}
+		if (!ctl->json)
 			print_job_table(j);
 		brooq_job_info_free(j);
 	}
@@ -408,13 +411,13 @@ brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv)
 	uint64_t      id;
 	int           rc;
 
-	if ((rc = parse_id(ctl, argc, argv, &id)) != BRQ_EXIT_OK)
+	if ((rc = brq_ctl_parse_id(ctl, argc, argv, &id)) != BRQ_EXIT_OK)
 		return rc;
-	if ((rc = open_client(ctl, &c)) != BRQ_EXIT_OK)
+	if ((rc = brq_ctl_open_client(ctl, &c)) != BRQ_EXIT_OK)
 		return rc;
 	brooq_err err = brooq_cancel(c, id, &st, &canceled);
 	if (err != BROOQ_OK) {
-		rc = report(ctl, err);
+		rc = brq_ctl_report(ctl, err);
 	} else if (st != BROOQ_CANCELED) {
 		/* Done or dead: it cannot be canceled (nothing changed). An error, with the
 		 * keys every error carries, and the job's state. */
@@ -508,7 +511,7 @@ brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv)
 		return rc;
 	brooq_err err = brooq_stats(c, &s, &n);
 	if (err != BROOQ_OK) {
-		rc = report(ctl, err);
+		rc = brq_ctl_report(ctl, err);
 	} else {
 		if (ctl->json)
 			print_stats_json(s, n);

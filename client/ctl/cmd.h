@@ -35,6 +35,13 @@ typedef struct brq_ctl {
 	uint32_t    priority;        /* enqueue --priority; 0: the default (1) */
 	uint32_t    concurrency;     /* limits --concurrency; BROOQ_LIMIT_KEEP: not given */
 	uint32_t    rate;            /* limits --rate; BROOQ_LIMIT_KEEP: not given */
+	/* jobs and retry (bulk): */
+	const char *topic;    /* --topic; NULL: any (jobs) */
+	int         state;    /* --state as a brooq_state; -1: any (jobs) */
+	uint32_t    limit;    /* --limit; 0: the command's default */
+	const char *cursor;   /* jobs --cursor: a page's "next" */
+	uint64_t    since_ms; /* jobs --since D: created in the last D; 0: no bound */
+	uint64_t    until_ms; /* jobs --until D: created more than D ago; 0: no bound */
 	/* schedule add: --cron, --tz, --every, --payload, --misfire, --catch-up-max */
 	const char *cron, *tz, *payload, *misfire;
 	uint64_t    every_ms;
@@ -53,6 +60,15 @@ int brq_ctl_fail(const brq_ctl *ctl, int exit_code, const char *name, const char
 /* A usage error (exit 2, error "usage"); the line ends with where help is. */
 int brq_ctl_usage(const brq_ctl *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Reports a failed library call (brooq_last_message) and returns its exit code. */
+int brq_ctl_report(const brq_ctl *ctl, brooq_err err);
+/* Opens the client with ctl's settings; BRQ_EXIT_OK or the reported failure's code. */
+int brq_ctl_open_client(const brq_ctl *ctl, brooq_client **c);
+/* Exactly one positional argument, a job id: BRQ_EXIT_OK or a usage error. */
+int brq_ctl_parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id);
+/* One job row as one JSON object on stdout, no newline (`job --json`, `jobs --json`). */
+void brq_ctl_print_job_json(const brooq_job_info *j);
+
 /* Each runs one command with its positional arguments (after the command name)
  * and returns an exit code. */
 int brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv);
@@ -65,11 +81,10 @@ int brq_ctl_pause(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_resume(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_limits(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_topics(const brq_ctl *ctl, int argc, char **argv);
+/* cmd_admin.c: the job list, retry and delete (admin token). */
+int brq_ctl_jobs(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_retry(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_delete(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_schedule(const brq_ctl *ctl, int argc, char **argv); /* schedule.c */
-
-/* For the command files: a client with the run's settings (reports the failure
- * itself), and the report of a failed call. Both return an exit code. */
-int brq_ctl_open(const brq_ctl *ctl, brooq_client **c);
-int brq_ctl_report(const brq_ctl *ctl, brooq_err err);
 
 #endif

@@ -53,7 +53,7 @@ change(const brq_ctl *ctl, int argc, char **argv, const char *what)
 	if (strcmp(what, "limits") == 0 && ctl->concurrency == BROOQ_LIMIT_KEEP &&
 	    ctl->rate == BROOQ_LIMIT_KEEP)
 		return brq_ctl_usage(ctl, "limits needs --concurrency N or --rate R (0: unlimited)");
-	if ((rc = brq_ctl_open(ctl, &c)) != BRQ_EXIT_OK)
+	if ((rc = brq_ctl_open_client(ctl, &c)) != BRQ_EXIT_OK)
 		return rc;
 	if (strcmp(what, "paused") == 0)
 		err = brooq_pause(c, argv[0], &p);
@@ -102,7 +102,7 @@ brq_ctl_topics(const brq_ctl *ctl, int argc, char **argv)
 
 	if (argc != 0)
 		return brq_ctl_usage(ctl, "takes no arguments");
-	if ((rc = brq_ctl_open(ctl, &c)) != BRQ_EXIT_OK)
+	if ((rc = brq_ctl_open_client(ctl, &c)) != BRQ_EXIT_OK)
 		return rc;
 	brooq_err err = brooq_topics(c, &all, &n);
 	if (err != BROOQ_OK) {

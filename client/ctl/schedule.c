@@ -174,7 +174,7 @@ brq_ctl_schedule(const brq_ctl *ctl, int argc, char **argv)
 	     ctl->max_attempts))
 		return brq_ctl_usage(ctl, "schedule %s takes no schedule options", sub);
 	brooq_client *c;
-	int           rc = brq_ctl_open(ctl, &c);
+	int           rc = brq_ctl_open_client(ctl, &c);
 	if (rc != BRQ_EXIT_OK)
 		return rc;
 	if (want == 1)

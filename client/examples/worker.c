@@ -19,14 +19,17 @@ on_signal(int sig)
 	brooq_worker_stop(worker);
 }
 
-/* demo.hello: print the payload; done. */
+/* demo.hello: print the payload; done, with a result (brooqctl job shows it). */
 static void
 hello(brooq_job_ctx *job, void *arg)
 {
 	(void) arg;
 	size_t      len;
+	char        result[64];
 	const char *payload = brooq_job_payload(job, &len);
 	printf("job=%" PRIu64 " topic=demo.hello payload=%.*s\n", brooq_job_id(job), (int) len, payload);
+	snprintf(result, sizeof(result), "{\"printed_bytes\":%zu}", len);
+	brooq_job_done_result(job, result, 0);
 }
 
 /* demo.flaky: fail on attempts 1 and 2, done on the 3rd. */

@@ -14,6 +14,7 @@
 #define BRQ_CLIENT_OPTS_V1 (offsetof(brooq_client_opts, log_arg) + sizeof(void *))
 #define BRQ_CLAIM_OPTS_V1  (offsetof(brooq_claim_opts, settled) + sizeof(void *))
 #define BRQ_WORKER_OPTS_V1 (offsetof(brooq_worker_opts, hung_grace_ms) + sizeof(uint32_t))
+#define BRQ_LIST_OPTS_V1   (offsetof(brooq_list_opts, limit) + sizeof(uint32_t))
 
 struct brooq_client {
 	brq_rpc      rpc;
@@ -37,6 +38,10 @@ int brq_opts_copy(void *dst, size_t dst_size, const void *src, size_t v1_size,
  * a peer that went away. 0, BRQ_EINVAL or BRQ_ENOMEM (message set); close with
  * brq_rpc_close. */
 int brq_client_rpc_open(brooq_client *c, brq_rpc *out) BRQ_MUSTCHECK;
+
+/* A library-allocated copy of a reply's job row (brooq_job_info_free); NULL when out of
+ * memory. */
+brooq_job_info *brq_job_info_out(const brq_job_info *in);
 
 /* brooq_heartbeat, also saying why each lost lease is lost (why[0..n), may be NULL;
  * BRQ_LOST_NONE for extended leases, BRQ_LOST_GONE when the gateway does not say). */

@@ -73,6 +73,7 @@ brq_err_from_status(brq_status st)
 	case BRQ_ST_UNAVAILABLE: return BROOQ_EUNAVAILABLE;
 	case BRQ_ST_TOO_LARGE: return BROOQ_ETOO_LARGE;
 	case BRQ_ST_RESOURCE_EXHAUSTED: return BROOQ_ERESOURCE_EXHAUSTED;
+	case BRQ_ST_CONFLICT: return BROOQ_ECONFLICT;
 	case BRQ_ST_INTERNAL:
 	default: return BROOQ_EINTERNAL;
 	}
@@ -99,6 +100,7 @@ brooq_strerror(brooq_err err)
 	case BROOQ_ETOO_LARGE: return "too large";
 	case BROOQ_ERESOURCE_EXHAUSTED: return "resource exhausted";
 	case BROOQ_EINTERNAL: return "internal gateway error";
+	case BROOQ_ECONFLICT: return "conflict: the job's state does not allow it";
 	}
 	return "unknown error";
 }

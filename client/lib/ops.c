@@ -101,9 +101,26 @@ specs_from(brq_call *k, const brooq_job_spec *jobs, size_t n, const char *what, 
 	return 0;
 }
 
-/* Wire settle items for items[0..n), from the call's arena. */
+/* The optional result of settle item i (NULL: none) into it. */
 static int
-settles_from(brq_call *k, const brooq_settle_item *items, size_t n, const char *what, brq_settle_item **out)
+result_from(const char *res, const brooq_settle_item *in, brq_settle_item *it, const char *what, size_t i)
+{
+	if (res == NULL)
+		return 0;
+	if (in->outcome != BROOQ_OUTCOME_DONE)
+		return brq_fail(BRQ_EINVAL, "%s[%zu].result: only with the done outcome", what, i);
+	if (strlen(res) > UINT32_MAX)
+		return brq_fail(BRQ_EINVAL, "%s[%zu].result: too long", what, i);
+	it->has_result = true;
+	it->result     = brq_str_c(res);
+	return 0;
+}
+
+/* Wire settle items for items[0..n) with their results res[0..n) (res may be NULL),
+ * from the call's arena. */
+static int
+settles_from(brq_call *k, const brooq_settle_item *items, const char *const *res, size_t n, const char *what,
+	     brq_settle_item **out)
 {
 	brq_settle_item *v = brq_arena_alloc(&k->arena, n, sizeof(*v));
 	if (v == NULL)
@@ -132,8 +149,10 @@ settles_from(brq_call *k, const brooq_settle_item *items, size_t n, const char *
 		}
 		if (in->outcome == BROOQ_OUTCOME_DELAY)
 			it->delay_ms = in->delay_ms;
+		int rv = result_from(res != NULL ? res[i] : NULL, in, it, what, i);
+		if (rv != 0)
+			return rv;
 		if (in->n_chain > 0) {
-			int rv;
 			it->has_chain = true;
 			it->n_chain   = (uint32_t) in->n_chain;
 			if ((rv = specs_from(k, in->chain, in->n_chain, "settle.chain", &it->chain)) != 0)
@@ -281,7 +300,7 @@ claim_fill(brq_call *k, const brooq_claim_opts *o, const char *worker)
 		return 0;
 	q->has_settle = true;
 	q->n_settle   = (uint32_t) o->n_settle;
-	return settles_from(k, o->settle, o->n_settle, "claim.settle", &q->settle);
+	return settles_from(k, o->settle, o->settle_results, o->n_settle, "claim.settle", &q->settle);
 }
 
 brooq_err
@@ -385,6 +404,13 @@ brq_heartbeat_why(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t
 brooq_err
 brooq_settle(brooq_client *c, const brooq_settle_item *items, size_t n, brooq_settle_result *results)
 {
+	return brooq_settle_results(c, items, NULL, n, results);
+}
+
+brooq_err
+brooq_settle_results(brooq_client *c, const brooq_settle_item *items, const char *const *item_results,
+		     size_t n, brooq_settle_result *results)
+{
 	brq_call k;
 	int      rv;
 
@@ -395,7 +421,7 @@ brooq_settle(brooq_client *c, const brooq_settle_item *items, size_t n, brooq_se
 		return ARG_FAIL("settle: n must be 1..%u", (unsigned) UINT32_MAX);
 	brq_call_init(&k, BRQ_OP_SETTLE);
 	k.req.settle.n_items = (uint32_t) n;
-	rv                   = settles_from(&k, items, n, "settle.items", &k.req.settle.items);
+	rv                   = settles_from(&k, items, item_results, n, "settle.items", &k.req.settle.items);
 	if (rv == 0)
 		rv = brq_rpc_call(&c->rpc, &k, 0);
 	brooq_err err = brq_call_result(&k, rv);
@@ -448,12 +474,13 @@ brooq_job_info_free(brooq_job_info *j)
 	free(j->locked_by);
 	free(j->last_error);
 	free(j->key);
+	free(j->result);
 	free(j);
 }
 
 /* A library-allocated copy of the reply's job row; NULL when out of memory. */
-static brooq_job_info *
-job_info_out(const brq_job_info *in)
+brooq_job_info *
+brq_job_info_out(const brq_job_info *in)
 {
 	brooq_job_info *j  = calloc(1, sizeof(*j));
 	bool            ok = j != NULL;
@@ -476,6 +503,8 @@ job_info_out(const brq_job_info *in)
 	j->attempt_deadline_ms       = in->attempt_deadline_ms;
 	j->max_execution_deadline_ms = in->max_execution_deadline_ms;
 	j->priority                  = in->priority;
+	j->result                    = opt_dup(in->has_result, in->result, &ok);
+	j->retry_of                  = in->has_retry_of ? in->retry_of : 0;
 	if (!ok) {
 		brooq_job_info_free(j);
 		return NULL;
@@ -496,7 +525,7 @@ brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out)
 	brq_call_init(&k, BRQ_OP_JOB);
 	k.req.job.id  = id;
 	brooq_err err = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	if (err == BROOQ_OK && (*out = job_info_out(&k.rep.job.job)) == NULL)
+	if (err == BROOQ_OK && (*out = brq_job_info_out(&k.rep.job.job)) == NULL)
 		err = brq_err_public(brq_fail(BRQ_ENOMEM, "job: out of memory"));
 	brq_call_fini(&k);
 	return err;

@@ -223,6 +223,7 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 {
 	brooq_job_ctx      *b[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_item   items[BRQ_W_SETTLE_ITEMS_MAX];
+	const char         *results[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_result res[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_job          *jobs                   = NULL;
 	size_t              n                      = 0;
@@ -245,7 +246,7 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 	pthread_mutex_unlock(&w->mu);
 
 	for (size_t i = 0; i < n_settle; i++)
-		brq_job_settle_fill(&items[i], b[i]);
+		brq_job_settle_fill(&items[i], &results[i], b[i]);
 	brooq_claim_opts o = {
 		.size     = sizeof(o),
 		.worker   = w->name,
@@ -255,10 +256,11 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 		.lease_ms = w->lease_ms,
 		// A claim that carries results does not wait: its answer acknowledges
 		// them at once, and a long-poll (which a stop abandons) never holds any.
-		.wait_ms  = n_settle > 0 ? 0 : w->wait_ms,
-		.settle   = n_settle > 0 ? items : NULL,
-		.n_settle = n_settle,
-		.settled  = n_settle > 0 ? res : NULL,
+		.wait_ms        = n_settle > 0 ? 0 : w->wait_ms,
+		.settle         = n_settle > 0 ? items : NULL,
+		.n_settle       = n_settle,
+		.settled        = n_settle > 0 ? res : NULL,
+		.settle_results = n_settle > 0 ? results : NULL,
 	};
 	// Claims go through the dispatcher's own transport: at stop the watcher closes
 	// it, which ends a long-poll in flight at once (the gateway sees its peer go

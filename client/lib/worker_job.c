@@ -115,6 +115,8 @@ brq_job_outcome_clear(brooq_job_ctx *j)
 {
 	free(j->error);
 	chain_free(j->chain, j->n_chain);
+	free(j->result);
+	j->result   = NULL;
 	j->error    = NULL;
 	j->chain    = NULL;
 	j->n_chain  = 0;
@@ -195,9 +197,10 @@ brq_job_timed_out_outcome(brooq_job_ctx *j)
 }
 
 void
-brq_job_settle_fill(brooq_settle_item *s, const brooq_job_ctx *j)
+brq_job_settle_fill(brooq_settle_item *s, const char **result, const brooq_job_ctx *j)
 {
 	memset(s, 0, sizeof(*s));
+	*result    = j->outcome == BROOQ_OUTCOME_DONE && !j->oom ? j->result : NULL;
 	s->lease   = j->lease;
 	s->outcome = j->outcome;
 	s->error   = j->oom ? "worker: out of memory recording the handler's outcome" : j->error;
@@ -295,6 +298,34 @@ brooq_job_done_chain(brooq_job_ctx *j, const brooq_job_spec *chain, size_t n)
 		return;
 	}
 	j->n_chain = n;
+}
+
+void
+brooq_job_done_result(brooq_job_ctx *j, const char *json, size_t len)
+{
+	/* The chain of an earlier done_chain stays: only the result is replaced. */
+	brooq_job_spec *chain   = j->chain;
+	size_t          n_chain = j->n_chain;
+	bool            oom     = j->oom && j->outcome == BROOQ_OUTCOME_FAIL && chain == NULL;
+	j->chain                = NULL;
+	j->n_chain              = 0;
+	brq_job_outcome_clear(j);
+	j->chain   = chain;
+	j->n_chain = n_chain;
+	if (oom) {
+		/* An earlier done_chain ran out of memory: never done without its chain. */
+		j->outcome = BROOQ_OUTCOME_FAIL;
+		j->oom     = true;
+		return;
+	}
+	if (json == NULL)
+		return;
+	j->result = mem_dup0(json, len > 0 ? len : strlen(json));
+	if (j->result == NULL) {
+		/* Never "done" without the result the handler meant to store. */
+		j->outcome = BROOQ_OUTCOME_FAIL;
+		j->oom     = true;
+	}
 }
 
 static void

@@ -14,7 +14,7 @@ void brq_job_outcome_clear(brooq_job_ctx *j);
 /* Replaces j's outcome by the fail of an attempt past its deadline. */
 void brq_job_timed_out_outcome(brooq_job_ctx *j);
 /* s describes j's outcome; it borrows j's strings and chain. */
-void brq_job_settle_fill(brooq_settle_item *s, const brooq_job_ctx *j);
+void brq_job_settle_fill(brooq_settle_item *s, const char **result, const brooq_job_ctx *j);
 /* A copy the gateway accepts: invalid UTF-8 bytes become '?', cut to
  * BRQ_ERROR_STORED_MAX bytes on a character boundary. NULL when out of memory; the
  * caller frees. */

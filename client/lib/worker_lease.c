@@ -229,14 +229,15 @@ settle_some(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 {
 	brooq_job_ctx      *b[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_item   items[BRQ_W_SETTLE_ITEMS_MAX];
+	const char         *results[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_result res[BRQ_W_SETTLE_ITEMS_MAX];
 	char                detail[BRQ_DETAIL_MAX] = "";
 
 	size_t n = brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, true);
 	for (size_t i = 0; i < n; i++)
-		brq_job_settle_fill(&items[i], b[i]);
+		brq_job_settle_fill(&items[i], &results[i], b[i]);
 	pthread_mutex_unlock(&w->mu);
-	brooq_err err = brooq_settle(w->c, items, n, res);
+	brooq_err err = brooq_settle_results(w->c, items, results, n, res);
 	if (err != BROOQ_OK)
 		brq_msg_copy(detail);
 	pthread_mutex_lock(&w->mu);

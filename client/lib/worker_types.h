@@ -135,6 +135,7 @@ struct brooq_job_ctx {
 	uint64_t        delay_ms;
 	brooq_job_spec *chain; /* deep copies */
 	size_t          n_chain;
+	char           *result; /* done with a JSON result (NUL-terminated copy); NULL: none */
 };
 
 struct brooq_worker {

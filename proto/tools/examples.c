@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "examples.h"
 #include "mpread.h"
 
-static const uint8_t LEASE[BRQ_LEASE_LEN] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
-					     0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
+const uint8_t LEASE[BRQ_LEASE_LEN] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+				      0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
 
 static void
 die(const char *what)
@@ -106,7 +107,7 @@ show(const char *title, const brq_buf *b)
 	printf("```\n\n");
 }
 
-static void
+void
 example(const char *name, brq_request *req, brq_reply *rep)
 {
 	brq_buf     b;
@@ -241,7 +242,13 @@ main(void)
 		 .has_error = true,
 		 .error     = brq_str_c("smtp timeout")},
 		{.id = 102, .outcome = BRQ_OUTCOME_DELAY, .delay_ms = 5000},
-		{.id = 103, .outcome = BRQ_OUTCOME_DONE, .has_chain = true, .chain = &chain, .n_chain = 1},
+		{.id         = 103,
+		 .outcome    = BRQ_OUTCOME_DONE,
+		 .has_chain  = true,
+		 .chain      = &chain,
+		 .n_chain    = 1,
+		 .has_result = true,
+		 .result     = brq_str_c("{\"sent\":1}")},
 	};
 	for (int i = 0; i < 3; i++) {
 		memcpy(items[i].lease, LEASE, sizeof LEASE);
@@ -343,6 +350,9 @@ main(void)
 	rep.topics.topics   = pols;
 	rep.topics.n_topics = 2;
 	example("topics", &req, &rep);
+
+	admin_examples();
+
 	memset(&req, 0, sizeof req);
 	memset(&rep, 0, sizeof rep);
 	req.op                        = BRQ_OP_SCHEDULE_ADD;

@@ -93,6 +93,48 @@ test('open a job, cancel it, and see its row change in PostgreSQL', async () => 
   assert.match(gw.log(), new RegExp(`console_action action=cancel id=${ids.a} state=canceled canceled=true role=admin token_fp=[0-9a-f]{8}`));
 });
 
+test('retry the canceled job from its page; delete a done job from its page', async () => {
+  // ids.a was canceled by the test above.
+  await page.goto(gw.url + `/console/#/job/${ids.a}`);
+  await page.waitForSelector('#retry-job');
+  await page.click('#retry-job');
+  await page.waitForFunction(() => /retry job \d+: done/.test(document.body.textContent), { timeout: 10000 });
+  const retry = psql(db, `SELECT id FROM job WHERE retry_of = ${ids.a} AND state = 'pending'`);
+  assert.match(retry, /^\d+$/, 'a new pending job re-runs it');
+  assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.a}`), 'canceled', 'the original is kept');
+  assert.match(gw.log(), new RegExp(`console_action action=retry id=${ids.a} topic= retried=1 role=admin`));
+  const done = psql(db, `INSERT INTO job (topic, payload, state, result) VALUES ('report.build', '{}', 'done', '{"pages": 3}') RETURNING id`);
+  await page.goto(gw.url + `/console/#/job/${done}`);
+  await page.waitForSelector('#delete-job');
+  assert.match(await page.$eval('#job', (e) => e.textContent), /"pages": 3/, 'the result is shown');
+  await page.click('#delete-job');
+  await page.waitForFunction(() => location.hash === '#/overview', { timeout: 10000 });
+  assert.equal(psql(db, `SELECT count(*) FROM job WHERE id = ${done}`), '0');
+});
+
+test('filter the job list by topic and state, and page on with the cursor', async () => {
+  psql(db, `INSERT INTO job (topic, payload, state) SELECT 'list.me', '{}', CASE WHEN g % 3 = 0 THEN 'canceled' ELSE 'pending' END FROM generate_series(1, 180) g`);
+  psql(db, `INSERT INTO job (topic, payload, state) VALUES ('other', '{}', 'canceled')`);
+  const want = psql(db, `SELECT string_agg(id::text, ',' ORDER BY id DESC) FROM job WHERE topic = 'list.me' AND state = 'canceled'`).split(',');
+  assert.equal(want.length, 60);
+  await page.goto(gw.url + '/console/#/jobs');
+  await page.waitForSelector('#jobs-filter');
+  await page.type('#f-topic', 'list.me');
+  await page.select('#f-state', 'canceled');
+  await page.click('#jobs-filter button[type=submit]');
+  await page.waitForFunction((first) => {
+    const rows = document.querySelectorAll('#jobs tbody tr');
+    return rows.length === 50 && rows[0].dataset.id === first;
+  }, {}, want[0]);
+  let ids = await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => r.dataset.id));
+  assert.deepEqual(ids, want.slice(0, 50), 'the first page: the newest 50, newest first');
+  await page.click('#more');
+  await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 60);
+  ids = await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => r.dataset.id));
+  assert.deepEqual(ids, want, 'the second page follows the first');
+  assert.equal(await page.$('#more'), null, 'no page after the last');
+});
+
 test('enqueue a job from the page', async () => {
   await page.goto(gw.url + '/console/#/enqueue');
   await page.waitForSelector('#enqueue-form');

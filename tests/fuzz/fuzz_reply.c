@@ -61,7 +61,9 @@ job_info_eq(const brq_job_info *a, const brq_job_info *b)
 		(!a->has_locked_until_ms || a->locked_until_ms == b->locked_until_ms) &&
 		opt_str_eq(a->has_last_error, a->last_error, b->has_last_error, b->last_error) &&
 		opt_str_eq(a->has_key, a->key, b->has_key, b->key) && a->created_at_ms == b->created_at_ms &&
-		a->updated_at_ms == b->updated_at_ms && a->priority == b->priority;
+		a->updated_at_ms == b->updated_at_ms && a->priority == b->priority &&
+		opt_str_eq(a->has_result, a->result, b->has_result, b->result) &&
+		a->has_retry_of == b->has_retry_of && (!a->has_retry_of || a->retry_of == b->retry_of);
 }
 
 static bool
@@ -69,6 +71,31 @@ policy_eq(const brq_topic_policy *a, const brq_topic_policy *b)
 {
 	return str_eq(a->topic, b->topic) && a->paused == b->paused && a->max_running == b->max_running &&
 		a->rate_per_s == b->rate_per_s && a->running == b->running;
+}
+
+// list, retry, delete.
+static bool
+admin_eq(const brq_reply *a, const brq_reply *b)
+{
+	switch (a->op) {
+	case BRQ_OP_LIST:
+		if (a->list.n_jobs != b->list.n_jobs ||
+		    !opt_str_eq(a->list.has_next, a->list.next, b->list.has_next, b->list.next)) {
+			return false;
+		}
+		for (uint32_t i = 0; i < a->list.n_jobs; i++) {
+			if (!job_info_eq(&a->list.jobs[i], &b->list.jobs[i])) {
+				return false;
+			}
+		}
+		return true;
+	case BRQ_OP_RETRY:
+		return a->retry.retried == b->retry.retried && a->retry.n_ids == b->retry.n_ids &&
+			(a->retry.n_ids == 0 ||
+			 memcmp(a->retry.ids, b->retry.ids, a->retry.n_ids * sizeof(uint64_t)) == 0);
+	case BRQ_OP_DELETE: return a->del.id == b->del.id && a->del.deleted == b->del.deleted;
+	default: return false;
+	}
 }
 
 static bool
@@ -171,7 +198,7 @@ fields_eq(const brq_reply *a, const brq_reply *b)
 		}
 		return true;
 	case BRQ_OP_SCHEDULE_REMOVE: return true;
-	default: return false;
+	default: return admin_eq(a, b); // list, retry, delete
 	}
 }
 

@@ -50,7 +50,8 @@ item_eq(const brq_settle_item *a, const brq_settle_item *b)
 {
 	if (a->id != b->id || memcmp(a->lease, b->lease, BRQ_LEASE_LEN) != 0 || a->outcome != b->outcome ||
 	    a->has_error != b->has_error || !str_eq(a->error, b->error) || a->delay_ms != b->delay_ms ||
-	    a->has_chain != b->has_chain || a->n_chain != b->n_chain) {
+	    a->has_chain != b->has_chain || a->n_chain != b->n_chain || a->has_result != b->has_result ||
+	    !str_eq(a->result, b->result)) {
 		return false;
 	}
 	for (uint32_t i = 0; i < a->n_chain; i++) {
@@ -133,6 +134,21 @@ req_eq(const brq_request *a, const brq_request *b)
 			x->max_running == y->max_running && x->has_rate_per_s == y->has_rate_per_s &&
 			x->rate_per_s == y->rate_per_s;
 	}
+	case BRQ_OP_LIST:
+		return str_eq(a->list.topic, b->list.topic) && a->list.has_state == b->list.has_state &&
+			(!a->list.has_state || a->list.state == b->list.state) &&
+			a->list.has_created_after_ms == b->list.has_created_after_ms &&
+			a->list.created_after_ms == b->list.created_after_ms &&
+			a->list.has_created_before_ms == b->list.has_created_before_ms &&
+			a->list.created_before_ms == b->list.created_before_ms &&
+			str_eq(a->list.key, b->list.key) && str_eq(a->list.cursor, b->list.cursor) &&
+			a->list.before_id == b->list.before_id && a->list.limit == b->list.limit;
+	case BRQ_OP_RETRY:
+		return a->retry.id == b->retry.id &&
+			(a->retry.id > 0 ||
+			 (str_eq(a->retry.topic, b->retry.topic) && a->retry.state == b->retry.state &&
+			  a->retry.limit == b->retry.limit));
+	case BRQ_OP_DELETE: return a->del.id == b->del.id;
 	case BRQ_OP_SCHEDULE_ADD: {
 		const brq_schedule *x = &a->schedule_add, *y = &b->schedule_add;
 		return str_eq(x->name, y->name) && str_eq(x->topic, y->topic) &&
@@ -179,6 +195,10 @@ check_items(const brq_settle_item *items, uint32_t n, const brq_limits *lim)
 							    : it->delay_ms == 0);
 		FUZZ_CHECK(!it->has_chain || it->outcome == BRQ_OUTCOME_DONE);
 		FUZZ_CHECK(it->has_chain || it->n_chain == 0);
+		FUZZ_CHECK(!it->has_result ||
+			   (it->outcome == BRQ_OUTCOME_DONE && it->result.len <= lim->max_payload &&
+			    brq_json_valid(it->result.ptr, it->result.len, lim->max_json_depth,
+					   BRQ_JSON_REJECT_NUL_ESCAPE, NULL)));
 		for (uint32_t k = 0; k < it->n_chain; k++) {
 			check_job(&it->chain[k], lim);
 		}
@@ -242,6 +262,24 @@ check_request(const brq_request *req, const brq_limits *lim)
 		FUZZ_CHECK(q->max_running <= BRQ_TOPIC_LIMIT_MAX && q->rate_per_s <= BRQ_TOPIC_LIMIT_MAX);
 		break;
 	}
+	case BRQ_OP_LIST:
+		FUZZ_CHECK(req->list.limit >= 1 && req->list.limit <= BRQ_LIST_MAX);
+		FUZZ_CHECK(req->list.topic.len == 0 ||
+			   brq_topic_valid(req->list.topic.ptr, req->list.topic.len));
+		FUZZ_CHECK(req->list.key.len == 0 || req->list.topic.len > 0);
+		FUZZ_CHECK((req->list.cursor.len == 0) == (req->list.before_id == 0));
+		FUZZ_CHECK(req->list.before_id <= BRQ_ID_MAX);
+		FUZZ_CHECK(!req->list.has_created_after_ms || !req->list.has_created_before_ms ||
+			   req->list.created_after_ms < req->list.created_before_ms);
+		break;
+	case BRQ_OP_RETRY:
+		FUZZ_CHECK(req->retry.id > 0 ||
+			   ((req->retry.state == BRQ_STATE_DEAD || req->retry.state == BRQ_STATE_CANCELED) &&
+			    req->retry.limit >= 1 && req->retry.limit <= BRQ_RETRY_MAX &&
+			    brq_topic_valid(req->retry.topic.ptr, req->retry.topic.len)));
+		FUZZ_CHECK(req->retry.id <= BRQ_ID_MAX);
+		break;
+	case BRQ_OP_DELETE: FUZZ_CHECK(req->del.id >= 1 && req->del.id <= BRQ_ID_MAX); break;
 	case BRQ_OP_SCHEDULE_ADD: {
 		const brq_schedule *s = &req->schedule_add;
 		FUZZ_CHECK(brq_topic_valid(s->name.ptr, s->name.len));

@@ -79,6 +79,7 @@ typedef enum brooq_err {
 	BROOQ_ETOO_LARGE,
 	BROOQ_ERESOURCE_EXHAUSTED,
 	BROOQ_EINTERNAL,
+	BROOQ_ECONFLICT, /* the job's state does not allow it (retry, delete); nothing changed */
 } brooq_err;
 
 /* Static description of a code ("timed out", "not found", ...). Never NULL. */
@@ -270,6 +271,9 @@ typedef struct brooq_claim_opts {
 	const brooq_settle_item *settle;
 	size_t                   n_settle;
 	brooq_settle_result     *settled; /* n_settle results, filled when settle != NULL */
+	/* Optional, aligned with settle[]: the JSON result of each done item (NULL: none),
+	 * as in brooq_settle_results(). NULL: no item has one. */
+	const char *const *settle_results;
 } brooq_claim_opts;
 
 #define BROOQ_CLAIM_OPTS_INIT                    \
@@ -290,6 +294,16 @@ BROOQ_API brooq_err brooq_heartbeat(brooq_client *c, const brooq_lease *leases, 
 /* Settles n jobs; results[0..n) aligned with items. */
 BROOQ_API brooq_err brooq_settle(brooq_client *c, const brooq_settle_item *items, size_t n,
 				 brooq_settle_result *results);
+/* brooq_settle() with a JSON result for done items: item_results[i] (NULL: none) is
+ * NUL-terminated JSON text, at most the gateway's max_payload bytes (default 1 MiB),
+ * stored in the job's row and returned by brooq_job_get(). A result on an item that is
+ * not done is BROOQ_EINVAL; invalid JSON is BROOQ_EINVALID_ARGUMENT and a result over
+ * max_payload BROOQ_ETOO_LARGE from the gateway, and then nothing of the call is
+ * written. item_results may be NULL (= brooq_settle). A separate array, not a field of
+ * brooq_settle_item: callers pass arrays of that struct, so its size cannot change. */
+BROOQ_API brooq_err brooq_settle_results(brooq_client *c, const brooq_settle_item *items,
+					 const char *const *item_results, size_t n,
+					 brooq_settle_result *results);
 
 /* ---- admin and introspection ------------------------------------------------------ */
 
@@ -318,6 +332,8 @@ typedef struct brooq_job_info {
 	int64_t  attempt_deadline_ms;
 	int64_t  max_execution_deadline_ms;
 	uint32_t priority; /* 1..9; 0 from a gateway without priorities */
+	char    *result;   /* the handler's JSON result (settled done with one); NULL: none */
+	uint64_t retry_of; /* the terminal job this one re-runs (brooq_retry); 0: none */
 } brooq_job_info;
 
 BROOQ_API brooq_err brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out);
@@ -367,6 +383,55 @@ BROOQ_API brooq_err brooq_topics(brooq_client *c, brooq_topic_policy **out, size
 /* Per-topic counts. *out belongs to the caller: brooq_stats_free(*out, *n). */
 BROOQ_API brooq_err brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t *n);
 BROOQ_API void      brooq_stats_free(brooq_topic_stats *s, size_t n);
+
+/* ---- operators: list, retry, delete (admin token) ---------------------------------- */
+
+typedef struct brooq_list_opts {
+	size_t      size;              /* sizeof(brooq_list_opts) (BROOQ_LIST_OPTS_INIT) */
+	const char *topic;             /* NULL: any topic */
+	bool        has_state;         /* false: any state */
+	brooq_state state;             /* with has_state */
+	int64_t     created_after_ms;  /* created at or after (unix ms); 0: no bound */
+	int64_t     created_before_ms; /* created before (unix ms); 0: no bound */
+	const char *key;               /* idempotency key; NULL: any (needs topic) */
+	const char *cursor;            /* NULL: the first page; else an earlier page's next */
+	uint32_t    limit;             /* jobs per page, 1..1000; 0: 50 */
+} brooq_list_opts;
+
+#define BROOQ_LIST_OPTS_INIT                    \
+	{                                       \
+		.size = sizeof(brooq_list_opts) \
+	}
+
+/* One page of the job list. Library-allocated; free with brooq_job_page_free(). */
+typedef struct brooq_job_page {
+	brooq_job_info **jobs; /* n rows, newest first (by id) */
+	size_t           n;
+	char            *next; /* the next page's cursor; NULL: this was the last page */
+} brooq_job_page;
+
+/* Lists jobs matching every filter of o, newest first, a page at a time: pass
+ * page->next as o->cursor for the next one. Pages never shift: jobs created meanwhile
+ * come before the first page, not into later ones (keyset pagination on the id). A
+ * page may hold fewer than limit jobs when their payloads would make the reply too
+ * big; next is then set. A cursor that is not one of next's: BROOQ_EINVALID_ARGUMENT. */
+BROOQ_API brooq_err brooq_list(brooq_client *c, const brooq_list_opts *o, brooq_job_page **out);
+BROOQ_API void      brooq_job_page_free(brooq_job_page *p);
+
+/* Re-runs a dead or canceled job as a new job (same topic, payload, max_attempts and
+ * priority, no idempotency key, retry_of = id; the original row is not changed: it stays as the
+ * record of what happened). *new_id is the new job's id; *created is false when the
+ * job had been retried already (*new_id is then that retry: retrying is idempotent).
+ * Another state: BROOQ_ECONFLICT, nothing changed. */
+BROOQ_API brooq_err brooq_retry(brooq_client *c, uint64_t id, uint64_t *new_id, bool *created);
+/* Retries up to limit (1..1000) jobs of topic in state (BROOQ_DEAD or BROOQ_CANCELED),
+ * oldest first, skipping those retried already. *n is how many were created; their ids
+ * go to ids[0..min(*n, cap)) (ids may be NULL with cap 0). */
+BROOQ_API brooq_err brooq_retry_bulk(brooq_client *c, const char *topic, brooq_state state, uint32_t limit,
+				     uint64_t *ids, size_t cap, size_t *n);
+/* Deletes a done, dead or canceled job. Another state: BROOQ_ECONFLICT, nothing
+ * changed; no such job: BROOQ_ENOT_FOUND. */
+BROOQ_API brooq_err brooq_delete(brooq_client *c, uint64_t id);
 
 /* ---- periodic jobs (admin token) ------------------------------------------------------ */
 
@@ -474,6 +539,12 @@ BROOQ_API int64_t brooq_job_deadline(const brooq_job_ctx *j);
  * wins. Strings and chained specs are copied. */
 BROOQ_API void brooq_job_done(brooq_job_ctx *j);
 BROOQ_API void brooq_job_done_chain(brooq_job_ctx *j, const brooq_job_spec *chain, size_t n);
+/* Done, with a JSON result stored in the job's row (brooq_job_get, `brooqctl job`):
+ * json[0..len) (len 0: strlen(json)) is copied. It must be valid JSON of at most the
+ * gateway's max_payload bytes: the gateway refuses the settle otherwise, and the job is
+ * then settled as a fail with the reason (it runs again; nothing is stored). Keeps the
+ * chained jobs of an earlier brooq_job_done_chain() call. */
+BROOQ_API void brooq_job_done_result(brooq_job_ctx *j, const char *json, size_t len);
 BROOQ_API void brooq_job_fail(brooq_job_ctx *j, const char *error);
 BROOQ_API void brooq_job_delay(brooq_job_ctx *j, uint64_t delay_ms);
 BROOQ_API void brooq_job_preserve(brooq_job_ctx *j, const char *error);

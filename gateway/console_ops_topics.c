@@ -1,58 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The web console's operations that wait for issue 15's queue operations (list, topic settings,
-// retry, delete, pause, resume, schedules): parameters checked now, 501 until wired.
-//
-// To wire one when issue 15 lands: keep its parameter checks, replace the
-// brq_console_not_yet() line with the store call on call->c (or brq_ops_run with the
-// new op, as console_ops.c does for the existing ones) and write the JSON that
-// docs/console.md gives for it into call->out; an action also logs
-//   BRQ_LOG_INFO("console_action", "action=<name> ... %s", ..., call->actor);
-// The page (console/app.js) and the browser tests (tests/console/pending.test.mjs)
-// expect exactly that JSON.
+// The web console's topic operations: the paused and limited topics, pause and resume
+// (through the RPC's `topics`, `pause` and `resume`), and the schedules (a read of the
+// schedule table).
 #include "console_ops.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "log.h"
-
-// Largest page of the job list.
-#define LIST_LIMIT_MAX 200
-// Largest bulk retry.
-#define RETRY_LIMIT_MAX 1000
-// Longest list cursor (opaque to the console: the list operation's own).
-#define CURSOR_MAX 256
-
-// GET /console/api/jobs: topic, state, created_after_ms, created_before_ms, key, cursor,
-// limit (1..200, default 50). 200: {"jobs":[job...], "next": cursor or null}.
-int
-brq_console_op_jobs(brq_console_call *call)
-{
-	brq_str  topic = {0};
-	int      state;
-	uint64_t after = 0, before = 0, limit = 50;
-	int      status;
-	if ((status = brq_console_param_topic(call, "topic", false, &topic)) != 0 ||
-	    (status = brq_console_param_state(call, "state", &state)) != 0 ||
-	    (status = brq_console_param_u64(call, "created_after_ms", 0, BRQ_RUN_AT_MS_MAX, &after)) != 0 ||
-	    (status = brq_console_param_u64(call, "created_before_ms", 0, BRQ_RUN_AT_MS_MAX, &before)) != 0 ||
-	    (status = brq_console_param_u64(call, "limit", 1, LIST_LIMIT_MAX, &limit)) != 0) {
-		return status;
-	}
-	const brq_str *key    = brq_form_get(call->in, "key");
-	const brq_str *cursor = brq_form_get(call->in, "cursor");
-	if (key != NULL && key->len > BRQ_KEY_MAX) {
-		return brq_console_fail(call, 400, "key: at most %d bytes", BRQ_KEY_MAX);
-	}
-	if (cursor != NULL && cursor->len > CURSOR_MAX) {
-		return brq_console_fail(call, 400, "cursor: at most %d bytes (pass back the list's \"next\")",
-					CURSOR_MAX);
-	}
-	if (after != 0 && before != 0 && after >= before) {
-		return brq_console_fail(call, 400, "created_after_ms: must be before created_before_ms");
-	}
-	return brq_console_not_yet(call, "the job list");
-}
 
 // A limit as the console shows it: null when unlimited.
 static void
@@ -94,40 +49,6 @@ brq_console_op_topics(brq_console_call *call)
 	brq_jw_end(call->out);
 	brq_jw_end(call->out);
 	return 200;
-}
-
-// POST /console/api/retry: id, or topic with state (dead or canceled) and limit (1..1000,
-// default 100). 200: {"retried": n, "ids": [...]}.
-int
-brq_console_op_retry(brq_console_call *call)
-{
-	uint64_t id = 0, limit = 100;
-	brq_str  topic = {0};
-	int      state, status;
-	if (brq_form_get(call->in, "id") != NULL) {
-		if ((status = brq_console_param_id(call, "id", &id)) != 0) {
-			return status;
-		}
-		return brq_console_not_yet(call, "retry");
-	}
-	if ((status = brq_console_param_topic(call, "topic", true, &topic)) != 0 ||
-	    (status = brq_console_param_state(call, "state", &state)) != 0 ||
-	    (status = brq_console_param_u64(call, "limit", 1, RETRY_LIMIT_MAX, &limit)) != 0) {
-		return status;
-	}
-	if (state != BRQ_STATE_DEAD && state != BRQ_STATE_CANCELED) {
-		return brq_console_fail(call, 400, "state: required with topic: dead or canceled");
-	}
-	return brq_console_not_yet(call, "retry");
-}
-
-// POST /console/api/delete: id (a terminal job). 200: {"id": n, "deleted": true|false}.
-int
-brq_console_op_delete(brq_console_call *call)
-{
-	uint64_t id;
-	int      status = brq_console_param_id(call, "id", &id);
-	return status != 0 ? status : brq_console_not_yet(call, "delete");
 }
 
 // POST /console/api/pause and /resume: topic. 200: {"topic": t, "paused": true|false},

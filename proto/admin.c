@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: MIT
+// The operators' operations (list, retry, delete): request and reply codecs.
+#include "admin.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define BAD BRQ_ST_INVALID_ARGUMENT
+
+// The cursor's form: a version tag, so a later gateway may change what it holds and
+// still recognise (and refuse with a clear message) the cursors of this one.
+#define CURSOR_PREFIX "v1."
+
+void
+brq_list_cursor(uint64_t last_id, char buf[BRQ_CURSOR_MAX])
+{
+	snprintf(buf, BRQ_CURSOR_MAX, CURSOR_PREFIX "%" PRIu64, last_id);
+}
+
+// The id a cursor continues below; false when s is not a cursor of ours.
+static bool
+cursor_parse(brq_str s, uint64_t *id)
+{
+	size_t   plen = sizeof(CURSOR_PREFIX) - 1;
+	uint64_t v    = 0;
+	if (s.len <= plen || s.len > plen + 19 || memcmp(s.ptr, CURSOR_PREFIX, plen) != 0) {
+		return false;
+	}
+	for (uint32_t i = (uint32_t) plen; i < s.len; i++) {
+		if (s.ptr[i] < '0' || s.ptr[i] > '9' || (i == plen && s.ptr[i] == '0')) {
+			return false;
+		}
+		v = v * 10 + (uint64_t) (s.ptr[i] - '0'); // 19 digits cannot overflow uint64
+	}
+	if (v == 0 || v > BRQ_ID_MAX) {
+		return false;
+	}
+	*id = v;
+	return true;
+}
+
+// ---- Requests: encoding -------------------------------------------------------------
+
+static void
+kv_uint(brq_buf *b, const char *k, uint64_t v)
+{
+	brq_pack_key(b, k);
+	brq_pack_uint(b, v);
+}
+
+static void
+kv_str(brq_buf *b, const char *k, brq_str v)
+{
+	brq_pack_key(b, k);
+	brq_pack_str(b, v);
+}
+
+static void
+kv_cstr(brq_buf *b, const char *k, const char *v)
+{
+	brq_pack_key(b, k);
+	brq_pack_cstr(b, v);
+}
+
+uint32_t
+brq_admin_request_fields(const brq_request *req)
+{
+	const brq_list_req  *l = &req->list;
+	const brq_retry_req *r = &req->retry;
+	switch (req->op) {
+	case BRQ_OP_LIST:
+		return 1 + (l->topic.len > 0) + l->has_state + l->has_created_after_ms +
+			l->has_created_before_ms + (l->key.len > 0) + (l->cursor.len > 0);
+	case BRQ_OP_RETRY: return r->id > 0 ? 1 : 3;
+	case BRQ_OP_DELETE: return 1;
+	default: return 0;
+	}
+}
+
+void
+brq_admin_request_encode(brq_buf *b, const brq_request *req)
+{
+	const brq_list_req  *l = &req->list;
+	const brq_retry_req *r = &req->retry;
+	switch (req->op) {
+	case BRQ_OP_LIST:
+		if (l->topic.len > 0) {
+			kv_str(b, "topic", l->topic);
+		}
+		if (l->has_state) {
+			kv_cstr(b, "state", brq_state_name(l->state));
+		}
+		if (l->has_created_after_ms) {
+			brq_pack_key(b, "created_after_ms");
+			brq_pack_int(b, l->created_after_ms);
+		}
+		if (l->has_created_before_ms) {
+			brq_pack_key(b, "created_before_ms");
+			brq_pack_int(b, l->created_before_ms);
+		}
+		if (l->key.len > 0) {
+			kv_str(b, "key", l->key);
+		}
+		if (l->cursor.len > 0) {
+			kv_str(b, "cursor", l->cursor);
+		}
+		kv_uint(b, "limit", l->limit);
+		break;
+	case BRQ_OP_RETRY:
+		if (r->id > 0) {
+			kv_uint(b, "id", r->id);
+			break;
+		}
+		kv_str(b, "topic", r->topic);
+		kv_cstr(b, "state", brq_state_name(r->state));
+		kv_uint(b, "limit", r->limit);
+		break;
+	case BRQ_OP_DELETE: kv_uint(b, "id", req->del.id); break;
+	default: break;
+	}
+}
+
+// ---- Requests: decoding -------------------------------------------------------------
+
+static brq_status
+opt_topic(brq_dec *d, const brq_field *f, const char *path, bool required, brq_str *out)
+{
+	TRY(brq_dec_str(d, f, path, required, false, 0, UINT32_MAX, BAD, out, NULL));
+	if (f->at != NULL && !brq_topic_valid(out->ptr, out->len)) {
+		return brq_dec_failf(d, BAD, path, "topic",
+				     "invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)", BRQ_TOPIC_MAX);
+	}
+	return BRQ_ST_OK;
+}
+
+static brq_status
+opt_state(brq_dec *d, const brq_field *f, const char *path, bool required, bool *has, brq_state *out)
+{
+	brq_str s;
+	bool    present;
+	TRY(brq_dec_str(d, f, path, required, false, 0, UINT32_MAX, BAD, &s, &present));
+	if (has != NULL) {
+		*has = present;
+	}
+	if (!present) {
+		return BRQ_ST_OK;
+	}
+	int k = brq_state_lookup(s.ptr, s.len);
+	if (k < 0) {
+		return brq_dec_failf(d, BAD, path, "state",
+				     "must be one of pending|processing|failed|done|dead|canceled");
+	}
+	*out = (brq_state) k;
+	return BRQ_ST_OK;
+}
+
+enum { L_TOPIC, L_STATE, L_AFTER, L_BEFORE, L_KEY, L_CURSOR, L_LIMIT, L__COUNT };
+
+static brq_status
+decode_list(brq_dec *d, brq_rd *top, brq_list_req *q)
+{
+	const char *P           = "list";
+	brq_field   f[L__COUNT] = {
+		  [L_TOPIC]  = {"topic", NULL},
+		  [L_STATE]  = {"state", NULL},
+		  [L_AFTER]  = {"created_after_ms", NULL},
+		  [L_BEFORE] = {"created_before_ms", NULL},
+		  [L_KEY]    = {"key", NULL},
+		  [L_CURSOR] = {"cursor", NULL},
+		  [L_LIMIT]  = {"limit", NULL},
+        };
+	uint64_t limit;
+	bool     has_limit;
+
+	TRY(brq_dec_map(d, top, P, f, L__COUNT));
+	TRY(opt_topic(d, &f[L_TOPIC], P, false, &q->topic));
+	TRY(opt_state(d, &f[L_STATE], P, false, &q->has_state, &q->state));
+	TRY(brq_dec_int(d, &f[L_AFTER], P, false, 0, BRQ_RUN_AT_MS_MAX, &q->created_after_ms,
+			&q->has_created_after_ms));
+	TRY(brq_dec_int(d, &f[L_BEFORE], P, false, 0, BRQ_RUN_AT_MS_MAX, &q->created_before_ms,
+			&q->has_created_before_ms));
+	if (q->has_created_after_ms && q->has_created_before_ms &&
+	    q->created_after_ms >= q->created_before_ms) {
+		return brq_dec_failf(d, BAD, P, "created_after_ms", "must be less than created_before_ms");
+	}
+	// An empty key is "no key", as in enqueue.
+	TRY(brq_dec_str(d, &f[L_KEY], P, false, false, 0, BRQ_KEY_MAX, BAD, &q->key, NULL));
+	if (!brq_utf8_valid(q->key.ptr, q->key.len, true)) {
+		return brq_dec_failf(d, BAD, P, "key", "must be valid UTF-8 without NUL");
+	}
+	if (q->key.len > 0 && q->topic.len == 0) {
+		return brq_dec_failf(d, BAD, P, "key", "needs topic (a key is unique per topic)");
+	}
+	TRY(brq_dec_str(d, &f[L_CURSOR], P, false, false, 0, BRQ_CURSOR_MAX, BAD, &q->cursor, NULL));
+	q->before_id = 0;
+	if (q->cursor.len > 0 && !cursor_parse(q->cursor, &q->before_id)) {
+		return brq_dec_failf(d, BAD, P, "cursor",
+				     "not a cursor of this list (pass \"next\" back as given)");
+	}
+	TRY(brq_dec_uint(d, &f[L_LIMIT], P, false, 1, BRQ_LIST_MAX, &limit, &has_limit));
+	q->limit = has_limit ? (uint32_t) limit : BRQ_LIST_DEFAULT;
+	return BRQ_ST_OK;
+}
+
+enum { R_ID, R_TOPIC, R_STATE, R_LIMIT, R__COUNT };
+
+static brq_status
+decode_retry(brq_dec *d, brq_rd *top, brq_retry_req *q)
+{
+	const char *P           = "retry";
+	brq_field   f[R__COUNT] = {
+		  [R_ID]    = {"id", NULL},
+		  [R_TOPIC] = {"topic", NULL},
+		  [R_STATE] = {"state", NULL},
+		  [R_LIMIT] = {"limit", NULL},
+        };
+	uint64_t limit;
+	bool     has_limit;
+
+	TRY(brq_dec_map(d, top, P, f, R__COUNT));
+	if ((f[R_ID].at != NULL) == (f[R_TOPIC].at != NULL)) {
+		return brq_dec_fail(d, BAD, "retry: give either id, or topic with state (bulk)");
+	}
+	if (f[R_ID].at != NULL) {
+		if (f[R_STATE].at != NULL || f[R_LIMIT].at != NULL) {
+			return brq_dec_failf(d, BAD, P, f[R_STATE].at != NULL ? "state" : "limit",
+					     "only allowed with topic (bulk), not with id");
+		}
+		return brq_dec_uint(d, &f[R_ID], P, true, 1, BRQ_ID_MAX, &q->id, NULL);
+	}
+	q->id = 0;
+	TRY(opt_topic(d, &f[R_TOPIC], P, true, &q->topic));
+	TRY(opt_state(d, &f[R_STATE], P, true, NULL, &q->state));
+	if (q->state != BRQ_STATE_DEAD && q->state != BRQ_STATE_CANCELED) {
+		return brq_dec_failf(d, BAD, P, "state", "must be dead or canceled");
+	}
+	TRY(brq_dec_uint(d, &f[R_LIMIT], P, false, 1, BRQ_RETRY_MAX, &limit, &has_limit));
+	q->limit = has_limit ? (uint32_t) limit : BRQ_RETRY_DEFAULT;
+	return BRQ_ST_OK;
+}
+
+brq_status
+brq_admin_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
+{
+	brq_field f[1] = {{"id", NULL}};
+	switch (req->op) {
+	case BRQ_OP_LIST: return decode_list(d, top, &req->list);
+	case BRQ_OP_RETRY: return decode_retry(d, top, &req->retry);
+	case BRQ_OP_DELETE:
+		TRY(brq_dec_map(d, top, "delete", f, 1));
+		return brq_dec_uint(d, &f[0], "delete", true, 1, BRQ_ID_MAX, &req->del.id, NULL);
+	default: return BRQ_ST_OK;
+	}
+}
+
+// ---- Replies --------------------------------------------------------------------------
+
+int
+brq_admin_reply_encode(brq_buf *b, const brq_reply *rep)
+{
+	switch (rep->op) {
+	case BRQ_OP_LIST:
+		brq_reply_begin(b, rep->rid, 2);
+		brq_pack_key(b, "jobs");
+		brq_pack_array(b, rep->list.n_jobs);
+		for (uint32_t i = 0; i < rep->list.n_jobs; i++) {
+			brq_pack_job_info(b, &rep->list.jobs[i]);
+		}
+		brq_pack_key(b, "next");
+		if (rep->list.has_next) {
+			brq_pack_str(b, rep->list.next);
+		} else {
+			brq_pack_nil(b);
+		}
+		break;
+	case BRQ_OP_RETRY:
+		brq_reply_begin(b, rep->rid, 2);
+		kv_uint(b, "retried", rep->retry.retried);
+		brq_pack_key(b, "ids");
+		brq_pack_array(b, rep->retry.n_ids);
+		for (uint32_t i = 0; i < rep->retry.n_ids; i++) {
+			brq_pack_uint(b, rep->retry.ids[i]);
+		}
+		break;
+	case BRQ_OP_DELETE:
+		brq_reply_begin(b, rep->rid, 2);
+		kv_uint(b, "id", rep->del.id);
+		brq_pack_key(b, "deleted");
+		brq_pack_bool(b, rep->del.deleted);
+		break;
+	default: return BRQ_EINVAL;
+	}
+	return brq_buf_error(b);
+}
+
+static brq_status
+uint_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
+{
+	if (brq_mp_read_uint(r, out) != 0) {
+		return brq_dec_fail(d, BAD, "%s: must be an unsigned integer", path);
+	}
+	return BRQ_ST_OK;
+}
+
+// The elements of array field f (required) into arena storage.
+static brq_status
+elems(brq_dec *d, const brq_field *f, const char *op, size_t size, brq_dec_elem_fn fn, void **out,
+      uint32_t *n)
+{
+	brq_rd r;
+	TRY(brq_dec_array(d, f, op, true, 0, UINT32_MAX, BAD, &r, n, NULL));
+	return brq_dec_elems(d, &r, *n, op, f->name, size, fn, out);
+}
+
+brq_status
+brq_admin_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
+{
+	brq_field f[2] = {{NULL, NULL}, {NULL, NULL}};
+	uint64_t  u;
+	switch (rep->op) {
+	case BRQ_OP_LIST: f[0].name = "jobs", f[1].name = "next"; break;
+	case BRQ_OP_RETRY: f[0].name = "ids", f[1].name = "retried"; break;
+	case BRQ_OP_DELETE: f[0].name = "id", f[1].name = "deleted"; break;
+	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
+	}
+	TRY(brq_dec_map(d, top, "", f, 2));
+	const char *op = brq_op_name(rep->op);
+	switch (rep->op) {
+	case BRQ_OP_LIST:
+		TRY(elems(d, &f[0], op, sizeof(brq_job_info), brq_dec_job_info, (void **) &rep->list.jobs,
+			  &rep->list.n_jobs));
+		rep->list.has_next = false;
+		if (f[1].at == NULL || brq_dec_is_nil(&f[1])) {
+			return BRQ_ST_OK;
+		}
+		rep->list.has_next = true;
+		return brq_dec_str(d, &f[1], op, true, false, 1, BRQ_CURSOR_MAX, BAD, &rep->list.next, NULL);
+	case BRQ_OP_RETRY:
+		TRY(elems(d, &f[0], op, sizeof(uint64_t), uint_elem, (void **) &rep->retry.ids,
+			  &rep->retry.n_ids));
+		TRY(brq_dec_uint(d, &f[1], op, true, 0, UINT32_MAX, &u, NULL));
+		rep->retry.retried = (uint32_t) u;
+		return BRQ_ST_OK;
+	default:
+		TRY(brq_dec_uint(d, &f[0], op, true, 0, UINT64_MAX, &rep->del.id, NULL));
+		return brq_dec_bool(d, &f[1], op, true, &rep->del.deleted, NULL);
+	}
+}

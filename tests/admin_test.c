@@ -1,0 +1,843 @@
+/* SPDX-License-Identifier: MIT */
+/* Issue 15 parts 5-7 against a real gateway and PostgreSQL: a handler's result, the job
+ * list, retry and delete; through the public client API, the raw protocol and SQL. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <criterion/criterion.h>
+
+#include <brooq/brooq.h>
+
+#include "gw.h"
+#include "testdb.h"
+#include "tutil.h"
+
+static char         *dsn;
+static brq_gw        gw;
+static PGconn       *db;
+static brooq_client *wc; /* worker token */
+static brooq_client *ac; /* admin token */
+
+static brooq_client *
+open_client(const char *token_file)
+{
+	brooq_client_opts o = {.size       = sizeof(brooq_client_opts),
+			       .url        = gw.url,
+			       .token_file = token_file,
+			       .timeout_ms = 10000};
+	brooq_client     *c = NULL;
+	brooq_err         e = brooq_client_open(&o, &c);
+	cr_assert_eq(e, BROOQ_OK, "client_open: %s: %s", brooq_strerror(e), brooq_last_message());
+	return c;
+}
+
+static void
+setup(void)
+{
+	dsn = brq_testdb_create(true);
+	brq_gw_start(&gw, dsn,
+		     (const char *const[]) {"BROOQ_MAX_PAYLOAD=4KiB", "BROOQ_MAX_REQUEST=64KiB", NULL});
+	db = brq_testdb_connect(dsn);
+	wc = open_client(gw.worker_token_file);
+	ac = open_client(gw.admin_token_file);
+}
+
+static void
+teardown(void)
+{
+	brooq_client_close(wc);
+	brooq_client_close(ac);
+	PQfinish(db);
+	brq_gw_stop(&gw);
+	brq_testdb_drop(dsn);
+}
+
+TestSuite(result, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(list, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(retry, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(delete, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(brooqctl, .init = setup, .fini = teardown, .timeout = 120);
+
+#define OK(call)                                                                                           \
+	do {                                                                                               \
+		brooq_err e_ = (call);                                                                     \
+		cr_assert_eq(e_, BROOQ_OK, "%s: %s: %s", #call, brooq_strerror(e_), brooq_last_message()); \
+	} while (0)
+
+/* ---- helpers ----------------------------------------------------------------------- */
+
+static uint64_t
+enqueue1(const char *topic, const char *payload)
+{
+	brooq_job_spec       s = {.topic = topic, .payload = payload};
+	brooq_enqueue_result r;
+	OK(brooq_enqueue(wc, &s, 1, &r));
+	return r.id;
+}
+
+/* Claims exactly one job of topic (failing the test otherwise); caller frees. */
+static brooq_job *
+claim1(const char *topic)
+{
+	const char      *topics[1] = {topic};
+	brooq_claim_opts o         = {.size = sizeof(o), .topics = topics, .n_topics = 1, .max_jobs = 1};
+	brooq_job       *jobs      = NULL;
+	size_t           n         = 0;
+	OK(brooq_claim(wc, &o, &jobs, &n));
+	cr_assert_eq(n, 1, "claimed %zu jobs", n);
+	return jobs;
+}
+
+static char *
+sql_value(const char *fmt, uint64_t id)
+{
+	char q[512];
+	snprintf(q, sizeof(q), fmt, id);
+	return brq_testdb_value(db, q);
+}
+
+/* ---- results ------------------------------------------------------------------------ */
+
+Test(result, attached_at_done_is_stored_in_the_row_and_returned_by_the_lookup)
+{
+	uint64_t            id   = enqueue1("calc", "{\"a\":1,\"b\":2}");
+	brooq_job          *j    = claim1("calc");
+	brooq_settle_item   it   = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	const char         *res  = "{\"sum\":3,\"note\":\"ok\"}";
+	const char *const   rs[] = {res};
+	brooq_settle_result out;
+	OK(brooq_settle_results(wc, &it, rs, 1, &out));
+	cr_assert(out.applied);
+	cr_assert_eq(out.state, BROOQ_DONE);
+	brooq_jobs_free(j, 1);
+
+	char *stored = sql_value("SELECT result::text FROM job WHERE id = %" PRIu64, id);
+	cr_assert_str_eq(stored, "{\"sum\": 3, \"note\": \"ok\"}");
+	free(stored);
+	brooq_job_info *info = NULL;
+	OK(brooq_job_get(ac, id, &info));
+	cr_assert_not_null(info->result);
+	cr_assert_str_eq(info->result, "{\"sum\": 3, \"note\": \"ok\"}");
+	cr_assert_eq(info->retry_of, 0);
+	brooq_job_info_free(info);
+}
+
+Test(result, a_job_settled_without_one_has_none)
+{
+	uint64_t            id = enqueue1("calc", "{}");
+	brooq_job          *j  = claim1("calc");
+	brooq_settle_item   it = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result out;
+	OK(brooq_settle(wc, &it, 1, &out));
+	brooq_jobs_free(j, 1);
+	brooq_job_info *info = NULL;
+	OK(brooq_job_get(ac, id, &info));
+	cr_assert_null(info->result);
+	brooq_job_info_free(info);
+}
+
+Test(result, invalid_json_is_refused_and_nothing_changes)
+{
+	uint64_t            id   = enqueue1("calc", "{}");
+	brooq_job          *j    = claim1("calc");
+	brooq_settle_item   it   = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	const char *const   rs[] = {"{\"sum\":"};
+	brooq_settle_result out;
+	cr_assert_eq(brooq_settle_results(wc, &it, rs, 1, &out), BROOQ_EINVALID_ARGUMENT);
+	cr_assert_not_null(strstr(brooq_last_message(), "settle.items[0].result: invalid JSON"), "%s",
+			   brooq_last_message());
+	brooq_jobs_free(j, 1);
+	char *st = sql_value(
+		"SELECT state || ':' || coalesce(result::text, 'null') FROM job WHERE id = %" PRIu64, id);
+	cr_assert_str_eq(st, "processing:null", "the refused settle changed the row");
+	free(st);
+}
+
+Test(result, over_max_payload_is_refused_and_nothing_changes)
+{
+	uint64_t   id  = enqueue1("calc", "{}");
+	brooq_job *j   = claim1("calc");
+	size_t     len = 4096 + 1; /* BROOQ_MAX_PAYLOAD=4KiB in setup */
+	char      *big = malloc(len + 1);
+	memset(big, 'x', len);
+	big[0]                   = '"';
+	big[len - 1]             = '"';
+	big[len]                 = '\0';
+	brooq_settle_item   it   = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	const char *const   rs[] = {big};
+	brooq_settle_result out;
+	cr_assert_eq(brooq_settle_results(wc, &it, rs, 1, &out), BROOQ_ETOO_LARGE);
+	cr_assert_not_null(strstr(brooq_last_message(), "result: 4097 bytes exceeds max_payload 4096"), "%s",
+			   brooq_last_message());
+	/* One byte less fits. */
+	big[len - 2] = '"';
+	big[len - 1] = '\0';
+	OK(brooq_settle_results(wc, &it, rs, 1, &out));
+	cr_assert(out.applied);
+	free(big);
+	brooq_jobs_free(j, 1);
+	cr_assert_eq(brq_testdb_int(db, "SELECT octet_length(result #>> '{}') FROM job"), 4094);
+	(void) id;
+}
+
+Test(result, on_an_outcome_other_than_done_is_refused)
+{
+	enqueue1("calc", "{}");
+	brooq_job          *j    = claim1("calc");
+	brooq_settle_item   it   = {.lease = j->lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "x"};
+	const char *const   rs[] = {"{}"};
+	brooq_settle_result out;
+	/* The library refuses it before sending ... */
+	cr_assert_eq(brooq_settle_results(wc, &it, rs, 1, &out), BROOQ_EINVAL);
+	/* ... and so does the gateway, for a client that sends it anyway. */
+	brq_settle_item item = {.id         = j->lease.id,
+				.outcome    = BRQ_OUTCOME_FAIL,
+				.has_result = true,
+				.result     = brq_str_c("{}")};
+	memcpy(item.lease, j->lease.token, BRQ_LEASE_LEN);
+	brq_request req = {.rid    = 9,
+			   .op     = BRQ_OP_SETTLE,
+			   .token  = brq_gw_worker(&gw),
+			   .settle = {.items = &item, .n_items = 1}};
+	brq_reply   rep;
+	brq_arena   arena;
+	void       *keep = NULL;
+	brq_arena_init(&arena);
+	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_INVALID_ARGUMENT);
+	cr_assert_not_null(strstr(rep.msg.ptr, "settle.items[0].result: only allowed with outcome done"));
+	free(keep);
+	brq_arena_fini(&arena);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing'"), 1);
+	brooq_jobs_free(j, 1);
+}
+
+Test(result, rides_on_a_claim_that_settles)
+{
+	uint64_t            id        = enqueue1("calc", "{}");
+	brooq_job          *j         = claim1("calc");
+	brooq_settle_item   it        = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	const char *const   rs[]      = {"[1,2,3]"};
+	const char         *topics[1] = {"calc"};
+	brooq_settle_result settled;
+	brooq_claim_opts    o    = {.size           = sizeof(o),
+				    .topics         = topics,
+				    .n_topics       = 1,
+				    .max_jobs       = 1,
+				    .settle         = &it,
+				    .n_settle       = 1,
+				    .settled        = &settled,
+				    .settle_results = rs};
+	brooq_job          *more = NULL;
+	size_t              n    = 0;
+	OK(brooq_claim(wc, &o, &more, &n));
+	cr_assert(settled.applied);
+	brooq_jobs_free(more, n);
+	brooq_jobs_free(j, 1);
+	char *stored = sql_value("SELECT result::text FROM job WHERE id = %" PRIu64, id);
+	cr_assert_str_eq(stored, "[1, 2, 3]");
+	free(stored);
+}
+
+/* The worker runtime: a handler attaches its result with brooq_job_done_result. */
+static atomic_int handled;
+
+static void
+h_result(brooq_job_ctx *job, void *arg)
+{
+	(void) arg;
+	char buf[64];
+	snprintf(buf, sizeof(buf), "{\"id\":%" PRIu64 "}", brooq_job_id(job));
+	brooq_job_done_result(job, buf, 0);
+	atomic_fetch_add(&handled, 1);
+}
+
+static void *
+run_worker(void *arg)
+{
+	(void) brooq_worker_run(arg);
+	return NULL;
+}
+
+Test(result, a_worker_handler_attaches_one)
+{
+	uint64_t ids[3];
+	for (int i = 0; i < 3; i++)
+		ids[i] = enqueue1("calc", "{}");
+	brooq_worker_opts wo = {.size = sizeof(wo), .threads = 2, .wait_ms = 1000};
+	brooq_worker     *w  = NULL;
+	OK(brooq_worker_new(wc, &wo, &w));
+	OK(brooq_worker_handle(w, "calc", h_result, NULL));
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, run_worker, w), 0);
+	for (int i = 0; i < 500 && brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'done'") < 3;
+	     i++)
+		brq_t_sleep_ms(20);
+	brooq_worker_stop(w);
+	pthread_join(th, NULL);
+	brooq_worker_free(w);
+	for (int i = 0; i < 3; i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "done {\"id\": %" PRIu64 "}", ids[i]);
+		char *got =
+			sql_value("SELECT state || ' ' || result::text FROM job WHERE id = %" PRIu64, ids[i]);
+		cr_assert_str_eq(got, want);
+		free(got);
+	}
+}
+
+/* A handler whose result the gateway refuses (not JSON): the worker settles the job as a
+ * failure that says why, and nothing of the result is stored. */
+static void
+h_bad_result(brooq_job_ctx *job, void *arg)
+{
+	(void) arg;
+	brooq_job_done_result(job, "{not json", 0);
+	atomic_fetch_add(&handled, 1);
+}
+
+Test(result, a_handler_result_the_gateway_refuses_fails_the_job_with_the_reason)
+{
+	uint64_t          id = enqueue1("calc", "{}");
+	brooq_worker_opts wo = {.size = sizeof(wo), .threads = 1, .wait_ms = 1000};
+	brooq_worker     *w  = NULL;
+	OK(brooq_worker_new(wc, &wo, &w));
+	OK(brooq_worker_handle(w, "calc", h_bad_result, NULL));
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, run_worker, w), 0);
+	for (int i = 0; i < 500 && brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'failed'") < 1;
+	     i++)
+		brq_t_sleep_ms(20);
+	brooq_worker_stop(w);
+	pthread_join(th, NULL);
+	brooq_worker_free(w);
+	char *row = sql_value("SELECT state || ' ' || coalesce(result::text, 'null') || ' ' || last_error"
+			      " FROM job WHERE id = %" PRIu64,
+			      id);
+	cr_assert_not_null(strstr(row, "failed null worker: the gateway refused this job's outcome"), "%s",
+			   row);
+	cr_assert_not_null(strstr(row, "result: invalid JSON"), "%s", row);
+	free(row);
+}
+
+/* ---- list ----------------------------------------------------------------------------- */
+
+/* Rows straight into the table (any state), n of them for topic, in id order. */
+static void
+insert_rows(const char *topic, const char *state, int n)
+{
+	char q[512];
+	snprintf(q, sizeof(q), "INSERT INTO job (topic, state) SELECT '%s', '%s' FROM generate_series(1, %d)",
+		 topic, state, n);
+	brq_testdb_exec(db, q);
+}
+
+static brooq_job_page *
+list(brooq_list_opts o)
+{
+	brooq_job_page *p = NULL;
+	OK(brooq_list(ac, &o, &p));
+	return p;
+}
+
+/* The page's ids as "5,4,3". */
+static char *
+ids_of(const brooq_job_page *p)
+{
+	static char buf[8192];
+	size_t      at = 0;
+	buf[0]         = '\0';
+	for (size_t i = 0; i < p->n; i++)
+		at += (size_t) snprintf(buf + at, sizeof(buf) - at, "%s%" PRIu64, i > 0 ? "," : "",
+					p->jobs[i]->id);
+	return buf;
+}
+
+/* The ids the same filter gives in SQL, newest first, as "5,4,3". */
+static char *
+sql_ids(const char *where)
+{
+	char q[512];
+	snprintf(q, sizeof(q),
+		 "SELECT coalesce(string_agg(id::text, ',' ORDER BY id DESC), '') FROM job WHERE %s", where);
+	return brq_testdb_value(db, q);
+}
+
+Test(list, filters_by_topic_and_state_newest_first)
+{
+	insert_rows("a", "dead", 3);
+	insert_rows("b", "dead", 2);
+	insert_rows("a", "done", 4);
+	insert_rows("a", "pending", 2);
+	insert_rows("a", "dead", 2);
+	brooq_list_opts o    = BROOQ_LIST_OPTS_INIT;
+	o.topic              = "a";
+	o.has_state          = true;
+	o.state              = BROOQ_DEAD;
+	brooq_job_page *p    = list(o);
+	char           *want = sql_ids("topic = 'a' AND state = 'dead'");
+	cr_assert_str_eq(ids_of(p), want);
+	cr_assert_eq(p->n, 5);
+	cr_assert_null(p->next, "the only page has no next");
+	cr_assert_str_eq(p->jobs[0]->topic, "a");
+	cr_assert_eq(p->jobs[0]->state, BROOQ_DEAD);
+	free(want);
+	brooq_job_page_free(p);
+
+	/* Every filter shape against the same question in SQL. */
+	static const struct {
+		const char *topic;
+		int         state; /* -1: any */
+		const char *where;
+	} cases[] = {
+		{"a", -1, "topic = 'a'"},
+		{NULL, BROOQ_DEAD, "state = 'dead'"},
+		{NULL, BROOQ_PENDING, "state = 'pending'"},
+		{NULL, -1, "true"},
+		{"a", BROOQ_PENDING, "topic = 'a' AND state = 'pending'"},
+		{"b", BROOQ_DONE, "false"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		brooq_list_opts q = BROOQ_LIST_OPTS_INIT;
+		q.topic           = cases[i].topic;
+		q.has_state       = cases[i].state >= 0;
+		q.state           = cases[i].state >= 0 ? (brooq_state) cases[i].state : BROOQ_PENDING;
+		p                 = list(q);
+		want              = sql_ids(cases[i].where);
+		cr_assert_str_eq(ids_of(p), want, "case %zu (%s)", i, cases[i].where);
+		free(want);
+		brooq_job_page_free(p);
+	}
+}
+
+Test(list, shows_held_and_failed_jobs_of_a_topic_with_the_rest)
+{
+	insert_rows("a", "done", 2);
+	enqueue1("a", "{}");
+	enqueue1("a", "{}");
+	brooq_job          *j  = claim1("a"); /* processing */
+	brooq_settle_item   it = {.lease = j->lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "boom"};
+	brooq_settle_result r;
+	OK(brooq_settle(wc, &it, 1, &r)); /* failed */
+	brooq_jobs_free(j, 1);
+	j = claim1("a"); /* the other one: processing */
+	brooq_jobs_free(j, 1);
+	brooq_list_opts o    = BROOQ_LIST_OPTS_INIT;
+	o.topic              = "a";
+	brooq_job_page *p    = list(o);
+	char           *want = sql_ids("topic = 'a'");
+	cr_assert_str_eq(ids_of(p), want);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(DISTINCT state) FROM job"), 3,
+		     "done, failed, processing");
+	free(want);
+	brooq_job_page_free(p);
+}
+
+/* Keyset pages on the id: jobs enqueued between two pages land before the first page,
+ * never in a later one, so walking the pages sees every job exactly once. */
+Test(list, pages_are_stable_while_jobs_are_enqueued_between_them)
+{
+	insert_rows("a", "dead", 25);
+	char           *want      = sql_ids("topic = 'a'");
+	char            got[8192] = "";
+	brooq_list_opts o         = BROOQ_LIST_OPTS_INIT;
+	o.topic                   = "a";
+	o.limit                   = 10;
+	char  *cursor             = NULL;
+	size_t pages              = 0;
+	do {
+		o.cursor          = cursor;
+		brooq_job_page *p = list(o);
+		pages++;
+		cr_assert_leq(p->n, 10);
+		strcat(got, got[0] != '\0' && p->n > 0 ? "," : "");
+		strcat(got, ids_of(p));
+		free(cursor);
+		cursor = p->next != NULL ? strdup(p->next) : NULL;
+		brooq_job_page_free(p);
+		insert_rows("a", "dead", 3); /* concurrent inserts */
+		enqueue1("a", "{}");
+	} while (cursor != NULL);
+	cr_assert_eq(pages, 3);
+	cr_assert_str_eq(got, want, "pages skipped or repeated a job");
+	free(want);
+}
+
+Test(list, refuses_a_cursor_it_did_not_make)
+{
+	insert_rows("a", "dead", 3);
+	static const char *bad[] = {"garbage", "v1.", "v1.abc", "v1.0", "v2.5", "v1.99999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		brooq_list_opts o = BROOQ_LIST_OPTS_INIT;
+		o.cursor          = bad[i];
+		brooq_job_page *p = NULL;
+		cr_assert_eq(brooq_list(ac, &o, &p), BROOQ_EINVALID_ARGUMENT, "cursor %s", bad[i]);
+		cr_assert_not_null(strstr(brooq_last_message(), "list.cursor: not a cursor of this list"),
+				   "%s", brooq_last_message());
+		cr_assert_null(p);
+	}
+}
+
+Test(list, filters_by_key_and_creation_time)
+{
+	brooq_job_spec       s = {.topic = "a", .payload = "{}", .key = "order-7"};
+	brooq_enqueue_result r;
+	OK(brooq_enqueue(wc, &s, 1, &r));
+	enqueue1("a", "{}");
+	brooq_list_opts o = BROOQ_LIST_OPTS_INIT;
+	o.topic           = "a";
+	o.key             = "order-7";
+	brooq_job_page *p = list(o);
+	cr_assert_eq(p->n, 1);
+	cr_assert_eq(p->jobs[0]->id, r.id);
+	cr_assert_str_eq(p->jobs[0]->key, "order-7");
+	brooq_job_page_free(p);
+
+	/* A key without its topic is refused: keys are unique per topic only. */
+	brooq_list_opts k = BROOQ_LIST_OPTS_INIT;
+	k.key             = "order-7";
+	cr_assert_eq(brooq_list(ac, &k, &p), BROOQ_EINVALID_ARGUMENT);
+	cr_assert_not_null(strstr(brooq_last_message(), "list.key: needs topic"), "%s", brooq_last_message());
+
+	/* Time range: one old job (created a day ago) in, the new ones out, and back. */
+	brq_testdb_exec(
+		db, "UPDATE job SET created_at = now() - interval '1 day' WHERE idempotency_key = 'order-7'");
+	long long old_ms    = brq_testdb_int(db, "SELECT (extract(epoch FROM now()) * 1000)::int8 - 3600000");
+	brooq_list_opts t   = BROOQ_LIST_OPTS_INIT;
+	t.created_before_ms = old_ms;
+	p                   = list(t);
+	cr_assert_eq(p->n, 1);
+	cr_assert_eq(p->jobs[0]->id, r.id);
+	brooq_job_page_free(p);
+	t                  = (brooq_list_opts) BROOQ_LIST_OPTS_INIT;
+	t.created_after_ms = old_ms;
+	p                  = list(t);
+	cr_assert_eq(p->n, 1);
+	cr_assert_neq(p->jobs[0]->id, r.id);
+	brooq_job_page_free(p);
+	t.created_before_ms = old_ms;
+	cr_assert_eq(brooq_list(ac, &t, &p), BROOQ_EINVALID_ARGUMENT, "after >= before");
+}
+
+Test(list, ends_a_page_early_when_payloads_would_make_the_reply_too_big)
+{
+	/* 3000-byte payloads, a 64 KiB request limit (setup): about 20 per reply. */
+	char payload[3100];
+	memset(payload, 'x', 3000);
+	payload[0]    = '"';
+	payload[2999] = '"';
+	payload[3000] = '\0';
+	for (int i = 0; i < 40; i++)
+		enqueue1("big", payload);
+	brooq_list_opts o = BROOQ_LIST_OPTS_INIT;
+	o.topic           = "big";
+	o.limit           = 1000;
+	brooq_job_page *p = list(o);
+	cr_assert_lt(p->n, 40);
+	cr_assert_gt(p->n, 5);
+	cr_assert_not_null(p->next, "a page ended early must say where to go on");
+	size_t first      = p->n;
+	o.cursor          = p->next;
+	brooq_job_page *q = list(o);
+	cr_assert_eq(q->jobs[0]->id + 1, p->jobs[first - 1]->id, "the next page starts right after");
+	brooq_job_page_free(q);
+	brooq_job_page_free(p);
+}
+
+Test(list, needs_the_admin_role)
+{
+	brooq_list_opts o = BROOQ_LIST_OPTS_INIT;
+	brooq_job_page *p = NULL;
+	cr_assert_eq(brooq_list(wc, &o, &p), BROOQ_EPERMISSION_DENIED);
+	uint64_t id;
+	bool     created;
+	cr_assert_eq(brooq_retry(wc, 1, &id, &created), BROOQ_EPERMISSION_DENIED);
+	cr_assert_eq(brooq_delete(wc, 1), BROOQ_EPERMISSION_DENIED);
+}
+
+/* ---- retry ---------------------------------------------------------------------------- */
+
+/* A job that went dead: enqueued with max_attempts 1, claimed, failed. */
+static uint64_t
+dead_job(const char *topic, const char *payload)
+{
+	brooq_job_spec       s = {.topic = topic, .payload = payload, .max_attempts = 1};
+	brooq_enqueue_result r;
+	OK(brooq_enqueue(wc, &s, 1, &r));
+	brooq_job          *j  = claim1(topic);
+	brooq_settle_item   it = {.lease = j->lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "gave up"};
+	brooq_settle_result out;
+	OK(brooq_settle(wc, &it, 1, &out));
+	cr_assert_eq(out.state, BROOQ_DEAD);
+	brooq_jobs_free(j, 1);
+	return r.id;
+}
+
+Test(retry, runs_a_dead_job_again_as_a_new_job_and_keeps_the_original)
+{
+	uint64_t id     = dead_job("mail", "{\"to\":\"x\"}");
+	char    *before = sql_value("SELECT row_to_json(j)::text FROM job j WHERE id = %" PRIu64, id);
+	uint64_t new_id;
+	bool     created;
+	OK(brooq_retry(ac, id, &new_id, &created));
+	cr_assert(created);
+	cr_assert_gt(new_id, id);
+	char *after = sql_value("SELECT row_to_json(j)::text FROM job j WHERE id = %" PRIu64, id);
+	cr_assert_str_eq(after, before, "the original row changed");
+	free(before);
+	free(after);
+	char *row = sql_value(
+		"SELECT state || ' ' || attempts || ' ' || max_attempts || ' ' || retry_of || ' ' ||"
+		" payload::text FROM job WHERE id = %" PRIu64,
+		new_id);
+	char want[128];
+	snprintf(want, sizeof(want), "pending 0 1 %" PRIu64 " {\"to\": \"x\"}", id);
+	cr_assert_str_eq(row, want);
+	free(row);
+	brooq_job_info *info = NULL;
+	OK(brooq_job_get(ac, new_id, &info));
+	cr_assert_eq(info->retry_of, id);
+	brooq_job_info_free(info);
+
+	/* Again: the same retry, nothing new (a repeated request is safe). */
+	uint64_t again;
+	OK(brooq_retry(ac, id, &again, &created));
+	cr_assert_not(created);
+	cr_assert_eq(again, new_id);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 2);
+
+	/* The retry runs: a worker claims it. */
+	brooq_job *j = claim1("mail");
+	cr_assert_eq(j->lease.id, new_id);
+	brooq_jobs_free(j, 1);
+}
+
+Test(retry, refuses_a_job_that_is_not_dead_or_canceled)
+{
+	uint64_t pending = enqueue1("mail", "{}");
+	insert_rows("mail", "done", 1);
+	uint64_t done = (uint64_t) brq_testdb_int(db, "SELECT max(id) FROM job");
+	uint64_t new_id;
+	bool     created;
+	cr_assert_eq(brooq_retry(ac, pending, &new_id, &created), BROOQ_ECONFLICT);
+	cr_assert_not_null(strstr(brooq_last_message(), "is pending; only dead or canceled"), "%s",
+			   brooq_last_message());
+	cr_assert_eq(brooq_retry(ac, done, &new_id, &created), BROOQ_ECONFLICT);
+	cr_assert_eq(brooq_retry(ac, done + 100, &new_id, &created), BROOQ_ENOT_FOUND);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 2, "nothing was created");
+}
+
+Test(retry, a_canceled_job_too)
+{
+	uint64_t    id = enqueue1("mail", "{}");
+	brooq_state st;
+	bool        canceled, created;
+	OK(brooq_cancel(ac, id, &st, &canceled));
+	uint64_t new_id;
+	OK(brooq_retry(ac, id, &new_id, &created));
+	cr_assert(created);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'pending'"), 1);
+}
+
+Test(retry, in_bulk_takes_the_oldest_of_a_topic_and_state_and_skips_those_retried)
+{
+	insert_rows("a", "dead", 5);
+	insert_rows("a", "canceled", 2);
+	insert_rows("a", "done", 1);
+	insert_rows("b", "dead", 2);
+	uint64_t ids[16];
+	size_t   n;
+	OK(brooq_retry_bulk(ac, "a", BROOQ_DEAD, 3, ids, 16, &n));
+	cr_assert_eq(n, 3);
+	char *first  = sql_value("SELECT string_agg(retry_of::text, ',' ORDER BY retry_of) FROM job"
+				  " WHERE retry_of IS NOT NULL AND id > %" PRIu64,
+				 (uint64_t) 0);
+	char *oldest = brq_testdb_value(
+		db,
+		"SELECT string_agg(id::text, ',' ORDER BY id) FROM"
+		" (SELECT id FROM job WHERE topic = 'a' AND state = 'dead' ORDER BY id LIMIT 3) x");
+	cr_assert_str_eq(first, oldest, "not the oldest three");
+	free(first);
+	free(oldest);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'pending' AND topic = 'a'"),
+		     3);
+	cr_assert(ids[0] < ids[1] && ids[1] < ids[2]);
+
+	OK(brooq_retry_bulk(ac, "a", BROOQ_DEAD, 10, ids, 16, &n));
+	cr_assert_eq(n, 2, "the two not retried yet");
+	OK(brooq_retry_bulk(ac, "a", BROOQ_DEAD, 10, ids, 16, &n));
+	cr_assert_eq(n, 0);
+	OK(brooq_retry_bulk(ac, "a", BROOQ_CANCELED, 10, NULL, 0, &n));
+	cr_assert_eq(n, 2);
+	/* Topic b and the done job were not touched. */
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE retry_of IS NOT NULL"), 7);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE topic = 'b' AND state = 'pending'"),
+		     0);
+	/* Bulk over another state is refused by the library and by the gateway. */
+	cr_assert_eq(brooq_retry_bulk(ac, "a", BROOQ_DONE, 10, NULL, 0, &n), BROOQ_EINVAL);
+	brq_request req = {.op    = BRQ_OP_RETRY,
+			   .token = brq_gw_admin(&gw),
+			   .retry = {.topic = brq_str_c("a"), .state = BRQ_STATE_DONE, .limit = 5}};
+	brq_reply   rep;
+	brq_arena   arena;
+	void       *keep = NULL;
+	brq_arena_init(&arena);
+	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_INVALID_ARGUMENT);
+	cr_assert_not_null(strstr(rep.msg.ptr, "retry.state: must be dead or canceled"));
+	free(keep);
+	brq_arena_fini(&arena);
+}
+
+/* ---- delete ---------------------------------------------------------------------------- */
+
+Test(delete, removes_a_terminal_job_and_refuses_any_other)
+{
+	uint64_t dead    = dead_job("a", "{}");
+	uint64_t pending = enqueue1("a", "{}");
+	insert_rows("a", "done", 1);
+	uint64_t done = (uint64_t) brq_testdb_int(db, "SELECT max(id) FROM job");
+	cr_assert_eq(brooq_delete(ac, pending), BROOQ_ECONFLICT);
+	cr_assert_not_null(strstr(brooq_last_message(), "is pending; only done, dead or canceled"), "%s",
+			   brooq_last_message());
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 3, "a refused delete deleted");
+	OK(brooq_delete(ac, done));
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 2);
+	cr_assert_eq(brooq_delete(ac, done), BROOQ_ENOT_FOUND);
+	/* A retried job may go: its retry keeps the link (no foreign key). */
+	uint64_t new_id;
+	bool     created;
+	OK(brooq_retry(ac, dead, &new_id, &created));
+	OK(brooq_delete(ac, dead));
+	brooq_job_info *info = NULL;
+	OK(brooq_job_get(ac, new_id, &info));
+	cr_assert_eq(info->retry_of, dead);
+	brooq_job_info_free(info);
+}
+
+/* ---- brooqctl jobs, retry, delete, job ---------------------------------------------- */
+
+/* Runs brooqctl with the admin token and args (a shell fragment of plain words),
+ * stdout into *out (stderr too when `both`); returns the exit code. */
+static int
+ctl(char **out, bool both, const char *args)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "%s --url %s --token-file %s %s%s", brq_testdb_bin("brooqctl"), gw.url,
+		 gw.admin_token_file, args, both ? " 2>&1" : " 2>/dev/null");
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t cap = 1 << 20, len = 0, got;
+	char  *buf = malloc(cap);
+	while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0)
+		len += got;
+	buf[len] = '\0';
+	int st   = pclose(p);
+	*out     = buf;
+	return WEXITSTATUS(st);
+}
+
+Test(brooqctl, jobs_lists_a_page_as_json_and_as_a_table_with_the_next_cursor)
+{
+	insert_rows("mail", "dead", 3);
+	insert_rows("mail", "done", 2);
+	char *out;
+	cr_assert_eq(ctl(&out, false, "jobs --topic mail --state dead --limit 2 --json"), 0, "%s", out);
+	char *ids = sql_ids("topic = 'mail' AND state = 'dead'"); /* "3,2,1" */
+	char  want[64];
+	snprintf(want, sizeof(want), "\"id\":%.*s,", (int) strcspn(ids, ","), ids);
+	cr_assert_not_null(strstr(out, "{\"jobs\":[{\"id\":"), "%s", out);
+	cr_assert_not_null(strstr(out, want), "%s", out);
+	cr_assert_eq(brq_gw_count(out, "\"state\":\"dead\""), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "\"result\":null,\"retry_of\":null}"), "%s", out);
+	char *next = strstr(out, "\"next\":\"");
+	cr_assert_not_null(next, "%s", out);
+	char cursor[64];
+	snprintf(cursor, sizeof(cursor), "%.*s", (int) strcspn(next + 8, "\""), next + 8);
+	free(out);
+	char args[256];
+	snprintf(args, sizeof(args), "jobs --topic mail --state dead --limit 2 --cursor %s --json", cursor);
+	cr_assert_eq(ctl(&out, false, args), 0);
+	cr_assert_eq(brq_gw_count(out, "\"state\":\"dead\""), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "\"next\":null}"), "%s", out);
+	free(out);
+	/* The table, and where the next page is (on stderr). */
+	cr_assert_eq(ctl(&out, true, "jobs --topic mail --limit 4"), 0);
+	cr_assert_not_null(strstr(out, "ID         STATE"), "%s", out);
+	cr_assert_eq(brq_gw_count(out, " mail "), 4, "%s", out);
+	cr_assert_not_null(strstr(out, "more jobs: add --cursor v1."), "%s", out);
+	free(out);
+	free(ids);
+	/* Bad input: usage errors, and the gateway's word on a bad cursor. */
+	cr_assert_eq(ctl(&out, true, "jobs --state sleeping"), 2, "%s", out);
+	free(out);
+	cr_assert_eq(ctl(&out, true, "jobs --cursor nope"), 1);
+	cr_assert_not_null(strstr(out, "not a cursor of this list"), "%s", out);
+	free(out);
+	cr_assert_eq(ctl(&out, true, "stats --topic mail"), 2, "--topic belongs to jobs and retry");
+	free(out);
+}
+
+Test(brooqctl, retry_and_delete_and_job_shows_the_result_and_the_link)
+{
+	uint64_t            dead = dead_job("mail", "{}");
+	uint64_t            id   = enqueue1("calc", "{}");
+	brooq_job          *j    = claim1("calc");
+	brooq_settle_item   it   = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	const char *const   rs[] = {"{\"total\":42}"};
+	brooq_settle_result r;
+	OK(brooq_settle_results(wc, &it, rs, 1, &r));
+	brooq_jobs_free(j, 1);
+
+	char *out, args[128];
+	snprintf(args, sizeof(args), "job %" PRIu64, id);
+	cr_assert_eq(ctl(&out, false, args), 0);
+	cr_assert_not_null(strstr(out, "result        {\"total\": 42}"), "%s", out);
+	free(out);
+	snprintf(args, sizeof(args), "job %" PRIu64 " --json", id);
+	cr_assert_eq(ctl(&out, false, args), 0);
+	cr_assert_not_null(strstr(out, "\"result\":{\"total\": 42}"), "%s", out);
+	free(out);
+
+	snprintf(args, sizeof(args), "retry %" PRIu64 " --json", dead);
+	cr_assert_eq(ctl(&out, false, args), 0);
+	uint64_t new_id = (uint64_t) brq_testdb_int(db, "SELECT max(id) FROM job");
+	char     want[128];
+	snprintf(want, sizeof(want), "{\"id\":%" PRIu64 ",\"retried\":1,\"ids\":[%" PRIu64 "]}\n", dead,
+		 new_id);
+	cr_assert_str_eq(out, want);
+	free(out);
+	snprintf(args, sizeof(args), "job %" PRIu64, new_id);
+	cr_assert_eq(ctl(&out, false, args), 0);
+	snprintf(want, sizeof(want), "retry_of      %" PRIu64 "\n", dead);
+	cr_assert_not_null(strstr(out, want), "%s", out);
+	free(out);
+	/* A pending job: conflict, exit 1. */
+	snprintf(args, sizeof(args), "retry %" PRIu64, new_id);
+	cr_assert_eq(ctl(&out, true, args), 1);
+	cr_assert_not_null(strstr(out, "conflict"), "%s", out);
+	free(out);
+	snprintf(args, sizeof(args), "delete %" PRIu64, new_id);
+	cr_assert_eq(ctl(&out, true, args), 1, "a pending job cannot be deleted");
+	free(out);
+	snprintf(args, sizeof(args), "delete %" PRIu64 " --json", id);
+	cr_assert_eq(ctl(&out, false, args), 0);
+	snprintf(want, sizeof(want), "{\"id\":%" PRIu64 ",\"deleted\":true}\n", id);
+	cr_assert_str_eq(out, want);
+	free(out);
+	cr_assert_eq(ctl(&out, true, args), 1, "gone");
+	cr_assert_not_null(strstr(out, "not_found"), "%s", out);
+	free(out);
+
+	/* Bulk. */
+	insert_rows("mail", "canceled", 3);
+	cr_assert_eq(ctl(&out, false, "retry --topic mail --state canceled --limit 2"), 0);
+	cr_assert_not_null(strstr(out, "retried 2 jobs: "), "%s", out);
+	free(out);
+	cr_assert_eq(ctl(&out, true, "retry --topic mail --state done"), 2, "bulk needs dead or canceled");
+	free(out);
+}
