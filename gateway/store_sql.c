@@ -25,9 +25,6 @@ static const char *const job_cols[]     = {JOB_COLS(BRQ_COL_EXPR)};
 static const char *const stats_cols[]   = {STATS_COLS(BRQ_COL_EXPR)};
 static const char *const depth_cols[]   = {DEPTH_COLS(BRQ_COL_EXPR)};
 static const char *const policy_cols[]  = {POLICY_COLS(BRQ_COL_EXPR)};
-static const char *const retry_cols[]   = {RETRY_COLS(BRQ_COL_EXPR)};
-static const char *const retried_cols[] = {RETRIED_COLS(BRQ_COL_EXPR)};
-static const char *const delete_cols[]  = {DELETE_COLS(BRQ_COL_EXPR)};
 static const char *const lost_cols[]    = {LOST_COLS(BRQ_COL_EXPR)};
 static const char *const sched_cols[]   = {SCHED_COLS(BRQ_COL_EXPR)};
 static const char *const tz_cols[]      = {TZ_COLS(BRQ_COL_EXPR)};
@@ -104,8 +101,8 @@ static const int nparams[BRQ_STMT__COUNT] = {
 //   O(n log N) whatever the plan was made on.
 
 // Writes the column list "e1, e2, ...".
-static void
-cols(FILE *f, const char *const *c, size_t n)
+void
+brq_store_sql_cols(FILE *f, const char *const *c, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%s%s", i > 0 ? ", " : "", c[i]);
@@ -189,7 +186,7 @@ enqueue_sql(FILE *f)
 	      " RETURNING id"
 	      ") SELECT ",
 	      f);
-	cols(f, COLS(enq_cols));
+	brq_store_sql_cols(f, COLS(enq_cols));
 	fputs(" FROM input i LEFT JOIN ins ON ins.id = i.id ORDER BY i.ord", f);
 }
 
@@ -213,7 +210,7 @@ claim_update(FILE *f, const brq_config *cfg, const char *claimed)
 	      " FROM c WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM c)) AND j.ctid = c.ctid"
 	      " RETURNING ",
 	      f);
-	cols(f, COLS(claim_cols));
+	brq_store_sql_cols(f, COLS(claim_cols));
 }
 
 // claim_sql's step 3, the guard: topics with a row in topic_policy (paused or
@@ -382,7 +379,7 @@ heartbeat_sql(FILE *f, const brq_config *cfg)
 	      f);
 	within_max_execution(f, cfg);
 	fputs(" RETURNING ", f);
-	cols(f, COLS(hb_cols));
+	brq_store_sql_cols(f, COLS(hb_cols));
 }
 
 static void
@@ -393,7 +390,7 @@ lost_of_sql(FILE *f)
 	// execution time; else gone (reaped, settled, another lease). Jobs that no
 	// longer exist return no row.
 	fputs("SELECT ", f);
-	cols(f, COLS(lost_cols));
+	brq_store_sql_cols(f, COLS(lost_cols));
 	fputs(" FROM unnest($1::int8[], $2::uuid[]) WITH ORDINALITY AS l(id, token, ord)"
 	      " JOIN job j ON j.id = l.id",
 	      f);
@@ -428,7 +425,7 @@ settle_sql(FILE *f, const brq_config *cfg)
 	      "  AS s(id, token, outcome, error, delay_ms, result)"
 	      " WHERE j.id = s.id AND j.lease_token = s.token RETURNING ",
 	      f);
-	cols(f, COLS(settle_cols));
+	brq_store_sql_cols(f, COLS(settle_cols));
 }
 
 static void
@@ -439,7 +436,7 @@ admin_sql(FILE *f, brq_stmt st)
 		// $1 topics text[], $2 keys text[]: the ids of existing keyed jobs, by the
 		// position (1-based) of their (topic, key) in the arrays.
 		fputs("SELECT ", f);
-		cols(f, COLS(lookup_cols));
+		brq_store_sql_cols(f, COLS(lookup_cols));
 		fputs(" FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(topic, key, ord)"
 		      " JOIN job j ON j.topic = i.topic AND j.idempotency_key = i.key",
 		      f);
@@ -453,12 +450,12 @@ admin_sql(FILE *f, brq_stmt st)
 		      " FROM unnest($1::int8[], $2::uuid[]) AS u(id, token)"
 		      " WHERE j.id = u.id AND j.lease_token = u.token RETURNING ",
 		      f);
-		cols(f, COLS(unclaim_cols));
+		brq_store_sql_cols(f, COLS(unclaim_cols));
 		break;
 	case BRQ_STMT_TOPICS_OF:
 		// $1 ids int8[]: topics of jobs whose lease was lost, for the metrics.
 		fputs("SELECT ", f);
-		cols(f, COLS(topic_cols));
+		brq_store_sql_cols(f, COLS(topic_cols));
 		fputs(" FROM job j WHERE j.id = ANY($1::int8[])", f);
 		break;
 	case BRQ_STMT_CANCEL:
@@ -470,7 +467,7 @@ admin_sql(FILE *f, brq_stmt st)
 		      " RETURNING topic"
 		      ") SELECT ",
 		      f);
-		cols(f, COLS(cancel_cols));
+		brq_store_sql_cols(f, COLS(cancel_cols));
 		fputs(" FROM (SELECT 'canceled' AS state, true AS canceled, topic FROM c"
 		      " UNION ALL SELECT state, false, topic FROM job"
 		      " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM c)) x",
@@ -478,13 +475,13 @@ admin_sql(FILE *f, brq_stmt st)
 		break;
 	case BRQ_STMT_JOB:
 		fputs("SELECT ", f);
-		cols(f, COLS(job_cols));
+		brq_store_sql_cols(f, COLS(job_cols));
 		fputs(" FROM job WHERE id = $1", f);
 		break;
 	case BRQ_STMT_STATS:
 		// A full scan: an operator's question, not a hot path (docs/operations.md).
 		fputs("SELECT ", f);
-		cols(f, COLS(stats_cols));
+		brq_store_sql_cols(f, COLS(stats_cols));
 		fputs(" FROM job GROUP BY topic ORDER BY topic", f);
 		break;
 	default: break;
@@ -508,7 +505,7 @@ janitor_sql(FILE *f, brq_stmt st)
 		      "  FOR NO KEY UPDATE SKIP LOCKED))"
 		      " AND j.state = 'processing' AND j.locked_until < now() RETURNING ",
 		      f);
-		cols(f, COLS(topic_cols));
+		brq_store_sql_cols(f, COLS(topic_cols));
 		break;
 	case BRQ_STMT_RETENTION:
 		// $1 ttl_ms, $2 batch size. Only terminal rows, oldest first. Both janitor
@@ -521,7 +518,7 @@ janitor_sql(FILE *f, brq_stmt st)
 		      "  ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
 		      " AND j.state IN ('done', 'dead', 'canceled') RETURNING ",
 		      f);
-		cols(f, COLS(topic_cols));
+		brq_store_sql_cols(f, COLS(topic_cols));
 		break;
 	case BRQ_STMT_DEPTH_ACTIVE:
 		// Active rows only. Each branch's WHERE is exactly the predicate of a
@@ -530,7 +527,7 @@ janitor_sql(FILE *f, brq_stmt st)
 		// active rows) instead of the whole table: the cost follows the backlog,
 		// not the history. The second branch's columns mirror DEPTH_COLS.
 		fputs("SELECT ", f);
-		cols(f, COLS(depth_cols));
+		brq_store_sql_cols(f, COLS(depth_cols));
 		fputs(" FROM job WHERE state IN ('pending', 'failed') GROUP BY topic, state"
 		      " UNION ALL SELECT topic, 'processing', count(*), 0::float8"
 		      " FROM job WHERE state = 'processing' GROUP BY topic ORDER BY 1",
@@ -559,7 +556,7 @@ policy_sql(FILE *f, brq_stmt st)
 		// topic order (every claim locks in the same order: no deadlock between
 		// two claims of several limited topics). Paused topics need no turn.
 		fputs("SELECT ", f);
-		cols(f, COLS(topic_cols));
+		brq_store_sql_cols(f, COLS(topic_cols));
 		fputs(" FROM topic_policy j WHERE j.topic = ANY($1::text[]) AND NOT j.paused"
 		      " AND (j.max_running IS NOT NULL OR j.rate_per_s IS NOT NULL)"
 		      " ORDER BY j.topic FOR NO KEY UPDATE",
@@ -568,7 +565,7 @@ policy_sql(FILE *f, brq_stmt st)
 	case BRQ_STMT_POLICY_TOPICS:
 		// The topics that take the claim's policy path (the store's cache).
 		fputs("SELECT ", f);
-		cols(f, COLS(topic_cols));
+		brq_store_sql_cols(f, COLS(topic_cols));
 		fputs(" FROM topic_policy j", f);
 		break;
 	case BRQ_STMT_POLICY_SET:
@@ -591,7 +588,7 @@ policy_sql(FILE *f, brq_stmt st)
 		      "  updated_at = now()"
 		      " RETURNING t.*) SELECT ",
 		      f);
-		cols(f, COLS(policy_cols));
+		brq_store_sql_cols(f, COLS(policy_cols));
 		fputs(" FROM p", f);
 		break;
 	case BRQ_STMT_POLICY_PRUNE:
@@ -603,151 +600,10 @@ policy_sql(FILE *f, brq_stmt st)
 		// Every topic with a policy, with its jobs processing now
 		// (job_running_idx).
 		fputs("SELECT ", f);
-		cols(f, COLS(policy_cols));
+		brq_store_sql_cols(f, COLS(policy_cols));
 		fputs(" FROM topic_policy p ORDER BY p.topic", f);
 		break;
 	default: break;
-	}
-}
-
-// The list's filters besides topic and state, for a FROM job without alias: $3
-// created_after_ms, $4 created_before_ms, $5 key (each NULL = any), $6 the largest id
-// the page may hold (the cursor). Residual filters: they never choose the index.
-#define LIST_FILTERS_REST                                                          \
-	" AND ($3::int8 IS NULL OR created_at >= to_timestamp($3::int8 / 1000.0))" \
-	" AND ($4::int8 IS NULL OR created_at < to_timestamp($4::int8 / 1000.0))"  \
-	" AND ($5::text IS NULL OR idempotency_key = $5::text)"
-#define LIST_FILTERS " AND id <= $6::int8" LIST_FILTERS_REST
-// For the active rows: `id + 0` keeps the cursor from becoming a condition on the
-// primary key, which the planner would then walk (through the whole history) instead
-// of the small partial index of the backlog.
-#define LIST_FILTERS_ACTIVE " AND id + 0 <= $6::int8" LIST_FILTERS_REST
-
-// Active rows of the asked states, newest first, at most $7: the ready ones through
-// job_claim_priority_idx, the held ones through job_running_idx (partial indexes: the
-// cost follows the backlog, not the history; the sort is over the backlog). Each
-// branch is gated on the asked states by a condition on $2 alone, which PostgreSQL
-// evaluates once (a "One-Time Filter"): a list of dead jobs never reads the backlog.
-// topic_cond: "topic = $1" or "($1::text IS NULL)".
-static void
-list_active(FILE *f, const char *topic_cond)
-{
-	fprintf(f,
-		" UNION ALL (SELECT * FROM job WHERE %s AND state IN ('pending', 'failed')"
-		"  AND $2::text[] && '{pending,failed}'::text[]"
-		"  AND state = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)"
-		" UNION ALL (SELECT * FROM job WHERE %s AND state = 'processing'"
-		"  AND 'processing' = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)",
-		topic_cond, topic_cond);
-}
-
-// $1 topic (NULL = any), $2 states text[] (the asked ones; all six when none was),
-// $3..$6 LIST_FILTERS, $7 rows. Newest first (id DESC); the caller asks one row more
-// than the page to learn whether another page follows. Keyset on id: rows inserted
-// meanwhile have larger ids, so a page never shifts. Plans: docs/operations.md.
-static void
-list_sql(FILE *f, brq_stmt st)
-{
-	fputs("SELECT ", f);
-	cols(f, COLS(job_cols));
-	switch (st) {
-	case BRQ_STMT_LIST_ALL:
-		// Every state: any row matches, so the primary key walked backwards finds
-		// a page after reading about a page (more with time filters).
-		fputs(" FROM job WHERE ($1::text IS NULL OR topic = $1::text)"
-		      " AND state = ANY($2::text[])" LIST_FILTERS,
-		      f);
-		break;
-	case BRQ_STMT_LIST_KEY:
-		// (topic, key) is unique: job_idempotency_uq finds the one row.
-		fputs(" FROM job WHERE topic = $1::text AND idempotency_key = $5::text"
-		      " AND state = ANY($2::text[])" LIST_FILTERS,
-		      f);
-		break;
-	case BRQ_STMT_LIST_TOPIC:
-		// Terminal rows: job_list_terminal_idx (topic, state, id) walked backwards
-		// once per asked state, at most $7 rows each; then the active rows.
-		fputs(" FROM ((SELECT l.* FROM unnest($2::text[]) AS s(state) CROSS JOIN LATERAL ("
-		      "  SELECT * FROM job WHERE topic = $1::text AND state = s.state"
-		      "  AND state IN ('done', 'dead', 'canceled')" LIST_FILTERS
-		      " ORDER BY id DESC LIMIT $7) l)",
-		      f);
-		list_active(f, "topic = $1::text");
-		fputs(") x", f);
-		break;
-	default: // BRQ_STMT_LIST_STATE
-		// Terminal rows of any topic: the topics that have some, found by skipping
-		// through job_list_terminal_idx (one probe per topic), then per topic and
-		// asked state as in LIST_TOPIC. The cost follows the number of topics.
-		fputs(" FROM (WITH RECURSIVE t(topic) AS ("
-		      "  (SELECT topic::text FROM job WHERE state IN ('done', 'dead', 'canceled')"
-		      "   ORDER BY topic LIMIT 1)"
-		      "  UNION ALL SELECT (SELECT j.topic::text FROM job j"
-		      "   WHERE j.state IN ('done', 'dead', 'canceled') AND j.topic > t.topic"
-		      "   ORDER BY j.topic LIMIT 1) FROM t WHERE t.topic IS NOT NULL)"
-		      " (SELECT l.* FROM t CROSS JOIN unnest($2::text[]) AS s(state) CROSS JOIN LATERAL ("
-		      "  SELECT * FROM job WHERE topic = t.topic AND state = s.state"
-		      "  AND state IN ('done', 'dead', 'canceled')" LIST_FILTERS
-		      " ORDER BY id DESC LIMIT $7) l"
-		      "  WHERE t.topic IS NOT NULL AND $1::text IS NULL)",
-		      f);
-		list_active(f, "$1::text IS NULL");
-		fputs(") x", f);
-		break;
-	}
-	fputs(" ORDER BY id DESC LIMIT $7", f);
-}
-
-// retry and delete. A retry is a new job (the terminal original is never written:
-// invariant 3): same topic, payload, max_attempts and priority, no key (the original keeps it),
-// retry_of = the original. job_retry_of_uq allows one retry per job: ON CONFLICT
-// makes a repeated request find the retry that exists instead of failing.
-static void
-retry_delete_sql(FILE *f, brq_stmt st)
-{
-	switch (st) {
-	case BRQ_STMT_RETRY_ONE:
-		// $1 id. One row when the job exists: its state and topic, the new job's
-		// id (when this call made one), the id of a retry that existed before.
-		fputs("WITH o AS (SELECT id, topic, payload, max_attempts, priority, state,"
-		      "  (SELECT r.id FROM job r WHERE r.retry_of = $1::int8) AS existing"
-		      "  FROM job WHERE id = $1::int8),"
-		      " ins AS (INSERT INTO job (topic, payload, max_attempts, priority, retry_of)"
-		      "  SELECT topic, payload, max_attempts, priority, id FROM o"
-		      "  WHERE state IN ('dead', 'canceled') AND existing IS NULL"
-		      "  ON CONFLICT (retry_of) WHERE retry_of IS NOT NULL DO NOTHING RETURNING id)"
-		      " SELECT ",
-		      f);
-		cols(f, COLS(retry_cols));
-		fputs(" FROM o LEFT JOIN ins ON true", f);
-		break;
-	case BRQ_STMT_RETRY_BULK:
-		// $1 topic, $2 state (dead or canceled), $3 limit. Oldest first, through
-		// job_list_terminal_idx; jobs retried already are skipped (job_retry_of_uq).
-		fputs("WITH o AS (SELECT id, topic, payload, max_attempts, priority FROM job j"
-		      "  WHERE topic = $1::text AND state = $2::text AND state IN ('dead', 'canceled')"
-		      "  AND NOT EXISTS (SELECT 1 FROM job r WHERE r.retry_of = j.id)"
-		      "  ORDER BY id LIMIT $3::int4),"
-		      " ins AS (INSERT INTO job (topic, payload, max_attempts, priority, retry_of)"
-		      "  SELECT topic, payload, max_attempts, priority, id FROM o ORDER BY id"
-		      "  ON CONFLICT (retry_of) WHERE retry_of IS NOT NULL DO NOTHING RETURNING id)"
-		      " SELECT ",
-		      f);
-		cols(f, COLS(retried_cols));
-		fputs(" FROM ins ORDER BY id", f);
-		break;
-	default: // BRQ_STMT_DELETE
-		// $1 id. Only a terminal job; any other is reported as it is.
-		fputs("WITH d AS (DELETE FROM job WHERE id = $1::int8"
-		      "  AND state IN ('done', 'dead', 'canceled') RETURNING topic)"
-		      " SELECT ",
-		      f);
-		cols(f, COLS(delete_cols));
-		fputs(" FROM (SELECT true AS deleted, 'deleted' AS state, topic FROM d"
-		      " UNION ALL SELECT false, state, topic FROM job"
-		      " WHERE id = $1::int8 AND NOT EXISTS (SELECT 1 FROM d)) x",
-		      f);
-		break;
 	}
 }
 
@@ -765,7 +621,7 @@ sched_sql(FILE *f, brq_stmt st)
 		// transaction: two gateways never enqueue the same slot, and a crash
 		// in between rolls both back (invariant 16).
 		fputs("SELECT ", f);
-		cols(f, COLS(sched_cols));
+		brq_store_sql_cols(f, COLS(sched_cols));
 		fputs(" FROM schedule s WHERE s.enabled AND s.next_slot <= now()"
 		      " ORDER BY s.next_slot LIMIT 1 FOR UPDATE SKIP LOCKED",
 		      f);
@@ -775,7 +631,7 @@ sched_sql(FILE *f, brq_stmt st)
 		// clock in the zone; reading the instant back tells whether that wall
 		// clock exists (a DST gap gives another one).
 		fputs("SELECT ", f);
-		cols(f, COLS(tz_cols));
+		brq_store_sql_cols(f, COLS(tz_cols));
 		fputs(" FROM (SELECT i.o, i.l, i.l AT TIME ZONE $2 AS u FROM (SELECT a.o,"
 		      " to_timestamp(a.x::float8) AT TIME ZONE 'UTC' AS l"
 		      " FROM unnest($1::int8[]) WITH ORDINALITY AS a(x, o)) i) t ORDER BY t.o",
@@ -783,7 +639,7 @@ sched_sql(FILE *f, brq_stmt st)
 		break;
 	case BRQ_STMT_SCHED_ZONE_NOW:
 		fputs("SELECT ", f);
-		cols(f, COLS(znow_cols));
+		brq_store_sql_cols(f, COLS(znow_cols));
 		break;
 	case BRQ_STMT_SCHED_ADVANCE:
 		// $1 name, $2 next slot (ms; NULL: none ever again, disabled), $3 last
@@ -816,7 +672,7 @@ sched_sql(FILE *f, brq_stmt st)
 		break;
 	case BRQ_STMT_SCHED_LIST:
 		fputs("SELECT ", f);
-		cols(f, COLS(sched_cols));
+		brq_store_sql_cols(f, COLS(sched_cols));
 		fputs(" FROM schedule s ORDER BY s.name", f);
 		break;
 	case BRQ_STMT_SCHED_REMOVE: fputs("DELETE FROM schedule WHERE name = $1 RETURNING name", f); break;
@@ -853,10 +709,10 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_LIST_ALL:
 	case BRQ_STMT_LIST_STATE:
 	case BRQ_STMT_LIST_TOPIC:
-	case BRQ_STMT_LIST_KEY: list_sql(f, st); break;
+	case BRQ_STMT_LIST_KEY: brq_store_sql_list(f, st); break;
 	case BRQ_STMT_RETRY_ONE:
 	case BRQ_STMT_RETRY_BULK:
-	case BRQ_STMT_DELETE: retry_delete_sql(f, st); break;
+	case BRQ_STMT_DELETE: brq_store_sql_retry_delete(f, st); break;
 	case BRQ_STMT_SCHED_DUE:
 	case BRQ_STMT_SCHED_TZ:
 	case BRQ_STMT_SCHED_ZONE_NOW:

@@ -8,6 +8,8 @@
 #ifndef BRQ_GATEWAY_STORE_SQL_H
 #define BRQ_GATEWAY_STORE_SQL_H
 
+#include <stdio.h>
+
 #include "brq_base.h"
 
 #include "config.h"
@@ -235,5 +237,11 @@ enum znow_col { ZNOW_COLS(BRQ_COL_ENUM) ZNOW__N };
 BRQ_MUSTCHECK int brq_store_sql_build(const brq_config *cfg, char *texts[BRQ_STMT__COUNT],
 				      brq_db_stmt stmts[BRQ_STMT__COUNT]);
 void              brq_store_sql_fini(char *texts[BRQ_STMT__COUNT]);
+
+// For the builders in other files (store_sql_jobs.c): writes the column list
+// "e1, e2, ..." of c[0..n); writes the text of a list statement, of retry or delete.
+void brq_store_sql_cols(FILE *f, const char *const *c, size_t n);
+void brq_store_sql_list(FILE *f, brq_stmt st);
+void brq_store_sql_retry_delete(FILE *f, brq_stmt st);
 
 #endif
