@@ -158,7 +158,8 @@
       el('th', { scope: 'col', class: 'num' }, 'Finished / min'),
       el('th', { scope: 'col' }, 'Status'));
     const rows = o.topics.map((t) => {
-      const m = meta && meta.get(t.topic);
+      // Only paused or limited topics are listed: any other topic is neither.
+      const m = meta && (meta.get(t.topic) || { topic: t.topic, paused: false, concurrency: null, rate: null });
       const status = el('td', {});
       if (m) {
         if (m.paused) status.append(el('span', { class: 'badge paused' }, 'paused'));
@@ -215,6 +216,7 @@
       el('dt', {}, 'State'), el('dd', { id: 'job-state' }, stateBadge(j.state)),
       el('dt', {}, 'Topic'), el('dd', {}, j.topic),
       el('dt', {}, 'Attempts'), el('dd', {}, j.attempts + ' of ' + j.max_attempts),
+      el('dt', {}, 'Priority'), el('dd', {}, String(j.priority)),
       el('dt', {}, 'Idempotency key'), el('dd', {}, j.key === null ? '—' : j.key),
       el('dt', {}, 'Created'), el('dd', {}, fmtTime(j.created_at_ms)),
       el('dt', {}, 'Updated'), el('dd', {}, fmtTime(j.updated_at_ms)),
@@ -327,6 +329,7 @@
       el('label', { for: 'e-key' }, 'Idempotency key (optional)'), el('input', { id: 'e-key', name: 'key' }),
       el('label', { for: 'e-delay' }, 'Delay in milliseconds (optional)'), el('input', { id: 'e-delay', name: 'delay_ms', inputmode: 'numeric' }),
       el('label', { for: 'e-attempts' }, 'Max attempts (optional)'), el('input', { id: 'e-attempts', name: 'max_attempts', inputmode: 'numeric' }),
+      el('label', { for: 'e-priority' }, 'Priority 1 (first, the default) to 9 (optional)'), el('input', { id: 'e-priority', name: 'priority', inputmode: 'numeric' }),
       el('button', { type: 'submit' }, 'Enqueue'), err, result);
     f.addEventListener('submit', async (ev) => {
       ev.preventDefault();
@@ -336,6 +339,7 @@
         const r = await api('enqueue', {
           topic: $('e-topic').value.trim(), payload: $('e-payload').value, key: $('e-key').value,
           delay_ms: $('e-delay').value.trim(), max_attempts: $('e-attempts').value.trim(),
+          priority: $('e-priority').value.trim(),
         }, 'POST');
         result.append(r.created ? 'Enqueued as ' : 'Already enqueued (same key) as ', el('a', { href: '#/job/' + r.id, id: 'enqueued-link' }, 'job ' + r.id), '.');
       } catch (e) { err.textContent = 'Enqueue refused: ' + e.message; }

@@ -168,6 +168,12 @@ struct brq_topic_override {
 	uint64_t lease_ms;           // 1s..24h
 	uint64_t attempt_timeout_ms; // 0 (none) or 100ms..7d
 	uint64_t max_execution_ms;   // 0 (none) or 100ms..7d
+	// Per-topic limits (docs/operations.md §12): written into topic_policy when the
+	// gateway starts; 0 = unlimited.
+	bool     has_concurrency;
+	bool     has_rate;
+	uint32_t concurrency; // 0..1000000: at most this many processing at once
+	uint32_t rate;        // 0..1000000: at most this many started per second
 };
 
 // Client certificates on a tls+tcp:// listener.

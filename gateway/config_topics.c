@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Gateway configuration: BROOQ_TOPIC_OVERRIDES, per-topic max_attempts, backoff, lease and
-// timeouts.
+// Gateway configuration: BROOQ_TOPIC_OVERRIDES, per-topic max_attempts, backoff, lease,
+// timeouts and limits.
 #include "config.h"
 #include "brq_units.h"
 #include "config_parse.h"
@@ -28,10 +28,11 @@ static const char var[] = "BROOQ_TOPIC_OVERRIDES";
 static bool *
 override_key(brq_topic_override *o, const char *ka, const char *kb, const char **key)
 {
-	static const char *const names[] = {"max_attempts", "backoff_base",    "backoff_max",
-					    "lease",        "attempt_timeout", "max_execution_time"};
-	bool *const              has[] = {&o->has_max_attempts, &o->has_backoff_base,    &o->has_backoff_max,
-					  &o->has_lease,        &o->has_attempt_timeout, &o->has_max_execution};
+	static const char *const names[] = {"max_attempts",    "backoff_base",       "backoff_max", "lease",
+					    "attempt_timeout", "max_execution_time", "concurrency", "rate"};
+	bool *const              has[]   = {
+			       &o->has_max_attempts,    &o->has_backoff_base,  &o->has_backoff_max, &o->has_lease,
+			       &o->has_attempt_timeout, &o->has_max_execution, &o->has_concurrency, &o->has_rate};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if ((size_t) (kb - ka) == strlen(names[i]) && memcmp(ka, names[i], (size_t) (kb - ka)) == 0) {
 			*key = names[i];
@@ -50,6 +51,18 @@ parse_override_value(struct loader *L, const char *label, const char *key, const
 	const char *why;
 	uint64_t    v, min, max, *out;
 
+	if (has == &o->has_concurrency || has == &o->has_rate) {
+		if (brq_parse_u64(val, &v, &why) != 0) {
+			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
+		} else if (v > 1000000) {
+			brq_config_problem_add(L->p, "%s: %s: %s: must be between 0 (no limit) and 1000000",
+					       var, label, key);
+		} else {
+			*(has == &o->has_concurrency ? &o->concurrency : &o->rate) = (uint32_t) v;
+			*has                                                       = true;
+		}
+		return;
+	}
 	if (has == &o->has_max_attempts) {
 		if (brq_parse_u64(val, &v, &why) != 0) {
 			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
@@ -119,7 +132,7 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 		brq_config_problem_add(
 			L->p,
 			"%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, lease, "
-			"attempt_timeout, max_execution_time)",
+			"attempt_timeout, max_execution_time, concurrency, rate)",
 			var, label);
 	} else if (*has) {
 		brq_config_problem_add(L->p, "%s: %s: %s given twice", var, label, key);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The web console's operations that exist now (job, cancel, enqueue), run through the RPC's own
-// decoder and operations; and the helpers every console operation shares.
+// The web console's job operations (job, cancel, enqueue, jobs, retry, delete), run through the
+// RPC's own decoder and operations; and the helpers every console operation shares.
 #include "console_ops.h"
 
 #include <inttypes.h>
@@ -18,13 +18,6 @@ brq_console_fail(brq_console_call *call, int status, const char *fmt, ...)
 	vsnprintf(call->err, sizeof(call->err), fmt, ap);
 	va_end(ap);
 	return status;
-}
-
-int
-brq_console_not_yet(brq_console_call *call, const char *what)
-{
-	return brq_console_fail(call, 501, "not yet available: %s needs the queue operation of issue 15",
-				what);
 }
 
 // ---- parameters ------------------------------------------------------------------------------
@@ -124,6 +117,8 @@ brq_console_json_job(brq_jw *out, const brq_job_info *j)
 	brq_jw_u64(out, j->attempts);
 	brq_jw_key(out, "max_attempts");
 	brq_jw_u64(out, j->max_attempts);
+	brq_jw_key(out, "priority");
+	brq_jw_u64(out, j->priority);
 	// The payload is jsonb text as the database printed it: JSON. Checked all the same,
 	// so that nothing can break the reply's own syntax; else it goes as a string.
 	brq_jw_key(out, "payload");
@@ -195,8 +190,8 @@ http_status(brq_status st)
 // refusals, worded the same), run by brq_ops_run on this pool thread's connection, and
 // its reply decoded into *rep (borrowing call->w). Returns 200, or the status of a
 // refusal with call->err set.
-static int
-run_rpc(brq_console_call *call, brq_request *req, brq_reply *rep)
+int
+brq_console_rpc(brq_console_call *call, brq_request *req, brq_reply *rep)
 {
 	brq_work *w = call->w;
 	brq_buf   enc;
@@ -237,7 +232,7 @@ brq_console_op_job(brq_console_call *call)
 	brq_request req = {.op = BRQ_OP_JOB};
 	brq_reply   rep;
 	int         status = brq_console_param_id(call, "id", &req.job.id);
-	if (status == 0 && (status = run_rpc(call, &req, &rep)) == 200) {
+	if (status == 0 && (status = brq_console_rpc(call, &req, &rep)) == 200) {
 		brq_jw_obj(call->out);
 		brq_jw_key(call->out, "job");
 		brq_console_json_job(call->out, &rep.job.job);
@@ -252,7 +247,7 @@ brq_console_op_cancel(brq_console_call *call)
 	brq_request req = {.op = BRQ_OP_CANCEL};
 	brq_reply   rep;
 	int         status = brq_console_param_id(call, "id", &req.cancel.id);
-	if (status != 0 || (status = run_rpc(call, &req, &rep)) != 200) {
+	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}
 	const char *state = brq_state_name(rep.cancel.state);
@@ -292,6 +287,15 @@ enqueue_options(brq_console_call *call, brq_job_spec *j)
 		j->has_max_attempts = true;
 		j->max_attempts     = (uint32_t) v;
 	}
+	rv = brq_form_u64(call->in, "priority", BRQ_PRIORITY_MIN, BRQ_PRIORITY_MAX, &v);
+	if (rv == BRQ_EINVAL) {
+		return brq_console_fail(call, 400, "priority: must be %d..%d (1 runs first)",
+					BRQ_PRIORITY_MIN, BRQ_PRIORITY_MAX);
+	}
+	if (rv == 0) {
+		j->has_priority = true;
+		j->priority     = (uint32_t) v;
+	}
 	const brq_str *key = brq_form_get(call->in, "key");
 	if (key != NULL) {
 		j->key = *key; // empty: no key, as on the wire
@@ -315,7 +319,8 @@ brq_console_op_enqueue(brq_console_call *call)
 			call, 400, "payload: required (JSON text, e.g. {} or {\"to\":\"a@example.org\"})");
 	}
 	job.payload = *payload;
-	if ((status = enqueue_options(call, &job)) != 0 || (status = run_rpc(call, &req, &rep)) != 200) {
+	if ((status = enqueue_options(call, &job)) != 0 ||
+	    (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}
 	if (rep.enqueue.n_results != 1) {
@@ -386,7 +391,7 @@ brq_console_op_jobs(brq_console_call *call)
 	brq_request req = {.op = BRQ_OP_LIST};
 	brq_reply   rep;
 	int         status = jobs_params(call, &req.list);
-	if (status != 0 || (status = run_rpc(call, &req, &rep)) != 200) {
+	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}
 	brq_jw_obj(call->out);
@@ -425,7 +430,7 @@ brq_console_op_retry(brq_console_call *call)
 	}
 	req.retry.state = req.retry.id > 0 ? BRQ_STATE_DEAD : (brq_state) state;
 	req.retry.limit = (uint32_t) limit;
-	if (status != 0 || (status = run_rpc(call, &req, &rep)) != 200) {
+	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}
 	BRQ_LOG_INFO("console_action", "action=retry id=%" PRIu64 " topic=%.*s retried=%" PRIu32 " %s",
@@ -452,7 +457,7 @@ brq_console_op_delete(brq_console_call *call)
 	brq_request req = {.op = BRQ_OP_DELETE};
 	brq_reply   rep;
 	int         status = brq_console_param_id(call, "id", &req.del.id);
-	if (status != 0 || (status = run_rpc(call, &req, &rep)) != 200) {
+	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}
 	BRQ_LOG_INFO("console_action", "action=delete id=%" PRIu64 " %s", req.del.id, call->actor);

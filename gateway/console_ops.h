@@ -16,17 +16,11 @@
 //   brq_console_op_retry    POST /console/api/retry        id=N | topic, state, limit
 //   brq_console_op_delete   POST /console/api/delete       id=N
 //
-// Waiting for issue 15's operations (console_ops_pending.c): each validates its
-// parameters as documented in docs/console.md (400 names the field) and then answers
-// 501 {"error":"not yet available: ..."}. Wiring one = replacing its
-// brq_console_not_yet() line with the store call and the JSON it returns (the page and
-// docs/console.md already expect that JSON):
+// The topic operations (console_ops_topics.c), the same way:
 //   brq_console_op_topics     GET  /console/api/topics     (paused flag and limits per topic)
 //   brq_console_op_pause      POST /console/api/pause      topic
 //   brq_console_op_resume     POST /console/api/resume     topic
-//
-// Wired since (console_ops_pending.c): brq_console_op_schedules GET /console/api/schedules
-// (a read of the schedule table).
+// and brq_console_op_schedules GET /console/api/schedules (a read of the schedule table).
 #ifndef BRQ_GATEWAY_CONSOLE_OPS_H
 #define BRQ_GATEWAY_CONSOLE_OPS_H
 
@@ -65,7 +59,7 @@ int brq_console_op_jobs(brq_console_call *call);
 int brq_console_op_retry(brq_console_call *call);
 int brq_console_op_delete(brq_console_call *call);
 
-// ---- issue 15: 501 until wired (console_ops_pending.c) ------------------------------------
+// ---- topics and schedules (console_ops_topics.c) ------------------------------------------
 int brq_console_op_topics(brq_console_call *call);
 int brq_console_op_pause(brq_console_call *call);
 int brq_console_op_resume(brq_console_call *call);
@@ -77,8 +71,10 @@ int brq_console_op_schedules(brq_console_call *call);
 int brq_console_fail(brq_console_call *call, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-// 501 "not yet available: <what> needs issue 15's operation" (the seam above).
-int brq_console_not_yet(brq_console_call *call, const char *what);
+// Runs req through the RPC's validation and operation (brq_ops_run) on the call's
+// connection, its reply decoded into *rep (borrowing call->w). Returns 200, or the
+// status of a refusal with call->err set.
+int brq_console_rpc(brq_console_call *call, brq_request *req, brq_reply *rep);
 
 // A job as the console's JSON object (docs/console.md "job"): the list's rows and the
 // job page use it alike.

@@ -2,6 +2,8 @@
 // Janitor: the lease reaper and retention, on their own thread and connection (SPEC §4).
 #include "janitor.h"
 
+#include <inttypes.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,6 +98,32 @@ brq_janitor_retain(brq_janitor *j)
 	return total;
 }
 
+// The topic limits of the configuration, written once at start (retried every reaper
+// round until the database takes them): from then on an admin's topic_limits may
+// change them, until a gateway with this configuration starts again.
+static void
+configure_limits(brq_janitor *j)
+{
+	if (!brq_store_ready(&j->conn))
+		return;
+	int rv = brq_store_policy_configure(&j->conn);
+	if (rv == 0) {
+		j->limits_configured = true;
+		for (size_t i = 0; i < j->cfg->n_topic_overrides; i++) {
+			const brq_topic_override *o = &j->cfg->topic_overrides[i];
+			if (o->has_concurrency || o->has_rate)
+				BRQ_LOG_INFO("topic_limits_configured",
+					     "topic=%s concurrency=%s%" PRIu32 " rate=%s%" PRIu32, o->topic,
+					     o->has_concurrency ? "" : "kept:", o->concurrency,
+					     o->has_rate ? "" : "kept:", o->rate);
+		}
+	} else {
+		BRQ_LOG_WARN("topic_limits_not_configured", "error=%s reason=%s", brq_err_name(rv),
+			     BRQ_LOG_Q(brq_store_errmsg(&j->conn)));
+	}
+	brq_store_reset(&j->conn);
+}
+
 static void *
 janitor_main(void *arg)
 {
@@ -106,6 +134,8 @@ janitor_main(void *arg)
 		if (now >= j->next_reap_ms || now >= j->next_retention_ms) {
 			bool reap = now >= j->next_reap_ms, retain = now >= j->next_retention_ms;
 			pthread_mutex_unlock(&j->mtx);
+			if (reap && !j->limits_configured)
+				configure_limits(j);
 			if (reap)
 				(void) brq_janitor_reap(j);
 			if (retain)

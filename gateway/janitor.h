@@ -21,6 +21,7 @@ typedef struct brq_janitor {
 	atomic_bool       abort;             // set by stop: a statement in progress is abandoned
 	uint64_t          next_reap_ms;      // monotonic
 	uint64_t          next_retention_ms; // monotonic
+	bool              limits_configured; // the configured topic limits are written
 } brq_janitor;
 
 // Starts the thread with a connection of store st. Borrows cfg and st. Returns 0 or

@@ -416,6 +416,39 @@ brq_metrics_depth_set(const brq_depth_row *rows, size_t n)
 	pthread_mutex_unlock(&r->depth_mu);
 }
 
+void
+brq_metrics_policy_set(const brq_policy_row *rows, size_t n)
+{
+	struct registry *r = &M.reg;
+
+	pthread_mutex_lock(&r->depth_mu);
+	uint64_t gen = ++r->policy_gen;
+	for (size_t i = 0; i < n; i++) {
+		struct topic_entry *e =
+			rows[i].topic != NULL ? topic_get(rows[i].topic, rows[i].topic_len) : NULL;
+		if (e == NULL) {
+			continue;
+		}
+		e->paused      = rows[i].paused;
+		e->max_running = rows[i].max_running;
+		e->rate_per_s  = rows[i].rate_per_s;
+		e->policy_gen  = gen;
+	}
+	// Topics without a policy now: not paused, unlimited.
+	pthread_rwlock_rdlock(&r->rw);
+	for (size_t i = 0; i < r->n; i++) {
+		struct topic_entry *e = r->list[i];
+		if (e->policy_gen != gen) {
+			e->paused      = false;
+			e->max_running = 0;
+			e->rate_per_s  = 0;
+			e->policy_gen  = gen;
+		}
+	}
+	pthread_rwlock_unlock(&r->rw);
+	pthread_mutex_unlock(&r->depth_mu);
+}
+
 // ---- lifecycle ------------------------------------------------------------
 
 int

@@ -95,6 +95,19 @@ void brq_metrics_db_up_set(int up);
 // absent from the snapshot report 0.
 void brq_metrics_depth_set(const brq_depth_row *rows, size_t n);
 
+// One topic's policy (pause and limits; 0: unlimited), for the policy gauges.
+typedef struct brq_policy_row {
+	const char *topic; // borrowed for the duration of the call
+	size_t      topic_len;
+	bool        paused;
+	uint32_t    max_running, rate_per_s;
+} brq_policy_row;
+
+// Replaces the gauges brooq_topic_paused{topic}, brooq_topic_max_running{topic} and
+// brooq_topic_rate_limit_per_second{topic} with a fresh snapshot of the topics that
+// have a policy; the others report 0 (not paused, unlimited).
+void brq_metrics_policy_set(const brq_policy_row *rows, size_t n);
+
 // Renders the whole exposition (text format 0.0.4) into a malloc'd buffer.
 // On success *out (NUL-terminated) and *len belong to the caller (free()).
 BRQ_MUSTCHECK int brq_metrics_render(char **out, size_t *len);

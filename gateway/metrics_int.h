@@ -63,6 +63,10 @@ struct topic_entry {
 	uint64_t jobs[BRQ_STATE__COUNT];
 	double   oldest_ready_age_s;
 	uint64_t depth_gen; // snapshot that last wrote the gauges above
+	// Policy gauges (brq_metrics_policy_set), under depth_mu like the depth gauges.
+	bool     paused;
+	uint32_t max_running, rate_per_s; // 0: unlimited
+	uint64_t policy_gen;
 };
 
 struct registry {
@@ -79,6 +83,7 @@ struct registry {
 
 	pthread_mutex_t depth_mu;
 	uint64_t        depth_gen;
+	uint64_t        policy_gen;
 };
 
 struct brq_metrics_state {

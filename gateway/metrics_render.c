@@ -156,6 +156,25 @@ render_depth(struct buf *b, struct topic_entry **v, size_t n)
 		topic_sample(b, "brooq_ready_oldest_age_seconds", v[i]);
 		buf_printf(b, "} %.3f\n", v[i]->oldest_ready_age_s);
 	}
+	family(b, "brooq_topic_paused", "gauge",
+	       "1 while the topic is paused (brooqctl pause): no gateway claims its jobs.");
+	for (size_t i = 0; i < n; i++) {
+		topic_sample(b, "brooq_topic_paused", v[i]);
+		buf_printf(b, "} %d\n", v[i]->paused ? 1 : 0);
+	}
+	family(b, "brooq_topic_max_running", "gauge",
+	       "The topic's concurrency limit: at most this many of its jobs processing at once; 0 when "
+	       "unlimited.");
+	for (size_t i = 0; i < n; i++) {
+		topic_sample(b, "brooq_topic_max_running", v[i]);
+		buf_printf(b, "} %" PRIu32 "\n", v[i]->max_running);
+	}
+	family(b, "brooq_topic_rate_limit_per_second", "gauge",
+	       "The topic's rate limit: at most this many of its jobs started per second; 0 when unlimited.");
+	for (size_t i = 0; i < n; i++) {
+		topic_sample(b, "brooq_topic_rate_limit_per_second", v[i]);
+		buf_printf(b, "} %" PRIu32 "\n", v[i]->rate_per_s);
+	}
 	pthread_mutex_unlock(&M.reg.depth_mu);
 }
 

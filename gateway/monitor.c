@@ -308,6 +308,28 @@ terminal_count(brq_monitor *m)
 	return 0;
 }
 
+// The topics' pause and limits, for their gauges, read with the active count (a few
+// rows of topic_policy). A failure leaves the gauges as they were.
+static void
+publish_policies(brq_monitor *m)
+{
+	brq_topic_policy *p;
+	uint32_t          n;
+	if (brq_store_policy_list(&m->conn, &p, &n) != 0)
+		return;
+	brq_policy_row *rows = calloc(n > 0 ? n : 1, sizeof(*rows));
+	if (rows == NULL)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		rows[i] = (brq_policy_row) {.topic       = p[i].topic.ptr,
+					    .topic_len   = p[i].topic.len,
+					    .paused      = p[i].paused,
+					    .max_running = p[i].max_running,
+					    .rate_per_s  = p[i].rate_per_s};
+	brq_metrics_policy_set(rows, n);
+	free(rows);
+}
+
 // The active count and oldest ready age, published with the cached terminal counts.
 // Returns 0, or BRQ_EUNAVAIL when the connection was lost.
 static int
@@ -343,6 +365,7 @@ depth_count(brq_monitor *m)
 		(void) publish(m, &active);
 	}
 	rows_clear(&active);
+	publish_policies(m);
 	return 0;
 }
 

@@ -8,7 +8,7 @@
 // the health window, 1.5 s):
 //   - the active count: counts per topic and state of pending, failed and
 //     processing rows plus the oldest ready age per topic, read through the partial
-//     indexes job_claim_topic_idx and job_lease_expiry_idx, so it costs what the
+//     indexes job_claim_priority_idx and job_running_idx, so it costs what the
 //     backlog costs, not what the table's history costs;
 //   - every terminal_interval (default 60 s) instead, the terminal count (done, dead,
 //     canceled: the bulk of the table). Exact while it fits the budget; when it

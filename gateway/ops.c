@@ -11,6 +11,7 @@
 #include "brq_version.h"
 #include "log.h"
 #include "metrics.h"
+#include "ops_policy.h"
 #include "ops_sched.h"
 
 // An op's result: the reply is in w->out, or an error to encode.
@@ -280,6 +281,10 @@ settle_committed(const brq_ops *o, brq_store_conn *c, brq_arena *arena, const br
 		if (out[i].r.state == BRQ_STATE_DEAD)
 			brq_metrics_dead(out[i].topic.ptr, out[i].topic.len, 1);
 		brq_metrics_attempt_duration(out[i].attempt_s);
+		// A limited topic has room for one more job now: a parked claim of it
+		// looks again rather than at the monitor's next round.
+		if (brq_store_policy_known(c->st, out[i].topic))
+			brq_waiters_wake(o->waiters, out[i].topic.ptr, out[i].topic.len, 1);
 	}
 	if (chain->n > 0)
 		enqueue_committed(o, chain->jobs, chain->n, chain->res, NULL, 0);
@@ -554,6 +559,8 @@ op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
 		rv = brq_figures_stats(o->figures, &w->arena, active, n_active, &topics, &n, &at_ms);
 	if (rv == 0 && at_ms == 0)
 		rv = brq_store_stats(c, &topics, &n);
+	if (rv == 0)
+		rv = brq_ops_policy_stats(c, topics, n);
 	if (rv != 0)
 		return store_fail(e, c, rv, "stats");
 	brq_buf *b = &w->out;
@@ -625,6 +632,14 @@ brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 	case BRQ_OP_CANCEL: st = op_cancel(c, w, &e); break;
 	case BRQ_OP_JOB: st = op_job(c, w, &e); break;
 	case BRQ_OP_STATS: st = op_stats(o, c, w, &e); break;
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS:
+	case BRQ_OP_TOPICS: {
+		int rv = brq_ops_policy_run(o, c, w);
+		st     = rv == 0 ? BRQ_ST_OK : store_fail(&e, c, rv, brq_op_name(w->req.op));
+		break;
+	}
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_LIST:
 	case BRQ_OP_SCHEDULE_REMOVE: st = e.code = brq_ops_schedule(o, c, w, e.msg, sizeof(e.msg)); break;

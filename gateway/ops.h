@@ -44,10 +44,6 @@ uint32_t brq_ops_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *head, br
 // brq_ops_run does (the reply in w->out on BRQ_ST_OK; else the message in msg[0..cap)).
 brq_status brq_ops_admin(const brq_ops *o, brq_store_conn *c, brq_work *w, char *msg, size_t cap);
 
-// Operations only the admin role may call: cancel, list, retry, delete and the schedule ops
-// (server.c checks it before decoding the body).
-bool brq_ops_admin_only(brq_op op);
-
 // Encodes the ping reply into w->out. Touches no database.
 void brq_ops_ping(brq_work *w);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The operators' operations: list (a page of jobs), retry (terminal jobs as new jobs),
-// delete (a terminal job). Admin role only (brq_ops_admin_only).
+// delete (a terminal job). Admin role only
+// (brq_op_admin_only in proto/status.c, the one list).
 #include "ops.h"
 
 #include <inttypes.h>
@@ -37,22 +38,6 @@ store_fail(char *msg, size_t cap, const brq_store_conn *c, int rv, const char *w
 	case BRQ_EINVAL: return fail(msg, cap, BRQ_ST_INVALID_ARGUMENT, "%s: %s", what, brq_store_errmsg(c));
 	case BRQ_ENOTFOUND: return fail(msg, cap, BRQ_ST_NOT_FOUND, "%s: %s", what, brq_store_errmsg(c));
 	default: return fail(msg, cap, BRQ_ST_INTERNAL, "%s: %s", what, brq_store_errmsg(c));
-	}
-}
-
-bool
-brq_ops_admin_only(brq_op op)
-{
-	switch (op) {
-	case BRQ_OP_CANCEL:
-	case BRQ_OP_LIST:
-	case BRQ_OP_RETRY:
-	case BRQ_OP_DELETE:
-	// The schedules enqueue jobs on a timer, on any topic.
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_LIST:
-	case BRQ_OP_SCHEDULE_REMOVE: return true;
-	default: return false;
 	}
 }
 

@@ -198,7 +198,7 @@ handle_request(brq_server *s, brq_work *w)
 		reply_error(s, w, BRQ_ST_UNAUTHENTICATED, "missing or unknown bearer token");
 		return;
 	}
-	if (!brq_auth_role_may(w->role, brq_ops_admin_only(w->req.op))) {
+	if (!brq_auth_role_may(w->role, brq_op_admin_only(w->req.op))) {
 		reply_error(s, w, BRQ_ST_PERMISSION_DENIED, "%s: needs the admin role",
 			    brq_op_name(w->req.op));
 		return;
@@ -224,7 +224,7 @@ handle_request(brq_server *s, brq_work *w)
 		brq_waiters_track(&s->waiters, w);
 	// Operator reads take the pool's capped lane: the hot path always finds a thread.
 	w->is_operator_read = w->req.op == BRQ_OP_STATS || w->req.op == BRQ_OP_JOB ||
-		w->req.op == BRQ_OP_LIST || w->req.op == BRQ_OP_SCHEDULE_LIST;
+		w->req.op == BRQ_OP_TOPICS || w->req.op == BRQ_OP_LIST || w->req.op == BRQ_OP_SCHEDULE_LIST;
 	w->state = BRQ_W_DB;
 	brq_pool_submit(&s->pool, w);
 }

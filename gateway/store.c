@@ -50,8 +50,14 @@ brq_store_new(const brq_config *cfg, brq_store **out)
 	if (st == NULL)
 		return BRQ_ENOMEM;
 	st->cfg = cfg;
-	int rv  = brq_store_sql_build(cfg, st->texts, st->stmts);
+	int rv  = brq_policy_cache_new(&st->pc);
 	if (rv != 0) {
+		free(st);
+		return rv;
+	}
+	rv = brq_store_sql_build(cfg, st->texts, st->stmts);
+	if (rv != 0) {
+		brq_policy_cache_free(st->pc);
 		free(st);
 		return rv;
 	}
@@ -65,6 +71,7 @@ brq_store_free(brq_store *st)
 	if (st == NULL)
 		return;
 	brq_store_sql_fini(st->texts);
+	brq_policy_cache_free(st->pc);
 	free(st);
 }
 
@@ -291,6 +298,7 @@ insert_rows(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue
 	brq_pgarr_begin(&a[3], BRQ_OID_INT8);
 	brq_pgarr_begin(&a[4], BRQ_OID_INT8);
 	brq_pgarr_begin(&a[5], BRQ_OID_INT4);
+	brq_pgarr_begin(&a[6], BRQ_OID_INT4);
 	for (uint32_t i = 0; i < n; i++) {
 		const brq_job_spec *j = &jobs[i];
 		char                topic[BRQ_TOPIC_MAX + 1];
@@ -316,10 +324,11 @@ insert_rows(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue
 			brq_config_topic_settings(c->st->cfg, topic, &max_attempts, NULL, NULL, NULL);
 		}
 		brq_pgarr_int4(&a[5], (int32_t) max_attempts);
+		brq_pgarr_int4(&a[6], (int32_t) (j->has_priority ? j->priority : BRQ_PRIORITY_DEFAULT));
 	}
-	const char *v[6];
-	int         l[6], f[6] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
-	for (int k = 0; k < 6; k++)
+	const char *v[7];
+	int l[7], f[7] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
+	for (int k = 0; k < 7; k++)
 		if (brq_store_param(&a[k], v, l, k) != 0)
 			return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
 	PGresult *r;
@@ -566,9 +575,14 @@ read_claimed(brq_store_conn *c, const PGresult *r, const uint8_t *tokens, uint32
 	return 0;
 }
 
-// The claim statement, inside whatever transaction is open.
+// Which claim statement: the fast one, or the policy path (with its lock, or with
+// the lock already taken by the caller's transaction).
+enum claim_path { CLAIM_FAST, CLAIM_POLICY, CLAIM_POLICY_LOCKED };
+
+// The claim statement, inside whatever transaction is open (one must be for the
+// policy path: the lock and the claim belong together).
 static int
-claim_rows(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out *out)
+claim_rows(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out *out, enum claim_path path)
 {
 	uint8_t *tokens = brq_arena_alloc(&c->arena, in->n, BRQ_LEASE_LEN);
 	if (tokens == NULL)
@@ -600,7 +614,15 @@ claim_rows(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out 
 		v[4] = lease_txt;
 	}
 	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_CLAIM, v, l, f, CLAIM__N, &r);
+	int       rv = 0;
+	if (path == CLAIM_POLICY)
+		rv = brq_store_policy_lock(c, in->topics, in->n_topics);
+	if (rv == 0)
+		rv = brq_store_run(c,
+				   path != CLAIM_FAST          ? BRQ_STMT_CLAIM_POLICY
+					   : in->n_topics == 1 ? BRQ_STMT_CLAIM
+							       : BRQ_STMT_CLAIM_MULTI,
+				   v, l, f, CLAIM__N, &r);
 	return rv != 0 ? rv : read_claimed(c, r, tokens, in->n, out);
 }
 
@@ -610,12 +632,12 @@ brq_store_claim(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim
 	memset(out, 0, sizeof(*out));
 	// A combined "settle these, give me more" shares one transaction, so a busy
 	// worker pays one commit per round trip.
-	bool own;
-	int  rv = tx_open(c, in->n_settle > 0, &own);
+	bool own, policy = in->n > 0 && brq_store_policy_applies(c, in->topics, in->n_topics);
+	int  rv = tx_open(c, in->n_settle > 0 || policy, &own);
 	if (rv == 0 && in->n_settle > 0)
 		rv = settle_rows(c, in->settle, in->n_settle, in->settled, &out->chain);
 	if (rv == 0 && in->n > 0)
-		rv = claim_rows(c, in, out);
+		rv = claim_rows(c, in, out, policy ? CLAIM_POLICY : CLAIM_FAST);
 	if ((rv = tx_close(c, own, rv)) != 0) {
 		out->n_jobs = 0;
 		out->chain  = (brq_store_chain) {0};
@@ -623,20 +645,47 @@ brq_store_claim(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim
 	return rv;
 }
 
+// The policy locks of all claims ins[0..k) of one transaction at once, in topic
+// order: claims of several limited topics taking them one claim at a time could
+// deadlock with another transaction taking them in another order. path[i] gets each
+// claim's statement, decided once (the cache may change in between).
+static int
+lock_policies(brq_store_conn *c, const brq_store_claim_in *ins, uint32_t k, enum claim_path *path)
+{
+	uint32_t n = 0, at = 0;
+	for (uint32_t i = 0; i < k; i++)
+		n += ins[i].n_topics;
+	brq_str *topics = brq_arena_alloc(&c->arena, n > 0 ? n : 1, sizeof(*topics));
+	if (topics == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
+	for (uint32_t i = 0; i < k; i++) {
+		bool policy = ins[i].n > 0 && brq_store_policy_applies(c, ins[i].topics, ins[i].n_topics);
+		path[i]     = policy ? CLAIM_POLICY_LOCKED : CLAIM_FAST;
+		for (uint32_t t = 0; policy && t < ins[i].n_topics; t++)
+			topics[at++] = ins[i].topics[t];
+	}
+	return at == 0 ? 0 : brq_store_policy_lock(c, topics, at);
+}
+
 int
 brq_store_enqueue_claim(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res,
 			const brq_store_claim_in *ins, brq_store_claim_out *outs, uint32_t k)
 {
-	bool own;
-	int  rv = tx_open(c, true, &own);
+	bool             own;
+	enum claim_path *path = brq_arena_alloc(&c->arena, k > 0 ? k : 1, sizeof(*path));
+	if (path == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
+	int rv = tx_open(c, true, &own);
 	if (rv == 0)
 		rv = insert_rows(c, jobs, n, res);
 	if (rv == 0)
 		rv = resolve_conflicts(c, jobs, n, res);
+	if (rv == 0)
+		rv = lock_policies(c, ins, k, path);
 	for (uint32_t i = 0; rv == 0 && i < k; i++) {
 		memset(&outs[i], 0, sizeof(outs[i]));
 		if (ins[i].n > 0)
-			rv = claim_rows(c, &ins[i], &outs[i]);
+			rv = claim_rows(c, &ins[i], &outs[i], path[i]);
 	}
 	return tx_close(c, own, rv);
 }

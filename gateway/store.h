@@ -57,7 +57,7 @@ typedef struct brq_store_conn_opts {
 	const atomic_bool *stop;                           // optional: ends waits within ~100 ms when set
 } brq_store_conn_opts;
 
-#define BRQ_STORE_ARRAYS 6
+#define BRQ_STORE_ARRAYS 7
 
 // One connection. Fields are the store's: callers use the functions below.
 typedef struct brq_store_conn {
@@ -144,7 +144,7 @@ typedef struct brq_store_claim_in {
 } brq_store_claim_in;
 
 typedef struct brq_store_claim_out {
-	brq_claimed_job *jobs; // borrowed; in claim order (available_at, id)
+	brq_claimed_job *jobs; // borrowed; in claim order (priority, available_at, id)
 	uint32_t         n_jobs;
 	brq_store_chain  chain; // chained jobs of the settle part
 } brq_store_claim_out;
@@ -245,6 +245,41 @@ typedef enum brq_store_depth_kind {
 // terminal counts are an estimate over that percentage of pages, scaled up.
 BRQ_MUSTCHECK int brq_store_depth(brq_store_conn *c, brq_store_depth_kind kind, double sample_pct,
 				  brq_store_depth_row **rows, size_t *n);
+
+// ---- per-topic policy (store_policy.c) -------------------------------------------
+
+typedef enum brq_policy_change {
+	BRQ_POLICY_PAUSE = 0,
+	BRQ_POLICY_RESUME,
+	BRQ_POLICY_LIMITS,
+} brq_policy_change;
+
+typedef struct brq_store_policy_in {
+	brq_policy_change what;
+	brq_str           topic;       // a valid topic
+	bool              set_max;     // LIMITS: change max_running
+	uint32_t          max_running; // 0: unlimited
+	bool              set_rate;    // LIMITS: change rate_per_s
+	uint32_t          rate_per_s;  // 0: unlimited
+} brq_store_policy_in;
+
+// policy_set: pauses, resumes or sets limits of a topic (one transaction); *out
+// (borrowed) is the topic's policy after it. A topic left without pause or limits
+// has no row any more. This gateway's claims see it at once, others within one
+// poll interval.
+BRQ_MUSTCHECK int brq_store_policy_set(brq_store_conn *c, const brq_store_policy_in *in,
+				       brq_topic_policy *out);
+// policy_list: every topic with a policy, by topic, with its jobs processing now
+// (borrowed).
+BRQ_MUSTCHECK int brq_store_policy_list(brq_store_conn *c, brq_topic_policy **out, uint32_t *n);
+// Writes the limits configured per topic (BROOQ_TOPIC_OVERRIDES concurrency, rate)
+// into topic_policy, each topic in its own transaction; only the limits configured
+// change. 0 or the first failure.
+BRQ_MUSTCHECK int brq_store_policy_configure(brq_store_conn *c);
+// True when topic has a policy as far as st's cache knows (never reads the database).
+bool brq_store_policy_known(const brq_store *st, brq_str topic);
+// Makes the next claim of any connection of st read topic_policy again.
+void brq_store_policy_invalidate(const brq_store *st);
 
 // ping: one round trip (SELECT 1).
 BRQ_MUSTCHECK int brq_store_ping(brq_store_conn *c);

@@ -86,6 +86,7 @@ brq_store_job_row(const brq_config *cfg, const PGresult *r, int row, brq_job_inf
 		.key                 = brq_store_str(r, row, JOB_KEY),
 		.created_at_ms       = brq_store_int(r, row, JOB_CREATED_MS),
 		.updated_at_ms       = brq_store_int(r, row, JOB_UPDATED_MS),
+		.priority            = (uint32_t) brq_store_int(r, row, JOB_PRIORITY),
 		.has_result          = !brq_store_is_null(r, row, JOB_RESULT),
 		.result              = brq_store_str(r, row, JOB_RESULT),
 		.has_retry_of        = !brq_store_is_null(r, row, JOB_RETRY_OF),

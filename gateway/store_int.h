@@ -10,11 +10,25 @@
 #define BRQ_BINARY 1
 #define BRQ_TEXT   0
 
+typedef struct brq_policy_cache brq_policy_cache;
+
 struct brq_store {
 	const brq_config *cfg; // borrowed
 	char             *texts[BRQ_STMT__COUNT];
 	brq_db_stmt       stmts[BRQ_STMT__COUNT];
+	brq_policy_cache *pc; // owned; mutable through the pointer (store_policy.c)
 };
+
+// The cache of topics with a policy (store_policy.c). 0 or BRQ_ENOMEM.
+BRQ_MUSTCHECK int brq_policy_cache_new(brq_policy_cache **out);
+void              brq_policy_cache_free(brq_policy_cache *pc);
+// True when a claim of topics[0..n) must take the policy path (one of them has a
+// policy, or the cache could not be read). May read topic_policy (once per poll
+// interval for the whole store).
+bool brq_store_policy_applies(brq_store_conn *c, const brq_str *topics, uint32_t n);
+// Locks the topic_policy rows of the limited topics among topics[0..n), in topic
+// order, in the open transaction.
+BRQ_MUSTCHECK int brq_store_policy_lock(brq_store_conn *c, const brq_str *topics, uint32_t n);
 
 // Runs statement st; on success returns 0 and *out (kept by c until brq_store_reset,
 // so strings read from it may be borrowed), checking that it has `ncols` columns. On

@@ -24,9 +24,7 @@ static const char *const cancel_cols[]  = {CANCEL_COLS(BRQ_COL_EXPR)};
 static const char *const job_cols[]     = {JOB_COLS(BRQ_COL_EXPR)};
 static const char *const stats_cols[]   = {STATS_COLS(BRQ_COL_EXPR)};
 static const char *const depth_cols[]   = {DEPTH_COLS(BRQ_COL_EXPR)};
-static const char *const retry_cols[]   = {RETRY_COLS(BRQ_COL_EXPR)};
-static const char *const retried_cols[] = {RETRIED_COLS(BRQ_COL_EXPR)};
-static const char *const delete_cols[]  = {DELETE_COLS(BRQ_COL_EXPR)};
+static const char *const policy_cols[]  = {POLICY_COLS(BRQ_COL_EXPR)};
 static const char *const lost_cols[]    = {LOST_COLS(BRQ_COL_EXPR)};
 static const char *const sched_cols[]   = {SCHED_COLS(BRQ_COL_EXPR)};
 static const char *const tz_cols[]      = {TZ_COLS(BRQ_COL_EXPR)};
@@ -48,6 +46,13 @@ static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_DEPTH_ACTIVE]          = "brq_depth_active",
 	[BRQ_STMT_DEPTH_TERMINAL]        = "brq_depth_terminal",
 	[BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = "brq_depth_terminal_sample",
+	[BRQ_STMT_CLAIM_POLICY]          = "brq_claim_policy",
+	[BRQ_STMT_CLAIM_MULTI]           = "brq_claim_multi",
+	[BRQ_STMT_POLICY_LOCK]           = "brq_policy_lock",
+	[BRQ_STMT_POLICY_TOPICS]         = "brq_policy_topics",
+	[BRQ_STMT_POLICY_SET]            = "brq_policy_set",
+	[BRQ_STMT_POLICY_PRUNE]          = "brq_policy_prune",
+	[BRQ_STMT_POLICY_LIST]           = "brq_policy_list",
 	[BRQ_STMT_LIST_ALL]              = "brq_list_all",
 	[BRQ_STMT_LIST_STATE]            = "brq_list_state",
 	[BRQ_STMT_LIST_TOPIC]            = "brq_list_topic",
@@ -66,16 +71,19 @@ static const char *const names[BRQ_STMT__COUNT] = {
 };
 
 static const int nparams[BRQ_STMT__COUNT] = {
-	[BRQ_STMT_ENQUEUE] = 6,       [BRQ_STMT_ENQUEUE_LOOKUP] = 2, [BRQ_STMT_CLAIM] = 5,
+	[BRQ_STMT_ENQUEUE] = 7,       [BRQ_STMT_ENQUEUE_LOOKUP] = 2, [BRQ_STMT_CLAIM] = 5,
 	[BRQ_STMT_HEARTBEAT] = 3,     [BRQ_STMT_SETTLE] = 6,         [BRQ_STMT_UNCLAIM] = 2,
 	[BRQ_STMT_TOPICS_OF] = 1,     [BRQ_STMT_CANCEL] = 1,         [BRQ_STMT_JOB] = 1,
 	[BRQ_STMT_STATS] = 0,         [BRQ_STMT_REAP] = 1,           [BRQ_STMT_RETENTION] = 2,
 	[BRQ_STMT_DEPTH_ACTIVE] = 0,  [BRQ_STMT_DEPTH_TERMINAL] = 0, [BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = 1,
-	[BRQ_STMT_LIST_ALL] = 7,      [BRQ_STMT_LIST_STATE] = 7,     [BRQ_STMT_LIST_TOPIC] = 7,
-	[BRQ_STMT_LIST_KEY] = 7,      [BRQ_STMT_RETRY_ONE] = 1,      [BRQ_STMT_RETRY_BULK] = 3,
-	[BRQ_STMT_DELETE] = 1,        [BRQ_STMT_LOST_OF] = 2,        [BRQ_STMT_SCHED_DUE] = 0,
-	[BRQ_STMT_SCHED_TZ] = 2,      [BRQ_STMT_SCHED_ZONE_NOW] = 2, [BRQ_STMT_SCHED_ADVANCE] = 3,
-	[BRQ_STMT_SCHED_UPSERT] = 11, [BRQ_STMT_SCHED_LIST] = 0,     [BRQ_STMT_SCHED_REMOVE] = 1,
+	[BRQ_STMT_CLAIM_POLICY] = 5,  [BRQ_STMT_CLAIM_MULTI] = 5,    [BRQ_STMT_POLICY_LOCK] = 1,
+	[BRQ_STMT_POLICY_TOPICS] = 0, [BRQ_STMT_POLICY_SET] = 6,     [BRQ_STMT_POLICY_PRUNE] = 1,
+	[BRQ_STMT_POLICY_LIST] = 0,   [BRQ_STMT_LIST_ALL] = 7,       [BRQ_STMT_LIST_STATE] = 7,
+	[BRQ_STMT_LIST_TOPIC] = 7,    [BRQ_STMT_LIST_KEY] = 7,       [BRQ_STMT_RETRY_ONE] = 1,
+	[BRQ_STMT_RETRY_BULK] = 3,    [BRQ_STMT_DELETE] = 1,         [BRQ_STMT_LOST_OF] = 2,
+	[BRQ_STMT_SCHED_DUE] = 0,     [BRQ_STMT_SCHED_TZ] = 2,       [BRQ_STMT_SCHED_ZONE_NOW] = 2,
+	[BRQ_STMT_SCHED_ADVANCE] = 3, [BRQ_STMT_SCHED_UPSERT] = 11,  [BRQ_STMT_SCHED_LIST] = 0,
+	[BRQ_STMT_SCHED_REMOVE] = 1,
 };
 
 #define COLS(a) (a), sizeof(a) / sizeof((a)[0])
@@ -93,8 +101,8 @@ static const int nparams[BRQ_STMT__COUNT] = {
 //   O(n log N) whatever the plan was made on.
 
 // Writes the column list "e1, e2, ...".
-static void
-cols(FILE *f, const char *const *c, size_t n)
+void
+brq_store_sql_cols(FILE *f, const char *const *c, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%s%s", i > 0 ? ", " : "", c[i]);
@@ -156,42 +164,83 @@ enqueue_sql(FILE *f)
 {
 	// $1 topics text[], $2 payloads jsonb[], $3 keys text[] (NULL = no key),
 	// $4 delay_ms int8[] (NULL = none), $5 run_at_ms int8[] (NULL = none),
-	// $6 max_attempts int4[]. Ids are drawn first so that the reply can tell, per
+	// $6 max_attempts int4[], $7 priority int4[]. Ids are drawn first so that the reply can tell, per
 	// input row, whether this statement created it; a key that conflicts yields
 	// NULL: the store resolves those with BRQ_STMT_ENQUEUE_LOOKUP, in one batch (a
 	// join back to job here got a plan made on a small table, a scan of all of
 	// job, that stayed: 860 us per insert instead of 230 us; docs/benchmarks.md).
 	fputs("WITH input AS MATERIALIZED ("
 	      " SELECT nextval('job_id_seq'::regclass) AS id, t.*"
-	      " FROM unnest($1::text[], $2::jsonb[], $3::text[], $4::int8[], $5::int8[], $6::int4[])"
-	      "  WITH ORDINALITY AS t(topic, payload, key, delay_ms, run_at_ms, max_attempts, ord)"
+	      " FROM unnest($1::text[], $2::jsonb[], $3::text[], $4::int8[], $5::int8[], $6::int4[],"
+	      "  $7::int4[])"
+	      "  WITH ORDINALITY AS t(topic, payload, key, delay_ms, run_at_ms, max_attempts, priority, ord)"
 	      "), ins AS ("
-	      " INSERT INTO job (id, topic, payload, idempotency_key, available_at, max_attempts)"
+	      " INSERT INTO job (id, topic, payload, idempotency_key, available_at, max_attempts, priority)"
 	      " SELECT id, topic, payload, key,"
 	      "  CASE WHEN run_at_ms IS NOT NULL"
 	      "   THEN greatest(now(), to_timestamp(run_at_ms / 1000.0))"
 	      "   ELSE now() + coalesce(delay_ms, 0) * interval '1 millisecond' END,"
-	      "  max_attempts"
+	      "  max_attempts, priority"
 	      " FROM input ORDER BY ord"
 	      " ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
 	      " RETURNING id"
 	      ") SELECT ",
 	      f);
-	cols(f, COLS(enq_cols));
+	brq_store_sql_cols(f, COLS(enq_cols));
 	fputs(" FROM input i LEFT JOIN ins ON ins.id = i.id ORDER BY i.ord", f);
 }
 
+// The nine priorities in claim order, each read by its own range scan (claim_sql).
+#define PRIORITIES                                                                  \
+	"(VALUES (1::int2), (2::int2), (3::int2), (4::int2), (5::int2), (6::int2)," \
+	" (7::int2), (8::int2), (9::int2))"
+
+// The claim's update of the rows locked in CTE c (claim_sql, step 2). claimed_at is
+// `claimed` (an expression of the time).
+static void
+claim_update(FILE *f, const brq_config *cfg, const char *claimed)
+{
+	fprintf(f,
+		" UPDATE job j SET state = 'processing', attempts = j.attempts + 1, locked_by = $3,"
+		"  lease_token = ($4::uuid[])[c.k], updated_at = now(), claimed_at = %s,"
+		"  locked_until = now() + coalesce($5::int8, ",
+		claimed);
+	topic_case(f, cfg, "j.topic", LEASE_MS);
+	fputs(") * interval '1 millisecond'"
+	      " FROM c WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM c)) AND j.ctid = c.ctid"
+	      " RETURNING ",
+	      f);
+	brq_store_sql_cols(f, COLS(claim_cols));
+}
+
+// claim_sql's step 3, the guard: topics with a row in topic_policy (paused or
+// limited) are left out here. They are claimed by claim_policy_sql, which the store
+// chooses for them from its cache of such topics; the guard keeps a stale cache
+// safe: a topic paused or limited through another gateway gives nothing here until
+// this gateway's cache sees it (one poll interval), never more than its policy. One
+// primary-key probe of a small table per topic.
+#define NO_POLICY(topic) "NOT EXISTS (SELECT 1 FROM topic_policy tp WHERE tp.topic = " topic ")"
+
+// The claim of one topic ($1 has one element), the hot path.
 static void
 claim_sql(FILE *f, const brq_config *cfg)
 {
 	// $1 topics text[], $2 n, $3 worker, $4 lease tokens uuid[] (n of them, from
 	// libsodium), $5 lease_ms (NULL = the topic's default).
 	// One statement claims the batch (invariant 2); attempts are counted here
-	// (invariant 6); order is available_at, then id (invariant 9).
-	// 1. One ordered index scan per distinct topic (job_claim_topic_idx), each
-	//    locking at most n rows, merged by (available_at, id) and numbered k in
-	//    that order: ready jobs of topics not asked for cost nothing. Extra rows
-	//    locked for a multi-topic claim are released when the statement commits.
+	// (invariant 6); order is priority (1 first), then available_at, then id
+	// (invariant 9).
+	// 1. One ordered index scan per priority (job_claim_priority_idx), 1 to 9, each
+	//    locking at most n rows, in that order, and the first n rows they give
+	//    are the batch: a nested loop over the VALUES list emits its rows in list
+	//    order, each scan in index order, and LIMIT stops it as soon as n rows
+	//    came, so the scans of later priorities never run. So a batch taken from
+	//    the first priority (the default) costs one scan, as before priorities;
+	//    each scan stops at its first job not yet due, so delayed jobs are not
+	//    walked over (one scan over (topic) with available_at as a filter read all
+	//    of them: 50 ms per claim behind 100k). The order is the plan's, there is
+	//    no ORDER BY (a sort would need every scan): schema_test checks the plan
+	//    and policy_test the order. Rows are numbered k as they come.
 	// 2. The update finds the locked rows by their ctid (a TID scan: one heap
 	//    fetch per row, whatever the table's size; the rows are locked by this very
 	//    statement, so their ctids cannot change under it). By id, the generic plan
@@ -201,24 +250,93 @@ claim_sql(FILE *f, const brq_config *cfg)
 	//    a plain join was the same, 60 ms at 100k rows). Joined back to c on the
 	//    ctid, each row takes token k of $4: no per-row search of an array, which
 	//    cost O(n^2) for big batches.
+	// 3. The guard (NO_POLICY), evaluated once.
 	fputs("WITH c AS MATERIALIZED ("
-	      " SELECT l.ctid, row_number() OVER (ORDER BY l.available_at, l.id) AS k"
-	      " FROM (SELECT DISTINCT unnest($1::text[])) AS t(topic) CROSS JOIN LATERAL ("
-	      "  SELECT ctid, id, available_at FROM job"
-	      "  WHERE topic = t.topic AND state IN ('pending', 'failed') AND available_at <= now()"
-	      "  ORDER BY available_at, id LIMIT $2"
-	      "  FOR NO KEY UPDATE SKIP LOCKED) l"
-	      " ORDER BY l.available_at, l.id LIMIT $2)"
-	      " UPDATE job j SET state = 'processing', attempts = j.attempts + 1, locked_by = $3,"
-	      "  lease_token = ($4::uuid[])[c.k], updated_at = now(), claimed_at = now(),"
-	      "  locked_until = now() + coalesce($5::int8, ",
+	      " SELECT x.ctid, row_number() OVER () AS k FROM ("
+	      "  SELECT l.ctid FROM " PRIORITIES " AS p(priority)"
+	      "  CROSS JOIN LATERAL ("
+	      "   SELECT ctid FROM job"
+	      "   WHERE topic = ($1::text[])[1] AND priority = p.priority AND state IN ('pending', 'failed')"
+	      "    AND available_at <= now() AND " NO_POLICY(
+		      "($1::text[])[1]") "   ORDER BY available_at, id LIMIT $2"
+					 "   FOR NO KEY UPDATE SKIP LOCKED) l"
+					 "  LIMIT $2) x)",
 	      f);
-	topic_case(f, cfg, "j.topic", LEASE_MS);
-	fputs(") * interval '1 millisecond'"
-	      " FROM c WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM c)) AND j.ctid = c.ctid"
-	      " RETURNING ",
+	claim_update(f, cfg, "now()");
+}
+
+// The claim of several topics: claim_sql's scans for each (topic, priority) pair,
+// merged by (priority, available_at, id) and numbered k in that order. The merge
+// sorts, so every scan runs; extra rows locked (another topic, another priority)
+// are released when the statement commits.
+static void
+claim_multi_sql(FILE *f, const brq_config *cfg)
+{
+	fputs("WITH c AS MATERIALIZED ("
+	      " SELECT l.ctid, row_number() OVER (ORDER BY l.priority, l.available_at, l.id) AS k"
+	      " FROM (SELECT DISTINCT u.topic FROM unnest($1::text[]) AS u(topic)"
+	      "  WHERE " NO_POLICY("u.topic") ") AS t(topic)"
+					      " CROSS JOIN " PRIORITIES " AS p(priority)"
+					      " CROSS JOIN LATERAL ("
+					      "  SELECT ctid, id, priority, available_at FROM job"
+					      "  WHERE topic = t.topic AND priority = p.priority AND state "
+					      "IN ('pending', 'failed')"
+					      "   AND available_at <= now()"
+					      "  ORDER BY available_at, id LIMIT $2"
+					      "  FOR NO KEY UPDATE SKIP LOCKED) l"
+					      " ORDER BY l.priority, l.available_at, l.id LIMIT $2)",
 	      f);
-	cols(f, COLS(claim_cols));
+	claim_update(f, cfg, "now()");
+}
+
+// The policy path of the claim, for topics with a row in topic_policy. Same
+// parameters and result as claim_sql. It runs after BRQ_STMT_POLICY_LOCK, in the
+// same transaction: the rows of the limited topics are locked, so gateways claiming
+// them take turns, and this statement's snapshot, taken after the lock was granted,
+// sees every claim committed before (READ COMMITTED). So:
+// - allowed = min(n, max_running - processing now, rate_per_s - started in this
+//   second of the database clock), 0 when paused or below 0; a missing row or
+//   limit does not limit;
+// - the scans are claim_sql's, each limited to `allowed`, and a topic keeps only
+//   its first `allowed` rows across priorities;
+// - the second's count is written in the row the same statement (statement_timestamp:
+//   after the lock, so windows only move forward from one holder to the next).
+static void
+claim_policy_sql(FILE *f, const brq_config *cfg)
+{
+	fputs("WITH pol AS MATERIALIZED ("
+	      " SELECT t.topic, CASE WHEN p.paused THEN 0 ELSE greatest(0, least($2::int8,"
+	      "  coalesce(p.max_running - (SELECT count(*) FROM job r"
+	      "   WHERE r.topic = t.topic AND r.state = 'processing'), $2::int8),"
+	      "  coalesce(p.rate_per_s - CASE WHEN p.rate_window = date_trunc('second', "
+	      "statement_timestamp())"
+	      "   THEN p.rate_started ELSE 0 END, $2::int8))) END AS allowed"
+	      " FROM (SELECT DISTINCT unnest($1::text[])) AS t(topic)"
+	      " LEFT JOIN topic_policy p ON p.topic = t.topic"
+	      "), c AS MATERIALIZED ("
+	      " SELECT x.ctid, x.topic, row_number() OVER (ORDER BY x.priority, x.available_at, x.id) AS k"
+	      " FROM (SELECT l.ctid, l.id, l.topic, l.priority, l.available_at, pol.allowed,"
+	      "  row_number() OVER (PARTITION BY l.topic ORDER BY l.priority, l.available_at, l.id) AS kt"
+	      "  FROM pol CROSS JOIN " PRIORITIES " AS p(priority)"
+	      "  CROSS JOIN LATERAL ("
+	      "   SELECT ctid, id, topic, priority, available_at FROM job"
+	      "   WHERE topic = pol.topic AND priority = p.priority AND state IN ('pending', 'failed')"
+	      "    AND available_at <= now()"
+	      "   ORDER BY available_at, id LIMIT pol.allowed"
+	      "   FOR NO KEY UPDATE SKIP LOCKED) l"
+	      "  WHERE pol.allowed > 0) x"
+	      " WHERE x.kt <= x.allowed"
+	      " ORDER BY x.priority, x.available_at, x.id LIMIT $2"
+	      "), started AS ("
+	      " UPDATE topic_policy tp SET rate_started = s.n + CASE WHEN tp.rate_window ="
+	      "  date_trunc('second', statement_timestamp()) THEN tp.rate_started ELSE 0 END,"
+	      "  rate_window = date_trunc('second', statement_timestamp())"
+	      " FROM (SELECT topic, count(*) AS n FROM c GROUP BY topic) s"
+	      " WHERE tp.topic = s.topic AND tp.rate_per_s IS NOT NULL)",
+	      f);
+	// claimed_at is the time the start was counted at (the rate's second), not the
+	// transaction's start, which may be a lock wait earlier.
+	claim_update(f, cfg, "statement_timestamp()");
 }
 
 // Whether any topic has a maximum execution time (the global one or an override).
@@ -261,7 +379,7 @@ heartbeat_sql(FILE *f, const brq_config *cfg)
 	      f);
 	within_max_execution(f, cfg);
 	fputs(" RETURNING ", f);
-	cols(f, COLS(hb_cols));
+	brq_store_sql_cols(f, COLS(hb_cols));
 }
 
 static void
@@ -272,7 +390,7 @@ lost_of_sql(FILE *f)
 	// execution time; else gone (reaped, settled, another lease). Jobs that no
 	// longer exist return no row.
 	fputs("SELECT ", f);
-	cols(f, COLS(lost_cols));
+	brq_store_sql_cols(f, COLS(lost_cols));
 	fputs(" FROM unnest($1::int8[], $2::uuid[]) WITH ORDINALITY AS l(id, token, ord)"
 	      " JOIN job j ON j.id = l.id",
 	      f);
@@ -307,7 +425,7 @@ settle_sql(FILE *f, const brq_config *cfg)
 	      "  AS s(id, token, outcome, error, delay_ms, result)"
 	      " WHERE j.id = s.id AND j.lease_token = s.token RETURNING ",
 	      f);
-	cols(f, COLS(settle_cols));
+	brq_store_sql_cols(f, COLS(settle_cols));
 }
 
 static void
@@ -318,7 +436,7 @@ admin_sql(FILE *f, brq_stmt st)
 		// $1 topics text[], $2 keys text[]: the ids of existing keyed jobs, by the
 		// position (1-based) of their (topic, key) in the arrays.
 		fputs("SELECT ", f);
-		cols(f, COLS(lookup_cols));
+		brq_store_sql_cols(f, COLS(lookup_cols));
 		fputs(" FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(topic, key, ord)"
 		      " JOIN job j ON j.topic = i.topic AND j.idempotency_key = i.key",
 		      f);
@@ -332,12 +450,12 @@ admin_sql(FILE *f, brq_stmt st)
 		      " FROM unnest($1::int8[], $2::uuid[]) AS u(id, token)"
 		      " WHERE j.id = u.id AND j.lease_token = u.token RETURNING ",
 		      f);
-		cols(f, COLS(unclaim_cols));
+		brq_store_sql_cols(f, COLS(unclaim_cols));
 		break;
 	case BRQ_STMT_TOPICS_OF:
 		// $1 ids int8[]: topics of jobs whose lease was lost, for the metrics.
 		fputs("SELECT ", f);
-		cols(f, COLS(topic_cols));
+		brq_store_sql_cols(f, COLS(topic_cols));
 		fputs(" FROM job j WHERE j.id = ANY($1::int8[])", f);
 		break;
 	case BRQ_STMT_CANCEL:
@@ -349,7 +467,7 @@ admin_sql(FILE *f, brq_stmt st)
 		      " RETURNING topic"
 		      ") SELECT ",
 		      f);
-		cols(f, COLS(cancel_cols));
+		brq_store_sql_cols(f, COLS(cancel_cols));
 		fputs(" FROM (SELECT 'canceled' AS state, true AS canceled, topic FROM c"
 		      " UNION ALL SELECT state, false, topic FROM job"
 		      " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM c)) x",
@@ -357,13 +475,13 @@ admin_sql(FILE *f, brq_stmt st)
 		break;
 	case BRQ_STMT_JOB:
 		fputs("SELECT ", f);
-		cols(f, COLS(job_cols));
+		brq_store_sql_cols(f, COLS(job_cols));
 		fputs(" FROM job WHERE id = $1", f);
 		break;
 	case BRQ_STMT_STATS:
 		// A full scan: an operator's question, not a hot path (docs/operations.md).
 		fputs("SELECT ", f);
-		cols(f, COLS(stats_cols));
+		brq_store_sql_cols(f, COLS(stats_cols));
 		fputs(" FROM job GROUP BY topic ORDER BY topic", f);
 		break;
 	default: break;
@@ -387,7 +505,7 @@ janitor_sql(FILE *f, brq_stmt st)
 		      "  FOR NO KEY UPDATE SKIP LOCKED))"
 		      " AND j.state = 'processing' AND j.locked_until < now() RETURNING ",
 		      f);
-		cols(f, COLS(topic_cols));
+		brq_store_sql_cols(f, COLS(topic_cols));
 		break;
 	case BRQ_STMT_RETENTION:
 		// $1 ttl_ms, $2 batch size. Only terminal rows, oldest first. Both janitor
@@ -400,16 +518,16 @@ janitor_sql(FILE *f, brq_stmt st)
 		      "  ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
 		      " AND j.state IN ('done', 'dead', 'canceled') RETURNING ",
 		      f);
-		cols(f, COLS(topic_cols));
+		brq_store_sql_cols(f, COLS(topic_cols));
 		break;
 	case BRQ_STMT_DEPTH_ACTIVE:
 		// Active rows only. Each branch's WHERE is exactly the predicate of a
-		// partial index (job_claim_topic_idx, job_lease_expiry_idx), so on a big
+		// partial index (job_claim_priority_idx, job_running_idx), so on a big
 		// table the planner reads those small indexes (plus the heap pages of
 		// active rows) instead of the whole table: the cost follows the backlog,
 		// not the history. The second branch's columns mirror DEPTH_COLS.
 		fputs("SELECT ", f);
-		cols(f, COLS(depth_cols));
+		brq_store_sql_cols(f, COLS(depth_cols));
 		fputs(" FROM job WHERE state IN ('pending', 'failed') GROUP BY topic, state"
 		      " UNION ALL SELECT topic, 'processing', count(*), 0::float8"
 		      " FROM job WHERE state = 'processing' GROUP BY topic ORDER BY 1",
@@ -429,144 +547,63 @@ janitor_sql(FILE *f, brq_stmt st)
 	}
 }
 
-// The list's filters besides topic and state, for a FROM job without alias: $3
-// created_after_ms, $4 created_before_ms, $5 key (each NULL = any), $6 the largest id
-// the page may hold (the cursor). Residual filters: they never choose the index.
-#define LIST_FILTERS_REST                                                          \
-	" AND ($3::int8 IS NULL OR created_at >= to_timestamp($3::int8 / 1000.0))" \
-	" AND ($4::int8 IS NULL OR created_at < to_timestamp($4::int8 / 1000.0))"  \
-	" AND ($5::text IS NULL OR idempotency_key = $5::text)"
-#define LIST_FILTERS " AND id <= $6::int8" LIST_FILTERS_REST
-// For the active rows: `id + 0` keeps the cursor from becoming a condition on the
-// primary key, which the planner would then walk (through the whole history) instead
-// of the small partial index of the backlog.
-#define LIST_FILTERS_ACTIVE " AND id + 0 <= $6::int8" LIST_FILTERS_REST
-
-// Active rows of the asked states, newest first, at most $7: the ready ones through
-// job_claim_topic_idx, the held ones through job_lease_expiry_idx (partial indexes: the
-// cost follows the backlog, not the history; the sort is over the backlog). Each
-// branch is gated on the asked states by a condition on $2 alone, which PostgreSQL
-// evaluates once (a "One-Time Filter"): a list of dead jobs never reads the backlog.
-// topic_cond: "topic = $1" or "($1::text IS NULL)".
 static void
-list_active(FILE *f, const char *topic_cond)
-{
-	fprintf(f,
-		" UNION ALL (SELECT * FROM job WHERE %s AND state IN ('pending', 'failed')"
-		"  AND $2::text[] && '{pending,failed}'::text[]"
-		"  AND state = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)"
-		" UNION ALL (SELECT * FROM job WHERE %s AND state = 'processing'"
-		"  AND 'processing' = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)",
-		topic_cond, topic_cond);
-}
-
-// $1 topic (NULL = any), $2 states text[] (the asked ones; all six when none was),
-// $3..$6 LIST_FILTERS, $7 rows. Newest first (id DESC); the caller asks one row more
-// than the page to learn whether another page follows. Keyset on id: rows inserted
-// meanwhile have larger ids, so a page never shifts. Plans: docs/operations.md.
-static void
-list_sql(FILE *f, brq_stmt st)
-{
-	fputs("SELECT ", f);
-	cols(f, COLS(job_cols));
-	switch (st) {
-	case BRQ_STMT_LIST_ALL:
-		// Every state: any row matches, so the primary key walked backwards finds
-		// a page after reading about a page (more with time filters).
-		fputs(" FROM job WHERE ($1::text IS NULL OR topic = $1::text)"
-		      " AND state = ANY($2::text[])" LIST_FILTERS,
-		      f);
-		break;
-	case BRQ_STMT_LIST_KEY:
-		// (topic, key) is unique: job_idempotency_uq finds the one row.
-		fputs(" FROM job WHERE topic = $1::text AND idempotency_key = $5::text"
-		      " AND state = ANY($2::text[])" LIST_FILTERS,
-		      f);
-		break;
-	case BRQ_STMT_LIST_TOPIC:
-		// Terminal rows: job_list_terminal_idx (topic, state, id) walked backwards
-		// once per asked state, at most $7 rows each; then the active rows.
-		fputs(" FROM ((SELECT l.* FROM unnest($2::text[]) AS s(state) CROSS JOIN LATERAL ("
-		      "  SELECT * FROM job WHERE topic = $1::text AND state = s.state"
-		      "  AND state IN ('done', 'dead', 'canceled')" LIST_FILTERS
-		      " ORDER BY id DESC LIMIT $7) l)",
-		      f);
-		list_active(f, "topic = $1::text");
-		fputs(") x", f);
-		break;
-	default: // BRQ_STMT_LIST_STATE
-		// Terminal rows of any topic: the topics that have some, found by skipping
-		// through job_list_terminal_idx (one probe per topic), then per topic and
-		// asked state as in LIST_TOPIC. The cost follows the number of topics.
-		fputs(" FROM (WITH RECURSIVE t(topic) AS ("
-		      "  (SELECT topic::text FROM job WHERE state IN ('done', 'dead', 'canceled')"
-		      "   ORDER BY topic LIMIT 1)"
-		      "  UNION ALL SELECT (SELECT j.topic::text FROM job j"
-		      "   WHERE j.state IN ('done', 'dead', 'canceled') AND j.topic > t.topic"
-		      "   ORDER BY j.topic LIMIT 1) FROM t WHERE t.topic IS NOT NULL)"
-		      " (SELECT l.* FROM t CROSS JOIN unnest($2::text[]) AS s(state) CROSS JOIN LATERAL ("
-		      "  SELECT * FROM job WHERE topic = t.topic AND state = s.state"
-		      "  AND state IN ('done', 'dead', 'canceled')" LIST_FILTERS
-		      " ORDER BY id DESC LIMIT $7) l"
-		      "  WHERE t.topic IS NOT NULL AND $1::text IS NULL)",
-		      f);
-		list_active(f, "$1::text IS NULL");
-		fputs(") x", f);
-		break;
-	}
-	fputs(" ORDER BY id DESC LIMIT $7", f);
-}
-
-// retry and delete. A retry is a new job (the terminal original is never written:
-// invariant 3): same topic, payload and max_attempts, no key (the original keeps it),
-// retry_of = the original. job_retry_of_uq allows one retry per job: ON CONFLICT
-// makes a repeated request find the retry that exists instead of failing.
-static void
-retry_delete_sql(FILE *f, brq_stmt st)
+policy_sql(FILE *f, brq_stmt st)
 {
 	switch (st) {
-	case BRQ_STMT_RETRY_ONE:
-		// $1 id. One row when the job exists: its state and topic, the new job's
-		// id (when this call made one), the id of a retry that existed before.
-		fputs("WITH o AS (SELECT id, topic, payload, max_attempts, state,"
-		      "  (SELECT r.id FROM job r WHERE r.retry_of = $1::int8) AS existing"
-		      "  FROM job WHERE id = $1::int8),"
-		      " ins AS (INSERT INTO job (topic, payload, max_attempts, retry_of)"
-		      "  SELECT topic, payload, max_attempts, id FROM o"
-		      "  WHERE state IN ('dead', 'canceled') AND existing IS NULL"
-		      "  ON CONFLICT (retry_of) WHERE retry_of IS NOT NULL DO NOTHING RETURNING id)"
-		      " SELECT ",
-		      f);
-		cols(f, COLS(retry_cols));
-		fputs(" FROM o LEFT JOIN ins ON true", f);
-		break;
-	case BRQ_STMT_RETRY_BULK:
-		// $1 topic, $2 state (dead or canceled), $3 limit. Oldest first, through
-		// job_list_terminal_idx; jobs retried already are skipped (job_retry_of_uq).
-		fputs("WITH o AS (SELECT id, topic, payload, max_attempts FROM job j"
-		      "  WHERE topic = $1::text AND state = $2::text AND state IN ('dead', 'canceled')"
-		      "  AND NOT EXISTS (SELECT 1 FROM job r WHERE r.retry_of = j.id)"
-		      "  ORDER BY id LIMIT $3::int4),"
-		      " ins AS (INSERT INTO job (topic, payload, max_attempts, retry_of)"
-		      "  SELECT topic, payload, max_attempts, id FROM o ORDER BY id"
-		      "  ON CONFLICT (retry_of) WHERE retry_of IS NOT NULL DO NOTHING RETURNING id)"
-		      " SELECT ",
-		      f);
-		cols(f, COLS(retried_cols));
-		fputs(" FROM ins ORDER BY id", f);
-		break;
-	default: // BRQ_STMT_DELETE
-		// $1 id. Only a terminal job; any other is reported as it is.
-		fputs("WITH d AS (DELETE FROM job WHERE id = $1::int8"
-		      "  AND state IN ('done', 'dead', 'canceled') RETURNING topic)"
-		      " SELECT ",
-		      f);
-		cols(f, COLS(delete_cols));
-		fputs(" FROM (SELECT true AS deleted, 'deleted' AS state, topic FROM d"
-		      " UNION ALL SELECT false, state, topic FROM job"
-		      " WHERE id = $1::int8 AND NOT EXISTS (SELECT 1 FROM d)) x",
+	case BRQ_STMT_POLICY_LOCK:
+		// $1 topics text[]: locks the rows of the limited topics among them, in
+		// topic order (every claim locks in the same order: no deadlock between
+		// two claims of several limited topics). Paused topics need no turn.
+		fputs("SELECT ", f);
+		brq_store_sql_cols(f, COLS(topic_cols));
+		fputs(" FROM topic_policy j WHERE j.topic = ANY($1::text[]) AND NOT j.paused"
+		      " AND (j.max_running IS NOT NULL OR j.rate_per_s IS NOT NULL)"
+		      " ORDER BY j.topic FOR NO KEY UPDATE",
 		      f);
 		break;
+	case BRQ_STMT_POLICY_TOPICS:
+		// The topics that take the claim's policy path (the store's cache).
+		fputs("SELECT ", f);
+		brq_store_sql_cols(f, COLS(topic_cols));
+		fputs(" FROM topic_policy j", f);
+		break;
+	case BRQ_STMT_POLICY_SET:
+		// $1 topic, $2 what ('pause', 'resume', 'limits'), $3 max_running int8
+		// (0: unlimited), $4 set it (bool), $5 rate_per_s int8 (0: unlimited), $6
+		// set it (bool). Creates the row if needed; BRQ_STMT_POLICY_PRUNE then
+		// drops a row that says nothing, so the topic goes back to the fast path.
+		fputs("WITH p AS ("
+		      " INSERT INTO topic_policy AS t (topic, paused, max_running, rate_per_s)"
+		      " VALUES ($1::text, $2::text = 'pause',"
+		      "  CASE WHEN $4::bool THEN nullif($3::int8, 0)::int4 END,"
+		      "  CASE WHEN $6::bool THEN nullif($5::int8, 0)::int4 END)"
+		      " ON CONFLICT (topic) DO UPDATE SET"
+		      "  paused = CASE $2::text WHEN 'pause' THEN true WHEN 'resume' THEN false ELSE "
+		      "t.paused END,"
+		      "  max_running = CASE WHEN $4::bool THEN nullif($3::int8, 0)::int4 ELSE t.max_running "
+		      "END,"
+		      "  rate_per_s = CASE WHEN $6::bool THEN nullif($5::int8, 0)::int4 ELSE t.rate_per_s "
+		      "END,"
+		      "  updated_at = now()"
+		      " RETURNING t.*) SELECT ",
+		      f);
+		brq_store_sql_cols(f, COLS(policy_cols));
+		fputs(" FROM p", f);
+		break;
+	case BRQ_STMT_POLICY_PRUNE:
+		fputs("DELETE FROM topic_policy WHERE topic = $1::text AND NOT paused"
+		      " AND max_running IS NULL AND rate_per_s IS NULL",
+		      f);
+		break;
+	case BRQ_STMT_POLICY_LIST:
+		// Every topic with a policy, with its jobs processing now
+		// (job_running_idx).
+		fputs("SELECT ", f);
+		brq_store_sql_cols(f, COLS(policy_cols));
+		fputs(" FROM topic_policy p ORDER BY p.topic", f);
+		break;
+	default: break;
 	}
 }
 
@@ -584,7 +621,7 @@ sched_sql(FILE *f, brq_stmt st)
 		// transaction: two gateways never enqueue the same slot, and a crash
 		// in between rolls both back (invariant 16).
 		fputs("SELECT ", f);
-		cols(f, COLS(sched_cols));
+		brq_store_sql_cols(f, COLS(sched_cols));
 		fputs(" FROM schedule s WHERE s.enabled AND s.next_slot <= now()"
 		      " ORDER BY s.next_slot LIMIT 1 FOR UPDATE SKIP LOCKED",
 		      f);
@@ -594,7 +631,7 @@ sched_sql(FILE *f, brq_stmt st)
 		// clock in the zone; reading the instant back tells whether that wall
 		// clock exists (a DST gap gives another one).
 		fputs("SELECT ", f);
-		cols(f, COLS(tz_cols));
+		brq_store_sql_cols(f, COLS(tz_cols));
 		fputs(" FROM (SELECT i.o, i.l, i.l AT TIME ZONE $2 AS u FROM (SELECT a.o,"
 		      " to_timestamp(a.x::float8) AT TIME ZONE 'UTC' AS l"
 		      " FROM unnest($1::int8[]) WITH ORDINALITY AS a(x, o)) i) t ORDER BY t.o",
@@ -602,7 +639,7 @@ sched_sql(FILE *f, brq_stmt st)
 		break;
 	case BRQ_STMT_SCHED_ZONE_NOW:
 		fputs("SELECT ", f);
-		cols(f, COLS(znow_cols));
+		brq_store_sql_cols(f, COLS(znow_cols));
 		break;
 	case BRQ_STMT_SCHED_ADVANCE:
 		// $1 name, $2 next slot (ms; NULL: none ever again, disabled), $3 last
@@ -635,7 +672,7 @@ sched_sql(FILE *f, brq_stmt st)
 		break;
 	case BRQ_STMT_SCHED_LIST:
 		fputs("SELECT ", f);
-		cols(f, COLS(sched_cols));
+		brq_store_sql_cols(f, COLS(sched_cols));
 		fputs(" FROM schedule s ORDER BY s.name", f);
 		break;
 	case BRQ_STMT_SCHED_REMOVE: fputs("DELETE FROM schedule WHERE name = $1 RETURNING name", f); break;
@@ -654,6 +691,13 @@ build(const brq_config *cfg, brq_stmt st)
 	switch (st) {
 	case BRQ_STMT_ENQUEUE: enqueue_sql(f); break;
 	case BRQ_STMT_CLAIM: claim_sql(f, cfg); break;
+	case BRQ_STMT_CLAIM_POLICY: claim_policy_sql(f, cfg); break;
+	case BRQ_STMT_CLAIM_MULTI: claim_multi_sql(f, cfg); break;
+	case BRQ_STMT_POLICY_LOCK:
+	case BRQ_STMT_POLICY_TOPICS:
+	case BRQ_STMT_POLICY_SET:
+	case BRQ_STMT_POLICY_PRUNE:
+	case BRQ_STMT_POLICY_LIST: policy_sql(f, st); break;
 	case BRQ_STMT_HEARTBEAT: heartbeat_sql(f, cfg); break;
 	case BRQ_STMT_LOST_OF: lost_of_sql(f); break;
 	case BRQ_STMT_SETTLE: settle_sql(f, cfg); break;
@@ -665,10 +709,10 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_LIST_ALL:
 	case BRQ_STMT_LIST_STATE:
 	case BRQ_STMT_LIST_TOPIC:
-	case BRQ_STMT_LIST_KEY: list_sql(f, st); break;
+	case BRQ_STMT_LIST_KEY: brq_store_sql_list(f, st); break;
 	case BRQ_STMT_RETRY_ONE:
 	case BRQ_STMT_RETRY_BULK:
-	case BRQ_STMT_DELETE: retry_delete_sql(f, st); break;
+	case BRQ_STMT_DELETE: brq_store_sql_retry_delete(f, st); break;
 	case BRQ_STMT_SCHED_DUE:
 	case BRQ_STMT_SCHED_TZ:
 	case BRQ_STMT_SCHED_ZONE_NOW:

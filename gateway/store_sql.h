@@ -8,6 +8,8 @@
 #ifndef BRQ_GATEWAY_STORE_SQL_H
 #define BRQ_GATEWAY_STORE_SQL_H
 
+#include <stdio.h>
+
 #include "brq_base.h"
 
 #include "config.h"
@@ -29,6 +31,13 @@ typedef enum brq_stmt {
 	BRQ_STMT_DEPTH_ACTIVE,
 	BRQ_STMT_DEPTH_TERMINAL,
 	BRQ_STMT_DEPTH_TERMINAL_SAMPLE,
+	BRQ_STMT_CLAIM_POLICY,
+	BRQ_STMT_CLAIM_MULTI,
+	BRQ_STMT_POLICY_LOCK,
+	BRQ_STMT_POLICY_TOPICS,
+	BRQ_STMT_POLICY_SET,
+	BRQ_STMT_POLICY_PRUNE,
+	BRQ_STMT_POLICY_LIST,
 	BRQ_STMT_LIST_ALL,   // list: no topic, no state
 	BRQ_STMT_LIST_STATE, // list: states, no topic
 	BRQ_STMT_LIST_TOPIC, // list: a topic
@@ -128,6 +137,7 @@ enum cancel_col { CANCEL_COLS(BRQ_COL_ENUM) CANCEL__N };
 	X(JOB_KEY, "idempotency_key")                                             \
 	X(JOB_CREATED_MS, "(extract(epoch FROM created_at) * 1000)::int8")        \
 	X(JOB_UPDATED_MS, "(extract(epoch FROM updated_at) * 1000)::int8")        \
+	X(JOB_PRIORITY, "priority")                                               \
 	X(JOB_RESULT, "result::text")                                             \
 	X(JOB_RETRY_OF, "retry_of")                                               \
 	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")
@@ -157,6 +167,17 @@ enum stats_col { STATS_COLS(BRQ_COL_ENUM) STATS__N };
 	  "coalesce(extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())), " \
 	  "0)::float8")
 enum depth_col { DEPTH_COLS(BRQ_COL_ENUM) DEPTH__N };
+
+// topic policy (set, list): one row per topic with a policy; limits 0 = unlimited.
+#define POLICY_COLS(X)                                          \
+	X(POLICY_TOPIC, "p.topic")                              \
+	X(POLICY_PAUSED, "p.paused")                            \
+	X(POLICY_MAX_RUNNING, "coalesce(p.max_running, 0)")     \
+	X(POLICY_RATE_PER_S, "coalesce(p.rate_per_s, 0)")       \
+	X(POLICY_RUNNING,                                       \
+	  "(SELECT count(*) FROM job r WHERE r.topic = p.topic" \
+	  " AND r.state = 'processing')")
+enum policy_col { POLICY_COLS(BRQ_COL_ENUM) POLICY__N };
 
 // list: the rows as JOB_COLS. retry (one job): exactly one row when the job exists.
 #define RETRY_COLS(X)             \
@@ -216,5 +237,11 @@ enum znow_col { ZNOW_COLS(BRQ_COL_ENUM) ZNOW__N };
 BRQ_MUSTCHECK int brq_store_sql_build(const brq_config *cfg, char *texts[BRQ_STMT__COUNT],
 				      brq_db_stmt stmts[BRQ_STMT__COUNT]);
 void              brq_store_sql_fini(char *texts[BRQ_STMT__COUNT]);
+
+// For the builders in other files (store_sql_jobs.c): writes the column list
+// "e1, e2, ..." of c[0..n); writes the text of a list statement, of retry or delete.
+void brq_store_sql_cols(FILE *f, const char *const *c, size_t n);
+void brq_store_sql_list(FILE *f, brq_stmt st);
+void brq_store_sql_retry_delete(FILE *f, brq_stmt st);
 
 #endif

@@ -20,7 +20,8 @@ CREATE UNIQUE INDEX job_retry_of_uq ON job (retry_of) WHERE retry_of IS NOT NULL
 -- The job list of terminal rows by topic and state, newest first (docs/operations.md,
 -- "Listing jobs"). Partial on the terminal states, like job_retention_idx: a job enters
 -- it once, when it settles for good; enqueue, claim, heartbeat and retried settles never
--- touch it. Active rows are listed through job_claim_topic_idx and job_lease_expiry_idx.
+-- touch it. Active rows are listed through the backlog's partial indexes (since 00006:
+-- job_claim_priority_idx and job_running_idx).
 CREATE INDEX job_list_terminal_idx ON job (topic, state, id)
     WHERE state IN ('done', 'dead', 'canceled');
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "policy_int.h"
 #include "schedule.h"
 
 #define BUF_RETAIN (64u * 1024u) // capacity kept across resets; more is freed (see proto.h)
@@ -237,7 +238,8 @@ kv_opt_str(brq_buf *b, const char *k, bool has, brq_str v)
 int
 brq_pack_job_spec(brq_buf *b, const brq_job_spec *j)
 {
-	uint32_t n = 2 + (j->key.len > 0) + j->has_delay_ms + j->has_run_at_ms + j->has_max_attempts;
+	uint32_t n = 2 + (j->key.len > 0) + j->has_delay_ms + j->has_run_at_ms + j->has_max_attempts +
+		j->has_priority;
 
 	brq_pack_map(b, n);
 	kv_str(b, "topic", j->topic);
@@ -253,6 +255,9 @@ brq_pack_job_spec(brq_buf *b, const brq_job_spec *j)
 	}
 	if (j->has_max_attempts) {
 		kv_uint(b, "max_attempts", j->max_attempts);
+	}
+	if (j->has_priority) {
+		kv_uint(b, "priority", j->priority);
 	}
 	return b->err;
 }
@@ -358,7 +363,7 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 {
 	// result and retry_of are always sent (nil when unset); the timeouts' keys only when set.
 	brq_pack_map(b,
-		     15 + j->has_claimed_at_ms + (j->attempt_deadline_ms != 0) +
+		     15 + (j->priority > 0) + j->has_claimed_at_ms + (j->attempt_deadline_ms != 0) +
 			     (j->max_execution_deadline_ms != 0));
 	kv_uint(b, "id", j->id);
 	kv_str(b, "topic", j->topic);
@@ -378,6 +383,9 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 	kv_opt_str(b, "key", j->has_key, j->key);
 	kv_int(b, "created_at_ms", j->created_at_ms);
 	kv_int(b, "updated_at_ms", j->updated_at_ms);
+	if (j->priority > 0) {
+		kv_uint(b, "priority", j->priority);
+	}
 	// Keys added to protocol v1 later: a client that does not know them skips them.
 	kv_opt_str(b, "result", j->has_result, j->result);
 	brq_pack_key(b, "retry_of");
@@ -401,12 +409,20 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 int
 brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t)
 {
-	brq_pack_map(b, 2 + BRQ_STATE__COUNT);
+	brq_pack_map(b, 2 + BRQ_STATE__COUNT + (t->has_policy ? 3 : 0));
 	kv_str(b, "topic", t->topic);
 	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
 		kv_uint(b, brq_state_name((brq_state) s), t->count[s]);
 	}
 	kv_uint(b, "oldest_ready_age_ms", t->oldest_ready_age_ms);
+	if (t->has_policy) {
+		// Only for a topic with a policy: what an older client ignores (§9).
+		kv_bool(b, "paused", t->paused);
+		brq_pack_key(b, "max_running");
+		t->max_running > 0 ? brq_pack_uint(b, t->max_running) : brq_pack_nil(b);
+		brq_pack_key(b, "rate_per_s");
+		t->rate_per_s > 0 ? brq_pack_uint(b, t->rate_per_s) : brq_pack_nil(b);
+	}
 	return b->err;
 }
 
@@ -425,6 +441,9 @@ request_fields(const brq_request *req)
 	case BRQ_OP_JOB: return 1;
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_fields(req);
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS: return brq_policy_request_fields(req);
 	default: return brq_admin_request_fields(req); // list, retry, delete; others: 0
 	}
 }
@@ -509,7 +528,10 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 	case BRQ_OP_JOB: kv_uint(b, "id", req->job.id); break;
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_REMOVE: brq_schedule_request_encode(b, req); break;
-	default: // ping, stats, schedule_list: no fields; list, retry, delete: admin.c
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS: brq_policy_request_encode(b, req); break;
+	default: // ping, stats, topics, schedule_list: no fields; list, retry, delete: admin.c
 		brq_admin_request_encode(b, req);
 		break;
 	}
@@ -633,6 +655,10 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 			brq_pack_topic_stats(b, &rep->stats.topics[i]);
 		}
 		break;
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS:
+	case BRQ_OP_TOPICS: brq_policy_reply_encode(b, rep); break;
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_LIST:
 	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_encode(b, rep);

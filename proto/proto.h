@@ -36,6 +36,9 @@
 #define BRQ_ERROR_WIRE_MAX   65536                         // settle error bytes accepted
 #define BRQ_ERROR_STORED_MAX 4096                          // last_error bytes stored (UTF-8 safe cut)
 #define BRQ_ATTEMPTS_MAX     1000                          // max_attempts upper bound (min 1)
+#define BRQ_PRIORITY_MIN     1                             // priority that runs first
+#define BRQ_PRIORITY_MAX     9                             // priority that runs last
+#define BRQ_PRIORITY_DEFAULT 1                             // priority of a job that says none
 #define BRQ_LEASE_MS_MIN     1000                          // lease_ms lower bound
 #define BRQ_LEASE_MS_MAX     86400000                      // lease_ms upper bound (24 h)
 #define BRQ_DELAY_MS_MAX     UINT64_C(315360000000)        // 10 * 365 days in ms
@@ -114,6 +117,8 @@ typedef struct brq_job_spec {
 	int64_t  run_at_ms;     // unix ms, 0..BRQ_RUN_AT_MS_MAX (the past means "now")
 	bool     has_max_attempts;
 	uint32_t max_attempts; // 1..BRQ_ATTEMPTS_MAX
+	bool     has_priority;
+	uint32_t priority; // BRQ_PRIORITY_MIN..MAX; lower runs first
 } brq_job_spec;
 
 // (id, lease token) of a held job.
@@ -170,6 +175,22 @@ typedef struct brq_settle_req {
 typedef struct brq_id_req {
 	uint64_t id;
 } brq_id_req;
+
+// pause, resume: one topic.
+typedef struct brq_topic_req {
+	brq_str topic;
+} brq_topic_req;
+
+// Per-topic limits: 0 = unlimited. An absent key leaves that limit as it is.
+#define BRQ_TOPIC_LIMIT_MAX 1000000 // max_running and rate_per_s upper bound
+
+typedef struct brq_topic_limits_req {
+	brq_str  topic;
+	bool     has_max_running; // key present (nil or 0: unlimited)
+	uint32_t max_running;     // 0..BRQ_TOPIC_LIMIT_MAX
+	bool     has_rate_per_s;
+	uint32_t rate_per_s; // 0..BRQ_TOPIC_LIMIT_MAX
+} brq_topic_limits_req;
 
 // list: filters (each optional), a keyset cursor, a page size. Newest first (id DESC).
 typedef struct brq_list_req {
@@ -232,17 +253,20 @@ typedef struct brq_request {
 	// The gateway neither starts nor keeps the fruits of work the caller gave up on.
 	uint32_t timeout_ms;
 	union {
-		brq_enqueue_req   enqueue;
-		brq_claim_req     claim;
-		brq_heartbeat_req heartbeat;
-		brq_settle_req    settle;
-		brq_id_req        cancel;
-		brq_id_req        job;
-		brq_list_req      list;
-		brq_retry_req     retry;
-		brq_id_req        del; // op "delete"
-		brq_schedule      schedule_add;
-		brq_name_req      schedule_remove;
+		brq_enqueue_req      enqueue;
+		brq_claim_req        claim;
+		brq_heartbeat_req    heartbeat;
+		brq_settle_req       settle;
+		brq_id_req           cancel;
+		brq_id_req           job;
+		brq_topic_req        pause;
+		brq_topic_req        resume;
+		brq_topic_limits_req topic_limits;
+		brq_list_req         list;
+		brq_retry_req        retry;
+		brq_id_req           del; // op "delete"
+		brq_schedule         schedule_add;
+		brq_name_req         schedule_remove;
 	};
 	// Private to the decoder: the message that stage 1 checked (stage 2 reads it again).
 	const uint8_t *body_;
@@ -294,6 +318,7 @@ typedef struct brq_job_info {
 	brq_str   key;
 	int64_t   created_at_ms;
 	int64_t   updated_at_ms;
+	uint32_t  priority; // 0 from a gateway that does not send it
 	// Optional keys (an older gateway sends neither: both read as absent).
 	bool     has_result;
 	brq_str  result; // JSON text a handler attached when it settled done
@@ -311,7 +336,26 @@ typedef struct brq_topic_stats {
 	brq_str  topic;
 	uint64_t count[BRQ_STATE__COUNT]; // indexed by brq_state
 	uint64_t oldest_ready_age_ms;     // 0 when nothing is ready
+	// Optional keys, sent only for a topic with a policy (pause or limits).
+	bool     has_policy;
+	bool     paused;
+	uint32_t max_running; // 0: unlimited
+	uint32_t rate_per_s;  // 0: unlimited
 } brq_topic_stats;
+
+// A topic's policy (pause, resume, topic_limits, topics): 0 limits are unlimited.
+typedef struct brq_topic_policy {
+	brq_str  topic;
+	bool     paused;
+	uint32_t max_running;
+	uint32_t rate_per_s;
+	uint64_t running; // jobs of the topic processing now
+} brq_topic_policy;
+
+typedef struct brq_topics_rep {
+	brq_topic_policy *topics;
+	uint32_t          n_topics;
+} brq_topics_rep;
 
 typedef struct brq_enqueue_rep {
 	brq_enqueue_result *results;
@@ -402,6 +446,10 @@ typedef struct brq_reply {
 		brq_list_rep   list;
 		brq_retry_rep  retry;
 		brq_delete_rep del;
+		struct {
+			brq_topic_policy policy;
+		} policy; // pause, resume, topic_limits
+		brq_topics_rep topics;
 		struct {
 			bool    created;      // false: an existing schedule of that name was replaced
 			int64_t next_slot_ms; // the first slot it owes (unix ms)
@@ -520,6 +568,7 @@ int brq_pack_lost_reasons(brq_buf *b, const brq_lost_reason *r, uint32_t n);
 int brq_pack_settle_result(brq_buf *b, const brq_settle_result *r);
 int brq_pack_job_info(brq_buf *b, const brq_job_info *j);
 int brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t);
+int brq_pack_topic_policy(brq_buf *b, const brq_topic_policy *p);
 // A schedule: schedule_add's request fields (add = true: the keys a client sends) or one
 // entry of schedule_list's reply (add = false: with enabled, slots and source).
 int brq_pack_schedule(brq_buf *b, const brq_schedule *s, bool add);

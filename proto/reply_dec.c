@@ -8,6 +8,7 @@
 
 #include "admin.h"
 #include "dec.h"
+#include "policy_int.h"
 #include "schedule.h"
 
 #define BAD BRQ_ST_INVALID_ARGUMENT
@@ -177,6 +178,7 @@ enum {
 	JI_KEY,
 	JI_CREATED,
 	JI_UPDATED,
+	JI_PRIORITY,
 	JI_RESULT,
 	JI_RETRY_OF,
 	JI_CLAIMED,
@@ -202,6 +204,7 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 		[JI_KEY]          = {"key", NULL},
 		[JI_CREATED]      = {"created_at_ms", NULL},
 		[JI_UPDATED]      = {"updated_at_ms", NULL},
+		[JI_PRIORITY]     = {"priority", NULL},
 		[JI_RESULT]       = {"result", NULL},
 		[JI_RETRY_OF]     = {"retry_of", NULL},
 		[JI_CLAIMED]      = {"claimed_at_ms", NULL},
@@ -227,6 +230,11 @@ job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
 	TRY(get_opt_str(d, &f[JI_KEY], path, &j->has_key, &j->key));
 	TRY(get_i64(d, &f[JI_CREATED], path, &j->created_at_ms));
 	TRY(get_i64(d, &f[JI_UPDATED], path, &j->updated_at_ms));
+	// Optional (gateways before priorities do not send it): 0 when absent.
+	j->priority = 0;
+	if (f[JI_PRIORITY].at != NULL) {
+		TRY(get_u32(d, &f[JI_PRIORITY], path, &j->priority));
+	}
 	// Optional (absent from an older gateway's replies; nil when not set).
 	TRY(get_opt_str(d, &f[JI_RESULT], path, &j->has_result, &j->result));
 	j->has_retry_of = false;
@@ -253,18 +261,24 @@ static brq_status
 topic_stats(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
 	brq_topic_stats *t = out;
-	brq_field        f[2 + BRQ_STATE__COUNT];
+	enum { N = 2 + BRQ_STATE__COUNT + 3 };
+	brq_field f[N];
 
 	f[0].name = "topic";
 	f[1].name = "oldest_ready_age_ms";
 	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
 		f[2 + s].name = brq_state_name((brq_state) s);
 	}
-	TRY(brq_dec_map(d, r, path, f, 2 + BRQ_STATE__COUNT));
+	// Optional: a topic's policy, from gateways that have them.
+	f[N - 3].name = "paused";
+	f[N - 2].name = "max_running";
+	f[N - 1].name = "rate_per_s";
+	TRY(brq_dec_map(d, r, path, f, N));
 	TRY(get_str(d, &f[0], path, &t->topic));
 	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
 		TRY(get_u64(d, &f[2 + s], path, &t->count[s]));
 	}
+	TRY(brq_policy_stats_decode(d, &f[N - 3], path, t));
 	return get_u64(d, &f[1], path, &t->oldest_ready_age_ms);
 }
 
@@ -337,6 +351,10 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		break;
 	case BRQ_OP_JOB: f[0].name = "job"; break;
 	case BRQ_OP_STATS: f[0].name = "topics"; break;
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS:
+	case BRQ_OP_TOPICS: return brq_policy_reply_decode(d, top, rep);
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_LIST:
 	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_decode(d, top, rep);

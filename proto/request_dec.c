@@ -8,6 +8,7 @@
 
 #include "admin.h"
 #include "dec.h"
+#include "policy_int.h"
 #include "schedule.h"
 
 void
@@ -50,15 +51,16 @@ decode_id(brq_dec *d, const brq_field *f, const char *path, uint64_t *id)
 
 // ---- Job spec (enqueue.jobs[i], chain[i]) -------------------------------------------
 
-enum { J_TOPIC, J_PAYLOAD, J_KEY, J_DELAY, J_RUN_AT, J_MAX_ATTEMPTS, J__COUNT };
+enum { J_TOPIC, J_PAYLOAD, J_KEY, J_DELAY, J_RUN_AT, J_MAX_ATTEMPTS, J_PRIORITY, J__COUNT };
 
 static brq_status
 decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 {
 	brq_field f[J__COUNT] = {
-		[J_TOPIC] = {"topic", NULL},      [J_PAYLOAD] = {"payload", NULL},
-		[J_KEY] = {"key", NULL},          [J_DELAY] = {"delay_ms", NULL},
-		[J_RUN_AT] = {"run_at_ms", NULL}, [J_MAX_ATTEMPTS] = {"max_attempts", NULL},
+		[J_TOPIC] = {"topic", NULL},       [J_PAYLOAD] = {"payload", NULL},
+		[J_KEY] = {"key", NULL},           [J_DELAY] = {"delay_ms", NULL},
+		[J_RUN_AT] = {"run_at_ms", NULL},  [J_MAX_ATTEMPTS] = {"max_attempts", NULL},
+		[J_PRIORITY] = {"priority", NULL},
 	};
 	const brq_limits *lim = d->lim;
 	uint64_t          u;
@@ -97,6 +99,9 @@ decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 	}
 	TRY(brq_dec_uint(d, &f[J_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &u, &j->has_max_attempts));
 	j->max_attempts = (uint32_t) u;
+	TRY(brq_dec_uint(d, &f[J_PRIORITY], path, false, BRQ_PRIORITY_MIN, BRQ_PRIORITY_MAX, &u,
+			 &j->has_priority));
+	j->priority = (uint32_t) u;
 	return BRQ_ST_OK;
 }
 
@@ -440,6 +445,9 @@ brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *aren
 	case BRQ_OP_SETTLE: return decode_settle(&d, &top, &req->settle);
 	case BRQ_OP_CANCEL: return decode_id_op(&d, &top, "cancel", &req->cancel);
 	case BRQ_OP_JOB: return decode_id_op(&d, &top, "job", &req->job);
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS: return brq_policy_request_decode(&d, &top, req);
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_decode(&d, &top, req);
 	default: // ping, stats, schedule_list: no fields (unknown keys are ignored); list, retry, delete

@@ -27,6 +27,10 @@ static const char *const op_names[BRQ_OP__COUNT] = {
 	[BRQ_OP_CANCEL]          = "cancel",
 	[BRQ_OP_JOB]             = "job",
 	[BRQ_OP_STATS]           = "stats",
+	[BRQ_OP_PAUSE]           = "pause",
+	[BRQ_OP_RESUME]          = "resume",
+	[BRQ_OP_TOPIC_LIMITS]    = "topic_limits",
+	[BRQ_OP_TOPICS]          = "topics",
 	[BRQ_OP_LIST]            = "list",
 	[BRQ_OP_RETRY]           = "retry",
 	[BRQ_OP_DELETE]          = "delete",
@@ -110,4 +114,23 @@ int
 brq_outcome_lookup(const char *s, size_t len)
 {
 	return lookup(outcome_names, 0, BRQ_OUTCOME__COUNT, s, len);
+}
+
+bool
+brq_op_admin_only(brq_op op)
+{
+	switch (op) {
+	case BRQ_OP_CANCEL:
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS:
+	case BRQ_OP_TOPICS:
+	case BRQ_OP_LIST:
+	case BRQ_OP_RETRY:
+	case BRQ_OP_DELETE:
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_LIST:
+	case BRQ_OP_SCHEDULE_REMOVE: return true;
+	default: return false;
+	}
 }

@@ -3,6 +3,7 @@
 #ifndef BRQ_STATUS_H
 #define BRQ_STATUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "brq_base.h"
@@ -33,6 +34,10 @@ typedef enum brq_op {
 	BRQ_OP_CANCEL,
 	BRQ_OP_JOB,
 	BRQ_OP_STATS,
+	BRQ_OP_PAUSE,
+	BRQ_OP_RESUME,
+	BRQ_OP_TOPIC_LIMITS,
+	BRQ_OP_TOPICS,
 	BRQ_OP_LIST,
 	BRQ_OP_RETRY,
 	BRQ_OP_DELETE,
@@ -75,5 +80,10 @@ int brq_status_lookup(const char *s, size_t len);
 int brq_op_lookup(const char *s, size_t len); // never returns BRQ_OP_NONE
 int brq_state_lookup(const char *s, size_t len);
 int brq_outcome_lookup(const char *s, size_t len);
+
+// True for the operations only the admin role may call (the one list: the gateway's
+// dispatcher asks it): cancel, the topic policy ops, list/retry/delete and the schedule
+// ops.
+bool brq_op_admin_only(brq_op op);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "auth.h"
 #include "log.h"
+#include "status.h"
 
 #define W1 "worker-one-0123456789abcdefghijklmnopqrstuvwxyz"
 #define W2 "worker-two-ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210"
@@ -267,15 +268,25 @@ Test(auth, accepts_group_readable_token_files)
 
 Test(auth, role_permissions_follow_the_table)
 {
-	// op name, admin only? (as the dispatcher will pass it)
+	// op name, admin only? Every op: the dispatcher passes brq_op_admin_only(op), the
+	// one list of admin-only operations.
 	static const struct {
 		const char *op;
 		bool        admin_only;
 	} ops[] = {
-		{"ping", false},   {"enqueue", false}, {"claim", false}, {"heartbeat", false},
-		{"settle", false}, {"job", false},     {"stats", false}, {"cancel", true},
+		{"ping", false},        {"enqueue", false},      {"claim", false},
+		{"heartbeat", false},   {"settle", false},       {"job", false},
+		{"stats", false},       {"cancel", true},        {"pause", true},
+		{"resume", true},       {"topic_limits", true},  {"topics", true},
+		{"list", true},         {"retry", true},         {"delete", true},
+		{"schedule_add", true}, {"schedule_list", true}, {"schedule_remove", true},
 	};
+	cr_assert_eq(sizeof(ops) / sizeof(ops[0]), BRQ_OP__COUNT - 1, "a new op needs a row here");
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		int op = brq_op_lookup(ops[i].op, strlen(ops[i].op));
+		cr_assert_gt(op, 0, "%s", ops[i].op);
+		cr_assert_eq(brq_op_admin_only((brq_op) op), ops[i].admin_only, "brq_op_admin_only(%s)",
+			     ops[i].op);
 		cr_assert_eq(brq_auth_role_may(BRQ_ROLE_WORKER, ops[i].admin_only), !ops[i].admin_only,
 			     "worker %s", ops[i].op);
 		cr_assert(brq_auth_role_may(BRQ_ROLE_ADMIN, ops[i].admin_only), "admin %s", ops[i].op);

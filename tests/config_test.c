@@ -970,6 +970,21 @@ Test(config, parses_topic_overrides)
 	cr_assert_eq(cfg.reaper_interval_ms, 7500, "default follows the shortest lease: 30s/4");
 }
 
+Test(config, parses_topic_limits)
+{
+	cr_assert_eq(load(ENV({"BROOQ_TOPIC_OVERRIDES", "a:concurrency=4,rate=100;b:rate=0;c:lease=5s"})), 0);
+	dump_problems();
+	cr_assert_eq(cfg.n_topic_overrides, 3);
+	const brq_topic_override *o = &cfg.topic_overrides[0];
+	cr_assert(o->has_concurrency && o->has_rate);
+	cr_assert_eq(o->concurrency, 4);
+	cr_assert_eq(o->rate, 100);
+	o = &cfg.topic_overrides[1];
+	cr_assert(!o->has_concurrency && o->has_rate);
+	cr_assert_eq(o->rate, 0, "0: no limit");
+	cr_assert(!cfg.topic_overrides[2].has_concurrency && !cfg.topic_overrides[2].has_rate);
+}
+
 Test(config, rejects_every_malformed_topic_override)
 {
 	static char long_topic[200];
@@ -1010,6 +1025,10 @@ Test(config, rejects_every_malformed_topic_override)
 		{"a:lease=1s,,max_attempts=2", "a: empty setting"},
 		{"a:lease=1s,", "a: empty setting"},
 		{"a:lease=1s:2s", "a: lease: unknown unit"},
+		{"a:concurrency=1000001", "a: concurrency: must be between 0 (no limit) and 1000000"},
+		{"a:rate=-1", "a: rate: not a non-negative"},
+		{"a:rate=1/s", "a: rate: not a non-negative"},
+		{"a:concurrency=1,concurrency=2", "a: concurrency given twice"},
 		{"a:attempt_timeout=50ms", "a: attempt_timeout: must be 0 (none) or 100ms..7d"},
 		{"a:max_execution_time=8d", "a: max_execution_time: must be between"},
 		{"a:attempt_timeout=2m,max_execution_time=1m",

@@ -588,13 +588,16 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 	cgw_start(&c, NULL);
 	sign_in(&c, c.gw.admin_token, &r);
 	http(c.port, "POST", "/console/api/enqueue", authed(&c),
-	     "topic=mail.out&payload=%7B%22to%22%3A%22x%40y%22%7D&key=k-1&delay_ms=60000&max_attempts=3", &r);
+	     "topic=mail.out&payload=%7B%22to%22%3A%22x%40y%22%7D&key=k-1&delay_ms=60000&max_attempts=3&"
+	     "priority=2",
+	     &r);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	cr_assert_not_null(strstr(r.body, "\"created\":true"));
 	long long id = atoll(strstr(r.body, "\"id\":") + 5);
 	cr_assert_eq(
 		job_count(c.dsn,
-			  "topic = 'mail.out' AND idempotency_key = 'k-1' AND max_attempts = 3 AND "
+			  "topic = 'mail.out' AND idempotency_key = 'k-1' AND max_attempts = 3 AND priority "
+			  "= 2 AND "
 			  "available_at > now() + interval '50 seconds' AND payload = '{\"to\":\"x@y\"}'"),
 		1);
 	/* The same key again: the same job, not created (invariant 8). */
@@ -611,6 +614,7 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 		{"topic=m&payload=%7Bx", "payload: invalid JSON", 400},
 		{"topic=m", "payload: required", 400},
 		{"topic=m&payload=1&max_attempts=0", "max_attempts: must be", 400},
+		{"topic=m&payload=1&priority=10", "priority: must be 1..9", 400},
 		{"topic=m&payload=1&delay_ms=-1", "delay_ms: must be", 400},
 		{"topic=m&payload=1&topic=n", "given twice", 400},
 	};
@@ -643,7 +647,7 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 	cgw_stop(&c);
 }
 
-Test(api, issue15_operations_check_parameters_then_answer_501)
+Test(api, issue15_operations_check_their_parameters)
 {
 	console_gw c;
 	resp       r;
@@ -659,15 +663,19 @@ Test(api, issue15_operations_check_parameters_then_answer_501)
 		{"GET", "/console/api/jobs?created_after_ms=5&created_before_ms=4", NULL, 400,
 		 "created_after_ms"},
 		{"GET", "/console/api/jobs?cursor=nope", NULL, 400, "list.cursor: not a cursor of this list"},
-		{"GET", "/console/api/topics", NULL, 501, "pause state and limits"},
+		{"GET", "/console/api/topics", NULL, 200, "{\"topics\":[]}"},
 		{"GET", "/console/api/schedules", NULL, 200, "{\"schedules\":[]}"},
 		{"POST", "/console/api/retry", "id=7", 404, "job 7 not found"},
 		{"POST", "/console/api/retry", "topic=a&state=done", 400, "dead or canceled"},
 		{"POST", "/console/api/delete", "id=x", 400, "id: must be"},
 		{"POST", "/console/api/delete", "id=7", 404, "job 7 not found"},
-		{"POST", "/console/api/pause", "topic=a", 501, "pause"},
+		{"POST", "/console/api/pause", "topic=A", 400, "topic"},
+		{"POST", "/console/api/pause", "topic=a", 200, "{\"topic\":\"a\",\"paused\":true}"},
+		{"GET", "/console/api/topics", NULL, 200,
+		 "{\"topics\":[{\"topic\":\"a\",\"paused\":true,\"concurrency\":null,\"rate\":null}]}"},
 		{"POST", "/console/api/resume", "", 400, "topic: required"},
-		{"POST", "/console/api/resume", "topic=a", 501, "resume"},
+		{"POST", "/console/api/resume", "topic=a", 200, "{\"topic\":\"a\",\"paused\":false}"},
+		{"GET", "/console/api/topics", NULL, 200, "{\"topics\":[]}"},
 	};
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
 		http(c.port, calls[i].method, calls[i].path, authed(&c), calls[i].body, &r);

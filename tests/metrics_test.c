@@ -65,6 +65,9 @@ Test(metrics, every_family_has_help_and_type_and_counters_end_in_total)
 		{"brooq_build_info", "gauge"},
 		{"brooq_jobs", "gauge"},
 		{"brooq_ready_oldest_age_seconds", "gauge"},
+		{"brooq_topic_paused", "gauge"},
+		{"brooq_topic_max_running", "gauge"},
+		{"brooq_topic_rate_limit_per_second", "gauge"},
 		{"brooq_enqueued_total", "counter"},
 		{"brooq_claimed_total", "counter"},
 		{"brooq_settle_total", "counter"},
@@ -158,6 +161,30 @@ Test(metrics, topic_counters_render_after_updates)
 	/* Depth gauges exist (0) for a topic known only from counters. */
 	cr_assert_eq(sample(t, "brooq_jobs{topic=\"email.send\",state=\"pending\"}"), 0);
 	cr_assert_eq(sample(t, "brooq_ready_oldest_age_seconds{topic=\"email.send\"}"), 0);
+	free(t);
+}
+
+Test(metrics, policy_gauges_follow_the_latest_snapshot)
+{
+	brq_metrics_topic_add("a", 1, BRQ_MT_ENQUEUED, 1);
+	brq_policy_row rows[] = {{.topic = "b", .topic_len = 1, .paused = true},
+				 {.topic = "c", .topic_len = 1, .max_running = 4, .rate_per_s = 50}};
+	brq_metrics_policy_set(rows, 2);
+	char *t = render();
+	cr_assert_eq(sample(t, "brooq_topic_paused{topic=\"a\"}"), 0);
+	cr_assert_eq(sample(t, "brooq_topic_paused{topic=\"b\"}"), 1);
+	cr_assert_eq(sample(t, "brooq_topic_max_running{topic=\"c\"}"), 4);
+	cr_assert_eq(sample(t, "brooq_topic_rate_limit_per_second{topic=\"c\"}"), 50);
+	free(t);
+	/* Resumed and unlimited: back to 0. */
+	brq_metrics_policy_set(rows + 1, 1);
+	t = render();
+	cr_assert_eq(sample(t, "brooq_topic_paused{topic=\"b\"}"), 0);
+	cr_assert_eq(sample(t, "brooq_topic_max_running{topic=\"c\"}"), 4);
+	free(t);
+	brq_metrics_policy_set(NULL, 0);
+	t = render();
+	cr_assert_eq(sample(t, "brooq_topic_max_running{topic=\"c\"}"), 0);
 	free(t);
 }
 

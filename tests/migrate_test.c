@@ -70,7 +70,7 @@ Test(migrate, up_applies_every_migration_and_records_goose_versions)
 	char *v = brq_testdb_value(db,
 				   "SELECT string_agg(version_id::text || ':' || is_applied::text, ','"
 				   " ORDER BY id) FROM goose_db_version");
-	cr_assert_str_eq(v, "0:true,1:true,2:true,3:true,4:true,5:true,7:true,8:true");
+	cr_assert_str_eq(v, "0:true,1:true,2:true,3:true,4:true,5:true,6:true,7:true,8:true");
 	free(v);
 }
 
@@ -81,7 +81,7 @@ Test(migrate, up_twice_is_a_no_op)
 	cr_assert_eq(brooqctl("up", &out), 0);
 	cr_assert_not_null(strstr(out, "no migrations to apply"), "%s", out);
 	free(out);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 8);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 9);
 }
 
 Test(migrate, down_to_zero_then_up_round_trips)
@@ -114,6 +114,7 @@ Test(migrate, each_migration_applies_and_rolls_back_alone)
 		 "SELECT count(*) FROM pg_attribute WHERE attrelid = 'job'::regclass AND attname = "
 		 "'claimed_at'"
 		 " AND NOT attisdropped"},
+		{6, "SELECT count(*) FROM pg_class WHERE relname = 'topic_policy'"},
 		/* 00007: both columns and both indexes, so a Down that forgets one fails. */
 		{7,
 		 "SELECT (count(*) = 4)::int FROM pg_attribute a FULL JOIN pg_class c ON false"
@@ -141,6 +142,31 @@ Test(migrate, each_migration_applies_and_rolls_back_alone)
 	cr_assert_eq(brooqctl("down", &out), 0);
 	cr_assert_not_null(strstr(out, "no migrations to roll back"), "%s", out);
 	free(out);
+}
+
+/* 00006's Down gives back exactly what 00005 had: the claim index by topic, no
+ * priority column, no running-jobs index, no policy table; jobs kept. */
+Test(migrate, policy_migration_down_restores_the_claim_index_and_keeps_jobs)
+{
+	cr_assert_eq(brooqctl("up", NULL), 0);
+	brq_testdb_exec(db, "INSERT INTO job (topic, priority) VALUES ('t', 2)");
+	brq_testdb_exec(db, "INSERT INTO topic_policy (topic, paused) VALUES ('t', true)");
+	cr_assert_eq(
+		brq_testdb_int(db, "SELECT count(*) FROM pg_class WHERE relname = 'job_claim_topic_idx'"), 0);
+	cr_assert_eq(brooqctl("down-to 5", NULL), 0); /* the later migrations, then 00006 */
+	cr_assert_eq(
+		brq_testdb_int(db, "SELECT count(*) FROM pg_class WHERE relname = 'job_claim_topic_idx'"), 1);
+	cr_assert_eq(brq_testdb_int(db,
+				    "SELECT count(*) FROM pg_class WHERE relname IN"
+				    " ('job_claim_priority_idx', 'job_running_idx', 'topic_policy')"),
+		     0);
+	cr_assert_eq(brq_testdb_int(db,
+				    "SELECT count(*) FROM pg_attribute WHERE attrelid = 'job'::regclass"
+				    " AND attname = 'priority' AND NOT attisdropped"),
+		     0);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 1);
+	cr_assert_eq(brooqctl("up", NULL), 0);
+	cr_assert_eq(brq_testdb_int(db, "SELECT priority FROM job"), 1);
 }
 
 Test(migrate, status_lists_applied_and_pending)

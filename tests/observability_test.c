@@ -422,6 +422,24 @@ Test(monitor, depth_gauges_follow_the_table)
 	cr_assert_lt(mono_ms() - t0, 1000);
 }
 
+/* The policy gauges come from topic_policy with the active count. */
+Test(monitor, policy_gauges_follow_topic_policy)
+{
+	brq_testdb_exec(db,
+			"INSERT INTO topic_policy (topic, paused, max_running, rate_per_s)"
+			" VALUES ('p', true, NULL, NULL), ('l', false, 4, 25)");
+	brq_monitor *m = start_monitor(dsn, 100);
+	cr_assert_eq(await_sample("brooq_topic_paused{topic=\"p\"}", 1, 5000), 1);
+	char *t = render();
+	cr_assert_eq(sample(t, "brooq_topic_paused{topic=\"l\"}"), 0);
+	cr_assert_eq(sample(t, "brooq_topic_max_running{topic=\"l\"}"), 4);
+	cr_assert_eq(sample(t, "brooq_topic_rate_limit_per_second{topic=\"l\"}"), 25);
+	free(t);
+	brq_testdb_exec(db, "DELETE FROM topic_policy WHERE topic = 'p'");
+	cr_assert_eq(await_sample("brooq_topic_paused{topic=\"p\"}", 0, 5000), 0);
+	stop_monitor(m);
+}
+
 Test(monitor, terminal_counts_fall_back_to_an_estimate_when_over_budget)
 {
 	/* 400k terminal rows take far more than a 30 ms budget to count exactly. */

@@ -315,7 +315,9 @@ static brq_job_spec JOBS[3] = {
 	 .has_delay_ms     = true,
 	 .delay_ms         = 1500,
 	 .has_max_attempts = true,
-	 .max_attempts     = 7},
+	 .max_attempts     = 7,
+	 .has_priority     = true,
+	 .priority         = 1},
 	{.topic            = {"z9._-", 5},
 	 .payload          = {"[1,\"\\u00e9\",null]", 17},
 	 .key              = {"   ", 3},
@@ -514,6 +516,10 @@ expect_job_spec(const brq_job_spec *a, const brq_job_spec *b)
 	cr_expect_eq(a->has_max_attempts, b->has_max_attempts);
 	if (a->has_max_attempts) {
 		cr_expect_eq(a->max_attempts, b->max_attempts);
+	}
+	cr_expect_eq(a->has_priority, b->has_priority);
+	if (a->has_priority) {
+		cr_expect_eq(a->priority, b->priority);
 	}
 }
 
@@ -1226,6 +1232,9 @@ Test(fields, enqueue_rejects_missing_and_ill_typed_fields)
 		{ENQ("{topic:'a', payload:'1', run_at_ms:'x'}"), IA, "run_at_ms: must be an integer"},
 		{ENQ("{topic:'a', payload:'1', max_attempts:0}"), IA, "max_attempts: must be 1..1000"},
 		{ENQ("{topic:'a', payload:'1', max_attempts:1001}"), IA, "max_attempts: must be 1..1000"},
+		{ENQ("{topic:'a', payload:'1', priority:0}"), IA, "priority: must be 1..9"},
+		{ENQ("{topic:'a', payload:'1', priority:10}"), IA, "priority: must be 1..9"},
+		{ENQ("{topic:'a', payload:'1', priority:'1'}"), IA, "priority: must be"},
 		{ENQ("{topic:'a', payload:'1', max_attempts:true}"), IA,
 		 "max_attempts: must be an unsigned integer"},
 	};
@@ -1441,6 +1450,28 @@ Test(fields, cancel_and_job_need_a_valid_id)
 		{"{v:1, op:'job', id:u64:9223372036854775808}", IA, "job.id: must be 1..9223372036854775807"},
 		{"{v:1, op:'job', id:[1]}", IA, "job.id: must be an unsigned integer"},
 		{"{v:1, op:'job', id:1}", BRQ_ST_OK, NULL},
+	};
+	ROWS(rows);
+}
+
+Test(fields, policy_ops_need_a_valid_topic_and_limits_in_range)
+{
+	static const row rows[] = {
+		{"{v:1, op:'pause'}", IA, "pause.topic: required string"},
+		{"{v:1, op:'pause', topic:'A'}", IA, "pause.topic: invalid topic"},
+		{"{v:1, op:'resume', topic:5}", IA, "resume.topic: must be a string"},
+		{"{v:1, op:'resume', topic:'a'}", BRQ_ST_OK, NULL},
+		{"{v:1, op:'topic_limits', topic:'a'}", IA,
+		 "topic_limits.max_running: give max_running or rate_per_s"},
+		{"{v:1, op:'topic_limits', topic:'a', max_running:1000001}", IA,
+		 "topic_limits.max_running: must be 0..1000000"},
+		{"{v:1, op:'topic_limits', topic:'a', rate_per_s:-1}", IA,
+		 "topic_limits.rate_per_s: must be 0..1000000"},
+		{"{v:1, op:'topic_limits', topic:'a', rate_per_s:'1'}", IA,
+		 "topic_limits.rate_per_s: must be"},
+		{"{v:1, op:'topic_limits', topic:'a', max_running:nil}", BRQ_ST_OK, NULL},
+		{"{v:1, op:'topic_limits', topic:'a', max_running:0, rate_per_s:1000000}", BRQ_ST_OK, NULL},
+		{"{v:1, op:'topics', anything:[1]}", BRQ_ST_OK, NULL},
 	};
 	ROWS(rows);
 }

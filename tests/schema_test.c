@@ -219,11 +219,80 @@ Test(schema, the_claim_statement_uses_the_claim_index_and_the_rows_it_locked)
 	fill_history();
 	char *plan = explain_stmt(BRQ_STMT_CLAIM,
 				  "'{t}', 10, 'w', array_fill(gen_random_uuid(), ARRAY[10]), NULL");
-	cr_assert_not_null(strstr(plan, "job_claim_topic_idx"), "claim does not use job_claim_topic_idx:\n%s",
-			   plan);
+	cr_assert_not_null(strstr(plan, "job_claim_priority_idx"),
+			   "claim does not use job_claim_priority_idx:\n%s", plan);
+	/* Each (topic, priority) range stops at its first job not yet due. */
+	cr_assert_not_null(strstr(plan, "available_at <= now()"), "%s", plan);
+	cr_assert_null(strstr(plan, "Filter: (available_at"), "claim filters on available_at:\n%s", plan);
 	cr_assert_not_null(strstr(plan, "Tid Scan on job"),
 			   "claim does not update the rows by their ctid:\n%s", plan);
 	cr_assert_null(strstr(plan, "Seq Scan on job"), "claim scans the table:\n%s", plan);
+	/* The order is the plan's: the priorities' VALUES list drives a nested loop, and
+	 * nothing sorts (a sort would run every priority's scan). */
+	cr_assert_not_null(strstr(plan, "Values Scan"), "%s", plan);
+	cr_assert_null(strstr(plan, "Sort"), "the one-topic claim sorts:\n%s", plan);
+	free(plan);
+}
+
+/* A batch found in the first priority reads that priority's range only: the scans of
+ * the other eight never run. */
+Test(schema, a_claim_filled_by_the_first_priority_scans_nothing_else)
+{
+	fill_history();
+	char *plan =
+		explain_stmt(BRQ_STMT_CLAIM, "'{t}', 5, 'w', array_fill(gen_random_uuid(), ARRAY[5]), NULL");
+	free(plan);
+	brq_testdb_exec(db, "BEGIN");
+	PGresult *r = PQexec(db,
+			     "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE brq_claim("
+			     "'{t}', 5, 'w', array_fill(gen_random_uuid(), ARRAY[5]), NULL)");
+	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(db));
+	char text[8192] = "";
+	for (int i = 0; i < PQntuples(r); i++) {
+		strncat(text, PQgetvalue(r, i, 0), sizeof(text) - strlen(text) - 2);
+		strcat(text, "\n");
+	}
+	PQclear(r);
+	brq_testdb_exec(db, "ROLLBACK");
+	const char *scan = strstr(text, "Index Scan using job_claim_priority_idx");
+	cr_assert_not_null(scan, "%s", text);
+	cr_assert_not_null(strstr(scan, "loops=1)"), "more than one priority was scanned:\n%s", text);
+}
+
+/* A claim of several topics merges their scans by priority (a sort), through the
+ * same index. */
+Test(schema, the_claim_of_several_topics_uses_the_claim_index)
+{
+	fill_history();
+	char *plan = explain_stmt(BRQ_STMT_CLAIM_MULTI,
+				  "'{t,u}', 10, 'w', array_fill(gen_random_uuid(), ARRAY[10]), NULL");
+	cr_assert_not_null(strstr(plan, "job_claim_priority_idx"), "%s", plan);
+	cr_assert_not_null(strstr(plan, "Tid Scan on job"), "%s", plan);
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "%s", plan);
+	free(plan);
+}
+
+/* The claim of a topic with a policy: the same index-driven scans, and the running
+ * count of a limited topic from job_running_idx, never the table. */
+Test(schema, the_policy_claim_counts_running_jobs_through_the_running_index)
+{
+	fill_history();
+	brq_testdb_exec(db, "INSERT INTO topic_policy (topic, max_running, rate_per_s) VALUES ('t', 5, 10)");
+	char *plan = explain_stmt(BRQ_STMT_CLAIM_POLICY,
+				  "'{t}', 10, 'w', array_fill(gen_random_uuid(), ARRAY[10]), NULL");
+	cr_assert_not_null(strstr(plan, "job_claim_priority_idx"), "%s", plan);
+	cr_assert_not_null(strstr(plan, "job_running_idx"), "%s", plan);
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "the policy claim scans the table:\n%s", plan);
+	free(plan);
+}
+
+/* The reaper reads the processing jobs' index (job_running_idx), never the table. */
+Test(schema, the_reaper_reads_the_running_index)
+{
+	fill_history();
+	char *plan = explain_stmt(BRQ_STMT_REAP, "100");
+	cr_assert_not_null(strstr(plan, "job_running_idx"), "%s", plan);
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "the reaper scans the table:\n%s", plan);
 	free(plan);
 }
 
@@ -279,7 +348,7 @@ Test(schema, plans_made_on_an_empty_table_reach_rows_through_the_primary_key)
 }
 
 /* The job list, retry and delete (issue 15): each list shape reaches rows through the
- * index docs/operations.md section 12 names, never a sequential scan, also with plans
+ * index docs/operations.md section 13 names, never a sequential scan, also with plans
  * made on an empty table. */
 static void
 assert_list_plans(bool filled)
@@ -298,7 +367,7 @@ assert_list_plans(bool filled)
 	} cases[] = {
 		{BRQ_STMT_LIST_ALL, args[0], "job_pkey"},
 		{BRQ_STMT_LIST_TOPIC, args[1], "job_list_terminal_idx"},
-		{BRQ_STMT_LIST_TOPIC, args[1], "job_claim_topic_idx"},
+		{BRQ_STMT_LIST_TOPIC, args[1], "job_claim_priority_idx"},
 		{BRQ_STMT_LIST_STATE, args[2], "job_list_terminal_idx"},
 		{BRQ_STMT_LIST_KEY, args[3], "job_idempotency_uq"},
 		{BRQ_STMT_RETRY_BULK, args[4], "job_list_terminal_idx"},

@@ -75,12 +75,14 @@ static const struct {
 	 "Checks that the gateway answers and that the token is accepted; prints the\n"
 	 "gateway's name and version and the round trip.\n"},
 	{"enqueue", brq_ctl_enqueue,
-	 "usage: brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n\n"
+	 "usage: brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n"
+	 "                                     [--priority P]\n\n"
 	 "Enqueues one job. JSON is the payload (any JSON value); - reads it from stdin.\n"
 	 "  --key K            idempotency key: a job with the same (topic, key) is not\n"
 	 "                     enqueued again; its id is printed (empty key: none)\n"
 	 "  --delay D          make the job ready after D\n"
-	 "  --max-attempts N   attempts before dead (default: the gateway's, per topic)\n"},
+	 "  --max-attempts N   attempts before dead (default: the gateway's, per topic)\n"
+	 "  --priority P       1 (runs first, the default) .. 9 (runs last)\n"},
 	{"job", brq_ctl_job,
 	 "usage: brooqctl [OPTIONS] job ID\n\n"
 	 "Shows every field of the job's row: state, attempts, last_error, lease, payload.\n"},
@@ -92,6 +94,22 @@ static const struct {
 	{"stats", brq_ctl_stats,
 	 "usage: brooqctl [OPTIONS] stats\n\n"
 	 "Counts jobs per topic and state, with the age of the oldest ready job.\n"},
+	{"pause", brq_ctl_pause,
+	 "usage: brooqctl [OPTIONS] pause TOPIC        (admin token)\n\n"
+	 "No gateway starts the topic's jobs any more (the others within one poll\n"
+	 "interval); enqueues still work, running jobs run on, waiting claims wait.\n"},
+	{"resume", brq_ctl_resume,
+	 "usage: brooqctl [OPTIONS] resume TOPIC       (admin token)\n\n"
+	 "Undoes pause: the topic's jobs are claimed again, waiting claims first.\n"},
+	{"limits", brq_ctl_limits,
+	 "usage: brooqctl [OPTIONS] limits TOPIC [--concurrency N] [--rate R]   (admin token)\n\n"
+	 "Limits the topic across all gateways, enforced when jobs are claimed:\n"
+	 "  --concurrency N    at most N of its jobs processing at once (0: no limit)\n"
+	 "  --rate R           at most R of its jobs started per second (0: no limit)\n"
+	 "A limit not given is left as it is.\n"},
+	{"topics", brq_ctl_topics,
+	 "usage: brooqctl [OPTIONS] topics             (admin token)\n\n"
+	 "Lists the topics that are paused or limited, with their jobs processing now.\n"},
 	{"jobs", brq_ctl_jobs,
 	 "usage: brooqctl [OPTIONS] jobs [--topic T] [--state S] [--key K] [--since D] [--until D]\n"
 	 "                             [--limit N] [--cursor C]       (admin token)\n\n"
@@ -106,8 +124,8 @@ static const struct {
 	{"retry", brq_ctl_retry,
 	 "usage: brooqctl [OPTIONS] retry ID                              (admin token)\n"
 	 "       brooqctl [OPTIONS] retry --topic T --state dead|canceled [--limit N]\n\n"
-	 "Runs a dead or canceled job again, as a new job (same topic, payload and\n"
-	 "max_attempts; its retry_of names the original, which is left as it is). A job\n"
+	 "Runs a dead or canceled job again, as a new job (same topic, payload,\n"
+	 "max_attempts and priority; its retry_of names the original, which is left as it is). A job\n"
 	 "retried already is not retried twice: its retry's id is printed. With --topic:\n"
 	 "up to N (1..1000, default 100) such jobs of topic T, oldest first. Another\n"
 	 "state: conflict, exit 1.\n"},
@@ -193,9 +211,13 @@ usage(FILE *f, const char *cmd)
 	}
 	fputs("usage: brooqctl [OPTIONS] ping\n"
 	      "       brooqctl [OPTIONS] enqueue TOPIC JSON|- [--key K] [--delay D] [--max-attempts N]\n"
+	      "                [--priority P]\n"
 	      "       brooqctl [OPTIONS] job ID\n"
 	      "       brooqctl [OPTIONS] cancel ID          (admin token)\n"
 	      "       brooqctl [OPTIONS] stats\n"
+	      "       brooqctl [OPTIONS] pause|resume TOPIC       (admin token)\n"
+	      "       brooqctl [OPTIONS] limits TOPIC [--concurrency N] [--rate R]   (admin token)\n"
+	      "       brooqctl [OPTIONS] topics             (admin token)\n"
 	      "       brooqctl [OPTIONS] jobs [--topic T] [--state S] [--limit N] [--cursor C] ...  (admin)\n"
 	      "       brooqctl [OPTIONS] retry ID | --topic T --state dead|canceled [--limit N]  (admin)\n"
 	      "       brooqctl [OPTIONS] delete ID          (admin token)\n"
@@ -358,7 +380,8 @@ tls_option(brq_ctl *ctl, int argc, char **argv, int *i, int *rc)
 /* What the options said besides brq_ctl's fields. */
 typedef struct opts_seen {
 	bool help, version;
-	bool enqueue_only;  /* --delay: enqueue */
+	bool enqueue_only;  /* --delay, --priority: enqueue */
+	bool limits_only;   /* --concurrency, --rate: limits */
 	bool attempts;      /* --max-attempts: enqueue and schedule add */
 	bool schedule_only; /* --cron, --tz, --every, --payload, --misfire, --catch-up-max */
 	bool list_only;     /* --cursor, --since, --until: jobs */
@@ -493,6 +516,24 @@ one_option(brq_ctl *ctl, opts_seen *seen, int argc, char **argv, int *i)
 			return brq_ctl_usage(ctl, "--max-attempts '%s': not a positive integer", v);
 		ctl->max_attempts = (uint32_t) u;
 		seen->attempts    = true;
+	} else if ((m = take_opt(argc, argv, i, "--priority", &v)) != 0) {
+		if (m < 0)
+			return brq_ctl_usage(ctl, "option --priority needs a value");
+		if (brq_ctl_parse_u64(v, 1, 9, &u) != 0)
+			return brq_ctl_usage(ctl, "--priority '%s': not an integer 1..9", v);
+		ctl->priority      = (uint32_t) u;
+		seen->enqueue_only = true;
+	} else if ((m = take_opt(argc, argv, i, "--concurrency", &v)) != 0 ||
+		   (m = take_opt(argc, argv, i, "--rate", &v)) != 0) {
+		bool conc = strncmp(a, "--concurrency", 13) == 0;
+		if (m < 0)
+			return brq_ctl_usage(ctl, "option %s needs a value",
+					     conc ? "--concurrency" : "--rate");
+		if (brq_ctl_parse_u64(v, 0, 1000000, &u) != 0)
+			return brq_ctl_usage(ctl, "%s '%s': not an integer 0..1000000",
+					     conc ? "--concurrency" : "--rate", v);
+		*(conc ? &ctl->concurrency : &ctl->rate) = (uint32_t) u;
+		seen->limits_only                        = true;
 	} else if (strncmp(a, "--token", 7) == 0 && strncmp(a, "--token-file", 12) != 0) {
 		/* Never echo it: the argument may be the secret itself. */
 		return brq_ctl_usage(ctl,
@@ -514,10 +555,11 @@ first_command(int argc, char **argv)
 		if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)
 			return argv[i];
 		/* Skip the value of an option that takes one ("--url X"). */
-		static const char *const valued[]  = {"--url",   "--token-file",   "--timeout", "--key",
-						      "--delay", "--max-attempts", "--topic",   "--state",
-						      "--limit", "--cursor",       "--since",   "--until"};
-		bool                     is_valued = false;
+		static const char *const valued[] = {
+			"--url",          "--token-file", "--timeout",     "--key",   "--delay",
+			"--max-attempts", "--priority",   "--concurrency", "--rate",  "--topic",
+			"--state",        "--limit",      "--cursor",      "--since", "--until"};
+		bool is_valued = false;
 		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
 			is_valued = is_valued || strcmp(argv[i], valued[k]) == 0;
 		for (size_t k = 0; k < sizeof(tls_opts) / sizeof(tls_opts[0]); k++)
@@ -536,7 +578,9 @@ option_misplaced(const brq_ctl *ctl, const opts_seen *seen, const char *cmd)
 	bool enqueue = strcmp(cmd, "enqueue") == 0, jobs = strcmp(cmd, "jobs") == 0;
 	bool schedule = strcmp(cmd, "schedule") == 0;
 	if (seen->enqueue_only && !enqueue)
-		return brq_ctl_usage(ctl, "--delay belongs to enqueue");
+		return brq_ctl_usage(ctl, "--delay and --priority belong to enqueue");
+	if (seen->limits_only && strcmp(cmd, "limits") != 0)
+		return brq_ctl_usage(ctl, "--concurrency and --rate belong to limits");
 	if (seen->attempts && !enqueue && !schedule)
 		return brq_ctl_usage(ctl, "--max-attempts belongs to enqueue and schedule add");
 	if (seen->schedule_only && !schedule)
@@ -613,7 +657,8 @@ check_stdout(int rc)
 int
 main(int argc, char **argv)
 {
-	brq_ctl     ctl = {.cmd = "brooqctl", .state = -1};
+	brq_ctl ctl = {
+		.cmd = "brooqctl", .state = -1, .concurrency = BROOQ_LIMIT_KEEP, .rate = BROOQ_LIMIT_KEEP};
 	const char *cmd = first_command(argc, argv);
 	int         rc;
 

@@ -250,6 +250,7 @@ brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv)
 		.key          = ctl->key,
 		.delay_ms     = ctl->delay_ms,
 		.max_attempts = ctl->max_attempts,
+		.priority     = ctl->priority,
 	};
 	if ((rc = brq_ctl_open_client(ctl, &c)) != BRQ_EXIT_OK) {
 		free(owned);
@@ -291,6 +292,8 @@ brq_ctl_print_job_json(const brooq_job_info *j)
 	brq_ctl_json_cstr(stdout, j->topic);
 	printf(",\"state\":\"%s\",\"attempts\":%" PRIu32 ",\"max_attempts\":%" PRIu32,
 	       brooq_state_name(j->state), j->attempts, j->max_attempts);
+	if (j->priority > 0)
+		printf(",\"priority\":%" PRIu32, j->priority);
 	json_time("available_at", j->available_at_ms, true);
 	fputs(",\"locked_by\":", stdout);
 	brq_ctl_json_cstr(stdout, j->locked_by);
@@ -344,6 +347,10 @@ print_job_table(const brooq_job_info *j)
 	row("state", brooq_state_name(j->state));
 	snprintf(buf, sizeof(buf), "%" PRIu32 " of %" PRIu32, j->attempts, j->max_attempts);
 	row("attempts", buf);
+	if (j->priority > 0) {
+		snprintf(buf, sizeof(buf), "%" PRIu32, j->priority);
+		row("priority", buf);
+	}
 	row_time("available_at", j->available_at_ms, true);
 	row("locked_by", j->locked_by);
 	row_time("locked_until", j->locked_until_ms, j->locked_until_ms != 0);
@@ -453,7 +460,12 @@ print_stats_json(const brooq_topic_stats *s, size_t n)
 		for (size_t k = 0; k < N_STATES; k++)
 			printf(",\"%s\":%" PRIu64, brooq_state_name(state_order[k]),
 			       s[i].count[state_order[k]]);
-		printf(",\"oldest_ready_age_ms\":%" PRIu64 "}", s[i].oldest_ready_age_ms);
+		printf(",\"oldest_ready_age_ms\":%" PRIu64, s[i].oldest_ready_age_ms);
+		/* A topic's policy, when it has one (brooqctl topics lists them all). */
+		if (s[i].paused || s[i].max_running > 0 || s[i].rate_per_s > 0)
+			printf(",\"paused\":%s,\"max_running\":%" PRIu32 ",\"rate_per_s\":%" PRIu32,
+			       s[i].paused ? "true" : "false", s[i].max_running, s[i].rate_per_s);
+		fputs("}", stdout);
 	}
 	fputs("]}\n", stdout);
 }
@@ -479,7 +491,10 @@ print_stats_table(const brooq_topic_stats *s, size_t n)
 		printf("%*s", w - (int) strlen(s[i].topic), "");
 		for (size_t k = 0; k < N_STATES; k++)
 			printf(" %10" PRIu64, s[i].count[state_order[k]]);
-		printf("  %s\n", s[i].oldest_ready_age_ms > 0 ? age : "-");
+		printf("  %s", s[i].oldest_ready_age_ms > 0 ? age : "-");
+		if (s[i].paused)
+			printf("  (paused)");
+		fputc('\n', stdout);
 	}
 }
 

@@ -32,6 +32,9 @@ typedef struct brq_ctl {
 	const char *key;             /* enqueue --key */
 	uint64_t    delay_ms;        /* enqueue --delay */
 	uint32_t    max_attempts;    /* enqueue, schedule add --max-attempts; 0: the gateway's default */
+	uint32_t    priority;        /* enqueue --priority; 0: the default (1) */
+	uint32_t    concurrency;     /* limits --concurrency; BROOQ_LIMIT_KEEP: not given */
+	uint32_t    rate;            /* limits --rate; BROOQ_LIMIT_KEEP: not given */
 	/* jobs and retry (bulk): */
 	const char *topic;    /* --topic; NULL: any (jobs) */
 	int         state;    /* --state as a brooq_state; -1: any (jobs) */
@@ -73,6 +76,11 @@ int brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_job(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv);
+/* cmd_policy.c: per-topic policy (admin token). */
+int brq_ctl_pause(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_resume(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_limits(const brq_ctl *ctl, int argc, char **argv);
+int brq_ctl_topics(const brq_ctl *ctl, int argc, char **argv);
 /* cmd_admin.c: the job list, retry and delete (admin token). */
 int brq_ctl_jobs(const brq_ctl *ctl, int argc, char **argv);
 int brq_ctl_retry(const brq_ctl *ctl, int argc, char **argv);

@@ -78,6 +78,10 @@ spec_from(const brooq_job_spec *in, brq_job_spec *out, const char *what, size_t 
 		out->has_max_attempts = true;
 		out->max_attempts     = in->max_attempts;
 	}
+	if (in->priority > 0) {
+		out->has_priority = true;
+		out->priority     = in->priority;
+	}
 	return 0;
 }
 
@@ -498,6 +502,7 @@ brq_job_info_out(const brq_job_info *in)
 	j->claimed_at_ms             = in->has_claimed_at_ms ? in->claimed_at_ms : 0;
 	j->attempt_deadline_ms       = in->attempt_deadline_ms;
 	j->max_execution_deadline_ms = in->max_execution_deadline_ms;
+	j->priority                  = in->priority;
 	j->result                    = opt_dup(in->has_result, in->result, &ok);
 	j->retry_of                  = in->has_retry_of ? in->retry_of : 0;
 	if (!ok) {
@@ -547,6 +552,9 @@ stats_out(const brq_topic_stats *in, uint32_t m, brooq_topic_stats **out)
 		v[i].topic = str_dup(in[i].topic);
 		memcpy(v[i].count, in[i].count, sizeof(v[i].count));
 		v[i].oldest_ready_age_ms = in[i].oldest_ready_age_ms;
+		v[i].paused              = in[i].paused;
+		v[i].max_running         = in[i].max_running;
+		v[i].rate_per_s          = in[i].rate_per_s;
 		if (v[i].topic == NULL) {
 			brooq_stats_free(v, i + 1);
 			return brq_fail(BRQ_ENOMEM, "stats: out of memory");

@@ -165,7 +165,9 @@ main(void)
 		 .has_delay_ms     = true,
 		 .delay_ms         = 60000,
 		 .has_max_attempts = true,
-		 .max_attempts     = 3},
+		 .max_attempts     = 3,
+		 .has_priority     = true,
+		 .priority         = 2},
 	};
 	brq_enqueue_result eres[2] = {{101, true}, {57, false}};
 	memset(&req, 0, sizeof req);
@@ -293,6 +295,7 @@ main(void)
 		.key                 = brq_str_c("welcome-42"),
 		.created_at_ms       = 1699999990000,
 		.updated_at_ms       = 1700000000000,
+		.priority            = 5,
 	};
 	example("job", &req, &rep);
 
@@ -306,6 +309,47 @@ main(void)
 	rep.stats.topics   = &ts;
 	rep.stats.n_topics = 1;
 	example("stats", &req, &rep);
+
+	brq_topic_policy pol = {.topic = brq_str_c("email.send"), .paused = true, .running = 3};
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op            = BRQ_OP_PAUSE;
+	req.pause.topic   = brq_str_c("email.send");
+	rep.op            = BRQ_OP_PAUSE;
+	rep.policy.policy = pol;
+	example("pause", &req, &rep);
+
+	pol.paused = false;
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op            = BRQ_OP_RESUME;
+	req.resume.topic  = brq_str_c("email.send");
+	rep.op            = BRQ_OP_RESUME;
+	rep.policy.policy = pol;
+	example("resume", &req, &rep);
+
+	pol.max_running = 10;
+	pol.rate_per_s  = 50;
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op            = BRQ_OP_TOPIC_LIMITS;
+	req.topic_limits  = (brq_topic_limits_req) {.topic           = brq_str_c("email.send"),
+						    .has_max_running = true,
+						    .max_running     = 10,
+						    .has_rate_per_s  = true,
+						    .rate_per_s      = 50};
+	rep.op            = BRQ_OP_TOPIC_LIMITS;
+	rep.policy.policy = pol;
+	example("topic_limits", &req, &rep);
+
+	brq_topic_policy pols[2] = {pol, {.topic = brq_str_c("report.build"), .paused = true}};
+	memset(&req, 0, sizeof req);
+	memset(&rep, 0, sizeof rep);
+	req.op              = BRQ_OP_TOPICS;
+	rep.op              = BRQ_OP_TOPICS;
+	rep.topics.topics   = pols;
+	rep.topics.n_topics = 2;
+	example("topics", &req, &rep);
 
 	admin_examples();
 

@@ -101,7 +101,7 @@ prepare_alt_enqueue(PGconn *c)
 	if (sql == NULL)
 		bench_die("out of memory");
 	sprintf(sql, "%.*s%s%s", (int) (tail - text), text, new_tail, tail + strlen(old_tail));
-	PGresult *r = PQprepare(c, "bench_enqueue_alt", sql, 6, NULL);
+	PGresult *r = PQprepare(c, "bench_enqueue_alt", sql, 7, NULL);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK)
 		bench_die("prepare bench_enqueue_alt: %s", PQerrorMessage(c));
 	PQclear(r);
@@ -130,8 +130,8 @@ enq_main(void *arg)
 {
 	raw_thread *t = arg;
 	int         b = t->o->batch;
-	brq_pgarr   a[6];
-	for (int k = 0; k < 6; k++)
+	brq_pgarr   a[7];
+	for (int k = 0; k < 7; k++)
 		brq_pgarr_init(&a[k]);
 	pthread_barrier_wait(t->bar);
 	int64_t zero = 0, now = bench_now_ns();
@@ -149,6 +149,7 @@ enq_main(void *arg)
 		brq_pgarr_begin(&a[3], BRQ_OID_INT8);
 		brq_pgarr_begin(&a[4], BRQ_OID_INT8);
 		brq_pgarr_begin(&a[5], BRQ_OID_INT4);
+		brq_pgarr_begin(&a[6], BRQ_OID_INT4);
 		for (int i = 0; i < b; i++) {
 			char pay[32];
 			int  pl = snprintf(pay, sizeof(pay), "{\"i\":%ld}", k++);
@@ -158,12 +159,13 @@ enq_main(void *arg)
 			brq_pgarr_null(&a[3]);
 			brq_pgarr_null(&a[4]);
 			brq_pgarr_int4(&a[5], 5);
+			brq_pgarr_int4(&a[6], BRQ_PRIORITY_DEFAULT);
 		}
-		const char *v[6];
-		int         l[6], f[6] = {1, 1, 1, 1, 1, 1};
-		for (int j = 0; j < 6; j++)
+		const char *v[7];
+		int         l[7], f[7] = {1, 1, 1, 1, 1, 1, 1};
+		for (int j = 0; j < 7; j++)
 			arr_end(&a[j], &v[j], &l[j]);
-		PGresult *r = t->alt_enqueue ? PQexecPrepared(t->c, "bench_enqueue_alt", 6, v, l, f, 0)
+		PGresult *r = t->alt_enqueue ? PQexecPrepared(t->c, "bench_enqueue_alt", 7, v, l, f, 0)
 					     : exec_stmt(t->c, BRQ_STMT_ENQUEUE, v, l, f);
 		if (PQresultStatus(r) != PGRES_TUPLES_OK)
 			bench_die("enqueue: %s", PQerrorMessage(t->c));
@@ -175,7 +177,7 @@ enq_main(void *arg)
 		t->jobs += b;
 		t->end_ns = t1;
 	}
-	for (int j = 0; j < 6; j++)
+	for (int j = 0; j < 7; j++)
 		brq_pgarr_fini(&a[j]);
 	return NULL;
 }

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The console's browser tests that need issue 15's operations still missing (pause and resume; the
-// job list, retry and delete are in browser.test.mjs): written against the JSON docs/console.md gives them, and
-// skipped with their reason until BROOQ_TEST_CONSOLE_PENDING=1 (set it, and drop --pending from
-// tests/CMakeLists.txt, once console_ops_pending.c is wired).
+// The console's browser test of pause and resume (the job list, retry and delete are in
+// browser.test.mjs): a topic paused from the overview stops being claimed, and resumed goes on.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,13 +9,9 @@ import { after, before, test } from 'node:test';
 
 import { binDir, createDb, dropDb, launchBrowser, psql, sleep, startGateway } from './lib.mjs';
 
-const enabled = process.env.BROOQ_TEST_CONSOLE_PENDING === '1';
-const skip = enabled ? false : 'needs issue 15 (the pause and resume operations): console_ops_pending.c answers 501';
-
 let db, gw, browser, page, worker;
 
 before(async () => {
-  if (!enabled) return;
   db = createDb();
   gw = await startGateway(db);
   browser = await launchBrowser();
@@ -37,7 +31,7 @@ after(async () => {
   if (db) dropDb(db);
 });
 
-test('pause a topic from the overview and see claims stop; resume and see them go on', { skip }, async () => {
+test('pause a topic from the overview and see claims stop; resume and see them go on', async () => {
   const dir = fs.mkdtempSync(path.join(gw.dir, 'w-'));
   fs.writeFileSync(path.join(dir, 'token'), gw.worker, { mode: 0o600 });
   worker = spawn(path.join(binDir, 'example-worker'), [], {

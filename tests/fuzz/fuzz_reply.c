@@ -61,9 +61,16 @@ job_info_eq(const brq_job_info *a, const brq_job_info *b)
 		(!a->has_locked_until_ms || a->locked_until_ms == b->locked_until_ms) &&
 		opt_str_eq(a->has_last_error, a->last_error, b->has_last_error, b->last_error) &&
 		opt_str_eq(a->has_key, a->key, b->has_key, b->key) && a->created_at_ms == b->created_at_ms &&
-		a->updated_at_ms == b->updated_at_ms &&
+		a->updated_at_ms == b->updated_at_ms && a->priority == b->priority &&
 		opt_str_eq(a->has_result, a->result, b->has_result, b->result) &&
 		a->has_retry_of == b->has_retry_of && (!a->has_retry_of || a->retry_of == b->retry_of);
+}
+
+static bool
+policy_eq(const brq_topic_policy *a, const brq_topic_policy *b)
+{
+	return str_eq(a->topic, b->topic) && a->paused == b->paused && a->max_running == b->max_running &&
+		a->rate_per_s == b->rate_per_s && a->running == b->running;
 }
 
 // list, retry, delete.
@@ -100,7 +107,12 @@ stats_eq(const brq_stats_rep *a, const brq_stats_rep *b)
 	for (uint32_t i = 0; i < a->n_topics; i++) {
 		const brq_topic_stats *x = &a->topics[i], *y = &b->topics[i];
 		if (!str_eq(x->topic, y->topic) || memcmp(x->count, y->count, sizeof x->count) != 0 ||
-		    x->oldest_ready_age_ms != y->oldest_ready_age_ms) {
+		    x->oldest_ready_age_ms != y->oldest_ready_age_ms || x->has_policy != y->has_policy) {
+			return false;
+		}
+		if (x->has_policy &&
+		    (x->paused != y->paused || x->max_running != y->max_running ||
+		     x->rate_per_s != y->rate_per_s)) {
 			return false;
 		}
 	}
@@ -159,6 +171,19 @@ fields_eq(const brq_reply *a, const brq_reply *b)
 		return a->cancel.state == b->cancel.state && a->cancel.canceled == b->cancel.canceled;
 	case BRQ_OP_JOB: return job_info_eq(&a->job.job, &b->job.job);
 	case BRQ_OP_STATS: return stats_eq(&a->stats, &b->stats);
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS: return policy_eq(&a->policy.policy, &b->policy.policy);
+	case BRQ_OP_TOPICS:
+		if (a->topics.n_topics != b->topics.n_topics) {
+			return false;
+		}
+		for (uint32_t i = 0; i < a->topics.n_topics; i++) {
+			if (!policy_eq(&a->topics.topics[i], &b->topics.topics[i])) {
+				return false;
+			}
+		}
+		return true;
 	case BRQ_OP_SCHEDULE_ADD:
 		return a->schedule_add.created == b->schedule_add.created &&
 			a->schedule_add.next_slot_ms == b->schedule_add.next_slot_ms;

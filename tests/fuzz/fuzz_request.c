@@ -41,7 +41,8 @@ job_eq(const brq_job_spec *a, const brq_job_spec *b)
 	return str_eq(a->topic, b->topic) && str_eq(a->payload, b->payload) && str_eq(a->key, b->key) &&
 		a->has_delay_ms == b->has_delay_ms && a->delay_ms == b->delay_ms &&
 		a->has_run_at_ms == b->has_run_at_ms && a->run_at_ms == b->run_at_ms &&
-		a->has_max_attempts == b->has_max_attempts && a->max_attempts == b->max_attempts;
+		a->has_max_attempts == b->has_max_attempts && a->max_attempts == b->max_attempts &&
+		a->has_priority == b->has_priority && a->priority == b->priority;
 }
 
 static bool
@@ -125,6 +126,14 @@ req_eq(const brq_request *a, const brq_request *b)
 			items_eq(a->settle.items, b->settle.items, a->settle.n_items);
 	case BRQ_OP_CANCEL: return a->cancel.id == b->cancel.id;
 	case BRQ_OP_JOB: return a->job.id == b->job.id;
+	case BRQ_OP_PAUSE: return str_eq(a->pause.topic, b->pause.topic);
+	case BRQ_OP_RESUME: return str_eq(a->resume.topic, b->resume.topic);
+	case BRQ_OP_TOPIC_LIMITS: {
+		const brq_topic_limits_req *x = &a->topic_limits, *y = &b->topic_limits;
+		return str_eq(x->topic, y->topic) && x->has_max_running == y->has_max_running &&
+			x->max_running == y->max_running && x->has_rate_per_s == y->has_rate_per_s &&
+			x->rate_per_s == y->rate_per_s;
+	}
 	case BRQ_OP_LIST:
 		return str_eq(a->list.topic, b->list.topic) && a->list.has_state == b->list.has_state &&
 			(!a->list.has_state || a->list.state == b->list.state) &&
@@ -166,6 +175,7 @@ check_job(const brq_job_spec *j, const brq_limits *lim)
 	FUZZ_CHECK(!j->has_delay_ms || j->delay_ms <= BRQ_DELAY_MS_MAX);
 	FUZZ_CHECK(!j->has_run_at_ms || (j->run_at_ms >= 0 && j->run_at_ms <= BRQ_RUN_AT_MS_MAX));
 	FUZZ_CHECK(!j->has_max_attempts || (j->max_attempts >= 1 && j->max_attempts <= BRQ_ATTEMPTS_MAX));
+	FUZZ_CHECK(!j->has_priority || (j->priority >= BRQ_PRIORITY_MIN && j->priority <= BRQ_PRIORITY_MAX));
 }
 
 // Returns the number of chained jobs.
@@ -243,6 +253,15 @@ check_request(const brq_request *req, const brq_limits *lim)
 		break;
 	case BRQ_OP_CANCEL: FUZZ_CHECK(req->cancel.id >= 1 && req->cancel.id <= BRQ_ID_MAX); break;
 	case BRQ_OP_JOB: FUZZ_CHECK(req->job.id >= 1 && req->job.id <= BRQ_ID_MAX); break;
+	case BRQ_OP_PAUSE: FUZZ_CHECK(brq_topic_valid(req->pause.topic.ptr, req->pause.topic.len)); break;
+	case BRQ_OP_RESUME: FUZZ_CHECK(brq_topic_valid(req->resume.topic.ptr, req->resume.topic.len)); break;
+	case BRQ_OP_TOPIC_LIMITS: {
+		const brq_topic_limits_req *q = &req->topic_limits;
+		FUZZ_CHECK(brq_topic_valid(q->topic.ptr, q->topic.len));
+		FUZZ_CHECK(q->has_max_running || q->has_rate_per_s);
+		FUZZ_CHECK(q->max_running <= BRQ_TOPIC_LIMIT_MAX && q->rate_per_s <= BRQ_TOPIC_LIMIT_MAX);
+		break;
+	}
 	case BRQ_OP_LIST:
 		FUZZ_CHECK(req->list.limit >= 1 && req->list.limit <= BRQ_LIST_MAX);
 		FUZZ_CHECK(req->list.topic.len == 0 ||

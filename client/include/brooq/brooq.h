@@ -201,6 +201,10 @@ typedef struct brooq_job_spec {
 	uint64_t    delay_ms;     /* 0: ready now */
 	int64_t     run_at_ms;    /* unix ms; 0: not set (exclusive with delay_ms) */
 	uint32_t    max_attempts; /* 0: the gateway's default for the topic */
+	/* 1 (runs first; the default, also for 0) .. 9 (runs last): give work that
+	 * may wait a higher number. Strict: a ready job of a lower number always goes
+	 * first, so a flood of them can starve the rest. */
+	uint32_t priority;
 } brooq_job_spec;
 
 typedef struct brooq_enqueue_result {
@@ -327,6 +331,7 @@ typedef struct brooq_job_info {
 	 * (claimed_at + attempt timeout, + maximum execution time); 0: none. */
 	int64_t  attempt_deadline_ms;
 	int64_t  max_execution_deadline_ms;
+	uint32_t priority; /* 1..9; 0 from a gateway without priorities */
 	char    *result;   /* the handler's JSON result (settled done with one); NULL: none */
 	uint64_t retry_of; /* the terminal job this one re-runs (brooq_retry); 0: none */
 } brooq_job_info;
@@ -338,7 +343,42 @@ typedef struct brooq_topic_stats {
 	char    *topic;
 	uint64_t count[6]; /* indexed by brooq_state */
 	uint64_t oldest_ready_age_ms;
+	/* The topic's policy (false and 0 for a topic without one, or from a gateway
+	 * without policies): paused, and limits (0: unlimited). */
+	bool     paused;
+	uint32_t max_running;
+	uint32_t rate_per_s;
 } brooq_topic_stats;
+
+/* ---- per-topic policy (admin token) ---------------------------------------------- */
+
+/* A topic's policy. Limits are 0 when unlimited. */
+typedef struct brooq_topic_policy {
+	char     topic[129];
+	bool     paused;
+	uint32_t max_running; /* at most this many of its jobs processing at once */
+	uint32_t rate_per_s;  /* at most this many of its jobs started per second */
+	uint64_t running;     /* its jobs processing now */
+} brooq_topic_policy;
+
+/* Pauses a topic: no gateway starts its jobs (within one poll interval for the
+ * others); enqueues still work, parked claims stay parked. Resume undoes it.
+ * *out (may be NULL) gets the topic's policy afterwards. */
+BROOQ_API brooq_err brooq_pause(brooq_client *c, const char *topic, brooq_topic_policy *out);
+BROOQ_API brooq_err brooq_resume(brooq_client *c, const char *topic, brooq_topic_policy *out);
+
+/* A limit argument of brooq_topic_limits() that leaves that limit as it is. */
+#define BROOQ_LIMIT_KEEP UINT32_MAX
+
+/* Sets a topic's limits, enforced at claim across all gateways: at most
+ * max_running of its jobs processing at once, at most rate_per_s started in each
+ * second. 0 removes a limit, BROOQ_LIMIT_KEEP keeps it (not both KEEP). Each at
+ * most 1000000. */
+BROOQ_API brooq_err brooq_topic_limits(brooq_client *c, const char *topic, uint32_t max_running,
+				       uint32_t rate_per_s, brooq_topic_policy *out);
+
+/* Every topic with a policy. *out belongs to the caller: free(*out). */
+BROOQ_API brooq_err brooq_topics(brooq_client *c, brooq_topic_policy **out, size_t *n);
 
 /* Per-topic counts. *out belongs to the caller: brooq_stats_free(*out, *n). */
 BROOQ_API brooq_err brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t *n);
@@ -378,8 +418,8 @@ typedef struct brooq_job_page {
 BROOQ_API brooq_err brooq_list(brooq_client *c, const brooq_list_opts *o, brooq_job_page **out);
 BROOQ_API void      brooq_job_page_free(brooq_job_page *p);
 
-/* Re-runs a dead or canceled job as a new job (same topic, payload and max_attempts,
- * no idempotency key, retry_of = id; the original row is not changed: it stays as the
+/* Re-runs a dead or canceled job as a new job (same topic, payload, max_attempts and
+ * priority, no idempotency key, retry_of = id; the original row is not changed: it stays as the
  * record of what happened). *new_id is the new job's id; *created is false when the
  * job had been retried already (*new_id is then that retry: retrying is idempotent).
  * Another state: BROOQ_ECONFLICT, nothing changed. */

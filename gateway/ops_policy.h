@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: MIT
+// The per-topic policy operations: pause, resume, topic_limits, topics (admin), and
+// what stats shows of them. No SQL here (store_policy.c), no NNG calls.
+#ifndef BRQ_GATEWAY_OPS_POLICY_H
+#define BRQ_GATEWAY_OPS_POLICY_H
+
+#include "ops.h"
+
+// Runs w's pause, resume, topic_limits or topics request (decoded, authorised) on c
+// and encodes its reply into w->out. 0, or the store's BRQ_E* failure (message in
+// brq_store_errmsg(c)) with nothing written.
+BRQ_MUSTCHECK int brq_ops_policy_run(const brq_ops *o, brq_store_conn *c, brq_work *w);
+
+// Marks the topics[0..n) of a stats reply that have a policy (their optional keys).
+// 0 or the store's failure.
+BRQ_MUSTCHECK int brq_ops_policy_stats(brq_store_conn *c, brq_topic_stats *topics, uint32_t n);
+
+#endif

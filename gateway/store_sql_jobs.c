@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+// The statement texts of the job list, retry and delete (store_jobs.c, migration 00007),
+// for brq_store_sql_build (store_sql.c).
+#include "store_sql.h"
+
+#include <stdio.h>
+
+#define BRQ_COL_EXPR(name, expr) expr,
+#define COLS(a)                  (a), sizeof(a) / sizeof((a)[0])
+
+static const char *const job_cols[]     = {JOB_COLS(BRQ_COL_EXPR)};
+static const char *const retry_cols[]   = {RETRY_COLS(BRQ_COL_EXPR)};
+static const char *const retried_cols[] = {RETRIED_COLS(BRQ_COL_EXPR)};
+static const char *const delete_cols[]  = {DELETE_COLS(BRQ_COL_EXPR)};
+
+// The list's filters besides topic and state, for a FROM job without alias: $3
+// created_after_ms, $4 created_before_ms, $5 key (each NULL = any), $6 the largest id
+// the page may hold (the cursor). Residual filters: they never choose the index.
+#define LIST_FILTERS_REST                                                          \
+	" AND ($3::int8 IS NULL OR created_at >= to_timestamp($3::int8 / 1000.0))" \
+	" AND ($4::int8 IS NULL OR created_at < to_timestamp($4::int8 / 1000.0))"  \
+	" AND ($5::text IS NULL OR idempotency_key = $5::text)"
+#define LIST_FILTERS " AND id <= $6::int8" LIST_FILTERS_REST
+// For the active rows: `id + 0` keeps the cursor from becoming a condition on the
+// primary key, which the planner would then walk (through the whole history) instead
+// of the small partial index of the backlog.
+#define LIST_FILTERS_ACTIVE " AND id + 0 <= $6::int8" LIST_FILTERS_REST
+
+// Active rows of the asked states, newest first, at most $7: the ready ones through
+// job_claim_priority_idx, the held ones through job_running_idx (partial indexes: the
+// cost follows the backlog, not the history; the sort is over the backlog). Each
+// branch is gated on the asked states by a condition on $2 alone, which PostgreSQL
+// evaluates once (a "One-Time Filter"): a list of dead jobs never reads the backlog.
+// topic_cond: "topic = $1" or "($1::text IS NULL)".
+static void
+list_active(FILE *f, const char *topic_cond)
+{
+	fprintf(f,
+		" UNION ALL (SELECT * FROM job WHERE %s AND state IN ('pending', 'failed')"
+		"  AND $2::text[] && '{pending,failed}'::text[]"
+		"  AND state = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)"
+		" UNION ALL (SELECT * FROM job WHERE %s AND state = 'processing'"
+		"  AND 'processing' = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)",
+		topic_cond, topic_cond);
+}
+
+// $1 topic (NULL = any), $2 states text[] (the asked ones; all six when none was),
+// $3..$6 LIST_FILTERS, $7 rows. Newest first (id DESC); the caller asks one row more
+// than the page to learn whether another page follows. Keyset on id: rows inserted
+// meanwhile have larger ids, so a page never shifts. Plans: docs/operations.md.
+void
+brq_store_sql_list(FILE *f, brq_stmt st)
+{
+	fputs("SELECT ", f);
+	brq_store_sql_cols(f, COLS(job_cols));
+	switch (st) {
+	case BRQ_STMT_LIST_ALL:
+		// Every state: any row matches, so the primary key walked backwards finds
+		// a page after reading about a page (more with time filters).
+		fputs(" FROM job WHERE ($1::text IS NULL OR topic = $1::text)"
+		      " AND state = ANY($2::text[])" LIST_FILTERS,
+		      f);
+		break;
+	case BRQ_STMT_LIST_KEY:
+		// (topic, key) is unique: job_idempotency_uq finds the one row.
+		fputs(" FROM job WHERE topic = $1::text AND idempotency_key = $5::text"
+		      " AND state = ANY($2::text[])" LIST_FILTERS,
+		      f);
+		break;
+	case BRQ_STMT_LIST_TOPIC:
+		// Terminal rows: job_list_terminal_idx (topic, state, id) walked backwards
+		// once per asked state, at most $7 rows each; then the active rows.
+		fputs(" FROM ((SELECT l.* FROM unnest($2::text[]) AS s(state) CROSS JOIN LATERAL ("
+		      "  SELECT * FROM job WHERE topic = $1::text AND state = s.state"
+		      "  AND state IN ('done', 'dead', 'canceled')" LIST_FILTERS
+		      " ORDER BY id DESC LIMIT $7) l)",
+		      f);
+		list_active(f, "topic = $1::text");
+		fputs(") x", f);
+		break;
+	default: // BRQ_STMT_LIST_STATE
+		// Terminal rows of any topic: the topics that have some, found by skipping
+		// through job_list_terminal_idx (one probe per topic), then per topic and
+		// asked state as in LIST_TOPIC. The cost follows the number of topics.
+		fputs(" FROM (WITH RECURSIVE t(topic) AS ("
+		      "  (SELECT topic::text FROM job WHERE state IN ('done', 'dead', 'canceled')"
+		      "   ORDER BY topic LIMIT 1)"
+		      "  UNION ALL SELECT (SELECT j.topic::text FROM job j"
+		      "   WHERE j.state IN ('done', 'dead', 'canceled') AND j.topic > t.topic"
+		      "   ORDER BY j.topic LIMIT 1) FROM t WHERE t.topic IS NOT NULL)"
+		      " (SELECT l.* FROM t CROSS JOIN unnest($2::text[]) AS s(state) CROSS JOIN LATERAL ("
+		      "  SELECT * FROM job WHERE topic = t.topic AND state = s.state"
+		      "  AND state IN ('done', 'dead', 'canceled')" LIST_FILTERS
+		      " ORDER BY id DESC LIMIT $7) l"
+		      "  WHERE t.topic IS NOT NULL AND $1::text IS NULL)",
+		      f);
+		list_active(f, "$1::text IS NULL");
+		fputs(") x", f);
+		break;
+	}
+	fputs(" ORDER BY id DESC LIMIT $7", f);
+}
+
+// retry and delete. A retry is a new job (the terminal original is never written:
+// invariant 3): same topic, payload, max_attempts and priority, no key (the original keeps it),
+// retry_of = the original. job_retry_of_uq allows one retry per job: ON CONFLICT
+// makes a repeated request find the retry that exists instead of failing.
+void
+brq_store_sql_retry_delete(FILE *f, brq_stmt st)
+{
+	switch (st) {
+	case BRQ_STMT_RETRY_ONE:
+		// $1 id. One row when the job exists: its state and topic, the new job's
+		// id (when this call made one), the id of a retry that existed before.
+		fputs("WITH o AS (SELECT id, topic, payload, max_attempts, priority, state,"
+		      "  (SELECT r.id FROM job r WHERE r.retry_of = $1::int8) AS existing"
+		      "  FROM job WHERE id = $1::int8),"
+		      " ins AS (INSERT INTO job (topic, payload, max_attempts, priority, retry_of)"
+		      "  SELECT topic, payload, max_attempts, priority, id FROM o"
+		      "  WHERE state IN ('dead', 'canceled') AND existing IS NULL"
+		      "  ON CONFLICT (retry_of) WHERE retry_of IS NOT NULL DO NOTHING RETURNING id)"
+		      " SELECT ",
+		      f);
+		brq_store_sql_cols(f, COLS(retry_cols));
+		fputs(" FROM o LEFT JOIN ins ON true", f);
+		break;
+	case BRQ_STMT_RETRY_BULK:
+		// $1 topic, $2 state (dead or canceled), $3 limit. Oldest first, through
+		// job_list_terminal_idx; jobs retried already are skipped (job_retry_of_uq).
+		fputs("WITH o AS (SELECT id, topic, payload, max_attempts, priority FROM job j"
+		      "  WHERE topic = $1::text AND state = $2::text AND state IN ('dead', 'canceled')"
+		      "  AND NOT EXISTS (SELECT 1 FROM job r WHERE r.retry_of = j.id)"
+		      "  ORDER BY id LIMIT $3::int4),"
+		      " ins AS (INSERT INTO job (topic, payload, max_attempts, priority, retry_of)"
+		      "  SELECT topic, payload, max_attempts, priority, id FROM o ORDER BY id"
+		      "  ON CONFLICT (retry_of) WHERE retry_of IS NOT NULL DO NOTHING RETURNING id)"
+		      " SELECT ",
+		      f);
+		brq_store_sql_cols(f, COLS(retried_cols));
+		fputs(" FROM ins ORDER BY id", f);
+		break;
+	default: // BRQ_STMT_DELETE
+		// $1 id. Only a terminal job; any other is reported as it is.
+		fputs("WITH d AS (DELETE FROM job WHERE id = $1::int8"
+		      "  AND state IN ('done', 'dead', 'canceled') RETURNING topic)"
+		      " SELECT ",
+		      f);
+		brq_store_sql_cols(f, COLS(delete_cols));
+		fputs(" FROM (SELECT true AS deleted, 'deleted' AS state, topic FROM d"
+		      " UNION ALL SELECT false, state, topic FROM job"
+		      " WHERE id = $1::int8 AND NOT EXISTS (SELECT 1 FROM d)) x",
+		      f);
+		break;
+	}
+}

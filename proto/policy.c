@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+// Per-topic policy on the wire: pause, resume, topic_limits and topics, and the policy keys of stats.
+#include "policy_int.h"
+
+#include <string.h>
+
+static brq_status
+check_topic(brq_dec *d, const char *path, brq_str s)
+{
+	if (!brq_topic_valid(s.ptr, s.len)) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "topic",
+				     "invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)", BRQ_TOPIC_MAX);
+	}
+	return BRQ_ST_OK;
+}
+
+// A limit: uint 0..BRQ_TOPIC_LIMIT_MAX or nil (0: unlimited); absent: *has = false.
+static brq_status
+limit(brq_dec *d, const brq_field *f, const char *path, bool *has, uint32_t *out)
+{
+	uint64_t u = 0;
+	*out       = 0;
+	*has       = f->at != NULL;
+	if (f->at == NULL || brq_dec_is_nil(f)) {
+		return BRQ_ST_OK;
+	}
+	TRY(brq_dec_uint(d, f, path, true, 0, BRQ_TOPIC_LIMIT_MAX, &u, NULL));
+	*out = (uint32_t) u;
+	return BRQ_ST_OK;
+}
+
+brq_status
+brq_policy_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
+{
+	const char *op   = brq_op_name(req->op);
+	brq_field   f[3] = {{"topic", NULL}, {"max_running", NULL}, {"rate_per_s", NULL}};
+
+	switch (req->op) {
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME: {
+		brq_topic_req *q = req->op == BRQ_OP_PAUSE ? &req->pause : &req->resume;
+		TRY(brq_dec_map(d, top, op, f, 1));
+		TRY(brq_dec_str(d, &f[0], op, true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &q->topic,
+				NULL));
+		return check_topic(d, op, q->topic);
+	}
+	case BRQ_OP_TOPIC_LIMITS: {
+		brq_topic_limits_req *q = &req->topic_limits;
+		TRY(brq_dec_map(d, top, op, f, 3));
+		TRY(brq_dec_str(d, &f[0], op, true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &q->topic,
+				NULL));
+		TRY(check_topic(d, op, q->topic));
+		TRY(limit(d, &f[1], op, &q->has_max_running, &q->max_running));
+		TRY(limit(d, &f[2], op, &q->has_rate_per_s, &q->rate_per_s));
+		if (!q->has_max_running && !q->has_rate_per_s) {
+			return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, op, "max_running",
+					     "give max_running or rate_per_s (0 or nil: unlimited)");
+		}
+		return BRQ_ST_OK;
+	}
+	default: // topics: no fields; unknown keys are ignored
+		return BRQ_ST_OK;
+	}
+}
+
+uint32_t
+brq_policy_request_fields(const brq_request *req)
+{
+	switch (req->op) {
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME: return 1;
+	case BRQ_OP_TOPIC_LIMITS:
+		return 1 + req->topic_limits.has_max_running + req->topic_limits.has_rate_per_s;
+	default: return 0;
+	}
+}
+
+// A limit as the protocol shows it: nil for unlimited.
+static void
+pack_limit(brq_buf *b, const char *key, uint32_t v)
+{
+	brq_pack_key(b, key);
+	if (v == 0) {
+		brq_pack_nil(b);
+	} else {
+		brq_pack_uint(b, v);
+	}
+}
+
+void
+brq_policy_request_encode(brq_buf *b, const brq_request *req)
+{
+	switch (req->op) {
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+		brq_pack_key(b, "topic");
+		brq_pack_str(b, req->op == BRQ_OP_PAUSE ? req->pause.topic : req->resume.topic);
+		break;
+	case BRQ_OP_TOPIC_LIMITS:
+		brq_pack_key(b, "topic");
+		brq_pack_str(b, req->topic_limits.topic);
+		if (req->topic_limits.has_max_running) {
+			pack_limit(b, "max_running", req->topic_limits.max_running);
+		}
+		if (req->topic_limits.has_rate_per_s) {
+			pack_limit(b, "rate_per_s", req->topic_limits.rate_per_s);
+		}
+		break;
+	default: break;
+	}
+}
+
+int
+brq_pack_topic_policy(brq_buf *b, const brq_topic_policy *p)
+{
+	brq_pack_map(b, 5);
+	brq_pack_key(b, "topic");
+	brq_pack_str(b, p->topic);
+	brq_pack_key(b, "paused");
+	brq_pack_bool(b, p->paused);
+	pack_limit(b, "max_running", p->max_running);
+	pack_limit(b, "rate_per_s", p->rate_per_s);
+	brq_pack_key(b, "running");
+	brq_pack_uint(b, p->running);
+	return brq_buf_error(b);
+}
+
+void
+brq_policy_reply_encode(brq_buf *b, const brq_reply *rep)
+{
+	brq_reply_begin(b, rep->rid, 1);
+	if (rep->op == BRQ_OP_TOPICS) {
+		brq_pack_key(b, "topics");
+		brq_pack_array(b, rep->topics.n_topics);
+		for (uint32_t i = 0; i < rep->topics.n_topics; i++) {
+			(void) brq_pack_topic_policy(b, &rep->topics.topics[i]);
+		}
+		return;
+	}
+	brq_pack_key(b, "policy");
+	(void) brq_pack_topic_policy(b, &rep->policy.policy);
+}
+
+static brq_status
+topic_policy(brq_dec *d, brq_rd *r, const char *path, void *out)
+{
+	brq_topic_policy *p    = out;
+	brq_field         f[5] = {{"topic", NULL},
+				  {"paused", NULL},
+				  {"max_running", NULL},
+				  {"rate_per_s", NULL},
+				  {"running", NULL}};
+	bool              has;
+
+	TRY(brq_dec_map(d, r, path, f, 5));
+	TRY(brq_dec_str(d, &f[0], path, true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &p->topic,
+			NULL));
+	TRY(brq_dec_bool(d, &f[1], path, true, &p->paused, NULL));
+	TRY(limit(d, &f[2], path, &has, &p->max_running));
+	TRY(limit(d, &f[3], path, &has, &p->rate_per_s));
+	return brq_dec_uint(d, &f[4], path, true, 0, UINT64_MAX, &p->running, NULL);
+}
+
+brq_status
+brq_policy_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
+{
+	const char *op   = brq_op_name(rep->op);
+	brq_field   f[1] = {{rep->op == BRQ_OP_TOPICS ? "topics" : "policy", NULL}};
+	brq_rd      r;
+
+	TRY(brq_dec_map(d, top, "", f, 1));
+	if (rep->op == BRQ_OP_TOPICS) {
+		TRY(brq_dec_array(d, &f[0], op, true, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &r,
+				  &rep->topics.n_topics, NULL));
+		return brq_dec_elems(d, &r, rep->topics.n_topics, op, "topics", sizeof(brq_topic_policy),
+				     topic_policy, (void **) &rep->topics.topics);
+	}
+	if (f[0].at == NULL) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, op, "policy", "required map");
+	}
+	r = brq_dec_at(d, &f[0]);
+	return topic_policy(d, &r, op, &rep->policy.policy);
+}
+
+brq_status
+brq_policy_stats_decode(brq_dec *d, const brq_field f[3], const char *path, brq_topic_stats *t)
+{
+	bool has;
+	t->has_policy = f[0].at != NULL && !brq_dec_is_nil(&f[0]);
+	if (t->has_policy) {
+		TRY(brq_dec_bool(d, &f[0], path, true, &t->paused, NULL));
+	}
+	TRY(limit(d, &f[1], path, &has, &t->max_running));
+	return limit(d, &f[2], path, &has, &t->rate_per_s);
+}
