@@ -448,6 +448,32 @@ request_fields(const brq_request *req)
 	}
 }
 
+// The fields of a claim request.
+static void
+pack_claim(brq_buf *b, const brq_claim_req *c)
+{
+	kv_str(b, "worker", c->worker);
+	brq_pack_key(b, "topics");
+	brq_pack_array(b, c->n_topics);
+	for (uint32_t i = 0; i < c->n_topics; i++) {
+		brq_pack_str(b, c->topics[i]);
+	}
+	kv_uint(b, "n", c->n);
+	if (c->has_lease_ms) {
+		kv_uint(b, "lease_ms", c->lease_ms);
+	}
+	if (c->has_wait_ms) {
+		kv_uint(b, "wait_ms", c->wait_ms);
+	}
+	if (c->has_settle) {
+		brq_pack_key(b, "settle");
+		brq_pack_array(b, c->n_settle);
+		for (uint32_t i = 0; i < c->n_settle; i++) {
+			brq_pack_settle_item(b, &c->settle[i]);
+		}
+	}
+}
+
 int
 brq_request_encode(brq_buf *b, const brq_request *req)
 {
@@ -481,30 +507,7 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 			brq_pack_job_spec(b, &req->enqueue.jobs[i]);
 		}
 		break;
-	case BRQ_OP_CLAIM: {
-		const brq_claim_req *c = &req->claim;
-		kv_str(b, "worker", c->worker);
-		brq_pack_key(b, "topics");
-		brq_pack_array(b, c->n_topics);
-		for (uint32_t i = 0; i < c->n_topics; i++) {
-			brq_pack_str(b, c->topics[i]);
-		}
-		kv_uint(b, "n", c->n);
-		if (c->has_lease_ms) {
-			kv_uint(b, "lease_ms", c->lease_ms);
-		}
-		if (c->has_wait_ms) {
-			kv_uint(b, "wait_ms", c->wait_ms);
-		}
-		if (c->has_settle) {
-			brq_pack_key(b, "settle");
-			brq_pack_array(b, c->n_settle);
-			for (uint32_t i = 0; i < c->n_settle; i++) {
-				brq_pack_settle_item(b, &c->settle[i]);
-			}
-		}
-		break;
-	}
+	case BRQ_OP_CLAIM: pack_claim(b, &req->claim); break;
 	case BRQ_OP_HEARTBEAT:
 		brq_pack_key(b, "leases");
 		brq_pack_array(b, req->heartbeat.n_leases);
@@ -583,6 +586,41 @@ brq_reply_encode_error(brq_buf *b, uint64_t rid, brq_status code, const char *fm
 	return encode_error(b, rid, code, msg);
 }
 
+// The claim reply: jobs leased, and the results of the settles it carried.
+static void
+pack_claim_reply(brq_buf *b, const brq_reply *rep)
+{
+	brq_reply_begin(b, rep->rid, 1 + rep->claim.has_settled);
+	brq_pack_key(b, "jobs");
+	brq_pack_array(b, rep->claim.n_jobs);
+	for (uint32_t i = 0; i < rep->claim.n_jobs; i++) {
+		brq_pack_claimed_job(b, &rep->claim.jobs[i]);
+	}
+	if (rep->claim.has_settled) {
+		brq_pack_key(b, "settled");
+		brq_pack_array(b, rep->claim.n_settled);
+		for (uint32_t i = 0; i < rep->claim.n_settled; i++) {
+			brq_pack_settle_result(b, &rep->claim.settled[i]);
+		}
+	}
+}
+
+// The heartbeat reply: which leases were extended, until when, and why others were not.
+static void
+pack_heartbeat_reply(brq_buf *b, const brq_reply *rep)
+{
+	brq_reply_begin(b, rep->rid, rep->heartbeat.lost_reasons != NULL ? 3 : 2);
+	brq_pack_key(b, "extended");
+	brq_pack_array(b, rep->heartbeat.n_extended);
+	for (uint32_t i = 0; i < rep->heartbeat.n_extended; i++) {
+		brq_pack_bool(b, rep->heartbeat.extended[i]);
+	}
+	kv_int(b, "lease_until_ms", rep->heartbeat.lease_until_ms);
+	if (rep->heartbeat.lost_reasons != NULL) {
+		brq_pack_lost_reasons(b, rep->heartbeat.lost_reasons, rep->heartbeat.n_extended);
+	}
+}
+
 int
 brq_reply_encode(brq_buf *b, const brq_reply *rep)
 {
@@ -602,33 +640,8 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 			brq_pack_enqueue_result(b, &rep->enqueue.results[i]);
 		}
 		break;
-	case BRQ_OP_CLAIM:
-		brq_reply_begin(b, rep->rid, 1 + rep->claim.has_settled);
-		brq_pack_key(b, "jobs");
-		brq_pack_array(b, rep->claim.n_jobs);
-		for (uint32_t i = 0; i < rep->claim.n_jobs; i++) {
-			brq_pack_claimed_job(b, &rep->claim.jobs[i]);
-		}
-		if (rep->claim.has_settled) {
-			brq_pack_key(b, "settled");
-			brq_pack_array(b, rep->claim.n_settled);
-			for (uint32_t i = 0; i < rep->claim.n_settled; i++) {
-				brq_pack_settle_result(b, &rep->claim.settled[i]);
-			}
-		}
-		break;
-	case BRQ_OP_HEARTBEAT:
-		brq_reply_begin(b, rep->rid, rep->heartbeat.lost_reasons != NULL ? 3 : 2);
-		brq_pack_key(b, "extended");
-		brq_pack_array(b, rep->heartbeat.n_extended);
-		for (uint32_t i = 0; i < rep->heartbeat.n_extended; i++) {
-			brq_pack_bool(b, rep->heartbeat.extended[i]);
-		}
-		kv_int(b, "lease_until_ms", rep->heartbeat.lease_until_ms);
-		if (rep->heartbeat.lost_reasons != NULL) {
-			brq_pack_lost_reasons(b, rep->heartbeat.lost_reasons, rep->heartbeat.n_extended);
-		}
-		break;
+	case BRQ_OP_CLAIM: pack_claim_reply(b, rep); break;
+	case BRQ_OP_HEARTBEAT: pack_heartbeat_reply(b, rep); break;
 	case BRQ_OP_SETTLE:
 		brq_reply_begin(b, rep->rid, 1);
 		brq_pack_key(b, "results");

@@ -143,8 +143,9 @@ example(const char *name, brq_request *req, brq_reply *rep)
 	brq_arena_fini(&a);
 }
 
-int
-main(void)
+// ping, enqueue.
+static void
+core_examples(void)
 {
 	brq_request req;
 	brq_reply   rep;
@@ -179,6 +180,14 @@ main(void)
 	rep.enqueue.results   = eres;
 	rep.enqueue.n_results = 2;
 	example("enqueue", &req, &rep);
+}
+
+// claim, heartbeat.
+static void
+lease_examples(void)
+{
+	brq_request req;
+	brq_reply   rep;
 
 	brq_str         topics[1] = {brq_str_c("email.send")};
 	brq_settle_item done      = {.id = 99, .outcome = BRQ_OUTCOME_DONE};
@@ -234,6 +243,14 @@ main(void)
 	rep.heartbeat.lease_until_ms = 1700000060000;
 	rep.heartbeat.lost_reasons   = why;
 	example("heartbeat", &req, &rep);
+}
+
+// settle, cancel, job, stats.
+static void
+settle_and_read_examples(void)
+{
+	brq_request req;
+	brq_reply   rep;
 
 	brq_job_spec    chain    = {.topic = brq_str_c("email.audit"), .payload = brq_str_c("{}")};
 	brq_settle_item items[3] = {
@@ -309,6 +326,14 @@ main(void)
 	rep.stats.topics   = &ts;
 	rep.stats.n_topics = 1;
 	example("stats", &req, &rep);
+}
+
+// Pause, resume, topic limits, topics (issue 15.2-3).
+static void
+policy_examples(void)
+{
+	brq_request req;
+	brq_reply   rep;
 
 	brq_topic_policy pol = {.topic = brq_str_c("email.send"), .paused = true, .running = 3};
 	memset(&req, 0, sizeof req);
@@ -350,8 +375,14 @@ main(void)
 	rep.topics.topics   = pols;
 	rep.topics.n_topics = 2;
 	example("topics", &req, &rep);
+}
 
-	admin_examples();
+// schedule_add, schedule_list, schedule_remove (issue 15.4).
+static void
+schedule_examples(void)
+{
+	brq_request req;
+	brq_reply   rep;
 
 	memset(&req, 0, sizeof req);
 	memset(&rep, 0, sizeof rep);
@@ -403,6 +434,17 @@ main(void)
 	req.schedule_remove.name = brq_str_c("nightly");
 	rep.op                   = BRQ_OP_SCHEDULE_REMOVE;
 	example("schedule_remove", &req, &rep);
+}
+
+int
+main(void)
+{
+	core_examples();
+	lease_examples();
+	settle_and_read_examples();
+	policy_examples();
+	admin_examples();
+	schedule_examples();
 
 	// An error reply, as the gateway answers a claim with n = 0.
 	brq_buf b;
