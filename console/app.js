@@ -219,7 +219,9 @@
       el('dt', {}, 'Priority'), el('dd', {}, String(j.priority)),
       el('dt', {}, 'Idempotency key'), el('dd', {}, j.key === null ? '—' : j.key),
       el('dt', {}, 'Created'), el('dd', {}, fmtTime(j.created_at_ms)),
-      el('dt', {}, 'Updated'), el('dd', {}, fmtTime(j.updated_at_ms)),
+      // A terminal job's last update is when it finished.
+      el('dt', {}, ['done', 'dead', 'canceled'].includes(j.state) ? 'Finished' : 'Updated'),
+      el('dd', {}, fmtTime(j.updated_at_ms)),
       el('dt', {}, 'Available at'), el('dd', {}, fmtTime(j.available_at_ms)),
       el('dt', {}, 'Lease holder'), el('dd', {}, j.locked_by === null ? '—' : j.locked_by),
       el('dt', {}, 'Lease until'), el('dd', {}, fmtTime(j.locked_until_ms)),
