@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The operators' operations (list, retry, delete): request and reply codecs.
 #include "admin.h"
+#include "kv.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -41,27 +42,6 @@ cursor_parse(brq_str s, uint64_t *id)
 }
 
 // ---- Requests: encoding -------------------------------------------------------------
-
-static void
-kv_uint(brq_buf *b, const char *k, uint64_t v)
-{
-	brq_pack_key(b, k);
-	brq_pack_uint(b, v);
-}
-
-static void
-kv_str(brq_buf *b, const char *k, brq_str v)
-{
-	brq_pack_key(b, k);
-	brq_pack_str(b, v);
-}
-
-static void
-kv_cstr(brq_buf *b, const char *k, const char *v)
-{
-	brq_pack_key(b, k);
-	brq_pack_cstr(b, v);
-}
 
 uint32_t
 brq_admin_request_fields(const brq_request *req)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "kv.h"
 #include "policy_int.h"
 #include "schedule.h"
 
@@ -178,59 +179,6 @@ int
 brq_pack_nil(brq_buf *b)
 {
 	return STICKY(b, msgpack_pack_nil(&b->pk));
-}
-
-static void
-kv_uint(brq_buf *b, const char *k, uint64_t v)
-{
-	brq_pack_key(b, k);
-	brq_pack_uint(b, v);
-}
-
-static void
-kv_int(brq_buf *b, const char *k, int64_t v)
-{
-	brq_pack_key(b, k);
-	brq_pack_int(b, v);
-}
-
-static void
-kv_str(brq_buf *b, const char *k, brq_str v)
-{
-	brq_pack_key(b, k);
-	brq_pack_str(b, v);
-}
-
-static void
-kv_cstr(brq_buf *b, const char *k, const char *v)
-{
-	brq_pack_key(b, k);
-	brq_pack_cstr(b, v);
-}
-
-static void
-kv_bool(brq_buf *b, const char *k, bool v)
-{
-	brq_pack_key(b, k);
-	brq_pack_bool(b, v);
-}
-
-static void
-kv_lease(brq_buf *b, const uint8_t lease[BRQ_LEASE_LEN])
-{
-	brq_pack_key(b, "lease");
-	brq_pack_bin(b, lease, BRQ_LEASE_LEN);
-}
-
-static void
-kv_opt_str(brq_buf *b, const char *k, bool has, brq_str v)
-{
-	brq_pack_key(b, k);
-	if (has) {
-		brq_pack_str(b, v);
-	} else {
-		brq_pack_nil(b);
-	}
 }
 
 // ---- Element encoders ---------------------------------------------------------------

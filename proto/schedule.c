@@ -2,32 +2,12 @@
 // The schedule operations on the wire: schedule_add's fields, schedule_list's entries, schedule_remove's
 // name.
 #include "schedule.h"
+#include "kv.h"
 
 #include <inttypes.h>
 #include <string.h>
 
 // ---- encoding ------------------------------------------------------------------------
-
-static void
-kv_str(brq_buf *b, const char *k, brq_str v)
-{
-	brq_pack_key(b, k);
-	brq_pack_str(b, v);
-}
-
-static void
-kv_uint(brq_buf *b, const char *k, uint64_t v)
-{
-	brq_pack_key(b, k);
-	brq_pack_uint(b, v);
-}
-
-static void
-kv_int(brq_buf *b, const char *k, int64_t v)
-{
-	brq_pack_key(b, k);
-	brq_pack_int(b, v);
-}
 
 // Pairs written by schedule_kvs: the keys whose value is set, plus the list's own.
 static uint32_t

@@ -147,6 +147,13 @@ brq_ctl_parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id)
 	return BRQ_EXIT_OK;
 }
 
+int
+brq_ctl_open_for_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id, brooq_client **c)
+{
+	int rc = brq_ctl_parse_id(ctl, argc, argv, id);
+	return rc != BRQ_EXIT_OK ? rc : brq_ctl_open_client(ctl, c);
+}
+
 /* ---- ping --------------------------------------------------------------------------------- */
 
 /* A command without arguments: checks there are none, then opens the client. */
@@ -380,9 +387,7 @@ brq_ctl_job(const brq_ctl *ctl, int argc, char **argv)
 	uint64_t        id;
 	int             rc;
 
-	if ((rc = brq_ctl_parse_id(ctl, argc, argv, &id)) != BRQ_EXIT_OK)
-		return rc;
-	if ((rc = brq_ctl_open_client(ctl, &c)) != BRQ_EXIT_OK)
+	if ((rc = brq_ctl_open_for_id(ctl, argc, argv, &id, &c)) != BRQ_EXIT_OK)
 		return rc;
 	brooq_err err = brooq_job_get(c, id, &j);
 	if (err != BROOQ_OK) {
@@ -411,9 +416,7 @@ brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv)
 	uint64_t      id;
 	int           rc;
 
-	if ((rc = brq_ctl_parse_id(ctl, argc, argv, &id)) != BRQ_EXIT_OK)
-		return rc;
-	if ((rc = brq_ctl_open_client(ctl, &c)) != BRQ_EXIT_OK)
+	if ((rc = brq_ctl_open_for_id(ctl, argc, argv, &id, &c)) != BRQ_EXIT_OK)
 		return rc;
 	brooq_err err = brooq_cancel(c, id, &st, &canceled);
 	if (err != BROOQ_OK) {

@@ -174,9 +174,7 @@ brq_ctl_delete(const brq_ctl *ctl, int argc, char **argv)
 	uint64_t      id;
 	int           rc;
 
-	if ((rc = brq_ctl_parse_id(ctl, argc, argv, &id)) != BRQ_EXIT_OK)
-		return rc;
-	if ((rc = brq_ctl_open_client(ctl, &c)) != BRQ_EXIT_OK)
+	if ((rc = brq_ctl_open_for_id(ctl, argc, argv, &id, &c)) != BRQ_EXIT_OK)
 		return rc;
 	brooq_err err = brooq_delete(c, id);
 	if (err != BROOQ_OK)

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// Key/value packers shared by the encoders (encode.c and the per-op codecs admin.c,
+// policy.c, schedule.c): one map entry each, the key then its value. Errors stick in
+// the buffer, as for every brq_pack_*.
+#ifndef BRQ_PROTO_KV_H
+#define BRQ_PROTO_KV_H
+
+#include "proto.h"
+
+static inline void
+kv_uint(brq_buf *b, const char *k, uint64_t v)
+{
+	brq_pack_key(b, k);
+	brq_pack_uint(b, v);
+}
+
+static inline void
+kv_int(brq_buf *b, const char *k, int64_t v)
+{
+	brq_pack_key(b, k);
+	brq_pack_int(b, v);
+}
+
+static inline void
+kv_str(brq_buf *b, const char *k, brq_str v)
+{
+	brq_pack_key(b, k);
+	brq_pack_str(b, v);
+}
+
+static inline void
+kv_cstr(brq_buf *b, const char *k, const char *v)
+{
+	brq_pack_key(b, k);
+	brq_pack_cstr(b, v);
+}
+
+static inline void
+kv_bool(brq_buf *b, const char *k, bool v)
+{
+	brq_pack_key(b, k);
+	brq_pack_bool(b, v);
+}
+
+// "lease": the 16 token bytes as bin.
+static inline void
+kv_lease(brq_buf *b, const uint8_t lease[BRQ_LEASE_LEN])
+{
+	brq_pack_key(b, "lease");
+	brq_pack_bin(b, lease, BRQ_LEASE_LEN);
+}
+
+// v when has, else nil.
+static inline void
+kv_opt_str(brq_buf *b, const char *k, bool has, brq_str v)
+{
+	brq_pack_key(b, k);
+	if (has) {
+		brq_pack_str(b, v);
+	} else {
+		brq_pack_nil(b);
+	}
+}
+
+#endif
