@@ -321,7 +321,7 @@ h_outcome(brooq_job_ctx *job, void *arg)
 
 /* ---- tests ---------------------------------------------------------------------------------- */
 
-Test(worker, starts_a_job_enqueued_during_its_long_poll_within_200_ms)
+Test(worker, starts_a_job_enqueued_during_its_long_poll_without_waiting_for_a_poll)
 {
 	start(NULL);
 	brooq_worker *w = worker_new(wc,
@@ -339,13 +339,19 @@ Test(worker, starts_a_job_enqueued_during_its_long_poll_within_200_ms)
 		int64_t t1 = now_us();
 		cr_assert(wait_atomic(&started, i, 5000), "job %d never started", i);
 		double ms = (double) (atomic_load(&started_at_us) - t0) / 1000.0;
+		/* From the enqueue's answer: a loaded database may take a while to commit
+		 * the enqueue itself, which says nothing about the wake. */
+		double after = (double) (atomic_load(&started_at_us) - t1) / 1000.0;
 		fprintf(stderr,
 			"worker_test: wake latency %.2f ms (enqueue call to handler start; the enqueue call "
 			"itself %.2f ms)\n",
 			ms, (double) (t1 - t0) / 1000.0);
-		worst = ms > worst ? ms : worst;
+		worst = after > worst ? after : worst;
 	}
-	cr_assert_lt(worst, 200.0, "worst wake latency %.1f ms", worst);
+	/* Woken, not found by a re-check: a parked claim re-checks every poll interval
+	 * (1 s), so a start within half of it came from the wake. Speed itself is the
+	 * benchmark's (latency scenario). */
+	cr_assert_lt(worst, 500.0, "worst start %.1f ms after the enqueue returned", worst);
 	cr_assert_eq(wait_int(3, 5000, "SELECT count(*) FROM job WHERE state = 'done'"), 3);
 	runner_stop(&r);
 	brooq_worker_stats st = stats_of(w);
