@@ -75,6 +75,8 @@ dial_sync_locked(brq_rpc *r)
 {
 	nng_dialer d;
 	int        rv;
+	if (r->aborted)
+		return NNG_ECLOSED;
 	if (r->dialer_on) {
 		(void) nng_dialer_close(r->dialer);
 		r->dialer_on = false;
@@ -326,6 +328,15 @@ brq_rpc_close(brq_rpc *r)
 	pthread_mutex_destroy(&r->pipe_mu);
 	pthread_mutex_destroy(&r->dial_mu);
 	pthread_mutex_destroy(&r->mtx);
+}
+
+void
+brq_rpc_abort(brq_rpc *r)
+{
+	pthread_mutex_lock(&r->dial_mu);
+	r->aborted = true;
+	nng_close(r->sock);
+	pthread_mutex_unlock(&r->dial_mu);
 }
 
 /* ---- one call --------------------------------------------------------------------------- */

@@ -39,6 +39,7 @@ typedef struct brq_rpc {
 	nng_socket      sock;
 	nng_dialer      dialer;
 	bool            dialer_on;      /* under dial_mu */
+	bool            aborted;        /* under dial_mu: brq_rpc_abort closed the socket */
 	bool            dial_on_demand; /* ipc://: a call dials synchronously */
 	pthread_mutex_t dial_mu;        /* one dialler at a time */
 	pthread_mutex_t pipe_mu;        /* n_pipes, with pipe_cv */
@@ -71,6 +72,11 @@ int brq_rpc_open(brq_rpc *r, const char *url, int timeout_ms, const char *token,
 		 nng_tls_config *tls) BRQ_MUSTCHECK;
 /* Closes every slot and the socket. No call may be running. */
 void brq_rpc_close(brq_rpc *r);
+/* Closes r's socket from another thread while a call may be running on it: that call
+ * fails at once (NNG_ECLOSED), and no dialler is made after. Never while a dialler is
+ * being replaced (NNG 1.5.2 panics when a socket's close and a dialler's close race).
+ * r must still be closed with brq_rpc_close. */
+void brq_rpc_abort(brq_rpc *r);
 
 /*
  * One request and its reply. brq_call_init() before filling req (op and fields;

@@ -402,7 +402,7 @@ watcher_main(void *arg)
 	while (read(w->stop_rd, &b, 1) < 0 && errno == EINTR) {
 	}
 	if (atomic_load(&w->stop_requested) && w->poll_open && atomic_load(&w->poll_waiting))
-		nng_close(w->poll.sock);
+		brq_rpc_abort(&w->poll);
 	return NULL;
 }
 
