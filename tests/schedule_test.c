@@ -59,18 +59,8 @@ TestSuite(gateways, .init = setup, .fini = teardown, .timeout = 120);
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
-static long long sql_int(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static long long
-sql_int(const char *fmt, ...)
-{
-	char    sql[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	return brq_testdb_int(db, sql);
-}
+/* Queries of the test database (tests/support/testdb.h). */
+#define sql_int(...) brq_testdb_intf(db, __VA_ARGS__)
 
 /* Unix ms of a timestamptz literal. */
 static int64_t

@@ -87,36 +87,10 @@ enqueue(const char *topic, const char *payload, uint32_t max_attempts)
 	return r.id;
 }
 
-static long long sql_int(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static long long
-sql_int(const char *fmt, ...)
-{
-	char    q[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(q, sizeof(q), fmt, ap);
-	va_end(ap);
-	return brq_testdb_int(db, q);
-}
+/* Queries of the test database (tests/support/testdb.h). */
+#define sql_int(...) brq_testdb_intf(db, __VA_ARGS__)
 
-/* Polls the query every 20 ms until it yields want or timeout_ms passes; returns the
- * last value. */
-static long long wait_int(long long want, int timeout_ms, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static long long
-wait_int(long long want, int timeout_ms, const char *fmt, ...)
-{
-	char    q[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(q, sizeof(q), fmt, ap);
-	va_end(ap);
-	int64_t   until = now_us() + (int64_t) timeout_ms * 1000;
-	long long v;
-	while ((v = brq_testdb_int(db, q)) != want && now_us() < until)
-		sleep_ms(20);
-	return v;
-}
+#define wait_int(want, timeout_ms, ...) brq_testdb_wait_int(db, want, timeout_ms, __VA_ARGS__)
 
 /* Waits until *flag is at least want; false on timeout. */
 static bool

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* asprintf */
 #include "testdb.h"
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+
+#include "tutil.h"
 
 static atomic_int db_counter;
 
@@ -127,6 +130,32 @@ brq_testdb_int(PGconn *c, const char *sql)
 	long long n = strtoll(v, NULL, 10);
 	free(v);
 	return n;
+}
+
+long long
+brq_testdb_intf(PGconn *c, const char *fmt, ...)
+{
+	char    q[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	return brq_testdb_int(c, q);
+}
+
+long long
+brq_testdb_wait_int(PGconn *c, long long want, int timeout_ms, const char *fmt, ...)
+{
+	char    q[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	int64_t   until = brq_t_now_us() + (int64_t) timeout_ms * 1000;
+	long long v;
+	while ((v = brq_testdb_int(c, q)) != want && brq_t_now_us() < until)
+		brq_t_sleep_ms(20);
+	return v;
 }
 
 const char *

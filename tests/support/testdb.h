@@ -35,6 +35,12 @@ char *brq_testdb_value(PGconn *c, const char *sql);
 
 /* Like brq_testdb_value, parsed as an integer (SQL NULL fails the test). */
 long long brq_testdb_int(PGconn *c, const char *sql);
+/* brq_testdb_int of a printf-formatted query (at most 1023 bytes). */
+long long brq_testdb_intf(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Polls the formatted query every 20 ms until it yields want or timeout_ms passes;
+ * returns the last value. */
+long long brq_testdb_wait_int(PGconn *c, long long want, int timeout_ms, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Path of a built program (e.g. "brooqctl", "brooq-gateway"), from the
  * BROOQ_TEST_BIN_DIR the build sets. Static storage. */
