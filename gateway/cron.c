@@ -294,6 +294,27 @@ brq_cron_matches(const brq_cron *c, int64_t t)
 		day_matches(c, d, wd);
 }
 
+// The next day at 00:00, carrying into the month and the year.
+static void
+next_day(int *y, int *mo, int *d, int *h, int *mi)
+{
+	*h = 0, *mi = 0;
+	if (++*d > days_in(*y, *mo)) {
+		*d = 1;
+		if (++*mo > 12)
+			*mo = 1, ++*y;
+	}
+}
+
+// The next hour at :00, carrying into the day.
+static void
+next_hour(int *y, int *mo, int *d, int *h, int *mi)
+{
+	*mi = 0;
+	if (++*h > 23)
+		next_day(y, mo, d, h, mi);
+}
+
 int
 brq_cron_next(const brq_cron *c, int64_t after, int64_t *next)
 {
@@ -312,38 +333,17 @@ brq_cron_next(const brq_cron *c, int64_t after, int64_t *next)
 		int64_t days = days_from_civil(y, mo, d);
 		wd           = (int) ((days % 7 + 7 + 4) % 7);
 		if (!day_matches(c, d, wd)) {
-			h = 0, mi = 0;
-			if (++d > days_in(y, mo)) {
-				d = 1;
-				if (++mo > 12)
-					mo = 1, y++;
-			}
+			next_day(&y, &mo, &d, &h, &mi);
 			continue;
 		}
 		if (!((c->hour >> h) & 1)) {
-			mi = 0;
-			if (++h > 23) {
-				h = 0;
-				if (++d > days_in(y, mo)) {
-					d = 1;
-					if (++mo > 12)
-						mo = 1, y++;
-				}
-			}
+			next_hour(&y, &mo, &d, &h, &mi);
 			continue;
 		}
 		while (mi < 60 && !((c->minute >> mi) & 1))
 			mi++;
 		if (mi == 60) {
-			mi = 0;
-			if (++h > 23) {
-				h = 0;
-				if (++d > days_in(y, mo)) {
-					d = 1;
-					if (++mo > 12)
-						mo = 1, y++;
-				}
-			}
+			next_hour(&y, &mo, &d, &h, &mi);
 			continue;
 		}
 		*next = days * 86400 + h * 3600 + mi * 60;
