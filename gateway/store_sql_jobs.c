@@ -26,6 +26,23 @@ static const char *const delete_cols[]  = {DELETE_COLS(BRQ_COL_EXPR)};
 // of the small partial index of the backlog.
 #define LIST_FILTERS_ACTIVE " AND id + 0 <= $6::int8" LIST_FILTERS_REST
 
+// Done rows, newest first, at most $7: job_pkey walked backwards from the cursor,
+// keeping the topic's done rows. No index holds done rows by topic (migration 00009:
+// every job settles done, and one more index entry per job cost the drain 10 %);
+// done is the bulk of the history, so a page is usually found near the top. The cost
+// follows how far back the page's rows lie (docs/operations.md, "What the list
+// reads"). Gated on 'done' being asked, like list_active's branches. `state || ''`:
+// an expression, so no partial index proves it matches; as `state = 'done'` a plan
+// made on a small table took job_retention_idx (every terminal row, then a sort).
+static void
+list_done(FILE *f, const char *topic_cond)
+{
+	fprintf(f,
+		" UNION ALL (SELECT * FROM job WHERE %s AND state || '' = 'done'"
+		"  AND 'done' = ANY($2::text[])" LIST_FILTERS " ORDER BY id DESC LIMIT $7)",
+		topic_cond);
+}
+
 // Active rows of the asked states, newest first, at most $7: the ready ones through
 // job_claim_priority_idx, the held ones through job_running_idx (partial indexes: the
 // cost follows the backlog, not the history; the sort is over the backlog). Each
@@ -68,32 +85,33 @@ brq_store_sql_list(FILE *f, brq_stmt st)
 		      f);
 		break;
 	case BRQ_STMT_LIST_TOPIC:
-		// Terminal rows: job_list_terminal_idx (topic, state, id) walked backwards
-		// once per asked state, at most $7 rows each; then the active rows.
+		// Dead and canceled rows: job_list_dead_idx (topic, state, id) walked
+		// backwards once per asked state, at most $7 rows each; then done and the
+		// active rows.
 		fputs(" FROM ((SELECT l.* FROM unnest($2::text[]) AS s(state) CROSS JOIN LATERAL ("
 		      "  SELECT * FROM job WHERE topic = $1::text AND state = s.state"
-		      "  AND state IN ('done', 'dead', 'canceled')" LIST_FILTERS
-		      " ORDER BY id DESC LIMIT $7) l)",
+		      "  AND state IN ('dead', 'canceled')" LIST_FILTERS " ORDER BY id DESC LIMIT $7) l)",
 		      f);
+		list_done(f, "topic = $1::text");
 		list_active(f, "topic = $1::text");
 		fputs(") x", f);
 		break;
 	default: // BRQ_STMT_LIST_STATE
-		// Terminal rows of any topic: the topics that have some, found by skipping
-		// through job_list_terminal_idx (one probe per topic), then per topic and
-		// asked state as in LIST_TOPIC. The cost follows the number of topics.
+		// Dead and canceled rows of any topic: the topics that have some, found by
+		// skipping through job_list_dead_idx (one probe per topic), then per topic
+		// and asked state as in LIST_TOPIC. The cost follows the number of topics.
 		fputs(" FROM (WITH RECURSIVE t(topic) AS ("
-		      "  (SELECT topic::text FROM job WHERE state IN ('done', 'dead', 'canceled')"
+		      "  (SELECT topic::text FROM job WHERE state IN ('dead', 'canceled')"
 		      "   ORDER BY topic LIMIT 1)"
 		      "  UNION ALL SELECT (SELECT j.topic::text FROM job j"
-		      "   WHERE j.state IN ('done', 'dead', 'canceled') AND j.topic > t.topic"
+		      "   WHERE j.state IN ('dead', 'canceled') AND j.topic > t.topic"
 		      "   ORDER BY j.topic LIMIT 1) FROM t WHERE t.topic IS NOT NULL)"
 		      " (SELECT l.* FROM t CROSS JOIN unnest($2::text[]) AS s(state) CROSS JOIN LATERAL ("
 		      "  SELECT * FROM job WHERE topic = t.topic AND state = s.state"
-		      "  AND state IN ('done', 'dead', 'canceled')" LIST_FILTERS
-		      " ORDER BY id DESC LIMIT $7) l"
+		      "  AND state IN ('dead', 'canceled')" LIST_FILTERS " ORDER BY id DESC LIMIT $7) l"
 		      "  WHERE t.topic IS NOT NULL AND $1::text IS NULL)",
 		      f);
+		list_done(f, "$1::text IS NULL");
 		list_active(f, "$1::text IS NULL");
 		fputs(") x", f);
 		break;
@@ -126,7 +144,7 @@ brq_store_sql_retry_delete(FILE *f, brq_stmt st)
 		break;
 	case BRQ_STMT_RETRY_BULK:
 		// $1 topic, $2 state (dead or canceled), $3 limit. Oldest first, through
-		// job_list_terminal_idx; jobs retried already are skipped (job_retry_of_uq).
+		// job_list_dead_idx; jobs retried already are skipped (job_retry_of_uq).
 		fputs("WITH o AS (SELECT id, topic, payload, max_attempts, priority FROM job j"
 		      "  WHERE topic = $1::text AND state = $2::text AND state IN ('dead', 'canceled')"
 		      "  AND NOT EXISTS (SELECT 1 FROM job r WHERE r.retry_of = j.id)"

@@ -27,11 +27,17 @@ now_ms(void)
 	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
-/* 1M rows over 8 topics: 900k done, 10k dead, 10k canceled, 70k pending, 10k failed. */
+/* 1M rows over 8 topics: 900k done, 10k dead, 10k canceled, 70k pending, 10k failed;
+ * first (the oldest ids) 60 done rows of topic "rare": the worst case of a done list,
+ * a topic whose done rows all lie behind the whole history. */
 static void
 load(PGconn *db)
 {
 	double t0 = now_ms();
+	brq_testdb_exec(db,
+			"INSERT INTO job (topic, state, created_at, updated_at)"
+			" SELECT 'rare', 'done', now() - interval '20 days', now() - interval '20 days'"
+			" FROM generate_series(1, 60)");
 	brq_testdb_exec(db,
 			"INSERT INTO job (topic, state, payload, created_at, updated_at)"
 			" SELECT 'topic.' || (g / 100 % 8),"
@@ -62,7 +68,9 @@ static const shape shapes[] = {
 	{"topic + dead", BRQ_STMT_LIST_TOPIC, "'topic.3', '{dead}'" FIRST, "topic.3", BROOQ_DEAD},
 	{"topic + pending", BRQ_STMT_LIST_TOPIC, "'topic.3', '{pending}'" FIRST, "topic.3", BROOQ_PENDING},
 	{"topic (any state)", BRQ_STMT_LIST_TOPIC, "'topic.3', " ALL FIRST, "topic.3", -1},
+	{"topic + done", BRQ_STMT_LIST_TOPIC, "'topic.3', '{done}'" FIRST, "topic.3", BROOQ_DONE},
 	{"dead (any topic)", BRQ_STMT_LIST_STATE, "NULL, '{dead}'" FIRST, NULL, BROOQ_DEAD},
+	{"done (any topic)", BRQ_STMT_LIST_STATE, "NULL, '{done}'" FIRST, NULL, BROOQ_DONE},
 	{"pending (any topic)", BRQ_STMT_LIST_STATE, "NULL, '{pending}'" FIRST, NULL, BROOQ_PENDING},
 };
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
@@ -120,6 +128,12 @@ explain_shapes(PGconn *db)
 		explain(db, &stmts[BRQ_STMT_LIST_TOPIC], "'topic.3', '{done}', NULL, NULL, NULL, 500000, 51");
 	fprintf(stderr, "list_speed: deep page: %.3f ms\n", ms);
 	cr_expect_lt(ms, 100.0);
+	/* The worst case of a done list (migration 00009: no index holds done rows by
+	 * topic): the primary key walked through the whole history to the oldest rows. */
+	fprintf(stderr, "list_speed: rare + done, all behind 1M rows:\n");
+	ms = explain(db, &stmts[BRQ_STMT_LIST_TOPIC], "'rare', '{done}'" FIRST);
+	fprintf(stderr, "list_speed: rare + done: %.3f ms\n", ms);
+	cr_expect_lt(ms, 2000.0);
 	brq_store_sql_fini(texts);
 	brq_config_fini(&cfg);
 }
