@@ -62,7 +62,12 @@ bool brq_cfg_is_blank(char c);
 // Reads a whole small file (at most max bytes) into a malloc'd NUL-terminated
 // buffer *out of *len bytes (the caller wipes and frees it). Returns 0, BRQ_ENOMEM,
 // BRQ_E2BIG when larger than max, or BRQ_EIO with errno saying why.
-int  brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len);
+int brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len);
+// The same for a file the configuration names: true, or false with L->is_oom set or a
+// problem added that names the file by var ("VAR: cannot read PATH: why") or, when var
+// is NULL, as the env file ("env file PATH: why").
+bool brq_cfg_read_file(struct loader *L, const char *var, const char *path, size_t max, char **out,
+		       size_t *len);
 void brq_cfg_env_entries_free(struct env_entry *e, size_t n);
 // Parses the env file at path into L->src.file; problems go to L->p.
 void brq_cfg_load_env_file(struct loader *L, const char *path);
