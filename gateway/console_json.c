@@ -8,6 +8,8 @@
 
 #include <sodium.h>
 
+#include "brq_grow.h"
+
 void
 brq_jw_init(brq_jw *j, size_t limit)
 {
@@ -46,18 +48,9 @@ put(brq_jw *j, const char *s, size_t n)
 		j->err = BRQ_E2BIG;
 		return;
 	}
-	if (j->len + n + 1 > j->cap) {
-		size_t cap = j->cap == 0 ? 256 : j->cap;
-		while (cap < j->len + n + 1) {
-			cap *= 2;
-		}
-		char *d = realloc(j->data, cap);
-		if (d == NULL) {
-			j->err = BRQ_ENOMEM;
-			return;
-		}
-		j->data = d;
-		j->cap  = cap;
+	if (brq_grow(&j->data, &j->cap, j->len + n + 1, 256) != 0) {
+		j->err = BRQ_ENOMEM;
+		return;
 	}
 	memcpy(j->data + j->len, s, n);
 	j->len += n;

@@ -10,6 +10,8 @@
 
 #include <nng/nng.h>
 
+#include "brq_grow.h"
+
 // ---- rendering ------------------------------------------------------------
 
 struct buf {
@@ -22,20 +24,9 @@ struct buf {
 static void
 buf_reserve(struct buf *b, size_t more)
 {
-	if (b->is_oom || b->len + more + 1 <= b->cap) {
-		return;
-	}
-	size_t ncap = b->cap == 0 ? 16384 : b->cap;
-	while (ncap < b->len + more + 1) {
-		ncap *= 2;
-	}
-	char *np = realloc(b->p, ncap);
-	if (np == NULL) {
+	if (!b->is_oom && brq_grow(&b->p, &b->cap, b->len + more + 1, 16384) != 0) {
 		b->is_oom = true;
-		return;
 	}
-	b->p   = np;
-	b->cap = ncap;
 }
 
 static void
