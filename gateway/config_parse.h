@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "config.h"
 
@@ -51,6 +52,19 @@ struct loader {
 	brq_config_problems *p;
 	bool                 is_oom;
 };
+
+// Appends elem to the array arr of n elements (lvalues: arr is realloc'd, n counts it).
+// When memory runs out, L->is_oom is set and arr and n stay as they were.
+#define BRQ_CFG_APPEND(L, arr, n, elem)                                    \
+	do {                                                               \
+		void *grown_ = realloc((arr), ((n) + 1) * sizeof(*(arr))); \
+		if (grown_ == NULL) {                                      \
+			(L)->is_oom = true;                                \
+		} else {                                                   \
+			(arr)        = grown_;                             \
+			(arr)[(n)++] = (elem);                             \
+		}                                                          \
+	} while (0)
 
 // Result of reading one variable.
 enum got { GOT_UNSET = 0, GOT_OK = 1, GOT_BAD = -1 };

@@ -201,13 +201,7 @@ parse_override_entry(struct loader *L, brq_config *cfg, size_t index, const char
 		brq_config_problem_add(L->p, "%s: more than %d topics", var, BRQ_CONFIG_MAX_TOPIC_OVERRIDES);
 		return;
 	}
-	brq_topic_override *no = realloc(cfg->topic_overrides, (cfg->n_topic_overrides + 1) * sizeof(*no));
-	if (no == NULL) {
-		L->is_oom = true;
-		return;
-	}
-	cfg->topic_overrides                           = no;
-	cfg->topic_overrides[cfg->n_topic_overrides++] = o;
+	BRQ_CFG_APPEND(L, cfg->topic_overrides, cfg->n_topic_overrides, o);
 }
 
 void
