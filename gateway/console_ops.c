@@ -229,10 +229,8 @@ brq_console_op_job(brq_console_call *call)
 	brq_reply   rep;
 	int         status = rpc_on_id(call, &req, &req.job.id, &rep);
 	if (status == 200) {
-		brq_jw_obj(call->out);
 		brq_jw_key(call->out, "job");
 		brq_console_json_job(call->out, &rep.job.job);
-		brq_jw_end(call->out);
 	}
 	return status;
 }
@@ -249,11 +247,9 @@ brq_console_op_cancel(brq_console_call *call)
 	const char *state = brq_state_name(rep.cancel.state);
 	BRQ_LOG_INFO("console_action", "action=cancel id=%" PRIu64 " state=%s canceled=%s %s", req.cancel.id,
 		     state, rep.cancel.canceled ? "true" : "false", call->actor);
-	brq_jw_obj(call->out);
 	brq_jw_kv_u64(call->out, "id", req.cancel.id);
 	brq_jw_kv_cstr(call->out, "state", state);
 	brq_jw_kv_bool(call->out, "canceled", rep.cancel.canceled);
-	brq_jw_end(call->out);
 	return 200;
 }
 
@@ -323,10 +319,8 @@ brq_console_op_enqueue(brq_console_call *call)
 	const brq_enqueue_result *r = &rep.enqueue.results[0];
 	BRQ_LOG_INFO("console_action", "action=enqueue id=%" PRIu64 " topic=%.*s created=%s %s", r->id,
 		     (int) job.topic.len, job.topic.ptr, r->created ? "true" : "false", call->actor);
-	brq_jw_obj(call->out);
 	brq_jw_kv_u64(call->out, "id", r->id);
 	brq_jw_kv_bool(call->out, "created", r->created);
-	brq_jw_end(call->out);
 	return 200;
 }
 
@@ -385,7 +379,6 @@ brq_console_op_jobs(brq_console_call *call)
 	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}
-	brq_jw_obj(call->out);
 	brq_jw_key(call->out, "jobs");
 	brq_jw_arr(call->out);
 	for (uint32_t i = 0; i < rep.list.n_jobs; i++) {
@@ -393,7 +386,6 @@ brq_console_op_jobs(brq_console_call *call)
 	}
 	brq_jw_end(call->out);
 	opt_str(call->out, "next", rep.list.has_next, rep.list.next);
-	brq_jw_end(call->out);
 	return 200;
 }
 
@@ -422,14 +414,12 @@ brq_console_op_retry(brq_console_call *call)
 	BRQ_LOG_INFO("console_action", "action=retry id=%" PRIu64 " topic=%.*s retried=%" PRIu32 " %s",
 		     req.retry.id, (int) req.retry.topic.len, req.retry.topic.ptr, rep.retry.retried,
 		     call->actor);
-	brq_jw_obj(call->out);
 	brq_jw_kv_u64(call->out, "retried", rep.retry.retried);
 	brq_jw_key(call->out, "ids");
 	brq_jw_arr(call->out);
 	for (uint32_t i = 0; i < rep.retry.n_ids; i++) {
 		brq_jw_u64(call->out, rep.retry.ids[i]);
 	}
-	brq_jw_end(call->out);
 	brq_jw_end(call->out);
 	return 200;
 }
@@ -446,9 +436,7 @@ brq_console_op_delete(brq_console_call *call)
 		return status;
 	}
 	BRQ_LOG_INFO("console_action", "action=delete id=%" PRIu64 " %s", req.del.id, call->actor);
-	brq_jw_obj(call->out);
 	brq_jw_kv_u64(call->out, "id", rep.del.id);
 	brq_jw_kv_bool(call->out, "deleted", rep.del.deleted);
-	brq_jw_end(call->out);
 	return 200;
 }

@@ -32,7 +32,6 @@ brq_console_op_topics(brq_console_call *call)
 	if (status != 200) {
 		return status;
 	}
-	brq_jw_obj(call->out);
 	brq_jw_key(call->out, "topics");
 	brq_jw_arr(call->out);
 	for (uint32_t i = 0; i < rep.topics.n_topics; i++) {
@@ -44,7 +43,6 @@ brq_console_op_topics(brq_console_call *call)
 		json_limit(call->out, "rate", p->rate_per_s);
 		brq_jw_end(call->out);
 	}
-	brq_jw_end(call->out);
 	brq_jw_end(call->out);
 	return 200;
 }
@@ -72,10 +70,8 @@ pause_resume(brq_console_call *call, brq_op op)
 	const brq_topic_policy *p = &rep.policy.policy;
 	BRQ_LOG_INFO("console_action", "action=%s topic=%.*s %s", brq_op_name(op), (int) p->topic.len,
 		     p->topic.ptr, call->actor);
-	brq_jw_obj(call->out);
 	brq_jw_kv_str(call->out, "topic", p->topic.ptr, p->topic.len);
 	brq_jw_kv_bool(call->out, "paused", p->paused);
-	brq_jw_end(call->out);
 	return 200;
 }
 
@@ -106,7 +102,6 @@ brq_console_op_schedules(brq_console_call *call)
 		return brq_console_fail(call, rv == BRQ_EUNAVAIL || rv == BRQ_ETIMEDOUT ? 503 : 500,
 					"schedules: %s", brq_store_errmsg(call->c));
 	brq_jw *o = call->out;
-	brq_jw_obj(o);
 	brq_jw_key(o, "schedules");
 	brq_jw_arr(o);
 	for (uint32_t i = 0; i < n; i++) {
@@ -141,7 +136,6 @@ brq_console_op_schedules(brq_console_call *call)
 		brq_jw_kv_str(o, "source", s[i].source.ptr, s[i].source.len);
 		brq_jw_end(o);
 	}
-	brq_jw_end(o);
 	brq_jw_end(o);
 	return 200;
 }
