@@ -268,14 +268,7 @@ read_dsn_file(struct loader *L, const char *var, const char *path, char **out)
 {
 	char  *buf = NULL;
 	size_t len = 0;
-	int    rc  = brq_cfg_read_small_file(path, DSN_FILE_MAX, &buf, &len);
-	if (rc == BRQ_ENOMEM) {
-		L->is_oom = true;
-		return;
-	}
-	if (rc != 0) {
-		brq_config_problem_add(L->p, "%s: cannot read %s: %s", var, path,
-				       rc == BRQ_E2BIG ? "larger than 64KiB" : strerror(errno));
+	if (!brq_cfg_read_file(L, var, path, DSN_FILE_MAX, &buf, &len)) {
 		return;
 	}
 	size_t start = 0, end = len;
@@ -704,17 +697,23 @@ brq_config_fini(brq_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 }
 
+// The override of topic (NULL: none, or topic is NULL). Borrowed from cfg.
+static const brq_topic_override *
+find_override(const brq_config *cfg, const char *topic)
+{
+	for (size_t i = 0; topic != NULL && i < cfg->n_topic_overrides; i++) {
+		if (strcmp(cfg->topic_overrides[i].topic, topic) == 0) {
+			return &cfg->topic_overrides[i];
+		}
+	}
+	return NULL;
+}
+
 void
 brq_config_topic_settings(const brq_config *cfg, const char *topic, uint32_t *max_attempts,
 			  uint64_t *backoff_base_ms, uint64_t *backoff_max_ms, uint64_t *lease_ms)
 {
-	const brq_topic_override *o = NULL;
-	for (size_t i = 0; topic != NULL && i < cfg->n_topic_overrides; i++) {
-		if (strcmp(cfg->topic_overrides[i].topic, topic) == 0) {
-			o = &cfg->topic_overrides[i];
-			break;
-		}
-	}
+	const brq_topic_override *o = find_override(cfg, topic);
 	if (max_attempts != NULL) {
 		*max_attempts = o != NULL && o->has_max_attempts ? o->max_attempts : cfg->max_attempts;
 	}
@@ -734,13 +733,7 @@ void
 brq_config_topic_timeouts(const brq_config *cfg, const char *topic, uint64_t *attempt_timeout_ms,
 			  uint64_t *max_execution_ms)
 {
-	const brq_topic_override *o = NULL;
-	for (size_t i = 0; topic != NULL && i < cfg->n_topic_overrides; i++) {
-		if (strcmp(cfg->topic_overrides[i].topic, topic) == 0) {
-			o = &cfg->topic_overrides[i];
-			break;
-		}
-	}
+	const brq_topic_override *o = find_override(cfg, topic);
 	if (attempt_timeout_ms != NULL) {
 		*attempt_timeout_ms =
 			o != NULL && o->has_attempt_timeout ? o->attempt_timeout_ms : cfg->attempt_timeout_ms;

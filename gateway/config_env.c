@@ -2,6 +2,7 @@
 // The env file of the gateway configuration (systemd's EnvironmentFile= syntax), the environment's BROOQ_*
 // names, and where each variable's value comes from.
 #include "config.h"
+#include "brq_units.h"
 #include "config_parse.h"
 
 #include <ctype.h>
@@ -173,6 +174,28 @@ brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len)
 	return 0;
 }
 
+bool
+brq_cfg_read_file(struct loader *L, const char *var, const char *path, size_t max, char **out, size_t *len)
+{
+	int rc = brq_cfg_read_small_file(path, max, out, len);
+	if (rc == BRQ_ENOMEM) {
+		L->is_oom = true;
+	} else if (rc != 0) {
+		char        big[48], size[24];
+		const char *why = strerror(errno);
+		if (rc == BRQ_E2BIG) {
+			snprintf(big, sizeof(big), "larger than %s", brq_fmt_size(size, sizeof(size), max));
+			why = big;
+		}
+		if (var != NULL) {
+			brq_config_problem_add(L->p, "%s: cannot read %s: %s", var, path, why);
+		} else {
+			brq_config_problem_add(L->p, "env file %s: %s", path, why);
+		}
+	}
+	return rc == 0;
+}
+
 void
 brq_cfg_env_entries_free(struct env_entry *e, size_t n)
 {
@@ -327,6 +350,19 @@ val_add(struct env_parser *P, char c)
 	P->val[P->n_val++] = c;
 }
 
+// Appends c to an unquoted key or value (buf, *n bytes), keeping *blank the start of its
+// trailing blanks (NO_BLANK: none), which are not part of it if the line ends there.
+static void
+add_unquoted(char *buf, size_t *n, size_t *blank, char c)
+{
+	if (!is_ws(c)) {
+		*blank = NO_BLANK;
+	} else if (*blank == NO_BLANK) {
+		*blank = *n;
+	}
+	buf[(*n)++] = c;
+}
+
 // States before a value: line start, key, comments.
 static void
 step_key(struct env_parser *P, char c)
@@ -352,12 +388,7 @@ step_key(struct env_parser *P, char c)
 			P->n_val     = 0;
 			P->val_blank = NO_BLANK;
 		} else {
-			if (!is_ws(c)) {
-				P->key_blank = NO_BLANK;
-			} else if (P->key_blank == NO_BLANK) {
-				P->key_blank = P->n_key;
-			}
-			P->key[P->n_key++] = c;
+			add_unquoted(P->key, &P->n_key, &P->key_blank, c);
 		}
 		return;
 	case COMMENT: P->st = c == '\\' ? COMMENT_ESC : is_nl(c) ? PRE_KEY : COMMENT; return;
@@ -400,12 +431,7 @@ step_value(struct env_parser *P, char c)
 			P->st        = VALUE_ESC;
 			P->val_blank = NO_BLANK;
 		} else {
-			if (!is_ws(c)) {
-				P->val_blank = NO_BLANK;
-			} else if (P->val_blank == NO_BLANK) {
-				P->val_blank = P->n_val;
-			}
-			val_add(P, c);
+			add_unquoted(P->val, &P->n_val, &P->val_blank, c);
 		}
 		return;
 	case VALUE_ESC:
@@ -482,14 +508,7 @@ brq_cfg_load_env_file(struct loader *L, const char *path)
 {
 	char  *buf = NULL;
 	size_t len = 0;
-	int    rc  = brq_cfg_read_small_file(path, ENV_FILE_MAX, &buf, &len);
-	if (rc == BRQ_ENOMEM) {
-		L->is_oom = true;
-		return;
-	}
-	if (rc != 0) {
-		brq_config_problem_add(L->p, "env file %s: %s", path,
-				       rc == BRQ_E2BIG ? "larger than 1MiB" : strerror(errno));
+	if (!brq_cfg_read_file(L, NULL, path, ENV_FILE_MAX, &buf, &len)) {
 		return;
 	}
 	if (memchr(buf, '\0', len) != NULL) {

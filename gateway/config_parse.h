@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "config.h"
 
@@ -52,6 +53,19 @@ struct loader {
 	bool                 is_oom;
 };
 
+// Appends elem to the array arr of n elements (lvalues: arr is realloc'd, n counts it).
+// When memory runs out, L->is_oom is set and arr and n stay as they were.
+#define BRQ_CFG_APPEND(L, arr, n, elem)                                    \
+	do {                                                               \
+		void *grown_ = realloc((arr), ((n) + 1) * sizeof(*(arr))); \
+		if (grown_ == NULL) {                                      \
+			(L)->is_oom = true;                                \
+		} else {                                                   \
+			(arr)        = grown_;                             \
+			(arr)[(n)++] = (elem);                             \
+		}                                                          \
+	} while (0)
+
 // Result of reading one variable.
 enum got { GOT_UNSET = 0, GOT_OK = 1, GOT_BAD = -1 };
 
@@ -62,7 +76,12 @@ bool brq_cfg_is_blank(char c);
 // Reads a whole small file (at most max bytes) into a malloc'd NUL-terminated
 // buffer *out of *len bytes (the caller wipes and frees it). Returns 0, BRQ_ENOMEM,
 // BRQ_E2BIG when larger than max, or BRQ_EIO with errno saying why.
-int  brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len);
+int brq_cfg_read_small_file(const char *path, size_t max, char **out, size_t *len);
+// The same for a file the configuration names: true, or false with L->is_oom set or a
+// problem added that names the file by var ("VAR: cannot read PATH: why") or, when var
+// is NULL, as the env file ("env file PATH: why").
+bool brq_cfg_read_file(struct loader *L, const char *var, const char *path, size_t max, char **out,
+		       size_t *len);
 void brq_cfg_env_entries_free(struct env_entry *e, size_t n);
 // Parses the env file at path into L->src.file; problems go to L->p.
 void brq_cfg_load_env_file(struct loader *L, const char *path);

@@ -141,13 +141,7 @@ parse_entry(struct loader *L, brq_config *cfg, size_t index, char *e)
 		brq_config_problem_add(L->p, "%s: %s: tz: no such zone in " ZONEINFO, var, label);
 	if (L->p->count != before)
 		return;
-	brq_schedule *ns = realloc(cfg->schedules, (cfg->n_schedules + 1) * sizeof(*ns));
-	if (ns == NULL) {
-		L->is_oom = true;
-		return;
-	}
-	cfg->schedules                     = ns;
-	cfg->schedules[cfg->n_schedules++] = s;
+	BRQ_CFG_APPEND(L, cfg->schedules, cfg->n_schedules, s);
 }
 
 void

@@ -22,6 +22,16 @@ trim_span(const char **a, const char **b)
 	}
 }
 
+// Trims the span [*a, *b) and returns the place of its first sep, or NULL when the span is
+// empty (*is_empty) or has none.
+static const char *
+trim_find(const char **a, const char **b, char sep, bool *is_empty)
+{
+	trim_span(a, b);
+	*is_empty = *a == *b;
+	return memchr(*a, sep, (size_t) (*b - *a));
+}
+
 static const char var[] = "BROOQ_TOPIC_OVERRIDES";
 
 // The has_ flag of the override key [ka, kb) and its name, or NULL for an unknown key.
@@ -107,14 +117,11 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 	char        val[64];
 	const char *key = NULL;
 
-	trim_span(&a, &b);
-	if (a == b) {
-		brq_config_problem_add(L->p, "%s: %s: empty setting", var, label);
-		return;
-	}
-	const char *eq = memchr(a, '=', (size_t) (b - a));
+	bool        is_empty;
+	const char *eq = trim_find(&a, &b, '=', &is_empty);
 	if (eq == NULL) {
-		brq_config_problem_add(L->p, "%s: %s: expected key=value", var, label);
+		brq_config_problem_add(
+			L->p, is_empty ? "%s: %s: empty setting" : "%s: %s: expected key=value", var, label);
 		return;
 	}
 	const char *ka = a, *kb = eq, *va = eq + 1, *vb = b;
@@ -149,14 +156,13 @@ parse_override_entry(struct loader *L, brq_config *cfg, size_t index, const char
 {
 	char label[BRQ_CONFIG_TOPIC_MAX + 32];
 
-	trim_span(&a, &b);
-	if (a == b) {
-		brq_config_problem_add(L->p, "%s: entry %zu is empty", var, index);
-		return;
-	}
-	const char *colon = memchr(a, ':', (size_t) (b - a));
+	bool        is_empty;
+	const char *colon = trim_find(&a, &b, ':', &is_empty);
 	if (colon == NULL) {
-		brq_config_problem_add(L->p, "%s: entry %zu: expected topic:key=value,...", var, index);
+		brq_config_problem_add(L->p,
+				       is_empty ? "%s: entry %zu is empty"
+						: "%s: entry %zu: expected topic:key=value,...",
+				       var, index);
 		return;
 	}
 	const char *ta = a, *tb = colon;
@@ -201,13 +207,7 @@ parse_override_entry(struct loader *L, brq_config *cfg, size_t index, const char
 		brq_config_problem_add(L->p, "%s: more than %d topics", var, BRQ_CONFIG_MAX_TOPIC_OVERRIDES);
 		return;
 	}
-	brq_topic_override *no = realloc(cfg->topic_overrides, (cfg->n_topic_overrides + 1) * sizeof(*no));
-	if (no == NULL) {
-		L->is_oom = true;
-		return;
-	}
-	cfg->topic_overrides                           = no;
-	cfg->topic_overrides[cfg->n_topic_overrides++] = o;
+	BRQ_CFG_APPEND(L, cfg->topic_overrides, cfg->n_topic_overrides, o);
 }
 
 void

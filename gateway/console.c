@@ -122,16 +122,11 @@ static void
 session_json(brq_jw *j, const brq_console_who *who)
 {
 	brq_jw_obj(j);
-	brq_jw_key(j, "role");
-	brq_jw_cstr(j, brq_auth_role_name(who->role));
-	brq_jw_key(j, "read_only");
-	brq_jw_bool(j, who->role != BRQ_ROLE_ADMIN);
-	brq_jw_key(j, "csrf");
-	brq_jw_cstr(j, who->csrf);
-	brq_jw_key(j, "token_fp");
-	brq_jw_cstr(j, who->token_fp);
-	brq_jw_key(j, "expires_at_ms");
-	brq_jw_u64(j, who->expires_wall_ms);
+	brq_jw_kv_cstr(j, "role", brq_auth_role_name(who->role));
+	brq_jw_kv_bool(j, "read_only", who->role != BRQ_ROLE_ADMIN);
+	brq_jw_kv_cstr(j, "csrf", who->csrf);
+	brq_jw_kv_cstr(j, "token_fp", who->token_fp);
+	brq_jw_kv_u64(j, "expires_at_ms", who->expires_wall_ms);
 	brq_jw_end(j);
 }
 
@@ -194,8 +189,7 @@ logout(brq_console *con, nng_aio *aio, nng_http_req *req, const brq_console_who 
 	brq_jw j;
 	brq_jw_init(&j, 256);
 	brq_jw_obj(&j);
-	brq_jw_key(&j, "signed_out");
-	brq_jw_bool(&j, true);
+	brq_jw_kv_bool(&j, "signed_out", true);
 	brq_jw_end(&j);
 	brq_console_reply_json(
 		con, aio, 200, &j,
@@ -428,8 +422,7 @@ topic_json(brq_jw *out, const brq_metrics_topic_view *t, const brq_metrics_topic
 	   uint64_t window_ms)
 {
 	brq_jw_obj(out);
-	brq_jw_key(out, "topic");
-	brq_jw_str(out, t->topic, t->topic_len);
+	brq_jw_kv_str(out, "topic", t->topic, t->topic_len);
 	brq_jw_key(out, "jobs");
 	brq_jw_obj(out);
 	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
@@ -437,18 +430,13 @@ topic_json(brq_jw *out, const brq_metrics_topic_view *t, const brq_metrics_topic
 		brq_jw_u64(out, t->jobs[s]);
 	}
 	brq_jw_end(out);
-	brq_jw_key(out, "ready_oldest_age_s");
-	brq_jw_dbl(out, t->oldest_ready_age_s);
+	brq_jw_kv_dbl(out, "ready_oldest_age_s", t->oldest_ready_age_s);
 	rate(out, "started_per_min", t->claimed, then != NULL ? &then->claimed : NULL, window_ms);
 	rate(out, "finished_per_min", t->settled, then != NULL ? &then->settled : NULL, window_ms);
-	brq_jw_key(out, "enqueued_total");
-	brq_jw_u64(out, t->enqueued);
-	brq_jw_key(out, "claimed_total");
-	brq_jw_u64(out, t->claimed);
-	brq_jw_key(out, "settled_total");
-	brq_jw_u64(out, t->settled);
-	brq_jw_key(out, "dead_total");
-	brq_jw_u64(out, t->dead);
+	brq_jw_kv_u64(out, "enqueued_total", t->enqueued);
+	brq_jw_kv_u64(out, "claimed_total", t->claimed);
+	brq_jw_kv_u64(out, "settled_total", t->settled);
+	brq_jw_kv_u64(out, "dead_total", t->dead);
 	brq_jw_end(out);
 }
 
@@ -465,8 +453,7 @@ brq_console_overview(brq_console *con, brq_jw *out)
 	const brq_console_sample *base      = baseline(con, now);
 	uint64_t                  window_ms = base != NULL ? now - base->at_ms : 0;
 	brq_jw_obj(out);
-	brq_jw_key(out, "at_ms");
-	brq_jw_i64(out, brq_wall_ms());
+	brq_jw_kv_i64(out, "at_ms", brq_wall_ms());
 	brq_jw_key(out, "rate_window_s");
 	if (base != NULL) {
 		brq_jw_dbl(out, (double) window_ms / 1000.0);

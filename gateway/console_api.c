@@ -58,11 +58,14 @@ run_item(brq_work *w, brq_store_conn *c)
 		.out   = &it->out,
 		.actor = it->actor,
 	};
+	// Every 200 reply is one object: the operation writes its members.
+	brq_jw_obj(&it->out);
 	int status = it->route->op(&call);
 	// Before the reply: finishing the aio lets brq_http_stop() return, and the
 	// gateway then frees con (main.c stop()), so nothing may touch con after it.
 	atomic_fetch_sub(&con->inflight, 1);
 	if (status == 200) {
+		brq_jw_end(&it->out);
 		brq_console_reply_json(con, it->aio, 200, &it->out, NULL);
 	} else {
 		if (status >= 500 && status != 501 && status != 503) {

@@ -8,6 +8,8 @@
 
 #include <sodium.h>
 
+#include "brq_grow.h"
+
 void
 brq_jw_init(brq_jw *j, size_t limit)
 {
@@ -46,18 +48,9 @@ put(brq_jw *j, const char *s, size_t n)
 		j->err = BRQ_E2BIG;
 		return;
 	}
-	if (j->len + n + 1 > j->cap) {
-		size_t cap = j->cap == 0 ? 256 : j->cap;
-		while (cap < j->len + n + 1) {
-			cap *= 2;
-		}
-		char *d = realloc(j->data, cap);
-		if (d == NULL) {
-			j->err = BRQ_ENOMEM;
-			return;
-		}
-		j->data = d;
-		j->cap  = cap;
+	if (brq_grow(&j->data, &j->cap, j->len + n + 1, 256) != 0) {
+		j->err = BRQ_ENOMEM;
+		return;
 	}
 	memcpy(j->data + j->len, s, n);
 	j->len += n;
@@ -147,41 +140,18 @@ brq_jw_str(brq_jw *j, const char *s, size_t len)
 			i += n;
 			continue;
 		}
-		char esc[7] = {'\\', 0};
-		switch (c) {
-		case '"':
-			esc[1] = '"';
+		// The two-character escapes; then control characters, and '<' '>' '&' so that no
+		// text becomes markup even where a careless consumer inserts it as HTML.
+		static const char short_in[] = "\"\\\n\r\t", short_out[] = "\"\\nrt";
+		const char       *sh = c != '\0' ? strchr(short_in, c) : NULL;
+		if (sh != NULL) {
+			char esc[2] = {'\\', short_out[sh - short_in]};
 			put(j, esc, 2);
-			break;
-		case '\\':
-			esc[1] = '\\';
-			put(j, esc, 2);
-			break;
-		case '\n':
-			esc[1] = 'n';
-			put(j, esc, 2);
-			break;
-		case '\r':
-			esc[1] = 'r';
-			put(j, esc, 2);
-			break;
-		case '\t':
-			esc[1] = 't';
-			put(j, esc, 2);
-			break;
-		default:
-			// Control characters, and '<' '>' '&' so that no text becomes markup
-			// even where a careless consumer inserts it as HTML.
-			if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) {
-				esc[1] = 'u';
-				esc[2] = '0';
-				esc[3] = '0';
-				esc[4] = hex[c >> 4];
-				esc[5] = hex[c & 15];
-				put(j, esc, 6);
-			} else {
-				put(j, (const char *) &c, 1);
-			}
+		} else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) {
+			char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			put(j, esc, 6);
+		} else {
+			put(j, (const char *) &c, 1);
 		}
 		i++;
 	}
@@ -241,6 +211,27 @@ brq_jw_raw(brq_jw *j, const char *json, size_t len)
 	value_start(j);
 	put(j, json, len);
 }
+
+void
+brq_jw_kv_str(brq_jw *j, const char *key, const char *s, size_t len)
+{
+	brq_jw_key(j, key);
+	brq_jw_str(j, s, len);
+}
+
+// The members of one scalar type, each brq_jw_key() then the value (brq_jw_kv_cstr, ...).
+#define JW_KV(type, suffix)                                         \
+	void brq_jw_kv_##suffix(brq_jw *j, const char *key, type v) \
+	{                                                           \
+		brq_jw_key(j, key);                                 \
+		brq_jw_##suffix(j, v);                              \
+	}
+JW_KV(const char *, cstr)
+JW_KV(uint64_t, u64)
+JW_KV(int64_t, i64)
+JW_KV(double, dbl)
+JW_KV(bool, bool)
+#undef JW_KV
 
 // ---- forms -------------------------------------------------------------------------------
 

@@ -45,6 +45,14 @@ void brq_jw_null(brq_jw *j);
 // A value that is JSON text already (a payload as the database returns it). The caller
 // vouches for it.
 void brq_jw_raw(brq_jw *j, const char *json, size_t len);
+// A member of the open object, its key and value in one call: brq_jw_key() then the
+// value function of the same suffix.
+void brq_jw_kv_str(brq_jw *j, const char *key, const char *s, size_t len);
+void brq_jw_kv_cstr(brq_jw *j, const char *key, const char *s);
+void brq_jw_kv_u64(brq_jw *j, const char *key, uint64_t v);
+void brq_jw_kv_i64(brq_jw *j, const char *key, int64_t v);
+void brq_jw_kv_dbl(brq_jw *j, const char *key, double v);
+void brq_jw_kv_bool(brq_jw *j, const char *key, bool v);
 
 // One parsed form: names and values URL-decoded ('+' is a space), in order.
 #define BRQ_FORM_MAX 24

@@ -103,53 +103,40 @@ opt_i64(brq_jw *out, const char *key, bool has, int64_t v)
 	}
 }
 
+// JSON text as the database printed it (jsonb: a payload, a result). Checked all the same,
+// so that nothing can break the reply's own syntax; else it goes as a string.
+static void
+json_text(brq_jw *out, const char *key, brq_str s)
+{
+	brq_jw_key(out, key);
+	if (brq_json_valid(s.ptr, s.len, 512, 0, NULL)) {
+		brq_jw_raw(out, s.ptr, s.len);
+	} else {
+		brq_jw_str(out, s.ptr, s.len);
+	}
+}
+
 void
 brq_console_json_job(brq_jw *out, const brq_job_info *j)
 {
 	brq_jw_obj(out);
-	brq_jw_key(out, "id");
-	brq_jw_u64(out, j->id);
-	brq_jw_key(out, "topic");
-	brq_jw_str(out, j->topic.ptr, j->topic.len);
-	brq_jw_key(out, "state");
-	brq_jw_cstr(out, brq_state_name(j->state));
-	brq_jw_key(out, "attempts");
-	brq_jw_u64(out, j->attempts);
-	brq_jw_key(out, "max_attempts");
-	brq_jw_u64(out, j->max_attempts);
-	brq_jw_key(out, "priority");
-	brq_jw_u64(out, j->priority);
-	// The payload is jsonb text as the database printed it: JSON. Checked all the same,
-	// so that nothing can break the reply's own syntax; else it goes as a string.
-	brq_jw_key(out, "payload");
-	if (brq_json_valid(j->payload.ptr, j->payload.len, 512, 0, NULL)) {
-		brq_jw_raw(out, j->payload.ptr, j->payload.len);
-	} else {
-		brq_jw_str(out, j->payload.ptr, j->payload.len);
-	}
+	brq_jw_kv_u64(out, "id", j->id);
+	brq_jw_kv_str(out, "topic", j->topic.ptr, j->topic.len);
+	brq_jw_kv_cstr(out, "state", brq_state_name(j->state));
+	brq_jw_kv_u64(out, "attempts", j->attempts);
+	brq_jw_kv_u64(out, "max_attempts", j->max_attempts);
+	brq_jw_kv_u64(out, "priority", j->priority);
+	json_text(out, "payload", j->payload);
 	opt_str(out, "key", j->has_key, j->key);
-	brq_jw_key(out, "available_at_ms");
-	brq_jw_i64(out, j->available_at_ms);
+	brq_jw_kv_i64(out, "available_at_ms", j->available_at_ms);
 	opt_str(out, "locked_by", j->has_locked_by, j->locked_by);
-	brq_jw_key(out, "locked_until_ms");
-	if (j->has_locked_until_ms) {
-		brq_jw_i64(out, j->locked_until_ms);
-	} else {
-		brq_jw_null(out);
-	}
+	opt_i64(out, "locked_until_ms", j->has_locked_until_ms, j->locked_until_ms);
 	opt_str(out, "last_error", j->has_last_error, j->last_error);
-	brq_jw_key(out, "created_at_ms");
-	brq_jw_i64(out, j->created_at_ms);
-	brq_jw_key(out, "updated_at_ms");
-	brq_jw_i64(out, j->updated_at_ms);
+	brq_jw_kv_i64(out, "created_at_ms", j->created_at_ms);
+	brq_jw_kv_i64(out, "updated_at_ms", j->updated_at_ms);
 	// The handler's result (JSON, like the payload), only when there is one.
 	if (j->has_result) {
-		brq_jw_key(out, "result");
-		if (brq_json_valid(j->result.ptr, j->result.len, 512, 0, NULL)) {
-			brq_jw_raw(out, j->result.ptr, j->result.len);
-		} else {
-			brq_jw_str(out, j->result.ptr, j->result.len);
-		}
+		json_text(out, "result", j->result);
 	}
 	brq_jw_key(out, "retry_of");
 	if (j->has_retry_of) {
@@ -226,17 +213,24 @@ out:
 	return status;
 }
 
+// The RPC of an operation on the one job the parameter "id" names (job, cancel, delete),
+// the id read into *id (a field of *req): 200, or a refusal's status with call->err set.
+static int
+rpc_on_id(brq_console_call *call, brq_request *req, uint64_t *id, brq_reply *rep)
+{
+	int status = brq_console_param_id(call, "id", id);
+	return status != 0 ? status : brq_console_rpc(call, req, rep);
+}
+
 int
 brq_console_op_job(brq_console_call *call)
 {
 	brq_request req = {.op = BRQ_OP_JOB};
 	brq_reply   rep;
-	int         status = brq_console_param_id(call, "id", &req.job.id);
-	if (status == 0 && (status = brq_console_rpc(call, &req, &rep)) == 200) {
-		brq_jw_obj(call->out);
+	int         status = rpc_on_id(call, &req, &req.job.id, &rep);
+	if (status == 200) {
 		brq_jw_key(call->out, "job");
 		brq_console_json_job(call->out, &rep.job.job);
-		brq_jw_end(call->out);
 	}
 	return status;
 }
@@ -246,21 +240,16 @@ brq_console_op_cancel(brq_console_call *call)
 {
 	brq_request req = {.op = BRQ_OP_CANCEL};
 	brq_reply   rep;
-	int         status = brq_console_param_id(call, "id", &req.cancel.id);
-	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
+	int         status = rpc_on_id(call, &req, &req.cancel.id, &rep);
+	if (status != 200) {
 		return status;
 	}
 	const char *state = brq_state_name(rep.cancel.state);
 	BRQ_LOG_INFO("console_action", "action=cancel id=%" PRIu64 " state=%s canceled=%s %s", req.cancel.id,
 		     state, rep.cancel.canceled ? "true" : "false", call->actor);
-	brq_jw_obj(call->out);
-	brq_jw_key(call->out, "id");
-	brq_jw_u64(call->out, req.cancel.id);
-	brq_jw_key(call->out, "state");
-	brq_jw_cstr(call->out, state);
-	brq_jw_key(call->out, "canceled");
-	brq_jw_bool(call->out, rep.cancel.canceled);
-	brq_jw_end(call->out);
+	brq_jw_kv_u64(call->out, "id", req.cancel.id);
+	brq_jw_kv_cstr(call->out, "state", state);
+	brq_jw_kv_bool(call->out, "canceled", rep.cancel.canceled);
 	return 200;
 }
 
@@ -330,12 +319,8 @@ brq_console_op_enqueue(brq_console_call *call)
 	const brq_enqueue_result *r = &rep.enqueue.results[0];
 	BRQ_LOG_INFO("console_action", "action=enqueue id=%" PRIu64 " topic=%.*s created=%s %s", r->id,
 		     (int) job.topic.len, job.topic.ptr, r->created ? "true" : "false", call->actor);
-	brq_jw_obj(call->out);
-	brq_jw_key(call->out, "id");
-	brq_jw_u64(call->out, r->id);
-	brq_jw_key(call->out, "created");
-	brq_jw_bool(call->out, r->created);
-	brq_jw_end(call->out);
+	brq_jw_kv_u64(call->out, "id", r->id);
+	brq_jw_kv_bool(call->out, "created", r->created);
 	return 200;
 }
 
@@ -394,20 +379,13 @@ brq_console_op_jobs(brq_console_call *call)
 	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}
-	brq_jw_obj(call->out);
 	brq_jw_key(call->out, "jobs");
 	brq_jw_arr(call->out);
 	for (uint32_t i = 0; i < rep.list.n_jobs; i++) {
 		brq_console_json_job(call->out, &rep.list.jobs[i]);
 	}
 	brq_jw_end(call->out);
-	brq_jw_key(call->out, "next");
-	if (rep.list.has_next) {
-		brq_jw_str(call->out, rep.list.next.ptr, rep.list.next.len);
-	} else {
-		brq_jw_null(call->out);
-	}
-	brq_jw_end(call->out);
+	opt_str(call->out, "next", rep.list.has_next, rep.list.next);
 	return 200;
 }
 
@@ -436,15 +414,12 @@ brq_console_op_retry(brq_console_call *call)
 	BRQ_LOG_INFO("console_action", "action=retry id=%" PRIu64 " topic=%.*s retried=%" PRIu32 " %s",
 		     req.retry.id, (int) req.retry.topic.len, req.retry.topic.ptr, rep.retry.retried,
 		     call->actor);
-	brq_jw_obj(call->out);
-	brq_jw_key(call->out, "retried");
-	brq_jw_u64(call->out, rep.retry.retried);
+	brq_jw_kv_u64(call->out, "retried", rep.retry.retried);
 	brq_jw_key(call->out, "ids");
 	brq_jw_arr(call->out);
 	for (uint32_t i = 0; i < rep.retry.n_ids; i++) {
 		brq_jw_u64(call->out, rep.retry.ids[i]);
 	}
-	brq_jw_end(call->out);
 	brq_jw_end(call->out);
 	return 200;
 }
@@ -456,16 +431,12 @@ brq_console_op_delete(brq_console_call *call)
 {
 	brq_request req = {.op = BRQ_OP_DELETE};
 	brq_reply   rep;
-	int         status = brq_console_param_id(call, "id", &req.del.id);
-	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
+	int         status = rpc_on_id(call, &req, &req.del.id, &rep);
+	if (status != 200) {
 		return status;
 	}
 	BRQ_LOG_INFO("console_action", "action=delete id=%" PRIu64 " %s", req.del.id, call->actor);
-	brq_jw_obj(call->out);
-	brq_jw_key(call->out, "id");
-	brq_jw_u64(call->out, rep.del.id);
-	brq_jw_key(call->out, "deleted");
-	brq_jw_bool(call->out, rep.del.deleted);
-	brq_jw_end(call->out);
+	brq_jw_kv_u64(call->out, "id", rep.del.id);
+	brq_jw_kv_bool(call->out, "deleted", rep.del.deleted);
 	return 200;
 }

@@ -41,14 +41,15 @@ typedef struct brq_console_call {
 	brq_store_conn   *c;   // the pool thread's connection; borrowed outputs until return
 	brq_work         *w;   // scratch for brq_ops_run: req, arena and out are free to use
 	const brq_form   *in;  // the request's parameters (query string or form body)
-	brq_jw           *out; // the 200 reply's JSON body, written by the op
+	brq_jw           *out; // the 200 reply's JSON object, opened and closed by the caller
 	// Who asks, for the log line of an action: "role=admin token_fp=1a2b3c4d session=9f8e7d6c"
 	const char *actor;
 	char        err[BRQ_CONSOLE_ERR_MAX]; // the message of any other status
 } brq_console_call;
 
-// An operation: returns the HTTP status. 200: out holds the JSON body. Any other: err
-// holds a one-line message (the HTTP side wraps it as {"error": err}).
+// An operation: returns the HTTP status. 200: the op wrote the members of the reply's
+// object into out. Any other: err holds a one-line message (the HTTP side wraps it as
+// {"error": err}) and out is discarded.
 typedef int (*brq_console_op_fn)(brq_console_call *call);
 
 // ---- wired (console_ops.c) ----------------------------------------------------------------

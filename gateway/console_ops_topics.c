@@ -32,21 +32,17 @@ brq_console_op_topics(brq_console_call *call)
 	if (status != 200) {
 		return status;
 	}
-	brq_jw_obj(call->out);
 	brq_jw_key(call->out, "topics");
 	brq_jw_arr(call->out);
 	for (uint32_t i = 0; i < rep.topics.n_topics; i++) {
 		const brq_topic_policy *p = &rep.topics.topics[i];
 		brq_jw_obj(call->out);
-		brq_jw_key(call->out, "topic");
-		brq_jw_str(call->out, p->topic.ptr, p->topic.len);
-		brq_jw_key(call->out, "paused");
-		brq_jw_bool(call->out, p->paused);
+		brq_jw_kv_str(call->out, "topic", p->topic.ptr, p->topic.len);
+		brq_jw_kv_bool(call->out, "paused", p->paused);
 		json_limit(call->out, "concurrency", p->max_running);
 		json_limit(call->out, "rate", p->rate_per_s);
 		brq_jw_end(call->out);
 	}
-	brq_jw_end(call->out);
 	brq_jw_end(call->out);
 	return 200;
 }
@@ -74,12 +70,8 @@ pause_resume(brq_console_call *call, brq_op op)
 	const brq_topic_policy *p = &rep.policy.policy;
 	BRQ_LOG_INFO("console_action", "action=%s topic=%.*s %s", brq_op_name(op), (int) p->topic.len,
 		     p->topic.ptr, call->actor);
-	brq_jw_obj(call->out);
-	brq_jw_key(call->out, "topic");
-	brq_jw_str(call->out, p->topic.ptr, p->topic.len);
-	brq_jw_key(call->out, "paused");
-	brq_jw_bool(call->out, p->paused);
-	brq_jw_end(call->out);
+	brq_jw_kv_str(call->out, "topic", p->topic.ptr, p->topic.len);
+	brq_jw_kv_bool(call->out, "paused", p->paused);
 	return 200;
 }
 
@@ -110,16 +102,13 @@ brq_console_op_schedules(brq_console_call *call)
 		return brq_console_fail(call, rv == BRQ_EUNAVAIL || rv == BRQ_ETIMEDOUT ? 503 : 500,
 					"schedules: %s", brq_store_errmsg(call->c));
 	brq_jw *o = call->out;
-	brq_jw_obj(o);
 	brq_jw_key(o, "schedules");
 	brq_jw_arr(o);
 	for (uint32_t i = 0; i < n; i++) {
 		char every[48];
 		brq_jw_obj(o);
-		brq_jw_key(o, "name");
-		brq_jw_str(o, s[i].name.ptr, s[i].name.len);
-		brq_jw_key(o, "topic");
-		brq_jw_str(o, s[i].topic.ptr, s[i].topic.len);
+		brq_jw_kv_str(o, "name", s[i].name.ptr, s[i].name.len);
+		brq_jw_kv_str(o, "topic", s[i].topic.ptr, s[i].topic.len);
 		brq_jw_key(o, "spec");
 		snprintf(every, sizeof(every), "every %llu ms", (unsigned long long) s[i].every_ms);
 		if (s[i].cron.len > 0)
@@ -131,12 +120,9 @@ brq_console_op_schedules(brq_console_call *call)
 			brq_jw_str(o, s[i].tz.ptr, s[i].tz.len);
 		else
 			brq_jw_null(o);
-		brq_jw_key(o, "missed");
-		brq_jw_cstr(o, s[i].catch_up ? "catch_up" : "skip");
-		brq_jw_key(o, "catch_up_max");
-		brq_jw_u64(o, s[i].catch_up_max);
-		brq_jw_key(o, "enabled");
-		brq_jw_bool(o, s[i].enabled);
+		brq_jw_kv_cstr(o, "missed", s[i].catch_up ? "catch_up" : "skip");
+		brq_jw_kv_u64(o, "catch_up_max", s[i].catch_up_max);
+		brq_jw_kv_bool(o, "enabled", s[i].enabled);
 		brq_jw_key(o, "next_at_ms");
 		if (s[i].enabled && s[i].next_slot_ms != 0)
 			brq_jw_i64(o, s[i].next_slot_ms);
@@ -147,11 +133,9 @@ brq_console_op_schedules(brq_console_call *call)
 			brq_jw_i64(o, s[i].last_slot_ms);
 		else
 			brq_jw_null(o);
-		brq_jw_key(o, "source");
-		brq_jw_str(o, s[i].source.ptr, s[i].source.len);
+		brq_jw_kv_str(o, "source", s[i].source.ptr, s[i].source.len);
 		brq_jw_end(o);
 	}
-	brq_jw_end(o);
 	brq_jw_end(o);
 	return 200;
 }

@@ -56,8 +56,7 @@ brq_console_reply_error(brq_console *con, nng_aio *aio, uint16_t status, const c
 	brq_jw j;
 	brq_jw_init(&j, 4096);
 	brq_jw_obj(&j);
-	brq_jw_key(&j, "error");
-	brq_jw_cstr(&j, msg);
+	brq_jw_kv_cstr(&j, "error", msg);
 	brq_jw_end(&j);
 	if (j.err != 0) {
 		brq_console_reply(con, aio, status, BRQ_CONSOLE_TEXT_TYPE, msg, strlen(msg), NULL);

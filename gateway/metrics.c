@@ -159,10 +159,14 @@ other_entry_locked(struct registry *r)
 
 // Returns the entry for topic, creating it on first use; the entry lives until
 // brq_metrics_fini. Past MAX_TOPICS, or when memory runs out, returns the shared
-// overflow entry; NULL only when even that cannot be allocated (the update is lost).
+// overflow entry; NULL only when even that cannot be allocated (the update is lost), or
+// for a NULL topic (nothing to count).
 static struct topic_entry *
 topic_get(const char *s, size_t len)
 {
+	if (s == NULL) {
+		return NULL;
+	}
 	struct registry    *r = &M.reg;
 	uint64_t            h = hash_topic(s, len);
 	struct topic_entry *e;
@@ -293,10 +297,7 @@ brq_metrics_expired(void)
 void
 brq_metrics_topic_add(const char *topic, size_t topic_len, brq_topic_counter c, uint64_t n)
 {
-	if ((unsigned) c >= BRQ_MT__COUNT || topic == NULL) {
-		return;
-	}
-	struct topic_entry *e = topic_get(topic, topic_len);
+	struct topic_entry *e = (unsigned) c < BRQ_MT__COUNT ? topic_get(topic, topic_len) : NULL;
 	if (e != NULL) {
 		atomic_fetch_add_explicit(&e->counter[c], n, memory_order_relaxed);
 	}
@@ -305,10 +306,7 @@ brq_metrics_topic_add(const char *topic, size_t topic_len, brq_topic_counter c, 
 void
 brq_metrics_settle(const char *topic, size_t topic_len, brq_outcome oc, uint64_t n)
 {
-	if ((unsigned) oc >= BRQ_OUTCOME__COUNT || topic == NULL) {
-		return;
-	}
-	struct topic_entry *e = topic_get(topic, topic_len);
+	struct topic_entry *e = (unsigned) oc < BRQ_OUTCOME__COUNT ? topic_get(topic, topic_len) : NULL;
 	if (e != NULL) {
 		atomic_fetch_add_explicit(&e->settle[oc], n, memory_order_relaxed);
 	}
@@ -317,9 +315,6 @@ brq_metrics_settle(const char *topic, size_t topic_len, brq_outcome oc, uint64_t
 void
 brq_metrics_dead(const char *topic, size_t topic_len, uint64_t n)
 {
-	if (topic == NULL) {
-		return;
-	}
 	struct topic_entry *e = topic_get(topic, topic_len);
 	if (e != NULL) {
 		atomic_fetch_add_explicit(&e->dead, n, memory_order_relaxed);
@@ -369,28 +364,66 @@ brq_metrics_db_up_set(int up)
 	atomic_store_explicit(&M.db_up, up ? 1 : 0, memory_order_relaxed);
 }
 
+// A topic's depth gauges at zero, unless the snapshot gen wrote them already. Under depth_mu.
+static void
+depth_reset(struct topic_entry *e, uint64_t gen)
+{
+	if (e->depth_gen != gen) {
+		memset(e->jobs, 0, sizeof(e->jobs));
+		e->oldest_ready_age_s = 0;
+		e->depth_gen          = gen;
+	}
+}
+
+// A topic's policy gauges at their defaults (not paused, unlimited), unless the snapshot
+// gen wrote them. Under depth_mu.
+static void
+policy_reset(struct topic_entry *e, uint64_t gen)
+{
+	if (e->policy_gen != gen) {
+		e->paused      = false;
+		e->max_running = 0;
+		e->rate_per_s  = 0;
+		e->policy_gen  = gen;
+	}
+}
+
+// A snapshot of per-topic gauges (depth, policy) is written under depth_mu: begun by
+// taking it and numbering the snapshot from *gen_counter, ended by applying reset to
+// every topic, so that those absent from the snapshot report their defaults, and
+// releasing it. The list only grows, and new entries are created with zero gauges, so a
+// racing insertion is harmless.
+static uint64_t
+snapshot_begin(uint64_t *gen_counter)
+{
+	pthread_mutex_lock(&M.reg.depth_mu);
+	return ++*gen_counter;
+}
+
+static void
+snapshot_end(void (*reset)(struct topic_entry *, uint64_t), uint64_t gen)
+{
+	struct registry *r = &M.reg;
+	pthread_rwlock_rdlock(&r->rw);
+	for (size_t i = 0; i < r->n; i++) {
+		reset(r->list[i], gen);
+	}
+	pthread_rwlock_unlock(&r->rw);
+	pthread_mutex_unlock(&r->depth_mu);
+}
+
 void
 brq_metrics_depth_set(const brq_depth_row *rows, size_t n)
 {
-	struct registry *r = &M.reg;
-
-	pthread_mutex_lock(&r->depth_mu);
-	uint64_t gen = ++r->depth_gen;
+	uint64_t gen = snapshot_begin(&M.reg.depth_gen);
 	for (size_t i = 0; i < n; i++) {
 		const brq_depth_row *row = &rows[i];
-		if (row->topic == NULL) {
-			continue;
-		}
-		struct topic_entry *e = topic_get(row->topic, row->topic_len);
+		struct topic_entry  *e   = topic_get(row->topic, row->topic_len);
 		if (e == NULL) {
 			continue;
 		}
 		double age = row->oldest_ready_age_s > 0 ? row->oldest_ready_age_s : 0;
-		if (e->depth_gen != gen) {
-			memset(e->jobs, 0, sizeof(e->jobs));
-			e->oldest_ready_age_s = 0;
-			e->depth_gen          = gen;
-		}
+		depth_reset(e, gen);
 		// Several rows can land on one entry (overflow topics share "_other"):
 		// counts add up, the age is the oldest.
 		for (int s = 0; s < BRQ_STATE__COUNT; s++) {
@@ -400,32 +433,15 @@ brq_metrics_depth_set(const brq_depth_row *rows, size_t n)
 			e->oldest_ready_age_s = age;
 		}
 	}
-
-	// Topics absent from this snapshot report 0. The list only grows, and new
-	// entries are created with zero gauges, so a racing insertion is harmless.
-	pthread_rwlock_rdlock(&r->rw);
-	for (size_t i = 0; i < r->n; i++) {
-		struct topic_entry *e = r->list[i];
-		if (e->depth_gen != gen) {
-			memset(e->jobs, 0, sizeof(e->jobs));
-			e->oldest_ready_age_s = 0;
-			e->depth_gen          = gen;
-		}
-	}
-	pthread_rwlock_unlock(&r->rw);
-	pthread_mutex_unlock(&r->depth_mu);
+	snapshot_end(depth_reset, gen);
 }
 
 void
 brq_metrics_policy_set(const brq_policy_row *rows, size_t n)
 {
-	struct registry *r = &M.reg;
-
-	pthread_mutex_lock(&r->depth_mu);
-	uint64_t gen = ++r->policy_gen;
+	uint64_t gen = snapshot_begin(&M.reg.policy_gen);
 	for (size_t i = 0; i < n; i++) {
-		struct topic_entry *e =
-			rows[i].topic != NULL ? topic_get(rows[i].topic, rows[i].topic_len) : NULL;
+		struct topic_entry *e = topic_get(rows[i].topic, rows[i].topic_len);
 		if (e == NULL) {
 			continue;
 		}
@@ -434,19 +450,7 @@ brq_metrics_policy_set(const brq_policy_row *rows, size_t n)
 		e->rate_per_s  = rows[i].rate_per_s;
 		e->policy_gen  = gen;
 	}
-	// Topics without a policy now: not paused, unlimited.
-	pthread_rwlock_rdlock(&r->rw);
-	for (size_t i = 0; i < r->n; i++) {
-		struct topic_entry *e = r->list[i];
-		if (e->policy_gen != gen) {
-			e->paused      = false;
-			e->max_running = 0;
-			e->rate_per_s  = 0;
-			e->policy_gen  = gen;
-		}
-	}
-	pthread_rwlock_unlock(&r->rw);
-	pthread_mutex_unlock(&r->depth_mu);
+	snapshot_end(policy_reset, gen);
 }
 
 // ---- lifecycle ------------------------------------------------------------

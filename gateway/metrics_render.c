@@ -10,6 +10,8 @@
 
 #include <nng/nng.h>
 
+#include "brq_grow.h"
+
 // ---- rendering ------------------------------------------------------------
 
 struct buf {
@@ -22,20 +24,9 @@ struct buf {
 static void
 buf_reserve(struct buf *b, size_t more)
 {
-	if (b->is_oom || b->len + more + 1 <= b->cap) {
-		return;
-	}
-	size_t ncap = b->cap == 0 ? 16384 : b->cap;
-	while (ncap < b->len + more + 1) {
-		ncap *= 2;
-	}
-	char *np = realloc(b->p, ncap);
-	if (np == NULL) {
+	if (!b->is_oom && brq_grow(&b->p, &b->cap, b->len + more + 1, 16384) != 0) {
 		b->is_oom = true;
-		return;
 	}
-	b->p   = np;
-	b->cap = ncap;
 }
 
 static void
@@ -247,14 +238,21 @@ render_settle(struct buf *b, struct topic_entry **v, size_t n)
 	}
 }
 
+// A family of one sample without labels.
+static void
+render_single(struct buf *b, const char *name, const char *type, const char *help, uint64_t v)
+{
+	family(b, name, type, help);
+	buf_printf(b, "%s %" PRIu64 "\n", name, v);
+}
+
 // The gateway-wide families: refusals, the request budget, the pool, health, long-polls.
 static void
 render_gateway(struct buf *b)
 {
-	family(b, "brooq_auth_failures_total", "counter",
-	       "Requests refused with unauthenticated (missing or unknown token).");
-	buf_printf(b, "brooq_auth_failures_total %" PRIu64 "\n",
-		   atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
+	render_single(b, "brooq_auth_failures_total", "counter",
+		      "Requests refused with unauthenticated (missing or unknown token).",
+		      atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
 
 	family(b, "brooq_schedule_slots_total", "counter",
 	       "Schedule slots: jobs this gateway's scheduler enqueued, and missed slots its "
@@ -263,21 +261,20 @@ render_gateway(struct buf *b)
 		   atomic_load_explicit(&M.schedule_enqueued, memory_order_relaxed));
 	buf_printf(b, "brooq_schedule_slots_total{outcome=\"skipped\"} %" PRIu64 "\n",
 		   atomic_load_explicit(&M.schedule_skipped, memory_order_relaxed));
-	family(b, "brooq_requests_expired_total", "counter",
-	       "Requests not run, or claims whose leases were given back, because the caller's "
-	       "timeout (the request's timeout_ms) had passed.");
-	buf_printf(b, "brooq_requests_expired_total %" PRIu64 "\n",
-		   atomic_load_explicit(&M.expired, memory_order_relaxed));
+	render_single(b, "brooq_requests_expired_total", "counter",
+		      "Requests not run, or claims whose leases were given back, because the caller's "
+		      "timeout (the request's timeout_ms) had passed.",
+		      atomic_load_explicit(&M.expired, memory_order_relaxed));
 	uint64_t rx_used, rx_refused;
 	nng_rx_budget_stats(&rx_used, &rx_refused);
-	family(b, "brooq_request_bytes_in_flight", "gauge",
-	       "Bytes of requests over 64 KiB held now, from the transport reading their length to "
-	       "their answer (bounded by BROOQ_MAX_INFLIGHT_BYTES).");
-	buf_printf(b, "brooq_request_bytes_in_flight %" PRIu64 "\n", rx_used);
-	family(b, "brooq_request_budget_refused_total", "counter",
-	       "Requests over 64 KiB refused, their connection closed, because "
-	       "BROOQ_MAX_INFLIGHT_BYTES was spent.");
-	buf_printf(b, "brooq_request_budget_refused_total %" PRIu64 "\n", rx_refused);
+	render_single(b, "brooq_request_bytes_in_flight", "gauge",
+		      "Bytes of requests over 64 KiB held now, from the transport reading their length "
+		      "to their answer (bounded by BROOQ_MAX_INFLIGHT_BYTES).",
+		      rx_used);
+	render_single(b, "brooq_request_budget_refused_total", "counter",
+		      "Requests over 64 KiB refused, their connection closed, because "
+		      "BROOQ_MAX_INFLIGHT_BYTES was spent.",
+		      rx_refused);
 
 	family(b, "brooq_db_pool_connections", "gauge",
 	       "Database pool connections by state (down: not connected, reconnecting).");
