@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The operators' operations (list, retry, delete): request and reply codecs.
 #include "admin.h"
-#include "kv.h"
+#include "pack.h"
 
 #include <inttypes.h>
 #include <stdio.h>

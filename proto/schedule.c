@@ -2,7 +2,7 @@
 // The schedule operations on the wire: schedule_add's fields, schedule_list's entries, schedule_remove's
 // name.
 #include "schedule.h"
-#include "kv.h"
+#include "pack.h"
 
 #include <inttypes.h>
 #include <string.h>
