@@ -242,11 +242,7 @@ brq_admin_reply_encode(brq_buf *b, const brq_reply *rep)
 	switch (rep->op) {
 	case BRQ_OP_LIST:
 		brq_reply_begin(b, rep->rid, 2);
-		brq_pack_key(b, "jobs");
-		brq_pack_array(b, rep->list.n_jobs);
-		for (uint32_t i = 0; i < rep->list.n_jobs; i++) {
-			brq_pack_job_info(b, &rep->list.jobs[i]);
-		}
+		KV_ARRAY(b, "jobs", rep->list.jobs, rep->list.n_jobs, brq_pack_job_info);
 		brq_pack_key(b, "next");
 		if (rep->list.has_next) {
 			brq_pack_str(b, rep->list.next);

@@ -34,6 +34,16 @@ request_fields(const brq_request *req)
 	}
 }
 
+// One heartbeat.leases entry.
+static int
+pack_lease_ref(brq_buf *b, const brq_lease_ref *l)
+{
+	brq_pack_map(b, 2);
+	kv_uint(b, "id", l->id);
+	kv_lease(b, l->lease);
+	return brq_buf_error(b);
+}
+
 // The fields of a claim request.
 static void
 pack_claim(brq_buf *b, const brq_claim_req *c)
@@ -52,11 +62,7 @@ pack_claim(brq_buf *b, const brq_claim_req *c)
 		kv_uint(b, "wait_ms", c->wait_ms);
 	}
 	if (c->has_settle) {
-		brq_pack_key(b, "settle");
-		brq_pack_array(b, c->n_settle);
-		for (uint32_t i = 0; i < c->n_settle; i++) {
-			brq_pack_settle_item(b, &c->settle[i]);
-		}
+		KV_ARRAY(b, "settle", c->settle, c->n_settle, brq_pack_settle_item);
 	}
 }
 
@@ -87,31 +93,17 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 
 	switch (req->op) {
 	case BRQ_OP_ENQUEUE:
-		brq_pack_key(b, "jobs");
-		brq_pack_array(b, req->enqueue.n_jobs);
-		for (uint32_t i = 0; i < req->enqueue.n_jobs; i++) {
-			brq_pack_job_spec(b, &req->enqueue.jobs[i]);
-		}
+		KV_ARRAY(b, "jobs", req->enqueue.jobs, req->enqueue.n_jobs, brq_pack_job_spec);
 		break;
 	case BRQ_OP_CLAIM: pack_claim(b, &req->claim); break;
 	case BRQ_OP_HEARTBEAT:
-		brq_pack_key(b, "leases");
-		brq_pack_array(b, req->heartbeat.n_leases);
-		for (uint32_t i = 0; i < req->heartbeat.n_leases; i++) {
-			brq_pack_map(b, 2);
-			kv_uint(b, "id", req->heartbeat.leases[i].id);
-			kv_lease(b, req->heartbeat.leases[i].lease);
-		}
+		KV_ARRAY(b, "leases", req->heartbeat.leases, req->heartbeat.n_leases, pack_lease_ref);
 		if (req->heartbeat.has_lease_ms) {
 			kv_uint(b, "lease_ms", req->heartbeat.lease_ms);
 		}
 		break;
 	case BRQ_OP_SETTLE:
-		brq_pack_key(b, "items");
-		brq_pack_array(b, req->settle.n_items);
-		for (uint32_t i = 0; i < req->settle.n_items; i++) {
-			brq_pack_settle_item(b, &req->settle.items[i]);
-		}
+		KV_ARRAY(b, "items", req->settle.items, req->settle.n_items, brq_pack_settle_item);
 		break;
 	case BRQ_OP_CANCEL: kv_uint(b, "id", req->cancel.id); break;
 	case BRQ_OP_JOB: kv_uint(b, "id", req->job.id); break;
@@ -166,17 +158,9 @@ static void
 pack_claim_reply(brq_buf *b, const brq_reply *rep)
 {
 	brq_reply_begin(b, rep->rid, 1 + rep->claim.has_settled);
-	brq_pack_key(b, "jobs");
-	brq_pack_array(b, rep->claim.n_jobs);
-	for (uint32_t i = 0; i < rep->claim.n_jobs; i++) {
-		brq_pack_claimed_job(b, &rep->claim.jobs[i]);
-	}
+	KV_ARRAY(b, "jobs", rep->claim.jobs, rep->claim.n_jobs, brq_pack_claimed_job);
 	if (rep->claim.has_settled) {
-		brq_pack_key(b, "settled");
-		brq_pack_array(b, rep->claim.n_settled);
-		for (uint32_t i = 0; i < rep->claim.n_settled; i++) {
-			brq_pack_settle_result(b, &rep->claim.settled[i]);
-		}
+		KV_ARRAY(b, "settled", rep->claim.settled, rep->claim.n_settled, brq_pack_settle_result);
 	}
 }
 
@@ -209,21 +193,13 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 		break;
 	case BRQ_OP_ENQUEUE:
 		brq_reply_begin(b, rep->rid, 1);
-		brq_pack_key(b, "results");
-		brq_pack_array(b, rep->enqueue.n_results);
-		for (uint32_t i = 0; i < rep->enqueue.n_results; i++) {
-			brq_pack_enqueue_result(b, &rep->enqueue.results[i]);
-		}
+		KV_ARRAY(b, "results", rep->enqueue.results, rep->enqueue.n_results, brq_pack_enqueue_result);
 		break;
 	case BRQ_OP_CLAIM: pack_claim_reply(b, rep); break;
 	case BRQ_OP_HEARTBEAT: pack_heartbeat_reply(b, rep); break;
 	case BRQ_OP_SETTLE:
 		brq_reply_begin(b, rep->rid, 1);
-		brq_pack_key(b, "results");
-		brq_pack_array(b, rep->settle.n_results);
-		for (uint32_t i = 0; i < rep->settle.n_results; i++) {
-			brq_pack_settle_result(b, &rep->settle.results[i]);
-		}
+		KV_ARRAY(b, "results", rep->settle.results, rep->settle.n_results, brq_pack_settle_result);
 		break;
 	case BRQ_OP_CANCEL:
 		brq_reply_begin(b, rep->rid, 2);
@@ -237,11 +213,7 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 		break;
 	case BRQ_OP_STATS:
 		brq_reply_begin(b, rep->rid, 1);
-		brq_pack_key(b, "topics");
-		brq_pack_array(b, rep->stats.n_topics);
-		for (uint32_t i = 0; i < rep->stats.n_topics; i++) {
-			brq_pack_topic_stats(b, &rep->stats.topics[i]);
-		}
+		KV_ARRAY(b, "topics", rep->stats.topics, rep->stats.n_topics, brq_pack_topic_stats);
 		break;
 	case BRQ_OP_PAUSE:
 	case BRQ_OP_RESUME:

@@ -221,11 +221,7 @@ brq_pack_settle_item(brq_buf *b, const brq_settle_item *it)
 		kv_uint(b, "delay_ms", it->delay_ms);
 	}
 	if (it->has_chain) {
-		brq_pack_key(b, "chain");
-		brq_pack_array(b, it->n_chain);
-		for (uint32_t i = 0; i < it->n_chain; i++) {
-			brq_pack_job_spec(b, &it->chain[i]);
-		}
+		KV_ARRAY(b, "chain", it->chain, it->n_chain, brq_pack_job_spec);
 	}
 	if (it->has_result) {
 		kv_str(b, "result", it->result);

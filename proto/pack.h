@@ -62,4 +62,15 @@ kv_opt_str(brq_buf *b, const char *k, bool has, brq_str v)
 	}
 }
 
+// Key k, then an array of the n elements of a, each written by the element encoder
+// pack(b, &a[i]). A macro, so that every element type keeps its typed encoder.
+#define KV_ARRAY(b, k, a, n, pack)                      \
+	do {                                            \
+		brq_pack_key((b), (k));                 \
+		brq_pack_array((b), (n));               \
+		for (uint32_t i_ = 0; i_ < (n); i_++) { \
+			(void) pack((b), &(a)[i_]);     \
+		}                                       \
+	} while (0)
+
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Per-topic policy on the wire: pause, resume, topic_limits and topics, and the policy keys of stats.
 #include "policy_int.h"
+#include "pack.h"
 
 #include <string.h>
 
@@ -130,11 +131,7 @@ brq_policy_reply_encode(brq_buf *b, const brq_reply *rep)
 {
 	brq_reply_begin(b, rep->rid, 1);
 	if (rep->op == BRQ_OP_TOPICS) {
-		brq_pack_key(b, "topics");
-		brq_pack_array(b, rep->topics.n_topics);
-		for (uint32_t i = 0; i < rep->topics.n_topics; i++) {
-			(void) brq_pack_topic_policy(b, &rep->topics.topics[i]);
-		}
+		KV_ARRAY(b, "topics", rep->topics.topics, rep->topics.n_topics, brq_pack_topic_policy);
 		return;
 	}
 	brq_pack_key(b, "policy");
