@@ -279,16 +279,6 @@ uint_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
 	return BRQ_ST_OK;
 }
 
-// The elements of array field f (required) into arena storage.
-static brq_status
-elems(brq_dec *d, const brq_field *f, const char *op, size_t size, brq_dec_elem_fn fn, void **out,
-      uint32_t *n)
-{
-	brq_rd r;
-	TRY(brq_dec_array(d, f, op, true, 0, UINT32_MAX, BAD, &r, n, NULL));
-	return brq_dec_elems(d, &r, *n, op, f->name, size, fn, out);
-}
-
 brq_status
 brq_admin_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
@@ -304,8 +294,8 @@ brq_admin_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 	const char *op = brq_op_name(rep->op);
 	switch (rep->op) {
 	case BRQ_OP_LIST:
-		TRY(elems(d, &f[0], op, sizeof(brq_job_info), brq_dec_job_info, (void **) &rep->list.jobs,
-			  &rep->list.n_jobs));
+		TRY(brq_dec_list(d, &f[0], op, true, sizeof(brq_job_info), brq_dec_job_info,
+				 (void **) &rep->list.jobs, &rep->list.n_jobs, NULL));
 		rep->list.has_next = false;
 		if (f[1].at == NULL || brq_dec_is_nil(&f[1])) {
 			return BRQ_ST_OK;
@@ -313,8 +303,8 @@ brq_admin_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 		rep->list.has_next = true;
 		return brq_dec_str(d, &f[1], op, true, false, 1, BRQ_CURSOR_MAX, BAD, &rep->list.next, NULL);
 	case BRQ_OP_RETRY:
-		TRY(elems(d, &f[0], op, sizeof(uint64_t), uint_elem, (void **) &rep->retry.ids,
-			  &rep->retry.n_ids));
+		TRY(brq_dec_list(d, &f[0], op, true, sizeof(uint64_t), uint_elem, (void **) &rep->retry.ids,
+				 &rep->retry.n_ids, NULL));
 		TRY(brq_dec_uint(d, &f[1], op, true, 0, UINT32_MAX, &u, NULL));
 		rep->retry.retried = (uint32_t) u;
 		return BRQ_ST_OK;

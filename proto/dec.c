@@ -271,6 +271,19 @@ brq_dec_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const c
 	return BRQ_ST_OK;
 }
 
+brq_status
+brq_dec_list(brq_dec *d, const brq_field *f, const char *path, bool required, size_t size, brq_dec_elem_fn fn,
+	     void **out, uint32_t *n, bool *present)
+{
+	brq_rd elems;
+
+	TRY(brq_dec_array(d, f, path, required, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &elems, n, present));
+	if (f->at == NULL) {
+		return BRQ_ST_OK;
+	}
+	return brq_dec_elems(d, &elems, *n, path, f->name, size, fn, out);
+}
+
 bool
 brq_dec_is_nil(const brq_field *f)
 {

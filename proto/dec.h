@@ -74,6 +74,12 @@ typedef brq_status (*brq_dec_elem_fn)(brq_dec *d, brq_rd *r, const char *path, v
 brq_status brq_dec_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const char *name,
 			 size_t size, brq_dec_elem_fn fn, void **out);
 
+// An array field of any length (a reply's: the gateway bounds them), its elements decoded
+// by brq_dec_elems as "path.<name>[i]". Absent: an error when required, else *n = 0,
+// *out untouched and *present = false (present may be NULL).
+brq_status brq_dec_list(brq_dec *d, const brq_field *f, const char *path, bool required, size_t size,
+			brq_dec_elem_fn fn, void **out, uint32_t *n, bool *present);
+
 // A job row (the "job" reply's map, a "list" reply's jobs[i]) into out (a brq_job_info).
 brq_status brq_dec_job_info(brq_dec *d, brq_rd *r, const char *path, void *out);
 

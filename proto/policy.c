@@ -167,10 +167,8 @@ brq_policy_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 
 	TRY(brq_dec_map(d, top, "", f, 1));
 	if (rep->op == BRQ_OP_TOPICS) {
-		TRY(brq_dec_array(d, &f[0], op, true, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &r,
-				  &rep->topics.n_topics, NULL));
-		return brq_dec_elems(d, &r, rep->topics.n_topics, op, "topics", sizeof(brq_topic_policy),
-				     topic_policy, (void **) &rep->topics.topics);
+		return brq_dec_list(d, &f[0], op, true, sizeof(brq_topic_policy), topic_policy,
+				    (void **) &rep->topics.topics, &rep->topics.n_topics, NULL);
 	}
 	if (f[0].at == NULL) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, op, "policy", "required map");

@@ -75,20 +75,6 @@ get_lease(brq_dec *d, const brq_field *f, const char *path, uint8_t out[BRQ_LEAS
 
 // ---- Elements -----------------------------------------------------------------------
 
-// Array field `name` of the top map (path = op name) decoded with fn into arena storage.
-static brq_status
-get_elems(brq_dec *d, const brq_field *f, const char *op, bool required, size_t size, brq_dec_elem_fn fn,
-	  void **out, uint32_t *n, bool *present)
-{
-	brq_rd elems;
-
-	TRY(brq_dec_array(d, f, op, required, 0, UINT32_MAX, BAD, &elems, n, present));
-	if (f->at == NULL) {
-		return BRQ_ST_OK;
-	}
-	return brq_dec_elems(d, &elems, *n, op, f->name, size, fn, out);
-}
-
 static brq_status
 enqueue_result(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
@@ -315,8 +301,8 @@ heartbeat_reasons(brq_dec *d, const brq_field *f, brq_heartbeat_rep *hb)
 {
 	uint32_t n = 0;
 	bool     present;
-	TRY(get_elems(d, f, "heartbeat", false, sizeof(brq_lost_reason), lost_reason_elem,
-		      (void **) &hb->lost_reasons, &n, &present));
+	TRY(brq_dec_list(d, f, "heartbeat", false, sizeof(brq_lost_reason), lost_reason_elem,
+			 (void **) &hb->lost_reasons, &n, &present));
 	if (present && n != hb->n_extended) {
 		return brq_dec_failf(d, BAD, "heartbeat", "lost_reasons", "must have one entry per lease");
 	}
@@ -366,22 +352,22 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 	switch (rep->op) {
 	case BRQ_OP_PING: return get_str(d, &f[0], op, &rep->ping.server);
 	case BRQ_OP_ENQUEUE:
-		return get_elems(d, &f[0], op, true, sizeof(brq_enqueue_result), enqueue_result,
-				 (void **) &rep->enqueue.results, &rep->enqueue.n_results, NULL);
+		return brq_dec_list(d, &f[0], op, true, sizeof(brq_enqueue_result), enqueue_result,
+				    (void **) &rep->enqueue.results, &rep->enqueue.n_results, NULL);
 	case BRQ_OP_CLAIM:
-		TRY(get_elems(d, &f[0], op, true, sizeof(brq_claimed_job), claimed_job,
-			      (void **) &rep->claim.jobs, &rep->claim.n_jobs, NULL));
-		return get_elems(d, &f[1], op, false, sizeof(brq_settle_result), settle_result,
-				 (void **) &rep->claim.settled, &rep->claim.n_settled,
-				 &rep->claim.has_settled);
+		TRY(brq_dec_list(d, &f[0], op, true, sizeof(brq_claimed_job), claimed_job,
+				 (void **) &rep->claim.jobs, &rep->claim.n_jobs, NULL));
+		return brq_dec_list(d, &f[1], op, false, sizeof(brq_settle_result), settle_result,
+				    (void **) &rep->claim.settled, &rep->claim.n_settled,
+				    &rep->claim.has_settled);
 	case BRQ_OP_HEARTBEAT:
-		TRY(get_elems(d, &f[0], op, true, sizeof(bool), bool_elem, (void **) &rep->heartbeat.extended,
-			      &rep->heartbeat.n_extended, NULL));
+		TRY(brq_dec_list(d, &f[0], op, true, sizeof(bool), bool_elem,
+				 (void **) &rep->heartbeat.extended, &rep->heartbeat.n_extended, NULL));
 		TRY(get_i64(d, &f[1], op, &rep->heartbeat.lease_until_ms));
 		return heartbeat_reasons(d, &f[2], &rep->heartbeat);
 	case BRQ_OP_SETTLE:
-		return get_elems(d, &f[0], op, true, sizeof(brq_settle_result), settle_result,
-				 (void **) &rep->settle.results, &rep->settle.n_results, NULL);
+		return brq_dec_list(d, &f[0], op, true, sizeof(brq_settle_result), settle_result,
+				    (void **) &rep->settle.results, &rep->settle.n_results, NULL);
 	case BRQ_OP_CANCEL:
 		TRY(get_state(d, &f[0], op, &rep->cancel.state));
 		return brq_dec_bool(d, &f[1], op, true, &rep->cancel.canceled, NULL);
@@ -392,8 +378,8 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		r = brq_dec_at(d, &f[0]);
 		return job_info(d, &r, "job.job", &rep->job.job);
 	case BRQ_OP_STATS:
-		return get_elems(d, &f[0], op, true, sizeof(brq_topic_stats), topic_stats,
-				 (void **) &rep->stats.topics, &rep->stats.n_topics, NULL);
+		return brq_dec_list(d, &f[0], op, true, sizeof(brq_topic_stats), topic_stats,
+				    (void **) &rep->stats.topics, &rep->stats.n_topics, NULL);
 	default: return BRQ_ST_INTERNAL;
 	}
 }

@@ -221,17 +221,26 @@ decode_lease_ref(brq_dec *d, brq_rd *r, const char *path, void *out)
 // a repeated key or a bad value is reported as "claim.n: ...". The envelope has read
 // the rid by then, so every failure from here on is answered with it (§4).
 
+// An op's array field of 1..max_batch entries (required; more: too_large), its elements
+// decoded by fn into arena storage as "op.<name>[i]".
+static brq_status
+batch(brq_dec *d, const brq_field *f, const char *op, size_t size, brq_dec_elem_fn fn, void **out,
+      uint32_t *n)
+{
+	brq_rd elems;
+
+	TRY(brq_dec_array(d, f, op, true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems, n, NULL));
+	return brq_dec_elems(d, &elems, *n, op, f->name, size, fn, out);
+}
+
 static brq_status
 decode_enqueue(brq_dec *d, brq_rd *top, brq_enqueue_req *q)
 {
 	brq_field f[1] = {{"jobs", NULL}};
-	brq_rd    elems;
 
 	TRY(brq_dec_map(d, top, "enqueue", f, 1));
-	TRY(brq_dec_array(d, &f[0], "enqueue", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
-			  &q->n_jobs, NULL));
-	return brq_dec_elems(d, &elems, q->n_jobs, "enqueue", "jobs", sizeof(brq_job_spec), job_spec_elem,
-			     (void **) &q->jobs);
+	return batch(d, &f[0], "enqueue", sizeof(brq_job_spec), job_spec_elem, (void **) &q->jobs,
+		     &q->n_jobs);
 }
 
 enum { C_WORKER, C_TOPICS, C_N, C_LEASE, C_WAIT, C_SETTLE, C__COUNT };
@@ -285,14 +294,11 @@ static brq_status
 decode_heartbeat(brq_dec *d, brq_rd *top, brq_heartbeat_req *q)
 {
 	brq_field f[2] = {{"leases", NULL}, {"lease_ms", NULL}};
-	brq_rd    elems;
 	uint64_t  u;
 
 	TRY(brq_dec_map(d, top, "heartbeat", f, 2));
-	TRY(brq_dec_array(d, &f[0], "heartbeat", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
-			  &q->n_leases, NULL));
-	TRY(brq_dec_elems(d, &elems, q->n_leases, "heartbeat", "leases", sizeof(brq_lease_ref),
-			  decode_lease_ref, (void **) &q->leases));
+	TRY(batch(d, &f[0], "heartbeat", sizeof(brq_lease_ref), decode_lease_ref, (void **) &q->leases,
+		  &q->n_leases));
 	TRY(brq_dec_uint(d, &f[1], "heartbeat", false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &u,
 			 &q->has_lease_ms));
 	q->lease_ms = (uint32_t) u;
@@ -303,13 +309,10 @@ static brq_status
 decode_settle(brq_dec *d, brq_rd *top, brq_settle_req *q)
 {
 	brq_field f[1] = {{"items", NULL}};
-	brq_rd    elems;
 
 	TRY(brq_dec_map(d, top, "settle", f, 1));
-	TRY(brq_dec_array(d, &f[0], "settle", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
-			  &q->n_items, NULL));
-	return brq_dec_elems(d, &elems, q->n_items, "settle", "items", sizeof(brq_settle_item),
-			     decode_settle_item, (void **) &q->items);
+	return batch(d, &f[0], "settle", sizeof(brq_settle_item), decode_settle_item, (void **) &q->items,
+		     &q->n_items);
 }
 
 static brq_status

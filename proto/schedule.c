@@ -230,14 +230,10 @@ brq_schedule_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 	}
 	case BRQ_OP_SCHEDULE_LIST: {
 		brq_field f[1] = {{"schedules", NULL}};
-		brq_rd    elems;
-		uint32_t  n;
 		TRY(brq_dec_map(d, top, "", f, 1));
-		TRY(brq_dec_array(d, &f[0], op, true, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &elems, &n,
-				  NULL));
-		rep->schedule_list.n_schedules = n;
-		return brq_dec_elems(d, &elems, n, op, "schedules", sizeof(brq_schedule), list_entry,
-				     (void **) &rep->schedule_list.schedules);
+		return brq_dec_list(d, &f[0], op, true, sizeof(brq_schedule), list_entry,
+				    (void **) &rep->schedule_list.schedules, &rep->schedule_list.n_schedules,
+				    NULL);
 	}
 	default: return BRQ_ST_OK; // schedule_remove: no fields
 	}
