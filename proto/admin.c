@@ -65,26 +65,14 @@ brq_admin_request_encode(brq_buf *b, const brq_request *req)
 	const brq_retry_req *r = &req->retry;
 	switch (req->op) {
 	case BRQ_OP_LIST:
-		if (l->topic.len > 0) {
-			kv_str(b, "topic", l->topic);
-		}
+		kv_str_if(b, l->topic.len > 0, "topic", l->topic);
 		if (l->has_state) {
 			kv_cstr(b, "state", brq_state_name(l->state));
 		}
-		if (l->has_created_after_ms) {
-			brq_pack_key(b, "created_after_ms");
-			brq_pack_int(b, l->created_after_ms);
-		}
-		if (l->has_created_before_ms) {
-			brq_pack_key(b, "created_before_ms");
-			brq_pack_int(b, l->created_before_ms);
-		}
-		if (l->key.len > 0) {
-			kv_str(b, "key", l->key);
-		}
-		if (l->cursor.len > 0) {
-			kv_str(b, "cursor", l->cursor);
-		}
+		kv_int_if(b, l->has_created_after_ms, "created_after_ms", l->created_after_ms);
+		kv_int_if(b, l->has_created_before_ms, "created_before_ms", l->created_before_ms);
+		kv_str_if(b, l->key.len > 0, "key", l->key);
+		kv_str_if(b, l->cursor.len > 0, "cursor", l->cursor);
 		kv_uint(b, "limit", l->limit);
 		break;
 	case BRQ_OP_RETRY:
@@ -243,12 +231,7 @@ brq_admin_reply_encode(brq_buf *b, const brq_reply *rep)
 	case BRQ_OP_LIST:
 		brq_reply_begin(b, rep->rid, 2);
 		KV_ARRAY(b, "jobs", rep->list.jobs, rep->list.n_jobs, brq_pack_job_info);
-		brq_pack_key(b, "next");
-		if (rep->list.has_next) {
-			brq_pack_str(b, rep->list.next);
-		} else {
-			brq_pack_nil(b);
-		}
+		kv_opt_str(b, "next", rep->list.has_next, rep->list.next);
 		break;
 	case BRQ_OP_RETRY:
 		brq_reply_begin(b, rep->rid, 2);
@@ -262,8 +245,7 @@ brq_admin_reply_encode(brq_buf *b, const brq_reply *rep)
 	case BRQ_OP_DELETE:
 		brq_reply_begin(b, rep->rid, 2);
 		kv_uint(b, "id", rep->del.id);
-		brq_pack_key(b, "deleted");
-		brq_pack_bool(b, rep->del.deleted);
+		kv_bool(b, "deleted", rep->del.deleted);
 		break;
 	default: return BRQ_EINVAL;
 	}

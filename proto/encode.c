@@ -55,12 +55,8 @@ pack_claim(brq_buf *b, const brq_claim_req *c)
 		brq_pack_str(b, c->topics[i]);
 	}
 	kv_uint(b, "n", c->n);
-	if (c->has_lease_ms) {
-		kv_uint(b, "lease_ms", c->lease_ms);
-	}
-	if (c->has_wait_ms) {
-		kv_uint(b, "wait_ms", c->wait_ms);
-	}
+	kv_uint_if(b, c->has_lease_ms, "lease_ms", c->lease_ms);
+	kv_uint_if(b, c->has_wait_ms, "wait_ms", c->wait_ms);
 	if (c->has_settle) {
 		KV_ARRAY(b, "settle", c->settle, c->n_settle, brq_pack_settle_item);
 	}
@@ -87,9 +83,7 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 		}
 	}
 	kv_uint(b, "rid", req->rid);
-	if (req->timeout_ms > 0) {
-		kv_uint(b, "timeout_ms", req->timeout_ms);
-	}
+	kv_uint_if(b, req->timeout_ms > 0, "timeout_ms", req->timeout_ms);
 
 	switch (req->op) {
 	case BRQ_OP_ENQUEUE:
@@ -98,9 +92,7 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 	case BRQ_OP_CLAIM: pack_claim(b, &req->claim); break;
 	case BRQ_OP_HEARTBEAT:
 		KV_ARRAY(b, "leases", req->heartbeat.leases, req->heartbeat.n_leases, pack_lease_ref);
-		if (req->heartbeat.has_lease_ms) {
-			kv_uint(b, "lease_ms", req->heartbeat.lease_ms);
-		}
+		kv_uint_if(b, req->heartbeat.has_lease_ms, "lease_ms", req->heartbeat.lease_ms);
 		break;
 	case BRQ_OP_SETTLE:
 		KV_ARRAY(b, "items", req->settle.items, req->settle.n_items, brq_pack_settle_item);

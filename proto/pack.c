@@ -186,21 +186,11 @@ brq_pack_job_spec(brq_buf *b, const brq_job_spec *j)
 	brq_pack_map(b, n);
 	kv_str(b, "topic", j->topic);
 	kv_str(b, "payload", j->payload);
-	if (j->key.len > 0) {
-		kv_str(b, "key", j->key);
-	}
-	if (j->has_delay_ms) {
-		kv_uint(b, "delay_ms", j->delay_ms);
-	}
-	if (j->has_run_at_ms) {
-		kv_int(b, "run_at_ms", j->run_at_ms);
-	}
-	if (j->has_max_attempts) {
-		kv_uint(b, "max_attempts", j->max_attempts);
-	}
-	if (j->has_priority) {
-		kv_uint(b, "priority", j->priority);
-	}
+	kv_str_if(b, j->key.len > 0, "key", j->key);
+	kv_uint_if(b, j->has_delay_ms, "delay_ms", j->delay_ms);
+	kv_int_if(b, j->has_run_at_ms, "run_at_ms", j->run_at_ms);
+	kv_uint_if(b, j->has_max_attempts, "max_attempts", j->max_attempts);
+	kv_uint_if(b, j->has_priority, "priority", j->priority);
 	return b->err;
 }
 
@@ -214,18 +204,12 @@ brq_pack_settle_item(brq_buf *b, const brq_settle_item *it)
 	kv_uint(b, "id", it->id);
 	kv_lease(b, it->lease);
 	kv_cstr(b, "outcome", brq_outcome_name(it->outcome));
-	if (it->has_error) {
-		kv_str(b, "error", it->error);
-	}
-	if (delay) {
-		kv_uint(b, "delay_ms", it->delay_ms);
-	}
+	kv_str_if(b, it->has_error, "error", it->error);
+	kv_uint_if(b, delay, "delay_ms", it->delay_ms);
 	if (it->has_chain) {
 		KV_ARRAY(b, "chain", it->chain, it->n_chain, brq_pack_job_spec);
 	}
-	if (it->has_result) {
-		kv_str(b, "result", it->result);
-	}
+	kv_str_if(b, it->has_result, "result", it->result);
 	return b->err;
 }
 
@@ -250,12 +234,8 @@ brq_pack_claimed_job(brq_buf *b, const brq_claimed_job *j)
 	kv_lease(b, j->lease);
 	kv_int(b, "lease_until_ms", j->lease_until_ms);
 	kv_int(b, "created_at_ms", j->created_at_ms);
-	if (j->attempt_timeout_ms != 0) {
-		kv_uint(b, "attempt_timeout_ms", j->attempt_timeout_ms);
-	}
-	if (j->max_execution_ms != 0) {
-		kv_uint(b, "max_execution_ms", j->max_execution_ms);
-	}
+	kv_uint_if(b, j->attempt_timeout_ms != 0, "attempt_timeout_ms", j->attempt_timeout_ms);
+	kv_uint_if(b, j->max_execution_ms != 0, "max_execution_ms", j->max_execution_ms);
 	return b->err;
 }
 
@@ -287,12 +267,7 @@ brq_pack_settle_result(brq_buf *b, const brq_settle_result *r)
 	brq_pack_map(b, 3);
 	kv_uint(b, "id", r->id);
 	kv_bool(b, "applied", r->applied);
-	brq_pack_key(b, "state");
-	if (r->applied) {
-		brq_pack_cstr(b, brq_state_name(r->state));
-	} else {
-		brq_pack_nil(b);
-	}
+	r->applied ? kv_cstr(b, "state", brq_state_name(r->state)) : kv_nil(b, "state");
 	return b->err;
 }
 
@@ -311,36 +286,19 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 	kv_uint(b, "max_attempts", j->max_attempts);
 	kv_int(b, "available_at_ms", j->available_at_ms);
 	kv_opt_str(b, "locked_by", j->has_locked_by, j->locked_by);
-	brq_pack_key(b, "locked_until_ms");
-	if (j->has_locked_until_ms) {
-		brq_pack_int(b, j->locked_until_ms);
-	} else {
-		brq_pack_nil(b);
-	}
+	kv_opt_int(b, "locked_until_ms", j->has_locked_until_ms, j->locked_until_ms);
 	kv_opt_str(b, "last_error", j->has_last_error, j->last_error);
 	kv_opt_str(b, "key", j->has_key, j->key);
 	kv_int(b, "created_at_ms", j->created_at_ms);
 	kv_int(b, "updated_at_ms", j->updated_at_ms);
-	if (j->priority > 0) {
-		kv_uint(b, "priority", j->priority);
-	}
+	kv_uint_if(b, j->priority > 0, "priority", j->priority);
 	// Keys added to protocol v1 later: a client that does not know them skips them.
 	kv_opt_str(b, "result", j->has_result, j->result);
-	brq_pack_key(b, "retry_of");
-	if (j->has_retry_of) {
-		brq_pack_uint(b, j->retry_of);
-	} else {
-		brq_pack_nil(b);
-	}
-	if (j->has_claimed_at_ms) {
-		kv_int(b, "claimed_at_ms", j->claimed_at_ms);
-	}
-	if (j->attempt_deadline_ms != 0) {
-		kv_int(b, "attempt_deadline_ms", j->attempt_deadline_ms);
-	}
-	if (j->max_execution_deadline_ms != 0) {
-		kv_int(b, "max_execution_deadline_ms", j->max_execution_deadline_ms);
-	}
+	kv_opt_uint(b, "retry_of", j->has_retry_of, j->retry_of);
+	kv_int_if(b, j->has_claimed_at_ms, "claimed_at_ms", j->claimed_at_ms);
+	kv_int_if(b, j->attempt_deadline_ms != 0, "attempt_deadline_ms", j->attempt_deadline_ms);
+	kv_int_if(b, j->max_execution_deadline_ms != 0, "max_execution_deadline_ms",
+		  j->max_execution_deadline_ms);
 	return b->err;
 }
 
@@ -356,10 +314,8 @@ brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t)
 	if (t->has_policy) {
 		// Only for a topic with a policy: what an older client ignores (§9).
 		kv_bool(b, "paused", t->paused);
-		brq_pack_key(b, "max_running");
-		t->max_running > 0 ? brq_pack_uint(b, t->max_running) : brq_pack_nil(b);
-		brq_pack_key(b, "rate_per_s");
-		t->rate_per_s > 0 ? brq_pack_uint(b, t->rate_per_s) : brq_pack_nil(b);
+		kv_limit(b, "max_running", t->max_running);
+		kv_limit(b, "rate_per_s", t->rate_per_s);
 	}
 	return b->err;
 }

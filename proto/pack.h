@@ -42,6 +42,31 @@ kv_bool(brq_buf *b, const char *k, bool v)
 	brq_pack_bool(b, v);
 }
 
+// The optional keys: the pair only when has (absent on the wire when unset).
+static inline void
+kv_uint_if(brq_buf *b, bool has, const char *k, uint64_t v)
+{
+	if (has) {
+		kv_uint(b, k, v);
+	}
+}
+
+static inline void
+kv_int_if(brq_buf *b, bool has, const char *k, int64_t v)
+{
+	if (has) {
+		kv_int(b, k, v);
+	}
+}
+
+static inline void
+kv_str_if(brq_buf *b, bool has, const char *k, brq_str v)
+{
+	if (has) {
+		kv_str(b, k, v);
+	}
+}
+
 // "lease": the 16 token bytes as bin.
 static inline void
 kv_lease(brq_buf *b, const uint8_t lease[BRQ_LEASE_LEN])
@@ -50,16 +75,38 @@ kv_lease(brq_buf *b, const uint8_t lease[BRQ_LEASE_LEN])
 	brq_pack_bin(b, lease, BRQ_LEASE_LEN);
 }
 
+// Key k, then nil: an unset value of a key that is always sent.
+static inline void
+kv_nil(brq_buf *b, const char *k)
+{
+	brq_pack_key(b, k);
+	brq_pack_nil(b);
+}
+
 // v when has, else nil.
 static inline void
 kv_opt_str(brq_buf *b, const char *k, bool has, brq_str v)
 {
-	brq_pack_key(b, k);
-	if (has) {
-		brq_pack_str(b, v);
-	} else {
-		brq_pack_nil(b);
-	}
+	has ? kv_str(b, k, v) : kv_nil(b, k);
+}
+
+static inline void
+kv_opt_uint(brq_buf *b, const char *k, bool has, uint64_t v)
+{
+	has ? kv_uint(b, k, v) : kv_nil(b, k);
+}
+
+static inline void
+kv_opt_int(brq_buf *b, const char *k, bool has, int64_t v)
+{
+	has ? kv_int(b, k, v) : kv_nil(b, k);
+}
+
+// A topic's limit (max_running, rate_per_s) as the protocol shows it: nil for 0, unlimited.
+static inline void
+kv_limit(brq_buf *b, const char *k, uint32_t v)
+{
+	kv_opt_uint(b, k, v != 0, v);
 }
 
 // Key k, then an array of the n elements of a, each written by the element encoder

@@ -76,35 +76,21 @@ brq_policy_request_fields(const brq_request *req)
 	}
 }
 
-// A limit as the protocol shows it: nil for unlimited.
-static void
-pack_limit(brq_buf *b, const char *key, uint32_t v)
-{
-	brq_pack_key(b, key);
-	if (v == 0) {
-		brq_pack_nil(b);
-	} else {
-		brq_pack_uint(b, v);
-	}
-}
-
 void
 brq_policy_request_encode(brq_buf *b, const brq_request *req)
 {
 	switch (req->op) {
 	case BRQ_OP_PAUSE:
 	case BRQ_OP_RESUME:
-		brq_pack_key(b, "topic");
-		brq_pack_str(b, req->op == BRQ_OP_PAUSE ? req->pause.topic : req->resume.topic);
+		kv_str(b, "topic", req->op == BRQ_OP_PAUSE ? req->pause.topic : req->resume.topic);
 		break;
 	case BRQ_OP_TOPIC_LIMITS:
-		brq_pack_key(b, "topic");
-		brq_pack_str(b, req->topic_limits.topic);
+		kv_str(b, "topic", req->topic_limits.topic);
 		if (req->topic_limits.has_max_running) {
-			pack_limit(b, "max_running", req->topic_limits.max_running);
+			kv_limit(b, "max_running", req->topic_limits.max_running);
 		}
 		if (req->topic_limits.has_rate_per_s) {
-			pack_limit(b, "rate_per_s", req->topic_limits.rate_per_s);
+			kv_limit(b, "rate_per_s", req->topic_limits.rate_per_s);
 		}
 		break;
 	default: break;
@@ -115,14 +101,11 @@ int
 brq_pack_topic_policy(brq_buf *b, const brq_topic_policy *p)
 {
 	brq_pack_map(b, 5);
-	brq_pack_key(b, "topic");
-	brq_pack_str(b, p->topic);
-	brq_pack_key(b, "paused");
-	brq_pack_bool(b, p->paused);
-	pack_limit(b, "max_running", p->max_running);
-	pack_limit(b, "rate_per_s", p->rate_per_s);
-	brq_pack_key(b, "running");
-	brq_pack_uint(b, p->running);
+	kv_str(b, "topic", p->topic);
+	kv_bool(b, "paused", p->paused);
+	kv_limit(b, "max_running", p->max_running);
+	kv_limit(b, "rate_per_s", p->rate_per_s);
+	kv_uint(b, "running", p->running);
 	return brq_buf_error(b);
 }
 

@@ -26,28 +26,18 @@ schedule_kvs(brq_buf *b, const brq_schedule *s, bool add)
 {
 	kv_str(b, "name", s->name);
 	kv_str(b, "topic", s->topic);
-	if (s->payload.len > 0)
-		kv_str(b, "payload", s->payload);
-	if (s->cron.len > 0)
-		kv_str(b, "cron", s->cron);
-	if (s->tz.len > 0)
-		kv_str(b, "tz", s->tz);
-	if (s->every_ms > 0)
-		kv_uint(b, "every_ms", s->every_ms);
-	brq_pack_key(b, "misfire");
-	brq_pack_cstr(b, s->catch_up ? "catch_up" : "skip");
-	if (s->catch_up_max > 0)
-		kv_uint(b, "catch_up_max", s->catch_up_max);
-	if (s->max_attempts > 0)
-		kv_uint(b, "max_attempts", s->max_attempts);
+	kv_str_if(b, s->payload.len > 0, "payload", s->payload);
+	kv_str_if(b, s->cron.len > 0, "cron", s->cron);
+	kv_str_if(b, s->tz.len > 0, "tz", s->tz);
+	kv_uint_if(b, s->every_ms > 0, "every_ms", s->every_ms);
+	kv_cstr(b, "misfire", s->catch_up ? "catch_up" : "skip");
+	kv_uint_if(b, s->catch_up_max > 0, "catch_up_max", s->catch_up_max);
+	kv_uint_if(b, s->max_attempts > 0, "max_attempts", s->max_attempts);
 	if (add)
 		return;
-	brq_pack_key(b, "enabled");
-	brq_pack_bool(b, s->enabled);
-	if (s->next_slot_ms != 0)
-		kv_int(b, "next_slot_ms", s->next_slot_ms);
-	if (s->last_slot_ms != 0)
-		kv_int(b, "last_slot_ms", s->last_slot_ms);
+	kv_bool(b, "enabled", s->enabled);
+	kv_int_if(b, s->next_slot_ms != 0, "next_slot_ms", s->next_slot_ms);
+	kv_int_if(b, s->last_slot_ms != 0, "last_slot_ms", s->last_slot_ms);
 	kv_str(b, "source", s->source);
 }
 
@@ -84,8 +74,7 @@ brq_schedule_reply_encode(brq_buf *b, const brq_reply *rep)
 	switch (rep->op) {
 	case BRQ_OP_SCHEDULE_ADD:
 		brq_reply_begin(b, rep->rid, 2);
-		brq_pack_key(b, "created");
-		brq_pack_bool(b, rep->schedule_add.created);
+		kv_bool(b, "created", rep->schedule_add.created);
 		kv_int(b, "next_slot_ms", rep->schedule_add.next_slot_ms);
 		break;
 	case BRQ_OP_SCHEDULE_LIST:
