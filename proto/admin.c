@@ -43,8 +43,8 @@ cursor_parse(brq_str s, uint64_t *id)
 
 // ---- Requests: encoding -------------------------------------------------------------
 
-uint32_t
-brq_admin_request_fields(const brq_request *req)
+static uint32_t
+request_fields(const brq_request *req)
 {
 	const brq_list_req  *l = &req->list;
 	const brq_retry_req *r = &req->retry;
@@ -58,8 +58,8 @@ brq_admin_request_fields(const brq_request *req)
 	}
 }
 
-void
-brq_admin_request_encode(brq_buf *b, const brq_request *req)
+static void
+request_encode(brq_buf *b, const brq_request *req)
 {
 	const brq_list_req  *l = &req->list;
 	const brq_retry_req *r = &req->retry;
@@ -208,8 +208,8 @@ decode_retry(brq_dec *d, brq_rd *top, brq_retry_req *q)
 	return BRQ_ST_OK;
 }
 
-brq_status
-brq_admin_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
+static brq_status
+request_decode(brq_dec *d, brq_rd *top, brq_request *req)
 {
 	brq_field f[1] = {{"id", NULL}};
 	switch (req->op) {
@@ -224,8 +224,8 @@ brq_admin_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
 
 // ---- Replies --------------------------------------------------------------------------
 
-int
-brq_admin_reply_encode(brq_buf *b, const brq_reply *rep)
+static int
+reply_encode(brq_buf *b, const brq_reply *rep)
 {
 	switch (rep->op) {
 	case BRQ_OP_LIST:
@@ -261,16 +261,15 @@ uint_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
 	return BRQ_ST_OK;
 }
 
-brq_status
-brq_admin_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
+static brq_status
+reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
 	brq_field f[2] = {{NULL, NULL}, {NULL, NULL}};
 	uint64_t  u;
 	switch (rep->op) {
 	case BRQ_OP_LIST: f[0].name = "jobs", f[1].name = "next"; break;
 	case BRQ_OP_RETRY: f[0].name = "ids", f[1].name = "retried"; break;
-	case BRQ_OP_DELETE: f[0].name = "id", f[1].name = "deleted"; break;
-	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
+	default: f[0].name = "id", f[1].name = "deleted"; break; // delete
 	}
 	TRY(brq_dec_map(d, top, "", f, 2));
 	const char *op = brq_op_name(rep->op);
@@ -295,3 +294,6 @@ brq_admin_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 		return brq_dec_bool(d, &f[1], op, true, &rep->del.deleted, NULL);
 	}
 }
+
+const brq_op_codec brq_admin_codec = {request_fields, request_encode, request_decode, reply_encode,
+				      reply_decode};

@@ -7,13 +7,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "admin.h"
+#include "opcodecs.h"
 #include "pack.h"
-#include "policy_int.h"
-#include "schedule.h"
 
 // ---- Requests -----------------------------------------------------------------------
 
+// The op fields of a request for an op of encode.c's own (beyond the envelope).
 static uint32_t
 request_fields(const brq_request *req)
 {
@@ -25,12 +24,7 @@ request_fields(const brq_request *req)
 	case BRQ_OP_SETTLE:
 	case BRQ_OP_CANCEL:
 	case BRQ_OP_JOB: return 1;
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_fields(req);
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS: return brq_policy_request_fields(req);
-	default: return brq_admin_request_fields(req); // list, retry, delete; others: 0
+	default: return 0; // ping, stats
 	}
 }
 
@@ -65,11 +59,15 @@ pack_claim(brq_buf *b, const brq_claim_req *c)
 int
 brq_request_encode(brq_buf *b, const brq_request *req)
 {
+	const brq_op_codec *family = brq_op_codec_of(req->op); // NULL: an op of this file
+
 	if (req->op <= BRQ_OP_NONE || req->op >= BRQ_OP__COUNT) {
 		return BRQ_EINVAL;
 	}
 	brq_buf_reset(b);
-	brq_pack_map(b, 3 + (req->token.len > 0) + (req->timeout_ms > 0) + request_fields(req));
+	brq_pack_map(b,
+		     3 + (req->token.len > 0) + (req->timeout_ms > 0) +
+			     (family != NULL ? family->request_fields(req) : request_fields(req)));
 	kv_uint(b, "v", BRQ_PROTO_VERSION);
 	kv_cstr(b, "op", brq_op_name(req->op));
 	if (req->token.len > 0) {
@@ -84,7 +82,10 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 	}
 	kv_uint(b, "rid", req->rid);
 	kv_uint_if(b, req->timeout_ms > 0, "timeout_ms", req->timeout_ms);
-
+	if (family != NULL) {
+		family->request_encode(b, req);
+		return b->err;
+	}
 	switch (req->op) {
 	case BRQ_OP_ENQUEUE:
 		KV_ARRAY(b, "jobs", req->enqueue.jobs, req->enqueue.n_jobs, brq_pack_job_spec);
@@ -99,14 +100,7 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 		break;
 	case BRQ_OP_CANCEL: kv_uint(b, "id", req->cancel.id); break;
 	case BRQ_OP_JOB: kv_uint(b, "id", req->job.id); break;
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_REMOVE: brq_schedule_request_encode(b, req); break;
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS: brq_policy_request_encode(b, req); break;
-	default: // ping, stats, topics, schedule_list: no fields; list, retry, delete: admin.c
-		brq_admin_request_encode(b, req);
-		break;
+	default: break; // ping, stats: no fields
 	}
 	return b->err;
 }
@@ -175,8 +169,13 @@ pack_heartbeat_reply(brq_buf *b, const brq_reply *rep)
 int
 brq_reply_encode(brq_buf *b, const brq_reply *rep)
 {
+	const brq_op_codec *family = brq_op_codec_of(rep->op);
+
 	if (rep->code != BRQ_ST_OK) {
 		return encode_error(b, rep->rid, rep->code, rep->msg);
+	}
+	if (family != NULL) {
+		return family->reply_encode(b, rep);
 	}
 	switch (rep->op) {
 	case BRQ_OP_PING:
@@ -207,14 +206,7 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 		brq_reply_begin(b, rep->rid, 1);
 		KV_ARRAY(b, "topics", rep->stats.topics, rep->stats.n_topics, brq_pack_topic_stats);
 		break;
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS:
-	case BRQ_OP_TOPICS: brq_policy_reply_encode(b, rep); break;
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_LIST:
-	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_encode(b, rep);
-	default: return brq_admin_reply_encode(b, rep); // list, retry, delete; else BRQ_EINVAL
+	default: return BRQ_EINVAL;
 	}
 	return b->err;
 }

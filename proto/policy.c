@@ -30,8 +30,8 @@ limit(brq_dec *d, const brq_field *f, const char *path, bool *has, uint32_t *out
 	return BRQ_ST_OK;
 }
 
-brq_status
-brq_policy_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
+static brq_status
+request_decode(brq_dec *d, brq_rd *top, brq_request *req)
 {
 	const char *op   = brq_op_name(req->op);
 	brq_field   f[3] = {{"topic", NULL}, {"max_running", NULL}, {"rate_per_s", NULL}};
@@ -64,8 +64,8 @@ brq_policy_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
 	}
 }
 
-uint32_t
-brq_policy_request_fields(const brq_request *req)
+static uint32_t
+request_fields(const brq_request *req)
 {
 	switch (req->op) {
 	case BRQ_OP_PAUSE:
@@ -76,8 +76,8 @@ brq_policy_request_fields(const brq_request *req)
 	}
 }
 
-void
-brq_policy_request_encode(brq_buf *b, const brq_request *req)
+static void
+request_encode(brq_buf *b, const brq_request *req)
 {
 	switch (req->op) {
 	case BRQ_OP_PAUSE:
@@ -109,16 +109,16 @@ brq_pack_topic_policy(brq_buf *b, const brq_topic_policy *p)
 	return brq_buf_error(b);
 }
 
-void
-brq_policy_reply_encode(brq_buf *b, const brq_reply *rep)
+static int
+reply_encode(brq_buf *b, const brq_reply *rep)
 {
 	brq_reply_begin(b, rep->rid, 1);
 	if (rep->op == BRQ_OP_TOPICS) {
 		KV_ARRAY(b, "topics", rep->topics.topics, rep->topics.n_topics, brq_pack_topic_policy);
-		return;
+		return brq_buf_error(b);
 	}
 	brq_pack_key(b, "policy");
-	(void) brq_pack_topic_policy(b, &rep->policy.policy);
+	return brq_pack_topic_policy(b, &rep->policy.policy);
 }
 
 static brq_status
@@ -141,8 +141,8 @@ topic_policy(brq_dec *d, brq_rd *r, const char *path, void *out)
 	return brq_dec_uint(d, &f[4], path, true, 0, UINT64_MAX, &p->running, NULL);
 }
 
-brq_status
-brq_policy_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
+static brq_status
+reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
 	const char *op   = brq_op_name(rep->op);
 	brq_field   f[1] = {{rep->op == BRQ_OP_TOPICS ? "topics" : "policy", NULL}};
@@ -171,3 +171,6 @@ brq_policy_stats_decode(brq_dec *d, const brq_field f[3], const char *path, brq_
 	TRY(limit(d, &f[1], path, &has, &t->max_running));
 	return limit(d, &f[2], path, &has, &t->rate_per_s);
 }
+
+const brq_op_codec brq_policy_codec = {request_fields, request_encode, request_decode, reply_encode,
+				       reply_decode};

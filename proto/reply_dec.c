@@ -6,10 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "admin.h"
 #include "dec.h"
+#include "opcodecs.h"
 #include "policy_int.h"
-#include "schedule.h"
 
 #define BAD BRQ_ST_INVALID_ARGUMENT
 
@@ -314,9 +313,13 @@ heartbeat_reasons(brq_dec *d, const brq_field *f, brq_heartbeat_rep *hb)
 static brq_status
 decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
-	brq_field f[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
-	brq_rd    r;
+	const brq_op_codec *family = brq_op_codec_of(rep->op);
+	brq_field           f[3]   = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+	brq_rd              r;
 
+	if (family != NULL) {
+		return family->reply_decode(d, top, rep);
+	}
 	// The op fields each reply carries; found in one pass over the top map.
 	switch (rep->op) {
 	case BRQ_OP_PING: f[0].name = "server"; break;
@@ -337,14 +340,7 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		break;
 	case BRQ_OP_JOB: f[0].name = "job"; break;
 	case BRQ_OP_STATS: f[0].name = "topics"; break;
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS:
-	case BRQ_OP_TOPICS: return brq_policy_reply_decode(d, top, rep);
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_LIST:
-	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_decode(d, top, rep);
-	default: return brq_admin_reply_decode(d, top, rep); // list, retry, delete; else internal
+	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
 	}
 	TRY(brq_dec_map(d, top, "", f, f[2].name != NULL ? 3 : f[1].name != NULL ? 2 : 1));
 

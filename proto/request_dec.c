@@ -6,10 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "admin.h"
 #include "dec.h"
-#include "policy_int.h"
-#include "schedule.h"
+#include "opcodecs.h"
 
 void
 brq_limits_default(brq_limits *lim)
@@ -432,14 +430,18 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const
 brq_status
 brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *arena, char *err, size_t errlen)
 {
-	brq_dec d   = {lim, arena, err, errlen, req->end_, 0};
-	brq_rd  top = {req->body_, req->end_};
+	brq_dec             d      = {lim, arena, err, errlen, req->end_, 0};
+	brq_rd              top    = {req->body_, req->end_};
+	const brq_op_codec *family = brq_op_codec_of(req->op);
 
 	if (err != NULL && errlen > 0) {
 		err[0] = '\0';
 	}
 	if (req->body_ == NULL || req->op == BRQ_OP_NONE) {
 		return brq_dec_fail(&d, BRQ_ST_INTERNAL, "request envelope was not decoded");
+	}
+	if (family != NULL) {
+		return family->request_decode(&d, &top, req);
 	}
 	switch (req->op) {
 	case BRQ_OP_ENQUEUE: return decode_enqueue(&d, &top, &req->enqueue);
@@ -448,13 +450,7 @@ brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *aren
 	case BRQ_OP_SETTLE: return decode_settle(&d, &top, &req->settle);
 	case BRQ_OP_CANCEL: return decode_id_op(&d, &top, "cancel", &req->cancel);
 	case BRQ_OP_JOB: return decode_id_op(&d, &top, "job", &req->job);
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS: return brq_policy_request_decode(&d, &top, req);
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_decode(&d, &top, req);
-	default: // ping, stats, schedule_list: no fields (unknown keys are ignored); list, retry, delete
-		return brq_admin_request_decode(&d, &top, req);
+	default: return BRQ_ST_OK; // ping, stats: no fields (unknown keys are ignored)
 	}
 }
 

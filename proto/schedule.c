@@ -49,8 +49,8 @@ brq_pack_schedule(brq_buf *b, const brq_schedule *s, bool add)
 	return brq_buf_error(b);
 }
 
-uint32_t
-brq_schedule_request_fields(const brq_request *req)
+static uint32_t
+request_fields(const brq_request *req)
 {
 	switch (req->op) {
 	case BRQ_OP_SCHEDULE_ADD: return schedule_pairs(&req->schedule_add, true);
@@ -59,8 +59,8 @@ brq_schedule_request_fields(const brq_request *req)
 	}
 }
 
-void
-brq_schedule_request_encode(brq_buf *b, const brq_request *req)
+static void
+request_encode(brq_buf *b, const brq_request *req)
 {
 	if (req->op == BRQ_OP_SCHEDULE_ADD)
 		schedule_kvs(b, &req->schedule_add, true);
@@ -68,8 +68,8 @@ brq_schedule_request_encode(brq_buf *b, const brq_request *req)
 		kv_str(b, "name", req->schedule_remove.name);
 }
 
-int
-brq_schedule_reply_encode(brq_buf *b, const brq_reply *rep)
+static int
+reply_encode(brq_buf *b, const brq_reply *rep)
 {
 	switch (rep->op) {
 	case BRQ_OP_SCHEDULE_ADD:
@@ -166,8 +166,8 @@ schedule_fields(brq_dec *d, brq_field *f, const char *path, bool request, brq_sc
 	return BRQ_ST_OK;
 }
 
-brq_status
-brq_schedule_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
+static brq_status
+request_decode(brq_dec *d, brq_rd *top, brq_request *req)
 {
 	brq_field f[S__COUNT];
 	for (int i = 0; i < S__COUNT; i++)
@@ -205,8 +205,8 @@ list_entry(brq_dec *d, brq_rd *r, const char *path, void *out)
 			   NULL);
 }
 
-brq_status
-brq_schedule_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
+static brq_status
+reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
 	const char *op = brq_op_name(rep->op);
 	switch (rep->op) {
@@ -227,3 +227,6 @@ brq_schedule_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 	default: return BRQ_ST_OK; // schedule_remove: no fields
 	}
 }
+
+const brq_op_codec brq_schedule_codec = {request_fields, request_encode, request_decode, reply_encode,
+					 reply_decode};
