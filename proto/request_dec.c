@@ -231,14 +231,15 @@ batch(brq_dec *d, const brq_field *f, const char *op, size_t size, brq_dec_elem_
 	return brq_dec_elems(d, &elems, *n, op, f->name, size, fn, out);
 }
 
+// An op whose one field, `key`, is such an array (enqueue.jobs, settle.items).
 static brq_status
-decode_enqueue(brq_dec *d, brq_rd *top, brq_enqueue_req *q)
+batch_op(brq_dec *d, brq_rd *top, const char *op, const char *key, size_t size, brq_dec_elem_fn fn,
+	 void **out, uint32_t *n)
 {
-	brq_field f[1] = {{"jobs", NULL}};
+	brq_field f[1] = {{key, NULL}};
 
-	TRY(brq_dec_map(d, top, "enqueue", f, 1));
-	return batch(d, &f[0], "enqueue", sizeof(brq_job_spec), job_spec_elem, (void **) &q->jobs,
-		     &q->n_jobs);
+	TRY(brq_dec_map(d, top, op, f, 1));
+	return batch(d, &f[0], op, size, fn, out, n);
 }
 
 enum { C_WORKER, C_TOPICS, C_N, C_LEASE, C_WAIT, C_SETTLE, C__COUNT };
@@ -301,16 +302,6 @@ decode_heartbeat(brq_dec *d, brq_rd *top, brq_heartbeat_req *q)
 			 &q->has_lease_ms));
 	q->lease_ms = (uint32_t) u;
 	return BRQ_ST_OK;
-}
-
-static brq_status
-decode_settle(brq_dec *d, brq_rd *top, brq_settle_req *q)
-{
-	brq_field f[1] = {{"items", NULL}};
-
-	TRY(brq_dec_map(d, top, "settle", f, 1));
-	return batch(d, &f[0], "settle", sizeof(brq_settle_item), decode_settle_item, (void **) &q->items,
-		     &q->n_items);
 }
 
 static brq_status
@@ -444,10 +435,14 @@ brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *aren
 		return family->request_decode(&d, &top, req);
 	}
 	switch (req->op) {
-	case BRQ_OP_ENQUEUE: return decode_enqueue(&d, &top, &req->enqueue);
+	case BRQ_OP_ENQUEUE:
+		return batch_op(&d, &top, "enqueue", "jobs", sizeof(brq_job_spec), job_spec_elem,
+				(void **) &req->enqueue.jobs, &req->enqueue.n_jobs);
 	case BRQ_OP_CLAIM: return decode_claim(&d, &top, &req->claim);
 	case BRQ_OP_HEARTBEAT: return decode_heartbeat(&d, &top, &req->heartbeat);
-	case BRQ_OP_SETTLE: return decode_settle(&d, &top, &req->settle);
+	case BRQ_OP_SETTLE:
+		return batch_op(&d, &top, "settle", "items", sizeof(brq_settle_item), decode_settle_item,
+				(void **) &req->settle.items, &req->settle.n_items);
 	case BRQ_OP_CANCEL: return decode_id_op(&d, &top, "cancel", &req->cancel);
 	case BRQ_OP_JOB: return decode_id_op(&d, &top, "job", &req->job);
 	default: return BRQ_ST_OK; // ping, stats: no fields (unknown keys are ignored)
