@@ -253,15 +253,6 @@ reply_encode(brq_buf *b, const brq_reply *rep)
 }
 
 static brq_status
-uint_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
-{
-	if (brq_mp_read_uint(r, out) != 0) {
-		return brq_dec_fail(d, BAD, "%s: must be an unsigned integer", path);
-	}
-	return BRQ_ST_OK;
-}
-
-static brq_status
 reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
 	brq_field f[2] = {{NULL, NULL}, {NULL, NULL}};
@@ -284,8 +275,8 @@ reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 		rep->list.has_next = true;
 		return brq_dec_str(d, &f[1], op, true, false, 1, BRQ_CURSOR_MAX, BAD, &rep->list.next, NULL);
 	case BRQ_OP_RETRY:
-		TRY(brq_dec_list(d, &f[0], op, true, sizeof(uint64_t), uint_elem, (void **) &rep->retry.ids,
-				 &rep->retry.n_ids, NULL));
+		TRY(brq_dec_list(d, &f[0], op, true, sizeof(uint64_t), brq_dec_uint_elem,
+				 (void **) &rep->retry.ids, &rep->retry.n_ids, NULL));
 		TRY(brq_dec_uint(d, &f[1], op, true, 0, UINT32_MAX, &u, NULL));
 		rep->retry.retried = (uint32_t) u;
 		return BRQ_ST_OK;

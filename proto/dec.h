@@ -74,6 +74,12 @@ typedef brq_status (*brq_dec_elem_fn)(brq_dec *d, brq_rd *r, const char *path, v
 brq_status brq_dec_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const char *name,
 			 size_t size, brq_dec_elem_fn fn, void **out);
 
+// Element decoders of arrays of plain values (out: a uint64_t, a bool, a brq_str);
+// "<path>: must be an unsigned integer" (a boolean, a string) for anything else.
+brq_status brq_dec_uint_elem(brq_dec *d, brq_rd *r, const char *path, void *out);
+brq_status brq_dec_bool_elem(brq_dec *d, brq_rd *r, const char *path, void *out);
+brq_status brq_dec_str_elem(brq_dec *d, brq_rd *r, const char *path, void *out);
+
 // An array field of any length (a reply's: the gateway bounds them), its elements decoded
 // by brq_dec_elems as "path.<name>[i]". Absent: an error when required, else *n = 0,
 // *out untouched and *present = false (present may be NULL).

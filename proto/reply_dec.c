@@ -267,29 +267,19 @@ topic_stats(brq_dec *d, brq_rd *r, const char *path, void *out)
 	return get_u64(d, &f[1], path, &t->oldest_ready_age_ms);
 }
 
-static brq_status
-bool_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
-{
-	if (brq_mp_read_bool(r, out) != 0) {
-		return brq_dec_fail(d, BAD, "%s: must be a boolean", path);
-	}
-	return BRQ_ST_OK;
-}
-
 // One word of "lost_reasons"; a word this build does not know reads as "gone".
 static brq_status
 lost_reason_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	brq_str s;
-	if (brq_mp_read_str(r, &s) != 0) {
-		return brq_dec_fail(d, BAD, "%s: must be a string", path);
-	}
 	brq_lost_reason *x = out;
-	*x                 = s.len == 0 ? BRQ_LOST_NONE : BRQ_LOST_GONE;
-	if (s.len == 8 && memcmp(s.ptr, "canceled", 8) == 0) {
-		*x = BRQ_LOST_CANCELED;
-	} else if (s.len == 13 && memcmp(s.ptr, "max_execution", 13) == 0) {
-		*x = BRQ_LOST_MAX_EXECUTION;
+	brq_str          s;
+
+	TRY(brq_dec_str_elem(d, r, path, &s));
+	*x = BRQ_LOST_GONE;
+	for (int k = BRQ_LOST_NONE; k <= BRQ_LOST_MAX_EXECUTION; k++) {
+		if (brq_str_eq(s, brq_lost_reason_name((brq_lost_reason) k))) {
+			*x = (brq_lost_reason) k;
+		}
 	}
 	return BRQ_ST_OK;
 }
@@ -357,7 +347,7 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 				    (void **) &rep->claim.settled, &rep->claim.n_settled,
 				    &rep->claim.has_settled);
 	case BRQ_OP_HEARTBEAT:
-		TRY(brq_dec_list(d, &f[0], op, true, sizeof(bool), bool_elem,
+		TRY(brq_dec_list(d, &f[0], op, true, sizeof(bool), brq_dec_bool_elem,
 				 (void **) &rep->heartbeat.extended, &rep->heartbeat.n_extended, NULL));
 		TRY(get_i64(d, &f[1], op, &rep->heartbeat.lease_until_ms));
 		return heartbeat_reasons(d, &f[2], &rep->heartbeat);
