@@ -123,6 +123,19 @@ opt_state(brq_dec *d, const brq_field *f, const char *path, bool required, bool 
 	return BRQ_ST_OK;
 }
 
+// An optional "limit" of 1..max; def when absent.
+static brq_status
+opt_limit(brq_dec *d, const brq_field *f, const char *path, uint32_t max, uint32_t def, uint32_t *out)
+{
+	bool has;
+
+	TRY(brq_dec_u32(d, f, path, false, 1, max, out, &has));
+	if (!has) {
+		*out = def;
+	}
+	return BRQ_ST_OK;
+}
+
 enum { L_TOPIC, L_STATE, L_AFTER, L_BEFORE, L_KEY, L_CURSOR, L_LIMIT, L__COUNT };
 
 static brq_status
@@ -138,8 +151,6 @@ decode_list(brq_dec *d, brq_rd *top, brq_list_req *q)
 		  [L_CURSOR] = {"cursor", NULL},
 		  [L_LIMIT]  = {"limit", NULL},
         };
-	uint64_t limit;
-	bool     has_limit;
 
 	TRY(brq_dec_map(d, top, P, f, L__COUNT));
 	TRY(opt_topic(d, &f[L_TOPIC], P, false, &q->topic));
@@ -166,9 +177,7 @@ decode_list(brq_dec *d, brq_rd *top, brq_list_req *q)
 		return brq_dec_failf(d, BAD, P, "cursor",
 				     "not a cursor of this list (pass \"next\" back as given)");
 	}
-	TRY(brq_dec_uint(d, &f[L_LIMIT], P, false, 1, BRQ_LIST_MAX, &limit, &has_limit));
-	q->limit = has_limit ? (uint32_t) limit : BRQ_LIST_DEFAULT;
-	return BRQ_ST_OK;
+	return opt_limit(d, &f[L_LIMIT], P, BRQ_LIST_MAX, BRQ_LIST_DEFAULT, &q->limit);
 }
 
 enum { R_ID, R_TOPIC, R_STATE, R_LIMIT, R__COUNT };
@@ -183,8 +192,6 @@ decode_retry(brq_dec *d, brq_rd *top, brq_retry_req *q)
 		  [R_STATE] = {"state", NULL},
 		  [R_LIMIT] = {"limit", NULL},
         };
-	uint64_t limit;
-	bool     has_limit;
 
 	TRY(brq_dec_map(d, top, P, f, R__COUNT));
 	if ((f[R_ID].at != NULL) == (f[R_TOPIC].at != NULL)) {
@@ -203,9 +210,7 @@ decode_retry(brq_dec *d, brq_rd *top, brq_retry_req *q)
 	if (q->state != BRQ_STATE_DEAD && q->state != BRQ_STATE_CANCELED) {
 		return brq_dec_failf(d, BAD, P, "state", "must be dead or canceled");
 	}
-	TRY(brq_dec_uint(d, &f[R_LIMIT], P, false, 1, BRQ_RETRY_MAX, &limit, &has_limit));
-	q->limit = has_limit ? (uint32_t) limit : BRQ_RETRY_DEFAULT;
-	return BRQ_ST_OK;
+	return opt_limit(d, &f[R_LIMIT], P, BRQ_RETRY_MAX, BRQ_RETRY_DEFAULT, &q->limit);
 }
 
 static brq_status
@@ -256,7 +261,6 @@ static brq_status
 reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
 	brq_field f[2] = {{NULL, NULL}, {NULL, NULL}};
-	uint64_t  u;
 	switch (rep->op) {
 	case BRQ_OP_LIST: f[0].name = "jobs", f[1].name = "next"; break;
 	case BRQ_OP_RETRY: f[0].name = "ids", f[1].name = "retried"; break;
@@ -277,9 +281,7 @@ reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 	case BRQ_OP_RETRY:
 		TRY(brq_dec_list(d, &f[0], op, true, sizeof(uint64_t), brq_dec_uint_elem,
 				 (void **) &rep->retry.ids, &rep->retry.n_ids, NULL));
-		TRY(brq_dec_uint(d, &f[1], op, true, 0, UINT32_MAX, &u, NULL));
-		rep->retry.retried = (uint32_t) u;
-		return BRQ_ST_OK;
+		return brq_dec_u32(d, &f[1], op, true, 0, UINT32_MAX, &rep->retry.retried, NULL);
 	default:
 		TRY(brq_dec_uint(d, &f[0], op, true, 0, UINT64_MAX, &rep->del.id, NULL));
 		return brq_dec_bool(d, &f[1], op, true, &rep->del.deleted, NULL);

@@ -133,6 +133,17 @@ brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required, ui
 }
 
 brq_status
+brq_dec_u32(brq_dec *d, const brq_field *f, const char *path, bool required, uint32_t min, uint32_t max,
+	    uint32_t *out, bool *present)
+{
+	uint64_t v;
+
+	TRY(brq_dec_uint(d, f, path, required, min, max, &v, present));
+	*out = (uint32_t) v;
+	return BRQ_ST_OK;
+}
+
+brq_status
 brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required, int64_t min, int64_t max,
 	    int64_t *out, bool *present)
 {

@@ -43,6 +43,10 @@ brq_status brq_dec_map(brq_dec *d, brq_rd *r, const char *path, brq_field *f, si
 // gives "must be min..max". All errors are BRQ_ST_INVALID_ARGUMENT unless stated.
 brq_status brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required, uint64_t min,
 			uint64_t max, uint64_t *out, bool *present);
+// brq_dec_uint for the many uint32_t fields (max <= UINT32_MAX); *out is written only on
+// success (0 when absent).
+brq_status brq_dec_u32(brq_dec *d, const brq_field *f, const char *path, bool required, uint32_t min,
+		       uint32_t max, uint32_t *out, bool *present);
 brq_status brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required, int64_t min,
 		       int64_t max, int64_t *out, bool *present);
 brq_status brq_dec_bool(brq_dec *d, const brq_field *f, const char *path, bool required, bool *out,

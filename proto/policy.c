@@ -19,15 +19,12 @@ check_topic(brq_dec *d, const char *path, brq_str s)
 static brq_status
 limit(brq_dec *d, const brq_field *f, const char *path, bool *has, uint32_t *out)
 {
-	uint64_t u = 0;
-	*out       = 0;
-	*has       = f->at != NULL;
+	*out = 0;
+	*has = f->at != NULL;
 	if (f->at == NULL || brq_dec_is_nil(f)) {
 		return BRQ_ST_OK;
 	}
-	TRY(brq_dec_uint(d, f, path, true, 0, BRQ_TOPIC_LIMIT_MAX, &u, NULL));
-	*out = (uint32_t) u;
-	return BRQ_ST_OK;
+	return brq_dec_u32(d, f, path, true, 0, BRQ_TOPIC_LIMIT_MAX, out, NULL);
 }
 
 static brq_status

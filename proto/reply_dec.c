@@ -15,10 +15,7 @@
 static brq_status
 get_u32(brq_dec *d, const brq_field *f, const char *path, uint32_t *out)
 {
-	uint64_t u;
-	TRY(brq_dec_uint(d, f, path, true, 0, UINT32_MAX, &u, NULL));
-	*out = (uint32_t) u;
-	return BRQ_ST_OK;
+	return brq_dec_u32(d, f, path, true, 0, UINT32_MAX, out, NULL);
 }
 
 static brq_status

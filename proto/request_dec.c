@@ -61,7 +61,6 @@ decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 		[J_PRIORITY] = {"priority", NULL},
 	};
 	const brq_limits *lim = d->lim;
-	uint64_t          u;
 	brq_json_err      je;
 
 	TRY(brq_dec_map(d, r, path, f, J__COUNT));
@@ -95,11 +94,10 @@ decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "run_at_ms",
 				     "not allowed together with delay_ms");
 	}
-	TRY(brq_dec_uint(d, &f[J_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &u, &j->has_max_attempts));
-	j->max_attempts = (uint32_t) u;
-	TRY(brq_dec_uint(d, &f[J_PRIORITY], path, false, BRQ_PRIORITY_MIN, BRQ_PRIORITY_MAX, &u,
-			 &j->has_priority));
-	j->priority = (uint32_t) u;
+	TRY(brq_dec_u32(d, &f[J_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &j->max_attempts,
+			&j->has_max_attempts));
+	TRY(brq_dec_u32(d, &f[J_PRIORITY], path, false, BRQ_PRIORITY_MIN, BRQ_PRIORITY_MAX, &j->priority,
+			&j->has_priority));
 	return BRQ_ST_OK;
 }
 
@@ -254,7 +252,6 @@ decode_claim(brq_dec *d, brq_rd *top, brq_claim_req *q)
 	const char *P = "claim";
 	char        path[BRQ_PATH_MAX];
 	brq_rd      elems;
-	uint64_t    u;
 
 	TRY(brq_dec_map(d, top, P, f, C__COUNT));
 	TRY(brq_dec_str(d, &f[C_WORKER], P, true, false, 1, BRQ_WORKER_MAX, BRQ_ST_INVALID_ARGUMENT,
@@ -272,12 +269,10 @@ decode_claim(brq_dec *d, brq_rd *top, brq_claim_req *q)
 		TRY(check_topic(d, P, path, q->topics[i]));
 	}
 
-	TRY(brq_dec_uint(d, &f[C_N], P, true, 1, d->lim->max_batch, &u, NULL));
-	q->n = (uint32_t) u;
-	TRY(brq_dec_uint(d, &f[C_LEASE], P, false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &u, &q->has_lease_ms));
-	q->lease_ms = (uint32_t) u;
-	TRY(brq_dec_uint(d, &f[C_WAIT], P, false, 0, d->lim->max_wait_ms, &u, &q->has_wait_ms));
-	q->wait_ms = (uint32_t) u;
+	TRY(brq_dec_u32(d, &f[C_N], P, true, 1, d->lim->max_batch, &q->n, NULL));
+	TRY(brq_dec_u32(d, &f[C_LEASE], P, false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &q->lease_ms,
+			&q->has_lease_ms));
+	TRY(brq_dec_u32(d, &f[C_WAIT], P, false, 0, d->lim->max_wait_ms, &q->wait_ms, &q->has_wait_ms));
 
 	// An empty "settle" is allowed so a worker can always send the key.
 	TRY(brq_dec_array(d, &f[C_SETTLE], P, false, 0, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
@@ -293,14 +288,12 @@ static brq_status
 decode_heartbeat(brq_dec *d, brq_rd *top, brq_heartbeat_req *q)
 {
 	brq_field f[2] = {{"leases", NULL}, {"lease_ms", NULL}};
-	uint64_t  u;
 
 	TRY(brq_dec_map(d, top, "heartbeat", f, 2));
 	TRY(batch(d, &f[0], "heartbeat", sizeof(brq_lease_ref), decode_lease_ref, (void **) &q->leases,
 		  &q->n_leases));
-	TRY(brq_dec_uint(d, &f[1], "heartbeat", false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &u,
-			 &q->has_lease_ms));
-	q->lease_ms = (uint32_t) u;
+	TRY(brq_dec_u32(d, &f[1], "heartbeat", false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &q->lease_ms,
+			&q->has_lease_ms));
 	return BRQ_ST_OK;
 }
 
@@ -410,11 +403,9 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const
 	if (has_token) {
 		req->token = token;
 	}
-	uint64_t timeout = 0;
-	TRY(brq_dec_uint(&d, &f[E_TIMEOUT], "", false, 0, UINT32_MAX, &timeout, NULL));
-	req->timeout_ms = (uint32_t) timeout;
-	req->body_      = buf;
-	req->end_       = r.end;
+	TRY(brq_dec_u32(&d, &f[E_TIMEOUT], "", false, 0, UINT32_MAX, &req->timeout_ms, NULL));
+	req->body_ = buf;
+	req->end_  = r.end;
 	return BRQ_ST_OK;
 }
 

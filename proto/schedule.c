@@ -141,9 +141,8 @@ name_field(brq_dec *d, const brq_field *f, const char *path, brq_str *out)
 static brq_status
 schedule_fields(brq_dec *d, brq_field *f, const char *path, bool request, brq_schedule *s)
 {
-	uint64_t u;
-	bool     has;
-	brq_str  misfire;
+	bool    has;
+	brq_str misfire;
 	TRY(name_field(d, &f[S_NAME], path, &s->name));
 	TRY(name_field(d, &f[S_TOPIC], path, &s->topic));
 	TRY(brq_dec_str(d, &f[S_PAYLOAD], path, false, false, 0, request ? d->lim->max_payload : UINT32_MAX,
@@ -159,11 +158,8 @@ schedule_fields(brq_dec *d, brq_field *f, const char *path, bool request, brq_sc
 	if (has && !brq_str_eq(misfire, "skip") && !brq_str_eq(misfire, "catch_up"))
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "misfire", "must be skip or catch_up");
 	s->catch_up = has && brq_str_eq(misfire, "catch_up");
-	TRY(brq_dec_uint(d, &f[S_CATCH_UP_MAX], path, false, 1, BRQ_CATCH_UP_MAX, &u, &has));
-	s->catch_up_max = has ? (uint32_t) u : 0;
-	TRY(brq_dec_uint(d, &f[S_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &u, &has));
-	s->max_attempts = has ? (uint32_t) u : 0;
-	return BRQ_ST_OK;
+	TRY(brq_dec_u32(d, &f[S_CATCH_UP_MAX], path, false, 1, BRQ_CATCH_UP_MAX, &s->catch_up_max, NULL));
+	return brq_dec_u32(d, &f[S_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &s->max_attempts, NULL);
 }
 
 static brq_status
