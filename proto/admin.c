@@ -65,14 +65,14 @@ request_encode(brq_buf *b, const brq_request *req)
 	const brq_retry_req *r = &req->retry;
 	switch (req->op) {
 	case BRQ_OP_LIST:
-		kv_str_if(b, l->topic.len > 0, "topic", l->topic);
+		kv_str_if(b, "topic", l->topic.len > 0, l->topic);
 		if (l->has_state) {
 			kv_cstr(b, "state", brq_state_name(l->state));
 		}
-		kv_int_if(b, l->has_created_after_ms, "created_after_ms", l->created_after_ms);
-		kv_int_if(b, l->has_created_before_ms, "created_before_ms", l->created_before_ms);
-		kv_str_if(b, l->key.len > 0, "key", l->key);
-		kv_str_if(b, l->cursor.len > 0, "cursor", l->cursor);
+		kv_int_if(b, "created_after_ms", l->has_created_after_ms, l->created_after_ms);
+		kv_int_if(b, "created_before_ms", l->has_created_before_ms, l->created_before_ms);
+		kv_str_if(b, "key", l->key.len > 0, l->key);
+		kv_str_if(b, "cursor", l->cursor.len > 0, l->cursor);
 		kv_uint(b, "limit", l->limit);
 		break;
 	case BRQ_OP_RETRY:

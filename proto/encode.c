@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Whole messages: requests and replies, each op's fields written through pack.c, the
-// operators', policy and schedule ops' through their own codecs.
+// Whole messages: requests and replies. The envelope and the core ops' fields are
+// written here (through pack.c); the op families' (admin.c, policy.c, schedule.c) by
+// their codecs, which opcodecs.c names.
 #include "proto.h"
 
 #include <assert.h>
@@ -49,8 +50,8 @@ pack_claim(brq_buf *b, const brq_claim_req *c)
 		brq_pack_str(b, c->topics[i]);
 	}
 	kv_uint(b, "n", c->n);
-	kv_uint_if(b, c->has_lease_ms, "lease_ms", c->lease_ms);
-	kv_uint_if(b, c->has_wait_ms, "wait_ms", c->wait_ms);
+	kv_uint_if(b, "lease_ms", c->has_lease_ms, c->lease_ms);
+	kv_uint_if(b, "wait_ms", c->has_wait_ms, c->wait_ms);
 	if (c->has_settle) {
 		KV_ARRAY(b, "settle", c->settle, c->n_settle, brq_pack_settle_item);
 	}
@@ -81,7 +82,7 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 		}
 	}
 	kv_uint(b, "rid", req->rid);
-	kv_uint_if(b, req->timeout_ms > 0, "timeout_ms", req->timeout_ms);
+	kv_uint_if(b, "timeout_ms", req->timeout_ms > 0, req->timeout_ms);
 	if (family != NULL) {
 		family->request_encode(b, req);
 		return b->err;
@@ -93,7 +94,7 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 	case BRQ_OP_CLAIM: pack_claim(b, &req->claim); break;
 	case BRQ_OP_HEARTBEAT:
 		KV_ARRAY(b, "leases", req->heartbeat.leases, req->heartbeat.n_leases, pack_lease_ref);
-		kv_uint_if(b, req->heartbeat.has_lease_ms, "lease_ms", req->heartbeat.lease_ms);
+		kv_uint_if(b, "lease_ms", req->heartbeat.has_lease_ms, req->heartbeat.lease_ms);
 		break;
 	case BRQ_OP_SETTLE:
 		KV_ARRAY(b, "items", req->settle.items, req->settle.n_items, brq_pack_settle_item);

@@ -186,11 +186,11 @@ brq_pack_job_spec(brq_buf *b, const brq_job_spec *j)
 	brq_pack_map(b, n);
 	kv_str(b, "topic", j->topic);
 	kv_str(b, "payload", j->payload);
-	kv_str_if(b, j->key.len > 0, "key", j->key);
-	kv_uint_if(b, j->has_delay_ms, "delay_ms", j->delay_ms);
-	kv_int_if(b, j->has_run_at_ms, "run_at_ms", j->run_at_ms);
-	kv_uint_if(b, j->has_max_attempts, "max_attempts", j->max_attempts);
-	kv_uint_if(b, j->has_priority, "priority", j->priority);
+	kv_str_if(b, "key", j->key.len > 0, j->key);
+	kv_uint_if(b, "delay_ms", j->has_delay_ms, j->delay_ms);
+	kv_int_if(b, "run_at_ms", j->has_run_at_ms, j->run_at_ms);
+	kv_uint_if(b, "max_attempts", j->has_max_attempts, j->max_attempts);
+	kv_uint_if(b, "priority", j->has_priority, j->priority);
 	return b->err;
 }
 
@@ -204,12 +204,12 @@ brq_pack_settle_item(brq_buf *b, const brq_settle_item *it)
 	kv_uint(b, "id", it->id);
 	kv_lease(b, it->lease);
 	kv_cstr(b, "outcome", brq_outcome_name(it->outcome));
-	kv_str_if(b, it->has_error, "error", it->error);
-	kv_uint_if(b, delay, "delay_ms", it->delay_ms);
+	kv_str_if(b, "error", it->has_error, it->error);
+	kv_uint_if(b, "delay_ms", delay, it->delay_ms);
 	if (it->has_chain) {
 		KV_ARRAY(b, "chain", it->chain, it->n_chain, brq_pack_job_spec);
 	}
-	kv_str_if(b, it->has_result, "result", it->result);
+	kv_str_if(b, "result", it->has_result, it->result);
 	return b->err;
 }
 
@@ -234,8 +234,8 @@ brq_pack_claimed_job(brq_buf *b, const brq_claimed_job *j)
 	kv_lease(b, j->lease);
 	kv_int(b, "lease_until_ms", j->lease_until_ms);
 	kv_int(b, "created_at_ms", j->created_at_ms);
-	kv_uint_if(b, j->attempt_timeout_ms != 0, "attempt_timeout_ms", j->attempt_timeout_ms);
-	kv_uint_if(b, j->max_execution_ms != 0, "max_execution_ms", j->max_execution_ms);
+	kv_uint_if(b, "attempt_timeout_ms", j->attempt_timeout_ms != 0, j->attempt_timeout_ms);
+	kv_uint_if(b, "max_execution_ms", j->max_execution_ms != 0, j->max_execution_ms);
 	return b->err;
 }
 
@@ -291,13 +291,13 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 	kv_opt_str(b, "key", j->has_key, j->key);
 	kv_int(b, "created_at_ms", j->created_at_ms);
 	kv_int(b, "updated_at_ms", j->updated_at_ms);
-	kv_uint_if(b, j->priority > 0, "priority", j->priority);
+	kv_uint_if(b, "priority", j->priority > 0, j->priority);
 	// Keys added to protocol v1 later: a client that does not know them skips them.
 	kv_opt_str(b, "result", j->has_result, j->result);
 	kv_opt_uint(b, "retry_of", j->has_retry_of, j->retry_of);
-	kv_int_if(b, j->has_claimed_at_ms, "claimed_at_ms", j->claimed_at_ms);
-	kv_int_if(b, j->attempt_deadline_ms != 0, "attempt_deadline_ms", j->attempt_deadline_ms);
-	kv_int_if(b, j->max_execution_deadline_ms != 0, "max_execution_deadline_ms",
+	kv_int_if(b, "claimed_at_ms", j->has_claimed_at_ms, j->claimed_at_ms);
+	kv_int_if(b, "attempt_deadline_ms", j->attempt_deadline_ms != 0, j->attempt_deadline_ms);
+	kv_int_if(b, "max_execution_deadline_ms", j->max_execution_deadline_ms != 0,
 		  j->max_execution_deadline_ms);
 	return b->err;
 }

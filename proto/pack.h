@@ -44,7 +44,7 @@ kv_bool(brq_buf *b, const char *k, bool v)
 
 // The optional keys: the pair only when has (absent on the wire when unset).
 static inline void
-kv_uint_if(brq_buf *b, bool has, const char *k, uint64_t v)
+kv_uint_if(brq_buf *b, const char *k, bool has, uint64_t v)
 {
 	if (has) {
 		kv_uint(b, k, v);
@@ -52,7 +52,7 @@ kv_uint_if(brq_buf *b, bool has, const char *k, uint64_t v)
 }
 
 static inline void
-kv_int_if(brq_buf *b, bool has, const char *k, int64_t v)
+kv_int_if(brq_buf *b, const char *k, bool has, int64_t v)
 {
 	if (has) {
 		kv_int(b, k, v);
@@ -60,7 +60,7 @@ kv_int_if(brq_buf *b, bool has, const char *k, int64_t v)
 }
 
 static inline void
-kv_str_if(brq_buf *b, bool has, const char *k, brq_str v)
+kv_str_if(brq_buf *b, const char *k, bool has, brq_str v)
 {
 	if (has) {
 		kv_str(b, k, v);

@@ -26,18 +26,18 @@ schedule_kvs(brq_buf *b, const brq_schedule *s, bool add)
 {
 	kv_str(b, "name", s->name);
 	kv_str(b, "topic", s->topic);
-	kv_str_if(b, s->payload.len > 0, "payload", s->payload);
-	kv_str_if(b, s->cron.len > 0, "cron", s->cron);
-	kv_str_if(b, s->tz.len > 0, "tz", s->tz);
-	kv_uint_if(b, s->every_ms > 0, "every_ms", s->every_ms);
+	kv_str_if(b, "payload", s->payload.len > 0, s->payload);
+	kv_str_if(b, "cron", s->cron.len > 0, s->cron);
+	kv_str_if(b, "tz", s->tz.len > 0, s->tz);
+	kv_uint_if(b, "every_ms", s->every_ms > 0, s->every_ms);
 	kv_cstr(b, "misfire", s->catch_up ? "catch_up" : "skip");
-	kv_uint_if(b, s->catch_up_max > 0, "catch_up_max", s->catch_up_max);
-	kv_uint_if(b, s->max_attempts > 0, "max_attempts", s->max_attempts);
+	kv_uint_if(b, "catch_up_max", s->catch_up_max > 0, s->catch_up_max);
+	kv_uint_if(b, "max_attempts", s->max_attempts > 0, s->max_attempts);
 	if (add)
 		return;
 	kv_bool(b, "enabled", s->enabled);
-	kv_int_if(b, s->next_slot_ms != 0, "next_slot_ms", s->next_slot_ms);
-	kv_int_if(b, s->last_slot_ms != 0, "last_slot_ms", s->last_slot_ms);
+	kv_int_if(b, "next_slot_ms", s->next_slot_ms != 0, s->next_slot_ms);
+	kv_int_if(b, "last_slot_ms", s->last_slot_ms != 0, s->last_slot_ms);
 	kv_str(b, "source", s->source);
 }
 
