@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The operators' operations (list, retry, delete): request and reply codecs.
 #include "admin.h"
-#include "kv.h"
+#include "pack.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -43,8 +43,8 @@ cursor_parse(brq_str s, uint64_t *id)
 
 // ---- Requests: encoding -------------------------------------------------------------
 
-uint32_t
-brq_admin_request_fields(const brq_request *req)
+static uint32_t
+request_fields(const brq_request *req)
 {
 	const brq_list_req  *l = &req->list;
 	const brq_retry_req *r = &req->retry;
@@ -58,33 +58,21 @@ brq_admin_request_fields(const brq_request *req)
 	}
 }
 
-void
-brq_admin_request_encode(brq_buf *b, const brq_request *req)
+static void
+request_encode(brq_buf *b, const brq_request *req)
 {
 	const brq_list_req  *l = &req->list;
 	const brq_retry_req *r = &req->retry;
 	switch (req->op) {
 	case BRQ_OP_LIST:
-		if (l->topic.len > 0) {
-			kv_str(b, "topic", l->topic);
-		}
+		kv_str_if(b, "topic", l->topic.len > 0, l->topic);
 		if (l->has_state) {
 			kv_cstr(b, "state", brq_state_name(l->state));
 		}
-		if (l->has_created_after_ms) {
-			brq_pack_key(b, "created_after_ms");
-			brq_pack_int(b, l->created_after_ms);
-		}
-		if (l->has_created_before_ms) {
-			brq_pack_key(b, "created_before_ms");
-			brq_pack_int(b, l->created_before_ms);
-		}
-		if (l->key.len > 0) {
-			kv_str(b, "key", l->key);
-		}
-		if (l->cursor.len > 0) {
-			kv_str(b, "cursor", l->cursor);
-		}
+		kv_int_if(b, "created_after_ms", l->has_created_after_ms, l->created_after_ms);
+		kv_int_if(b, "created_before_ms", l->has_created_before_ms, l->created_before_ms);
+		kv_str_if(b, "key", l->key.len > 0, l->key);
+		kv_str_if(b, "cursor", l->cursor.len > 0, l->cursor);
 		kv_uint(b, "limit", l->limit);
 		break;
 	case BRQ_OP_RETRY:
@@ -135,6 +123,19 @@ opt_state(brq_dec *d, const brq_field *f, const char *path, bool required, bool 
 	return BRQ_ST_OK;
 }
 
+// An optional "limit" of 1..max; def when absent.
+static brq_status
+opt_limit(brq_dec *d, const brq_field *f, const char *path, uint32_t max, uint32_t def, uint32_t *out)
+{
+	bool has;
+
+	TRY(brq_dec_u32(d, f, path, false, 1, max, out, &has));
+	if (!has) {
+		*out = def;
+	}
+	return BRQ_ST_OK;
+}
+
 enum { L_TOPIC, L_STATE, L_AFTER, L_BEFORE, L_KEY, L_CURSOR, L_LIMIT, L__COUNT };
 
 static brq_status
@@ -150,8 +151,6 @@ decode_list(brq_dec *d, brq_rd *top, brq_list_req *q)
 		  [L_CURSOR] = {"cursor", NULL},
 		  [L_LIMIT]  = {"limit", NULL},
         };
-	uint64_t limit;
-	bool     has_limit;
 
 	TRY(brq_dec_map(d, top, P, f, L__COUNT));
 	TRY(opt_topic(d, &f[L_TOPIC], P, false, &q->topic));
@@ -178,9 +177,7 @@ decode_list(brq_dec *d, brq_rd *top, brq_list_req *q)
 		return brq_dec_failf(d, BAD, P, "cursor",
 				     "not a cursor of this list (pass \"next\" back as given)");
 	}
-	TRY(brq_dec_uint(d, &f[L_LIMIT], P, false, 1, BRQ_LIST_MAX, &limit, &has_limit));
-	q->limit = has_limit ? (uint32_t) limit : BRQ_LIST_DEFAULT;
-	return BRQ_ST_OK;
+	return opt_limit(d, &f[L_LIMIT], P, BRQ_LIST_MAX, BRQ_LIST_DEFAULT, &q->limit);
 }
 
 enum { R_ID, R_TOPIC, R_STATE, R_LIMIT, R__COUNT };
@@ -195,8 +192,6 @@ decode_retry(brq_dec *d, brq_rd *top, brq_retry_req *q)
 		  [R_STATE] = {"state", NULL},
 		  [R_LIMIT] = {"limit", NULL},
         };
-	uint64_t limit;
-	bool     has_limit;
 
 	TRY(brq_dec_map(d, top, P, f, R__COUNT));
 	if ((f[R_ID].at != NULL) == (f[R_TOPIC].at != NULL)) {
@@ -215,13 +210,11 @@ decode_retry(brq_dec *d, brq_rd *top, brq_retry_req *q)
 	if (q->state != BRQ_STATE_DEAD && q->state != BRQ_STATE_CANCELED) {
 		return brq_dec_failf(d, BAD, P, "state", "must be dead or canceled");
 	}
-	TRY(brq_dec_uint(d, &f[R_LIMIT], P, false, 1, BRQ_RETRY_MAX, &limit, &has_limit));
-	q->limit = has_limit ? (uint32_t) limit : BRQ_RETRY_DEFAULT;
-	return BRQ_ST_OK;
+	return opt_limit(d, &f[R_LIMIT], P, BRQ_RETRY_MAX, BRQ_RETRY_DEFAULT, &q->limit);
 }
 
-brq_status
-brq_admin_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
+static brq_status
+request_decode(brq_dec *d, brq_rd *top, brq_request *req)
 {
 	brq_field f[1] = {{"id", NULL}};
 	switch (req->op) {
@@ -236,23 +229,14 @@ brq_admin_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
 
 // ---- Replies --------------------------------------------------------------------------
 
-int
-brq_admin_reply_encode(brq_buf *b, const brq_reply *rep)
+static int
+reply_encode(brq_buf *b, const brq_reply *rep)
 {
 	switch (rep->op) {
 	case BRQ_OP_LIST:
 		brq_reply_begin(b, rep->rid, 2);
-		brq_pack_key(b, "jobs");
-		brq_pack_array(b, rep->list.n_jobs);
-		for (uint32_t i = 0; i < rep->list.n_jobs; i++) {
-			brq_pack_job_info(b, &rep->list.jobs[i]);
-		}
-		brq_pack_key(b, "next");
-		if (rep->list.has_next) {
-			brq_pack_str(b, rep->list.next);
-		} else {
-			brq_pack_nil(b);
-		}
+		KV_ARRAY(b, "jobs", rep->list.jobs, rep->list.n_jobs, brq_pack_job_info);
+		kv_opt_str(b, "next", rep->list.has_next, rep->list.next);
 		break;
 	case BRQ_OP_RETRY:
 		brq_reply_begin(b, rep->rid, 2);
@@ -266,8 +250,7 @@ brq_admin_reply_encode(brq_buf *b, const brq_reply *rep)
 	case BRQ_OP_DELETE:
 		brq_reply_begin(b, rep->rid, 2);
 		kv_uint(b, "id", rep->del.id);
-		brq_pack_key(b, "deleted");
-		brq_pack_bool(b, rep->del.deleted);
+		kv_bool(b, "deleted", rep->del.deleted);
 		break;
 	default: return BRQ_EINVAL;
 	}
@@ -275,41 +258,20 @@ brq_admin_reply_encode(brq_buf *b, const brq_reply *rep)
 }
 
 static brq_status
-uint_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
-{
-	if (brq_mp_read_uint(r, out) != 0) {
-		return brq_dec_fail(d, BAD, "%s: must be an unsigned integer", path);
-	}
-	return BRQ_ST_OK;
-}
-
-// The elements of array field f (required) into arena storage.
-static brq_status
-elems(brq_dec *d, const brq_field *f, const char *op, size_t size, brq_dec_elem_fn fn, void **out,
-      uint32_t *n)
-{
-	brq_rd r;
-	TRY(brq_dec_array(d, f, op, true, 0, UINT32_MAX, BAD, &r, n, NULL));
-	return brq_dec_elems(d, &r, *n, op, f->name, size, fn, out);
-}
-
-brq_status
-brq_admin_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
+reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
 	brq_field f[2] = {{NULL, NULL}, {NULL, NULL}};
-	uint64_t  u;
 	switch (rep->op) {
 	case BRQ_OP_LIST: f[0].name = "jobs", f[1].name = "next"; break;
 	case BRQ_OP_RETRY: f[0].name = "ids", f[1].name = "retried"; break;
-	case BRQ_OP_DELETE: f[0].name = "id", f[1].name = "deleted"; break;
-	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
+	default: f[0].name = "id", f[1].name = "deleted"; break; // delete
 	}
 	TRY(brq_dec_map(d, top, "", f, 2));
 	const char *op = brq_op_name(rep->op);
 	switch (rep->op) {
 	case BRQ_OP_LIST:
-		TRY(elems(d, &f[0], op, sizeof(brq_job_info), brq_dec_job_info, (void **) &rep->list.jobs,
-			  &rep->list.n_jobs));
+		TRY(brq_dec_list(d, &f[0], op, true, sizeof(brq_job_info), brq_dec_job_info,
+				 (void **) &rep->list.jobs, &rep->list.n_jobs, NULL));
 		rep->list.has_next = false;
 		if (f[1].at == NULL || brq_dec_is_nil(&f[1])) {
 			return BRQ_ST_OK;
@@ -317,13 +279,14 @@ brq_admin_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 		rep->list.has_next = true;
 		return brq_dec_str(d, &f[1], op, true, false, 1, BRQ_CURSOR_MAX, BAD, &rep->list.next, NULL);
 	case BRQ_OP_RETRY:
-		TRY(elems(d, &f[0], op, sizeof(uint64_t), uint_elem, (void **) &rep->retry.ids,
-			  &rep->retry.n_ids));
-		TRY(brq_dec_uint(d, &f[1], op, true, 0, UINT32_MAX, &u, NULL));
-		rep->retry.retried = (uint32_t) u;
-		return BRQ_ST_OK;
+		TRY(brq_dec_list(d, &f[0], op, true, sizeof(uint64_t), brq_dec_uint_elem,
+				 (void **) &rep->retry.ids, &rep->retry.n_ids, NULL));
+		return brq_dec_u32(d, &f[1], op, true, 0, UINT32_MAX, &rep->retry.retried, NULL);
 	default:
 		TRY(brq_dec_uint(d, &f[0], op, true, 0, UINT64_MAX, &rep->del.id, NULL));
 		return brq_dec_bool(d, &f[1], op, true, &rep->del.deleted, NULL);
 	}
 }
+
+const brq_op_codec brq_admin_codec = {request_fields, request_encode, request_decode, reply_encode,
+				      reply_decode};

@@ -133,6 +133,17 @@ brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required, ui
 }
 
 brq_status
+brq_dec_u32(brq_dec *d, const brq_field *f, const char *path, bool required, uint32_t min, uint32_t max,
+	    uint32_t *out, bool *present)
+{
+	uint64_t v;
+
+	TRY(brq_dec_uint(d, f, path, required, min, max, &v, present));
+	*out = (uint32_t) v;
+	return BRQ_ST_OK;
+}
+
+brq_status
 brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required, int64_t min, int64_t max,
 	    int64_t *out, bool *present)
 {
@@ -269,6 +280,47 @@ brq_dec_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const c
 		TRY(fn(d, elems, path, (char *) *out + i * size));
 	}
 	return BRQ_ST_OK;
+}
+
+// The end of reading a plain array element: rc is the brq_mp_read_* result.
+static brq_status
+plain_elem(brq_dec *d, const char *path, int rc, const char *what)
+{
+	if (rc != 0) {
+		return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "%s: must be %s", path, what);
+	}
+	return BRQ_ST_OK;
+}
+
+brq_status
+brq_dec_uint_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
+{
+	return plain_elem(d, path, brq_mp_read_uint(r, out), "an unsigned integer");
+}
+
+brq_status
+brq_dec_bool_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
+{
+	return plain_elem(d, path, brq_mp_read_bool(r, out), "a boolean");
+}
+
+brq_status
+brq_dec_str_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
+{
+	return plain_elem(d, path, brq_mp_read_str(r, out), "a string");
+}
+
+brq_status
+brq_dec_list(brq_dec *d, const brq_field *f, const char *path, bool required, size_t size, brq_dec_elem_fn fn,
+	     void **out, uint32_t *n, bool *present)
+{
+	brq_rd elems;
+
+	TRY(brq_dec_array(d, f, path, required, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &elems, n, present));
+	if (f->at == NULL) {
+		return BRQ_ST_OK;
+	}
+	return brq_dec_elems(d, &elems, *n, path, f->name, size, fn, out);
 }
 
 bool

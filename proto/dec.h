@@ -43,6 +43,10 @@ brq_status brq_dec_map(brq_dec *d, brq_rd *r, const char *path, brq_field *f, si
 // gives "must be min..max". All errors are BRQ_ST_INVALID_ARGUMENT unless stated.
 brq_status brq_dec_uint(brq_dec *d, const brq_field *f, const char *path, bool required, uint64_t min,
 			uint64_t max, uint64_t *out, bool *present);
+// brq_dec_uint for the many uint32_t fields (max <= UINT32_MAX); *out is written only on
+// success (0 when absent).
+brq_status brq_dec_u32(brq_dec *d, const brq_field *f, const char *path, bool required, uint32_t min,
+		       uint32_t max, uint32_t *out, bool *present);
 brq_status brq_dec_int(brq_dec *d, const brq_field *f, const char *path, bool required, int64_t min,
 		       int64_t max, int64_t *out, bool *present);
 brq_status brq_dec_bool(brq_dec *d, const brq_field *f, const char *path, bool required, bool *out,
@@ -73,6 +77,18 @@ typedef brq_status (*brq_dec_elem_fn)(brq_dec *d, brq_rd *r, const char *path, v
 // size bytes, each decoded by fn with the path "prefix.name[i]".
 brq_status brq_dec_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const char *name,
 			 size_t size, brq_dec_elem_fn fn, void **out);
+
+// Element decoders of arrays of plain values (out: a uint64_t, a bool, a brq_str);
+// "<path>: must be an unsigned integer" (a boolean, a string) for anything else.
+brq_status brq_dec_uint_elem(brq_dec *d, brq_rd *r, const char *path, void *out);
+brq_status brq_dec_bool_elem(brq_dec *d, brq_rd *r, const char *path, void *out);
+brq_status brq_dec_str_elem(brq_dec *d, brq_rd *r, const char *path, void *out);
+
+// An array field of any length (a reply's: the gateway bounds them), its elements decoded
+// by brq_dec_elems as "path.<name>[i]". Absent: an error when required, else *n = 0,
+// *out untouched and *present = false (present may be NULL).
+brq_status brq_dec_list(brq_dec *d, const brq_field *f, const char *path, bool required, size_t size,
+			brq_dec_elem_fn fn, void **out, uint32_t *n, bool *present);
 
 // A job row (the "job" reply's map, a "list" reply's jobs[i]) into out (a brq_job_info).
 brq_status brq_dec_job_info(brq_dec *d, brq_rd *r, const char *path, void *out);

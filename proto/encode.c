@@ -1,381 +1,19 @@
 // SPDX-License-Identifier: MIT
-// Encoding of requests and replies with msgpack-c into a reusable growable buffer.
+// Whole messages: requests and replies. The envelope and the core ops' fields are
+// written here (through pack.c); the op families' (admin.c, policy.c, schedule.c) by
+// their codecs, which opcodecs.c names.
 #include "proto.h"
 
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "admin.h"
-#include "kv.h"
-#include "policy_int.h"
-#include "schedule.h"
-
-#define BUF_RETAIN (64u * 1024u) // capacity kept across resets; more is freed (see proto.h)
-#define BUF_MIN    256u
-
-// msgpack-c write callback. Returns non-zero to make msgpack_pack_* fail, and records
-// why in b->err so the failure is sticky and has a reason.
-static int
-buf_write(void *data, const char *p, size_t n)
-{
-	brq_buf *b = data;
-
-	if (b->err != 0) {
-		return -1;
-	}
-	if (n == 0) {
-		return 0; // p may be NULL then, and memcpy(…, NULL, 0) is undefined
-	}
-	if (n > b->limit - b->len) {
-		b->err = BRQ_E2BIG;
-		return -1;
-	}
-	if (n > b->cap - b->len) {
-		size_t cap = b->cap < BUF_MIN ? BUF_MIN : b->cap;
-		while (cap - b->len < n) {
-			cap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
-		}
-		char *d = realloc(b->data, cap);
-		if (d == NULL) {
-			b->err = BRQ_ENOMEM;
-			return -1;
-		}
-		b->data = d;
-		b->cap  = cap;
-	}
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-	return 0;
-}
-
-void
-brq_buf_init(brq_buf *b, size_t limit)
-{
-	b->data  = NULL;
-	b->len   = 0;
-	b->cap   = 0;
-	b->limit = limit == 0 ? SIZE_MAX : limit;
-	b->err   = 0;
-	msgpack_packer_init(&b->pk, b, buf_write);
-}
-
-void
-brq_buf_reset(brq_buf *b)
-{
-	if (b->cap > BUF_RETAIN) {
-		free(b->data);
-		b->data = NULL;
-		b->cap  = 0;
-	}
-	b->len = 0;
-	b->err = 0;
-}
-
-void
-brq_buf_swap(brq_buf *a, brq_buf *b)
-{
-	brq_buf_reset(a);
-	brq_buf_reset(b);
-	char  *data = a->data;
-	size_t cap  = a->cap;
-	a->data     = b->data;
-	a->cap      = b->cap;
-	b->data     = data;
-	b->cap      = cap;
-}
-
-void
-brq_buf_fini(brq_buf *b)
-{
-	free(b->data);
-	b->data = NULL;
-	b->len  = 0;
-	b->cap  = 0;
-}
-
-int
-brq_buf_error(const brq_buf *b)
-{
-	return b->err;
-}
-
-msgpack_packer *
-brq_buf_packer(brq_buf *b)
-{
-	return &b->pk;
-}
-
-// ---- Primitives ---------------------------------------------------------------------
-
-// The msgpack_pack_* result carries no reason; b->err does.
-#define STICKY(b, call) ((void) (call), (b)->err)
-
-int
-brq_pack_map(brq_buf *b, uint32_t pairs)
-{
-	return STICKY(b, msgpack_pack_map(&b->pk, pairs));
-}
-
-int
-brq_pack_array(brq_buf *b, uint32_t n)
-{
-	return STICKY(b, msgpack_pack_array(&b->pk, n));
-}
-
-int
-brq_pack_str(brq_buf *b, brq_str s)
-{
-	(void) msgpack_pack_str(&b->pk, s.len);
-	if (s.len > 0) {
-		(void) msgpack_pack_str_body(&b->pk, s.ptr, s.len);
-	}
-	return b->err;
-}
-
-int
-brq_pack_cstr(brq_buf *b, const char *s)
-{
-	return brq_pack_str(b, brq_str_c(s));
-}
-
-int
-brq_pack_key(brq_buf *b, const char *key)
-{
-	return brq_pack_cstr(b, key);
-}
-
-int
-brq_pack_bin(brq_buf *b, const void *p, uint32_t len)
-{
-	(void) msgpack_pack_bin(&b->pk, len);
-	if (len > 0) {
-		(void) msgpack_pack_bin_body(&b->pk, p, len);
-	}
-	return b->err;
-}
-
-int
-brq_pack_uint(brq_buf *b, uint64_t v)
-{
-	return STICKY(b, msgpack_pack_uint64(&b->pk, v));
-}
-
-int
-brq_pack_int(brq_buf *b, int64_t v)
-{
-	return STICKY(b, msgpack_pack_int64(&b->pk, v));
-}
-
-int
-brq_pack_bool(brq_buf *b, bool v)
-{
-	return STICKY(b, v ? msgpack_pack_true(&b->pk) : msgpack_pack_false(&b->pk));
-}
-
-int
-brq_pack_nil(brq_buf *b)
-{
-	return STICKY(b, msgpack_pack_nil(&b->pk));
-}
-
-// ---- Element encoders ---------------------------------------------------------------
-
-int
-brq_pack_job_spec(brq_buf *b, const brq_job_spec *j)
-{
-	uint32_t n = 2 + (j->key.len > 0) + j->has_delay_ms + j->has_run_at_ms + j->has_max_attempts +
-		j->has_priority;
-
-	brq_pack_map(b, n);
-	kv_str(b, "topic", j->topic);
-	kv_str(b, "payload", j->payload);
-	if (j->key.len > 0) {
-		kv_str(b, "key", j->key);
-	}
-	if (j->has_delay_ms) {
-		kv_uint(b, "delay_ms", j->delay_ms);
-	}
-	if (j->has_run_at_ms) {
-		kv_int(b, "run_at_ms", j->run_at_ms);
-	}
-	if (j->has_max_attempts) {
-		kv_uint(b, "max_attempts", j->max_attempts);
-	}
-	if (j->has_priority) {
-		kv_uint(b, "priority", j->priority);
-	}
-	return b->err;
-}
-
-int
-brq_pack_settle_item(brq_buf *b, const brq_settle_item *it)
-{
-	bool     delay = it->outcome == BRQ_OUTCOME_DELAY;
-	uint32_t n     = 3 + it->has_error + delay + it->has_chain + it->has_result;
-
-	brq_pack_map(b, n);
-	kv_uint(b, "id", it->id);
-	kv_lease(b, it->lease);
-	kv_cstr(b, "outcome", brq_outcome_name(it->outcome));
-	if (it->has_error) {
-		kv_str(b, "error", it->error);
-	}
-	if (delay) {
-		kv_uint(b, "delay_ms", it->delay_ms);
-	}
-	if (it->has_chain) {
-		brq_pack_key(b, "chain");
-		brq_pack_array(b, it->n_chain);
-		for (uint32_t i = 0; i < it->n_chain; i++) {
-			brq_pack_job_spec(b, &it->chain[i]);
-		}
-	}
-	if (it->has_result) {
-		kv_str(b, "result", it->result);
-	}
-	return b->err;
-}
-
-int
-brq_pack_enqueue_result(brq_buf *b, const brq_enqueue_result *r)
-{
-	brq_pack_map(b, 2);
-	kv_uint(b, "id", r->id);
-	kv_bool(b, "created", r->created);
-	return b->err;
-}
-
-int
-brq_pack_claimed_job(brq_buf *b, const brq_claimed_job *j)
-{
-	brq_pack_map(b, 8 + (j->attempt_timeout_ms != 0) + (j->max_execution_ms != 0));
-	kv_uint(b, "id", j->id);
-	kv_str(b, "topic", j->topic);
-	kv_str(b, "payload", j->payload);
-	kv_uint(b, "attempts", j->attempts);
-	kv_uint(b, "max_attempts", j->max_attempts);
-	kv_lease(b, j->lease);
-	kv_int(b, "lease_until_ms", j->lease_until_ms);
-	kv_int(b, "created_at_ms", j->created_at_ms);
-	if (j->attempt_timeout_ms != 0) {
-		kv_uint(b, "attempt_timeout_ms", j->attempt_timeout_ms);
-	}
-	if (j->max_execution_ms != 0) {
-		kv_uint(b, "max_execution_ms", j->max_execution_ms);
-	}
-	return b->err;
-}
-
-const char *
-brq_lost_reason_name(brq_lost_reason r)
-{
-	switch (r) {
-	case BRQ_LOST_NONE: return "";
-	case BRQ_LOST_CANCELED: return "canceled";
-	case BRQ_LOST_MAX_EXECUTION: return "max_execution";
-	default: return "gone";
-	}
-}
-
-int
-brq_pack_lost_reasons(brq_buf *b, const brq_lost_reason *r, uint32_t n)
-{
-	brq_pack_key(b, "lost_reasons");
-	brq_pack_array(b, n);
-	for (uint32_t i = 0; i < n; i++) {
-		brq_pack_cstr(b, brq_lost_reason_name(r[i]));
-	}
-	return b->err;
-}
-
-int
-brq_pack_settle_result(brq_buf *b, const brq_settle_result *r)
-{
-	brq_pack_map(b, 3);
-	kv_uint(b, "id", r->id);
-	kv_bool(b, "applied", r->applied);
-	brq_pack_key(b, "state");
-	if (r->applied) {
-		brq_pack_cstr(b, brq_state_name(r->state));
-	} else {
-		brq_pack_nil(b);
-	}
-	return b->err;
-}
-
-int
-brq_pack_job_info(brq_buf *b, const brq_job_info *j)
-{
-	// result and retry_of are always sent (nil when unset); the timeouts' keys only when set.
-	brq_pack_map(b,
-		     15 + (j->priority > 0) + j->has_claimed_at_ms + (j->attempt_deadline_ms != 0) +
-			     (j->max_execution_deadline_ms != 0));
-	kv_uint(b, "id", j->id);
-	kv_str(b, "topic", j->topic);
-	kv_str(b, "payload", j->payload);
-	kv_cstr(b, "state", brq_state_name(j->state));
-	kv_uint(b, "attempts", j->attempts);
-	kv_uint(b, "max_attempts", j->max_attempts);
-	kv_int(b, "available_at_ms", j->available_at_ms);
-	kv_opt_str(b, "locked_by", j->has_locked_by, j->locked_by);
-	brq_pack_key(b, "locked_until_ms");
-	if (j->has_locked_until_ms) {
-		brq_pack_int(b, j->locked_until_ms);
-	} else {
-		brq_pack_nil(b);
-	}
-	kv_opt_str(b, "last_error", j->has_last_error, j->last_error);
-	kv_opt_str(b, "key", j->has_key, j->key);
-	kv_int(b, "created_at_ms", j->created_at_ms);
-	kv_int(b, "updated_at_ms", j->updated_at_ms);
-	if (j->priority > 0) {
-		kv_uint(b, "priority", j->priority);
-	}
-	// Keys added to protocol v1 later: a client that does not know them skips them.
-	kv_opt_str(b, "result", j->has_result, j->result);
-	brq_pack_key(b, "retry_of");
-	if (j->has_retry_of) {
-		brq_pack_uint(b, j->retry_of);
-	} else {
-		brq_pack_nil(b);
-	}
-	if (j->has_claimed_at_ms) {
-		kv_int(b, "claimed_at_ms", j->claimed_at_ms);
-	}
-	if (j->attempt_deadline_ms != 0) {
-		kv_int(b, "attempt_deadline_ms", j->attempt_deadline_ms);
-	}
-	if (j->max_execution_deadline_ms != 0) {
-		kv_int(b, "max_execution_deadline_ms", j->max_execution_deadline_ms);
-	}
-	return b->err;
-}
-
-int
-brq_pack_topic_stats(brq_buf *b, const brq_topic_stats *t)
-{
-	brq_pack_map(b, 2 + BRQ_STATE__COUNT + (t->has_policy ? 3 : 0));
-	kv_str(b, "topic", t->topic);
-	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
-		kv_uint(b, brq_state_name((brq_state) s), t->count[s]);
-	}
-	kv_uint(b, "oldest_ready_age_ms", t->oldest_ready_age_ms);
-	if (t->has_policy) {
-		// Only for a topic with a policy: what an older client ignores (§9).
-		kv_bool(b, "paused", t->paused);
-		brq_pack_key(b, "max_running");
-		t->max_running > 0 ? brq_pack_uint(b, t->max_running) : brq_pack_nil(b);
-		brq_pack_key(b, "rate_per_s");
-		t->rate_per_s > 0 ? brq_pack_uint(b, t->rate_per_s) : brq_pack_nil(b);
-	}
-	return b->err;
-}
+#include "opcodecs.h"
+#include "pack.h"
 
 // ---- Requests -----------------------------------------------------------------------
 
+// The op fields of a request for an op of encode.c's own (beyond the envelope).
 static uint32_t
 request_fields(const brq_request *req)
 {
@@ -387,13 +25,18 @@ request_fields(const brq_request *req)
 	case BRQ_OP_SETTLE:
 	case BRQ_OP_CANCEL:
 	case BRQ_OP_JOB: return 1;
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_fields(req);
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS: return brq_policy_request_fields(req);
-	default: return brq_admin_request_fields(req); // list, retry, delete; others: 0
+	default: return 0; // ping, stats
 	}
+}
+
+// One heartbeat.leases entry.
+static int
+pack_lease_ref(brq_buf *b, const brq_lease_ref *l)
+{
+	brq_pack_map(b, 2);
+	kv_uint(b, "id", l->id);
+	kv_lease(b, l->lease);
+	return brq_buf_error(b);
 }
 
 // The fields of a claim request.
@@ -407,29 +50,25 @@ pack_claim(brq_buf *b, const brq_claim_req *c)
 		brq_pack_str(b, c->topics[i]);
 	}
 	kv_uint(b, "n", c->n);
-	if (c->has_lease_ms) {
-		kv_uint(b, "lease_ms", c->lease_ms);
-	}
-	if (c->has_wait_ms) {
-		kv_uint(b, "wait_ms", c->wait_ms);
-	}
+	kv_uint_if(b, "lease_ms", c->has_lease_ms, c->lease_ms);
+	kv_uint_if(b, "wait_ms", c->has_wait_ms, c->wait_ms);
 	if (c->has_settle) {
-		brq_pack_key(b, "settle");
-		brq_pack_array(b, c->n_settle);
-		for (uint32_t i = 0; i < c->n_settle; i++) {
-			brq_pack_settle_item(b, &c->settle[i]);
-		}
+		KV_ARRAY(b, "settle", c->settle, c->n_settle, brq_pack_settle_item);
 	}
 }
 
 int
 brq_request_encode(brq_buf *b, const brq_request *req)
 {
+	const brq_op_codec *family = brq_op_codec_of(req->op); // NULL: an op of this file
+
 	if (req->op <= BRQ_OP_NONE || req->op >= BRQ_OP__COUNT) {
 		return BRQ_EINVAL;
 	}
 	brq_buf_reset(b);
-	brq_pack_map(b, 3 + (req->token.len > 0) + (req->timeout_ms > 0) + request_fields(req));
+	brq_pack_map(b,
+		     3 + (req->token.len > 0) + (req->timeout_ms > 0) +
+			     (family != NULL ? family->request_fields(req) : request_fields(req)));
 	kv_uint(b, "v", BRQ_PROTO_VERSION);
 	kv_cstr(b, "op", brq_op_name(req->op));
 	if (req->token.len > 0) {
@@ -443,64 +82,31 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 		}
 	}
 	kv_uint(b, "rid", req->rid);
-	if (req->timeout_ms > 0) {
-		kv_uint(b, "timeout_ms", req->timeout_ms);
+	kv_uint_if(b, "timeout_ms", req->timeout_ms > 0, req->timeout_ms);
+	if (family != NULL) {
+		family->request_encode(b, req);
+		return b->err;
 	}
-
 	switch (req->op) {
 	case BRQ_OP_ENQUEUE:
-		brq_pack_key(b, "jobs");
-		brq_pack_array(b, req->enqueue.n_jobs);
-		for (uint32_t i = 0; i < req->enqueue.n_jobs; i++) {
-			brq_pack_job_spec(b, &req->enqueue.jobs[i]);
-		}
+		KV_ARRAY(b, "jobs", req->enqueue.jobs, req->enqueue.n_jobs, brq_pack_job_spec);
 		break;
 	case BRQ_OP_CLAIM: pack_claim(b, &req->claim); break;
 	case BRQ_OP_HEARTBEAT:
-		brq_pack_key(b, "leases");
-		brq_pack_array(b, req->heartbeat.n_leases);
-		for (uint32_t i = 0; i < req->heartbeat.n_leases; i++) {
-			brq_pack_map(b, 2);
-			kv_uint(b, "id", req->heartbeat.leases[i].id);
-			kv_lease(b, req->heartbeat.leases[i].lease);
-		}
-		if (req->heartbeat.has_lease_ms) {
-			kv_uint(b, "lease_ms", req->heartbeat.lease_ms);
-		}
+		KV_ARRAY(b, "leases", req->heartbeat.leases, req->heartbeat.n_leases, pack_lease_ref);
+		kv_uint_if(b, "lease_ms", req->heartbeat.has_lease_ms, req->heartbeat.lease_ms);
 		break;
 	case BRQ_OP_SETTLE:
-		brq_pack_key(b, "items");
-		brq_pack_array(b, req->settle.n_items);
-		for (uint32_t i = 0; i < req->settle.n_items; i++) {
-			brq_pack_settle_item(b, &req->settle.items[i]);
-		}
+		KV_ARRAY(b, "items", req->settle.items, req->settle.n_items, brq_pack_settle_item);
 		break;
 	case BRQ_OP_CANCEL: kv_uint(b, "id", req->cancel.id); break;
 	case BRQ_OP_JOB: kv_uint(b, "id", req->job.id); break;
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_REMOVE: brq_schedule_request_encode(b, req); break;
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS: brq_policy_request_encode(b, req); break;
-	default: // ping, stats, topics, schedule_list: no fields; list, retry, delete: admin.c
-		brq_admin_request_encode(b, req);
-		break;
+	default: break; // ping, stats: no fields
 	}
 	return b->err;
 }
 
 // ---- Replies ------------------------------------------------------------------------
-
-int
-brq_reply_begin(brq_buf *b, uint64_t rid, uint32_t n_fields)
-{
-	brq_buf_reset(b);
-	brq_pack_map(b, 3 + n_fields);
-	kv_uint(b, "v", BRQ_PROTO_VERSION);
-	kv_uint(b, "rid", rid);
-	kv_cstr(b, "code", brq_status_name(BRQ_ST_OK));
-	return b->err;
-}
 
 static int
 encode_error(brq_buf *b, uint64_t rid, brq_status code, brq_str msg)
@@ -539,17 +145,9 @@ static void
 pack_claim_reply(brq_buf *b, const brq_reply *rep)
 {
 	brq_reply_begin(b, rep->rid, 1 + rep->claim.has_settled);
-	brq_pack_key(b, "jobs");
-	brq_pack_array(b, rep->claim.n_jobs);
-	for (uint32_t i = 0; i < rep->claim.n_jobs; i++) {
-		brq_pack_claimed_job(b, &rep->claim.jobs[i]);
-	}
+	KV_ARRAY(b, "jobs", rep->claim.jobs, rep->claim.n_jobs, brq_pack_claimed_job);
 	if (rep->claim.has_settled) {
-		brq_pack_key(b, "settled");
-		brq_pack_array(b, rep->claim.n_settled);
-		for (uint32_t i = 0; i < rep->claim.n_settled; i++) {
-			brq_pack_settle_result(b, &rep->claim.settled[i]);
-		}
+		KV_ARRAY(b, "settled", rep->claim.settled, rep->claim.n_settled, brq_pack_settle_result);
 	}
 }
 
@@ -572,8 +170,13 @@ pack_heartbeat_reply(brq_buf *b, const brq_reply *rep)
 int
 brq_reply_encode(brq_buf *b, const brq_reply *rep)
 {
+	const brq_op_codec *family = brq_op_codec_of(rep->op);
+
 	if (rep->code != BRQ_ST_OK) {
 		return encode_error(b, rep->rid, rep->code, rep->msg);
+	}
+	if (family != NULL) {
+		return family->reply_encode(b, rep);
 	}
 	switch (rep->op) {
 	case BRQ_OP_PING:
@@ -582,21 +185,13 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 		break;
 	case BRQ_OP_ENQUEUE:
 		brq_reply_begin(b, rep->rid, 1);
-		brq_pack_key(b, "results");
-		brq_pack_array(b, rep->enqueue.n_results);
-		for (uint32_t i = 0; i < rep->enqueue.n_results; i++) {
-			brq_pack_enqueue_result(b, &rep->enqueue.results[i]);
-		}
+		KV_ARRAY(b, "results", rep->enqueue.results, rep->enqueue.n_results, brq_pack_enqueue_result);
 		break;
 	case BRQ_OP_CLAIM: pack_claim_reply(b, rep); break;
 	case BRQ_OP_HEARTBEAT: pack_heartbeat_reply(b, rep); break;
 	case BRQ_OP_SETTLE:
 		brq_reply_begin(b, rep->rid, 1);
-		brq_pack_key(b, "results");
-		brq_pack_array(b, rep->settle.n_results);
-		for (uint32_t i = 0; i < rep->settle.n_results; i++) {
-			brq_pack_settle_result(b, &rep->settle.results[i]);
-		}
+		KV_ARRAY(b, "results", rep->settle.results, rep->settle.n_results, brq_pack_settle_result);
 		break;
 	case BRQ_OP_CANCEL:
 		brq_reply_begin(b, rep->rid, 2);
@@ -610,20 +205,9 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 		break;
 	case BRQ_OP_STATS:
 		brq_reply_begin(b, rep->rid, 1);
-		brq_pack_key(b, "topics");
-		brq_pack_array(b, rep->stats.n_topics);
-		for (uint32_t i = 0; i < rep->stats.n_topics; i++) {
-			brq_pack_topic_stats(b, &rep->stats.topics[i]);
-		}
+		KV_ARRAY(b, "topics", rep->stats.topics, rep->stats.n_topics, brq_pack_topic_stats);
 		break;
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS:
-	case BRQ_OP_TOPICS: brq_policy_reply_encode(b, rep); break;
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_LIST:
-	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_encode(b, rep);
-	default: return brq_admin_reply_encode(b, rep); // list, retry, delete; else BRQ_EINVAL
+	default: return BRQ_EINVAL;
 	}
 	return b->err;
 }

@@ -242,21 +242,28 @@ brq_mp_peek(const brq_rd *r)
 	return brq_mp_head_read(r->p, r->end, &h) == 0 ? (int) h.kind : 0;
 }
 
+// The header of the next value when the value is of kind `want`: the reader moves past
+// the header (a str's or bin's body is the caller's to pass). Otherwise BRQ_MP_ETYPE and
+// nothing consumed; h->kind then says what the value was (0: truncated or invalid).
+static int
+take(brq_rd *r, brq_mp_kind want, brq_mp_head *h)
+{
+	h->kind = (brq_mp_kind) 0;
+	if (brq_mp_head_read(r->p, r->end, h) != 0 || h->kind != want) {
+		return BRQ_MP_ETYPE;
+	}
+	r->p += h->hdr;
+	return 0;
+}
+
 int
 brq_mp_read_uint(brq_rd *r, uint64_t *out)
 {
 	brq_mp_head h;
-	if (brq_mp_head_read(r->p, r->end, &h) != 0) {
-		return BRQ_MP_ETYPE;
-	}
-	if (h.kind == BRQ_MP_NINT) {
-		return BRQ_MP_ERANGE;
-	}
-	if (h.kind != BRQ_MP_UINT) {
-		return BRQ_MP_ETYPE;
+	if (take(r, BRQ_MP_UINT, &h) != 0) {
+		return h.kind == BRQ_MP_NINT ? BRQ_MP_ERANGE : BRQ_MP_ETYPE;
 	}
 	*out = h.u;
-	r->p += h.hdr;
 	return 0;
 }
 
@@ -285,11 +292,10 @@ int
 brq_mp_read_bool(brq_rd *r, bool *out)
 {
 	brq_mp_head h;
-	if (brq_mp_head_read(r->p, r->end, &h) != 0 || h.kind != BRQ_MP_BOOL) {
+	if (take(r, BRQ_MP_BOOL, &h) != 0) {
 		return BRQ_MP_ETYPE;
 	}
 	*out = h.b;
-	r->p += h.hdr;
 	return 0;
 }
 
@@ -303,19 +309,26 @@ brq_mp_read_nil(brq_rd *r)
 	return 0;
 }
 
+// take() for a str, bin, array or map: *n its length (bytes, elements or pairs).
+static int
+take_len(brq_rd *r, brq_mp_kind want, uint32_t *n)
+{
+	brq_mp_head h;
+	if (take(r, want, &h) != 0) {
+		return BRQ_MP_ETYPE;
+	}
+	*n = (uint32_t) h.n; // 8/16/32-bit on the wire: always fits
+	return 0;
+}
+
 static int
 read_blob(brq_rd *r, brq_mp_kind want, brq_str *out)
 {
-	brq_mp_head h;
-	if (brq_mp_head_read(r->p, r->end, &h) != 0 || h.kind != want) {
+	if (take_len(r, want, &out->len) != 0) {
 		return BRQ_MP_ETYPE;
 	}
-	if (h.n > UINT32_MAX) {
-		return BRQ_MP_ERANGE; // cannot happen for str/bin (32-bit lengths); kept for brq_str
-	}
-	out->ptr = (const char *) r->p + h.hdr;
-	out->len = (uint32_t) h.n;
-	r->p += h.hdr + h.n;
+	out->ptr = (const char *) r->p;
+	r->p += out->len;
 	return 0;
 }
 
@@ -331,28 +344,16 @@ brq_mp_read_bin(brq_rd *r, brq_str *out)
 	return read_blob(r, BRQ_MP_BIN, out);
 }
 
-static int
-read_container(brq_rd *r, brq_mp_kind want, uint32_t *count)
-{
-	brq_mp_head h;
-	if (brq_mp_head_read(r->p, r->end, &h) != 0 || h.kind != want) {
-		return BRQ_MP_ETYPE;
-	}
-	*count = (uint32_t) h.n; // 16/32-bit on the wire: always fits
-	r->p += h.hdr;
-	return 0;
-}
-
 int
 brq_mp_read_array(brq_rd *r, uint32_t *count)
 {
-	return read_container(r, BRQ_MP_ARRAY, count);
+	return take_len(r, BRQ_MP_ARRAY, count);
 }
 
 int
 brq_mp_read_map(brq_rd *r, uint32_t *pairs)
 {
-	return read_container(r, BRQ_MP_MAP, pairs);
+	return take_len(r, BRQ_MP_MAP, pairs);
 }
 
 int

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Per-topic policy on the wire: pause, resume, topic_limits and topics, and the policy keys of stats.
 #include "policy_int.h"
+#include "pack.h"
 
 #include <string.h>
 
@@ -18,19 +19,16 @@ check_topic(brq_dec *d, const char *path, brq_str s)
 static brq_status
 limit(brq_dec *d, const brq_field *f, const char *path, bool *has, uint32_t *out)
 {
-	uint64_t u = 0;
-	*out       = 0;
-	*has       = f->at != NULL;
+	*out = 0;
+	*has = f->at != NULL;
 	if (f->at == NULL || brq_dec_is_nil(f)) {
 		return BRQ_ST_OK;
 	}
-	TRY(brq_dec_uint(d, f, path, true, 0, BRQ_TOPIC_LIMIT_MAX, &u, NULL));
-	*out = (uint32_t) u;
-	return BRQ_ST_OK;
+	return brq_dec_u32(d, f, path, true, 0, BRQ_TOPIC_LIMIT_MAX, out, NULL);
 }
 
-brq_status
-brq_policy_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
+static brq_status
+request_decode(brq_dec *d, brq_rd *top, brq_request *req)
 {
 	const char *op   = brq_op_name(req->op);
 	brq_field   f[3] = {{"topic", NULL}, {"max_running", NULL}, {"rate_per_s", NULL}};
@@ -63,8 +61,8 @@ brq_policy_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
 	}
 }
 
-uint32_t
-brq_policy_request_fields(const brq_request *req)
+static uint32_t
+request_fields(const brq_request *req)
 {
 	switch (req->op) {
 	case BRQ_OP_PAUSE:
@@ -75,35 +73,21 @@ brq_policy_request_fields(const brq_request *req)
 	}
 }
 
-// A limit as the protocol shows it: nil for unlimited.
 static void
-pack_limit(brq_buf *b, const char *key, uint32_t v)
-{
-	brq_pack_key(b, key);
-	if (v == 0) {
-		brq_pack_nil(b);
-	} else {
-		brq_pack_uint(b, v);
-	}
-}
-
-void
-brq_policy_request_encode(brq_buf *b, const brq_request *req)
+request_encode(brq_buf *b, const brq_request *req)
 {
 	switch (req->op) {
 	case BRQ_OP_PAUSE:
 	case BRQ_OP_RESUME:
-		brq_pack_key(b, "topic");
-		brq_pack_str(b, req->op == BRQ_OP_PAUSE ? req->pause.topic : req->resume.topic);
+		kv_str(b, "topic", req->op == BRQ_OP_PAUSE ? req->pause.topic : req->resume.topic);
 		break;
 	case BRQ_OP_TOPIC_LIMITS:
-		brq_pack_key(b, "topic");
-		brq_pack_str(b, req->topic_limits.topic);
+		kv_str(b, "topic", req->topic_limits.topic);
 		if (req->topic_limits.has_max_running) {
-			pack_limit(b, "max_running", req->topic_limits.max_running);
+			kv_limit(b, "max_running", req->topic_limits.max_running);
 		}
 		if (req->topic_limits.has_rate_per_s) {
-			pack_limit(b, "rate_per_s", req->topic_limits.rate_per_s);
+			kv_limit(b, "rate_per_s", req->topic_limits.rate_per_s);
 		}
 		break;
 	default: break;
@@ -114,31 +98,24 @@ int
 brq_pack_topic_policy(brq_buf *b, const brq_topic_policy *p)
 {
 	brq_pack_map(b, 5);
-	brq_pack_key(b, "topic");
-	brq_pack_str(b, p->topic);
-	brq_pack_key(b, "paused");
-	brq_pack_bool(b, p->paused);
-	pack_limit(b, "max_running", p->max_running);
-	pack_limit(b, "rate_per_s", p->rate_per_s);
-	brq_pack_key(b, "running");
-	brq_pack_uint(b, p->running);
+	kv_str(b, "topic", p->topic);
+	kv_bool(b, "paused", p->paused);
+	kv_limit(b, "max_running", p->max_running);
+	kv_limit(b, "rate_per_s", p->rate_per_s);
+	kv_uint(b, "running", p->running);
 	return brq_buf_error(b);
 }
 
-void
-brq_policy_reply_encode(brq_buf *b, const brq_reply *rep)
+static int
+reply_encode(brq_buf *b, const brq_reply *rep)
 {
 	brq_reply_begin(b, rep->rid, 1);
 	if (rep->op == BRQ_OP_TOPICS) {
-		brq_pack_key(b, "topics");
-		brq_pack_array(b, rep->topics.n_topics);
-		for (uint32_t i = 0; i < rep->topics.n_topics; i++) {
-			(void) brq_pack_topic_policy(b, &rep->topics.topics[i]);
-		}
-		return;
+		KV_ARRAY(b, "topics", rep->topics.topics, rep->topics.n_topics, brq_pack_topic_policy);
+		return brq_buf_error(b);
 	}
 	brq_pack_key(b, "policy");
-	(void) brq_pack_topic_policy(b, &rep->policy.policy);
+	return brq_pack_topic_policy(b, &rep->policy.policy);
 }
 
 static brq_status
@@ -161,8 +138,8 @@ topic_policy(brq_dec *d, brq_rd *r, const char *path, void *out)
 	return brq_dec_uint(d, &f[4], path, true, 0, UINT64_MAX, &p->running, NULL);
 }
 
-brq_status
-brq_policy_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
+static brq_status
+reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
 	const char *op   = brq_op_name(rep->op);
 	brq_field   f[1] = {{rep->op == BRQ_OP_TOPICS ? "topics" : "policy", NULL}};
@@ -170,10 +147,8 @@ brq_policy_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 
 	TRY(brq_dec_map(d, top, "", f, 1));
 	if (rep->op == BRQ_OP_TOPICS) {
-		TRY(brq_dec_array(d, &f[0], op, true, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &r,
-				  &rep->topics.n_topics, NULL));
-		return brq_dec_elems(d, &r, rep->topics.n_topics, op, "topics", sizeof(brq_topic_policy),
-				     topic_policy, (void **) &rep->topics.topics);
+		return brq_dec_list(d, &f[0], op, true, sizeof(brq_topic_policy), topic_policy,
+				    (void **) &rep->topics.topics, &rep->topics.n_topics, NULL);
 	}
 	if (f[0].at == NULL) {
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, op, "policy", "required map");
@@ -193,3 +168,6 @@ brq_policy_stats_decode(brq_dec *d, const brq_field f[3], const char *path, brq_
 	TRY(limit(d, &f[1], path, &has, &t->max_running));
 	return limit(d, &f[2], path, &has, &t->rate_per_s);
 }
+
+const brq_op_codec brq_policy_codec = {request_fields, request_encode, request_decode, reply_encode,
+				       reply_decode};

@@ -6,20 +6,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "admin.h"
 #include "dec.h"
+#include "opcodecs.h"
 #include "policy_int.h"
-#include "schedule.h"
 
 #define BAD BRQ_ST_INVALID_ARGUMENT
 
 static brq_status
 get_u32(brq_dec *d, const brq_field *f, const char *path, uint32_t *out)
 {
-	uint64_t u;
-	TRY(brq_dec_uint(d, f, path, true, 0, UINT32_MAX, &u, NULL));
-	*out = (uint32_t) u;
-	return BRQ_ST_OK;
+	return brq_dec_u32(d, f, path, true, 0, UINT32_MAX, out, NULL);
 }
 
 static brq_status
@@ -74,20 +70,6 @@ get_lease(brq_dec *d, const brq_field *f, const char *path, uint8_t out[BRQ_LEAS
 }
 
 // ---- Elements -----------------------------------------------------------------------
-
-// Array field `name` of the top map (path = op name) decoded with fn into arena storage.
-static brq_status
-get_elems(brq_dec *d, const brq_field *f, const char *op, bool required, size_t size, brq_dec_elem_fn fn,
-	  void **out, uint32_t *n, bool *present)
-{
-	brq_rd elems;
-
-	TRY(brq_dec_array(d, f, op, required, 0, UINT32_MAX, BAD, &elems, n, present));
-	if (f->at == NULL) {
-		return BRQ_ST_OK;
-	}
-	return brq_dec_elems(d, &elems, *n, op, f->name, size, fn, out);
-}
 
 static brq_status
 enqueue_result(brq_dec *d, brq_rd *r, const char *path, void *out)
@@ -282,29 +264,19 @@ topic_stats(brq_dec *d, brq_rd *r, const char *path, void *out)
 	return get_u64(d, &f[1], path, &t->oldest_ready_age_ms);
 }
 
-static brq_status
-bool_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
-{
-	if (brq_mp_read_bool(r, out) != 0) {
-		return brq_dec_fail(d, BAD, "%s: must be a boolean", path);
-	}
-	return BRQ_ST_OK;
-}
-
 // One word of "lost_reasons"; a word this build does not know reads as "gone".
 static brq_status
 lost_reason_elem(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	brq_str s;
-	if (brq_mp_read_str(r, &s) != 0) {
-		return brq_dec_fail(d, BAD, "%s: must be a string", path);
-	}
 	brq_lost_reason *x = out;
-	*x                 = s.len == 0 ? BRQ_LOST_NONE : BRQ_LOST_GONE;
-	if (s.len == 8 && memcmp(s.ptr, "canceled", 8) == 0) {
-		*x = BRQ_LOST_CANCELED;
-	} else if (s.len == 13 && memcmp(s.ptr, "max_execution", 13) == 0) {
-		*x = BRQ_LOST_MAX_EXECUTION;
+	brq_str          s;
+
+	TRY(brq_dec_str_elem(d, r, path, &s));
+	*x = BRQ_LOST_GONE;
+	for (int k = BRQ_LOST_NONE; k <= BRQ_LOST_MAX_EXECUTION; k++) {
+		if (brq_str_eq(s, brq_lost_reason_name((brq_lost_reason) k))) {
+			*x = (brq_lost_reason) k;
+		}
 	}
 	return BRQ_ST_OK;
 }
@@ -315,8 +287,8 @@ heartbeat_reasons(brq_dec *d, const brq_field *f, brq_heartbeat_rep *hb)
 {
 	uint32_t n = 0;
 	bool     present;
-	TRY(get_elems(d, f, "heartbeat", false, sizeof(brq_lost_reason), lost_reason_elem,
-		      (void **) &hb->lost_reasons, &n, &present));
+	TRY(brq_dec_list(d, f, "heartbeat", false, sizeof(brq_lost_reason), lost_reason_elem,
+			 (void **) &hb->lost_reasons, &n, &present));
 	if (present && n != hb->n_extended) {
 		return brq_dec_failf(d, BAD, "heartbeat", "lost_reasons", "must have one entry per lease");
 	}
@@ -328,9 +300,13 @@ heartbeat_reasons(brq_dec *d, const brq_field *f, brq_heartbeat_rep *hb)
 static brq_status
 decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
-	brq_field f[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
-	brq_rd    r;
+	const brq_op_codec *family = brq_op_codec_of(rep->op);
+	brq_field           f[3]   = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+	brq_rd              r;
 
+	if (family != NULL) {
+		return family->reply_decode(d, top, rep);
+	}
 	// The op fields each reply carries; found in one pass over the top map.
 	switch (rep->op) {
 	case BRQ_OP_PING: f[0].name = "server"; break;
@@ -351,14 +327,7 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		break;
 	case BRQ_OP_JOB: f[0].name = "job"; break;
 	case BRQ_OP_STATS: f[0].name = "topics"; break;
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS:
-	case BRQ_OP_TOPICS: return brq_policy_reply_decode(d, top, rep);
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_LIST:
-	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_reply_decode(d, top, rep);
-	default: return brq_admin_reply_decode(d, top, rep); // list, retry, delete; else internal
+	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
 	}
 	TRY(brq_dec_map(d, top, "", f, f[2].name != NULL ? 3 : f[1].name != NULL ? 2 : 1));
 
@@ -366,22 +335,22 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 	switch (rep->op) {
 	case BRQ_OP_PING: return get_str(d, &f[0], op, &rep->ping.server);
 	case BRQ_OP_ENQUEUE:
-		return get_elems(d, &f[0], op, true, sizeof(brq_enqueue_result), enqueue_result,
-				 (void **) &rep->enqueue.results, &rep->enqueue.n_results, NULL);
+		return brq_dec_list(d, &f[0], op, true, sizeof(brq_enqueue_result), enqueue_result,
+				    (void **) &rep->enqueue.results, &rep->enqueue.n_results, NULL);
 	case BRQ_OP_CLAIM:
-		TRY(get_elems(d, &f[0], op, true, sizeof(brq_claimed_job), claimed_job,
-			      (void **) &rep->claim.jobs, &rep->claim.n_jobs, NULL));
-		return get_elems(d, &f[1], op, false, sizeof(brq_settle_result), settle_result,
-				 (void **) &rep->claim.settled, &rep->claim.n_settled,
-				 &rep->claim.has_settled);
+		TRY(brq_dec_list(d, &f[0], op, true, sizeof(brq_claimed_job), claimed_job,
+				 (void **) &rep->claim.jobs, &rep->claim.n_jobs, NULL));
+		return brq_dec_list(d, &f[1], op, false, sizeof(brq_settle_result), settle_result,
+				    (void **) &rep->claim.settled, &rep->claim.n_settled,
+				    &rep->claim.has_settled);
 	case BRQ_OP_HEARTBEAT:
-		TRY(get_elems(d, &f[0], op, true, sizeof(bool), bool_elem, (void **) &rep->heartbeat.extended,
-			      &rep->heartbeat.n_extended, NULL));
+		TRY(brq_dec_list(d, &f[0], op, true, sizeof(bool), brq_dec_bool_elem,
+				 (void **) &rep->heartbeat.extended, &rep->heartbeat.n_extended, NULL));
 		TRY(get_i64(d, &f[1], op, &rep->heartbeat.lease_until_ms));
 		return heartbeat_reasons(d, &f[2], &rep->heartbeat);
 	case BRQ_OP_SETTLE:
-		return get_elems(d, &f[0], op, true, sizeof(brq_settle_result), settle_result,
-				 (void **) &rep->settle.results, &rep->settle.n_results, NULL);
+		return brq_dec_list(d, &f[0], op, true, sizeof(brq_settle_result), settle_result,
+				    (void **) &rep->settle.results, &rep->settle.n_results, NULL);
 	case BRQ_OP_CANCEL:
 		TRY(get_state(d, &f[0], op, &rep->cancel.state));
 		return brq_dec_bool(d, &f[1], op, true, &rep->cancel.canceled, NULL);
@@ -392,8 +361,8 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		r = brq_dec_at(d, &f[0]);
 		return job_info(d, &r, "job.job", &rep->job.job);
 	case BRQ_OP_STATS:
-		return get_elems(d, &f[0], op, true, sizeof(brq_topic_stats), topic_stats,
-				 (void **) &rep->stats.topics, &rep->stats.n_topics, NULL);
+		return brq_dec_list(d, &f[0], op, true, sizeof(brq_topic_stats), topic_stats,
+				    (void **) &rep->stats.topics, &rep->stats.n_topics, NULL);
 	default: return BRQ_ST_INTERNAL;
 	}
 }

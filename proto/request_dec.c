@@ -6,10 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "admin.h"
 #include "dec.h"
-#include "policy_int.h"
-#include "schedule.h"
+#include "opcodecs.h"
 
 void
 brq_limits_default(brq_limits *lim)
@@ -63,7 +61,6 @@ decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 		[J_PRIORITY] = {"priority", NULL},
 	};
 	const brq_limits *lim = d->lim;
-	uint64_t          u;
 	brq_json_err      je;
 
 	TRY(brq_dec_map(d, r, path, f, J__COUNT));
@@ -97,11 +94,10 @@ decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "run_at_ms",
 				     "not allowed together with delay_ms");
 	}
-	TRY(brq_dec_uint(d, &f[J_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &u, &j->has_max_attempts));
-	j->max_attempts = (uint32_t) u;
-	TRY(brq_dec_uint(d, &f[J_PRIORITY], path, false, BRQ_PRIORITY_MIN, BRQ_PRIORITY_MAX, &u,
-			 &j->has_priority));
-	j->priority = (uint32_t) u;
+	TRY(brq_dec_u32(d, &f[J_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &j->max_attempts,
+			&j->has_max_attempts));
+	TRY(brq_dec_u32(d, &f[J_PRIORITY], path, false, BRQ_PRIORITY_MIN, BRQ_PRIORITY_MAX, &j->priority,
+			&j->has_priority));
 	return BRQ_ST_OK;
 }
 
@@ -221,17 +217,27 @@ decode_lease_ref(brq_dec *d, brq_rd *r, const char *path, void *out)
 // a repeated key or a bad value is reported as "claim.n: ...". The envelope has read
 // the rid by then, so every failure from here on is answered with it (§4).
 
+// An op's array field of 1..max_batch entries (required; more: too_large), its elements
+// decoded by fn into arena storage as "op.<name>[i]".
 static brq_status
-decode_enqueue(brq_dec *d, brq_rd *top, brq_enqueue_req *q)
+batch(brq_dec *d, const brq_field *f, const char *op, size_t size, brq_dec_elem_fn fn, void **out,
+      uint32_t *n)
 {
-	brq_field f[1] = {{"jobs", NULL}};
-	brq_rd    elems;
+	brq_rd elems;
 
-	TRY(brq_dec_map(d, top, "enqueue", f, 1));
-	TRY(brq_dec_array(d, &f[0], "enqueue", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
-			  &q->n_jobs, NULL));
-	return brq_dec_elems(d, &elems, q->n_jobs, "enqueue", "jobs", sizeof(brq_job_spec), job_spec_elem,
-			     (void **) &q->jobs);
+	TRY(brq_dec_array(d, f, op, true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems, n, NULL));
+	return brq_dec_elems(d, &elems, *n, op, f->name, size, fn, out);
+}
+
+// An op whose one field, `key`, is such an array (enqueue.jobs, settle.items).
+static brq_status
+batch_op(brq_dec *d, brq_rd *top, const char *op, const char *key, size_t size, brq_dec_elem_fn fn,
+	 void **out, uint32_t *n)
+{
+	brq_field f[1] = {{key, NULL}};
+
+	TRY(brq_dec_map(d, top, op, f, 1));
+	return batch(d, &f[0], op, size, fn, out, n);
 }
 
 enum { C_WORKER, C_TOPICS, C_N, C_LEASE, C_WAIT, C_SETTLE, C__COUNT };
@@ -246,7 +252,6 @@ decode_claim(brq_dec *d, brq_rd *top, brq_claim_req *q)
 	const char *P = "claim";
 	char        path[BRQ_PATH_MAX];
 	brq_rd      elems;
-	uint64_t    u;
 
 	TRY(brq_dec_map(d, top, P, f, C__COUNT));
 	TRY(brq_dec_str(d, &f[C_WORKER], P, true, false, 1, BRQ_WORKER_MAX, BRQ_ST_INVALID_ARGUMENT,
@@ -264,12 +269,10 @@ decode_claim(brq_dec *d, brq_rd *top, brq_claim_req *q)
 		TRY(check_topic(d, P, path, q->topics[i]));
 	}
 
-	TRY(brq_dec_uint(d, &f[C_N], P, true, 1, d->lim->max_batch, &u, NULL));
-	q->n = (uint32_t) u;
-	TRY(brq_dec_uint(d, &f[C_LEASE], P, false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &u, &q->has_lease_ms));
-	q->lease_ms = (uint32_t) u;
-	TRY(brq_dec_uint(d, &f[C_WAIT], P, false, 0, d->lim->max_wait_ms, &u, &q->has_wait_ms));
-	q->wait_ms = (uint32_t) u;
+	TRY(brq_dec_u32(d, &f[C_N], P, true, 1, d->lim->max_batch, &q->n, NULL));
+	TRY(brq_dec_u32(d, &f[C_LEASE], P, false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &q->lease_ms,
+			&q->has_lease_ms));
+	TRY(brq_dec_u32(d, &f[C_WAIT], P, false, 0, d->lim->max_wait_ms, &q->wait_ms, &q->has_wait_ms));
 
 	// An empty "settle" is allowed so a worker can always send the key.
 	TRY(brq_dec_array(d, &f[C_SETTLE], P, false, 0, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
@@ -285,31 +288,13 @@ static brq_status
 decode_heartbeat(brq_dec *d, brq_rd *top, brq_heartbeat_req *q)
 {
 	brq_field f[2] = {{"leases", NULL}, {"lease_ms", NULL}};
-	brq_rd    elems;
-	uint64_t  u;
 
 	TRY(brq_dec_map(d, top, "heartbeat", f, 2));
-	TRY(brq_dec_array(d, &f[0], "heartbeat", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
-			  &q->n_leases, NULL));
-	TRY(brq_dec_elems(d, &elems, q->n_leases, "heartbeat", "leases", sizeof(brq_lease_ref),
-			  decode_lease_ref, (void **) &q->leases));
-	TRY(brq_dec_uint(d, &f[1], "heartbeat", false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &u,
-			 &q->has_lease_ms));
-	q->lease_ms = (uint32_t) u;
+	TRY(batch(d, &f[0], "heartbeat", sizeof(brq_lease_ref), decode_lease_ref, (void **) &q->leases,
+		  &q->n_leases));
+	TRY(brq_dec_u32(d, &f[1], "heartbeat", false, BRQ_LEASE_MS_MIN, BRQ_LEASE_MS_MAX, &q->lease_ms,
+			&q->has_lease_ms));
 	return BRQ_ST_OK;
-}
-
-static brq_status
-decode_settle(brq_dec *d, brq_rd *top, brq_settle_req *q)
-{
-	brq_field f[1] = {{"items", NULL}};
-	brq_rd    elems;
-
-	TRY(brq_dec_map(d, top, "settle", f, 1));
-	TRY(brq_dec_array(d, &f[0], "settle", true, 1, d->lim->max_batch, BRQ_ST_TOO_LARGE, &elems,
-			  &q->n_items, NULL));
-	return brq_dec_elems(d, &elems, q->n_items, "settle", "items", sizeof(brq_settle_item),
-			     decode_settle_item, (void **) &q->items);
 }
 
 static brq_status
@@ -418,19 +403,18 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const
 	if (has_token) {
 		req->token = token;
 	}
-	uint64_t timeout = 0;
-	TRY(brq_dec_uint(&d, &f[E_TIMEOUT], "", false, 0, UINT32_MAX, &timeout, NULL));
-	req->timeout_ms = (uint32_t) timeout;
-	req->body_      = buf;
-	req->end_       = r.end;
+	TRY(brq_dec_u32(&d, &f[E_TIMEOUT], "", false, 0, UINT32_MAX, &req->timeout_ms, NULL));
+	req->body_ = buf;
+	req->end_  = r.end;
 	return BRQ_ST_OK;
 }
 
 brq_status
 brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *arena, char *err, size_t errlen)
 {
-	brq_dec d   = {lim, arena, err, errlen, req->end_, 0};
-	brq_rd  top = {req->body_, req->end_};
+	brq_dec             d      = {lim, arena, err, errlen, req->end_, 0};
+	brq_rd              top    = {req->body_, req->end_};
+	const brq_op_codec *family = brq_op_codec_of(req->op);
 
 	if (err != NULL && errlen > 0) {
 		err[0] = '\0';
@@ -438,20 +422,21 @@ brq_request_decode_body(brq_request *req, const brq_limits *lim, brq_arena *aren
 	if (req->body_ == NULL || req->op == BRQ_OP_NONE) {
 		return brq_dec_fail(&d, BRQ_ST_INTERNAL, "request envelope was not decoded");
 	}
+	if (family != NULL) {
+		return family->request_decode(&d, &top, req);
+	}
 	switch (req->op) {
-	case BRQ_OP_ENQUEUE: return decode_enqueue(&d, &top, &req->enqueue);
+	case BRQ_OP_ENQUEUE:
+		return batch_op(&d, &top, "enqueue", "jobs", sizeof(brq_job_spec), job_spec_elem,
+				(void **) &req->enqueue.jobs, &req->enqueue.n_jobs);
 	case BRQ_OP_CLAIM: return decode_claim(&d, &top, &req->claim);
 	case BRQ_OP_HEARTBEAT: return decode_heartbeat(&d, &top, &req->heartbeat);
-	case BRQ_OP_SETTLE: return decode_settle(&d, &top, &req->settle);
+	case BRQ_OP_SETTLE:
+		return batch_op(&d, &top, "settle", "items", sizeof(brq_settle_item), decode_settle_item,
+				(void **) &req->settle.items, &req->settle.n_items);
 	case BRQ_OP_CANCEL: return decode_id_op(&d, &top, "cancel", &req->cancel);
 	case BRQ_OP_JOB: return decode_id_op(&d, &top, "job", &req->job);
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS: return brq_policy_request_decode(&d, &top, req);
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_REMOVE: return brq_schedule_request_decode(&d, &top, req);
-	default: // ping, stats, schedule_list: no fields (unknown keys are ignored); list, retry, delete
-		return brq_admin_request_decode(&d, &top, req);
+	default: return BRQ_ST_OK; // ping, stats: no fields (unknown keys are ignored)
 	}
 }
 

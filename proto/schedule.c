@@ -2,7 +2,7 @@
 // The schedule operations on the wire: schedule_add's fields, schedule_list's entries, schedule_remove's
 // name.
 #include "schedule.h"
-#include "kv.h"
+#include "pack.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -26,28 +26,18 @@ schedule_kvs(brq_buf *b, const brq_schedule *s, bool add)
 {
 	kv_str(b, "name", s->name);
 	kv_str(b, "topic", s->topic);
-	if (s->payload.len > 0)
-		kv_str(b, "payload", s->payload);
-	if (s->cron.len > 0)
-		kv_str(b, "cron", s->cron);
-	if (s->tz.len > 0)
-		kv_str(b, "tz", s->tz);
-	if (s->every_ms > 0)
-		kv_uint(b, "every_ms", s->every_ms);
-	brq_pack_key(b, "misfire");
-	brq_pack_cstr(b, s->catch_up ? "catch_up" : "skip");
-	if (s->catch_up_max > 0)
-		kv_uint(b, "catch_up_max", s->catch_up_max);
-	if (s->max_attempts > 0)
-		kv_uint(b, "max_attempts", s->max_attempts);
+	kv_str_if(b, "payload", s->payload.len > 0, s->payload);
+	kv_str_if(b, "cron", s->cron.len > 0, s->cron);
+	kv_str_if(b, "tz", s->tz.len > 0, s->tz);
+	kv_uint_if(b, "every_ms", s->every_ms > 0, s->every_ms);
+	kv_cstr(b, "misfire", s->catch_up ? "catch_up" : "skip");
+	kv_uint_if(b, "catch_up_max", s->catch_up_max > 0, s->catch_up_max);
+	kv_uint_if(b, "max_attempts", s->max_attempts > 0, s->max_attempts);
 	if (add)
 		return;
-	brq_pack_key(b, "enabled");
-	brq_pack_bool(b, s->enabled);
-	if (s->next_slot_ms != 0)
-		kv_int(b, "next_slot_ms", s->next_slot_ms);
-	if (s->last_slot_ms != 0)
-		kv_int(b, "last_slot_ms", s->last_slot_ms);
+	kv_bool(b, "enabled", s->enabled);
+	kv_int_if(b, "next_slot_ms", s->next_slot_ms != 0, s->next_slot_ms);
+	kv_int_if(b, "last_slot_ms", s->last_slot_ms != 0, s->last_slot_ms);
 	kv_str(b, "source", s->source);
 }
 
@@ -59,8 +49,8 @@ brq_pack_schedule(brq_buf *b, const brq_schedule *s, bool add)
 	return brq_buf_error(b);
 }
 
-uint32_t
-brq_schedule_request_fields(const brq_request *req)
+static uint32_t
+request_fields(const brq_request *req)
 {
 	switch (req->op) {
 	case BRQ_OP_SCHEDULE_ADD: return schedule_pairs(&req->schedule_add, true);
@@ -69,8 +59,8 @@ brq_schedule_request_fields(const brq_request *req)
 	}
 }
 
-void
-brq_schedule_request_encode(brq_buf *b, const brq_request *req)
+static void
+request_encode(brq_buf *b, const brq_request *req)
 {
 	if (req->op == BRQ_OP_SCHEDULE_ADD)
 		schedule_kvs(b, &req->schedule_add, true);
@@ -78,14 +68,13 @@ brq_schedule_request_encode(brq_buf *b, const brq_request *req)
 		kv_str(b, "name", req->schedule_remove.name);
 }
 
-int
-brq_schedule_reply_encode(brq_buf *b, const brq_reply *rep)
+static int
+reply_encode(brq_buf *b, const brq_reply *rep)
 {
 	switch (rep->op) {
 	case BRQ_OP_SCHEDULE_ADD:
 		brq_reply_begin(b, rep->rid, 2);
-		brq_pack_key(b, "created");
-		brq_pack_bool(b, rep->schedule_add.created);
+		kv_bool(b, "created", rep->schedule_add.created);
 		kv_int(b, "next_slot_ms", rep->schedule_add.next_slot_ms);
 		break;
 	case BRQ_OP_SCHEDULE_LIST:
@@ -152,9 +141,8 @@ name_field(brq_dec *d, const brq_field *f, const char *path, brq_str *out)
 static brq_status
 schedule_fields(brq_dec *d, brq_field *f, const char *path, bool request, brq_schedule *s)
 {
-	uint64_t u;
-	bool     has;
-	brq_str  misfire;
+	bool    has;
+	brq_str misfire;
 	TRY(name_field(d, &f[S_NAME], path, &s->name));
 	TRY(name_field(d, &f[S_TOPIC], path, &s->topic));
 	TRY(brq_dec_str(d, &f[S_PAYLOAD], path, false, false, 0, request ? d->lim->max_payload : UINT32_MAX,
@@ -170,15 +158,12 @@ schedule_fields(brq_dec *d, brq_field *f, const char *path, bool request, brq_sc
 	if (has && !brq_str_eq(misfire, "skip") && !brq_str_eq(misfire, "catch_up"))
 		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "misfire", "must be skip or catch_up");
 	s->catch_up = has && brq_str_eq(misfire, "catch_up");
-	TRY(brq_dec_uint(d, &f[S_CATCH_UP_MAX], path, false, 1, BRQ_CATCH_UP_MAX, &u, &has));
-	s->catch_up_max = has ? (uint32_t) u : 0;
-	TRY(brq_dec_uint(d, &f[S_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &u, &has));
-	s->max_attempts = has ? (uint32_t) u : 0;
-	return BRQ_ST_OK;
+	TRY(brq_dec_u32(d, &f[S_CATCH_UP_MAX], path, false, 1, BRQ_CATCH_UP_MAX, &s->catch_up_max, NULL));
+	return brq_dec_u32(d, &f[S_MAX_ATTEMPTS], path, false, 1, BRQ_ATTEMPTS_MAX, &s->max_attempts, NULL);
 }
 
-brq_status
-brq_schedule_request_decode(brq_dec *d, brq_rd *top, brq_request *req)
+static brq_status
+request_decode(brq_dec *d, brq_rd *top, brq_request *req)
 {
 	brq_field f[S__COUNT];
 	for (int i = 0; i < S__COUNT; i++)
@@ -216,8 +201,8 @@ list_entry(brq_dec *d, brq_rd *r, const char *path, void *out)
 			   NULL);
 }
 
-brq_status
-brq_schedule_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
+static brq_status
+reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 {
 	const char *op = brq_op_name(rep->op);
 	switch (rep->op) {
@@ -230,15 +215,14 @@ brq_schedule_reply_decode(brq_dec *d, brq_rd *top, brq_reply *rep)
 	}
 	case BRQ_OP_SCHEDULE_LIST: {
 		brq_field f[1] = {{"schedules", NULL}};
-		brq_rd    elems;
-		uint32_t  n;
 		TRY(brq_dec_map(d, top, "", f, 1));
-		TRY(brq_dec_array(d, &f[0], op, true, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &elems, &n,
-				  NULL));
-		rep->schedule_list.n_schedules = n;
-		return brq_dec_elems(d, &elems, n, op, "schedules", sizeof(brq_schedule), list_entry,
-				     (void **) &rep->schedule_list.schedules);
+		return brq_dec_list(d, &f[0], op, true, sizeof(brq_schedule), list_entry,
+				    (void **) &rep->schedule_list.schedules, &rep->schedule_list.n_schedules,
+				    NULL);
 	}
 	default: return BRQ_ST_OK; // schedule_remove: no fields
 	}
 }
+
+const brq_op_codec brq_schedule_codec = {request_fields, request_encode, request_decode, reply_encode,
+					 reply_decode};

@@ -30,45 +30,42 @@ brq_topic_valid(const char *s, size_t len)
 	return true;
 }
 
+// Table 3-7 of the Unicode standard: the well-formed sequences of 2..4 bytes by their
+// first byte. The second byte's range depends on the first, which is what rules out
+// overlongs (E0, F0), surrogates (ED) and anything above U+10FFFF (F4); the bytes after
+// it are 80..BF.
+static const struct {
+	uint8_t first_min, first_max;
+	uint8_t need;   // bytes of the sequence
+	uint8_t lo, hi; // the second byte's range
+} utf8_seqs[] = {
+	{0xC2, 0xDF, 2, 0x80, 0xBF}, {0xE0, 0xE0, 3, 0xA0, 0xBF}, {0xE1, 0xEC, 3, 0x80, 0xBF},
+	{0xED, 0xED, 3, 0x80, 0x9F}, {0xEE, 0xEF, 3, 0x80, 0xBF}, {0xF0, 0xF0, 4, 0x90, 0xBF},
+	{0xF1, 0xF3, 4, 0x80, 0xBF}, {0xF4, 0xF4, 4, 0x80, 0x8F},
+};
+
 size_t
 brq_utf8_seq_len(const uint8_t *p, size_t n)
 {
-	// Table 3-7 of the Unicode standard: the second byte's range depends on the first,
-	// which is what rules out overlongs (E0, F0), surrogates (ED) and > U+10FFFF (F4).
-	uint8_t c = p[0];
-	size_t  need;
-	uint8_t lo = 0x80, hi = 0xBF;
-
-	if (c < 0x80) {
+	if (p[0] < 0x80) {
 		return 1;
-	} else if (c >= 0xC2 && c <= 0xDF) {
-		need = 2;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		need = 3;
-		if (c == 0xE0) {
-			lo = 0xA0;
-		} else if (c == 0xED) {
-			hi = 0x9F;
-		}
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		need = 4;
-		if (c == 0xF0) {
-			lo = 0x90;
-		} else if (c == 0xF4) {
-			hi = 0x8F;
-		}
-	} else {
-		return 0;
 	}
-	if (n < need || p[1] < lo || p[1] > hi) {
-		return 0;
-	}
-	for (size_t i = 2; i < need; i++) {
-		if (p[i] < 0x80 || p[i] > 0xBF) {
+	for (size_t k = 0; k < sizeof utf8_seqs / sizeof utf8_seqs[0]; k++) {
+		size_t need = utf8_seqs[k].need;
+		if (p[0] < utf8_seqs[k].first_min || p[0] > utf8_seqs[k].first_max) {
+			continue;
+		}
+		if (n < need || p[1] < utf8_seqs[k].lo || p[1] > utf8_seqs[k].hi) {
 			return 0;
 		}
+		for (size_t i = 2; i < need; i++) {
+			if (p[i] < 0x80 || p[i] > 0xBF) {
+				return 0;
+			}
+		}
+		return need;
 	}
-	return need;
+	return 0; // 80..C1 (continuations, overlong 2-byte leads), F5..FF
 }
 
 bool

@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples.h"
 #include "mpread.h"
 
-const uint8_t LEASE[BRQ_LEASE_LEN] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
-				      0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
+// The lease token every example shows (an initializer of a lease member).
+#define LEASE                                                                                             \
+	{                                                                                                 \
+		0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, \
+			0xff                                                                              \
+	}
 
 static void
 die(const char *what)
@@ -107,9 +110,14 @@ show(const char *title, const brq_buf *b)
 	printf("```\n\n");
 }
 
-void
-example(const char *name, brq_request *req, brq_reply *rep)
+// Prints "### <op>", then the request and the reply of op (rid 7, token example-token),
+// each rendered and in hex; both are checked by the real decoders first. req or rep
+// NULL: one without fields.
+static void
+example(brq_op op, brq_request *req, brq_reply *rep)
 {
+	brq_request req0 = {.op = op};
+	brq_reply   rep0 = {.op = op};
 	brq_buf     b;
 	brq_arena   a;
 	brq_limits  lim;
@@ -117,14 +125,18 @@ example(const char *name, brq_request *req, brq_reply *rep)
 	brq_reply   drep;
 	char        err[BRQ_ERRTEXT_MAX];
 
-	brq_limits_default(&lim);
-	brq_arena_init(&a);
-	brq_buf_init(&b, 0);
+	req        = req != NULL ? req : &req0;
+	rep        = rep != NULL ? rep : &rep0;
+	req->op    = op;
+	rep->op    = op;
 	req->token = brq_str_c("example-token");
 	req->rid   = 7;
 	rep->rid   = 7;
+	brq_limits_default(&lim);
+	brq_arena_init(&a);
+	brq_buf_init(&b, 0);
 
-	printf("### %s\n\n", name);
+	printf("### %s\n\n", brq_op_name(op));
 	if (brq_request_encode(&b, req) != 0) {
 		die("request encode");
 	}
@@ -135,7 +147,7 @@ example(const char *name, brq_request *req, brq_reply *rep)
 	if (brq_reply_encode(&b, rep) != 0) {
 		die("reply encode");
 	}
-	if (brq_reply_decode(&drep, rep->op, b.data, b.len, &lim, &a, err, sizeof err) != BRQ_ST_OK) {
+	if (brq_reply_decode(&drep, op, b.data, b.len, &lim, &a, err, sizeof err) != BRQ_ST_OK) {
 		die(err);
 	}
 	show("Reply", &b);
@@ -147,16 +159,6 @@ example(const char *name, brq_request *req, brq_reply *rep)
 static void
 core_examples(void)
 {
-	brq_request req;
-	brq_reply   rep;
-
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op          = BRQ_OP_PING;
-	rep.op          = BRQ_OP_PING;
-	rep.ping.server = brq_str_c("brooq-gateway 0.1.0");
-	example("ping", &req, &rep);
-
 	brq_job_spec jobs[2] = {
 		{.topic   = brq_str_c("email.send"),
 		 .payload = brq_str_c("{\"to\":\"a@example.com\"}"),
@@ -171,95 +173,73 @@ core_examples(void)
 		 .priority         = 2},
 	};
 	brq_enqueue_result eres[2] = {{101, true}, {57, false}};
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op                = BRQ_OP_ENQUEUE;
-	req.enqueue.jobs      = jobs;
-	req.enqueue.n_jobs    = 2;
-	rep.op                = BRQ_OP_ENQUEUE;
-	rep.enqueue.results   = eres;
-	rep.enqueue.n_results = 2;
-	example("enqueue", &req, &rep);
+
+	example(BRQ_OP_PING, NULL, &(brq_reply) {.ping.server = brq_str_c("brooq-gateway 0.1.0")});
+	example(BRQ_OP_ENQUEUE, &(brq_request) {.enqueue = {.jobs = jobs, .n_jobs = 2}},
+		&(brq_reply) {.enqueue = {.results = eres, .n_results = 2}});
 }
 
 // claim, heartbeat.
 static void
 lease_examples(void)
 {
-	brq_request req;
-	brq_reply   rep;
+	brq_str           topics[1] = {brq_str_c("email.send")};
+	brq_settle_item   done      = {.id = 99, .lease = LEASE, .outcome = BRQ_OUTCOME_DONE};
+	brq_claimed_job   cj        = {.id                 = 101,
+				       .topic              = brq_str_c("email.send"),
+				       .payload            = brq_str_c("{\"to\":\"a@example.com\"}"),
+				       .attempts           = 1,
+				       .max_attempts       = 5,
+				       .lease              = LEASE,
+				       .lease_until_ms     = 1700000030000,
+				       .created_at_ms      = 1699999990000,
+				       .attempt_timeout_ms = 60000,
+				       .max_execution_ms   = 300000};
+	brq_settle_result sres1     = {99, true, BRQ_STATE_DONE};
+	example(BRQ_OP_CLAIM,
+		&(brq_request) {.claim = {.worker       = brq_str_c("host1/pid42"),
+					  .topics       = topics,
+					  .n_topics     = 1,
+					  .n            = 2,
+					  .has_lease_ms = true,
+					  .lease_ms     = 30000,
+					  .has_wait_ms  = true,
+					  .wait_ms      = 10000,
+					  .has_settle   = true,
+					  .settle       = &done,
+					  .n_settle     = 1}},
+		&(brq_reply) {.claim = {.jobs        = &cj,
+					.n_jobs      = 1,
+					.has_settled = true,
+					.settled     = &sres1,
+					.n_settled   = 1}});
 
-	brq_str         topics[1] = {brq_str_c("email.send")};
-	brq_settle_item done      = {.id = 99, .outcome = BRQ_OUTCOME_DONE};
-	memcpy(done.lease, LEASE, sizeof LEASE);
-	brq_claimed_job cj = {.id                 = 101,
-			      .topic              = brq_str_c("email.send"),
-			      .payload            = brq_str_c("{\"to\":\"a@example.com\"}"),
-			      .attempts           = 1,
-			      .max_attempts       = 5,
-			      .lease_until_ms     = 1700000030000,
-			      .created_at_ms      = 1699999990000,
-			      .attempt_timeout_ms = 60000,
-			      .max_execution_ms   = 300000};
-	memcpy(cj.lease, LEASE, sizeof LEASE);
-	brq_settle_result sres1 = {99, true, BRQ_STATE_DONE};
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op                 = BRQ_OP_CLAIM;
-	req.claim.worker       = brq_str_c("host1/pid42");
-	req.claim.topics       = topics;
-	req.claim.n_topics     = 1;
-	req.claim.n            = 2;
-	req.claim.has_lease_ms = true;
-	req.claim.lease_ms     = 30000;
-	req.claim.has_wait_ms  = true;
-	req.claim.wait_ms      = 10000;
-	req.claim.has_settle   = true;
-	req.claim.settle       = &done;
-	req.claim.n_settle     = 1;
-	rep.op                 = BRQ_OP_CLAIM;
-	rep.claim.jobs         = &cj;
-	rep.claim.n_jobs       = 1;
-	rep.claim.has_settled  = true;
-	rep.claim.settled      = &sres1;
-	rep.claim.n_settled    = 1;
-	example("claim", &req, &rep);
-
-	brq_lease_ref lr[2] = {{.id = 101}, {.id = 102}};
-	memcpy(lr[0].lease, LEASE, sizeof LEASE);
-	memcpy(lr[1].lease, LEASE, sizeof LEASE);
+	brq_lease_ref   lr[2]  = {{.id = 101, .lease = LEASE}, {.id = 102, .lease = LEASE}};
 	bool            ext[2] = {true, false};
 	brq_lost_reason why[2] = {BRQ_LOST_NONE, BRQ_LOST_CANCELED};
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op                       = BRQ_OP_HEARTBEAT;
-	req.heartbeat.leases         = lr;
-	req.heartbeat.n_leases       = 2;
-	req.heartbeat.has_lease_ms   = true;
-	req.heartbeat.lease_ms       = 30000;
-	rep.op                       = BRQ_OP_HEARTBEAT;
-	rep.heartbeat.extended       = ext;
-	rep.heartbeat.n_extended     = 2;
-	rep.heartbeat.lease_until_ms = 1700000060000;
-	rep.heartbeat.lost_reasons   = why;
-	example("heartbeat", &req, &rep);
+	example(BRQ_OP_HEARTBEAT,
+		&(brq_request) {
+			.heartbeat = {.leases = lr, .n_leases = 2, .has_lease_ms = true, .lease_ms = 30000}},
+		&(brq_reply) {.heartbeat = {.extended       = ext,
+					    .n_extended     = 2,
+					    .lease_until_ms = 1700000060000,
+					    .lost_reasons   = why}});
 }
 
 // settle, cancel, job, stats.
 static void
 settle_and_read_examples(void)
 {
-	brq_request req;
-	brq_reply   rep;
-
 	brq_job_spec    chain    = {.topic = brq_str_c("email.audit"), .payload = brq_str_c("{}")};
 	brq_settle_item items[3] = {
 		{.id        = 101,
+		 .lease     = LEASE,
 		 .outcome   = BRQ_OUTCOME_FAIL,
 		 .has_error = true,
 		 .error     = brq_str_c("smtp timeout")},
-		{.id = 102, .outcome = BRQ_OUTCOME_DELAY, .delay_ms = 5000},
+		{.id = 102, .lease = LEASE, .outcome = BRQ_OUTCOME_DELAY, .delay_ms = 5000},
 		{.id         = 103,
+		 .lease      = LEASE,
 		 .outcome    = BRQ_OUTCOME_DONE,
 		 .has_chain  = true,
 		 .chain      = &chain,
@@ -267,137 +247,117 @@ settle_and_read_examples(void)
 		 .has_result = true,
 		 .result     = brq_str_c("{\"sent\":1}")},
 	};
-	for (int i = 0; i < 3; i++) {
-		memcpy(items[i].lease, LEASE, sizeof LEASE);
-	}
 	brq_settle_result sres[3] = {
 		{101, true, BRQ_STATE_FAILED}, {102, false, BRQ_STATE_PENDING}, {103, true, BRQ_STATE_DONE}};
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op               = BRQ_OP_SETTLE;
-	req.settle.items     = items;
-	req.settle.n_items   = 3;
-	rep.op               = BRQ_OP_SETTLE;
-	rep.settle.results   = sres;
-	rep.settle.n_results = 3;
-	example("settle", &req, &rep);
+	example(BRQ_OP_SETTLE, &(brq_request) {.settle = {.items = items, .n_items = 3}},
+		&(brq_reply) {.settle = {.results = sres, .n_results = 3}});
 
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op              = BRQ_OP_CANCEL;
-	req.cancel.id       = 101;
-	rep.op              = BRQ_OP_CANCEL;
-	rep.cancel.state    = BRQ_STATE_CANCELED;
-	rep.cancel.canceled = true;
-	example("cancel", &req, &rep);
+	example(BRQ_OP_CANCEL, &(brq_request) {.cancel.id = 101},
+		&(brq_reply) {.cancel = {.state = BRQ_STATE_CANCELED, .canceled = true}});
 
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op      = BRQ_OP_JOB;
-	req.job.id  = 101;
-	rep.op      = BRQ_OP_JOB;
-	rep.job.job = (brq_job_info) {
-		.id                  = 101,
-		.topic               = brq_str_c("email.send"),
-		.payload             = brq_str_c("{\"to\": \"a@example.com\"}"),
-		.state               = BRQ_STATE_PROCESSING,
-		.attempts            = 1,
-		.max_attempts        = 5,
-		.available_at_ms     = 1699999990000,
-		.has_locked_by       = true,
-		.locked_by           = brq_str_c("host1/pid42"),
-		.has_locked_until_ms = true,
-		.locked_until_ms     = 1700000030000,
-		.has_key             = true,
-		.key                 = brq_str_c("welcome-42"),
-		.created_at_ms       = 1699999990000,
-		.updated_at_ms       = 1700000000000,
-		.priority            = 5,
-	};
-	example("job", &req, &rep);
+	example(BRQ_OP_JOB, &(brq_request) {.job.id = 101},
+		&(brq_reply) {.job.job = {
+				      .id                  = 101,
+				      .topic               = brq_str_c("email.send"),
+				      .payload             = brq_str_c("{\"to\": \"a@example.com\"}"),
+				      .state               = BRQ_STATE_PROCESSING,
+				      .attempts            = 1,
+				      .max_attempts        = 5,
+				      .available_at_ms     = 1699999990000,
+				      .has_locked_by       = true,
+				      .locked_by           = brq_str_c("host1/pid42"),
+				      .has_locked_until_ms = true,
+				      .locked_until_ms     = 1700000030000,
+				      .has_key             = true,
+				      .key                 = brq_str_c("welcome-42"),
+				      .created_at_ms       = 1699999990000,
+				      .updated_at_ms       = 1700000000000,
+				      .priority            = 5,
+			      }});
 
 	brq_topic_stats ts = {.topic               = brq_str_c("email.send"),
 			      .count               = {12, 1, 2, 340, 3, 4},
 			      .oldest_ready_age_ms = 1500};
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op             = BRQ_OP_STATS;
-	rep.op             = BRQ_OP_STATS;
-	rep.stats.topics   = &ts;
-	rep.stats.n_topics = 1;
-	example("stats", &req, &rep);
+	example(BRQ_OP_STATS, NULL, &(brq_reply) {.stats = {.topics = &ts, .n_topics = 1}});
 }
 
 // Pause, resume, topic limits, topics (issue 15.2-3).
 static void
 policy_examples(void)
 {
-	brq_request req;
-	brq_reply   rep;
-
 	brq_topic_policy pol = {.topic = brq_str_c("email.send"), .paused = true, .running = 3};
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op            = BRQ_OP_PAUSE;
-	req.pause.topic   = brq_str_c("email.send");
-	rep.op            = BRQ_OP_PAUSE;
-	rep.policy.policy = pol;
-	example("pause", &req, &rep);
+	example(BRQ_OP_PAUSE, &(brq_request) {.pause.topic = pol.topic}, &(brq_reply) {.policy.policy = pol});
 
 	pol.paused = false;
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op            = BRQ_OP_RESUME;
-	req.resume.topic  = brq_str_c("email.send");
-	rep.op            = BRQ_OP_RESUME;
-	rep.policy.policy = pol;
-	example("resume", &req, &rep);
+	example(BRQ_OP_RESUME, &(brq_request) {.resume.topic = pol.topic},
+		&(brq_reply) {.policy.policy = pol});
 
 	pol.max_running = 10;
 	pol.rate_per_s  = 50;
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op            = BRQ_OP_TOPIC_LIMITS;
-	req.topic_limits  = (brq_topic_limits_req) {.topic           = brq_str_c("email.send"),
-						    .has_max_running = true,
-						    .max_running     = 10,
-						    .has_rate_per_s  = true,
-						    .rate_per_s      = 50};
-	rep.op            = BRQ_OP_TOPIC_LIMITS;
-	rep.policy.policy = pol;
-	example("topic_limits", &req, &rep);
+	example(BRQ_OP_TOPIC_LIMITS,
+		&(brq_request) {.topic_limits = {.topic           = pol.topic,
+						 .has_max_running = true,
+						 .max_running     = 10,
+						 .has_rate_per_s  = true,
+						 .rate_per_s      = 50}},
+		&(brq_reply) {.policy.policy = pol});
 
 	brq_topic_policy pols[2] = {pol, {.topic = brq_str_c("report.build"), .paused = true}};
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op              = BRQ_OP_TOPICS;
-	rep.op              = BRQ_OP_TOPICS;
-	rep.topics.topics   = pols;
-	rep.topics.n_topics = 2;
-	example("topics", &req, &rep);
+	example(BRQ_OP_TOPICS, NULL, &(brq_reply) {.topics = {.topics = pols, .n_topics = 2}});
+}
+
+// list, retry, delete.
+static void
+admin_examples(void)
+{
+	char next[BRQ_CURSOR_MAX];
+	brq_list_cursor(88, next);
+	brq_job_info j = {
+		.id              = 88,
+		.topic           = brq_str_c("email.send"),
+		.payload         = brq_str_c("{\"to\": \"b@example.com\"}"),
+		.state           = BRQ_STATE_DEAD,
+		.attempts        = 5,
+		.max_attempts    = 5,
+		.available_at_ms = 1699999990000,
+		.has_last_error  = true,
+		.last_error      = brq_str_c("smtp timeout"),
+		.created_at_ms   = 1699999900000,
+		.updated_at_ms   = 1699999990000,
+		.has_retry_of    = true,
+		.retry_of        = 61,
+	};
+	example(BRQ_OP_LIST,
+		&(brq_request) {.list = {.topic     = brq_str_c("email.send"),
+					 .has_state = true,
+					 .state     = BRQ_STATE_DEAD,
+					 .cursor    = brq_str_c("v1.90"),
+					 .limit     = 1}},
+		&(brq_reply) {.list = {.jobs = &j, .n_jobs = 1, .has_next = true, .next = brq_str_c(next)}});
+
+	uint64_t ids[2] = {120, 121};
+	example(BRQ_OP_RETRY,
+		&(brq_request) {
+			.retry = {.topic = brq_str_c("email.send"), .state = BRQ_STATE_DEAD, .limit = 100}},
+		&(brq_reply) {.retry = {.retried = 2, .ids = ids, .n_ids = 2}});
+
+	example(BRQ_OP_DELETE, &(brq_request) {.del.id = 88},
+		&(brq_reply) {.del = {.id = 88, .deleted = true}});
 }
 
 // schedule_add, schedule_list, schedule_remove (issue 15.4).
 static void
 schedule_examples(void)
 {
-	brq_request req;
-	brq_reply   rep;
-
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op                        = BRQ_OP_SCHEDULE_ADD;
-	req.schedule_add              = (brq_schedule) {.name         = brq_str_c("nightly"),
-							.topic        = brq_str_c("report.build"),
-							.payload      = brq_str_c("{\"full\":true}"),
-							.cron         = brq_str_c("30 2 * * *"),
-							.tz           = brq_str_c("Europe/Berlin"),
-							.catch_up     = true,
-							.catch_up_max = 3};
-	rep.op                        = BRQ_OP_SCHEDULE_ADD;
-	rep.schedule_add.created      = true;
-	rep.schedule_add.next_slot_ms = 1700011800000;
-	example("schedule_add", &req, &rep);
+	example(BRQ_OP_SCHEDULE_ADD,
+		&(brq_request) {.schedule_add = {.name         = brq_str_c("nightly"),
+						 .topic        = brq_str_c("report.build"),
+						 .payload      = brq_str_c("{\"full\":true}"),
+						 .cron         = brq_str_c("30 2 * * *"),
+						 .tz           = brq_str_c("Europe/Berlin"),
+						 .catch_up     = true,
+						 .catch_up_max = 3}},
+		&(brq_reply) {.schedule_add = {.created = true, .next_slot_ms = 1700011800000}});
 
 	brq_schedule sl[2] = {
 		{.name         = brq_str_c("heartbeat"),
@@ -420,20 +380,10 @@ schedule_examples(void)
 		 .next_slot_ms = 1700011800000,
 		 .source       = brq_str_c("admin")},
 	};
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op                        = BRQ_OP_SCHEDULE_LIST;
-	rep.op                        = BRQ_OP_SCHEDULE_LIST;
-	rep.schedule_list.schedules   = sl;
-	rep.schedule_list.n_schedules = 2;
-	example("schedule_list", &req, &rep);
+	example(BRQ_OP_SCHEDULE_LIST, NULL,
+		&(brq_reply) {.schedule_list = {.schedules = sl, .n_schedules = 2}});
 
-	memset(&req, 0, sizeof req);
-	memset(&rep, 0, sizeof rep);
-	req.op                   = BRQ_OP_SCHEDULE_REMOVE;
-	req.schedule_remove.name = brq_str_c("nightly");
-	rep.op                   = BRQ_OP_SCHEDULE_REMOVE;
-	example("schedule_remove", &req, &rep);
+	example(BRQ_OP_SCHEDULE_REMOVE, &(brq_request) {.schedule_remove.name = brq_str_c("nightly")}, NULL);
 }
 
 int

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// The one place that says which family (admin.c, policy.c, schedule.c) encodes and
+// decodes an operation's fields.
+#include "opcodecs.h"
+
+#include "admin.h"
+#include "policy_int.h"
+#include "schedule.h"
+
+const brq_op_codec *
+brq_op_codec_of(brq_op op)
+{
+	switch (op) {
+	case BRQ_OP_LIST:
+	case BRQ_OP_RETRY:
+	case BRQ_OP_DELETE: return &brq_admin_codec;
+	case BRQ_OP_PAUSE:
+	case BRQ_OP_RESUME:
+	case BRQ_OP_TOPIC_LIMITS:
+	case BRQ_OP_TOPICS: return &brq_policy_codec;
+	case BRQ_OP_SCHEDULE_ADD:
+	case BRQ_OP_SCHEDULE_LIST:
+	case BRQ_OP_SCHEDULE_REMOVE: return &brq_schedule_codec;
+	default: return NULL;
+	}
+}
