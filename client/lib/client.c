@@ -245,6 +245,17 @@ brooq_client_close(brooq_client *c)
 
 /* ---- ping, names, version ---------------------------------------------------------------- */
 
+/* The gateway's name into server[0..*cap), cut to fit. */
+static int
+ping_out(const brq_call *k, void *server, void *cap)
+{
+	brq_str s = k->rep.ping.server;
+	size_t  n = s.len < *(size_t *) cap - 1 ? s.len : *(size_t *) cap - 1;
+	memcpy(server, s.ptr, n);
+	((char *) server)[n] = '\0';
+	return 0;
+}
+
 brooq_err
 brooq_ping(brooq_client *c, char *server, size_t cap)
 {
@@ -254,14 +265,7 @@ brooq_ping(brooq_client *c, char *server, size_t cap)
 	if (c == NULL || server == NULL || cap == 0)
 		return brq_err_public(brq_fail(BRQ_EINVAL, "ping: client and server buffer are required"));
 	brq_call_init(&k, BRQ_OP_PING);
-	brooq_err err = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	if (err == BROOQ_OK) {
-		size_t n = k.rep.ping.server.len < cap - 1 ? k.rep.ping.server.len : cap - 1;
-		memcpy(server, k.rep.ping.server.ptr, n);
-		server[n] = '\0';
-	}
-	brq_call_fini(&k);
-	return err;
+	return brq_call_run(&c->rpc, &k, 0, 0, ping_out, server, &cap);
 }
 
 const char *

@@ -14,6 +14,17 @@ _Static_assert((int) BROOQ_MISFIRE_SKIP == 0 && (int) BROOQ_MISFIRE_CATCH_UP == 
 
 #define ARG_FAIL(...) brq_err_public(brq_fail(BRQ_EINVAL, __VA_ARGS__))
 
+/* schedule_add's results into *created and *next_slot_ms (each may be NULL). */
+static int
+add_out(const brq_call *k, void *created, void *next_slot_ms)
+{
+	if (created != NULL)
+		*(bool *) created = k->rep.schedule_add.created;
+	if (next_slot_ms != NULL)
+		*(int64_t *) next_slot_ms = k->rep.schedule_add.next_slot_ms;
+	return 0;
+}
+
 brooq_err
 brooq_schedule_add(brooq_client *c, const brooq_schedule *in, bool *created, int64_t *next_slot_ms)
 {
@@ -41,13 +52,7 @@ brooq_schedule_add(brooq_client *c, const brooq_schedule *in, bool *created, int
 		.catch_up_max = s.catch_up_max,
 		.max_attempts = s.max_attempts,
 	};
-	brooq_err err = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	if (err == BROOQ_OK && created != NULL)
-		*created = k.rep.schedule_add.created;
-	if (err == BROOQ_OK && next_slot_ms != NULL)
-		*next_slot_ms = k.rep.schedule_add.next_slot_ms;
-	brq_call_fini(&k);
-	return err;
+	return brq_call_run(&c->rpc, &k, 0, 0, add_out, created, next_slot_ms);
 }
 
 void
@@ -84,9 +89,12 @@ dup_str(brq_str s, bool empty_null, bool *ok)
 	return p;
 }
 
+/* Library-allocated copies of the reply's schedules (NULL for none) into *out, n of them. */
 static int
-list_out(const brq_schedule *in, uint32_t m, brooq_schedule_info **out)
+list_out(const brq_call *k, void *out, void *n)
 {
+	const brq_schedule  *in = k->rep.schedule_list.schedules;
+	uint32_t             m  = k->rep.schedule_list.n_schedules;
 	brooq_schedule_info *v  = m > 0 ? calloc(m, sizeof(*v)) : NULL;
 	bool                 ok = m == 0 || v != NULL;
 	for (uint32_t i = 0; ok && i < m; i++) {
@@ -110,27 +118,15 @@ list_out(const brq_schedule *in, uint32_t m, brooq_schedule_info **out)
 		brooq_schedule_list_free(v, m);
 		return brq_fail(BRQ_ENOMEM, "schedule_list: out of memory");
 	}
-	*out = v;
+	*(brooq_schedule_info **) out = v;
+	*(size_t *) n                 = m;
 	return 0;
 }
 
 brooq_err
 brooq_schedule_list(brooq_client *c, brooq_schedule_info **out, size_t *n)
 {
-	brq_call k;
-
-	brq_msg_clear();
-	if (c == NULL || out == NULL || n == NULL)
-		return ARG_FAIL("schedule_list: client, out and n are required");
-	brq_call_init(&k, BRQ_OP_SCHEDULE_LIST);
-	brooq_err err = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	if (err == BROOQ_OK)
-		err = brq_err_public(
-			list_out(k.rep.schedule_list.schedules, k.rep.schedule_list.n_schedules, out));
-	if (err == BROOQ_OK)
-		*n = k.rep.schedule_list.n_schedules;
-	brq_call_fini(&k);
-	return err;
+	return brq_call_array(c, BRQ_OP_SCHEDULE_LIST, list_out, out, n);
 }
 
 brooq_err
@@ -143,7 +139,5 @@ brooq_schedule_remove(brooq_client *c, const char *name)
 		return ARG_FAIL("schedule_remove: client and name are required");
 	brq_call_init(&k, BRQ_OP_SCHEDULE_REMOVE);
 	k.req.schedule_remove.name = brq_str_c(name);
-	brooq_err err              = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	brq_call_fini(&k);
-	return err;
+	return brq_call_run(&c->rpc, &k, 0, 0, NULL, NULL, NULL);
 }
