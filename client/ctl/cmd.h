@@ -66,8 +66,10 @@ int brq_ctl_report(const brq_ctl *ctl, brooq_err err);
 int brq_ctl_open_client(const brq_ctl *ctl, brooq_client **c);
 /* Exactly one positional argument, a job id: BRQ_EXIT_OK or a usage error. */
 int brq_ctl_parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id);
-/* brq_ctl_parse_id, then brq_ctl_open_client: the start of every command on one job. */
-int brq_ctl_open_for_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id, brooq_client **c);
+/* A command on one job: brq_ctl_parse_id, brq_ctl_open_client, then fn(ctl, c, id) (which
+ * returns the exit code), then closes the client. Returns the exit code. */
+int brq_ctl_run_for_id(const brq_ctl *ctl, int argc, char **argv,
+		       int (*fn)(const brq_ctl *ctl, brooq_client *c, uint64_t id));
 /* One job row as one JSON object on stdout, no newline (`job --json`, `jobs --json`). */
 void brq_ctl_print_job_json(const brooq_job_info *j);
 
