@@ -261,9 +261,10 @@ settle_some(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 /* Whether the settler settles now; otherwise *wake_at is when to look again
  * (INT64_MAX: when signalled). */
 static bool
-settler_may_take(brooq_worker *w, int64_t now, int64_t *wake_at)
+settler_may_take(brooq_worker *w, int64_t *wake_at)
 {
-	*wake_at = INT64_MAX;
+	int64_t now = (int64_t) brq_now_ms();
+	*wake_at    = INT64_MAX;
 	if (w->finished.head == NULL)
 		return false;
 	if (now < w->settle_retry_at_ms) {
@@ -287,23 +288,35 @@ settler_may_take(brooq_worker *w, int64_t now, int64_t *wake_at)
 	return true;
 }
 
-void *
-brq_worker_settler_main(void *arg)
+/*
+ * The loop of a background thread (the settler, the keeper), under w->mu until
+ * quit_keepers: due(w, &wake_at) says whether there is work now; then work(w, &backoff,
+ * &seed) does it (unlocking around its calls), else the thread waits on cv until
+ * wake_at (INT64_MAX: until signalled).
+ */
+static void
+keeper_loop(brooq_worker *w, pthread_cond_t *cv, bool (*due)(brooq_worker *w, int64_t *wake_at),
+	    void (*work)(brooq_worker *w, uint32_t *backoff, uint64_t *seed))
 {
-	brooq_worker *w       = arg;
-	uint32_t      backoff = 0;
-	uint64_t      seed    = brq_backoff_seed(&backoff);
+	uint32_t backoff = 0;
+	uint64_t seed    = brq_backoff_seed(&backoff);
 
 	pthread_mutex_lock(&w->mu);
 	while (!w->quit_keepers) {
 		int64_t wake_at;
-		if (settler_may_take(w, (int64_t) brq_now_ms(), &wake_at)) {
-			settle_some(w, &backoff, &seed);
-			continue;
-		}
-		cond_wait_until(&w->settle_cv, &w->mu, wake_at);
+		if (due(w, &wake_at))
+			work(w, &backoff, &seed);
+		else
+			cond_wait_until(cv, &w->mu, wake_at);
 	}
 	pthread_mutex_unlock(&w->mu);
+}
+
+void *
+brq_worker_settler_main(void *arg)
+{
+	brooq_worker *w = arg;
+	keeper_loop(w, &w->settle_cv, settler_may_take, settle_some);
 	return NULL;
 }
 
@@ -404,60 +417,57 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	free(why);
 }
 
+/* Looks after every held job (lease expiry, deadlines, hung handlers); whether a
+ * heartbeat is due now, else *wake_at is when the next thing is due. */
+static bool
+keeper_scan(brooq_worker *w, int64_t *wake_at)
+{
+	int64_t now = (int64_t) brq_now_ms(), next = INT64_MAX;
+	bool    due = false;
+	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext) {
+		/* No heartbeat got through before the lease runs out (the gateway is
+		 * unreachable or slow): the reaper may hand the job to another worker at
+		 * any moment, so the handler is canceled now rather than run beside the
+		 * next one. A tenth of the lease early: lease_end_ms counts from when the
+		 * claim was answered, a little after the database started the lease. */
+		int64_t expiry = j->lease_end_ms - j->lease_ms / 10;
+		if (j->ph == PH_RUNNING && needs_heartbeat(j) && j->cancel_at_ms == 0) {
+			if (expiry <= now) {
+				BRQ_LOG(w->c, BROOQ_LOG_WARN, "lease_expired", BRQ_LF_U64("job", j->lease.id),
+					BRQ_LF_STR("topic", j->topic));
+				lease_lost(w, j, now, BROOQ_CANCEL_LEASE_LOST);
+			} else {
+				next = brq_min64(next, expiry);
+			}
+		}
+		if ((j->ph == PH_QUEUED || j->ph == PH_RUNNING) && j->deadline_ms != 0 && !j->timed_out &&
+		    j->cancel_at_ms == 0) {
+			if (j->deadline_ms <= now)
+				time_out(w, j, now);
+			else
+				next = brq_min64(next, j->deadline_ms);
+		}
+		if (needs_heartbeat(j)) {
+			if (j->next_hb_ms <= now)
+				due = true;
+			next = brq_min64(next, j->next_hb_ms);
+		}
+		if (j->ph == PH_RUNNING && j->raised_at_ms != 0 && !j->hung_counted) {
+			int64_t at = j->raised_at_ms + w->hung_grace_ms;
+			if (at <= now)
+				brq_worker_count_hung(w, j);
+			else
+				next = brq_min64(next, at);
+		}
+	}
+	*wake_at = next;
+	return due;
+}
+
 void *
 brq_worker_keeper_main(void *arg)
 {
-	brooq_worker *w       = arg;
-	uint32_t      backoff = 0;
-	uint64_t      seed    = brq_backoff_seed(&backoff);
-
-	pthread_mutex_lock(&w->mu);
-	while (!w->quit_keepers) {
-		int64_t now = (int64_t) brq_now_ms(), next = INT64_MAX;
-		bool    due = false;
-		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext) {
-			/* No heartbeat got through before the lease runs out (the gateway is
-			 * unreachable or slow): the reaper may hand the job to another worker at
-			 * any moment, so the handler is canceled now rather than run beside the
-			 * next one. A tenth of the lease early: lease_end_ms counts from when the
-			 * claim was answered, a little after the database started the lease. */
-			int64_t expiry = j->lease_end_ms - j->lease_ms / 10;
-			if (j->ph == PH_RUNNING && needs_heartbeat(j) && j->cancel_at_ms == 0) {
-				if (expiry <= now) {
-					BRQ_LOG(w->c, BROOQ_LOG_WARN, "lease_expired",
-						BRQ_LF_U64("job", j->lease.id),
-						BRQ_LF_STR("topic", j->topic));
-					lease_lost(w, j, now, BROOQ_CANCEL_LEASE_LOST);
-				} else {
-					next = brq_min64(next, expiry);
-				}
-			}
-			if ((j->ph == PH_QUEUED || j->ph == PH_RUNNING) && j->deadline_ms != 0 &&
-			    !j->timed_out && j->cancel_at_ms == 0) {
-				if (j->deadline_ms <= now)
-					time_out(w, j, now);
-				else
-					next = brq_min64(next, j->deadline_ms);
-			}
-			if (needs_heartbeat(j)) {
-				if (j->next_hb_ms <= now)
-					due = true;
-				next = brq_min64(next, j->next_hb_ms);
-			}
-			if (j->ph == PH_RUNNING && j->raised_at_ms != 0 && !j->hung_counted) {
-				int64_t at = j->raised_at_ms + w->hung_grace_ms;
-				if (at <= now)
-					brq_worker_count_hung(w, j);
-				else
-					next = brq_min64(next, at);
-			}
-		}
-		if (due) {
-			heartbeat_round(w, &backoff, &seed);
-			continue;
-		}
-		cond_wait_until(&w->keeper_cv, &w->mu, next);
-	}
-	pthread_mutex_unlock(&w->mu);
+	brooq_worker *w = arg;
+	keeper_loop(w, &w->keeper_cv, keeper_scan, heartbeat_round);
 	return NULL;
 }
