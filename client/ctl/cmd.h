@@ -73,22 +73,15 @@ int brq_ctl_run_for_id(const brq_ctl *ctl, int argc, char **argv,
 /* One job row as one JSON object on stdout, no newline (`job --json`, `jobs --json`). */
 void brq_ctl_print_job_json(const brooq_job_info *j);
 
-/* Each runs one command with its positional arguments (after the command name)
- * and returns an exit code. */
-int brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_job(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv);
+/* A command: runs with its positional arguments (after the command name) and
+ * returns an exit code. */
+typedef int brq_ctl_cmd_fn(const brq_ctl *ctl, int argc, char **argv);
+
+brq_ctl_cmd_fn brq_ctl_ping, brq_ctl_enqueue, brq_ctl_job, brq_ctl_cancel, brq_ctl_stats;
 /* cmd_policy.c: per-topic policy (admin token). */
-int brq_ctl_pause(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_resume(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_limits(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_topics(const brq_ctl *ctl, int argc, char **argv);
+brq_ctl_cmd_fn brq_ctl_pause, brq_ctl_resume, brq_ctl_limits, brq_ctl_topics;
 /* cmd_admin.c: the job list, retry and delete (admin token). */
-int brq_ctl_jobs(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_retry(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_delete(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_schedule(const brq_ctl *ctl, int argc, char **argv); /* schedule.c */
+brq_ctl_cmd_fn brq_ctl_jobs, brq_ctl_retry, brq_ctl_delete;
+brq_ctl_cmd_fn brq_ctl_schedule; /* schedule.c */
 
 #endif
