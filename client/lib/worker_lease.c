@@ -94,7 +94,7 @@ lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now, brooq_cancel_reason r
 		break;
 	case PH_FINISHED:
 		brq_list_del(&w->finished, j);
-		brq_held_del(w, j);
+		brq_list_del(&w->held, j);
 		brq_job_ctx_free(j);
 		brq_worker_wake(w); /* a stopping dispatcher may be waiting for it */
 		break;
@@ -105,7 +105,7 @@ lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now, brooq_cancel_reason r
 static brooq_job_ctx *
 held_find(brooq_worker *w, const brooq_lease *l)
 {
-	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+	for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
 		if (j->lease.id == l->id && memcmp(j->lease.token, l->token, BROOQ_LEASE_LEN) == 0)
 			return j;
 	return NULL;
@@ -121,7 +121,7 @@ brq_worker_take_batch(brooq_worker *w, brooq_job_ctx **b, size_t max, bool take_
 {
 	size_t n = 0, n_chain = 0;
 	for (brooq_job_ctx *j = w->finished.head, *next; j != NULL && n < max; j = next) {
-		next = j->qnext;
+		next = j->q.next;
 		if (j->solo) {
 			if (!take_solo || n > 0)
 				continue;
@@ -162,7 +162,7 @@ outcome_refused(brooq_worker *w, brooq_job_ctx *j, brooq_err err, const char *de
 		BRQ_LOG(w->c, BROOQ_LOG_ERROR, "result_dropped", BRQ_LF_U64("job", j->lease.id),
 			BRQ_LF_STR("topic", j->topic), BRQ_LF_STR("reason", "refused"),
 			BRQ_LF_STR("detail", detail));
-		brq_held_del(w, j);
+		brq_list_del(&w->held, j);
 		brq_job_ctx_free(j);
 		return;
 	}
@@ -203,7 +203,7 @@ brq_worker_settle_done(brooq_worker *w, brooq_job_ctx **b, size_t n, brooq_err e
 				BRQ_LOG(w->c, BROOQ_LOG_INFO, "lease_lost", BRQ_LF_U64("job", j->lease.id),
 					BRQ_LF_STR("topic", j->topic), BRQ_LF_STR("at", "settle"));
 			}
-			brq_held_del(w, j);
+			brq_list_del(&w->held, j);
 			brq_job_ctx_free(j);
 		}
 		return;
@@ -271,7 +271,7 @@ settler_may_take(brooq_worker *w, int64_t *wake_at)
 		*wake_at = w->settle_retry_at_ms;
 		return false;
 	}
-	for (brooq_job_ctx *j = w->finished.head; j != NULL; j = j->qnext)
+	for (brooq_job_ctx *j = w->finished.head; j != NULL; j = j->q.next)
 		if (j->solo)
 			return true;
 	switch (w->ds) {
@@ -351,7 +351,7 @@ static void
 heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 {
 	size_t n = 0, answered = 0;
-	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+	for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
 		n += needs_heartbeat(j);
 	brooq_lease     *ls                     = malloc(n * sizeof(*ls));
 	bool            *ext                    = malloc(n * sizeof(*ext));
@@ -362,7 +362,7 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 
 	if (ls != NULL && ext != NULL && why != NULL) {
 		size_t k = 0;
-		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+		for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
 			if (needs_heartbeat(j))
 				ls[k++] = j->lease;
 		pthread_mutex_unlock(&w->mu);
@@ -400,7 +400,7 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	}
 	if (ls == NULL || ext == NULL || why == NULL) {
 		/* Nothing was sent: retry every lease that is due. */
-		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+		for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
 			if (needs_heartbeat(j) && j->next_hb_ms <= now)
 				j->next_hb_ms =
 					now + brq_min64(brq_backoff_jitter(*backoff, seed), j->lease_ms / 6);
@@ -424,7 +424,7 @@ keeper_scan(brooq_worker *w, int64_t *wake_at)
 {
 	int64_t now = (int64_t) brq_now_ms(), next = INT64_MAX;
 	bool    due = false;
-	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext) {
+	for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next) {
 		/* No heartbeat got through before the lease runs out (the gateway is
 		 * unreachable or slow): the reaper may hand the job to another worker at
 		 * any moment, so the handler is canceled now rather than run beside the
