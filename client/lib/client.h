@@ -39,6 +39,11 @@ int brq_opts_copy(void *dst, size_t dst_size, const void *src, size_t v1_size,
  * brq_rpc_close. */
 int brq_client_rpc_open(brooq_client *c, brq_rpc *out) BRQ_MUSTCHECK;
 
+/* A NUL-terminated malloc'd copy of s (NULL on out of memory). */
+char *brq_strdup(brq_str s);
+/* brq_strdup of an optional field: NULL when !has; *ok turns false on out of memory. */
+char *brq_strdup_opt(bool has, brq_str s, bool *ok);
+
 /* A library-allocated copy of a reply's job row (brooq_job_info_free); NULL when out of
  * memory. */
 brooq_job_info *brq_job_info_out(const brq_job_info *in);

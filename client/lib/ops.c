@@ -26,9 +26,8 @@ _Static_assert(sizeof(((brooq_topic_stats *) 0)->count) / sizeof(uint64_t) == BR
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-/* A NUL-terminated malloc'd copy of s (NULL on out of memory). */
-static char *
-str_dup(brq_str s)
+char *
+brq_strdup(brq_str s)
 {
 	char *p = malloc((size_t) s.len + 1);
 	if (p == NULL)
@@ -39,13 +38,12 @@ str_dup(brq_str s)
 	return p;
 }
 
-/* Like str_dup for an optional field: NULL when absent. *ok turns false on out of memory. */
-static char *
-opt_dup(bool has, brq_str s, bool *ok)
+char *
+brq_strdup_opt(bool has, brq_str s, bool *ok)
 {
 	if (!has)
 		return NULL;
-	char *p = str_dup(s);
+	char *p = brq_strdup(s);
 	if (p == NULL)
 		*ok = false;
 	return p;
@@ -275,8 +273,8 @@ jobs_out(const brq_claimed_job *in, uint32_t n, brooq_job **out)
 	for (uint32_t i = 0; i < n; i++) {
 		v[i].lease.id = in[i].id;
 		memcpy(v[i].lease.token, in[i].lease, BROOQ_LEASE_LEN);
-		v[i].topic              = str_dup(in[i].topic);
-		v[i].payload            = str_dup(in[i].payload);
+		v[i].topic              = brq_strdup(in[i].topic);
+		v[i].payload            = brq_strdup(in[i].payload);
 		v[i].payload_len        = in[i].payload.len;
 		v[i].attempts           = in[i].attempts;
 		v[i].max_attempts       = in[i].max_attempts;
@@ -526,23 +524,23 @@ brq_job_info_out(const brq_job_info *in)
 	if (!ok)
 		return NULL;
 	j->id                        = in->id;
-	j->topic                     = opt_dup(true, in->topic, &ok);
-	j->payload                   = opt_dup(true, in->payload, &ok);
+	j->topic                     = brq_strdup_opt(true, in->topic, &ok);
+	j->payload                   = brq_strdup_opt(true, in->payload, &ok);
 	j->state                     = (brooq_state) in->state;
 	j->attempts                  = in->attempts;
 	j->max_attempts              = in->max_attempts;
 	j->available_at_ms           = in->available_at_ms;
-	j->locked_by                 = opt_dup(in->has_locked_by, in->locked_by, &ok);
+	j->locked_by                 = brq_strdup_opt(in->has_locked_by, in->locked_by, &ok);
 	j->locked_until_ms           = in->has_locked_until_ms ? in->locked_until_ms : 0;
-	j->last_error                = opt_dup(in->has_last_error, in->last_error, &ok);
-	j->key                       = opt_dup(in->has_key, in->key, &ok);
+	j->last_error                = brq_strdup_opt(in->has_last_error, in->last_error, &ok);
+	j->key                       = brq_strdup_opt(in->has_key, in->key, &ok);
 	j->created_at_ms             = in->created_at_ms;
 	j->updated_at_ms             = in->updated_at_ms;
 	j->claimed_at_ms             = in->has_claimed_at_ms ? in->claimed_at_ms : 0;
 	j->attempt_deadline_ms       = in->attempt_deadline_ms;
 	j->max_execution_deadline_ms = in->max_execution_deadline_ms;
 	j->priority                  = in->priority;
-	j->result                    = opt_dup(in->has_result, in->result, &ok);
+	j->result                    = brq_strdup_opt(in->has_result, in->result, &ok);
 	j->retry_of                  = in->has_retry_of ? in->retry_of : 0;
 	if (!ok) {
 		brooq_job_info_free(j);
@@ -590,7 +588,7 @@ stats_out(const brq_call *k, void *out, void *n)
 	if (m > 0 && v == NULL)
 		return brq_fail(BRQ_ENOMEM, "stats: out of memory");
 	for (uint32_t i = 0; i < m; i++) {
-		v[i].topic = str_dup(in[i].topic);
+		v[i].topic = brq_strdup(in[i].topic);
 		memcpy(v[i].count, in[i].count, sizeof(v[i].count));
 		v[i].oldest_ready_age_ms = in[i].oldest_ready_age_ms;
 		v[i].paused              = in[i].paused;

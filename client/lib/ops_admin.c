@@ -65,12 +65,8 @@ page_out(const brq_call *k, void *out, void *unused)
 			goto oom;
 		p->n = i + 1;
 	}
-	if (in->has_next) {
-		if ((p->next = malloc(in->next.len + 1)) == NULL)
-			goto oom;
-		memcpy(p->next, in->next.ptr, in->next.len);
-		p->next[in->next.len] = '\0';
-	}
+	if (in->has_next && (p->next = brq_strdup(in->next)) == NULL)
+		goto oom;
 	*(brooq_job_page **) out = p;
 	return 0;
 oom:

@@ -3,7 +3,6 @@
 #include "client.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "err.h"
 
@@ -71,24 +70,6 @@ brooq_schedule_list_free(brooq_schedule_info *s, size_t n)
 	free(s);
 }
 
-/* A malloc'd NUL-terminated copy of s; NULL (with *ok cleared) when out of memory, or
- * NULL when s is empty and `empty_null`. */
-static char *
-dup_str(brq_str s, bool empty_null, bool *ok)
-{
-	if (empty_null && s.len == 0)
-		return NULL;
-	char *p = malloc((size_t) s.len + 1);
-	if (p == NULL) {
-		*ok = false;
-		return NULL;
-	}
-	if (s.len > 0)
-		memcpy(p, s.ptr, s.len);
-	p[s.len] = '\0';
-	return p;
-}
-
 /* Library-allocated copies of the reply's schedules (NULL for none) into *out, n of them. */
 static int
 list_out(const brq_call *k, void *out, void *n)
@@ -99,11 +80,11 @@ list_out(const brq_call *k, void *out, void *n)
 	bool                 ok = m == 0 || v != NULL;
 	for (uint32_t i = 0; ok && i < m; i++) {
 		v[i] = (brooq_schedule_info) {
-			.name         = dup_str(in[i].name, false, &ok),
-			.topic        = dup_str(in[i].topic, false, &ok),
-			.payload      = dup_str(in[i].payload, false, &ok),
-			.cron         = dup_str(in[i].cron, true, &ok),
-			.tz           = in[i].cron.len > 0 ? dup_str(in[i].tz, true, &ok) : NULL,
+			.name         = brq_strdup_opt(true, in[i].name, &ok),
+			.topic        = brq_strdup_opt(true, in[i].topic, &ok),
+			.payload      = brq_strdup_opt(true, in[i].payload, &ok),
+			.cron         = brq_strdup_opt(in[i].cron.len > 0, in[i].cron, &ok),
+			.tz           = brq_strdup_opt(in[i].cron.len > 0 && in[i].tz.len > 0, in[i].tz, &ok),
 			.every_ms     = in[i].every_ms,
 			.misfire      = in[i].catch_up ? BROOQ_MISFIRE_CATCH_UP : BROOQ_MISFIRE_SKIP,
 			.catch_up_max = in[i].catch_up_max,
@@ -111,7 +92,7 @@ list_out(const brq_call *k, void *out, void *n)
 			.enabled      = in[i].enabled,
 			.next_slot_ms = in[i].next_slot_ms,
 			.last_slot_ms = in[i].last_slot_ms,
-			.source       = dup_str(in[i].source, false, &ok),
+			.source       = brq_strdup_opt(true, in[i].source, &ok),
 		};
 	}
 	if (!ok) {
