@@ -181,11 +181,11 @@ brooq_client_open(const brooq_client_opts *opts, brooq_client **out)
 
 	brq_msg_clear();
 	if (out == NULL)
-		return brq_err_public(brq_fail(BRQ_EINVAL, "client_open: out is NULL"));
+		return BRQ_ARG_FAIL("client_open: out is NULL");
 	if ((rv = brq_opts_copy(&o, sizeof(o), opts, BRQ_CLIENT_OPTS_V1, "brooq_client_opts")) != 0)
 		return brq_err_public(rv);
 	if (o.timeout_ms < 0)
-		return brq_err_public(brq_fail(BRQ_EINVAL, "client_open: timeout_ms must be >= 0"));
+		return BRQ_ARG_FAIL("client_open: timeout_ms must be >= 0");
 	const char *url = o.url != NULL ? o.url : env_nonempty("BROOQ_URL");
 	if (url == NULL)
 		url = DEFAULT_URL;
@@ -263,7 +263,7 @@ brooq_ping(brooq_client *c, char *server, size_t cap)
 
 	brq_msg_clear();
 	if (c == NULL || server == NULL || cap == 0)
-		return brq_err_public(brq_fail(BRQ_EINVAL, "ping: client and server buffer are required"));
+		return BRQ_ARG_FAIL("ping: client and server buffer are required");
 	brq_call_init(&k, BRQ_OP_PING);
 	return brq_call_run(&c->rpc, &k, 0, 0, ping_out, server, &cap);
 }

@@ -177,9 +177,6 @@ count_mismatch(const char *op, uint32_t got, size_t want)
 	return brq_fail(BRQ_EINTERNAL, "%s: reply has %u results for %zu items", op, (unsigned) got, want);
 }
 
-/* A public call's argument error, at the edge. */
-#define ARG_FAIL(...) brq_err_public(brq_fail(BRQ_EINVAL, __VA_ARGS__))
-
 brooq_err
 brq_call_array(brooq_client *c, brq_op op, brq_call_out_fn copy, void *out, size_t *n)
 {
@@ -187,7 +184,7 @@ brq_call_array(brooq_client *c, brq_op op, brq_call_out_fn copy, void *out, size
 
 	brq_msg_clear();
 	if (c == NULL || out == NULL || n == NULL)
-		return ARG_FAIL("%s: client, out and n are required", brq_op_name(op));
+		return BRQ_ARG_FAIL("%s: client, out and n are required", brq_op_name(op));
 	brq_call_init(&k, op);
 	return brq_call_run(&c->rpc, &k, 0, 0, copy, out, n);
 }
@@ -198,7 +195,8 @@ brq_call_id(brooq_client *c, brq_op op, uint64_t id, brq_call_out_fn copy, void 
 	brq_call k;
 
 	if (id == 0 || id > BRQ_ID_MAX)
-		return ARG_FAIL("%s.id: must be 1..%llu", brq_op_name(op), (unsigned long long) BRQ_ID_MAX);
+		return BRQ_ARG_FAIL("%s.id: must be 1..%llu", brq_op_name(op),
+				    (unsigned long long) BRQ_ID_MAX);
 	brq_call_init(&k, op);
 	switch (op) {
 	case BRQ_OP_CANCEL: k.req.cancel.id = id; break;
@@ -235,9 +233,9 @@ brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n, brooq_enque
 
 	brq_msg_clear();
 	if (c == NULL || jobs == NULL || results == NULL)
-		return ARG_FAIL("enqueue: client, jobs and results are required");
+		return BRQ_ARG_FAIL("enqueue: client, jobs and results are required");
 	if (n == 0 || n > UINT32_MAX)
-		return ARG_FAIL("enqueue: n must be 1..%u", (unsigned) UINT32_MAX);
+		return BRQ_ARG_FAIL("enqueue: n must be 1..%u", (unsigned) UINT32_MAX);
 	brq_call_init(&k, BRQ_OP_ENQUEUE);
 	k.req.enqueue.n_jobs = (uint32_t) n;
 	rv                   = specs_from(&k, jobs, n, "enqueue.jobs", &k.req.enqueue.jobs);
@@ -375,7 +373,7 @@ brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_j
 
 	brq_msg_clear();
 	if (c == NULL || opts == NULL || jobs == NULL || n == NULL)
-		return ARG_FAIL("claim: client, options, jobs and n are required");
+		return BRQ_ARG_FAIL("claim: client, options, jobs and n are required");
 	if ((rv = brq_opts_copy(&o, sizeof(o), opts, BRQ_CLAIM_OPTS_V1, "brooq_claim_opts")) != 0 ||
 	    (rv = claim_check(&o)) != 0)
 		return brq_err_public(rv);
@@ -440,9 +438,9 @@ brq_heartbeat_why(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t
 
 	brq_msg_clear();
 	if (c == NULL || leases == NULL || extended == NULL)
-		return ARG_FAIL("heartbeat: client, leases and extended are required");
+		return BRQ_ARG_FAIL("heartbeat: client, leases and extended are required");
 	if (n == 0 || n > UINT32_MAX)
-		return ARG_FAIL("heartbeat: n must be 1..%u", (unsigned) UINT32_MAX);
+		return BRQ_ARG_FAIL("heartbeat: n must be 1..%u", (unsigned) UINT32_MAX);
 	brq_call_init(&k, BRQ_OP_HEARTBEAT);
 	brq_heartbeat_req *q = &k.req.heartbeat;
 	q->n_leases          = (uint32_t) n;
@@ -473,9 +471,9 @@ brooq_settle_results(brooq_client *c, const brooq_settle_item *items, const char
 
 	brq_msg_clear();
 	if (c == NULL || items == NULL || results == NULL)
-		return ARG_FAIL("settle: client, items and results are required");
+		return BRQ_ARG_FAIL("settle: client, items and results are required");
 	if (n == 0 || n > UINT32_MAX)
-		return ARG_FAIL("settle: n must be 1..%u", (unsigned) UINT32_MAX);
+		return BRQ_ARG_FAIL("settle: n must be 1..%u", (unsigned) UINT32_MAX);
 	brq_call_init(&k, BRQ_OP_SETTLE);
 	k.req.settle.n_items = (uint32_t) n;
 	rv                   = settles_from(&k, items, item_results, n, "settle.items", &k.req.settle.items);
@@ -497,7 +495,7 @@ brooq_cancel(brooq_client *c, uint64_t id, brooq_state *state, bool *canceled)
 {
 	brq_msg_clear();
 	if (c == NULL || state == NULL || canceled == NULL)
-		return ARG_FAIL("cancel: client, state and canceled are required");
+		return BRQ_ARG_FAIL("cancel: client, state and canceled are required");
 	return brq_call_id(c, BRQ_OP_CANCEL, id, cancel_out, state, canceled);
 }
 
@@ -564,7 +562,7 @@ brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out)
 {
 	brq_msg_clear();
 	if (c == NULL || out == NULL)
-		return ARG_FAIL("job: client and out are required");
+		return BRQ_ARG_FAIL("job: client and out are required");
 	return brq_call_id(c, BRQ_OP_JOB, id, job_out, out, NULL);
 }
 

@@ -7,8 +7,6 @@
 
 #include "err.h"
 
-#define ARG_FAIL(...) brq_err_public(brq_fail(BRQ_EINVAL, __VA_ARGS__))
-
 /* ---- list --------------------------------------------------------------------------- */
 
 void
@@ -83,7 +81,7 @@ brooq_list(brooq_client *c, const brooq_list_opts *opts, brooq_job_page **out)
 
 	brq_msg_clear();
 	if (c == NULL || out == NULL)
-		return ARG_FAIL("list: client and out are required");
+		return BRQ_ARG_FAIL("list: client and out are required");
 	if ((rv = brq_opts_copy(&o, sizeof(o), opts, BRQ_LIST_OPTS_V1, "brooq_list_opts")) != 0)
 		return brq_err_public(rv);
 	brq_call_init(&k, BRQ_OP_LIST);
@@ -127,7 +125,7 @@ brooq_retry(brooq_client *c, uint64_t id, uint64_t *new_id, bool *created)
 {
 	brq_msg_clear();
 	if (c == NULL || new_id == NULL || created == NULL)
-		return ARG_FAIL("retry: client, new_id and created are required");
+		return BRQ_ARG_FAIL("retry: client, new_id and created are required");
 	return brq_call_id(c, BRQ_OP_RETRY, id, retry_out, new_id, created);
 }
 
@@ -139,11 +137,11 @@ brooq_retry_bulk(brooq_client *c, const char *topic, brooq_state state, uint32_t
 
 	brq_msg_clear();
 	if (c == NULL || topic == NULL || n == NULL || (ids == NULL && cap > 0))
-		return ARG_FAIL("retry: client, topic and n are required (ids with cap)");
+		return BRQ_ARG_FAIL("retry: client, topic and n are required (ids with cap)");
 	if (state != BROOQ_DEAD && state != BROOQ_CANCELED)
-		return ARG_FAIL("retry.state: must be BROOQ_DEAD or BROOQ_CANCELED");
+		return BRQ_ARG_FAIL("retry.state: must be BROOQ_DEAD or BROOQ_CANCELED");
 	if (limit == 0 || limit > BRQ_RETRY_MAX)
-		return ARG_FAIL("retry.limit: must be 1..%d", BRQ_RETRY_MAX);
+		return BRQ_ARG_FAIL("retry.limit: must be 1..%d", BRQ_RETRY_MAX);
 	brq_call_init(&k, BRQ_OP_RETRY);
 	k.req.retry.topic = brq_str_c(topic);
 	k.req.retry.state = (brq_state) state;
@@ -156,6 +154,6 @@ brooq_delete(brooq_client *c, uint64_t id)
 {
 	brq_msg_clear();
 	if (c == NULL)
-		return ARG_FAIL("delete: client is required");
+		return BRQ_ARG_FAIL("delete: client is required");
 	return brq_call_id(c, BRQ_OP_DELETE, id, NULL, NULL, NULL);
 }

@@ -7,8 +7,6 @@
 
 #include "err.h"
 
-#define ARG_FAIL(...) brq_err_public(brq_fail(BRQ_EINVAL, __VA_ARGS__))
-
 /* The public form of a wire policy. */
 static void
 policy_out(const brq_topic_policy *in, brooq_topic_policy *out)
@@ -54,7 +52,7 @@ pause_resume(brooq_client *c, brq_op op, const char *topic, brooq_topic_policy *
 
 	brq_msg_clear();
 	if (c == NULL || topic == NULL)
-		return ARG_FAIL("%s: client and topic are required", brq_op_name(op));
+		return BRQ_ARG_FAIL("%s: client and topic are required", brq_op_name(op));
 	brq_call_init(&k, op);
 	if (op == BRQ_OP_PAUSE)
 		k.req.pause.topic = brq_str_c(topic);
@@ -83,12 +81,12 @@ brooq_topic_limits(brooq_client *c, const char *topic, uint32_t max_running, uin
 
 	brq_msg_clear();
 	if (c == NULL || topic == NULL)
-		return ARG_FAIL("topic_limits: client and topic are required");
+		return BRQ_ARG_FAIL("topic_limits: client and topic are required");
 	if (max_running == BROOQ_LIMIT_KEEP && rate_per_s == BROOQ_LIMIT_KEEP)
-		return ARG_FAIL("topic_limits: give max_running or rate_per_s");
+		return BRQ_ARG_FAIL("topic_limits: give max_running or rate_per_s");
 	if ((max_running != BROOQ_LIMIT_KEEP && max_running > BRQ_TOPIC_LIMIT_MAX) ||
 	    (rate_per_s != BROOQ_LIMIT_KEEP && rate_per_s > BRQ_TOPIC_LIMIT_MAX))
-		return ARG_FAIL("topic_limits: limits must be 0..%d", BRQ_TOPIC_LIMIT_MAX);
+		return BRQ_ARG_FAIL("topic_limits: limits must be 0..%d", BRQ_TOPIC_LIMIT_MAX);
 	brq_call_init(&k, BRQ_OP_TOPIC_LIMITS);
 	k.req.topic_limits = (brq_topic_limits_req) {
 		.topic           = brq_str_c(topic),

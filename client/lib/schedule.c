@@ -11,8 +11,6 @@
 
 _Static_assert((int) BROOQ_MISFIRE_SKIP == 0 && (int) BROOQ_MISFIRE_CATCH_UP == 1, "misfire values");
 
-#define ARG_FAIL(...) brq_err_public(brq_fail(BRQ_EINVAL, __VA_ARGS__))
-
 /* schedule_add's results into *created and *next_slot_ms (each may be NULL). */
 static int
 add_out(const brq_call *k, void *created, void *next_slot_ms)
@@ -32,13 +30,14 @@ brooq_schedule_add(brooq_client *c, const brooq_schedule *in, bool *created, int
 
 	brq_msg_clear();
 	if (c == NULL || in == NULL)
-		return ARG_FAIL("schedule_add: client and schedule are required");
+		return BRQ_ARG_FAIL("schedule_add: client and schedule are required");
 	if (brq_opts_copy(&s, sizeof(s), in, BRQ_SCHEDULE_V1, "brooq_schedule") != 0)
 		return BROOQ_EINVAL;
 	if (s.name == NULL || s.topic == NULL)
-		return ARG_FAIL("schedule_add: name and topic are required");
+		return BRQ_ARG_FAIL("schedule_add: name and topic are required");
 	if ((unsigned) s.misfire > (unsigned) BROOQ_MISFIRE_CATCH_UP)
-		return ARG_FAIL("schedule_add: misfire must be BROOQ_MISFIRE_SKIP or BROOQ_MISFIRE_CATCH_UP");
+		return BRQ_ARG_FAIL(
+			"schedule_add: misfire must be BROOQ_MISFIRE_SKIP or BROOQ_MISFIRE_CATCH_UP");
 	brq_call_init(&k, BRQ_OP_SCHEDULE_ADD);
 	k.req.schedule_add = (brq_schedule) {
 		.name         = brq_str_c(s.name),
@@ -117,7 +116,7 @@ brooq_schedule_remove(brooq_client *c, const char *name)
 
 	brq_msg_clear();
 	if (c == NULL || name == NULL)
-		return ARG_FAIL("schedule_remove: client and name are required");
+		return BRQ_ARG_FAIL("schedule_remove: client and name are required");
 	brq_call_init(&k, BRQ_OP_SCHEDULE_REMOVE);
 	k.req.schedule_remove.name = brq_str_c(name);
 	return brq_call_run(&c->rpc, &k, 0, 0, NULL, NULL, NULL);

@@ -550,7 +550,7 @@ brooq_worker_new(brooq_client *c, const brooq_worker_opts *opts, brooq_worker **
 
 	brq_msg_clear();
 	if (c == NULL || out == NULL)
-		return brq_err_public(brq_fail(BRQ_EINVAL, "worker_new: client and out are required"));
+		return BRQ_ARG_FAIL("worker_new: client and out are required");
 	if ((rv = worker_opts(opts, &o)) != 0)
 		return brq_err_public(rv);
 	if ((w = calloc(1, sizeof(*w))) == NULL)
@@ -600,13 +600,10 @@ brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *
 {
 	brq_msg_clear();
 	if (w == NULL || topic == NULL || fn == NULL)
-		return brq_err_public(
-			brq_fail(BRQ_EINVAL, "worker_handle: worker, topic and handler are required"));
+		return BRQ_ARG_FAIL("worker_handle: worker, topic and handler are required");
 	if (!brq_topic_valid(topic, strlen(topic)))
-		return brq_err_public(brq_fail(BRQ_EINVAL,
-					       "worker_handle: invalid topic (want [a-z0-9][a-z0-9._-]*, "
-					       "1..%d bytes)",
-					       BRQ_TOPIC_MAX));
+		return BRQ_ARG_FAIL("worker_handle: invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)",
+				    BRQ_TOPIC_MAX);
 	pthread_mutex_lock(&w->mu);
 	int rv = handler_add(w, topic, fn, arg);
 	pthread_mutex_unlock(&w->mu);
@@ -643,7 +640,7 @@ brooq_worker_run(brooq_worker *w)
 
 	brq_msg_clear();
 	if (w == NULL)
-		return brq_err_public(brq_fail(BRQ_EINVAL, "worker_run: worker is NULL"));
+		return BRQ_ARG_FAIL("worker_run: worker is NULL");
 	if ((rv = run_once(w)) != 0)
 		return brq_err_public(rv);
 	if (atomic_load(&w->stop_requested))
