@@ -39,7 +39,7 @@ int brq_opts_copy(void *dst, size_t dst_size, const void *src, size_t v1_size,
  * brq_rpc_close. */
 int brq_client_rpc_open(brooq_client *c, brq_rpc *out) BRQ_MUSTCHECK;
 
-/* A NUL-terminated malloc'd copy of s (NULL on out of memory). */
+/* A NUL-terminated malloc'd copy of s, the caller's to free (NULL on out of memory). */
 char *brq_strdup(brq_str s);
 /* brq_strdup of an optional field: NULL when !has; *ok turns false on out of memory. */
 char *brq_strdup_opt(bool has, brq_str s, bool *ok);

@@ -115,9 +115,9 @@ typedef int (*brq_call_out_fn)(const brq_call *k, void *out, void *out2);
 /*
  * The rest of a public call whose request k was filled with result rv: when rv is 0,
  * sends it over r (brq_rpc_call with extra_ms) and, on an OK reply, runs
- * copy(k, out, out2) (copy may be NULL). Finishes k on every path. Returns the public code: a failure of
- * filling, of the call itself or of copy (brq_err_public), or else the reply's status,
- * whose gateway message then becomes the calling thread's message.
+ * copy(k, out, out2) (copy may be NULL). Finishes k on every path. Returns the public
+ * code: a failure of filling, of the call itself or of copy (brq_err_public), or else
+ * the reply's status, whose gateway message then becomes the calling thread's message.
  */
 brooq_err brq_call_run(brq_rpc *r, brq_call *k, int rv, uint32_t extra_ms, brq_call_out_fn copy, void *out,
 		       void *out2);
