@@ -63,12 +63,10 @@ static const char migrate_help[] =
 	"Prefer a file: a password on the command line is visible to every user.\n"
 	"Exit codes: 0 ok; 1 database or migration error; 2 usage error.\n";
 
-typedef int (*cmd_fn)(const brq_ctl *ctl, int argc, char **argv);
-
 static const struct {
-	const char *name;
-	cmd_fn      fn;
-	const char *help; /* usage line and what it does */
+	const char     *name;
+	brq_ctl_cmd_fn *fn;
+	const char     *help; /* usage line and what it does */
 } commands[] = {
 	{"ping", brq_ctl_ping,
 	 "usage: brooqctl [OPTIONS] ping\n\n"

@@ -148,10 +148,17 @@ brq_ctl_parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id)
 }
 
 int
-brq_ctl_open_for_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id, brooq_client **c)
+brq_ctl_run_for_id(const brq_ctl *ctl, int argc, char **argv,
+		   int (*fn)(const brq_ctl *ctl, brooq_client *c, uint64_t id))
 {
-	int rc = brq_ctl_parse_id(ctl, argc, argv, id);
-	return rc != BRQ_EXIT_OK ? rc : brq_ctl_open_client(ctl, c);
+	brooq_client *c;
+	uint64_t      id;
+	int           rc = brq_ctl_parse_id(ctl, argc, argv, &id);
+	if (rc == BRQ_EXIT_OK && (rc = brq_ctl_open_client(ctl, &c)) == BRQ_EXIT_OK) {
+		rc = fn(ctl, c, id);
+		brooq_client_close(c);
+	}
+	return rc;
 }
 
 /* ---- ping --------------------------------------------------------------------------------- */
@@ -379,46 +386,38 @@ print_job_table(const brooq_job_info *j)
 	row("result", j->result);
 }
 
+static int
+job_show(const brq_ctl *ctl, brooq_client *c, uint64_t id)
+{
+	brooq_job_info *j;
+	brooq_err       err = brooq_job_get(c, id, &j);
+	if (err != BROOQ_OK)
+		return brq_ctl_report(ctl, err);
+	if (ctl->json) {
+		brq_ctl_print_job_json(j);
+		fputc('\n', stdout);
+	} else {
+		print_job_table(j);
+	}
+	brooq_job_info_free(j);
+	return BRQ_EXIT_OK;
+}
+
 int
 brq_ctl_job(const brq_ctl *ctl, int argc, char **argv)
 {
-	brooq_client   *c;
-	brooq_job_info *j;
-	uint64_t        id;
-	int             rc;
-
-	if ((rc = brq_ctl_open_for_id(ctl, argc, argv, &id, &c)) != BRQ_EXIT_OK)
-		return rc;
-	brooq_err err = brooq_job_get(c, id, &j);
-	if (err != BROOQ_OK) {
-		rc = brq_ctl_report(ctl, err);
-	} else {
-		if (ctl->json) {
-			brq_ctl_print_job_json(j);
-			fputc('\n', stdout);
-		}
-		if (!ctl->json)
-			print_job_table(j);
-		brooq_job_info_free(j);
-	}
-	brooq_client_close(c);
-	return rc;
+	return brq_ctl_run_for_id(ctl, argc, argv, job_show);
 }
 
 /* ---- cancel ----------------------------------------------------------------------------------------- */
 
-int
-brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv)
+static int
+cancel_one(const brq_ctl *ctl, brooq_client *c, uint64_t id)
 {
-	brooq_client *c;
-	brooq_state   st;
-	bool          canceled;
-	uint64_t      id;
-	int           rc;
-
-	if ((rc = brq_ctl_open_for_id(ctl, argc, argv, &id, &c)) != BRQ_EXIT_OK)
-		return rc;
-	brooq_err err = brooq_cancel(c, id, &st, &canceled);
+	brooq_state st;
+	bool        canceled;
+	int         rc  = BRQ_EXIT_OK;
+	brooq_err   err = brooq_cancel(c, id, &st, &canceled);
 	if (err != BROOQ_OK) {
 		rc = brq_ctl_report(ctl, err);
 	} else if (st != BROOQ_CANCELED) {
@@ -442,8 +441,13 @@ brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv)
 	} else {
 		printf("job %" PRIu64 " is already canceled; nothing changed\n", id);
 	}
-	brooq_client_close(c);
 	return rc;
+}
+
+int
+brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv)
+{
+	return brq_ctl_run_for_id(ctl, argc, argv, cancel_one);
 }
 
 /* ---- stats ----------------------------------------------------------------------------------------------

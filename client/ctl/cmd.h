@@ -66,27 +66,22 @@ int brq_ctl_report(const brq_ctl *ctl, brooq_err err);
 int brq_ctl_open_client(const brq_ctl *ctl, brooq_client **c);
 /* Exactly one positional argument, a job id: BRQ_EXIT_OK or a usage error. */
 int brq_ctl_parse_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id);
-/* brq_ctl_parse_id, then brq_ctl_open_client: the start of every command on one job. */
-int brq_ctl_open_for_id(const brq_ctl *ctl, int argc, char **argv, uint64_t *id, brooq_client **c);
+/* A command on one job: brq_ctl_parse_id, brq_ctl_open_client, then fn(ctl, c, id) (which
+ * returns the exit code), then closes the client. Returns the exit code. */
+int brq_ctl_run_for_id(const brq_ctl *ctl, int argc, char **argv,
+		       int (*fn)(const brq_ctl *ctl, brooq_client *c, uint64_t id));
 /* One job row as one JSON object on stdout, no newline (`job --json`, `jobs --json`). */
 void brq_ctl_print_job_json(const brooq_job_info *j);
 
-/* Each runs one command with its positional arguments (after the command name)
- * and returns an exit code. */
-int brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_job(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_cancel(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv);
+/* A command: runs with its positional arguments (after the command name) and
+ * returns an exit code. */
+typedef int brq_ctl_cmd_fn(const brq_ctl *ctl, int argc, char **argv);
+
+brq_ctl_cmd_fn brq_ctl_ping, brq_ctl_enqueue, brq_ctl_job, brq_ctl_cancel, brq_ctl_stats;
 /* cmd_policy.c: per-topic policy (admin token). */
-int brq_ctl_pause(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_resume(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_limits(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_topics(const brq_ctl *ctl, int argc, char **argv);
+brq_ctl_cmd_fn brq_ctl_pause, brq_ctl_resume, brq_ctl_limits, brq_ctl_topics;
 /* cmd_admin.c: the job list, retry and delete (admin token). */
-int brq_ctl_jobs(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_retry(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_delete(const brq_ctl *ctl, int argc, char **argv);
-int brq_ctl_schedule(const brq_ctl *ctl, int argc, char **argv); /* schedule.c */
+brq_ctl_cmd_fn brq_ctl_jobs, brq_ctl_retry, brq_ctl_delete;
+brq_ctl_cmd_fn brq_ctl_schedule; /* schedule.c */
 
 #endif

@@ -167,22 +167,21 @@ brq_ctl_retry(const brq_ctl *ctl, int argc, char **argv)
 
 /* ---- delete ------------------------------------------------------------------------------- */
 
-int
-brq_ctl_delete(const brq_ctl *ctl, int argc, char **argv)
+static int
+delete_one(const brq_ctl *ctl, brooq_client *c, uint64_t id)
 {
-	brooq_client *c;
-	uint64_t      id;
-	int           rc;
-
-	if ((rc = brq_ctl_open_for_id(ctl, argc, argv, &id, &c)) != BRQ_EXIT_OK)
-		return rc;
 	brooq_err err = brooq_delete(c, id);
 	if (err != BROOQ_OK)
-		rc = brq_ctl_report(ctl, err);
-	else if (ctl->json)
+		return brq_ctl_report(ctl, err);
+	if (ctl->json)
 		printf("{\"id\":%" PRIu64 ",\"deleted\":true}\n", id);
 	else
 		printf("job %" PRIu64 " deleted\n", id);
-	brooq_client_close(c);
-	return rc;
+	return BRQ_EXIT_OK;
+}
+
+int
+brq_ctl_delete(const brq_ctl *ctl, int argc, char **argv)
+{
+	return brq_ctl_run_for_id(ctl, argc, argv, delete_one);
 }

@@ -181,11 +181,11 @@ brooq_client_open(const brooq_client_opts *opts, brooq_client **out)
 
 	brq_msg_clear();
 	if (out == NULL)
-		return brq_err_public(brq_fail(BRQ_EINVAL, "client_open: out is NULL"));
+		return BRQ_ARG_FAIL("client_open: out is NULL");
 	if ((rv = brq_opts_copy(&o, sizeof(o), opts, BRQ_CLIENT_OPTS_V1, "brooq_client_opts")) != 0)
 		return brq_err_public(rv);
 	if (o.timeout_ms < 0)
-		return brq_err_public(brq_fail(BRQ_EINVAL, "client_open: timeout_ms must be >= 0"));
+		return BRQ_ARG_FAIL("client_open: timeout_ms must be >= 0");
 	const char *url = o.url != NULL ? o.url : env_nonempty("BROOQ_URL");
 	if (url == NULL)
 		url = DEFAULT_URL;
@@ -245,6 +245,17 @@ brooq_client_close(brooq_client *c)
 
 /* ---- ping, names, version ---------------------------------------------------------------- */
 
+/* The gateway's name into server[0..*cap), cut to fit. */
+static int
+ping_out(const brq_call *k, void *server, void *cap)
+{
+	brq_str s = k->rep.ping.server;
+	size_t  n = s.len < *(size_t *) cap - 1 ? s.len : *(size_t *) cap - 1;
+	memcpy(server, s.ptr, n);
+	((char *) server)[n] = '\0';
+	return 0;
+}
+
 brooq_err
 brooq_ping(brooq_client *c, char *server, size_t cap)
 {
@@ -252,30 +263,16 @@ brooq_ping(brooq_client *c, char *server, size_t cap)
 
 	brq_msg_clear();
 	if (c == NULL || server == NULL || cap == 0)
-		return brq_err_public(brq_fail(BRQ_EINVAL, "ping: client and server buffer are required"));
+		return BRQ_ARG_FAIL("ping: client and server buffer are required");
 	brq_call_init(&k, BRQ_OP_PING);
-	brooq_err err = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	if (err == BROOQ_OK) {
-		size_t n = k.rep.ping.server.len < cap - 1 ? k.rep.ping.server.len : cap - 1;
-		memcpy(server, k.rep.ping.server.ptr, n);
-		server[n] = '\0';
-	}
-	brq_call_fini(&k);
-	return err;
+	return brq_call_run(&c->rpc, &k, 0, 0, ping_out, server, &cap);
 }
 
+/* The wire's names (the values are the same, ops.c asserts it); "unknown" for others. */
 const char *
 brooq_state_name(brooq_state st)
 {
-	switch (st) {
-	case BROOQ_PENDING: return "pending";
-	case BROOQ_PROCESSING: return "processing";
-	case BROOQ_FAILED: return "failed";
-	case BROOQ_DONE: return "done";
-	case BROOQ_DEAD: return "dead";
-	case BROOQ_CANCELED: return "canceled";
-	}
-	return "unknown";
+	return (unsigned) st < BRQ_STATE__COUNT ? brq_state_name((brq_state) st) : "unknown";
 }
 
 const char *

@@ -39,6 +39,11 @@ int brq_opts_copy(void *dst, size_t dst_size, const void *src, size_t v1_size,
  * brq_rpc_close. */
 int brq_client_rpc_open(brooq_client *c, brq_rpc *out) BRQ_MUSTCHECK;
 
+/* A NUL-terminated malloc'd copy of s, the caller's to free (NULL on out of memory). */
+char *brq_strdup(brq_str s);
+/* brq_strdup of an optional field: NULL when !has; *ok turns false on out of memory. */
+char *brq_strdup_opt(bool has, brq_str s, bool *ok);
+
 /* A library-allocated copy of a reply's job row (brooq_job_info_free); NULL when out of
  * memory. */
 brooq_job_info *brq_job_info_out(const brq_job_info *in);
@@ -47,6 +52,15 @@ brooq_job_info *brq_job_info_out(const brq_job_info *in);
  * BRQ_LOST_NONE for extended leases, BRQ_LOST_GONE when the gateway does not say). */
 brooq_err brq_heartbeat_why(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t lease_ms,
 			    bool *extended, brq_lost_reason *why);
+
+/* A public call op without arguments (stats, topics, schedule_list): checks c, out (the
+ * caller's T **) and n, then runs it with copy(k, out, n), which on success sets *out
+ * to a library-allocated array (or NULL) and *n to its length. */
+brooq_err brq_call_array(brooq_client *c, brq_op op, brq_call_out_fn copy, void *out, size_t *n);
+
+/* A public call op on one job id (cancel, job, retry, delete), once the caller has
+ * checked its other arguments: checks id, then runs it with copy(k, out, out2). */
+brooq_err brq_call_id(brooq_client *c, brq_op op, uint64_t id, brq_call_out_fn copy, void *out, void *out2);
 
 /* brooq_claim over transport r (c's own, or one from brq_client_rpc_open). */
 brooq_err brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_job **jobs,

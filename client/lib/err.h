@@ -33,6 +33,8 @@ void brq_msg_copy(char out[BRQ_DETAIL_MAX]);
  * that cannot be decoded or does not answer the request).
  */
 brooq_err brq_err_public(int rv);
+/* A public call's argument error, at the edge: `return BRQ_ARG_FAIL("op: ...", ...)`. */
+#define BRQ_ARG_FAIL(...) brq_err_public(brq_fail(BRQ_EINVAL, __VA_ARGS__))
 /* The public code of a gateway status (BRQ_ST_OK gives BROOQ_OK). */
 brooq_err brq_err_from_status(brq_status st);
 

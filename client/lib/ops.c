@@ -26,9 +26,8 @@ _Static_assert(sizeof(((brooq_topic_stats *) 0)->count) / sizeof(uint64_t) == BR
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-/* A NUL-terminated malloc'd copy of s (NULL on out of memory). */
-static char *
-str_dup(brq_str s)
+char *
+brq_strdup(brq_str s)
 {
 	char *p = malloc((size_t) s.len + 1);
 	if (p == NULL)
@@ -39,13 +38,12 @@ str_dup(brq_str s)
 	return p;
 }
 
-/* Like str_dup for an optional field: NULL when absent. *ok turns false on out of memory. */
-static char *
-opt_dup(bool has, brq_str s, bool *ok)
+char *
+brq_strdup_opt(bool has, brq_str s, bool *ok)
 {
 	if (!has)
 		return NULL;
-	char *p = str_dup(s);
+	char *p = brq_strdup(s);
 	if (p == NULL)
 		*ok = false;
 	return p;
@@ -179,10 +177,53 @@ count_mismatch(const char *op, uint32_t got, size_t want)
 	return brq_fail(BRQ_EINTERNAL, "%s: reply has %u results for %zu items", op, (unsigned) got, want);
 }
 
+brooq_err
+brq_call_array(brooq_client *c, brq_op op, brq_call_out_fn copy, void *out, size_t *n)
+{
+	brq_call k;
+
+	brq_msg_clear();
+	if (c == NULL || out == NULL || n == NULL)
+		return BRQ_ARG_FAIL("%s: client, out and n are required", brq_op_name(op));
+	brq_call_init(&k, op);
+	return brq_call_run(&c->rpc, &k, 0, 0, copy, out, n);
+}
+
+brooq_err
+brq_call_id(brooq_client *c, brq_op op, uint64_t id, brq_call_out_fn copy, void *out, void *out2)
+{
+	brq_call k;
+
+	if (id == 0 || id > BRQ_ID_MAX)
+		return BRQ_ARG_FAIL("%s.id: must be 1..%llu", brq_op_name(op),
+				    (unsigned long long) BRQ_ID_MAX);
+	brq_call_init(&k, op);
+	switch (op) {
+	case BRQ_OP_CANCEL: k.req.cancel.id = id; break;
+	case BRQ_OP_JOB: k.req.job.id = id; break;
+	case BRQ_OP_RETRY: k.req.retry.id = id; break;
+	default: k.req.del.id = id; break;
+	}
+	return brq_call_run(&c->rpc, &k, 0, 0, copy, out, out2);
+}
+
 /* ---- enqueue -------------------------------------------------------------------------------- */
 
-/* A public call's argument error, at the edge. */
-#define ARG_FAIL(...) brq_err_public(brq_fail(BRQ_EINVAL, __VA_ARGS__))
+/* enqueue's results into results[0..n_jobs). */
+static int
+enqueue_out(const brq_call *k, void *out, void *unused)
+{
+	const brq_enqueue_rep *rep     = &k->rep.enqueue;
+	brooq_enqueue_result  *results = out;
+	(void) unused;
+	if (rep->n_results != k->req.enqueue.n_jobs)
+		return count_mismatch("enqueue", rep->n_results, k->req.enqueue.n_jobs);
+	for (uint32_t i = 0; i < rep->n_results; i++) {
+		results[i].id      = rep->results[i].id;
+		results[i].created = rep->results[i].created;
+	}
+	return 0;
+}
 
 brooq_err
 brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n, brooq_enqueue_result *results)
@@ -192,25 +233,13 @@ brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n, brooq_enque
 
 	brq_msg_clear();
 	if (c == NULL || jobs == NULL || results == NULL)
-		return ARG_FAIL("enqueue: client, jobs and results are required");
+		return BRQ_ARG_FAIL("enqueue: client, jobs and results are required");
 	if (n == 0 || n > UINT32_MAX)
-		return ARG_FAIL("enqueue: n must be 1..%u", (unsigned) UINT32_MAX);
+		return BRQ_ARG_FAIL("enqueue: n must be 1..%u", (unsigned) UINT32_MAX);
 	brq_call_init(&k, BRQ_OP_ENQUEUE);
 	k.req.enqueue.n_jobs = (uint32_t) n;
 	rv                   = specs_from(&k, jobs, n, "enqueue.jobs", &k.req.enqueue.jobs);
-	if (rv == 0)
-		rv = brq_rpc_call(&c->rpc, &k, 0);
-	brooq_err err = brq_call_result(&k, rv);
-	if (err == BROOQ_OK && k.rep.enqueue.n_results != n)
-		err = brq_err_public(count_mismatch("enqueue", k.rep.enqueue.n_results, n));
-	if (err == BROOQ_OK) {
-		for (size_t i = 0; i < n; i++) {
-			results[i].id      = k.rep.enqueue.results[i].id;
-			results[i].created = k.rep.enqueue.results[i].created;
-		}
-	}
-	brq_call_fini(&k);
-	return err;
+	return brq_call_run(&c->rpc, &k, rv, 0, enqueue_out, results, NULL);
 }
 
 /* ---- claim ------------------------------------------------------------------------------------ */
@@ -242,8 +271,8 @@ jobs_out(const brq_claimed_job *in, uint32_t n, brooq_job **out)
 	for (uint32_t i = 0; i < n; i++) {
 		v[i].lease.id = in[i].id;
 		memcpy(v[i].lease.token, in[i].lease, BROOQ_LEASE_LEN);
-		v[i].topic              = str_dup(in[i].topic);
-		v[i].payload            = str_dup(in[i].payload);
+		v[i].topic              = brq_strdup(in[i].topic);
+		v[i].payload            = brq_strdup(in[i].payload);
 		v[i].payload_len        = in[i].payload.len;
 		v[i].attempts           = in[i].attempts;
 		v[i].max_attempts       = in[i].max_attempts;
@@ -257,6 +286,31 @@ jobs_out(const brq_claimed_job *in, uint32_t n, brooq_job **out)
 		}
 	}
 	*out = v;
+	return 0;
+}
+
+/* Where claim's results go: settled has the request's n_settle entries. */
+typedef struct claim_outs {
+	brooq_job          **jobs;
+	size_t              *n;
+	brooq_settle_result *settled;
+} claim_outs;
+
+static int
+claim_out(const brq_call *k, void *out, void *unused)
+{
+	const brq_claim_rep *rep = &k->rep.claim;
+	const claim_outs    *o   = out;
+	(void) unused;
+	uint32_t n_settle = k->req.claim.n_settle;
+	if (n_settle > 0 && (!rep->has_settled || rep->n_settled != n_settle))
+		return count_mismatch("claim.settled", rep->n_settled, n_settle);
+	int rv = jobs_out(rep->jobs, rep->n_jobs, o->jobs);
+	if (rv != 0)
+		return rv;
+	*o->n = rep->n_jobs;
+	if (n_settle > 0)
+		settle_results_out(rep->settled, n_settle, o->settled);
 	return 0;
 }
 
@@ -319,7 +373,7 @@ brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_j
 
 	brq_msg_clear();
 	if (c == NULL || opts == NULL || jobs == NULL || n == NULL)
-		return ARG_FAIL("claim: client, options, jobs and n are required");
+		return BRQ_ARG_FAIL("claim: client, options, jobs and n are required");
 	if ((rv = brq_opts_copy(&o, sizeof(o), opts, BRQ_CLAIM_OPTS_V1, "brooq_claim_opts")) != 0 ||
 	    (rv = claim_check(&o)) != 0)
 		return brq_err_public(rv);
@@ -332,24 +386,42 @@ brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_j
 
 	brq_call_init(&k, BRQ_OP_CLAIM);
 	rv = claim_fill(&k, &o, o.worker != NULL ? o.worker : worker);
-	if (rv == 0)
-		rv = brq_rpc_call(r, &k, o.wait_ms);
-	brooq_err err = brq_call_result(&k, rv);
-	if (err == BROOQ_OK && o.n_settle > 0 &&
-	    (!k.rep.claim.has_settled || k.rep.claim.n_settled != o.n_settle))
-		err = brq_err_public(count_mismatch("claim.settled", k.rep.claim.n_settled, o.n_settle));
-	if (err == BROOQ_OK)
-		err = brq_err_public(jobs_out(k.rep.claim.jobs, k.rep.claim.n_jobs, jobs));
-	if (err == BROOQ_OK) {
-		*n = k.rep.claim.n_jobs;
-		if (o.n_settle > 0)
-			settle_results_out(k.rep.claim.settled, o.n_settle, o.settled);
-	}
-	brq_call_fini(&k);
-	return err;
+	return brq_call_run(r, &k, rv, o.wait_ms, claim_out, &(claim_outs) {jobs, n, o.settled}, NULL);
 }
 
 /* ---- heartbeat, settle -------------------------------------------------------------------------- */
+
+/* heartbeat's results into extended[0..n_leases) and why[0..n_leases) (why may be NULL). */
+static int
+heartbeat_out(const brq_call *k, void *out, void *out2)
+{
+	const brq_heartbeat_rep *rep      = &k->rep.heartbeat;
+	bool                    *extended = out;
+	brq_lost_reason         *why      = out2;
+	if (rep->n_extended != k->req.heartbeat.n_leases)
+		return count_mismatch("heartbeat", rep->n_extended, k->req.heartbeat.n_leases);
+	for (uint32_t i = 0; i < rep->n_extended; i++) {
+		extended[i] = rep->extended[i];
+		// Without reasons (an older gateway): every lost lease is just gone.
+		if (why != NULL)
+			why[i] = rep->extended[i]           ? BRQ_LOST_NONE
+				: rep->lost_reasons != NULL ? rep->lost_reasons[i]
+							    : BRQ_LOST_GONE;
+	}
+	return 0;
+}
+
+/* settle's results into results[0..n_items). */
+static int
+settle_out(const brq_call *k, void *results, void *unused)
+{
+	const brq_settle_rep *rep = &k->rep.settle;
+	(void) unused;
+	if (rep->n_results != k->req.settle.n_items)
+		return count_mismatch("settle", rep->n_results, k->req.settle.n_items);
+	settle_results_out(rep->results, rep->n_results, results);
+	return 0;
+}
 
 brooq_err
 brooq_heartbeat(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t lease_ms, bool *extended)
@@ -366,9 +438,9 @@ brq_heartbeat_why(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t
 
 	brq_msg_clear();
 	if (c == NULL || leases == NULL || extended == NULL)
-		return ARG_FAIL("heartbeat: client, leases and extended are required");
+		return BRQ_ARG_FAIL("heartbeat: client, leases and extended are required");
 	if (n == 0 || n > UINT32_MAX)
-		return ARG_FAIL("heartbeat: n must be 1..%u", (unsigned) UINT32_MAX);
+		return BRQ_ARG_FAIL("heartbeat: n must be 1..%u", (unsigned) UINT32_MAX);
 	brq_call_init(&k, BRQ_OP_HEARTBEAT);
 	brq_heartbeat_req *q = &k.req.heartbeat;
 	q->n_leases          = (uint32_t) n;
@@ -381,24 +453,7 @@ brq_heartbeat_why(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t
 		q->leases[i].id = leases[i].id;
 		memcpy(q->leases[i].lease, leases[i].token, BRQ_LEASE_LEN);
 	}
-	if (rv == 0)
-		rv = brq_rpc_call(&c->rpc, &k, 0);
-	brooq_err err = brq_call_result(&k, rv);
-	if (err == BROOQ_OK && k.rep.heartbeat.n_extended != n)
-		err = brq_err_public(count_mismatch("heartbeat", k.rep.heartbeat.n_extended, n));
-	if (err == BROOQ_OK) {
-		for (size_t i = 0; i < n; i++) {
-			extended[i] = k.rep.heartbeat.extended[i];
-			// Without reasons (an older gateway): every lost lease is just gone.
-			if (why != NULL)
-				why[i] = extended[i] ? BRQ_LOST_NONE
-					: k.rep.heartbeat.lost_reasons != NULL
-					? k.rep.heartbeat.lost_reasons[i]
-					: BRQ_LOST_GONE;
-		}
-	}
-	brq_call_fini(&k);
-	return err;
+	return brq_call_run(&c->rpc, &k, rv, 0, heartbeat_out, extended, why);
 }
 
 brooq_err
@@ -416,52 +471,32 @@ brooq_settle_results(brooq_client *c, const brooq_settle_item *items, const char
 
 	brq_msg_clear();
 	if (c == NULL || items == NULL || results == NULL)
-		return ARG_FAIL("settle: client, items and results are required");
+		return BRQ_ARG_FAIL("settle: client, items and results are required");
 	if (n == 0 || n > UINT32_MAX)
-		return ARG_FAIL("settle: n must be 1..%u", (unsigned) UINT32_MAX);
+		return BRQ_ARG_FAIL("settle: n must be 1..%u", (unsigned) UINT32_MAX);
 	brq_call_init(&k, BRQ_OP_SETTLE);
 	k.req.settle.n_items = (uint32_t) n;
 	rv                   = settles_from(&k, items, item_results, n, "settle.items", &k.req.settle.items);
-	if (rv == 0)
-		rv = brq_rpc_call(&c->rpc, &k, 0);
-	brooq_err err = brq_call_result(&k, rv);
-	if (err == BROOQ_OK && k.rep.settle.n_results != n)
-		err = brq_err_public(count_mismatch("settle", k.rep.settle.n_results, n));
-	if (err == BROOQ_OK)
-		settle_results_out(k.rep.settle.results, n, results);
-	brq_call_fini(&k);
-	return err;
+	return brq_call_run(&c->rpc, &k, rv, 0, settle_out, results, NULL);
 }
 
 /* ---- admin and introspection --------------------------------------------------------------------- */
 
 static int
-check_id(const char *op, uint64_t id)
+cancel_out(const brq_call *k, void *state, void *canceled)
 {
-	if (id == 0 || id > BRQ_ID_MAX)
-		return brq_fail(BRQ_EINVAL, "%s.id: must be 1..%llu", op, (unsigned long long) BRQ_ID_MAX);
+	*(brooq_state *) state = (brooq_state) k->rep.cancel.state;
+	*(bool *) canceled     = k->rep.cancel.canceled;
 	return 0;
 }
 
 brooq_err
 brooq_cancel(brooq_client *c, uint64_t id, brooq_state *state, bool *canceled)
 {
-	brq_call k;
-
 	brq_msg_clear();
 	if (c == NULL || state == NULL || canceled == NULL)
-		return ARG_FAIL("cancel: client, state and canceled are required");
-	if (check_id("cancel", id) != 0)
-		return BROOQ_EINVAL;
-	brq_call_init(&k, BRQ_OP_CANCEL);
-	k.req.cancel.id = id;
-	brooq_err err   = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	if (err == BROOQ_OK) {
-		*state    = (brooq_state) k.rep.cancel.state;
-		*canceled = k.rep.cancel.canceled;
-	}
-	brq_call_fini(&k);
-	return err;
+		return BRQ_ARG_FAIL("cancel: client, state and canceled are required");
+	return brq_call_id(c, BRQ_OP_CANCEL, id, cancel_out, state, canceled);
 }
 
 void
@@ -487,23 +522,23 @@ brq_job_info_out(const brq_job_info *in)
 	if (!ok)
 		return NULL;
 	j->id                        = in->id;
-	j->topic                     = opt_dup(true, in->topic, &ok);
-	j->payload                   = opt_dup(true, in->payload, &ok);
+	j->topic                     = brq_strdup_opt(true, in->topic, &ok);
+	j->payload                   = brq_strdup_opt(true, in->payload, &ok);
 	j->state                     = (brooq_state) in->state;
 	j->attempts                  = in->attempts;
 	j->max_attempts              = in->max_attempts;
 	j->available_at_ms           = in->available_at_ms;
-	j->locked_by                 = opt_dup(in->has_locked_by, in->locked_by, &ok);
+	j->locked_by                 = brq_strdup_opt(in->has_locked_by, in->locked_by, &ok);
 	j->locked_until_ms           = in->has_locked_until_ms ? in->locked_until_ms : 0;
-	j->last_error                = opt_dup(in->has_last_error, in->last_error, &ok);
-	j->key                       = opt_dup(in->has_key, in->key, &ok);
+	j->last_error                = brq_strdup_opt(in->has_last_error, in->last_error, &ok);
+	j->key                       = brq_strdup_opt(in->has_key, in->key, &ok);
 	j->created_at_ms             = in->created_at_ms;
 	j->updated_at_ms             = in->updated_at_ms;
 	j->claimed_at_ms             = in->has_claimed_at_ms ? in->claimed_at_ms : 0;
 	j->attempt_deadline_ms       = in->attempt_deadline_ms;
 	j->max_execution_deadline_ms = in->max_execution_deadline_ms;
 	j->priority                  = in->priority;
-	j->result                    = opt_dup(in->has_result, in->result, &ok);
+	j->result                    = brq_strdup_opt(in->has_result, in->result, &ok);
 	j->retry_of                  = in->has_retry_of ? in->retry_of : 0;
 	if (!ok) {
 		brooq_job_info_free(j);
@@ -512,23 +547,23 @@ brq_job_info_out(const brq_job_info *in)
 	return j;
 }
 
+/* The job row of the reply into *out. */
+static int
+job_out(const brq_call *k, void *out, void *unused)
+{
+	(void) unused;
+	if ((*(brooq_job_info **) out = brq_job_info_out(&k->rep.job.job)) == NULL)
+		return brq_fail(BRQ_ENOMEM, "job: out of memory");
+	return 0;
+}
+
 brooq_err
 brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out)
 {
-	brq_call k;
-
 	brq_msg_clear();
 	if (c == NULL || out == NULL)
-		return ARG_FAIL("job: client and out are required");
-	if (check_id("job", id) != 0)
-		return BROOQ_EINVAL;
-	brq_call_init(&k, BRQ_OP_JOB);
-	k.req.job.id  = id;
-	brooq_err err = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	if (err == BROOQ_OK && (*out = brq_job_info_out(&k.rep.job.job)) == NULL)
-		err = brq_err_public(brq_fail(BRQ_ENOMEM, "job: out of memory"));
-	brq_call_fini(&k);
-	return err;
+		return BRQ_ARG_FAIL("job: client and out are required");
+	return brq_call_id(c, BRQ_OP_JOB, id, job_out, out, NULL);
 }
 
 void
@@ -541,15 +576,17 @@ brooq_stats_free(brooq_topic_stats *s, size_t n)
 	free(s);
 }
 
-/* Library-allocated copies of the reply's topics (NULL for none). */
+/* Library-allocated copies of the reply's topics (NULL for none) into *out, n of them. */
 static int
-stats_out(const brq_topic_stats *in, uint32_t m, brooq_topic_stats **out)
+stats_out(const brq_call *k, void *out, void *n)
 {
-	brooq_topic_stats *v = m > 0 ? calloc(m, sizeof(*v)) : NULL;
+	const brq_topic_stats *in = k->rep.stats.topics;
+	uint32_t               m  = k->rep.stats.n_topics;
+	brooq_topic_stats     *v  = m > 0 ? calloc(m, sizeof(*v)) : NULL;
 	if (m > 0 && v == NULL)
 		return brq_fail(BRQ_ENOMEM, "stats: out of memory");
 	for (uint32_t i = 0; i < m; i++) {
-		v[i].topic = str_dup(in[i].topic);
+		v[i].topic = brq_strdup(in[i].topic);
 		memcpy(v[i].count, in[i].count, sizeof(v[i].count));
 		v[i].oldest_ready_age_ms = in[i].oldest_ready_age_ms;
 		v[i].paused              = in[i].paused;
@@ -560,24 +597,13 @@ stats_out(const brq_topic_stats *in, uint32_t m, brooq_topic_stats **out)
 			return brq_fail(BRQ_ENOMEM, "stats: out of memory");
 		}
 	}
-	*out = v;
+	*(brooq_topic_stats **) out = v;
+	*(size_t *) n               = m;
 	return 0;
 }
 
 brooq_err
 brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t *n)
 {
-	brq_call k;
-
-	brq_msg_clear();
-	if (c == NULL || out == NULL || n == NULL)
-		return ARG_FAIL("stats: client, out and n are required");
-	brq_call_init(&k, BRQ_OP_STATS);
-	brooq_err err = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	if (err == BROOQ_OK)
-		err = brq_err_public(stats_out(k.rep.stats.topics, k.rep.stats.n_topics, out));
-	if (err == BROOQ_OK)
-		*n = k.rep.stats.n_topics;
-	brq_call_fini(&k);
-	return err;
+	return brq_call_array(c, BRQ_OP_STATS, stats_out, out, n);
 }

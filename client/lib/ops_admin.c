@@ -7,8 +7,6 @@
 
 #include "err.h"
 
-#define ARG_FAIL(...) brq_err_public(brq_fail(BRQ_EINVAL, __VA_ARGS__))
-
 /* ---- list --------------------------------------------------------------------------- */
 
 void
@@ -48,11 +46,13 @@ list_fill(const brooq_list_opts *o, brq_list_req *q)
 	return 0;
 }
 
-/* A library-allocated page of the reply's rows. */
+/* A library-allocated page of the reply's rows into *out. */
 static int
-page_out(const brq_list_rep *in, brooq_job_page **out)
+page_out(const brq_call *k, void *out, void *unused)
 {
-	brooq_job_page *p = calloc(1, sizeof(*p));
+	const brq_list_rep *in = &k->rep.list;
+	brooq_job_page     *p  = calloc(1, sizeof(*p));
+	(void) unused;
 	if (p == NULL)
 		return brq_fail(BRQ_ENOMEM, "list: out of memory");
 	p->jobs = calloc(in->n_jobs > 0 ? in->n_jobs : 1, sizeof(*p->jobs));
@@ -63,13 +63,9 @@ page_out(const brq_list_rep *in, brooq_job_page **out)
 			goto oom;
 		p->n = i + 1;
 	}
-	if (in->has_next) {
-		if ((p->next = malloc(in->next.len + 1)) == NULL)
-			goto oom;
-		memcpy(p->next, in->next.ptr, in->next.len);
-		p->next[in->next.len] = '\0';
-	}
-	*out = p;
+	if (in->has_next && (p->next = brq_strdup(in->next)) == NULL)
+		goto oom;
+	*(brooq_job_page **) out = p;
 	return 0;
 oom:
 	brooq_job_page_free(p);
@@ -85,44 +81,52 @@ brooq_list(brooq_client *c, const brooq_list_opts *opts, brooq_job_page **out)
 
 	brq_msg_clear();
 	if (c == NULL || out == NULL)
-		return ARG_FAIL("list: client and out are required");
+		return BRQ_ARG_FAIL("list: client and out are required");
 	if ((rv = brq_opts_copy(&o, sizeof(o), opts, BRQ_LIST_OPTS_V1, "brooq_list_opts")) != 0)
 		return brq_err_public(rv);
 	brq_call_init(&k, BRQ_OP_LIST);
 	rv = list_fill(&o, &k.req.list);
-	if (rv == 0)
-		rv = brq_rpc_call(&c->rpc, &k, 0);
-	brooq_err err = brq_call_result(&k, rv);
-	if (err == BROOQ_OK)
-		err = brq_err_public(page_out(&k.rep.list, out));
-	brq_call_fini(&k);
-	return err;
+	return brq_call_run(&c->rpc, &k, rv, 0, page_out, out, NULL);
 }
 
 /* ---- retry, delete ------------------------------------------------------------------------ */
 
+/* The retry of one job: its new (or existing) id into *new_id, whether it is new. */
+static int
+retry_out(const brq_call *k, void *new_id, void *created)
+{
+	if (k->rep.retry.n_ids != 1)
+		return brq_fail(BRQ_EINTERNAL, "retry: reply has %u ids for one job",
+				(unsigned) k->rep.retry.n_ids);
+	*(uint64_t *) new_id = k->rep.retry.ids[0];
+	*(bool *) created    = k->rep.retry.retried == 1;
+	return 0;
+}
+
+/* Where a bulk retry puts the new jobs' ids. */
+typedef struct id_buf {
+	uint64_t *ids;
+	size_t    cap;
+} id_buf;
+
+/* A bulk retry: the first ids into the id_buf at out, how many it created into *n. */
+static int
+retry_bulk_out(const brq_call *k, void *out, void *n)
+{
+	const id_buf *b = out;
+	*(size_t *) n   = k->rep.retry.retried;
+	for (size_t i = 0; i < b->cap && i < k->rep.retry.n_ids; i++)
+		b->ids[i] = k->rep.retry.ids[i];
+	return 0;
+}
+
 brooq_err
 brooq_retry(brooq_client *c, uint64_t id, uint64_t *new_id, bool *created)
 {
-	brq_call k;
-
 	brq_msg_clear();
 	if (c == NULL || new_id == NULL || created == NULL)
-		return ARG_FAIL("retry: client, new_id and created are required");
-	if (id == 0 || id > BRQ_ID_MAX)
-		return ARG_FAIL("retry.id: must be 1..%llu", (unsigned long long) BRQ_ID_MAX);
-	brq_call_init(&k, BRQ_OP_RETRY);
-	k.req.retry.id = id;
-	brooq_err err  = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	if (err == BROOQ_OK && k.rep.retry.n_ids != 1)
-		err = brq_err_public(brq_fail(BRQ_EINTERNAL, "retry: reply has %u ids for one job",
-					      (unsigned) k.rep.retry.n_ids));
-	if (err == BROOQ_OK) {
-		*new_id  = k.rep.retry.ids[0];
-		*created = k.rep.retry.retried == 1;
-	}
-	brq_call_fini(&k);
-	return err;
+		return BRQ_ARG_FAIL("retry: client, new_id and created are required");
+	return brq_call_id(c, BRQ_OP_RETRY, id, retry_out, new_id, created);
 }
 
 brooq_err
@@ -133,38 +137,23 @@ brooq_retry_bulk(brooq_client *c, const char *topic, brooq_state state, uint32_t
 
 	brq_msg_clear();
 	if (c == NULL || topic == NULL || n == NULL || (ids == NULL && cap > 0))
-		return ARG_FAIL("retry: client, topic and n are required (ids with cap)");
+		return BRQ_ARG_FAIL("retry: client, topic and n are required (ids with cap)");
 	if (state != BROOQ_DEAD && state != BROOQ_CANCELED)
-		return ARG_FAIL("retry.state: must be BROOQ_DEAD or BROOQ_CANCELED");
+		return BRQ_ARG_FAIL("retry.state: must be BROOQ_DEAD or BROOQ_CANCELED");
 	if (limit == 0 || limit > BRQ_RETRY_MAX)
-		return ARG_FAIL("retry.limit: must be 1..%d", BRQ_RETRY_MAX);
+		return BRQ_ARG_FAIL("retry.limit: must be 1..%d", BRQ_RETRY_MAX);
 	brq_call_init(&k, BRQ_OP_RETRY);
 	k.req.retry.topic = brq_str_c(topic);
 	k.req.retry.state = (brq_state) state;
 	k.req.retry.limit = limit;
-	brooq_err err     = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	if (err == BROOQ_OK) {
-		*n = k.rep.retry.retried;
-		for (size_t i = 0; i < cap && i < k.rep.retry.n_ids; i++)
-			ids[i] = k.rep.retry.ids[i];
-	}
-	brq_call_fini(&k);
-	return err;
+	return brq_call_run(&c->rpc, &k, 0, 0, retry_bulk_out, &(id_buf) {ids, cap}, n);
 }
 
 brooq_err
 brooq_delete(brooq_client *c, uint64_t id)
 {
-	brq_call k;
-
 	brq_msg_clear();
 	if (c == NULL)
-		return ARG_FAIL("delete: client is required");
-	if (id == 0 || id > BRQ_ID_MAX)
-		return ARG_FAIL("delete.id: must be 1..%llu", (unsigned long long) BRQ_ID_MAX);
-	brq_call_init(&k, BRQ_OP_DELETE);
-	k.req.del.id  = id;
-	brooq_err err = brq_call_result(&k, brq_rpc_call(&c->rpc, &k, 0));
-	brq_call_fini(&k);
-	return err;
+		return BRQ_ARG_FAIL("delete: client is required");
+	return brq_call_id(c, BRQ_OP_DELETE, id, NULL, NULL, NULL);
 }

@@ -492,8 +492,10 @@ brq_rpc_call(brq_rpc *r, brq_call *k, uint32_t extra_ms)
 	return 0;
 }
 
-brooq_err
-brq_call_result(const brq_call *k, int rv)
+/* The public result of a call that returned rv: a failure of the call itself, or the
+ * reply's status, whose gateway message then becomes the calling thread's message. */
+static brooq_err
+call_result(const brq_call *k, int rv)
 {
 	if (rv != 0)
 		return brq_err_public(rv);
@@ -502,4 +504,16 @@ brq_call_result(const brq_call *k, int rv)
 		brq_msg_set(text.ptr, text.len);
 	}
 	return brq_err_from_status(k->rep.code);
+}
+
+brooq_err
+brq_call_run(brq_rpc *r, brq_call *k, int rv, uint32_t extra_ms, brq_call_out_fn copy, void *out, void *out2)
+{
+	if (rv == 0)
+		rv = brq_rpc_call(r, k, extra_ms);
+	brooq_err err = call_result(k, rv);
+	if (err == BROOQ_OK && copy != NULL)
+		err = brq_err_public(copy(k, out, out2));
+	brq_call_fini(k);
+	return err;
 }

@@ -107,9 +107,19 @@ void brq_call_fini(brq_call *k);
  */
 int brq_rpc_call(brq_rpc *r, brq_call *k, uint32_t extra_ms) BRQ_MUSTCHECK;
 
-/* The public result of a call that returned rv: a failure of the call itself
- * (brq_err_public), or the reply's status, whose gateway message then becomes the
- * calling thread's message. */
-brooq_err brq_call_result(const brq_call *k, int rv);
+/* Copies what a public call returns out of k's OK reply (k->req says what was asked)
+ * to the caller's outputs out and out2 (as given to brq_call_run). Returns 0, or a
+ * negative BRQ_E* (message set); on failure it leaves nothing for the caller to free. */
+typedef int (*brq_call_out_fn)(const brq_call *k, void *out, void *out2);
+
+/*
+ * The rest of a public call whose request k was filled with result rv: when rv is 0,
+ * sends it over r (brq_rpc_call with extra_ms) and, on an OK reply, runs
+ * copy(k, out, out2) (copy may be NULL). Finishes k on every path. Returns the public
+ * code: a failure of filling, of the call itself or of copy (brq_err_public), or else
+ * the reply's status, whose gateway message then becomes the calling thread's message.
+ */
+brooq_err brq_call_run(brq_rpc *r, brq_call *k, int rv, uint32_t extra_ms, brq_call_out_fn copy, void *out,
+		       void *out2);
 
 #endif

@@ -82,7 +82,7 @@ handler_returned(brooq_worker *w, brooq_job_ctx *j)
 		brq_worker_count_hung(w, j);
 	if (j->cancel_at_ms != 0) {
 		/* Lost or abandoned: the result is discarded. */
-		brq_held_del(w, j);
+		brq_list_del(&w->held, j);
 		brq_job_ctx_free(j);
 	} else {
 		if (j->timed_out)
@@ -117,7 +117,7 @@ handler_main(void *arg)
 		if (j->lost) {
 			/* Lost before it started (or abandoned at stop): never run it. */
 			w->n_busy--;
-			brq_held_del(w, j);
+			brq_list_del(&w->held, j);
 			brq_job_ctx_free(j);
 			brq_worker_wake(w);
 			continue;
@@ -168,7 +168,7 @@ jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n)
 				BRQ_LF_STR("reason", "out_of_memory"));
 			continue;
 		}
-		brq_held_add(w, j);
+		brq_list_push_front(&w->held, j);
 		j->h = handler_of(w, j->topic);
 		if (j->h != NULL) {
 			j->ph = PH_QUEUED;
@@ -301,7 +301,7 @@ static size_t
 count_active(const brooq_worker *w)
 {
 	size_t n = 0;
-	for (const brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+	for (const brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
 		n += (j->ph == PH_QUEUED || j->ph == PH_RUNNING) && j->cancel_at_ms == 0;
 	return n;
 }
@@ -350,7 +350,7 @@ stop_phase(brooq_worker *w)
 		int64_t now = (int64_t) brq_now_ms();
 		if (!grace_over && now >= grace_end) {
 			grace_over = true;
-			for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext) {
+			for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next) {
 				if ((j->ph != PH_QUEUED && j->ph != PH_RUNNING) || j->cancel_at_ms != 0)
 					continue;
 				j->abandoned = true;
@@ -364,14 +364,14 @@ stop_phase(brooq_worker *w)
 		}
 		if (grace_over) {
 			for (brooq_job_ctx *j = w->finished.head, *next; j != NULL; j = next) {
-				next = j->qnext;
+				next = j->q.next;
 				if (now < j->lease_end_ms)
 					continue;
 				BRQ_LOG(w->c, BROOQ_LOG_ERROR, "result_dropped",
 					BRQ_LF_U64("job", j->lease.id), BRQ_LF_STR("topic", j->topic),
 					BRQ_LF_STR("reason", "lease_ended"));
 				brq_list_del(&w->finished, j);
-				brq_held_del(w, j);
+				brq_list_del(&w->held, j);
 				brq_job_ctx_free(j);
 			}
 		}
@@ -550,7 +550,7 @@ brooq_worker_new(brooq_client *c, const brooq_worker_opts *opts, brooq_worker **
 
 	brq_msg_clear();
 	if (c == NULL || out == NULL)
-		return brq_err_public(brq_fail(BRQ_EINVAL, "worker_new: client and out are required"));
+		return BRQ_ARG_FAIL("worker_new: client and out are required");
 	if ((rv = worker_opts(opts, &o)) != 0)
 		return brq_err_public(rv);
 	if ((w = calloc(1, sizeof(*w))) == NULL)
@@ -562,6 +562,9 @@ brooq_worker_new(brooq_client *c, const brooq_worker_opts *opts, brooq_worker **
 	w->stop_grace_ms = o.stop_grace_ms;
 	w->hung_grace_ms = o.hung_grace_ms;
 	w->prefetch_max  = (uint32_t) o.prefetch_max;
+	w->held.link     = offsetof(brooq_job_ctx, held);
+	w->runq.link     = offsetof(brooq_job_ctx, q);
+	w->finished.link = offsetof(brooq_job_ctx, q);
 	atomic_init(&w->stop_requested, false);
 	if ((o.name != NULL && (w->name = strdup(o.name)) == NULL) || sync_init(w) != 0) {
 		free(w->name);
@@ -597,13 +600,10 @@ brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *
 {
 	brq_msg_clear();
 	if (w == NULL || topic == NULL || fn == NULL)
-		return brq_err_public(
-			brq_fail(BRQ_EINVAL, "worker_handle: worker, topic and handler are required"));
+		return BRQ_ARG_FAIL("worker_handle: worker, topic and handler are required");
 	if (!brq_topic_valid(topic, strlen(topic)))
-		return brq_err_public(brq_fail(BRQ_EINVAL,
-					       "worker_handle: invalid topic (want [a-z0-9][a-z0-9._-]*, "
-					       "1..%d bytes)",
-					       BRQ_TOPIC_MAX));
+		return BRQ_ARG_FAIL("worker_handle: invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)",
+				    BRQ_TOPIC_MAX);
 	pthread_mutex_lock(&w->mu);
 	int rv = handler_add(w, topic, fn, arg);
 	pthread_mutex_unlock(&w->mu);
@@ -640,7 +640,7 @@ brooq_worker_run(brooq_worker *w)
 
 	brq_msg_clear();
 	if (w == NULL)
-		return brq_err_public(brq_fail(BRQ_EINVAL, "worker_run: worker is NULL"));
+		return BRQ_ARG_FAIL("worker_run: worker is NULL");
 	if ((rv = run_once(w)) != 0)
 		return brq_err_public(rv);
 	if (atomic_load(&w->stop_requested))
@@ -716,15 +716,15 @@ brooq_worker_free(brooq_worker *w)
 	watcher_quit(w);
 	pthread_mutex_lock(&w->mu);
 	size_t running = 0;
-	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+	for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
 		running += j->ph == PH_RUNNING;
 	pthread_mutex_unlock(&w->mu);
 	if (running > 0)
 		BRQ_LOG(w->c, BROOQ_LOG_WARN, "worker_free_waiting", BRQ_LF_U64("handlers", running));
 	for (int i = 0; i < w->n_started; i++)
 		pthread_join(w->threads[i], NULL);
-	for (brooq_job_ctx *j = w->held, *next; j != NULL; j = next) {
-		next = j->hnext;
+	for (brooq_job_ctx *j = w->held.head, *next; j != NULL; j = next) {
+		next = j->held.next;
 		brq_job_ctx_free(j);
 	}
 	for (size_t i = 0; i < w->n_handlers; i++)

@@ -94,7 +94,7 @@ lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now, brooq_cancel_reason r
 		break;
 	case PH_FINISHED:
 		brq_list_del(&w->finished, j);
-		brq_held_del(w, j);
+		brq_list_del(&w->held, j);
 		brq_job_ctx_free(j);
 		brq_worker_wake(w); /* a stopping dispatcher may be waiting for it */
 		break;
@@ -105,7 +105,7 @@ lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now, brooq_cancel_reason r
 static brooq_job_ctx *
 held_find(brooq_worker *w, const brooq_lease *l)
 {
-	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+	for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
 		if (j->lease.id == l->id && memcmp(j->lease.token, l->token, BROOQ_LEASE_LEN) == 0)
 			return j;
 	return NULL;
@@ -121,7 +121,7 @@ brq_worker_take_batch(brooq_worker *w, brooq_job_ctx **b, size_t max, bool take_
 {
 	size_t n = 0, n_chain = 0;
 	for (brooq_job_ctx *j = w->finished.head, *next; j != NULL && n < max; j = next) {
-		next = j->qnext;
+		next = j->q.next;
 		if (j->solo) {
 			if (!take_solo || n > 0)
 				continue;
@@ -162,7 +162,7 @@ outcome_refused(brooq_worker *w, brooq_job_ctx *j, brooq_err err, const char *de
 		BRQ_LOG(w->c, BROOQ_LOG_ERROR, "result_dropped", BRQ_LF_U64("job", j->lease.id),
 			BRQ_LF_STR("topic", j->topic), BRQ_LF_STR("reason", "refused"),
 			BRQ_LF_STR("detail", detail));
-		brq_held_del(w, j);
+		brq_list_del(&w->held, j);
 		brq_job_ctx_free(j);
 		return;
 	}
@@ -203,7 +203,7 @@ brq_worker_settle_done(brooq_worker *w, brooq_job_ctx **b, size_t n, brooq_err e
 				BRQ_LOG(w->c, BROOQ_LOG_INFO, "lease_lost", BRQ_LF_U64("job", j->lease.id),
 					BRQ_LF_STR("topic", j->topic), BRQ_LF_STR("at", "settle"));
 			}
-			brq_held_del(w, j);
+			brq_list_del(&w->held, j);
 			brq_job_ctx_free(j);
 		}
 		return;
@@ -261,16 +261,17 @@ settle_some(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 /* Whether the settler settles now; otherwise *wake_at is when to look again
  * (INT64_MAX: when signalled). */
 static bool
-settler_may_take(brooq_worker *w, int64_t now, int64_t *wake_at)
+settler_may_take(brooq_worker *w, int64_t *wake_at)
 {
-	*wake_at = INT64_MAX;
+	int64_t now = (int64_t) brq_now_ms();
+	*wake_at    = INT64_MAX;
 	if (w->finished.head == NULL)
 		return false;
 	if (now < w->settle_retry_at_ms) {
 		*wake_at = w->settle_retry_at_ms;
 		return false;
 	}
-	for (brooq_job_ctx *j = w->finished.head; j != NULL; j = j->qnext)
+	for (brooq_job_ctx *j = w->finished.head; j != NULL; j = j->q.next)
 		if (j->solo)
 			return true;
 	switch (w->ds) {
@@ -287,23 +288,35 @@ settler_may_take(brooq_worker *w, int64_t now, int64_t *wake_at)
 	return true;
 }
 
-void *
-brq_worker_settler_main(void *arg)
+/*
+ * The loop of a background thread (the settler, the keeper), under w->mu until
+ * quit_keepers: due(w, &wake_at) says whether there is work now; then work(w, &backoff,
+ * &seed) does it (unlocking around its calls), else the thread waits on cv until
+ * wake_at (INT64_MAX: until signalled).
+ */
+static void
+keeper_loop(brooq_worker *w, pthread_cond_t *cv, bool (*due)(brooq_worker *w, int64_t *wake_at),
+	    void (*work)(brooq_worker *w, uint32_t *backoff, uint64_t *seed))
 {
-	brooq_worker *w       = arg;
-	uint32_t      backoff = 0;
-	uint64_t      seed    = brq_backoff_seed(&backoff);
+	uint32_t backoff = 0;
+	uint64_t seed    = brq_backoff_seed(&backoff);
 
 	pthread_mutex_lock(&w->mu);
 	while (!w->quit_keepers) {
 		int64_t wake_at;
-		if (settler_may_take(w, (int64_t) brq_now_ms(), &wake_at)) {
-			settle_some(w, &backoff, &seed);
-			continue;
-		}
-		cond_wait_until(&w->settle_cv, &w->mu, wake_at);
+		if (due(w, &wake_at))
+			work(w, &backoff, &seed);
+		else
+			cond_wait_until(cv, &w->mu, wake_at);
 	}
 	pthread_mutex_unlock(&w->mu);
+}
+
+void *
+brq_worker_settler_main(void *arg)
+{
+	brooq_worker *w = arg;
+	keeper_loop(w, &w->settle_cv, settler_may_take, settle_some);
 	return NULL;
 }
 
@@ -338,7 +351,7 @@ static void
 heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 {
 	size_t n = 0, answered = 0;
-	for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+	for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
 		n += needs_heartbeat(j);
 	brooq_lease     *ls                     = malloc(n * sizeof(*ls));
 	bool            *ext                    = malloc(n * sizeof(*ext));
@@ -349,7 +362,7 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 
 	if (ls != NULL && ext != NULL && why != NULL) {
 		size_t k = 0;
-		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+		for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
 			if (needs_heartbeat(j))
 				ls[k++] = j->lease;
 		pthread_mutex_unlock(&w->mu);
@@ -387,7 +400,7 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	}
 	if (ls == NULL || ext == NULL || why == NULL) {
 		/* Nothing was sent: retry every lease that is due. */
-		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext)
+		for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
 			if (needs_heartbeat(j) && j->next_hb_ms <= now)
 				j->next_hb_ms =
 					now + brq_min64(brq_backoff_jitter(*backoff, seed), j->lease_ms / 6);
@@ -404,60 +417,57 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	free(why);
 }
 
+/* Looks after every held job (lease expiry, deadlines, hung handlers); whether a
+ * heartbeat is due now, else *wake_at is when the next thing is due. */
+static bool
+keeper_scan(brooq_worker *w, int64_t *wake_at)
+{
+	int64_t now = (int64_t) brq_now_ms(), next = INT64_MAX;
+	bool    due = false;
+	for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next) {
+		/* No heartbeat got through before the lease runs out (the gateway is
+		 * unreachable or slow): the reaper may hand the job to another worker at
+		 * any moment, so the handler is canceled now rather than run beside the
+		 * next one. A tenth of the lease early: lease_end_ms counts from when the
+		 * claim was answered, a little after the database started the lease. */
+		int64_t expiry = j->lease_end_ms - j->lease_ms / 10;
+		if (j->ph == PH_RUNNING && needs_heartbeat(j) && j->cancel_at_ms == 0) {
+			if (expiry <= now) {
+				BRQ_LOG(w->c, BROOQ_LOG_WARN, "lease_expired", BRQ_LF_U64("job", j->lease.id),
+					BRQ_LF_STR("topic", j->topic));
+				lease_lost(w, j, now, BROOQ_CANCEL_LEASE_LOST);
+			} else {
+				next = brq_min64(next, expiry);
+			}
+		}
+		if ((j->ph == PH_QUEUED || j->ph == PH_RUNNING) && j->deadline_ms != 0 && !j->timed_out &&
+		    j->cancel_at_ms == 0) {
+			if (j->deadline_ms <= now)
+				time_out(w, j, now);
+			else
+				next = brq_min64(next, j->deadline_ms);
+		}
+		if (needs_heartbeat(j)) {
+			if (j->next_hb_ms <= now)
+				due = true;
+			next = brq_min64(next, j->next_hb_ms);
+		}
+		if (j->ph == PH_RUNNING && j->raised_at_ms != 0 && !j->hung_counted) {
+			int64_t at = j->raised_at_ms + w->hung_grace_ms;
+			if (at <= now)
+				brq_worker_count_hung(w, j);
+			else
+				next = brq_min64(next, at);
+		}
+	}
+	*wake_at = next;
+	return due;
+}
+
 void *
 brq_worker_keeper_main(void *arg)
 {
-	brooq_worker *w       = arg;
-	uint32_t      backoff = 0;
-	uint64_t      seed    = brq_backoff_seed(&backoff);
-
-	pthread_mutex_lock(&w->mu);
-	while (!w->quit_keepers) {
-		int64_t now = (int64_t) brq_now_ms(), next = INT64_MAX;
-		bool    due = false;
-		for (brooq_job_ctx *j = w->held; j != NULL; j = j->hnext) {
-			/* No heartbeat got through before the lease runs out (the gateway is
-			 * unreachable or slow): the reaper may hand the job to another worker at
-			 * any moment, so the handler is canceled now rather than run beside the
-			 * next one. A tenth of the lease early: lease_end_ms counts from when the
-			 * claim was answered, a little after the database started the lease. */
-			int64_t expiry = j->lease_end_ms - j->lease_ms / 10;
-			if (j->ph == PH_RUNNING && needs_heartbeat(j) && j->cancel_at_ms == 0) {
-				if (expiry <= now) {
-					BRQ_LOG(w->c, BROOQ_LOG_WARN, "lease_expired",
-						BRQ_LF_U64("job", j->lease.id),
-						BRQ_LF_STR("topic", j->topic));
-					lease_lost(w, j, now, BROOQ_CANCEL_LEASE_LOST);
-				} else {
-					next = brq_min64(next, expiry);
-				}
-			}
-			if ((j->ph == PH_QUEUED || j->ph == PH_RUNNING) && j->deadline_ms != 0 &&
-			    !j->timed_out && j->cancel_at_ms == 0) {
-				if (j->deadline_ms <= now)
-					time_out(w, j, now);
-				else
-					next = brq_min64(next, j->deadline_ms);
-			}
-			if (needs_heartbeat(j)) {
-				if (j->next_hb_ms <= now)
-					due = true;
-				next = brq_min64(next, j->next_hb_ms);
-			}
-			if (j->ph == PH_RUNNING && j->raised_at_ms != 0 && !j->hung_counted) {
-				int64_t at = j->raised_at_ms + w->hung_grace_ms;
-				if (at <= now)
-					brq_worker_count_hung(w, j);
-				else
-					next = brq_min64(next, at);
-			}
-		}
-		if (due) {
-			heartbeat_round(w, &backoff, &seed);
-			continue;
-		}
-		cond_wait_until(&w->keeper_cv, &w->mu, next);
-	}
-	pthread_mutex_unlock(&w->mu);
+	brooq_worker *w = arg;
+	keeper_loop(w, &w->keeper_cv, keeper_scan, heartbeat_round);
 	return NULL;
 }

@@ -88,16 +88,24 @@ typedef struct brq_topic_handler {
 	void         *arg;
 } brq_topic_handler;
 
+/* A job's place on one list (NULLs at the ends). */
+typedef struct brq_job_link {
+	brooq_job_ctx *prev, *next;
+} brq_job_link;
+
+/* A list of jobs linked through the brq_job_link at offset `link` in each, as NNG's
+ * nni_list: one list code for w->held (through held) and w->runq, w->finished (q). */
 typedef struct brq_job_list {
 	brooq_job_ctx *head, *tail;
 	size_t         n;
+	size_t         link; /* offsetof(brooq_job_ctx, the link), set by brooq_worker_new */
 } brq_job_list;
 
 struct brooq_job_ctx {
 	brooq_worker            *w;
-	brooq_job_ctx           *hprev, *hnext; /* w->held */
-	brooq_job_ctx           *qprev, *qnext; /* w->runq (QUEUED) or w->finished (FINISHED) */
-	const brq_topic_handler *h;             /* NULL: no handler; failed without running */
+	brq_job_link             held; /* w->held */
+	brq_job_link             q;    /* w->runq (QUEUED) or w->finished (FINISHED) */
+	const brq_topic_handler *h;    /* NULL: no handler; failed without running */
 	brooq_lease              lease;
 	char                    *topic;
 	char                    *payload; /* NUL-terminated */
@@ -167,13 +175,12 @@ struct brooq_worker {
 	pthread_cond_t  settle_cv; /* settler: results or dispatcher state changed */
 
 	/* Under mu. */
-	brooq_job_ctx *held;
-	brq_job_list   runq, finished;
-	int            n_busy;         /* jobs on handler threads: QUEUED + RUNNING */
-	int            n_running;      /* RUNNING */
-	uint64_t       n_returned;     /* handlers returned, ever: the pace of the prefetch */
-	uint32_t       prefetch;       /* current prefetch target, 0..prefetch_max */
-	bool           claim_due;      /* the dispatcher waits (D_FULL) for a claim to be due,
+	brq_job_list held, runq, finished;
+	int          n_busy;           /* jobs on handler threads: QUEUED + RUNNING */
+	int          n_running;        /* RUNNING */
+	uint64_t     n_returned;       /* handlers returned, ever: the pace of the prefetch */
+	uint32_t     prefetch;         /* current prefetch target, 0..prefetch_max */
+	bool         claim_due;        /* the dispatcher waits (D_FULL) for a claim to be due,
 					* and no handler woke it yet */
 	size_t             n_settling; /* jobs in settle requests in flight */
 	brq_dstate         ds;
@@ -207,66 +214,54 @@ brq_min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
-static inline void
-brq_held_add(brooq_worker *w, brooq_job_ctx *j)
+/* j's link on l. */
+static inline brq_job_link *
+brq_list_link(const brq_job_list *l, brooq_job_ctx *j)
 {
-	j->hprev = NULL;
-	j->hnext = w->held;
-	if (w->held != NULL)
-		w->held->hprev = j;
-	w->held = j;
+	return (brq_job_link *) ((char *) j + l->link);
 }
 
+/* Makes b follow a on l: a NULL makes b the head, b NULL makes a the tail. */
 static inline void
-brq_held_del(brooq_worker *w, brooq_job_ctx *j)
+brq_list_bridge(brq_job_list *l, brooq_job_ctx *a, brooq_job_ctx *b)
 {
-	if (j->hprev != NULL)
-		j->hprev->hnext = j->hnext;
+	if (a != NULL)
+		brq_list_link(l, a)->next = b;
 	else
-		w->held = j->hnext;
-	if (j->hnext != NULL)
-		j->hnext->hprev = j->hprev;
-	j->hprev = j->hnext = NULL;
+		l->head = b;
+	if (b != NULL)
+		brq_list_link(l, b)->prev = a;
+	else
+		l->tail = a;
+}
+
+/* Puts j (on no list of l's kind) between prev and next, neighbours on l. */
+static inline void
+brq_list_insert(brq_job_list *l, brooq_job_ctx *prev, brooq_job_ctx *j, brooq_job_ctx *next)
+{
+	brq_list_bridge(l, prev, j);
+	brq_list_bridge(l, j, next);
+	l->n++;
 }
 
 static inline void
 brq_list_push(brq_job_list *l, brooq_job_ctx *j)
 {
-	j->qnext = NULL;
-	j->qprev = l->tail;
-	if (l->tail != NULL)
-		l->tail->qnext = j;
-	else
-		l->head = j;
-	l->tail = j;
-	l->n++;
+	brq_list_insert(l, l->tail, j, NULL);
 }
 
 static inline void
 brq_list_push_front(brq_job_list *l, brooq_job_ctx *j)
 {
-	j->qprev = NULL;
-	j->qnext = l->head;
-	if (l->head != NULL)
-		l->head->qprev = j;
-	else
-		l->tail = j;
-	l->head = j;
-	l->n++;
+	brq_list_insert(l, NULL, j, l->head);
 }
 
 static inline void
 brq_list_del(brq_job_list *l, brooq_job_ctx *j)
 {
-	if (j->qprev != NULL)
-		j->qprev->qnext = j->qnext;
-	else
-		l->head = j->qnext;
-	if (j->qnext != NULL)
-		j->qnext->qprev = j->qprev;
-	else
-		l->tail = j->qprev;
-	j->qprev = j->qnext = NULL;
+	brq_job_link *lj = brq_list_link(l, j);
+	brq_list_bridge(l, lj->prev, lj->next);
+	lj->prev = lj->next = NULL;
 	l->n--;
 }
 
