@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Internals shared by the store's files (store.c, store_admin.c): the store itself and
-// the helpers that read results and build parameters.
+// Internals shared by the store's files (store*.c): the store itself and the helpers
+// that run statements, read results and build parameters.
 #ifndef BRQ_GATEWAY_STORE_INT_H
 #define BRQ_GATEWAY_STORE_INT_H
 
@@ -41,6 +41,21 @@ BRQ_MUSTCHECK int brq_store_run(brq_store_conn *c, brq_stmt st, const char *cons
 BRQ_MUSTCHECK int brq_store_begin(brq_store_conn *c);
 BRQ_MUSTCHECK int brq_store_commit(brq_store_conn *c);
 void              brq_store_rollback(brq_store_conn *c);
+// Opens a transaction when `need` and the caller has none open: *own says whether
+// this did (brq_store_tx_close ends only such a one). 0 or the BEGIN's failure.
+BRQ_MUSTCHECK int brq_store_tx_open(brq_store_conn *c, bool need, bool *own);
+// Ends what brq_store_tx_open opened: COMMIT when rv is 0, else ROLLBACK. Returns rv,
+// or the COMMIT's failure.
+BRQ_MUSTCHECK int brq_store_tx_close(brq_store_conn *c, bool own, int rv);
+
+// Inserts jobs[0..n) (res[i]: id, created), resolving key conflicts; a keyed batch
+// needs the caller's transaction. 0 or a BRQ_E* code.
+BRQ_MUSTCHECK int brq_store_insert(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n,
+				   brq_enqueue_result *res);
+// The guarded settle statement for items[0..n), inside whatever transaction is open;
+// then the chained jobs of applied `done` items (the transaction must be open then).
+BRQ_MUSTCHECK int brq_store_settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n,
+					brq_store_settled *out, brq_store_chain *chain);
 
 // Finishes array a as the parameter at index k of values/lengths. 0 or BRQ_ENOMEM.
 BRQ_MUSTCHECK int brq_store_param(brq_pgarr *a, const char **values, int *lengths, int k);
