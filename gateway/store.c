@@ -3,6 +3,7 @@
 // heartbeat, unclaim (the claim: store_claim.c).
 #include "store_int.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,67 @@ brq_store_param(brq_pgarr *a, const char **values, int *lengths, int k)
 	return 0;
 }
 
+void
+brq_store_arrays_begin(brq_store_conn *c, const uint32_t *oids, int n)
+{
+	for (int k = 0; k < n; k++)
+		brq_pgarr_begin(&c->arr[k], oids[k]);
+}
+
+int
+brq_store_run_arrays(brq_store_conn *c, brq_stmt st, int n, int ncols, const char *nomem, PGresult **out)
+{
+	const char *v[BRQ_STORE_ARRAYS] = {NULL};
+	int         l[BRQ_STORE_ARRAYS] = {0}, f[BRQ_STORE_ARRAYS];
+	for (int k = 0; k < BRQ_STORE_ARRAYS; k++)
+		f[k] = BRQ_BINARY;
+	for (int k = 0; k < n; k++)
+		if (brq_store_param(&c->arr[k], v, l, k) != 0)
+			return brq_store_fail(c, BRQ_ENOMEM, "%s", nomem);
+	return brq_store_run(c, st, v, l, f, ncols, out);
+}
+
+int
+brq_store_run_by_id(brq_store_conn *c, brq_stmt st, uint64_t id, int ncols, PGresult **out)
+{
+	char        txt[24];
+	const char *v[1] = {txt};
+	snprintf(txt, sizeof(txt), "%" PRIu64, id);
+	int rv = brq_store_run(c, st, v, NULL, NULL, ncols, out);
+	if (rv == 0 && PQntuples(*out) == 0)
+		return brq_store_fail(c, BRQ_ENOTFOUND, "job %s not found", txt);
+	return rv;
+}
+
+void *
+brq_store_read_all(brq_store_conn *c, const PGresult *r, size_t size, brq_store_row_fn *read, uint32_t *n)
+{
+	int   rows = PQntuples(r);
+	char *a    = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, size);
+	*n         = 0;
+	if (a == NULL)
+		return NULL;
+	for (int row = 0; row < rows; row++)
+		read(r, row, a + (size_t) row * size);
+	*n = (uint32_t) rows;
+	return a;
+}
+
+int
+brq_store_run_all(brq_store_conn *c, brq_stmt st, int ncols, size_t size, brq_store_row_fn *read,
+		  const char *nomem, void *out, uint32_t *n)
+{
+	PGresult *r;
+	void     *rows = NULL;
+	*n             = 0;
+	int rv         = brq_store_run(c, st, NULL, NULL, NULL, ncols, &r);
+	if (rv == 0 && (rows = brq_store_read_all(c, r, size, read, n)) == NULL)
+		rv = brq_store_fail(c, BRQ_ENOMEM, "%s", nomem);
+	// out is the caller's `T **`: copied, not assigned through a `void **`.
+	memcpy(out, &rows, sizeof(rows));
+	return rv;
+}
+
 int64_t
 brq_store_int(const PGresult *r, int row, int col)
 {
@@ -258,14 +320,10 @@ brq_store_state(const PGresult *r, int row, int col)
 static int
 insert_rows(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res)
 {
-	brq_pgarr *a = c->arr;
-	brq_pgarr_begin(&a[0], BRQ_OID_TEXT);
-	brq_pgarr_begin(&a[1], BRQ_OID_JSONB);
-	brq_pgarr_begin(&a[2], BRQ_OID_TEXT);
-	brq_pgarr_begin(&a[3], BRQ_OID_INT8);
-	brq_pgarr_begin(&a[4], BRQ_OID_INT8);
-	brq_pgarr_begin(&a[5], BRQ_OID_INT4);
-	brq_pgarr_begin(&a[6], BRQ_OID_INT4);
+	static const uint32_t types[7] = {BRQ_OID_TEXT, BRQ_OID_JSONB, BRQ_OID_TEXT, BRQ_OID_INT8,
+					  BRQ_OID_INT8, BRQ_OID_INT4,  BRQ_OID_INT4};
+	brq_pgarr            *a        = c->arr;
+	brq_store_arrays_begin(c, types, 7);
 	for (uint32_t i = 0; i < n; i++) {
 		const brq_job_spec *j = &jobs[i];
 		char                topic[BRQ_TOPIC_MAX + 1];
@@ -293,13 +351,8 @@ insert_rows(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue
 		brq_pgarr_int4(&a[5], (int32_t) max_attempts);
 		brq_pgarr_int4(&a[6], (int32_t) (j->has_priority ? j->priority : BRQ_PRIORITY_DEFAULT));
 	}
-	const char *v[7];
-	int l[7], f[7] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
-	for (int k = 0; k < 7; k++)
-		if (brq_store_param(&a[k], v, l, k) != 0)
-			return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
 	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_ENQUEUE, v, l, f, ENQ__N, &r);
+	int       rv = brq_store_run_arrays(c, BRQ_STMT_ENQUEUE, 7, ENQ__N, "enqueue: out of memory", &r);
 	if (rv != 0)
 		return rv;
 	if ((uint32_t) PQntuples(r) != n)
@@ -339,12 +392,8 @@ resolve_conflicts(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_e
 		brq_pgarr_text(&a[0], jobs[i].topic.ptr, jobs[i].topic.len);
 		brq_pgarr_text(&a[1], jobs[i].key.ptr, jobs[i].key.len);
 	}
-	const char *v[2];
-	int         l[2], f[2] = {BRQ_BINARY, BRQ_BINARY};
-	if (brq_store_param(&a[0], v, l, 0) != 0 || brq_store_param(&a[1], v, l, 1) != 0)
-		return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
 	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_ENQUEUE_LOOKUP, v, l, f, LOOKUP__N, &r);
+	int rv = brq_store_run_arrays(c, BRQ_STMT_ENQUEUE_LOOKUP, 2, LOOKUP__N, "enqueue: out of memory", &r);
 	if (rv != 0)
 		return rv;
 	for (int row = 0; row < PQntuples(r); row++) {
@@ -404,13 +453,10 @@ int
 brq_store_settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_store_settled *out,
 		      brq_store_chain *chain)
 {
-	brq_pgarr *a = c->arr;
-	brq_pgarr_begin(&a[0], BRQ_OID_INT8);
-	brq_pgarr_begin(&a[1], BRQ_OID_UUID);
-	brq_pgarr_begin(&a[2], BRQ_OID_TEXT);
-	brq_pgarr_begin(&a[3], BRQ_OID_TEXT);
-	brq_pgarr_begin(&a[4], BRQ_OID_INT8);
-	brq_pgarr_begin(&a[5], BRQ_OID_JSONB);
+	static const uint32_t types[6] = {BRQ_OID_INT8, BRQ_OID_UUID, BRQ_OID_TEXT,
+					  BRQ_OID_TEXT, BRQ_OID_INT8, BRQ_OID_JSONB};
+	brq_pgarr            *a        = c->arr;
+	brq_store_arrays_begin(c, types, 6);
 	bool results = false;
 	for (uint32_t i = 0; i < n; i++) {
 		const brq_settle_item *it = &items[i];
@@ -431,18 +477,10 @@ brq_store_settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t 
 		results |= it->has_result;
 		out[i] = (brq_store_settled) {.r = {.id = it->id, .applied = false}};
 	}
-	const char *v[6];
-	int         l[6], f[6] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
-	for (int k = 0; k < 6; k++)
-		if ((k < 5 || results) && brq_store_param(&a[k], v, l, k) != 0)
-			return brq_store_fail(c, BRQ_ENOMEM, "settle: out of memory");
-	if (!results) {
-		// No item has a result: a NULL array (see settle_sql), nothing to send.
-		v[5] = NULL;
-		l[5] = 0;
-	}
+	// No item has a result: $6 is a NULL array (see settle_sql), nothing to send.
 	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_SETTLE, v, l, f, SETTLE__N, &r);
+	int rv = brq_store_run_arrays(c, BRQ_STMT_SETTLE, results ? 6 : 5, SETTLE__N, "settle: out of memory",
+				      &r);
 	if (rv != 0)
 		return rv;
 	// Each returned row settles the first unmatched item with its id (an id given

@@ -60,6 +60,31 @@ BRQ_MUSTCHECK int brq_store_settle_rows(brq_store_conn *c, const brq_settle_item
 // Finishes array a as the parameter at index k of values/lengths. 0 or BRQ_ENOMEM.
 BRQ_MUSTCHECK int brq_store_param(brq_pgarr *a, const char **values, int *lengths, int k);
 
+// Begins arrays c->arr[0..n) with element types oids[0..n) (BRQ_OID_*).
+void brq_store_arrays_begin(brq_store_conn *c, const uint32_t *oids, int n);
+// Runs statement st, as brq_store_run, with arrays c->arr[0..n) as its (binary)
+// parameters and NULL for the statement's further ones. BRQ_ENOMEM (message `nomem`)
+// when an array cannot be finished.
+BRQ_MUSTCHECK int brq_store_run_arrays(brq_store_conn *c, brq_stmt st, int n, int ncols, const char *nomem,
+				       PGresult **out);
+
+// Runs statement st whose only parameter is job `id` (text), as brq_store_run.
+// BRQ_ENOTFOUND ("job <id> not found") when it returns no row.
+BRQ_MUSTCHECK int brq_store_run_by_id(brq_store_conn *c, brq_stmt st, uint64_t id, int ncols, PGresult **out);
+
+// Reads row `row` of a result into *elem, one element of the caller's array (strings
+// borrow the result).
+typedef void brq_store_row_fn(const PGresult *r, int row, void *elem);
+// Every row of r read with `read` into a new array of `size`-byte elements in c's
+// arena; *n its length. NULL (and *n = 0) when out of memory.
+void *brq_store_read_all(brq_store_conn *c, const PGresult *r, size_t size, brq_store_row_fn *read,
+			 uint32_t *n);
+// Runs statement st (no parameters) and reads all its rows as brq_store_read_all into
+// *out (out: the address of the caller's array pointer, any `T **`) and *n. 0, the
+// statement's failure, or BRQ_ENOMEM with message `nomem`; *out is NULL on failure.
+BRQ_MUSTCHECK int brq_store_run_all(brq_store_conn *c, brq_stmt st, int ncols, size_t size,
+				    brq_store_row_fn *read, const char *nomem, void *out, uint32_t *n);
+
 // Column readers (the value must be non-NULL unless the reader says otherwise).
 int64_t   brq_store_int(const PGresult *r, int row, int col);
 double    brq_store_double(const PGresult *r, int row, int col);
