@@ -25,33 +25,24 @@ count(const brq_str *topics, uint32_t n, brq_topic_counter c)
 		brq_metrics_topic_add(topics[i].ptr, topics[i].len, c, 1);
 }
 
-static bool
-is_stopping(brq_janitor *j)
-{
-	pthread_mutex_lock(&j->mtx);
-	bool stop = j->stopping;
-	pthread_mutex_unlock(&j->mtx);
-	return stop;
-}
-
 int64_t
 brq_janitor_reap(brq_janitor *j)
 {
 	int64_t  total = 0;
 	uint32_t n;
 	brq_str *topics;
-	if (!brq_store_ready(&j->conn))
+	if (!brq_store_ready(&j->bg.conn))
 		return BRQ_EUNAVAIL;
 	do {
-		int rv = brq_store_reap(&j->conn, REAP_BATCH, &topics, &n);
+		int rv = brq_store_reap(&j->bg.conn, REAP_BATCH, &topics, &n);
 		if (rv != 0) {
 			BRQ_LOG_WARN("janitor_statement_failed", "stmt=reap error=%s",
-				     BRQ_LOG_Q(brq_store_errmsg(&j->conn)));
-			brq_store_reset(&j->conn);
+				     BRQ_LOG_Q(brq_store_errmsg(&j->bg.conn)));
+			brq_store_reset(&j->bg.conn);
 			return rv;
 		}
 		count(topics, n, BRQ_MT_REAPED);
-		brq_store_reset(&j->conn);
+		brq_store_reset(&j->bg.conn);
 		total += n;
 	} while (n == REAP_BATCH);
 	if (total > 0)
@@ -66,7 +57,7 @@ brq_janitor_retain(brq_janitor *j)
 	// TTL 0 disables retention; it never means "delete everything".
 	if (cfg->retention_ttl_ms == 0)
 		return 0;
-	if (!brq_store_ready(&j->conn))
+	if (!brq_store_ready(&j->bg.conn))
 		return BRQ_EUNAVAIL;
 	int64_t  total = 0;
 	uint32_t n = 0, batches = 0;
@@ -74,18 +65,18 @@ brq_janitor_retain(brq_janitor *j)
 	// Each batch is its own transaction (autocommit), so locks are short and a
 	// crash loses at most one batch of work.
 	for (; batches < cfg->retention_max_batches; batches++) {
-		int rv = brq_store_retention(&j->conn, cfg->retention_ttl_ms, cfg->retention_batch, &topics,
-					     &n);
+		int rv = brq_store_retention(&j->bg.conn, cfg->retention_ttl_ms, cfg->retention_batch,
+					     &topics, &n);
 		if (rv != 0) {
 			BRQ_LOG_WARN("janitor_statement_failed", "stmt=retention error=%s",
-				     BRQ_LOG_Q(brq_store_errmsg(&j->conn)));
-			brq_store_reset(&j->conn);
+				     BRQ_LOG_Q(brq_store_errmsg(&j->bg.conn)));
+			brq_store_reset(&j->bg.conn);
 			return total > 0 ? total : rv;
 		}
 		count(topics, n, BRQ_MT_RETENTION_DELETED);
-		brq_store_reset(&j->conn);
+		brq_store_reset(&j->bg.conn);
 		total += n;
-		if (n < cfg->retention_batch || is_stopping(j))
+		if (n < cfg->retention_batch || brq_bgthread_is_stopping(&j->bg))
 			break;
 	}
 	if (total > 0)
@@ -104,9 +95,9 @@ brq_janitor_retain(brq_janitor *j)
 static void
 configure_limits(brq_janitor *j)
 {
-	if (!brq_store_ready(&j->conn))
+	if (!brq_store_ready(&j->bg.conn))
 		return;
-	int rv = brq_store_policy_configure(&j->conn);
+	int rv = brq_store_policy_configure(&j->bg.conn);
 	if (rv == 0) {
 		j->limits_configured = true;
 		for (size_t i = 0; i < j->cfg->n_topic_overrides; i++) {
@@ -119,28 +110,28 @@ configure_limits(brq_janitor *j)
 		}
 	} else {
 		BRQ_LOG_WARN("topic_limits_not_configured", "error=%s reason=%s", brq_err_name(rv),
-			     BRQ_LOG_Q(brq_store_errmsg(&j->conn)));
+			     BRQ_LOG_Q(brq_store_errmsg(&j->bg.conn)));
 	}
-	brq_store_reset(&j->conn);
+	brq_store_reset(&j->bg.conn);
 }
 
 static void *
 janitor_main(void *arg)
 {
 	brq_janitor *j = arg;
-	pthread_mutex_lock(&j->mtx);
-	while (!j->stopping) {
+	pthread_mutex_lock(&j->bg.mtx);
+	while (!j->bg.stopping) {
 		uint64_t now = brq_now_ms();
 		if (now >= j->next_reap_ms || now >= j->next_retention_ms) {
 			bool reap = now >= j->next_reap_ms, retain = now >= j->next_retention_ms;
-			pthread_mutex_unlock(&j->mtx);
+			pthread_mutex_unlock(&j->bg.mtx);
 			if (reap && !j->limits_configured)
 				configure_limits(j);
 			if (reap)
 				(void) brq_janitor_reap(j);
 			if (retain)
 				(void) brq_janitor_retain(j);
-			pthread_mutex_lock(&j->mtx);
+			pthread_mutex_lock(&j->bg.mtx);
 			now = brq_now_ms();
 			if (reap)
 				j->next_reap_ms = now + j->cfg->reaper_interval_ms;
@@ -151,9 +142,9 @@ janitor_main(void *arg)
 		uint64_t next =
 			j->next_reap_ms < j->next_retention_ms ? j->next_reap_ms : j->next_retention_ms;
 		struct timespec ts = brq_deadline_at(next);
-		pthread_cond_timedwait(&j->cv, &j->mtx, &ts);
+		pthread_cond_timedwait(&j->bg.cv, &j->bg.mtx, &ts);
 	}
-	pthread_mutex_unlock(&j->mtx);
+	pthread_mutex_unlock(&j->bg.mtx);
 	return NULL;
 }
 
@@ -161,36 +152,16 @@ int
 brq_janitor_start(brq_janitor *j, const brq_config *cfg, const brq_store *st)
 {
 	memset(j, 0, sizeof(*j));
-	j->cfg = cfg;
-	brq_store_conn_init(&j->conn, st,
-			    &(brq_store_conn_opts) {.name = "janitor", .role = BRQ_STORE_JANITOR});
-	pthread_mutex_init(&j->mtx, NULL);
-	if (brq_cond_init_monotonic(&j->cv) != 0) {
-		pthread_mutex_destroy(&j->mtx);
-		brq_store_conn_fini(&j->conn);
-		return BRQ_EUNAVAIL;
-	}
+	j->cfg               = cfg;
 	j->next_reap_ms      = brq_now_ms();
 	j->next_retention_ms = brq_now_ms();
-	if (pthread_create(&j->thread, NULL, janitor_main, j) != 0) {
-		pthread_mutex_destroy(&j->mtx);
-		pthread_cond_destroy(&j->cv);
-		brq_store_conn_fini(&j->conn);
-		return BRQ_EUNAVAIL;
-	}
-	return 0;
+	int rv               = brq_bgthread_init(&j->bg, st,
+						 &(brq_store_conn_opts) {.name = "janitor", .role = BRQ_STORE_JANITOR});
+	return rv != 0 ? rv : brq_bgthread_start(&j->bg, janitor_main, j);
 }
 
 void
 brq_janitor_stop(brq_janitor *j)
 {
-	pthread_mutex_lock(&j->mtx);
-	j->stopping = true;
-	atomic_store(&j->abort, true);
-	pthread_cond_signal(&j->cv);
-	pthread_mutex_unlock(&j->mtx);
-	pthread_join(j->thread, NULL);
-	brq_store_conn_fini(&j->conn);
-	pthread_mutex_destroy(&j->mtx);
-	pthread_cond_destroy(&j->cv);
+	brq_bgthread_stop(&j->bg);
 }

@@ -3,22 +3,16 @@
 #ifndef BRQ_GATEWAY_JANITOR_H
 #define BRQ_GATEWAY_JANITOR_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bgthread.h"
 #include "config.h"
 #include "store.h"
 
 typedef struct brq_janitor {
-	const brq_config *cfg; // borrowed
-	brq_store_conn    conn;
-	pthread_t         thread;
-	pthread_mutex_t   mtx;
-	pthread_cond_t    cv; // signalled by stop
-	bool              stopping;
-	atomic_bool       abort;             // set by stop: a statement in progress is abandoned
+	const brq_config *cfg;               // borrowed
+	brq_bgthread      bg;                // the thread; next_* under bg.mtx
 	uint64_t          next_reap_ms;      // monotonic
 	uint64_t          next_retention_ms; // monotonic
 	bool              limits_configured; // the configured topic limits are written

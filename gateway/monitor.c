@@ -264,18 +264,34 @@ share_terminal(brq_monitor *m)
 		BRQ_LOG_WARN("monitor_figures_failed", "error=%s", brq_err_name(rv));
 }
 
+// A depth count as the store gave it, and when it started and how long it took.
+struct count {
+	brq_store_depth_row *rows; // borrowed from the connection until its next reset
+	size_t               n;
+	uint64_t             t0; // brq_now_ms() at the start
+	uint64_t             took_ms;
+};
+
+// Runs depth count `kind` (the terminal one over a pct percent page sample) into *c.
+// 0 or the store's failure.
+static int
+run_count(brq_monitor *m, brq_store_depth_kind kind, double pct, struct count *c)
+{
+	c->t0      = brq_now_ms();
+	int rv     = brq_store_depth(&m->conn, kind, pct, &c->rows, &c->n);
+	c->took_ms = brq_now_ms() - c->t0;
+	return rv;
+}
+
 // The terminal count (exact, or estimated from a page sample when the table is too
 // big for the budget). Returns 0, or BRQ_EUNAVAIL when the connection was lost.
 static int
 terminal_count(brq_monitor *m)
 {
-	struct rows          term = {0};
-	brq_store_depth_row *rows;
-	size_t               n;
-	uint64_t             t0   = brq_now_ms();
-	double               pct  = m->sample_pct;
-	int                  rv   = brq_store_depth(&m->conn, BRQ_DEPTH_TERMINAL, pct, &rows, &n);
-	uint64_t             took = brq_now_ms() - t0;
+	struct rows  term = {0};
+	struct count c;
+	double       pct = m->sample_pct;
+	int          rv  = run_count(m, BRQ_DEPTH_TERMINAL, pct, &c);
 	if (rv != 0 && !brq_store_is_up(&m->conn)) {
 		return BRQ_EUNAVAIL;
 	}
@@ -288,7 +304,7 @@ terminal_count(brq_monitor *m)
 		return 0;
 	}
 	if (rv == 0) {
-		rv = group_counts(rows, n, &term);
+		rv = group_counts(c.rows, c.n, &term);
 	}
 	if (rv != 0) {
 		rows_clear(&term);
@@ -300,9 +316,9 @@ terminal_count(brq_monitor *m)
 	rows_clear(&m->terminal);
 	m->terminal = term;
 	share_terminal(m);
-	m->next_terminal_ms = t0 + max_u64(m->terminal_interval_ms, THROTTLE * took);
+	m->next_terminal_ms = c.t0 + max_u64(m->terminal_interval_ms, THROTTLE * c.took_ms);
 	// Well inside the budget: try a bigger sample (eventually exact) next time.
-	if (pct < 100 && took * 8 < m->budget_ms) {
+	if (pct < 100 && c.took_ms * 8 < m->budget_ms) {
 		m->sample_pct = pct * 2 >= 100 ? 100 : pct * 2;
 	}
 	return 0;
@@ -335,17 +351,14 @@ publish_policies(brq_monitor *m)
 static int
 depth_count(brq_monitor *m)
 {
-	struct rows          active = {0};
-	brq_store_depth_row *rows;
-	size_t               n;
-	uint64_t             t0   = brq_now_ms();
-	int                  rv   = brq_store_depth(&m->conn, BRQ_DEPTH_ACTIVE, 100, &rows, &n);
-	uint64_t             took = brq_now_ms() - t0;
+	struct rows  active = {0};
+	struct count c;
+	int          rv = run_count(m, BRQ_DEPTH_ACTIVE, 100, &c);
 
 	if (rv != 0 && !brq_store_is_up(&m->conn)) {
 		return BRQ_EUNAVAIL;
 	}
-	m->next_depth_ms = t0 + max_u64(m->interval_ms, THROTTLE * took);
+	m->next_depth_ms = c.t0 + max_u64(m->interval_ms, THROTTLE * c.took_ms);
 	if (rv != 0) {
 		// Millions of active rows do not fit the budget: the gauges keep their last
 		// values (documented) and the count is retried less often.
@@ -359,9 +372,9 @@ depth_count(brq_monitor *m)
 	}
 	if (m->is_depth_slow) {
 		m->is_depth_slow = false;
-		BRQ_LOG_INFO("monitor_depth_count_ok", "took_ms=%llu", (unsigned long long) took);
+		BRQ_LOG_INFO("monitor_depth_count_ok", "took_ms=%llu", (unsigned long long) c.took_ms);
 	}
-	if (group_counts(rows, n, &active) == 0) {
+	if (group_counts(c.rows, c.n, &active) == 0) {
 		(void) publish(m, &active);
 	}
 	rows_clear(&active);

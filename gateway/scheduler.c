@@ -247,22 +247,13 @@ brq_sched_upsert(brq_store_conn *c, const brq_schedule *s, bool from_config, boo
 
 // ---- the thread ----------------------------------------------------------------------------
 
-static bool
-is_stopping(brq_sched *s)
-{
-	pthread_mutex_lock(&s->mtx);
-	bool stop = s->stopping;
-	pthread_mutex_unlock(&s->mtx);
-	return stop;
-}
-
 // Enqueues due[0..n) of the locked schedule d (its transaction open), then advances it
 // to next_ms and commits. *created counts the jobs that are new.
 static int
 enqueue_slots(brq_sched *sc, const brq_store_due *d, const int64_t *due, uint32_t n, int64_t next_ms,
 	      uint32_t *created)
 {
-	brq_store_conn     *c    = &sc->conn;
+	brq_store_conn     *c    = &sc->bg.conn;
 	brq_job_spec       *jobs = calloc(n ? n : 1, sizeof(*jobs));
 	brq_enqueue_result *res  = calloc(n ? n : 1, sizeof(*res));
 	char               *keys = malloc((size_t) (n ? n : 1) * (BRQ_KEY_MAX + 1));
@@ -303,7 +294,7 @@ cleanup:
 static int
 tick_one(brq_sched *sc, int64_t *total)
 {
-	brq_store_conn *c = &sc->conn;
+	brq_store_conn *c = &sc->bg.conn;
 	brq_store_due   d;
 	bool            found;
 	int             rv = brq_store_sched_due(c, &found, &d);
@@ -362,18 +353,18 @@ upsert_configured(brq_sched *sc)
 	for (size_t i = 0; i < sc->cfg->n_schedules; i++) {
 		const brq_schedule *s = &sc->cfg->schedules[i];
 		bool                created;
-		int                 rv = brq_sched_upsert(&sc->conn, s, true, &created, NULL);
+		int                 rv = brq_sched_upsert(&sc->bg.conn, s, true, &created, NULL);
 		if (rv == BRQ_EUNAVAIL || rv == BRQ_ETIMEDOUT) {
-			brq_store_reset(&sc->conn);
+			brq_store_reset(&sc->bg.conn);
 			return; // again at the next tick
 		}
 		if (rv != 0)
 			BRQ_LOG_ERROR("schedule_config_failed", "name=%.*s error=%s", (int) s->name.len,
-				      s->name.ptr, BRQ_LOG_Q(brq_store_errmsg(&sc->conn)));
+				      s->name.ptr, BRQ_LOG_Q(brq_store_errmsg(&sc->bg.conn)));
 		else
 			BRQ_LOG_INFO("schedule_configured", "name=%.*s created=%s", (int) s->name.len,
 				     s->name.ptr, created ? "true" : "false");
-		brq_store_reset(&sc->conn);
+		brq_store_reset(&sc->bg.conn);
 	}
 	sc->configured = true;
 }
@@ -381,18 +372,18 @@ upsert_configured(brq_sched *sc)
 int64_t
 brq_sched_tick(brq_sched *sc)
 {
-	if (!brq_store_ready(&sc->conn))
+	if (!brq_store_ready(&sc->bg.conn))
 		return BRQ_EUNAVAIL;
 	if (!sc->configured)
 		upsert_configured(sc);
 	int64_t total = 0;
 	int     i     = 0, rv;
-	for (; i < TICK_SCHEDULES && !is_stopping(sc); i++) {
+	for (; i < TICK_SCHEDULES && !brq_bgthread_is_stopping(&sc->bg); i++) {
 		rv = tick_one(sc, &total);
-		brq_store_reset(&sc->conn);
+		brq_store_reset(&sc->bg.conn);
 		if (rv < 0) {
 			BRQ_LOG_WARN("scheduler_statement_failed", "error=%s",
-				     BRQ_LOG_Q(brq_store_errmsg(&sc->conn)));
+				     BRQ_LOG_Q(brq_store_errmsg(&sc->bg.conn)));
 			return total > 0 ? total : rv;
 		}
 		if (rv == 0)
@@ -409,21 +400,21 @@ sched_main(void *arg)
 {
 	brq_sched *sc   = arg;
 	uint64_t   tick = sc->cfg->schedule_tick_ms;
-	pthread_mutex_lock(&sc->mtx);
-	while (!sc->stopping) {
-		pthread_mutex_unlock(&sc->mtx);
+	pthread_mutex_lock(&sc->bg.mtx);
+	while (!sc->bg.stopping) {
+		pthread_mutex_unlock(&sc->bg.mtx);
 		if (tick > 0)
 			(void) brq_sched_tick(sc);
-		else if (brq_store_ready(&sc->conn))
+		else if (brq_store_ready(&sc->bg.conn))
 			upsert_configured(sc); // scheduler off here: only declare the schedules
-		pthread_mutex_lock(&sc->mtx);
+		pthread_mutex_lock(&sc->bg.mtx);
 		if (tick == 0 && sc->configured)
 			break;
 		struct timespec ts = brq_deadline_at(brq_now_ms() + (tick > 0 ? tick : 1000));
-		while (!sc->stopping && pthread_cond_timedwait(&sc->cv, &sc->mtx, &ts) == 0) {
+		while (!sc->bg.stopping && pthread_cond_timedwait(&sc->bg.cv, &sc->bg.mtx, &ts) == 0) {
 		}
 	}
-	pthread_mutex_unlock(&sc->mtx);
+	pthread_mutex_unlock(&sc->bg.mtx);
 	return NULL;
 }
 
@@ -435,42 +426,20 @@ brq_sched_start(brq_sched *sc, const brq_config *cfg, const brq_store *st, brq_s
 	sc->cfg      = cfg;
 	sc->wake     = wake;
 	sc->wake_arg = wake_arg;
-	brq_store_conn_init(
-		&sc->conn, st,
-		&(brq_store_conn_opts) {.name = "scheduler", .role = BRQ_STORE_JANITOR, .stop = &sc->abort});
-	pthread_mutex_init(&sc->mtx, NULL);
-	if (brq_cond_init_monotonic(&sc->cv) != 0) {
-		pthread_mutex_destroy(&sc->mtx);
-		brq_store_conn_fini(&sc->conn);
-		return BRQ_EUNAVAIL;
-	}
+	int rv       = brq_bgthread_init(&sc->bg, st,
+					 &(brq_store_conn_opts) {.name = "scheduler",
+								 .role = BRQ_STORE_JANITOR,
+								 .stop = &sc->bg.abort});
 	// Scheduler off and nothing to declare: no thread. Off but with schedules in
 	// BROOQ_SCHEDULES: a thread that upserts them once the database answers, then ends
 	// (the other gateways enqueue their slots).
-	if (cfg->schedule_tick_ms == 0 && cfg->n_schedules == 0)
-		return 0;
-	sc->running = true;
-	if (pthread_create(&sc->thread, NULL, sched_main, sc) != 0) {
-		sc->running = false;
-		pthread_mutex_destroy(&sc->mtx);
-		pthread_cond_destroy(&sc->cv);
-		brq_store_conn_fini(&sc->conn);
-		return BRQ_EUNAVAIL;
-	}
-	return 0;
+	if (rv != 0 || (cfg->schedule_tick_ms == 0 && cfg->n_schedules == 0))
+		return rv;
+	return brq_bgthread_start(&sc->bg, sched_main, sc);
 }
 
 void
 brq_sched_stop(brq_sched *sc)
 {
-	pthread_mutex_lock(&sc->mtx);
-	sc->stopping = true;
-	atomic_store(&sc->abort, true);
-	pthread_cond_signal(&sc->cv);
-	pthread_mutex_unlock(&sc->mtx);
-	if (sc->running)
-		pthread_join(sc->thread, NULL);
-	brq_store_conn_fini(&sc->conn);
-	pthread_mutex_destroy(&sc->mtx);
-	pthread_cond_destroy(&sc->cv);
+	brq_bgthread_stop(&sc->bg);
 }

@@ -23,11 +23,10 @@
 #ifndef BRQ_GATEWAY_SCHEDULER_H
 #define BRQ_GATEWAY_SCHEDULER_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bgthread.h"
 #include "config.h"
 #include "sched_check.h"
 #include "store.h"
@@ -37,17 +36,11 @@
 typedef void (*brq_sched_wake_fn)(void *arg, const char *topic, size_t topic_len);
 
 typedef struct brq_sched {
-	const brq_config *cfg; // borrowed
-	brq_store_conn    conn;
+	const brq_config *cfg;  // borrowed
 	brq_sched_wake_fn wake; // optional
 	void             *wake_arg;
-	pthread_t         thread;
-	pthread_mutex_t   mtx;
-	pthread_cond_t    cv; // signalled by stop
-	bool              stopping;
-	atomic_bool       abort;      // set by stop: a statement in progress is abandoned
+	brq_bgthread      bg;         // the thread; bg.abort is the connection's stop flag
 	bool              configured; // the configured schedules are in the table
-	bool              running;    // the thread was started (joined by stop)
 } brq_sched;
 
 // Starts the thread with a connection of store st. Borrows cfg and st. wake may be

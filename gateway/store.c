@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The store: connections, transactions, and the job lifecycle (enqueue, claim, settle, heartbeat, unclaim).
+// The store's connections and transactions, and the job lifecycle: enqueue, settle,
+// heartbeat, unclaim (the claim: store_claim.c).
 #include "store_int.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <sodium.h>
 
 #include "brq_clock.h"
 
@@ -41,39 +41,7 @@ const char *const brq_store_pool_session = SESSION_POOL;
 	"SET statement_timeout = %llu; SET lock_timeout = %llu;" \
 	" SET default_transaction_read_only = on; SET max_parallel_workers_per_gather = 0"
 
-// ---- the store and its connections ----------------------------------------------------
-
-int
-brq_store_new(const brq_config *cfg, brq_store **out)
-{
-	brq_store *st = calloc(1, sizeof(*st));
-	if (st == NULL)
-		return BRQ_ENOMEM;
-	st->cfg = cfg;
-	int rv  = brq_policy_cache_new(&st->pc);
-	if (rv != 0) {
-		free(st);
-		return rv;
-	}
-	rv = brq_store_sql_build(cfg, st->texts, st->stmts);
-	if (rv != 0) {
-		brq_policy_cache_free(st->pc);
-		free(st);
-		return rv;
-	}
-	*out = st;
-	return 0;
-}
-
-void
-brq_store_free(brq_store *st)
-{
-	if (st == NULL)
-		return;
-	brq_store_sql_fini(st->texts);
-	brq_policy_cache_free(st->pc);
-	free(st);
-}
+// ---- the store's connections ----------------------------------------------------
 
 void
 brq_store_conn_init(brq_store_conn *c, const brq_store *st, const brq_store_conn_opts *o)
@@ -247,6 +215,67 @@ brq_store_param(brq_pgarr *a, const char **values, int *lengths, int k)
 	return 0;
 }
 
+void
+brq_store_arrays_begin(brq_store_conn *c, const uint32_t *oids, int n)
+{
+	for (int k = 0; k < n; k++)
+		brq_pgarr_begin(&c->arr[k], oids[k]);
+}
+
+int
+brq_store_run_arrays(brq_store_conn *c, brq_stmt st, int n, int ncols, const char *nomem, PGresult **out)
+{
+	const char *v[BRQ_STORE_ARRAYS] = {NULL};
+	int         l[BRQ_STORE_ARRAYS] = {0}, f[BRQ_STORE_ARRAYS];
+	for (int k = 0; k < BRQ_STORE_ARRAYS; k++)
+		f[k] = BRQ_BINARY;
+	for (int k = 0; k < n; k++)
+		if (brq_store_param(&c->arr[k], v, l, k) != 0)
+			return brq_store_fail(c, BRQ_ENOMEM, "%s", nomem);
+	return brq_store_run(c, st, v, l, f, ncols, out);
+}
+
+int
+brq_store_run_by_id(brq_store_conn *c, brq_stmt st, uint64_t id, int ncols, PGresult **out)
+{
+	char        txt[24];
+	const char *v[1] = {txt};
+	snprintf(txt, sizeof(txt), "%" PRIu64, id);
+	int rv = brq_store_run(c, st, v, NULL, NULL, ncols, out);
+	if (rv == 0 && PQntuples(*out) == 0)
+		return brq_store_fail(c, BRQ_ENOTFOUND, "job %s not found", txt);
+	return rv;
+}
+
+void *
+brq_store_read_all(brq_store_conn *c, const PGresult *r, size_t size, brq_store_row_fn *read, uint32_t *n)
+{
+	int   rows = PQntuples(r);
+	char *a    = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, size);
+	*n         = 0;
+	if (a == NULL)
+		return NULL;
+	for (int row = 0; row < rows; row++)
+		read(r, row, a + (size_t) row * size);
+	*n = (uint32_t) rows;
+	return a;
+}
+
+int
+brq_store_run_all(brq_store_conn *c, brq_stmt st, int ncols, size_t size, brq_store_row_fn *read,
+		  const char *nomem, void *out, uint32_t *n)
+{
+	PGresult *r;
+	void     *rows = NULL;
+	*n             = 0;
+	int rv         = brq_store_run(c, st, NULL, NULL, NULL, ncols, &r);
+	if (rv == 0 && (rows = brq_store_read_all(c, r, size, read, n)) == NULL)
+		rv = brq_store_fail(c, BRQ_ENOMEM, "%s", nomem);
+	// out is the caller's `T **`: copied, not assigned through a `void **`.
+	memcpy(out, &rows, sizeof(rows));
+	return rv;
+}
+
 int64_t
 brq_store_int(const PGresult *r, int row, int col)
 {
@@ -291,14 +320,10 @@ brq_store_state(const PGresult *r, int row, int col)
 static int
 insert_rows(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res)
 {
-	brq_pgarr *a = c->arr;
-	brq_pgarr_begin(&a[0], BRQ_OID_TEXT);
-	brq_pgarr_begin(&a[1], BRQ_OID_JSONB);
-	brq_pgarr_begin(&a[2], BRQ_OID_TEXT);
-	brq_pgarr_begin(&a[3], BRQ_OID_INT8);
-	brq_pgarr_begin(&a[4], BRQ_OID_INT8);
-	brq_pgarr_begin(&a[5], BRQ_OID_INT4);
-	brq_pgarr_begin(&a[6], BRQ_OID_INT4);
+	static const uint32_t types[7] = {BRQ_OID_TEXT, BRQ_OID_JSONB, BRQ_OID_TEXT, BRQ_OID_INT8,
+					  BRQ_OID_INT8, BRQ_OID_INT4,  BRQ_OID_INT4};
+	brq_pgarr            *a        = c->arr;
+	brq_store_arrays_begin(c, types, 7);
 	for (uint32_t i = 0; i < n; i++) {
 		const brq_job_spec *j = &jobs[i];
 		char                topic[BRQ_TOPIC_MAX + 1];
@@ -326,13 +351,8 @@ insert_rows(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue
 		brq_pgarr_int4(&a[5], (int32_t) max_attempts);
 		brq_pgarr_int4(&a[6], (int32_t) (j->has_priority ? j->priority : BRQ_PRIORITY_DEFAULT));
 	}
-	const char *v[7];
-	int l[7], f[7] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
-	for (int k = 0; k < 7; k++)
-		if (brq_store_param(&a[k], v, l, k) != 0)
-			return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
 	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_ENQUEUE, v, l, f, ENQ__N, &r);
+	int       rv = brq_store_run_arrays(c, BRQ_STMT_ENQUEUE, 7, ENQ__N, "enqueue: out of memory", &r);
 	if (rv != 0)
 		return rv;
 	if ((uint32_t) PQntuples(r) != n)
@@ -372,12 +392,8 @@ resolve_conflicts(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_e
 		brq_pgarr_text(&a[0], jobs[i].topic.ptr, jobs[i].topic.len);
 		brq_pgarr_text(&a[1], jobs[i].key.ptr, jobs[i].key.len);
 	}
-	const char *v[2];
-	int         l[2], f[2] = {BRQ_BINARY, BRQ_BINARY};
-	if (brq_store_param(&a[0], v, l, 0) != 0 || brq_store_param(&a[1], v, l, 1) != 0)
-		return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
 	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_ENQUEUE_LOOKUP, v, l, f, LOOKUP__N, &r);
+	int rv = brq_store_run_arrays(c, BRQ_STMT_ENQUEUE_LOOKUP, 2, LOOKUP__N, "enqueue: out of memory", &r);
 	if (rv != 0)
 		return rv;
 	for (int row = 0; row < PQntuples(r); row++) {
@@ -391,19 +407,22 @@ resolve_conflicts(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_e
 	return 0;
 }
 
-// Opens a transaction when `need` and the caller has none open: *own says whether
-// this did (tx_close ends only such a one). 0 or the BEGIN's failure.
-static int
-tx_open(brq_store_conn *c, bool need, bool *own)
+int
+brq_store_insert(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res)
+{
+	int rv = insert_rows(c, jobs, n, res);
+	return rv != 0 ? rv : resolve_conflicts(c, jobs, n, res);
+}
+
+int
+brq_store_tx_open(brq_store_conn *c, bool need, bool *own)
 {
 	*own = need && !c->in_tx;
 	return *own ? brq_store_begin(c) : 0;
 }
 
-// Ends what tx_open opened: COMMIT when rv is 0, else ROLLBACK. Returns rv, or the
-// COMMIT's failure.
-static int
-tx_close(brq_store_conn *c, bool own, int rv)
+int
+brq_store_tx_close(brq_store_conn *c, bool own, int rv)
 {
 	if (own && rv == 0)
 		return brq_store_commit(c);
@@ -422,29 +441,22 @@ brq_store_enqueue(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_e
 	for (uint32_t i = 0; i < n && !keyed; i++)
 		keyed = jobs[i].key.len > 0;
 	bool own;
-	int  rv = tx_open(c, keyed, &own);
+	int  rv = brq_store_tx_open(c, keyed, &own);
 	if (rv == 0)
-		rv = insert_rows(c, jobs, n, res);
-	if (rv == 0)
-		rv = resolve_conflicts(c, jobs, n, res);
-	return tx_close(c, own, rv);
+		rv = brq_store_insert(c, jobs, n, res);
+	return brq_store_tx_close(c, own, rv);
 }
 
 // ---- settle ------------------------------------------------------------------------------------
 
-// The guarded settle statement for items[0..n), inside whatever transaction is open;
-// then the chained jobs of applied `done` items (the transaction must be open then).
-static int
-settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_store_settled *out,
-	    brq_store_chain *chain)
+int
+brq_store_settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_store_settled *out,
+		      brq_store_chain *chain)
 {
-	brq_pgarr *a = c->arr;
-	brq_pgarr_begin(&a[0], BRQ_OID_INT8);
-	brq_pgarr_begin(&a[1], BRQ_OID_UUID);
-	brq_pgarr_begin(&a[2], BRQ_OID_TEXT);
-	brq_pgarr_begin(&a[3], BRQ_OID_TEXT);
-	brq_pgarr_begin(&a[4], BRQ_OID_INT8);
-	brq_pgarr_begin(&a[5], BRQ_OID_JSONB);
+	static const uint32_t types[6] = {BRQ_OID_INT8, BRQ_OID_UUID, BRQ_OID_TEXT,
+					  BRQ_OID_TEXT, BRQ_OID_INT8, BRQ_OID_JSONB};
+	brq_pgarr            *a        = c->arr;
+	brq_store_arrays_begin(c, types, 6);
 	bool results = false;
 	for (uint32_t i = 0; i < n; i++) {
 		const brq_settle_item *it = &items[i];
@@ -465,18 +477,10 @@ settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_sto
 		results |= it->has_result;
 		out[i] = (brq_store_settled) {.r = {.id = it->id, .applied = false}};
 	}
-	const char *v[6];
-	int         l[6], f[6] = {BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY, BRQ_BINARY};
-	for (int k = 0; k < 6; k++)
-		if ((k < 5 || results) && brq_store_param(&a[k], v, l, k) != 0)
-			return brq_store_fail(c, BRQ_ENOMEM, "settle: out of memory");
-	if (!results) {
-		// No item has a result: a NULL array (see settle_sql), nothing to send.
-		v[5] = NULL;
-		l[5] = 0;
-	}
+	// No item has a result: $6 is a NULL array (see settle_sql), nothing to send.
 	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_SETTLE, v, l, f, SETTLE__N, &r);
+	int rv = brq_store_run_arrays(c, BRQ_STMT_SETTLE, results ? 6 : 5, SETTLE__N, "settle: out of memory",
+				      &r);
 	if (rv != 0)
 		return rv;
 	// Each returned row settles the first unmatched item with its id (an id given
@@ -532,162 +536,10 @@ brq_store_settle(brq_store_conn *c, const brq_settle_item *items, uint32_t n, br
 {
 	// One statement is atomic by itself; chains need a transaction around both.
 	bool own;
-	int  rv = tx_open(c, has_chain(items, n), &own);
+	int  rv = brq_store_tx_open(c, has_chain(items, n), &own);
 	if (rv == 0)
-		rv = settle_rows(c, items, n, out, chain);
-	return tx_close(c, own, rv);
-}
-
-// ---- claim -------------------------------------------------------------------------------------
-
-// Reads the claimed rows into out->jobs, with each job's lease token from tokens.
-static int
-read_claimed(brq_store_conn *c, const PGresult *r, const uint8_t *tokens, uint32_t n,
-	     brq_store_claim_out *out)
-{
-	int rows    = PQntuples(r);
-	out->jobs   = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(*out->jobs));
-	out->n_jobs = 0;
-	if (out->jobs == NULL)
-		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
-	for (int row = 0; row < rows; row++) {
-		int64_t          k = brq_store_int(r, row, CLAIM_TOKEN_INDEX);
-		brq_claimed_job *j = &out->jobs[row];
-		if (k < 1 || k > (int64_t) n)
-			return brq_store_fail(c, BRQ_EINTERNAL, "claim: token index %lld out of range",
-					      (long long) k);
-		*j = (brq_claimed_job) {
-			.id             = (uint64_t) brq_store_int(r, row, CLAIM_ID),
-			.topic          = brq_store_str(r, row, CLAIM_TOPIC),
-			.payload        = brq_store_str(r, row, CLAIM_PAYLOAD),
-			.attempts       = (uint32_t) brq_store_int(r, row, CLAIM_ATTEMPTS),
-			.max_attempts   = (uint32_t) brq_store_int(r, row, CLAIM_MAX_ATTEMPTS),
-			.lease_until_ms = brq_store_int(r, row, CLAIM_LOCKED_UNTIL_MS),
-			.created_at_ms  = brq_store_int(r, row, CLAIM_CREATED_MS),
-		};
-		memcpy(j->lease, tokens + (size_t) (k - 1) * BRQ_LEASE_LEN, BRQ_LEASE_LEN);
-		// The topic's timeouts travel with the lease (the worker enforces the first;
-		// the heartbeat statement enforces the second). PQgetvalue's text ends in NUL.
-		brq_config_topic_timeouts(c->st->cfg, j->topic.ptr, &j->attempt_timeout_ms,
-					  &j->max_execution_ms);
-	}
-	out->n_jobs = (uint32_t) rows;
-	return 0;
-}
-
-// Which claim statement: the fast one, or the policy path (with its lock, or with
-// the lock already taken by the caller's transaction).
-enum claim_path { CLAIM_FAST, CLAIM_POLICY, CLAIM_POLICY_LOCKED };
-
-// The claim statement, inside whatever transaction is open (one must be for the
-// policy path: the lock and the claim belong together).
-static int
-claim_rows(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out *out, enum claim_path path)
-{
-	uint8_t *tokens = brq_arena_alloc(&c->arena, in->n, BRQ_LEASE_LEN);
-	if (tokens == NULL)
-		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
-	// Fresh random lease tokens (SPEC §3): only the claimer learns them.
-	randombytes_buf(tokens, (size_t) in->n * BRQ_LEASE_LEN);
-
-	brq_pgarr *a = c->arr;
-	brq_pgarr_begin(&a[0], BRQ_OID_TEXT);
-	for (uint32_t i = 0; i < in->n_topics; i++)
-		brq_pgarr_text(&a[0], in->topics[i].ptr, in->topics[i].len);
-	brq_pgarr_begin(&a[1], BRQ_OID_UUID);
-	for (uint32_t i = 0; i < in->n; i++)
-		brq_pgarr_uuid(&a[1], tokens + (size_t) i * BRQ_LEASE_LEN);
-	char        n_txt[16], lease_txt[24], worker[BRQ_WORKER_MAX + 1];
-	const char *v[5];
-	int         l[5] = {0}, f[5] = {BRQ_BINARY, BRQ_TEXT, BRQ_TEXT, BRQ_BINARY, BRQ_TEXT};
-	if (brq_store_param(&a[0], v, l, 0) != 0 || brq_store_param(&a[1], v, l, 3) != 0)
-		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
-	snprintf(n_txt, sizeof(n_txt), "%u", in->n);
-	size_t wlen = in->worker.len < BRQ_WORKER_MAX ? in->worker.len : BRQ_WORKER_MAX;
-	memcpy(worker, in->worker.ptr, wlen);
-	worker[wlen] = '\0';
-	v[1]         = n_txt;
-	v[2]         = worker;
-	v[4]         = NULL;
-	if (in->has_lease_ms) {
-		snprintf(lease_txt, sizeof(lease_txt), "%u", in->lease_ms);
-		v[4] = lease_txt;
-	}
-	PGresult *r;
-	int       rv = 0;
-	if (path == CLAIM_POLICY)
-		rv = brq_store_policy_lock(c, in->topics, in->n_topics);
-	if (rv == 0)
-		rv = brq_store_run(c,
-				   path != CLAIM_FAST          ? BRQ_STMT_CLAIM_POLICY
-					   : in->n_topics == 1 ? BRQ_STMT_CLAIM
-							       : BRQ_STMT_CLAIM_MULTI,
-				   v, l, f, CLAIM__N, &r);
-	return rv != 0 ? rv : read_claimed(c, r, tokens, in->n, out);
-}
-
-int
-brq_store_claim(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out *out)
-{
-	memset(out, 0, sizeof(*out));
-	// A combined "settle these, give me more" shares one transaction, so a busy
-	// worker pays one commit per round trip.
-	bool own, policy = in->n > 0 && brq_store_policy_applies(c, in->topics, in->n_topics);
-	int  rv = tx_open(c, in->n_settle > 0 || policy, &own);
-	if (rv == 0 && in->n_settle > 0)
-		rv = settle_rows(c, in->settle, in->n_settle, in->settled, &out->chain);
-	if (rv == 0 && in->n > 0)
-		rv = claim_rows(c, in, out, policy ? CLAIM_POLICY : CLAIM_FAST);
-	if ((rv = tx_close(c, own, rv)) != 0) {
-		out->n_jobs = 0;
-		out->chain  = (brq_store_chain) {0};
-	}
-	return rv;
-}
-
-// The policy locks of all claims ins[0..k) of one transaction at once, in topic
-// order: claims of several limited topics taking them one claim at a time could
-// deadlock with another transaction taking them in another order. path[i] gets each
-// claim's statement, decided once (the cache may change in between).
-static int
-lock_policies(brq_store_conn *c, const brq_store_claim_in *ins, uint32_t k, enum claim_path *path)
-{
-	uint32_t n = 0, at = 0;
-	for (uint32_t i = 0; i < k; i++)
-		n += ins[i].n_topics;
-	brq_str *topics = brq_arena_alloc(&c->arena, n > 0 ? n : 1, sizeof(*topics));
-	if (topics == NULL)
-		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
-	for (uint32_t i = 0; i < k; i++) {
-		bool policy = ins[i].n > 0 && brq_store_policy_applies(c, ins[i].topics, ins[i].n_topics);
-		path[i]     = policy ? CLAIM_POLICY_LOCKED : CLAIM_FAST;
-		for (uint32_t t = 0; policy && t < ins[i].n_topics; t++)
-			topics[at++] = ins[i].topics[t];
-	}
-	return at == 0 ? 0 : brq_store_policy_lock(c, topics, at);
-}
-
-int
-brq_store_enqueue_claim(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_enqueue_result *res,
-			const brq_store_claim_in *ins, brq_store_claim_out *outs, uint32_t k)
-{
-	bool             own;
-	enum claim_path *path = brq_arena_alloc(&c->arena, k > 0 ? k : 1, sizeof(*path));
-	if (path == NULL)
-		return brq_store_fail(c, BRQ_ENOMEM, "enqueue: out of memory");
-	int rv = tx_open(c, true, &own);
-	if (rv == 0)
-		rv = insert_rows(c, jobs, n, res);
-	if (rv == 0)
-		rv = resolve_conflicts(c, jobs, n, res);
-	if (rv == 0)
-		rv = lock_policies(c, ins, k, path);
-	for (uint32_t i = 0; rv == 0 && i < k; i++) {
-		memset(&outs[i], 0, sizeof(outs[i]));
-		if (ins[i].n > 0)
-			rv = claim_rows(c, &ins[i], &outs[i], path[i]);
-	}
-	return tx_close(c, own, rv);
+		rv = brq_store_settle_rows(c, items, n, out, chain);
+	return brq_store_tx_close(c, own, rv);
 }
 
 // ---- unclaim and heartbeat -----------------------------------------------------------------

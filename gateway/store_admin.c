@@ -7,33 +7,18 @@
 #include <stdio.h>
 #include <string.h>
 
-// Runs a statement whose only parameter is job `id` (text). BRQ_ENOTFOUND when it
-// returns no row.
-static int
-run_by_id(brq_store_conn *c, brq_stmt st, uint64_t id, int ncols, PGresult **out)
+static void
+read_topic(const PGresult *r, int row, void *topic)
 {
-	char        txt[24];
-	const char *v[1] = {txt};
-	snprintf(txt, sizeof(txt), "%" PRIu64, id);
-	int rv = brq_store_run(c, st, v, NULL, NULL, ncols, out);
-	if (rv == 0 && PQntuples(*out) == 0)
-		return brq_store_fail(c, BRQ_ENOTFOUND, "job %s not found", txt);
-	return rv;
+	*(brq_str *) topic = brq_store_str(r, row, TOPIC_TOPIC);
 }
 
-// Column 0 of every row of r as borrowed strings.
+// The topic of every row of r (TOPIC_COLS) as borrowed strings.
 static int
 topics_column(brq_store_conn *c, const PGresult *r, brq_str **topics, uint32_t *n)
 {
-	int rows = PQntuples(r);
-	*n       = 0;
-	*topics  = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(**topics));
-	if (*topics == NULL)
-		return brq_store_fail(c, BRQ_ENOMEM, "out of memory");
-	for (int row = 0; row < rows; row++)
-		(*topics)[row] = brq_store_str(r, row, TOPIC_TOPIC);
-	*n = (uint32_t) rows;
-	return 0;
+	*topics = brq_store_read_all(c, r, sizeof(**topics), read_topic, n);
+	return *topics != NULL ? 0 : brq_store_fail(c, BRQ_ENOMEM, "out of memory");
 }
 
 int
@@ -56,7 +41,7 @@ int
 brq_store_cancel(brq_store_conn *c, uint64_t id, brq_cancel_rep *out, brq_str *topic)
 {
 	PGresult *r;
-	int       rv = run_by_id(c, BRQ_STMT_CANCEL, id, CANCEL__N, &r);
+	int       rv = brq_store_run_by_id(c, BRQ_STMT_CANCEL, id, CANCEL__N, &r);
 	if (rv != 0)
 		return rv;
 	out->state    = brq_store_state(r, 0, CANCEL_STATE);
@@ -110,35 +95,30 @@ int
 brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out)
 {
 	PGresult *r;
-	int       rv = run_by_id(c, BRQ_STMT_JOB, id, JOB__N, &r);
+	int       rv = brq_store_run_by_id(c, BRQ_STMT_JOB, id, JOB__N, &r);
 	if (rv != 0)
 		return rv;
 	brq_store_job_row(c->st->cfg, r, 0, out);
 	return 0;
 }
 
-int
-brq_store_stats(brq_store_conn *c, brq_topic_stats **topics, uint32_t *n)
+static void
+read_stats(const PGresult *r, int row, void *elem)
 {
 	// The count columns follow brq_state's order.
 	_Static_assert(STATS_PENDING + BRQ_STATE_CANCELED == STATS_CANCELED, "stats columns in state order");
-	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_STATS, NULL, NULL, NULL, STATS__N, &r);
-	if (rv != 0)
-		return rv;
-	int rows = PQntuples(r);
-	*topics  = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(**topics));
-	if (*topics == NULL)
-		return brq_store_fail(c, BRQ_ENOMEM, "stats: out of memory");
-	for (int row = 0; row < rows; row++) {
-		brq_topic_stats *ts     = &(*topics)[row];
-		ts->topic               = brq_store_str(r, row, STATS_TOPIC);
-		ts->oldest_ready_age_ms = (uint64_t) brq_store_int(r, row, STATS_OLDEST_READY_MS);
-		for (int k = 0; k < BRQ_STATE__COUNT; k++)
-			ts->count[k] = (uint64_t) brq_store_int(r, row, STATS_PENDING + k);
-	}
-	*n = (uint32_t) rows;
-	return 0;
+	brq_topic_stats *ts     = elem;
+	ts->topic               = brq_store_str(r, row, STATS_TOPIC);
+	ts->oldest_ready_age_ms = (uint64_t) brq_store_int(r, row, STATS_OLDEST_READY_MS);
+	for (int k = 0; k < BRQ_STATE__COUNT; k++)
+		ts->count[k] = (uint64_t) brq_store_int(r, row, STATS_PENDING + k);
+}
+
+int
+brq_store_stats(brq_store_conn *c, brq_topic_stats **topics, uint32_t *n)
+{
+	return brq_store_run_all(c, BRQ_STMT_STATS, STATS__N, sizeof(**topics), read_stats,
+				 "stats: out of memory", topics, n);
 }
 
 int

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Internals shared by the store's files (store.c, store_admin.c): the store itself and
-// the helpers that read results and build parameters.
+// Internals shared by the store's files (store*.c): the store itself and the helpers
+// that run statements, read results and build parameters.
 #ifndef BRQ_GATEWAY_STORE_INT_H
 #define BRQ_GATEWAY_STORE_INT_H
 
@@ -41,9 +41,49 @@ BRQ_MUSTCHECK int brq_store_run(brq_store_conn *c, brq_stmt st, const char *cons
 BRQ_MUSTCHECK int brq_store_begin(brq_store_conn *c);
 BRQ_MUSTCHECK int brq_store_commit(brq_store_conn *c);
 void              brq_store_rollback(brq_store_conn *c);
+// Opens a transaction when `need` and the caller has none open: *own says whether
+// this did (brq_store_tx_close ends only such a one). 0 or the BEGIN's failure.
+BRQ_MUSTCHECK int brq_store_tx_open(brq_store_conn *c, bool need, bool *own);
+// Ends what brq_store_tx_open opened: COMMIT when rv is 0, else ROLLBACK. Returns rv,
+// or the COMMIT's failure.
+BRQ_MUSTCHECK int brq_store_tx_close(brq_store_conn *c, bool own, int rv);
+
+// Inserts jobs[0..n) (res[i]: id, created), resolving key conflicts; a keyed batch
+// needs the caller's transaction. 0 or a BRQ_E* code.
+BRQ_MUSTCHECK int brq_store_insert(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n,
+				   brq_enqueue_result *res);
+// The guarded settle statement for items[0..n), inside whatever transaction is open;
+// then the chained jobs of applied `done` items (the transaction must be open then).
+BRQ_MUSTCHECK int brq_store_settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n,
+					brq_store_settled *out, brq_store_chain *chain);
 
 // Finishes array a as the parameter at index k of values/lengths. 0 or BRQ_ENOMEM.
 BRQ_MUSTCHECK int brq_store_param(brq_pgarr *a, const char **values, int *lengths, int k);
+
+// Begins arrays c->arr[0..n) with element types oids[0..n) (BRQ_OID_*).
+void brq_store_arrays_begin(brq_store_conn *c, const uint32_t *oids, int n);
+// Runs statement st, as brq_store_run, with arrays c->arr[0..n) as its (binary)
+// parameters and NULL for the statement's further ones. BRQ_ENOMEM (message `nomem`)
+// when an array cannot be finished.
+BRQ_MUSTCHECK int brq_store_run_arrays(brq_store_conn *c, brq_stmt st, int n, int ncols, const char *nomem,
+				       PGresult **out);
+
+// Runs statement st whose only parameter is job `id` (text), as brq_store_run.
+// BRQ_ENOTFOUND ("job <id> not found") when it returns no row.
+BRQ_MUSTCHECK int brq_store_run_by_id(brq_store_conn *c, brq_stmt st, uint64_t id, int ncols, PGresult **out);
+
+// Reads row `row` of a result into *elem, one element of the caller's array (strings
+// borrow the result).
+typedef void brq_store_row_fn(const PGresult *r, int row, void *elem);
+// Every row of r read with `read` into a new array of `size`-byte elements in c's
+// arena; *n its length. NULL (and *n = 0) when out of memory.
+void *brq_store_read_all(brq_store_conn *c, const PGresult *r, size_t size, brq_store_row_fn *read,
+			 uint32_t *n);
+// Runs statement st (no parameters) and reads all its rows as brq_store_read_all into
+// *out (out: the address of the caller's array pointer, any `T **`) and *n. 0, the
+// statement's failure, or BRQ_ENOMEM with message `nomem`; *out is NULL on failure.
+BRQ_MUSTCHECK int brq_store_run_all(brq_store_conn *c, brq_stmt st, int ncols, size_t size,
+				    brq_store_row_fn *read, const char *nomem, void *out, uint32_t *n);
 
 // Column readers (the value must be non-NULL unless the reader says otherwise).
 int64_t   brq_store_int(const PGresult *r, int row, int col);

@@ -79,22 +79,18 @@ brq_store_list(brq_store_conn *c, const brq_list_req *q, brq_job_info **jobs, ui
 static int
 retry_one(brq_store_conn *c, uint64_t id, brq_store_retried *out)
 {
-	char        txt[24];
-	const char *v[1] = {txt};
-	PGresult   *r;
-	snprintf(txt, sizeof(txt), "%" PRIu64, id);
-	int rv = brq_store_run(c, BRQ_STMT_RETRY_ONE, v, NULL, NULL, RETRY__N, &r);
+	PGresult *r;
+	int       rv = brq_store_run_by_id(c, BRQ_STMT_RETRY_ONE, id, RETRY__N, &r);
 	if (rv != 0)
 		return rv;
-	if (PQntuples(r) == 0)
-		return brq_store_fail(c, BRQ_ENOTFOUND, "job %s not found", txt);
 	out->state = brq_store_state(r, 0, RETRY_STATE);
 	out->topic = brq_store_str(r, 0, RETRY_TOPIC);
 	if (out->state != BRQ_STATE_DEAD && out->state != BRQ_STATE_CANCELED)
 		return 0;
 	bool is_new = !brq_store_is_null(r, 0, RETRY_NEW_ID);
 	if (!is_new && brq_store_is_null(r, 0, RETRY_EXISTING_ID))
-		return brq_store_fail(c, BRQ_ECONFLICT, "job %s was being retried by another call", txt);
+		return brq_store_fail(c, BRQ_ECONFLICT, "job %" PRIu64 " was being retried by another call",
+				      id);
 	out->ids = brq_arena_alloc(&c->arena, 1, sizeof(*out->ids));
 	if (out->ids == NULL)
 		return brq_store_fail(c, BRQ_ENOMEM, "retry: out of memory");
@@ -102,6 +98,12 @@ retry_one(brq_store_conn *c, uint64_t id, brq_store_retried *out)
 	out->n_ids   = 1;
 	out->retried = is_new ? 1 : 0;
 	return 0;
+}
+
+static void
+read_retried(const PGresult *r, int row, void *id)
+{
+	*(uint64_t *) id = (uint64_t) brq_store_int(r, row, RETRIED_ID);
 }
 
 int
@@ -118,29 +120,20 @@ brq_store_retry(brq_store_conn *c, const brq_retry_req *q, brq_store_retried *ou
 	int rv = brq_store_run(c, BRQ_STMT_RETRY_BULK, v, NULL, NULL, RETRIED__N, &r);
 	if (rv != 0)
 		return rv;
-	int rows = PQntuples(r);
-	out->ids = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(*out->ids));
+	out->ids = brq_store_read_all(c, r, sizeof(*out->ids), read_retried, &out->n_ids);
 	if (out->ids == NULL)
 		return brq_store_fail(c, BRQ_ENOMEM, "retry: out of memory");
-	for (int row = 0; row < rows; row++)
-		out->ids[row] = (uint64_t) brq_store_int(r, row, RETRIED_ID);
-	out->n_ids   = (uint32_t) rows;
-	out->retried = (uint32_t) rows;
+	out->retried = out->n_ids;
 	return 0;
 }
 
 int
 brq_store_delete(brq_store_conn *c, uint64_t id, bool *deleted, brq_state *state, brq_str *topic)
 {
-	char        txt[24];
-	const char *v[1] = {txt};
-	PGresult   *r;
-	snprintf(txt, sizeof(txt), "%" PRIu64, id);
-	int rv = brq_store_run(c, BRQ_STMT_DELETE, v, NULL, NULL, DELETE__N, &r);
+	PGresult *r;
+	int       rv = brq_store_run_by_id(c, BRQ_STMT_DELETE, id, DELETE__N, &r);
 	if (rv != 0)
 		return rv;
-	if (PQntuples(r) == 0)
-		return brq_store_fail(c, BRQ_ENOTFOUND, "job %s not found", txt);
 	*deleted = brq_store_bool(r, 0, DELETE_DELETED);
 	*topic   = brq_store_str(r, 0, DELETE_TOPIC);
 	if (!*deleted)

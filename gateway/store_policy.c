@@ -134,11 +134,12 @@ brq_store_policy_lock(brq_store_conn *c, const brq_str *topics, uint32_t n)
 	return brq_store_run(c, BRQ_STMT_POLICY_LOCK, v, l, f, TOPIC__N, &r);
 }
 
-// Row `row` of a POLICY_COLS result (strings borrowed from r).
-static brq_topic_policy
-policy_row(const PGresult *r, int row)
+// Row `row` of a POLICY_COLS result into *(brq_topic_policy *) out (strings borrowed
+// from r).
+static void
+read_policy(const PGresult *r, int row, void *out)
 {
-	return (brq_topic_policy) {
+	*(brq_topic_policy *) out = (brq_topic_policy) {
 		.topic       = brq_store_str(r, row, POLICY_TOPIC),
 		.paused      = brq_store_bool(r, row, POLICY_PAUSED),
 		.max_running = (uint32_t) brq_store_int(r, row, POLICY_MAX_RUNNING),
@@ -166,7 +167,7 @@ policy_write(brq_store_conn *c, const brq_store_policy_in *in, brq_topic_policy 
 		return rv;
 	if (PQntuples(r) != 1)
 		return brq_store_fail(c, BRQ_EINTERNAL, "policy: %d rows written", PQntuples(r));
-	*out = policy_row(r, 0);
+	read_policy(r, 0, out);
 	return brq_store_run(c, BRQ_STMT_POLICY_PRUNE, v, NULL, NULL, 0, &r);
 }
 
@@ -189,19 +190,8 @@ brq_store_policy_set(brq_store_conn *c, const brq_store_policy_in *in, brq_topic
 int
 brq_store_policy_list(brq_store_conn *c, brq_topic_policy **out, uint32_t *n)
 {
-	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_POLICY_LIST, NULL, NULL, NULL, POLICY__N, &r);
-	if (rv != 0)
-		return rv;
-	int rows = PQntuples(r);
-	*n       = 0;
-	*out     = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(**out));
-	if (*out == NULL)
-		return brq_store_fail(c, BRQ_ENOMEM, "topics: out of memory");
-	for (int row = 0; row < rows; row++)
-		(*out)[row] = policy_row(r, row);
-	*n = (uint32_t) rows;
-	return 0;
+	return brq_store_run_all(c, BRQ_STMT_POLICY_LIST, POLICY__N, sizeof(**out), read_policy,
+				 "topics: out of memory", out, n);
 }
 
 int

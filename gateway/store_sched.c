@@ -17,27 +17,29 @@ cstr(brq_store_conn *c, brq_str s)
 	return p;
 }
 
-// The schedule of row `row` of a SCHED_COLS result (strings borrow r).
+// The schedule of row `row` of a SCHED_COLS result into *(brq_schedule *) elem
+// (strings borrow r).
 static void
-read_schedule(const PGresult *r, int row, brq_schedule *s)
+read_schedule(const PGresult *r, int row, void *elem)
 {
-	*s = (brq_schedule) {
-		.name         = brq_store_str(r, row, SCHED_NAME),
-		.topic        = brq_store_str(r, row, SCHED_TOPIC),
-		.payload      = brq_store_str(r, row, SCHED_PAYLOAD),
-		.cron         = brq_store_str(r, row, SCHED_CRON),
-		.tz           = brq_store_str(r, row, SCHED_TZ),
-		.every_ms     = brq_store_is_null(r, row, SCHED_EVERY_MS)
-			    ? 0
-			    : (uint64_t) brq_store_int(r, row, SCHED_EVERY_MS),
-		.catch_up     = brq_store_bool(r, row, SCHED_CATCH_UP),
-		.catch_up_max = (uint32_t) brq_store_int(r, row, SCHED_CATCH_UP_MAX),
-		.max_attempts = (uint32_t) brq_store_int(r, row, SCHED_MAX_ATTEMPTS),
-		.enabled      = brq_store_bool(r, row, SCHED_ENABLED),
-		.next_slot_ms = brq_store_int(r, row, SCHED_NEXT_MS),
-		.last_slot_ms = brq_store_int(r, row, SCHED_LAST_MS),
-		.source       = brq_store_str(r, row, SCHED_SOURCE),
-	};
+	brq_schedule *s = elem;
+	*s              = (brq_schedule) {
+			     .name         = brq_store_str(r, row, SCHED_NAME),
+			     .topic        = brq_store_str(r, row, SCHED_TOPIC),
+			     .payload      = brq_store_str(r, row, SCHED_PAYLOAD),
+			     .cron         = brq_store_str(r, row, SCHED_CRON),
+			     .tz           = brq_store_str(r, row, SCHED_TZ),
+			     .every_ms     = brq_store_is_null(r, row, SCHED_EVERY_MS)
+					 ? 0
+					 : (uint64_t) brq_store_int(r, row, SCHED_EVERY_MS),
+			     .catch_up     = brq_store_bool(r, row, SCHED_CATCH_UP),
+			     .catch_up_max = (uint32_t) brq_store_int(r, row, SCHED_CATCH_UP_MAX),
+			     .max_attempts = (uint32_t) brq_store_int(r, row, SCHED_MAX_ATTEMPTS),
+			     .enabled      = brq_store_bool(r, row, SCHED_ENABLED),
+			     .next_slot_ms = brq_store_int(r, row, SCHED_NEXT_MS),
+			     .last_slot_ms = brq_store_int(r, row, SCHED_LAST_MS),
+			     .source       = brq_store_str(r, row, SCHED_SOURCE),
+        };
 	if (s->cron.len == 0)
 		s->tz = (brq_str) {0}; // the column's default: an interval has no zone
 }
@@ -177,18 +179,8 @@ brq_store_sched_upsert(brq_store_conn *c, const brq_schedule *s, int64_t next_ms
 int
 brq_store_sched_list(brq_store_conn *c, brq_schedule **out, uint32_t *n)
 {
-	PGresult *r;
-	int       rv = brq_store_run(c, BRQ_STMT_SCHED_LIST, NULL, NULL, NULL, SCHED__N, &r);
-	if (rv != 0)
-		return rv;
-	int rows = PQntuples(r);
-	*out     = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(**out));
-	if (*out == NULL)
-		return brq_store_fail(c, BRQ_ENOMEM, "out of memory");
-	for (int row = 0; row < rows; row++)
-		read_schedule(r, row, &(*out)[row]);
-	*n = (uint32_t) rows;
-	return 0;
+	return brq_store_run_all(c, BRQ_STMT_SCHED_LIST, SCHED__N, sizeof(**out), read_schedule,
+				 "out of memory", out, n);
 }
 
 int

@@ -7,11 +7,11 @@
 #define _GNU_SOURCE // open_memstream
 #include "store_sql.h"
 
+#include "store_sql_jobs.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define BRQ_COL_EXPR(name, expr) expr,
 
 static const char *const enq_cols[]     = {ENQ_COLS(BRQ_COL_EXPR)};
 static const char *const lookup_cols[]  = {LOOKUP_COLS(BRQ_COL_EXPR)};
@@ -86,8 +86,6 @@ static const int nparams[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_SCHED_REMOVE] = 1,
 };
 
-#define COLS(a) (a), sizeof(a) / sizeof((a)[0])
-
 // LEASE_GUARD: how heartbeat, settle and unclaim find their rows. Each joins the
 // (id, token) pairs it was given, unnested, to job by `j.id = x.id AND j.lease_token
 // = x.token`, and says nothing else about the row:
@@ -99,14 +97,6 @@ static const int nparams[BRQ_STMT__COUNT] = {
 //   them for every pair (O(n^2): 1.1 s for a settle of 2,000 with 2,000 held);
 // - the pairs drive the join (a nested loop probing the primary key per pair):
 //   O(n log N) whatever the plan was made on.
-
-// Writes the column list "e1, e2, ...".
-void
-brq_store_sql_cols(FILE *f, const char *const *c, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s%s", i > 0 ? ", " : "", c[i]);
-}
 
 // Which per-topic setting a CASE expression selects.
 enum setting { LEASE_MS, BACKOFF_BASE_MS, BACKOFF_MAX_MS, MAX_EXECUTION_MS };
@@ -159,37 +149,6 @@ backoff_ms(FILE *f, const brq_config *cfg, const char *col, const char *a)
 	fputs("::float8) * (0.5 + random() * 0.5))", f);
 }
 
-static void
-enqueue_sql(FILE *f)
-{
-	// $1 topics text[], $2 payloads jsonb[], $3 keys text[] (NULL = no key),
-	// $4 delay_ms int8[] (NULL = none), $5 run_at_ms int8[] (NULL = none),
-	// $6 max_attempts int4[], $7 priority int4[]. Ids are drawn first so that the reply can tell, per
-	// input row, whether this statement created it; a key that conflicts yields
-	// NULL: the store resolves those with BRQ_STMT_ENQUEUE_LOOKUP, in one batch (a
-	// join back to job here got a plan made on a small table, a scan of all of
-	// job, that stayed: 860 us per insert instead of 230 us; docs/benchmarks.md).
-	fputs("WITH input AS MATERIALIZED ("
-	      " SELECT nextval('job_id_seq'::regclass) AS id, t.*"
-	      " FROM unnest($1::text[], $2::jsonb[], $3::text[], $4::int8[], $5::int8[], $6::int4[],"
-	      "  $7::int4[])"
-	      "  WITH ORDINALITY AS t(topic, payload, key, delay_ms, run_at_ms, max_attempts, priority, ord)"
-	      "), ins AS ("
-	      " INSERT INTO job (id, topic, payload, idempotency_key, available_at, max_attempts, priority)"
-	      " SELECT id, topic, payload, key,"
-	      "  CASE WHEN run_at_ms IS NOT NULL"
-	      "   THEN greatest(now(), to_timestamp(run_at_ms / 1000.0))"
-	      "   ELSE now() + coalesce(delay_ms, 0) * interval '1 millisecond' END,"
-	      "  max_attempts, priority"
-	      " FROM input ORDER BY ord"
-	      " ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
-	      " RETURNING id"
-	      ") SELECT ",
-	      f);
-	brq_store_sql_cols(f, COLS(enq_cols));
-	fputs(" FROM input i LEFT JOIN ins ON ins.id = i.id ORDER BY i.ord", f);
-}
-
 // The nine priorities in claim order, each read by its own range scan (claim_sql).
 #define PRIORITIES                                                                  \
 	"(VALUES (1::int2), (2::int2), (3::int2), (4::int2), (5::int2), (6::int2)," \
@@ -210,7 +169,7 @@ claim_update(FILE *f, const brq_config *cfg, const char *claimed)
 	      " FROM c WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM c)) AND j.ctid = c.ctid"
 	      " RETURNING ",
 	      f);
-	brq_store_sql_cols(f, COLS(claim_cols));
+	brq_store_sql_cols(f, BRQ_COLS(claim_cols));
 }
 
 // claim_sql's step 3, the guard: topics with a row in topic_policy (paused or
@@ -379,21 +338,7 @@ heartbeat_sql(FILE *f, const brq_config *cfg)
 	      f);
 	within_max_execution(f, cfg);
 	fputs(" RETURNING ", f);
-	brq_store_sql_cols(f, COLS(hb_cols));
-}
-
-static void
-lost_of_sql(FILE *f)
-{
-	// $1 ids int8[], $2 tokens uuid[]: leases a heartbeat did not extend, and why
-	// (brq_lost_reason's words): canceled; still this lease, so past the maximum
-	// execution time; else gone (reaped, settled, another lease). Jobs that no
-	// longer exist return no row.
-	fputs("SELECT ", f);
-	brq_store_sql_cols(f, COLS(lost_cols));
-	fputs(" FROM unnest($1::int8[], $2::uuid[]) WITH ORDINALITY AS l(id, token, ord)"
-	      " JOIN job j ON j.id = l.id",
-	      f);
+	brq_store_sql_cols(f, BRQ_COLS(hb_cols));
 }
 
 static void
@@ -425,67 +370,7 @@ settle_sql(FILE *f, const brq_config *cfg)
 	      "  AS s(id, token, outcome, error, delay_ms, result)"
 	      " WHERE j.id = s.id AND j.lease_token = s.token RETURNING ",
 	      f);
-	brq_store_sql_cols(f, COLS(settle_cols));
-}
-
-static void
-admin_sql(FILE *f, brq_stmt st)
-{
-	switch (st) {
-	case BRQ_STMT_ENQUEUE_LOOKUP:
-		// $1 topics text[], $2 keys text[]: the ids of existing keyed jobs, by the
-		// position (1-based) of their (topic, key) in the arrays.
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(lookup_cols));
-		fputs(" FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(topic, key, ord)"
-		      " JOIN job j ON j.topic = i.topic AND j.idempotency_key = i.key",
-		      f);
-		break;
-	case BRQ_STMT_UNCLAIM:
-		// $1 ids int8[], $2 tokens uuid[]: leases committed for a reply that
-		// could not be delivered go back at once, as if never claimed: the
-		// attempt is returned and available_at (its place in line) is kept.
-		fputs("UPDATE job j SET state = 'pending', attempts = greatest(j.attempts - 1, 0),"
-		      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()"
-		      " FROM unnest($1::int8[], $2::uuid[]) AS u(id, token)"
-		      " WHERE j.id = u.id AND j.lease_token = u.token RETURNING ",
-		      f);
-		brq_store_sql_cols(f, COLS(unclaim_cols));
-		break;
-	case BRQ_STMT_TOPICS_OF:
-		// $1 ids int8[]: topics of jobs whose lease was lost, for the metrics.
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(topic_cols));
-		fputs(" FROM job j WHERE j.id = ANY($1::int8[])", f);
-		break;
-	case BRQ_STMT_CANCEL:
-		// $1 id. Terminal rows are left alone and reported as they are.
-		fputs("WITH c AS ("
-		      " UPDATE job SET state = 'canceled', locked_by = NULL, locked_until = NULL,"
-		      "  lease_token = NULL, updated_at = now()"
-		      " WHERE id = $1 AND state IN ('pending', 'failed', 'processing')"
-		      " RETURNING topic"
-		      ") SELECT ",
-		      f);
-		brq_store_sql_cols(f, COLS(cancel_cols));
-		fputs(" FROM (SELECT 'canceled' AS state, true AS canceled, topic FROM c"
-		      " UNION ALL SELECT state, false, topic FROM job"
-		      " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM c)) x",
-		      f);
-		break;
-	case BRQ_STMT_JOB:
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(job_cols));
-		fputs(" FROM job WHERE id = $1", f);
-		break;
-	case BRQ_STMT_STATS:
-		// A full scan: an operator's question, not a hot path (docs/operations.md).
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(stats_cols));
-		fputs(" FROM job GROUP BY topic ORDER BY topic", f);
-		break;
-	default: break;
-	}
+	brq_store_sql_cols(f, BRQ_COLS(settle_cols));
 }
 
 static void
@@ -505,7 +390,7 @@ janitor_sql(FILE *f, brq_stmt st)
 		      "  FOR NO KEY UPDATE SKIP LOCKED))"
 		      " AND j.state = 'processing' AND j.locked_until < now() RETURNING ",
 		      f);
-		brq_store_sql_cols(f, COLS(topic_cols));
+		brq_store_sql_cols(f, BRQ_COLS(topic_cols));
 		break;
 	case BRQ_STMT_RETENTION:
 		// $1 ttl_ms, $2 batch size. Only terminal rows, oldest first. Both janitor
@@ -518,20 +403,7 @@ janitor_sql(FILE *f, brq_stmt st)
 		      "  ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
 		      " AND j.state IN ('done', 'dead', 'canceled') RETURNING ",
 		      f);
-		brq_store_sql_cols(f, COLS(topic_cols));
-		break;
-	case BRQ_STMT_DEPTH_ACTIVE:
-		// Active rows only. Each branch's WHERE is exactly the predicate of a
-		// partial index (job_claim_priority_idx, job_running_idx), so on a big
-		// table the planner reads those small indexes (plus the heap pages of
-		// active rows) instead of the whole table: the cost follows the backlog,
-		// not the history. The second branch's columns mirror DEPTH_COLS.
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(depth_cols));
-		fputs(" FROM job WHERE state IN ('pending', 'failed') GROUP BY topic, state"
-		      " UNION ALL SELECT topic, 'processing', count(*), 0::float8"
-		      " FROM job WHERE state = 'processing' GROUP BY topic ORDER BY 1",
-		      f);
+		brq_store_sql_cols(f, BRQ_COLS(topic_cols));
 		break;
 	case BRQ_STMT_DEPTH_TERMINAL:
 	case BRQ_STMT_DEPTH_TERMINAL_SAMPLE:
@@ -547,138 +419,160 @@ janitor_sql(FILE *f, brq_stmt st)
 	}
 }
 
-static void
-policy_sql(FILE *f, brq_stmt st)
-{
-	switch (st) {
-	case BRQ_STMT_POLICY_LOCK:
-		// $1 topics text[]: locks the rows of the limited topics among them, in
-		// topic order (every claim locks in the same order: no deadlock between
-		// two claims of several limited topics). Paused topics need no turn.
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(topic_cols));
-		fputs(" FROM topic_policy j WHERE j.topic = ANY($1::text[]) AND NOT j.paused"
-		      " AND (j.max_running IS NOT NULL OR j.rate_per_s IS NOT NULL)"
-		      " ORDER BY j.topic FOR NO KEY UPDATE",
-		      f);
-		break;
-	case BRQ_STMT_POLICY_TOPICS:
-		// The topics that take the claim's policy path (the store's cache).
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(topic_cols));
-		fputs(" FROM topic_policy j", f);
-		break;
-	case BRQ_STMT_POLICY_SET:
-		// $1 topic, $2 what ('pause', 'resume', 'limits'), $3 max_running int8
-		// (0: unlimited), $4 set it (bool), $5 rate_per_s int8 (0: unlimited), $6
-		// set it (bool). Creates the row if needed; BRQ_STMT_POLICY_PRUNE then
-		// drops a row that says nothing, so the topic goes back to the fast path.
-		fputs("WITH p AS ("
-		      " INSERT INTO topic_policy AS t (topic, paused, max_running, rate_per_s)"
-		      " VALUES ($1::text, $2::text = 'pause',"
-		      "  CASE WHEN $4::bool THEN nullif($3::int8, 0)::int4 END,"
-		      "  CASE WHEN $6::bool THEN nullif($5::int8, 0)::int4 END)"
-		      " ON CONFLICT (topic) DO UPDATE SET"
-		      "  paused = CASE $2::text WHEN 'pause' THEN true WHEN 'resume' THEN false ELSE "
-		      "t.paused END,"
-		      "  max_running = CASE WHEN $4::bool THEN nullif($3::int8, 0)::int4 ELSE t.max_running "
-		      "END,"
-		      "  rate_per_s = CASE WHEN $6::bool THEN nullif($5::int8, 0)::int4 ELSE t.rate_per_s "
-		      "END,"
-		      "  updated_at = now()"
-		      " RETURNING t.*) SELECT ",
-		      f);
-		brq_store_sql_cols(f, COLS(policy_cols));
-		fputs(" FROM p", f);
-		break;
-	case BRQ_STMT_POLICY_PRUNE:
-		fputs("DELETE FROM topic_policy WHERE topic = $1::text AND NOT paused"
-		      " AND max_running IS NULL AND rate_per_s IS NULL",
-		      f);
-		break;
-	case BRQ_STMT_POLICY_LIST:
-		// Every topic with a policy, with its jobs processing now
-		// (job_running_idx).
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(policy_cols));
-		fputs(" FROM topic_policy p ORDER BY p.topic", f);
-		break;
-	default: break;
-	}
-}
-
-// Schedules (store_sched.c, migration 00008). Slots travel as unix ms (int8) and
-// local wall-clock times as "local seconds" (cron.h); only these statements turn one
-// into the other, with PostgreSQL's time zone rules (the system's tzdata), so the
-// gateway never touches TZ or tzset.
-static void
-sched_sql(FILE *f, brq_stmt st)
-{
-	switch (st) {
-	case BRQ_STMT_SCHED_DUE:
-		// The earliest due schedule no other gateway holds. The row lock is
-		// held until the slots are enqueued and next_slot advanced in the same
-		// transaction: two gateways never enqueue the same slot, and a crash
-		// in between rolls both back (invariant 16).
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(sched_cols));
-		fputs(" FROM schedule s WHERE s.enabled AND s.next_slot <= now()"
-		      " ORDER BY s.next_slot LIMIT 1 FOR UPDATE SKIP LOCKED",
-		      f);
-		break;
-	case BRQ_STMT_SCHED_TZ:
-		// $1 local seconds (int8[]), $2 zone. `l AT TIME ZONE zone` reads a wall
-		// clock in the zone; reading the instant back tells whether that wall
-		// clock exists (a DST gap gives another one).
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(tz_cols));
-		fputs(" FROM (SELECT i.o, i.l, i.l AT TIME ZONE $2 AS u FROM (SELECT a.o,"
-		      " to_timestamp(a.x::float8) AT TIME ZONE 'UTC' AS l"
-		      " FROM unnest($1::int8[]) WITH ORDINALITY AS a(x, o)) i) t ORDER BY t.o",
-		      f);
-		break;
-	case BRQ_STMT_SCHED_ZONE_NOW:
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(znow_cols));
-		break;
-	case BRQ_STMT_SCHED_ADVANCE:
-		// $1 name, $2 next slot (ms; NULL: none ever again, disabled), $3 last
-		// slot enqueued (ms; NULL: unchanged).
-		fputs("UPDATE schedule SET next_slot = to_timestamp($2::int8 / 1000.0),"
-		      " enabled = $2::int8 IS NOT NULL AND enabled,"
-		      " last_slot = coalesce(to_timestamp($3::int8 / 1000.0), last_slot),"
-		      " updated_at = now() WHERE name = $1",
-		      f);
-		break;
-	case BRQ_STMT_SCHED_UPSERT:
-		// $1 name, $2 topic, $3 payload, $4 cron, $5 tz, $6 every_ms, $7 misfire,
-		// $8 catch_up_max, $9 max_attempts, $10 next slot (ms), $11 source. A
-		// replacement that keeps the timing (cron, tz, every_ms) keeps the slot it
-		// owes: the gateways' start-up upsert of configured schedules must not
-		// forget slots missed while they were down.
-		fputs("INSERT INTO schedule AS s (name, topic, payload, cron, tz, every_ms, misfire,"
-		      " catch_up_max, max_attempts, next_slot, source) VALUES ($1, $2, $3::jsonb, $4,"
-		      " $5, $6::int8, $7, $8::int4, $9::int4, to_timestamp($10::int8 / 1000.0), $11)"
-		      " ON CONFLICT (name) DO UPDATE SET topic = EXCLUDED.topic,"
-		      " payload = EXCLUDED.payload, cron = EXCLUDED.cron, tz = EXCLUDED.tz,"
-		      " every_ms = EXCLUDED.every_ms, misfire = EXCLUDED.misfire,"
-		      " catch_up_max = EXCLUDED.catch_up_max, max_attempts = EXCLUDED.max_attempts,"
-		      " next_slot = CASE WHEN s.enabled AND s.cron IS NOT DISTINCT FROM EXCLUDED.cron"
-		      "  AND s.tz = EXCLUDED.tz AND s.every_ms IS NOT DISTINCT FROM EXCLUDED.every_ms"
-		      "  THEN s.next_slot ELSE EXCLUDED.next_slot END,"
-		      " enabled = true, source = EXCLUDED.source, updated_at = now()"
-		      " RETURNING (s.xmax = 0), (extract(epoch FROM s.next_slot) * 1000)::int8",
-		      f);
-		break;
-	case BRQ_STMT_SCHED_LIST:
-		fputs("SELECT ", f);
-		brq_store_sql_cols(f, COLS(sched_cols));
-		fputs(" FROM schedule s ORDER BY s.name", f);
-		break;
-	case BRQ_STMT_SCHED_REMOVE: fputs("DELETE FROM schedule WHERE name = $1 RETURNING name", f); break;
-	default: break;
-	}
-}
+// The statements whose text is fixed: head, result columns, tail (brq_sql_text).
+static const brq_sql_text fixed[BRQ_STMT__COUNT] = {
+	// $1 topics text[], $2 payloads jsonb[], $3 keys text[] (NULL = no key),
+	// $4 delay_ms int8[] (NULL = none), $5 run_at_ms int8[] (NULL = none),
+	// $6 max_attempts int4[], $7 priority int4[]. Ids are drawn first so that the reply can tell, per
+	// input row, whether this statement created it; a key that conflicts yields
+	// NULL: the store resolves those with BRQ_STMT_ENQUEUE_LOOKUP, in one batch (a
+	// join back to job here got a plan made on a small table, a scan of all of
+	// job, that stayed: 860 us per insert instead of 230 us; docs/benchmarks.md).
+	[BRQ_STMT_ENQUEUE] =
+		{"WITH input AS MATERIALIZED ("
+		 " SELECT nextval('job_id_seq'::regclass) AS id, t.*"
+		 " FROM unnest($1::text[], $2::jsonb[], $3::text[], $4::int8[], $5::int8[], $6::int4[],"
+		 "  $7::int4[])"
+		 "  WITH ORDINALITY AS t(topic, payload, key, delay_ms, run_at_ms, max_attempts, priority, "
+		 "ord)"
+		 "), ins AS ("
+		 " INSERT INTO job (id, topic, payload, idempotency_key, available_at, max_attempts, "
+		 "priority)"
+		 " SELECT id, topic, payload, key,"
+		 "  CASE WHEN run_at_ms IS NOT NULL"
+		 "   THEN greatest(now(), to_timestamp(run_at_ms / 1000.0))"
+		 "   ELSE now() + coalesce(delay_ms, 0) * interval '1 millisecond' END,"
+		 "  max_attempts, priority"
+		 " FROM input ORDER BY ord"
+		 " ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+		 " RETURNING id"
+		 ") SELECT ",
+		 BRQ_COLS(enq_cols), " FROM input i LEFT JOIN ins ON ins.id = i.id ORDER BY i.ord"},
+	// $1 topics text[], $2 keys text[]: the ids of existing keyed jobs, by the
+	// position (1-based) of their (topic, key) in the arrays.
+	[BRQ_STMT_ENQUEUE_LOOKUP] =
+		{"SELECT ", BRQ_COLS(lookup_cols),
+		 " FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(topic, key, ord)"
+		 " JOIN job j ON j.topic = i.topic AND j.idempotency_key = i.key"},
+	// $1 ids int8[], $2 tokens uuid[]: leases a heartbeat did not extend, and why
+	// (brq_lost_reason's words): canceled; still this lease, so past the maximum
+	// execution time; else gone (reaped, settled, another lease). Jobs that no
+	// longer exist return no row.
+	[BRQ_STMT_LOST_OF] = {"SELECT ", BRQ_COLS(lost_cols),
+			      " FROM unnest($1::int8[], $2::uuid[]) WITH ORDINALITY AS l(id, token, ord)"
+			      " JOIN job j ON j.id = l.id"},
+	// $1 ids int8[], $2 tokens uuid[]: leases committed for a reply that could not
+	// be delivered go back at once, as if never claimed: the attempt is returned
+	// and available_at (its place in line) is kept.
+	[BRQ_STMT_UNCLAIM] = {"UPDATE job j SET state = 'pending', attempts = greatest(j.attempts - 1, 0),"
+			      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()"
+			      " FROM unnest($1::int8[], $2::uuid[]) AS u(id, token)"
+			      " WHERE j.id = u.id AND j.lease_token = u.token RETURNING ",
+			      BRQ_COLS(unclaim_cols)},
+	// $1 ids int8[]: topics of jobs whose lease was lost, for the metrics.
+	[BRQ_STMT_TOPICS_OF] = {"SELECT ", BRQ_COLS(topic_cols), " FROM job j WHERE j.id = ANY($1::int8[])"},
+	// $1 id. Terminal rows are left alone and reported as they are.
+	[BRQ_STMT_CANCEL] = {"WITH c AS ("
+			     " UPDATE job SET state = 'canceled', locked_by = NULL, locked_until = NULL,"
+			     "  lease_token = NULL, updated_at = now()"
+			     " WHERE id = $1 AND state IN ('pending', 'failed', 'processing')"
+			     " RETURNING topic"
+			     ") SELECT ",
+			     BRQ_COLS(cancel_cols),
+			     " FROM (SELECT 'canceled' AS state, true AS canceled, topic FROM c"
+			     " UNION ALL SELECT state, false, topic FROM job"
+			     " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM c)) x"},
+	[BRQ_STMT_JOB]    = {"SELECT ", BRQ_COLS(job_cols), " FROM job WHERE id = $1"},
+	// A full scan: an operator's question, not a hot path (docs/operations.md).
+	[BRQ_STMT_STATS] = {"SELECT ", BRQ_COLS(stats_cols), " FROM job GROUP BY topic ORDER BY topic"},
+	// Active rows only. Each branch's WHERE is exactly the predicate of a partial
+	// index (job_claim_priority_idx, job_running_idx), so on a big table the
+	// planner reads those small indexes (plus the heap pages of active rows)
+	// instead of the whole table: the cost follows the backlog, not the history.
+	// The second branch's columns mirror DEPTH_COLS.
+	[BRQ_STMT_DEPTH_ACTIVE] = {"SELECT ", BRQ_COLS(depth_cols),
+				   " FROM job WHERE state IN ('pending', 'failed') GROUP BY topic, state"
+				   " UNION ALL SELECT topic, 'processing', count(*), 0::float8"
+				   " FROM job WHERE state = 'processing' GROUP BY topic ORDER BY 1"},
+	// $1 topics text[]: locks the rows of the limited topics among them, in topic
+	// order (every claim locks in the same order: no deadlock between two claims
+	// of several limited topics). Paused topics need no turn.
+	[BRQ_STMT_POLICY_LOCK] = {"SELECT ", BRQ_COLS(topic_cols),
+				  " FROM topic_policy j WHERE j.topic = ANY($1::text[]) AND NOT j.paused"
+				  " AND (j.max_running IS NOT NULL OR j.rate_per_s IS NOT NULL)"
+				  " ORDER BY j.topic FOR NO KEY UPDATE"},
+	// The topics that take the claim's policy path (the store's cache).
+	[BRQ_STMT_POLICY_TOPICS] = {"SELECT ", BRQ_COLS(topic_cols), " FROM topic_policy j"},
+	// $1 topic, $2 what ('pause', 'resume', 'limits'), $3 max_running int8 (0:
+	// unlimited), $4 set it (bool), $5 rate_per_s int8 (0: unlimited), $6 set it
+	// (bool). Creates the row if needed; BRQ_STMT_POLICY_PRUNE then drops a row
+	// that says nothing, so the topic goes back to the fast path.
+	[BRQ_STMT_POLICY_SET] =
+		{"WITH p AS ("
+		 " INSERT INTO topic_policy AS t (topic, paused, max_running, rate_per_s)"
+		 " VALUES ($1::text, $2::text = 'pause',"
+		 "  CASE WHEN $4::bool THEN nullif($3::int8, 0)::int4 END,"
+		 "  CASE WHEN $6::bool THEN nullif($5::int8, 0)::int4 END)"
+		 " ON CONFLICT (topic) DO UPDATE SET"
+		 "  paused = CASE $2::text WHEN 'pause' THEN true WHEN 'resume' THEN false ELSE "
+		 "t.paused END,"
+		 "  max_running = CASE WHEN $4::bool THEN nullif($3::int8, 0)::int4 ELSE t.max_running "
+		 "END,"
+		 "  rate_per_s = CASE WHEN $6::bool THEN nullif($5::int8, 0)::int4 ELSE t.rate_per_s "
+		 "END,"
+		 "  updated_at = now()"
+		 " RETURNING t.*) SELECT ",
+		 BRQ_COLS(policy_cols), " FROM p"},
+	[BRQ_STMT_POLICY_PRUNE] = {"DELETE FROM topic_policy WHERE topic = $1::text AND NOT paused"
+				   " AND max_running IS NULL AND rate_per_s IS NULL"},
+	// Every topic with a policy, with its jobs processing now (job_running_idx).
+	[BRQ_STMT_POLICY_LIST] = {"SELECT ", BRQ_COLS(policy_cols), " FROM topic_policy p ORDER BY p.topic"},
+	// Schedules (store_sched.c, migration 00008). Slots travel as unix ms (int8) and
+	// local wall-clock times as "local seconds" (cron.h); only these statements turn
+	// one into the other, with PostgreSQL's time zone rules (the system's tzdata), so
+	// the gateway never touches TZ or tzset.
+	// The earliest due schedule no other gateway holds. The row lock is held until
+	// the slots are enqueued and next_slot advanced in the same transaction: two
+	// gateways never enqueue the same slot, and a crash in between rolls both back
+	// (invariant 16).
+	[BRQ_STMT_SCHED_DUE] = {"SELECT ", BRQ_COLS(sched_cols),
+				" FROM schedule s WHERE s.enabled AND s.next_slot <= now()"
+				" ORDER BY s.next_slot LIMIT 1 FOR UPDATE SKIP LOCKED"},
+	// $1 local seconds (int8[]), $2 zone. `l AT TIME ZONE zone` reads a wall clock
+	// in the zone; reading the instant back tells whether that wall clock exists (a
+	// DST gap gives another one).
+	[BRQ_STMT_SCHED_TZ]       = {"SELECT ", BRQ_COLS(tz_cols),
+				     " FROM (SELECT i.o, i.l, i.l AT TIME ZONE $2 AS u FROM (SELECT a.o,"
+					   " to_timestamp(a.x::float8) AT TIME ZONE 'UTC' AS l"
+					   " FROM unnest($1::int8[]) WITH ORDINALITY AS a(x, o)) i) t ORDER BY t.o"},
+	[BRQ_STMT_SCHED_ZONE_NOW] = {"SELECT ", BRQ_COLS(znow_cols)},
+	// $1 name, $2 next slot (ms; NULL: none ever again, disabled), $3 last slot
+	// enqueued (ms; NULL: unchanged).
+	[BRQ_STMT_SCHED_ADVANCE] = {"UPDATE schedule SET next_slot = to_timestamp($2::int8 / 1000.0),"
+				    " enabled = $2::int8 IS NOT NULL AND enabled,"
+				    " last_slot = coalesce(to_timestamp($3::int8 / 1000.0), last_slot),"
+				    " updated_at = now() WHERE name = $1"},
+	// $1 name, $2 topic, $3 payload, $4 cron, $5 tz, $6 every_ms, $7 misfire, $8
+	// catch_up_max, $9 max_attempts, $10 next slot (ms), $11 source. A replacement
+	// that keeps the timing (cron, tz, every_ms) keeps the slot it owes: the
+	// gateways' start-up upsert of configured schedules must not forget slots missed
+	// while they were down.
+	[BRQ_STMT_SCHED_UPSERT] =
+		{"INSERT INTO schedule AS s (name, topic, payload, cron, tz, every_ms, misfire,"
+		 " catch_up_max, max_attempts, next_slot, source) VALUES ($1, $2, $3::jsonb, $4,"
+		 " $5, $6::int8, $7, $8::int4, $9::int4, to_timestamp($10::int8 / 1000.0), $11)"
+		 " ON CONFLICT (name) DO UPDATE SET topic = EXCLUDED.topic,"
+		 " payload = EXCLUDED.payload, cron = EXCLUDED.cron, tz = EXCLUDED.tz,"
+		 " every_ms = EXCLUDED.every_ms, misfire = EXCLUDED.misfire,"
+		 " catch_up_max = EXCLUDED.catch_up_max, max_attempts = EXCLUDED.max_attempts,"
+		 " next_slot = CASE WHEN s.enabled AND s.cron IS NOT DISTINCT FROM EXCLUDED.cron"
+		 "  AND s.tz = EXCLUDED.tz AND s.every_ms IS NOT DISTINCT FROM EXCLUDED.every_ms"
+		 "  THEN s.next_slot ELSE EXCLUDED.next_slot END,"
+		 " enabled = true, source = EXCLUDED.source, updated_at = now()"
+		 " RETURNING (s.xmax = 0), (extract(epoch FROM s.next_slot) * 1000)::int8"},
+	[BRQ_STMT_SCHED_LIST]   = {"SELECT ", BRQ_COLS(sched_cols), " FROM schedule s ORDER BY s.name"},
+	[BRQ_STMT_SCHED_REMOVE] = {"DELETE FROM schedule WHERE name = $1 RETURNING name"},
+};
 
 static char *
 build(const brq_config *cfg, brq_stmt st)
@@ -689,21 +583,13 @@ build(const brq_config *cfg, brq_stmt st)
 	if (f == NULL)
 		return NULL;
 	switch (st) {
-	case BRQ_STMT_ENQUEUE: enqueue_sql(f); break;
 	case BRQ_STMT_CLAIM: claim_sql(f, cfg); break;
 	case BRQ_STMT_CLAIM_POLICY: claim_policy_sql(f, cfg); break;
 	case BRQ_STMT_CLAIM_MULTI: claim_multi_sql(f, cfg); break;
-	case BRQ_STMT_POLICY_LOCK:
-	case BRQ_STMT_POLICY_TOPICS:
-	case BRQ_STMT_POLICY_SET:
-	case BRQ_STMT_POLICY_PRUNE:
-	case BRQ_STMT_POLICY_LIST: policy_sql(f, st); break;
 	case BRQ_STMT_HEARTBEAT: heartbeat_sql(f, cfg); break;
-	case BRQ_STMT_LOST_OF: lost_of_sql(f); break;
 	case BRQ_STMT_SETTLE: settle_sql(f, cfg); break;
 	case BRQ_STMT_REAP:
 	case BRQ_STMT_RETENTION:
-	case BRQ_STMT_DEPTH_ACTIVE:
 	case BRQ_STMT_DEPTH_TERMINAL:
 	case BRQ_STMT_DEPTH_TERMINAL_SAMPLE: janitor_sql(f, st); break;
 	case BRQ_STMT_LIST_ALL:
@@ -713,14 +599,7 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_RETRY_ONE:
 	case BRQ_STMT_RETRY_BULK:
 	case BRQ_STMT_DELETE: brq_store_sql_retry_delete(f, st); break;
-	case BRQ_STMT_SCHED_DUE:
-	case BRQ_STMT_SCHED_TZ:
-	case BRQ_STMT_SCHED_ZONE_NOW:
-	case BRQ_STMT_SCHED_ADVANCE:
-	case BRQ_STMT_SCHED_UPSERT:
-	case BRQ_STMT_SCHED_LIST:
-	case BRQ_STMT_SCHED_REMOVE: sched_sql(f, st); break;
-	default: admin_sql(f, st); break;
+	default: brq_store_sql_text(f, &fixed[st]); break;
 	}
 	if (fclose(f) != 0) {
 		free(buf);

@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The statement texts of the job list, retry and delete (store_jobs.c, migration 00007),
 // for brq_store_sql_build (store_sql.c).
-#include "store_sql.h"
-
-#include <stdio.h>
-
-#define BRQ_COL_EXPR(name, expr) expr,
-#define COLS(a)                  (a), sizeof(a) / sizeof((a)[0])
+#include "store_sql_jobs.h"
 
 static const char *const job_cols[]     = {JOB_COLS(BRQ_COL_EXPR)};
 static const char *const retry_cols[]   = {RETRY_COLS(BRQ_COL_EXPR)};
@@ -69,7 +64,7 @@ void
 brq_store_sql_list(FILE *f, brq_stmt st)
 {
 	fputs("SELECT ", f);
-	brq_store_sql_cols(f, COLS(job_cols));
+	brq_store_sql_cols(f, BRQ_COLS(job_cols));
 	switch (st) {
 	case BRQ_STMT_LIST_ALL:
 		// Every state: any row matches, so the primary key walked backwards finds
@@ -123,51 +118,42 @@ brq_store_sql_list(FILE *f, brq_stmt st)
 // invariant 3): same topic, payload, max_attempts and priority, no key (the original keeps it),
 // retry_of = the original. job_retry_of_uq allows one retry per job: ON CONFLICT
 // makes a repeated request find the retry that exists instead of failing.
+static const brq_sql_text retry_delete[BRQ_STMT__COUNT] = {
+	// $1 id. One row when the job exists: its state and topic, the new job's
+	// id (when this call made one), the id of a retry that existed before.
+	[BRQ_STMT_RETRY_ONE] = {"WITH o AS (SELECT id, topic, payload, max_attempts, priority, state,"
+				"  (SELECT r.id FROM job r WHERE r.retry_of = $1::int8) AS existing"
+				"  FROM job WHERE id = $1::int8),"
+				" ins AS (INSERT INTO job (topic, payload, max_attempts, priority, retry_of)"
+				"  SELECT topic, payload, max_attempts, priority, id FROM o"
+				"  WHERE state IN ('dead', 'canceled') AND existing IS NULL"
+				"  ON CONFLICT (retry_of) WHERE retry_of IS NOT NULL DO NOTHING RETURNING id)"
+				" SELECT ",
+				BRQ_COLS(retry_cols), " FROM o LEFT JOIN ins ON true"},
+	// $1 topic, $2 state (dead or canceled), $3 limit. Oldest first, through
+	// job_list_dead_idx; jobs retried already are skipped (job_retry_of_uq).
+	[BRQ_STMT_RETRY_BULK] =
+		{"WITH o AS (SELECT id, topic, payload, max_attempts, priority FROM job j"
+		 "  WHERE topic = $1::text AND state = $2::text AND state IN ('dead', 'canceled')"
+		 "  AND NOT EXISTS (SELECT 1 FROM job r WHERE r.retry_of = j.id)"
+		 "  ORDER BY id LIMIT $3::int4),"
+		 " ins AS (INSERT INTO job (topic, payload, max_attempts, priority, retry_of)"
+		 "  SELECT topic, payload, max_attempts, priority, id FROM o ORDER BY id"
+		 "  ON CONFLICT (retry_of) WHERE retry_of IS NOT NULL DO NOTHING RETURNING id)"
+		 " SELECT ",
+		 BRQ_COLS(retried_cols), " FROM ins ORDER BY id"},
+	// $1 id. Only a terminal job; any other is reported as it is.
+	[BRQ_STMT_DELETE] = {"WITH d AS (DELETE FROM job WHERE id = $1::int8"
+			     "  AND state IN ('done', 'dead', 'canceled') RETURNING topic)"
+			     " SELECT ",
+			     BRQ_COLS(delete_cols),
+			     " FROM (SELECT true AS deleted, 'deleted' AS state, topic FROM d"
+			     " UNION ALL SELECT false, state, topic FROM job"
+			     " WHERE id = $1::int8 AND NOT EXISTS (SELECT 1 FROM d)) x"},
+};
+
 void
 brq_store_sql_retry_delete(FILE *f, brq_stmt st)
 {
-	switch (st) {
-	case BRQ_STMT_RETRY_ONE:
-		// $1 id. One row when the job exists: its state and topic, the new job's
-		// id (when this call made one), the id of a retry that existed before.
-		fputs("WITH o AS (SELECT id, topic, payload, max_attempts, priority, state,"
-		      "  (SELECT r.id FROM job r WHERE r.retry_of = $1::int8) AS existing"
-		      "  FROM job WHERE id = $1::int8),"
-		      " ins AS (INSERT INTO job (topic, payload, max_attempts, priority, retry_of)"
-		      "  SELECT topic, payload, max_attempts, priority, id FROM o"
-		      "  WHERE state IN ('dead', 'canceled') AND existing IS NULL"
-		      "  ON CONFLICT (retry_of) WHERE retry_of IS NOT NULL DO NOTHING RETURNING id)"
-		      " SELECT ",
-		      f);
-		brq_store_sql_cols(f, COLS(retry_cols));
-		fputs(" FROM o LEFT JOIN ins ON true", f);
-		break;
-	case BRQ_STMT_RETRY_BULK:
-		// $1 topic, $2 state (dead or canceled), $3 limit. Oldest first, through
-		// job_list_dead_idx; jobs retried already are skipped (job_retry_of_uq).
-		fputs("WITH o AS (SELECT id, topic, payload, max_attempts, priority FROM job j"
-		      "  WHERE topic = $1::text AND state = $2::text AND state IN ('dead', 'canceled')"
-		      "  AND NOT EXISTS (SELECT 1 FROM job r WHERE r.retry_of = j.id)"
-		      "  ORDER BY id LIMIT $3::int4),"
-		      " ins AS (INSERT INTO job (topic, payload, max_attempts, priority, retry_of)"
-		      "  SELECT topic, payload, max_attempts, priority, id FROM o ORDER BY id"
-		      "  ON CONFLICT (retry_of) WHERE retry_of IS NOT NULL DO NOTHING RETURNING id)"
-		      " SELECT ",
-		      f);
-		brq_store_sql_cols(f, COLS(retried_cols));
-		fputs(" FROM ins ORDER BY id", f);
-		break;
-	default: // BRQ_STMT_DELETE
-		// $1 id. Only a terminal job; any other is reported as it is.
-		fputs("WITH d AS (DELETE FROM job WHERE id = $1::int8"
-		      "  AND state IN ('done', 'dead', 'canceled') RETURNING topic)"
-		      " SELECT ",
-		      f);
-		brq_store_sql_cols(f, COLS(delete_cols));
-		fputs(" FROM (SELECT true AS deleted, 'deleted' AS state, topic FROM d"
-		      " UNION ALL SELECT false, state, topic FROM job"
-		      " WHERE id = $1::int8 AND NOT EXISTS (SELECT 1 FROM d)) x",
-		      f);
-		break;
-	}
+	brq_store_sql_text(f, &retry_delete[st]);
 }

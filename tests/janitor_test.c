@@ -50,18 +50,15 @@ janitor_init(brq_janitor *j)
 {
 	memset(j, 0, sizeof(*j));
 	j->cfg = &cfg;
-	pthread_mutex_init(&j->mtx, NULL);
-	pthread_cond_init(&j->cv, NULL);
-	brq_store_conn_init(&j->conn, store,
-			    &(brq_store_conn_opts) {.name = "test", .role = BRQ_STORE_JANITOR});
+	cr_assert_eq(brq_bgthread_init(&j->bg, store,
+				       &(brq_store_conn_opts) {.name = "test", .role = BRQ_STORE_JANITOR}),
+		     0);
 }
 
 static void
 janitor_fini(brq_janitor *j)
 {
-	brq_store_conn_fini(&j->conn);
-	pthread_mutex_destroy(&j->mtx);
-	pthread_cond_destroy(&j->cv);
+	brq_bgthread_stop(&j->bg); /* no thread: releases the connection, lock and condition variable */
 }
 
 Test(janitor, reaps_only_expired_leases_and_keeps_attempts)
@@ -133,7 +130,7 @@ Test(janitor, two_gateways_reaping_at_once_reap_each_row_once)
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++) {
 		janitor_init(&pair[i]);
-		cr_assert(brq_store_ready(&pair[i].conn));
+		cr_assert(brq_store_ready(&pair[i].bg.conn));
 	}
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, reap_one, (void *) (intptr_t) i);

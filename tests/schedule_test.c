@@ -308,7 +308,7 @@ static void
 tick(void)
 {
 	cr_assert_eq(brq_sched_start(&sc, &cfg, store, NULL, NULL), 0);
-	cr_assert_geq(brq_sched_tick(&sc), 0, "%s", brq_store_errmsg(&sc.conn));
+	cr_assert_geq(brq_sched_tick(&sc), 0, "%s", brq_store_errmsg(&sc.bg.conn));
 	brq_sched_stop(&sc);
 }
 

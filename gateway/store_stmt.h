@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+// The store's statements (internal to store*.c): their names, the result columns of
+// each, and the one way a statement's text is written around its columns.
+//
+// Each statement's result columns are an X-macro list of (enum name, SQL expression).
+// store_sql*.c write the statement's select or RETURNING list from that very list, and
+// store*.c read columns by the enum: reordering or adding a column changes both.
+#ifndef BRQ_GATEWAY_STORE_STMT_H
+#define BRQ_GATEWAY_STORE_STMT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum brq_stmt {
+	BRQ_STMT_ENQUEUE = 0,
+	BRQ_STMT_ENQUEUE_LOOKUP,
+	BRQ_STMT_CLAIM,
+	BRQ_STMT_HEARTBEAT,
+	BRQ_STMT_SETTLE,
+	BRQ_STMT_UNCLAIM,
+	BRQ_STMT_TOPICS_OF,
+	BRQ_STMT_CANCEL,
+	BRQ_STMT_JOB,
+	BRQ_STMT_STATS,
+	BRQ_STMT_REAP,
+	BRQ_STMT_RETENTION,
+	BRQ_STMT_DEPTH_ACTIVE,
+	BRQ_STMT_DEPTH_TERMINAL,
+	BRQ_STMT_DEPTH_TERMINAL_SAMPLE,
+	BRQ_STMT_CLAIM_POLICY,
+	BRQ_STMT_CLAIM_MULTI,
+	BRQ_STMT_POLICY_LOCK,
+	BRQ_STMT_POLICY_TOPICS,
+	BRQ_STMT_POLICY_SET,
+	BRQ_STMT_POLICY_PRUNE,
+	BRQ_STMT_POLICY_LIST,
+	BRQ_STMT_LIST_ALL,   // list: no topic, no state
+	BRQ_STMT_LIST_STATE, // list: states, no topic
+	BRQ_STMT_LIST_TOPIC, // list: a topic
+	BRQ_STMT_LIST_KEY,   // list: a topic and a key
+	BRQ_STMT_RETRY_ONE,
+	BRQ_STMT_RETRY_BULK,
+	BRQ_STMT_DELETE,
+	BRQ_STMT_LOST_OF,
+	BRQ_STMT_SCHED_DUE,
+	BRQ_STMT_SCHED_TZ,
+	BRQ_STMT_SCHED_ZONE_NOW,
+	BRQ_STMT_SCHED_ADVANCE,
+	BRQ_STMT_SCHED_UPSERT,
+	BRQ_STMT_SCHED_LIST,
+	BRQ_STMT_SCHED_REMOVE,
+	BRQ_STMT__COUNT
+} brq_stmt;
+
+#define BRQ_COL_ENUM(name, expr) name,
+
+// enqueue: one row per input job, in input order.
+#define ENQ_COLS(X)         \
+	X(ENQ_ID, "ins.id") \
+	X(ENQ_CREATED, "ins.id IS NOT NULL")
+enum enq_col { ENQ_COLS(BRQ_COL_ENUM) ENQ__N };
+
+// enqueue lookup: ids of existing keyed jobs by their position among the asked keys.
+#define LOOKUP_COLS(X)         \
+	X(LOOKUP_ORD, "i.ord") \
+	X(LOOKUP_ID, "j.id")
+enum lookup_col { LOOKUP_COLS(BRQ_COL_ENUM) LOOKUP__N };
+
+// claim: one row per job leased.
+#define CLAIM_COLS(X)                                                                 \
+	X(CLAIM_ID, "j.id")                                                           \
+	X(CLAIM_TOPIC, "j.topic")                                                     \
+	X(CLAIM_PAYLOAD, "j.payload::text")                                           \
+	X(CLAIM_ATTEMPTS, "j.attempts")                                               \
+	X(CLAIM_MAX_ATTEMPTS, "j.max_attempts")                                       \
+	X(CLAIM_TOKEN_INDEX, "c.k")                                                   \
+	X(CLAIM_LOCKED_UNTIL_MS, "(extract(epoch FROM j.locked_until) * 1000)::int8") \
+	X(CLAIM_CREATED_MS, "(extract(epoch FROM j.created_at) * 1000)::int8")
+enum claim_col { CLAIM_COLS(BRQ_COL_ENUM) CLAIM__N };
+
+// heartbeat: one row per lease extended.
+#define HB_COLS(X)       \
+	X(HB_ID, "j.id") \
+	X(HB_LOCKED_UNTIL_MS, "(extract(epoch FROM j.locked_until) * 1000)::int8")
+enum hb_col { HB_COLS(BRQ_COL_ENUM) HB__N };
+
+// settle: one row per item applied.
+#define SETTLE_COLS(X)             \
+	X(SETTLE_ID, "j.id")       \
+	X(SETTLE_STATE, "j.state") \
+	X(SETTLE_TOPIC, "j.topic") \
+	X(SETTLE_ATTEMPT_S, "extract(epoch FROM now() - j.claimed_at)::float8")
+enum settle_col { SETTLE_COLS(BRQ_COL_ENUM) SETTLE__N };
+
+// unclaim (leases given back): one row per lease returned.
+#define UNCLAIM_COLS(X)       \
+	X(UNCLAIM_ID, "j.id") \
+	X(UNCLAIM_TOPIC, "j.topic")
+enum unclaim_col { UNCLAIM_COLS(BRQ_COL_ENUM) UNCLAIM__N };
+
+// topics of jobs (metrics of lost leases); reaper and retention: one row per job.
+#define TOPIC_COLS(X) X(TOPIC_TOPIC, "j.topic")
+enum topic_col { TOPIC_COLS(BRQ_COL_ENUM) TOPIC__N };
+
+// lost_of (heartbeat leases found lost): one row per job that exists, with why.
+#define LOST_COLS(X)                                                           \
+	X(LOST_ORD, "l.ord")                                                   \
+	X(LOST_TOPIC, "j.topic")                                               \
+	X(LOST_REASON,                                                         \
+	  "CASE WHEN j.state = 'canceled' THEN 'canceled' WHEN j.lease_token " \
+	  "= l.token THEN 'max_execution' ELSE 'gone' END")
+enum lost_col { LOST_COLS(BRQ_COL_ENUM) LOST__N };
+
+// cancel: exactly one row when the job exists.
+#define CANCEL_COLS(X)                 \
+	X(CANCEL_STATE, "state")       \
+	X(CANCEL_CANCELED, "canceled") \
+	X(CANCEL_TOPIC, "topic")
+enum cancel_col { CANCEL_COLS(BRQ_COL_ENUM) CANCEL__N };
+
+// job: the whole row.
+#define JOB_COLS(X)                                                               \
+	X(JOB_ID, "id")                                                           \
+	X(JOB_TOPIC, "topic")                                                     \
+	X(JOB_PAYLOAD, "payload::text")                                           \
+	X(JOB_STATE, "state")                                                     \
+	X(JOB_ATTEMPTS, "attempts")                                               \
+	X(JOB_MAX_ATTEMPTS, "max_attempts")                                       \
+	X(JOB_AVAILABLE_MS, "(extract(epoch FROM available_at) * 1000)::int8")    \
+	X(JOB_LOCKED_BY, "locked_by")                                             \
+	X(JOB_LOCKED_UNTIL_MS, "(extract(epoch FROM locked_until) * 1000)::int8") \
+	X(JOB_LAST_ERROR, "last_error")                                           \
+	X(JOB_KEY, "idempotency_key")                                             \
+	X(JOB_CREATED_MS, "(extract(epoch FROM created_at) * 1000)::int8")        \
+	X(JOB_UPDATED_MS, "(extract(epoch FROM updated_at) * 1000)::int8")        \
+	X(JOB_PRIORITY, "priority")                                               \
+	X(JOB_RESULT, "result::text")                                             \
+	X(JOB_RETRY_OF, "retry_of")                                               \
+	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")
+enum job_col { JOB_COLS(BRQ_COL_ENUM) JOB__N };
+
+// stats: one row per topic; the counts in brq_state order.
+#define STATS_COLS(X)                                                             \
+	X(STATS_TOPIC, "topic")                                                   \
+	X(STATS_PENDING, "count(*) FILTER (WHERE state = 'pending')")             \
+	X(STATS_PROCESSING, "count(*) FILTER (WHERE state = 'processing')")       \
+	X(STATS_FAILED, "count(*) FILTER (WHERE state = 'failed')")               \
+	X(STATS_DONE, "count(*) FILTER (WHERE state = 'done')")                   \
+	X(STATS_DEAD, "count(*) FILTER (WHERE state = 'dead')")                   \
+	X(STATS_CANCELED, "count(*) FILTER (WHERE state = 'canceled')")           \
+	X(STATS_OLDEST_READY_MS,                                                  \
+	  "coalesce((extract(epoch FROM now() - min(available_at) FILTER (WHERE " \
+	  "state IN ('pending', 'failed') AND available_at <= now())) * 1000)::int8, 0)")
+enum stats_col { STATS_COLS(BRQ_COL_ENUM) STATS__N };
+
+// depth (monitor): one row per (topic, state) present; active rows carry the oldest
+// ready age, terminal rows 0.
+#define DEPTH_COLS(X)                                                                                     \
+	X(DEPTH_TOPIC, "topic")                                                                           \
+	X(DEPTH_STATE, "state")                                                                           \
+	X(DEPTH_COUNT, "count(*)")                                                                        \
+	X(DEPTH_AGE_S,                                                                                    \
+	  "coalesce(extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())), " \
+	  "0)::float8")
+enum depth_col { DEPTH_COLS(BRQ_COL_ENUM) DEPTH__N };
+
+// topic policy (set, list): one row per topic with a policy; limits 0 = unlimited.
+#define POLICY_COLS(X)                                          \
+	X(POLICY_TOPIC, "p.topic")                              \
+	X(POLICY_PAUSED, "p.paused")                            \
+	X(POLICY_MAX_RUNNING, "coalesce(p.max_running, 0)")     \
+	X(POLICY_RATE_PER_S, "coalesce(p.rate_per_s, 0)")       \
+	X(POLICY_RUNNING,                                       \
+	  "(SELECT count(*) FROM job r WHERE r.topic = p.topic" \
+	  " AND r.state = 'processing')")
+enum policy_col { POLICY_COLS(BRQ_COL_ENUM) POLICY__N };
+
+// list: the rows as JOB_COLS. retry (one job): exactly one row when the job exists.
+#define RETRY_COLS(X)             \
+	X(RETRY_STATE, "o.state") \
+	X(RETRY_TOPIC, "o.topic") \
+	X(RETRY_NEW_ID, "ins.id") \
+	X(RETRY_EXISTING_ID, "o.existing")
+enum retry_col { RETRY_COLS(BRQ_COL_ENUM) RETRY__N };
+
+// retry (bulk): one row per job created.
+#define RETRIED_COLS(X) X(RETRIED_ID, "id")
+enum retried_col { RETRIED_COLS(BRQ_COL_ENUM) RETRIED__N };
+
+// delete: exactly one row when the job exists.
+#define DELETE_COLS(X)               \
+	X(DELETE_DELETED, "deleted") \
+	X(DELETE_STATE, "state")     \
+	X(DELETE_TOPIC, "topic")
+enum delete_col { DELETE_COLS(BRQ_COL_ENUM) DELETE__N };
+
+// schedules (store_sched.c): one row per schedule, listed or locked as due. Local
+// times are "local seconds" (cron.h): the zone's wall clock read as if it were UTC.
+#define SCHED_COLS(X)                                                                   \
+	X(SCHED_NAME, "s.name")                                                         \
+	X(SCHED_TOPIC, "s.topic")                                                       \
+	X(SCHED_PAYLOAD, "s.payload::text")                                             \
+	X(SCHED_CRON, "s.cron")                                                         \
+	X(SCHED_TZ, "s.tz")                                                             \
+	X(SCHED_EVERY_MS, "s.every_ms")                                                 \
+	X(SCHED_CATCH_UP, "s.misfire = 'catch_up'")                                     \
+	X(SCHED_CATCH_UP_MAX, "s.catch_up_max")                                         \
+	X(SCHED_MAX_ATTEMPTS, "coalesce(s.max_attempts, 0)")                            \
+	X(SCHED_ENABLED, "s.enabled")                                                   \
+	X(SCHED_NEXT_MS, "coalesce((extract(epoch FROM s.next_slot) * 1000)::int8, 0)") \
+	X(SCHED_LAST_MS, "coalesce((extract(epoch FROM s.last_slot) * 1000)::int8, 0)") \
+	X(SCHED_SOURCE, "s.source")                                                     \
+	X(SCHED_NOW_MS, "(extract(epoch FROM now()) * 1000)::int8")
+enum sched_col { SCHED_COLS(BRQ_COL_ENUM) SCHED__N };
+
+// local seconds to instants in a zone: one row per input, in input order; `exists`
+// is false for a wall-clock time the zone skips (DST gap).
+#define TZ_COLS(X)                                             \
+	X(TZ_UTC_MS, "(extract(epoch FROM t.u) * 1000)::int8") \
+	X(TZ_EXISTS, "(t.u AT TIME ZONE $2) = t.l")
+enum tz_col { TZ_COLS(BRQ_COL_ENUM) TZ__N };
+
+// now, and now and instant $2 (ms) on the wall clock of zone $1 (an unknown zone
+// fails the statement: class 22).
+#define ZNOW_COLS(X)                                                            \
+	X(ZNOW_MS, "(extract(epoch FROM now()) * 1000)::int8")                  \
+	X(ZNOW_LOCAL, "floor(extract(epoch FROM now() AT TIME ZONE $1))::int8") \
+	X(ZNOW_LOCAL_AT, "floor(extract(epoch FROM to_timestamp($2::int8 / 1000.0) AT TIME ZONE $1))::int8")
+enum znow_col { ZNOW_COLS(BRQ_COL_ENUM) ZNOW__N };
+
+// The expressions of a column list, for an array: {JOB_COLS(BRQ_COL_EXPR)}.
+#define BRQ_COL_EXPR(name, expr) expr,
+// An array of column expressions as (pointer, count), for brq_sql_text.
+#define BRQ_COLS(a) (a), sizeof(a) / sizeof((a)[0])
+
+// A statement text that is fixed: head, the result columns "e1, e2, ...", tail.
+typedef struct brq_sql_text {
+	const char        *head;
+	const char *const *cols; // column expressions (BRQ_COLS)
+	size_t             ncols;
+	const char        *tail; // NULL: none
+} brq_sql_text;
+
+// Writes the column list "e1, e2, ..." of c[0..n).
+void brq_store_sql_cols(FILE *f, const char *const *c, size_t n);
+// Writes t: its head, its columns, its tail.
+void brq_store_sql_text(FILE *f, const brq_sql_text *t);
+
+#endif
