@@ -225,17 +225,29 @@ enqueue_out(const brq_call *k, void *out, void *unused)
 	return 0;
 }
 
+/* The checks the calls on n items share (enqueue, heartbeat, settle): the message
+ * cleared, the pointers given (what names them after the client), n within the
+ * wire's 32 bits. BROOQ_OK, or the error with its message set. */
+static brooq_err
+batch_args(brq_op op, bool given, const char *what, size_t n)
+{
+	brq_msg_clear();
+	if (!given)
+		return BRQ_ARG_FAIL("%s: client, %s are required", brq_op_name(op), what);
+	if (n == 0 || n > UINT32_MAX)
+		return BRQ_ARG_FAIL("%s: n must be 1..%u", brq_op_name(op), (unsigned) UINT32_MAX);
+	return BROOQ_OK;
+}
+
 brooq_err
 brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n, brooq_enqueue_result *results)
 {
-	brq_call k;
-	int      rv;
+	brq_call  k;
+	int       rv;
+	brooq_err e = batch_args(BRQ_OP_ENQUEUE, c && jobs && results, "jobs and results", n);
 
-	brq_msg_clear();
-	if (c == NULL || jobs == NULL || results == NULL)
-		return BRQ_ARG_FAIL("enqueue: client, jobs and results are required");
-	if (n == 0 || n > UINT32_MAX)
-		return BRQ_ARG_FAIL("enqueue: n must be 1..%u", (unsigned) UINT32_MAX);
+	if (e != BROOQ_OK)
+		return e;
 	brq_call_init(&k, BRQ_OP_ENQUEUE);
 	k.req.enqueue.n_jobs = (uint32_t) n;
 	rv                   = specs_from(&k, jobs, n, "enqueue.jobs", &k.req.enqueue.jobs);
@@ -433,14 +445,12 @@ brooq_err
 brq_heartbeat_why(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t lease_ms, bool *extended,
 		  brq_lost_reason *why)
 {
-	brq_call k;
-	int      rv = 0;
+	brq_call  k;
+	int       rv = 0;
+	brooq_err e  = batch_args(BRQ_OP_HEARTBEAT, c && leases && extended, "leases and extended", n);
 
-	brq_msg_clear();
-	if (c == NULL || leases == NULL || extended == NULL)
-		return BRQ_ARG_FAIL("heartbeat: client, leases and extended are required");
-	if (n == 0 || n > UINT32_MAX)
-		return BRQ_ARG_FAIL("heartbeat: n must be 1..%u", (unsigned) UINT32_MAX);
+	if (e != BROOQ_OK)
+		return e;
 	brq_call_init(&k, BRQ_OP_HEARTBEAT);
 	brq_heartbeat_req *q = &k.req.heartbeat;
 	q->n_leases          = (uint32_t) n;
@@ -466,14 +476,12 @@ brooq_err
 brooq_settle_results(brooq_client *c, const brooq_settle_item *items, const char *const *item_results,
 		     size_t n, brooq_settle_result *results)
 {
-	brq_call k;
-	int      rv;
+	brq_call  k;
+	int       rv;
+	brooq_err e = batch_args(BRQ_OP_SETTLE, c && items && results, "items and results", n);
 
-	brq_msg_clear();
-	if (c == NULL || items == NULL || results == NULL)
-		return BRQ_ARG_FAIL("settle: client, items and results are required");
-	if (n == 0 || n > UINT32_MAX)
-		return BRQ_ARG_FAIL("settle: n must be 1..%u", (unsigned) UINT32_MAX);
+	if (e != BROOQ_OK)
+		return e;
 	brq_call_init(&k, BRQ_OP_SETTLE);
 	k.req.settle.n_items = (uint32_t) n;
 	rv                   = settles_from(&k, items, item_results, n, "settle.items", &k.req.settle.items);
