@@ -7,7 +7,11 @@
 int
 brq_bgthread_init(brq_bgthread *b, const brq_store *st, const brq_store_conn_opts *o)
 {
-	brq_store_conn_init(&b->conn, st, o);
+	// The connection's stop flag is always abort: stop abandons a statement stuck on
+	// a lock (a migration's ACCESS EXCLUSIVE) instead of waiting for its deadline.
+	brq_store_conn_opts with_stop = *o;
+	with_stop.stop                = &b->abort;
+	brq_store_conn_init(&b->conn, st, &with_stop);
 	pthread_mutex_init(&b->mtx, NULL);
 	if (brq_cond_init_monotonic(&b->cv) != 0) {
 		pthread_mutex_destroy(&b->mtx);

@@ -24,7 +24,8 @@ typedef struct brq_bgthread {
 } brq_bgthread;
 
 // Prepares b (zeroed by the caller): its connection on store st (borrowed; o as for
-// brq_store_conn_init), its lock and condition variable. 0, or BRQ_EUNAVAIL with
+// brq_store_conn_init, with abort as its stop flag whatever o->stop says), its lock and
+// condition variable. 0, or BRQ_EUNAVAIL with
 // nothing left to undo.
 BRQ_MUSTCHECK int brq_bgthread_init(brq_bgthread *b, const brq_store *st, const brq_store_conn_opts *o);
 // Starts the thread running fn(arg). 0, or BRQ_EUNAVAIL with b released (as by

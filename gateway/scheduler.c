@@ -427,9 +427,7 @@ brq_sched_start(brq_sched *sc, const brq_config *cfg, const brq_store *st, brq_s
 	sc->wake     = wake;
 	sc->wake_arg = wake_arg;
 	int rv       = brq_bgthread_init(&sc->bg, st,
-					 &(brq_store_conn_opts) {.name = "scheduler",
-								 .role = BRQ_STORE_JANITOR,
-								 .stop = &sc->bg.abort});
+					 &(brq_store_conn_opts) {.name = "scheduler", .role = BRQ_STORE_JANITOR});
 	// Scheduler off and nothing to declare: no thread. Off but with schedules in
 	// BROOQ_SCHEDULES: a thread that upserts them once the database answers, then ends
 	// (the other gateways enqueue their slots).

@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "store.h"
 #include "testdb.h"
+#include "tutil.h"
 
 static char      *dsn;
 static PGconn    *db;
@@ -211,4 +212,27 @@ Test(janitor, retention_frees_the_idempotency_key)
 	cr_assert_eq(brq_janitor_retain(&j), 1);
 	janitor_fini(&j);
 	brq_testdb_exec(db, "INSERT INTO job (topic, idempotency_key) VALUES ('x', 'k')");
+}
+
+/* Stop abandons a statement stuck on a lock (janitor.h): a migration holding ACCESS
+ * EXCLUSIVE on job must not keep a stopping gateway waiting (for the connection's
+ * 5 s prepare deadline, or the pool's 30 s statement timeout once connected). The
+ * janitor's connection had no stop flag: stop waited it out. */
+Test(janitor, stop_abandons_a_statement_stuck_on_a_lock)
+{
+	PGconn *locker = brq_testdb_connect(dsn);
+	brq_testdb_exec(locker, "BEGIN");
+	brq_testdb_exec(locker, "LOCK TABLE job IN ACCESS EXCLUSIVE MODE");
+	brq_janitor j;
+	cr_assert_eq(brq_janitor_start(&j, &cfg, store), 0);
+	long long waiting = brq_testdb_wait_int(db, 1, 10000,
+						"SELECT count(*) FROM pg_stat_activity WHERE datname ="
+						" current_database() AND wait_event_type = 'Lock'");
+	cr_assert_eq(waiting, 1, "the janitor never waited on the lock");
+	double t0 = brq_t_now_ms();
+	brq_janitor_stop(&j);
+	double took = brq_t_now_ms() - t0;
+	brq_testdb_exec(locker, "ROLLBACK");
+	PQfinish(locker);
+	cr_expect_lt(took, 2000.0, "stop took %.0f ms", took);
 }
