@@ -368,7 +368,7 @@ dec_field(brq_dec *d, const brq_fdesc *fd, const brq_field *f, const char *path,
 				   full ? INT64_MAX : (int64_t) fd->max, out, has);
 	case BRQ_K_BOOL: return brq_dec_bool(d, f, path, req, out, has);
 	case BRQ_K_STR:
-		return brq_dec_str(d, f, path, req, false, (uint32_t) fd->min,
+		return brq_dec_str(d, f, path, req, (fd->flags & BRQ_BIN) != 0, (uint32_t) fd->min,
 				   full ? UINT32_MAX : (uint32_t) fd->max, BRQ_ST_INVALID_ARGUMENT, out, has);
 	case BRQ_K_LEASE: return brq_dec_lease(d, f, path, out);
 	case BRQ_K_STATE: return brq_dec_state(d, f, path, out);

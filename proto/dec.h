@@ -101,7 +101,7 @@ typedef enum brq_kind {
 	BRQ_K_U32,   // uint32_t, brq_dec_u32
 	BRQ_K_I64,   // int64_t, brq_dec_int
 	BRQ_K_BOOL,  // bool, brq_dec_bool
-	BRQ_K_STR,   // brq_str (no bin), brq_dec_str; over max gives BRQ_ST_INVALID_ARGUMENT
+	BRQ_K_STR,   // brq_str, brq_dec_str; over max gives BRQ_ST_INVALID_ARGUMENT
 	BRQ_K_LEASE, // uint8_t[BRQ_LEASE_LEN], brq_dec_lease (always required)
 	BRQ_K_STATE, // brq_state, brq_dec_state (always required)
 	BRQ_K_FN,    // decoded by the row's fn only
@@ -110,6 +110,7 @@ typedef enum brq_kind {
 enum {
 	BRQ_REQ = 1, // required: absent is an error
 	BRQ_NIL = 2, // nil reads as absent
+	BRQ_BIN = 4, // BRQ_K_STR: a msgpack bin is taken too
 };
 
 // Decodes or checks a field f of the struct obj (for BRQ_K_FN and a row's extra check).
