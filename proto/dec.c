@@ -377,12 +377,13 @@ dec_field(brq_dec *d, const brq_fdesc *fd, const brq_field *f, const char *path,
 }
 
 brq_status
-brq_dec_fields(brq_dec *d, brq_rd *r, const char *path, const brq_fdesc *fd, size_t n, void *obj,
-	       brq_field *found)
+brq_dec_fields(brq_dec *d, brq_rd *r, const char *path, const brq_fdesc *fd, size_t n, void *obj)
 {
-	brq_field  own[BRQ_FIELDS_MAX];
-	brq_field *f = found != NULL ? found : own;
+	brq_field f[BRQ_FIELDS_MAX];
 
+	if (n > BRQ_FIELDS_MAX) {
+		return brq_dec_fail(d, BRQ_ST_INTERNAL, "%s: field table too long", path);
+	}
 	for (size_t k = 0; k < n; k++) {
 		f[k].name = fd[k].name;
 	}

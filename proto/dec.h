@@ -135,10 +135,8 @@ typedef struct brq_fdesc {
 #define BRQ_NELEM(a)   (sizeof(a) / sizeof((a)[0]))
 
 // Reads the map at r (brq_dec_map) and then its fields into obj as fd[0..n) describe, in
-// that order (the first bad one is reported). found (n entries, may be NULL) receives
-// where each key was, for what the caller checks after. n <= BRQ_FIELDS_MAX.
-brq_status brq_dec_fields(brq_dec *d, brq_rd *r, const char *path, const brq_fdesc *fd, size_t n, void *obj,
-			  brq_field *found);
+// that order (the first bad one is reported). n <= BRQ_FIELDS_MAX.
+brq_status brq_dec_fields(brq_dec *d, brq_rd *r, const char *path, const brq_fdesc *fd, size_t n, void *obj);
 
 // True iff the field is present and nil.
 bool brq_dec_is_nil(const brq_field *f);

@@ -43,7 +43,7 @@ static const brq_fdesc enqueue_result_fields[] = {
 static brq_status
 enqueue_result(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	return brq_dec_fields(d, r, path, enqueue_result_fields, BRQ_NELEM(enqueue_result_fields), out, NULL);
+	return brq_dec_fields(d, r, path, enqueue_result_fields, BRQ_NELEM(enqueue_result_fields), out);
 }
 
 // Not applied: "state" is nil (tolerated absent); nothing else is meaningful.
@@ -71,7 +71,7 @@ static const brq_fdesc settle_result_fields[] = {
 static brq_status
 settle_result(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	return brq_dec_fields(d, r, path, settle_result_fields, BRQ_NELEM(settle_result_fields), out, NULL);
+	return brq_dec_fields(d, r, path, settle_result_fields, BRQ_NELEM(settle_result_fields), out);
 }
 
 #define CJ(m) offsetof(brq_claimed_job, m)
@@ -91,7 +91,7 @@ static const brq_fdesc claimed_job_fields[] = {
 static brq_status
 claimed_job(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	return brq_dec_fields(d, r, path, claimed_job_fields, BRQ_NELEM(claimed_job_fields), out, NULL);
+	return brq_dec_fields(d, r, path, claimed_job_fields, BRQ_NELEM(claimed_job_fields), out);
 }
 
 #define JI(m) offsetof(brq_job_info, m)
@@ -120,7 +120,7 @@ static const brq_fdesc job_info_fields[] = {
 brq_status
 brq_dec_job_info(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	return brq_dec_fields(d, r, path, job_info_fields, BRQ_NELEM(job_info_fields), out, NULL);
+	return brq_dec_fields(d, r, path, job_info_fields, BRQ_NELEM(job_info_fields), out);
 }
 
 static brq_status

@@ -404,7 +404,7 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const
 		return brq_dec_fail(&d, BRQ_ST_INVALID_ARGUMENT, "message: %s at byte %zu", why, off);
 	}
 	// 2. A map of string keys, no envelope key twice; then its fields.
-	TRY(brq_dec_fields(&d, &r, "", envelope_fields, BRQ_NELEM(envelope_fields), req, NULL));
+	TRY(brq_dec_fields(&d, &r, "", envelope_fields, BRQ_NELEM(envelope_fields), req));
 	req->body_ = buf;
 	req->end_  = r.end;
 	return BRQ_ST_OK;
