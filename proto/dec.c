@@ -328,3 +328,71 @@ brq_dec_is_nil(const brq_field *f)
 {
 	return f->at != NULL && *f->at == 0xc0;
 }
+
+brq_status
+brq_dec_state(brq_dec *d, const brq_field *f, const char *path, brq_state *out)
+{
+	brq_str s;
+	int     k;
+
+	TRY(brq_dec_str(d, f, path, true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &s, NULL));
+	k = brq_state_lookup(s.ptr, s.len);
+	if (k < 0) {
+		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f->name, "unknown job state");
+	}
+	*out = (brq_state) k;
+	return BRQ_ST_OK;
+}
+
+static brq_status
+dec_field(brq_dec *d, const brq_fdesc *fd, const brq_field *f, const char *path, char *obj)
+{
+	void     *out  = obj + fd->off;
+	bool     *has  = fd->has != 0 ? (bool *) (obj + fd->has) : NULL;
+	bool      req  = (fd->flags & BRQ_REQ) != 0;
+	bool      full = fd->max == 0;
+	brq_field none = {f->name, NULL};
+
+	if ((fd->flags & BRQ_NIL) != 0 && brq_dec_is_nil(f)) {
+		f = &none;
+	}
+	switch (fd->kind) {
+	case BRQ_K_U64:
+		return brq_dec_uint(d, f, path, req, (uint64_t) fd->min, full ? UINT64_MAX : fd->max, out,
+				    has);
+	case BRQ_K_U32:
+		return brq_dec_u32(d, f, path, req, (uint32_t) fd->min,
+				   full ? UINT32_MAX : (uint32_t) fd->max, out, has);
+	case BRQ_K_I64:
+		return brq_dec_int(d, f, path, req, full ? INT64_MIN : fd->min,
+				   full ? INT64_MAX : (int64_t) fd->max, out, has);
+	case BRQ_K_BOOL: return brq_dec_bool(d, f, path, req, out, has);
+	case BRQ_K_STR:
+		return brq_dec_str(d, f, path, req, (fd->flags & BRQ_BIN) != 0, (uint32_t) fd->min,
+				   full ? UINT32_MAX : (uint32_t) fd->max, BRQ_ST_INVALID_ARGUMENT, out, has);
+	case BRQ_K_LEASE: return brq_dec_lease(d, f, path, out);
+	case BRQ_K_STATE: return brq_dec_state(d, f, path, out);
+	default: return BRQ_ST_OK; // BRQ_K_FN: all in fd->fn
+	}
+}
+
+brq_status
+brq_dec_fields(brq_dec *d, brq_rd *r, const char *path, const brq_fdesc *fd, size_t n, void *obj)
+{
+	brq_field f[BRQ_FIELDS_MAX];
+
+	if (n > BRQ_FIELDS_MAX) {
+		return brq_dec_fail(d, BRQ_ST_INTERNAL, "%s: field table too long", path);
+	}
+	for (size_t k = 0; k < n; k++) {
+		f[k].name = fd[k].name;
+	}
+	TRY(brq_dec_map(d, r, path, f, n));
+	for (size_t k = 0; k < n; k++) {
+		TRY(dec_field(d, &fd[k], &f[k], path, obj));
+		if (fd[k].fn != NULL) {
+			TRY(fd[k].fn(d, &f[k], path, obj));
+		}
+	}
+	return BRQ_ST_OK;
+}

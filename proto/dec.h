@@ -56,6 +56,8 @@ brq_status brq_dec_str(brq_dec *d, const brq_field *f, const char *path, bool re
 		       uint32_t min, uint32_t max, brq_status over, brq_str *out, bool *present);
 // A 16-byte lease token (msgpack bin, exactly BRQ_LEASE_LEN bytes).
 brq_status brq_dec_lease(brq_dec *d, const brq_field *f, const char *path, uint8_t out[BRQ_LEASE_LEN]);
+// A job state by its name (required); "unknown job state" for any other string.
+brq_status brq_dec_state(brq_dec *d, const brq_field *f, const char *path, brq_state *out);
 // Array of min..max elements (over max gives `over`); *elems is left at the first one.
 brq_status brq_dec_array(brq_dec *d, const brq_field *f, const char *path, bool required, uint32_t min,
 			 uint32_t max, brq_status over, brq_rd *elems, uint32_t *n, bool *present);
@@ -92,6 +94,49 @@ brq_status brq_dec_list(brq_dec *d, const brq_field *f, const char *path, bool r
 
 // A job row (the "job" reply's map, a "list" reply's jobs[i]) into out (a brq_job_info).
 brq_status brq_dec_job_info(brq_dec *d, brq_rd *r, const char *path, void *out);
+
+// How brq_dec_fields reads one field of a map into a struct.
+typedef enum brq_kind {
+	BRQ_K_U64,   // uint64_t, brq_dec_uint
+	BRQ_K_U32,   // uint32_t, brq_dec_u32
+	BRQ_K_I64,   // int64_t, brq_dec_int
+	BRQ_K_BOOL,  // bool, brq_dec_bool
+	BRQ_K_STR,   // brq_str, brq_dec_str; over max gives BRQ_ST_INVALID_ARGUMENT
+	BRQ_K_LEASE, // uint8_t[BRQ_LEASE_LEN], brq_dec_lease (always required)
+	BRQ_K_STATE, // brq_state, brq_dec_state (always required)
+	BRQ_K_FN,    // decoded by the row's fn only
+} brq_kind;
+
+enum {
+	BRQ_REQ = 1, // required: absent is an error
+	BRQ_NIL = 2, // nil reads as absent
+	BRQ_BIN = 4, // BRQ_K_STR: a msgpack bin is taken too
+};
+
+// Decodes or checks a field f of the struct obj (for BRQ_K_FN and a row's extra check).
+typedef brq_status (*brq_field_fn)(brq_dec *d, const brq_field *f, const char *path, void *obj);
+
+// One row of a map's table: key, kind, flags, then (designated, all optional) where the
+// value goes in the struct, where its bool has_ flag goes (0: none; no struct starts with
+// one), the range (length for strings; max 0: the kind's whole range) and fn, called
+// after the value is stored (for BRQ_K_FN: instead), for a check a range cannot say.
+typedef struct brq_fdesc {
+	const char  *name;
+	brq_kind     kind;
+	unsigned     flags;
+	size_t       off;
+	size_t       has;
+	int64_t      min;
+	uint64_t     max;
+	brq_field_fn fn;
+} brq_fdesc;
+
+#define BRQ_FIELDS_MAX 24
+#define BRQ_NELEM(a)   (sizeof(a) / sizeof((a)[0]))
+
+// Reads the map at r (brq_dec_map) and then its fields into obj as fd[0..n) describe, in
+// that order (the first bad one is reported). n <= BRQ_FIELDS_MAX.
+brq_status brq_dec_fields(brq_dec *d, brq_rd *r, const char *path, const brq_fdesc *fd, size_t n, void *obj);
 
 // True iff the field is present and nil.
 bool brq_dec_is_nil(const brq_field *f);

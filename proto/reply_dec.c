@@ -13,12 +13,6 @@
 #define BAD BRQ_ST_INVALID_ARGUMENT
 
 static brq_status
-get_u32(brq_dec *d, const brq_field *f, const char *path, uint32_t *out)
-{
-	return brq_dec_u32(d, f, path, true, 0, UINT32_MAX, out, NULL);
-}
-
-static brq_status
 get_u64(brq_dec *d, const brq_field *f, const char *path, uint64_t *out)
 {
 	return brq_dec_uint(d, f, path, true, 0, UINT64_MAX, out, NULL);
@@ -36,207 +30,97 @@ get_str(brq_dec *d, const brq_field *f, const char *path, brq_str *out)
 	return brq_dec_str(d, f, path, true, false, 0, UINT32_MAX, BAD, out, NULL);
 }
 
-// str or nil (has = false).
-static brq_status
-get_opt_str(brq_dec *d, const brq_field *f, const char *path, bool *has, brq_str *out)
-{
-	if (f->at == NULL || brq_dec_is_nil(f)) {
-		*has = false;
-		return BRQ_ST_OK;
-	}
-	*has = true;
-	return get_str(d, f, path, out);
-}
-
-static brq_status
-get_state(brq_dec *d, const brq_field *f, const char *path, brq_state *out)
-{
-	brq_str s;
-	int     k;
-
-	TRY(get_str(d, f, path, &s));
-	k = brq_state_lookup(s.ptr, s.len);
-	if (k < 0) {
-		return brq_dec_failf(d, BAD, path, f->name, "unknown job state");
-	}
-	*out = (brq_state) k;
-	return BRQ_ST_OK;
-}
-
-static brq_status
-get_lease(brq_dec *d, const brq_field *f, const char *path, uint8_t out[BRQ_LEASE_LEN])
-{
-	return brq_dec_lease(d, f, path, out);
-}
-
 // ---- Elements -----------------------------------------------------------------------
+// The gateway writes these maps, so their tables give whole ranges; optional keys are
+// those an older gateway does not send (and nil where a value may be missing).
+
+#define ER(m) offsetof(brq_enqueue_result, m)
+static const brq_fdesc enqueue_result_fields[] = {
+	{"id", BRQ_K_U64, BRQ_REQ, .off = ER(id)},
+	{"created", BRQ_K_BOOL, BRQ_REQ, .off = ER(created)},
+};
 
 static brq_status
 enqueue_result(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	brq_enqueue_result *x    = out;
-	brq_field           f[2] = {{"id", NULL}, {"created", NULL}};
-
-	TRY(brq_dec_map(d, r, path, f, 2));
-	TRY(get_u64(d, &f[0], path, &x->id));
-	return brq_dec_bool(d, &f[1], path, true, &x->created, NULL);
+	return brq_dec_fields(d, r, path, enqueue_result_fields, BRQ_NELEM(enqueue_result_fields), out);
 }
+
+// Not applied: "state" is nil (tolerated absent); nothing else is meaningful.
+static brq_status
+settle_state(brq_dec *d, const brq_field *f, const char *path, void *obj)
+{
+	brq_settle_result *x = obj;
+
+	if (x->applied) {
+		return brq_dec_state(d, f, path, &x->state);
+	}
+	if (f->at != NULL && !brq_dec_is_nil(f)) {
+		return brq_dec_failf(d, BAD, path, "state", "must be nil when not applied");
+	}
+	return BRQ_ST_OK;
+}
+
+#define SR(m) offsetof(brq_settle_result, m)
+static const brq_fdesc settle_result_fields[] = {
+	{"id", BRQ_K_U64, BRQ_REQ, .off = SR(id)},
+	{"applied", BRQ_K_BOOL, BRQ_REQ, .off = SR(applied)},
+	{"state", BRQ_K_FN, 0, .fn = settle_state},
+};
 
 static brq_status
 settle_result(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	brq_settle_result *x    = out;
-	brq_field          f[3] = {{"id", NULL}, {"applied", NULL}, {"state", NULL}};
-
-	TRY(brq_dec_map(d, r, path, f, 3));
-	TRY(get_u64(d, &f[0], path, &x->id));
-	TRY(brq_dec_bool(d, &f[1], path, true, &x->applied, NULL));
-	if (!x->applied) {
-		// Not applied: "state" is nil (tolerated absent); nothing else is meaningful.
-		if (f[2].at != NULL && !brq_dec_is_nil(&f[2])) {
-			return brq_dec_failf(d, BAD, path, "state", "must be nil when not applied");
-		}
-		return BRQ_ST_OK;
-	}
-	return get_state(d, &f[2], path, &x->state);
+	return brq_dec_fields(d, r, path, settle_result_fields, BRQ_NELEM(settle_result_fields), out);
 }
 
-enum {
-	CJ_ID,
-	CJ_TOPIC,
-	CJ_PAYLOAD,
-	CJ_ATT,
-	CJ_MAXATT,
-	CJ_LEASE,
-	CJ_UNTIL,
-	CJ_CREATED,
-	CJ_TIMEOUT,
-	CJ_MAXEXEC,
-	CJ__N
+#define CJ(m) offsetof(brq_claimed_job, m)
+static const brq_fdesc claimed_job_fields[] = {
+	{"id", BRQ_K_U64, BRQ_REQ, .off = CJ(id)},
+	{"topic", BRQ_K_STR, BRQ_REQ, .off = CJ(topic)},
+	{"payload", BRQ_K_STR, BRQ_REQ, .off = CJ(payload)},
+	{"attempts", BRQ_K_U32, BRQ_REQ, .off = CJ(attempts)},
+	{"max_attempts", BRQ_K_U32, BRQ_REQ, .off = CJ(max_attempts)},
+	{"lease", BRQ_K_LEASE, BRQ_REQ, .off = CJ(lease)},
+	{"lease_until_ms", BRQ_K_I64, BRQ_REQ, .off = CJ(lease_until_ms)},
+	{"created_at_ms", BRQ_K_I64, BRQ_REQ, .off = CJ(created_at_ms)},
+	{"attempt_timeout_ms", BRQ_K_U64, 0, .off = CJ(attempt_timeout_ms)},
+	{"max_execution_ms", BRQ_K_U64, 0, .off = CJ(max_execution_ms)},
 };
 
 static brq_status
 claimed_job(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	brq_claimed_job *j        = out;
-	brq_field        f[CJ__N] = {
-		       [CJ_ID]      = {"id", NULL},
-		       [CJ_TOPIC]   = {"topic", NULL},
-		       [CJ_PAYLOAD] = {"payload", NULL},
-		       [CJ_ATT]     = {"attempts", NULL},
-		       [CJ_MAXATT]  = {"max_attempts", NULL},
-		       [CJ_LEASE]   = {"lease", NULL},
-		       [CJ_UNTIL]   = {"lease_until_ms", NULL},
-		       [CJ_CREATED] = {"created_at_ms", NULL},
-		       [CJ_TIMEOUT] = {"attempt_timeout_ms", NULL},
-		       [CJ_MAXEXEC] = {"max_execution_ms", NULL},
-        };
-
-	TRY(brq_dec_map(d, r, path, f, CJ__N));
-	TRY(get_u64(d, &f[CJ_ID], path, &j->id));
-	TRY(get_str(d, &f[CJ_TOPIC], path, &j->topic));
-	TRY(get_str(d, &f[CJ_PAYLOAD], path, &j->payload));
-	TRY(get_u32(d, &f[CJ_ATT], path, &j->attempts));
-	TRY(get_u32(d, &f[CJ_MAXATT], path, &j->max_attempts));
-	TRY(get_lease(d, &f[CJ_LEASE], path, j->lease));
-	TRY(get_i64(d, &f[CJ_UNTIL], path, &j->lease_until_ms));
-	TRY(get_i64(d, &f[CJ_CREATED], path, &j->created_at_ms));
-	// Optional (absent: none, and from gateways before timeouts existed).
-	TRY(brq_dec_uint(d, &f[CJ_TIMEOUT], path, false, 0, UINT64_MAX, &j->attempt_timeout_ms, NULL));
-	return brq_dec_uint(d, &f[CJ_MAXEXEC], path, false, 0, UINT64_MAX, &j->max_execution_ms, NULL);
+	return brq_dec_fields(d, r, path, claimed_job_fields, BRQ_NELEM(claimed_job_fields), out);
 }
 
-enum {
-	JI_ID,
-	JI_TOPIC,
-	JI_PAYLOAD,
-	JI_STATE,
-	JI_ATT,
-	JI_MAXATT,
-	JI_AVAIL,
-	JI_LOCKED_BY,
-	JI_LOCKED_UNTIL,
-	JI_LAST_ERROR,
-	JI_KEY,
-	JI_CREATED,
-	JI_UPDATED,
-	JI_PRIORITY,
-	JI_RESULT,
-	JI_RETRY_OF,
-	JI_CLAIMED,
-	JI_ATT_DEADLINE,
-	JI_MAX_DEADLINE,
-	JI__N
+#define JI(m) offsetof(brq_job_info, m)
+static const brq_fdesc job_info_fields[] = {
+	{"id", BRQ_K_U64, BRQ_REQ, .off = JI(id)},
+	{"topic", BRQ_K_STR, BRQ_REQ, .off = JI(topic)},
+	{"payload", BRQ_K_STR, BRQ_REQ, .off = JI(payload)},
+	{"state", BRQ_K_STATE, BRQ_REQ, .off = JI(state)},
+	{"attempts", BRQ_K_U32, BRQ_REQ, .off = JI(attempts)},
+	{"max_attempts", BRQ_K_U32, BRQ_REQ, .off = JI(max_attempts)},
+	{"available_at_ms", BRQ_K_I64, BRQ_REQ, .off = JI(available_at_ms)},
+	{"locked_by", BRQ_K_STR, BRQ_NIL, .off = JI(locked_by), .has = JI(has_locked_by)},
+	{"locked_until_ms", BRQ_K_I64, BRQ_NIL, .off = JI(locked_until_ms), .has = JI(has_locked_until_ms)},
+	{"last_error", BRQ_K_STR, BRQ_NIL, .off = JI(last_error), .has = JI(has_last_error)},
+	{"key", BRQ_K_STR, BRQ_NIL, .off = JI(key), .has = JI(has_key)},
+	{"created_at_ms", BRQ_K_I64, BRQ_REQ, .off = JI(created_at_ms)},
+	{"updated_at_ms", BRQ_K_I64, BRQ_REQ, .off = JI(updated_at_ms)},
+	{"priority", BRQ_K_U32, 0, .off = JI(priority)},
+	{"result", BRQ_K_STR, BRQ_NIL, .off = JI(result), .has = JI(has_result)},
+	{"retry_of", BRQ_K_U64, BRQ_NIL, .off = JI(retry_of), .has = JI(has_retry_of)},
+	{"claimed_at_ms", BRQ_K_I64, 0, .off = JI(claimed_at_ms), .has = JI(has_claimed_at_ms)},
+	{"attempt_deadline_ms", BRQ_K_I64, 0, .off = JI(attempt_deadline_ms)},
+	{"max_execution_deadline_ms", BRQ_K_I64, 0, .off = JI(max_execution_deadline_ms)},
 };
-
-static brq_status
-job_info(brq_dec *d, brq_rd *r, const char *path, brq_job_info *j)
-{
-	brq_field f[JI__N] = {
-		[JI_ID]           = {"id", NULL},
-		[JI_TOPIC]        = {"topic", NULL},
-		[JI_PAYLOAD]      = {"payload", NULL},
-		[JI_STATE]        = {"state", NULL},
-		[JI_ATT]          = {"attempts", NULL},
-		[JI_MAXATT]       = {"max_attempts", NULL},
-		[JI_AVAIL]        = {"available_at_ms", NULL},
-		[JI_LOCKED_BY]    = {"locked_by", NULL},
-		[JI_LOCKED_UNTIL] = {"locked_until_ms", NULL},
-		[JI_LAST_ERROR]   = {"last_error", NULL},
-		[JI_KEY]          = {"key", NULL},
-		[JI_CREATED]      = {"created_at_ms", NULL},
-		[JI_UPDATED]      = {"updated_at_ms", NULL},
-		[JI_PRIORITY]     = {"priority", NULL},
-		[JI_RESULT]       = {"result", NULL},
-		[JI_RETRY_OF]     = {"retry_of", NULL},
-		[JI_CLAIMED]      = {"claimed_at_ms", NULL},
-		[JI_ATT_DEADLINE] = {"attempt_deadline_ms", NULL},
-		[JI_MAX_DEADLINE] = {"max_execution_deadline_ms", NULL},
-	};
-
-	TRY(brq_dec_map(d, r, path, f, JI__N));
-	TRY(get_u64(d, &f[JI_ID], path, &j->id));
-	TRY(get_str(d, &f[JI_TOPIC], path, &j->topic));
-	TRY(get_str(d, &f[JI_PAYLOAD], path, &j->payload));
-	TRY(get_state(d, &f[JI_STATE], path, &j->state));
-	TRY(get_u32(d, &f[JI_ATT], path, &j->attempts));
-	TRY(get_u32(d, &f[JI_MAXATT], path, &j->max_attempts));
-	TRY(get_i64(d, &f[JI_AVAIL], path, &j->available_at_ms));
-	TRY(get_opt_str(d, &f[JI_LOCKED_BY], path, &j->has_locked_by, &j->locked_by));
-	j->has_locked_until_ms = false;
-	if (f[JI_LOCKED_UNTIL].at != NULL && !brq_dec_is_nil(&f[JI_LOCKED_UNTIL])) {
-		TRY(get_i64(d, &f[JI_LOCKED_UNTIL], path, &j->locked_until_ms));
-		j->has_locked_until_ms = true;
-	}
-	TRY(get_opt_str(d, &f[JI_LAST_ERROR], path, &j->has_last_error, &j->last_error));
-	TRY(get_opt_str(d, &f[JI_KEY], path, &j->has_key, &j->key));
-	TRY(get_i64(d, &f[JI_CREATED], path, &j->created_at_ms));
-	TRY(get_i64(d, &f[JI_UPDATED], path, &j->updated_at_ms));
-	// Optional (gateways before priorities do not send it): 0 when absent.
-	j->priority = 0;
-	if (f[JI_PRIORITY].at != NULL) {
-		TRY(get_u32(d, &f[JI_PRIORITY], path, &j->priority));
-	}
-	// Optional (absent from an older gateway's replies; nil when not set).
-	TRY(get_opt_str(d, &f[JI_RESULT], path, &j->has_result, &j->result));
-	j->has_retry_of = false;
-	if (f[JI_RETRY_OF].at != NULL && !brq_dec_is_nil(&f[JI_RETRY_OF])) {
-		TRY(get_u64(d, &f[JI_RETRY_OF], path, &j->retry_of));
-		j->has_retry_of = true;
-	}
-	// Optional (absent from gateways before timeouts): 0 then.
-	TRY(brq_dec_int(d, &f[JI_CLAIMED], path, false, INT64_MIN, INT64_MAX, &j->claimed_at_ms,
-			&j->has_claimed_at_ms));
-	TRY(brq_dec_int(d, &f[JI_ATT_DEADLINE], path, false, INT64_MIN, INT64_MAX, &j->attempt_deadline_ms,
-			NULL));
-	return brq_dec_int(d, &f[JI_MAX_DEADLINE], path, false, INT64_MIN, INT64_MAX,
-			   &j->max_execution_deadline_ms, NULL);
-}
 
 brq_status
 brq_dec_job_info(brq_dec *d, brq_rd *r, const char *path, void *out)
 {
-	return job_info(d, r, path, out);
+	return brq_dec_fields(d, r, path, job_info_fields, BRQ_NELEM(job_info_fields), out);
 }
 
 static brq_status
@@ -352,14 +236,14 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		return brq_dec_list(d, &f[0], op, true, sizeof(brq_settle_result), settle_result,
 				    (void **) &rep->settle.results, &rep->settle.n_results, NULL);
 	case BRQ_OP_CANCEL:
-		TRY(get_state(d, &f[0], op, &rep->cancel.state));
+		TRY(brq_dec_state(d, &f[0], op, &rep->cancel.state));
 		return brq_dec_bool(d, &f[1], op, true, &rep->cancel.canceled, NULL);
 	case BRQ_OP_JOB:
 		if (f[0].at == NULL) {
 			return brq_dec_failf(d, BAD, op, "job", "required map");
 		}
 		r = brq_dec_at(d, &f[0]);
-		return job_info(d, &r, "job.job", &rep->job.job);
+		return brq_dec_job_info(d, &r, "job.job", &rep->job.job);
 	case BRQ_OP_STATS:
 		return brq_dec_list(d, &f[0], op, true, sizeof(brq_topic_stats), topic_stats,
 				    (void **) &rep->stats.topics, &rep->stats.n_topics, NULL);

@@ -308,8 +308,6 @@ decode_id_op(brq_dec *d, brq_rd *top, const char *op, brq_id_req *q)
 
 // ---- Envelope -----------------------------------------------------------------------
 
-enum { E_RID, E_V, E_OP, E_TOKEN, E_TIMEOUT, E__COUNT };
-
 // Echo the op name only when it is short and plain, so the reply never carries bytes
 // that could confuse a terminal or a log.
 static bool
@@ -327,13 +325,16 @@ printable_name(brq_str s)
 	return true;
 }
 
+// "v": this protocol's version; any other number is named in the error.
 static brq_status
-decode_version(brq_dec *d, const brq_field *f)
+decode_version(brq_dec *d, const brq_field *f, const char *path, void *obj)
 {
 	brq_rd   r = brq_dec_at(d, f);
 	uint64_t u;
 	int64_t  i;
 
+	(void) path;
+	(void) obj;
 	if (f->at == NULL) {
 		return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "v: required unsigned integer");
 	}
@@ -351,24 +352,44 @@ decode_version(brq_dec *d, const brq_field *f)
 	return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "v: must be an unsigned integer");
 }
 
+// "op": a known operation.
+static brq_status
+decode_op(brq_dec *d, const brq_field *f, const char *path, void *obj)
+{
+	brq_request *req = obj;
+	brq_str      op;
+	int          k;
+
+	TRY(brq_dec_str(d, f, path, true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &op, NULL));
+	k = brq_op_lookup(op.ptr, op.len);
+	if (k < 0) {
+		if (printable_name(op)) {
+			return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "op: unknown operation \"%.*s\"",
+					    (int) op.len, op.ptr);
+		}
+		return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "op: unknown operation");
+	}
+	req->op = (brq_op) k;
+	return BRQ_ST_OK;
+}
+
+// rid first, so that every later failure can still be answered with it.
+static const brq_fdesc envelope_fields[] = {
+	{"rid", BRQ_K_U64, 0, .off = offsetof(brq_request, rid)},
+	{"v", BRQ_K_FN, 0, .fn = decode_version},
+	{"op", BRQ_K_FN, 0, .fn = decode_op},
+	{"token", BRQ_K_STR, BRQ_BIN, .off = offsetof(brq_request, token), .min = 1, .max = BRQ_TOKEN_MAX},
+	{"timeout_ms", BRQ_K_U32, 0, .off = offsetof(brq_request, timeout_ms)},
+};
+
 brq_status
 brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const brq_limits *lim, char *err,
 			    size_t errlen)
 {
-	brq_dec   d           = {lim, NULL, err, errlen, (const uint8_t *) buf + len, 0};
-	brq_rd    r           = {buf, (const uint8_t *) buf + len};
-	brq_field f[E__COUNT] = {
-		[E_RID]     = {"rid", NULL},
-		[E_V]       = {"v", NULL},
-		[E_OP]      = {"op", NULL},
-		[E_TOKEN]   = {"token", NULL},
-		[E_TIMEOUT] = {"timeout_ms", NULL},
-	};
-	brq_str     op, token;
-	bool        has_token;
+	brq_dec     d = {lim, NULL, err, errlen, (const uint8_t *) buf + len, 0};
+	brq_rd      r = {buf, (const uint8_t *) buf + len};
 	size_t      off;
 	const char *why;
-	int         k;
 
 	memset(req, 0, sizeof *req);
 	if (err != NULL && errlen > 0) {
@@ -382,28 +403,8 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const
 	if (!brq_mp_check(buf, len, lim->max_depth, &off, &why)) {
 		return brq_dec_fail(&d, BRQ_ST_INVALID_ARGUMENT, "message: %s at byte %zu", why, off);
 	}
-	// 2. A map of string keys, no envelope key twice.
-	TRY(brq_dec_map(&d, &r, "", f, E__COUNT));
-
-	// 3. rid first, so that every later failure can still be answered with it.
-	TRY(brq_dec_uint(&d, &f[E_RID], "", false, 0, UINT64_MAX, &req->rid, NULL));
-	TRY(decode_version(&d, &f[E_V]));
-	TRY(brq_dec_str(&d, &f[E_OP], "", true, false, 0, UINT32_MAX, BRQ_ST_INVALID_ARGUMENT, &op, NULL));
-	k = brq_op_lookup(op.ptr, op.len);
-	if (k < 0) {
-		if (printable_name(op)) {
-			return brq_dec_fail(&d, BRQ_ST_INVALID_ARGUMENT, "op: unknown operation \"%.*s\"",
-					    (int) op.len, op.ptr);
-		}
-		return brq_dec_fail(&d, BRQ_ST_INVALID_ARGUMENT, "op: unknown operation");
-	}
-	req->op = (brq_op) k;
-	TRY(brq_dec_str(&d, &f[E_TOKEN], "", false, true, 1, BRQ_TOKEN_MAX, BRQ_ST_INVALID_ARGUMENT, &token,
-			&has_token));
-	if (has_token) {
-		req->token = token;
-	}
-	TRY(brq_dec_u32(&d, &f[E_TIMEOUT], "", false, 0, UINT32_MAX, &req->timeout_ms, NULL));
+	// 2. A map of string keys, no envelope key twice; then its fields.
+	TRY(brq_dec_fields(&d, &r, "", envelope_fields, BRQ_NELEM(envelope_fields), req));
 	req->body_ = buf;
 	req->end_  = r.end;
 	return BRQ_ST_OK;
