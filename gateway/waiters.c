@@ -2,6 +2,7 @@
 // Long-poll waiters: parked claims, wakes, and claims whose peer went away.
 #include "waiters.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "metrics.h"
@@ -11,6 +12,8 @@ brq_waiters_init(brq_waiters *wt)
 {
 	memset(wt, 0, sizeof(*wt));
 	pthread_mutex_init(&wt->mtx, NULL);
+	brq_list_init(&wt->parked, offsetof(brq_work, park_link));
+	brq_list_init(&wt->tracked, offsetof(brq_work, track_link));
 }
 
 void
@@ -34,16 +37,8 @@ parked_remove(brq_waiters *wt, brq_work *w)
 {
 	if (!w->is_parked)
 		return;
-	if (w->wprev != NULL)
-		w->wprev->wnext = w->wnext;
-	else
-		wt->head = w->wnext;
-	if (w->wnext != NULL)
-		w->wnext->wprev = w->wprev;
-	else
-		wt->tail = w->wprev;
-	w->wprev = w->wnext = NULL;
-	w->is_parked        = false;
+	brq_list_del(&wt->parked, w);
+	w->is_parked = false;
 	brq_metrics_waiters_add(-1);
 }
 
@@ -59,13 +54,7 @@ brq_waiters_park(brq_waiters *wt, brq_work *w, uint64_t ms)
 	}
 	w->waited    = true;
 	w->is_parked = true;
-	w->wnext     = NULL;
-	w->wprev     = wt->tail;
-	if (wt->tail != NULL)
-		wt->tail->wnext = w;
-	else
-		wt->head = w;
-	wt->tail = w;
+	brq_list_push(&wt->parked, w);
 	brq_metrics_waiters_add(1);
 	w->state = BRQ_W_PARK;
 	// Started under the lock, so a waker that finds w in the list always finds its
@@ -102,8 +91,8 @@ brq_waiters_wake(brq_waiters *wt, const char *topic, size_t topic_len, uint32_t 
 {
 	pthread_mutex_lock(&wt->mtx);
 	wt->gen++;
-	for (brq_work *w = wt->head, *next; w != NULL && n > 0; w = next) {
-		next = w->wnext;
+	for (brq_work *w = wt->parked.head, *next; w != NULL && n > 0; w = next) {
+		next = brq_list_next(&wt->parked, w);
 		if (!claims_topic(w, topic, topic_len))
 			continue;
 		parked_remove(wt, w);
@@ -157,8 +146,8 @@ brq_waiters_take(brq_waiters *wt, const brq_job_spec *jobs, uint32_t n, brq_work
 	if (nt == 0)
 		return 0;
 	pthread_mutex_lock(&wt->mtx);
-	for (brq_work *w = wt->head, *next; w != NULL && taken < max; w = next) {
-		next = w->wnext;
+	for (brq_work *w = wt->parked.head, *next; w != NULL && taken < max; w = next) {
+		next = brq_list_next(&wt->parked, w);
 		for (uint32_t k = 0; k < nt; k++) {
 			if (t[k].left <= 0 || !claims_topic(w, t[k].topic.ptr, t[k].topic.len))
 				continue;
@@ -178,8 +167,8 @@ brq_waiters_wake_all(brq_waiters *wt)
 {
 	pthread_mutex_lock(&wt->mtx);
 	wt->gen++;
-	while (wt->head != NULL) {
-		brq_work *w = wt->head;
+	while (wt->parked.head != NULL) {
+		brq_work *w = wt->parked.head;
 		parked_remove(wt, w);
 		nng_aio_cancel(w->aio);
 	}
@@ -190,11 +179,7 @@ void
 brq_waiters_track(brq_waiters *wt, brq_work *w)
 {
 	pthread_mutex_lock(&wt->mtx);
-	w->tprev = NULL;
-	w->tnext = wt->tracked;
-	if (wt->tracked != NULL)
-		wt->tracked->tprev = w;
-	wt->tracked   = w;
+	brq_list_push(&wt->tracked, w);
 	w->is_tracked = true;
 	pthread_mutex_unlock(&wt->mtx);
 }
@@ -204,14 +189,8 @@ brq_waiters_untrack(brq_waiters *wt, brq_work *w)
 {
 	pthread_mutex_lock(&wt->mtx);
 	if (w->is_tracked) {
-		if (w->tprev != NULL)
-			w->tprev->tnext = w->tnext;
-		else
-			wt->tracked = w->tnext;
-		if (w->tnext != NULL)
-			w->tnext->tprev = w->tprev;
-		w->tprev = w->tnext = NULL;
-		w->is_tracked       = false;
+		brq_list_del(&wt->tracked, w);
+		w->is_tracked = false;
 	}
 	pthread_mutex_unlock(&wt->mtx);
 }
@@ -220,7 +199,7 @@ void
 brq_waiters_pipe_gone(brq_waiters *wt, uint32_t pipe_id)
 {
 	pthread_mutex_lock(&wt->mtx);
-	for (brq_work *w = wt->tracked; w != NULL; w = w->tnext) {
+	for (brq_work *w = wt->tracked.head; w != NULL; w = brq_list_next(&wt->tracked, w)) {
 		if (w->pipe_id != pipe_id)
 			continue;
 		atomic_store(&w->orphaned, true);

@@ -29,9 +29,9 @@
 
 typedef struct brq_waiters {
 	pthread_mutex_t mtx;
-	brq_work       *head, *tail; // parked, oldest first
-	brq_work       *tracked;     // claims between arrival and reply
-	uint64_t        gen;         // wakes so far
+	brq_list        parked;  // of brq_work, oldest first
+	brq_list        tracked; // of brq_work: claims between arrival and reply
+	uint64_t        gen;     // wakes so far
 } brq_waiters;
 
 void brq_waiters_init(brq_waiters *wt);

@@ -16,6 +16,7 @@
 #include <nng/nng.h>
 
 #include "auth.h"
+#include "brq_list.h"
 #include "proto.h"
 
 typedef enum brq_work_state {
@@ -67,10 +68,10 @@ struct brq_work {
 	const brq_claimed_job *claimed;
 	uint32_t               n_claimed;
 
-	brq_work *qnext;         // pool queue link
-	brq_work *wprev, *wnext; // parked list links (waiters.c)
+	brq_work *qnext;     // pool queue link
+	brq_link  park_link; // on the parked list (waiters.c)
 	bool      is_parked;
-	brq_work *tprev, *tnext; // tracked claims (waiters.c)
+	brq_link  track_link; // on the tracked claims (waiters.c)
 	bool      is_tracked;
 
 	// A parked claim taken by an enqueue, which claims for it in its own

@@ -562,9 +562,9 @@ brooq_worker_new(brooq_client *c, const brooq_worker_opts *opts, brooq_worker **
 	w->stop_grace_ms = o.stop_grace_ms;
 	w->hung_grace_ms = o.hung_grace_ms;
 	w->prefetch_max  = (uint32_t) o.prefetch_max;
-	w->held.link     = offsetof(brooq_job_ctx, held);
-	w->runq.link     = offsetof(brooq_job_ctx, q);
-	w->finished.link = offsetof(brooq_job_ctx, q);
+	brq_list_init(&w->held, offsetof(brooq_job_ctx, held));
+	brq_list_init(&w->runq, offsetof(brooq_job_ctx, q));
+	brq_list_init(&w->finished, offsetof(brooq_job_ctx, q));
 	atomic_init(&w->stop_requested, false);
 	if ((o.name != NULL && (w->name = strdup(o.name)) == NULL) || sync_init(w) != 0) {
 		free(w->name);

@@ -263,9 +263,10 @@ settle_some(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 static bool
 settler_may_take(brooq_worker *w, int64_t *wake_at)
 {
-	int64_t now = (int64_t) brq_now_ms();
-	*wake_at    = INT64_MAX;
-	if (w->finished.head == NULL)
+	int64_t              now    = (int64_t) brq_now_ms();
+	const brooq_job_ctx *oldest = w->finished.head;
+	*wake_at                    = INT64_MAX;
+	if (oldest == NULL)
 		return false;
 	if (now < w->settle_retry_at_ms) {
 		*wake_at = w->settle_retry_at_ms;
@@ -278,9 +279,9 @@ settler_may_take(brooq_worker *w, int64_t *wake_at)
 	case D_READY: return false; /* the next claim carries them */
 	case D_CLAIMING:
 	case D_FULL: /* a result frees its thread: the dispatcher is about to claim with it */
-		if (now >= w->finished.head->finished_ms + SETTLE_LINGER_MS)
+		if (now >= oldest->finished_ms + SETTLE_LINGER_MS)
 			return true;
-		*wake_at = w->finished.head->finished_ms + SETTLE_LINGER_MS;
+		*wake_at = oldest->finished_ms + SETTLE_LINGER_MS;
 		return false;
 	case D_BACKOFF:
 	case D_STOPPING: return true;

@@ -5,6 +5,7 @@
 #ifndef BRQ_WORKER_TYPES_H
 #define BRQ_WORKER_TYPES_H
 
+#include "brq_list.h"
 #include "client.h"
 
 #include <errno.h>
@@ -88,23 +89,10 @@ typedef struct brq_topic_handler {
 	void         *arg;
 } brq_topic_handler;
 
-/* A job's place on one list (NULLs at the ends). */
-typedef struct brq_job_link {
-	brooq_job_ctx *prev, *next;
-} brq_job_link;
-
-/* A list of jobs linked through the brq_job_link at offset `link` in each, as NNG's
- * nni_list: one list code for w->held (through held) and w->runq, w->finished (q). */
-typedef struct brq_job_list {
-	brooq_job_ctx *head, *tail;
-	size_t         n;
-	size_t         link; /* offsetof(brooq_job_ctx, the link), set by brooq_worker_new */
-} brq_job_list;
-
 struct brooq_job_ctx {
 	brooq_worker            *w;
-	brq_job_link             held; /* w->held */
-	brq_job_link             q;    /* w->runq (QUEUED) or w->finished (FINISHED) */
+	brq_link                 held; /* w->held */
+	brq_link                 q;    /* w->runq (QUEUED) or w->finished (FINISHED) */
 	const brq_topic_handler *h;    /* NULL: no handler; failed without running */
 	brooq_lease              lease;
 	char                    *topic;
@@ -175,12 +163,12 @@ struct brooq_worker {
 	pthread_cond_t  settle_cv; /* settler: results or dispatcher state changed */
 
 	/* Under mu. */
-	brq_job_list held, runq, finished;
-	int          n_busy;           /* jobs on handler threads: QUEUED + RUNNING */
-	int          n_running;        /* RUNNING */
-	uint64_t     n_returned;       /* handlers returned, ever: the pace of the prefetch */
-	uint32_t     prefetch;         /* current prefetch target, 0..prefetch_max */
-	bool         claim_due;        /* the dispatcher waits (D_FULL) for a claim to be due,
+	brq_list held, runq, finished;
+	int      n_busy;               /* jobs on handler threads: QUEUED + RUNNING */
+	int      n_running;            /* RUNNING */
+	uint64_t n_returned;           /* handlers returned, ever: the pace of the prefetch */
+	uint32_t prefetch;             /* current prefetch target, 0..prefetch_max */
+	bool     claim_due;            /* the dispatcher waits (D_FULL) for a claim to be due,
 					* and no handler woke it yet */
 	size_t             n_settling; /* jobs in settle requests in flight */
 	brq_dstate         ds;
@@ -206,72 +194,10 @@ brq_worker_wake(brooq_worker *w)
 	errno = saved;
 }
 
-/* ---- lists (under w->mu) ------------------------------------------------------------- */
-
 static inline int64_t
 brq_min64(int64_t a, int64_t b)
 {
 	return a < b ? a : b;
-}
-
-/* j's link on l. */
-static inline brq_job_link *
-brq_list_link(const brq_job_list *l, brooq_job_ctx *j)
-{
-	return (brq_job_link *) ((char *) j + l->link);
-}
-
-/* Makes b follow a on l: a NULL makes b the head, b NULL makes a the tail. */
-static inline void
-brq_list_bridge(brq_job_list *l, brooq_job_ctx *a, brooq_job_ctx *b)
-{
-	if (a != NULL)
-		brq_list_link(l, a)->next = b;
-	else
-		l->head = b;
-	if (b != NULL)
-		brq_list_link(l, b)->prev = a;
-	else
-		l->tail = a;
-}
-
-/* Puts j (on no list of l's kind) between prev and next, neighbours on l. */
-static inline void
-brq_list_insert(brq_job_list *l, brooq_job_ctx *prev, brooq_job_ctx *j, brooq_job_ctx *next)
-{
-	brq_list_bridge(l, prev, j);
-	brq_list_bridge(l, j, next);
-	l->n++;
-}
-
-static inline void
-brq_list_push(brq_job_list *l, brooq_job_ctx *j)
-{
-	brq_list_insert(l, l->tail, j, NULL);
-}
-
-static inline void
-brq_list_push_front(brq_job_list *l, brooq_job_ctx *j)
-{
-	brq_list_insert(l, NULL, j, l->head);
-}
-
-static inline void
-brq_list_del(brq_job_list *l, brooq_job_ctx *j)
-{
-	brq_job_link *lj = brq_list_link(l, j);
-	brq_list_bridge(l, lj->prev, lj->next);
-	lj->prev = lj->next = NULL;
-	l->n--;
-}
-
-static inline brooq_job_ctx *
-brq_list_pop(brq_job_list *l)
-{
-	brooq_job_ctx *j = l->head;
-	if (j != NULL)
-		brq_list_del(l, j);
-	return j;
 }
 
 #endif
