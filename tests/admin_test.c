@@ -16,6 +16,7 @@
 
 #include "gw.h"
 #include "testdb.h"
+#include "tclient.h"
 #include "tutil.h"
 
 static char         *dsn;
@@ -27,14 +28,7 @@ static brooq_client *ac; /* admin token */
 static brooq_client *
 open_client(const char *token_file)
 {
-	brooq_client_opts o = {.size       = sizeof(brooq_client_opts),
-			       .url        = gw.url,
-			       .token_file = token_file,
-			       .timeout_ms = 10000};
-	brooq_client     *c = NULL;
-	brooq_err         e = brooq_client_open(&o, &c);
-	cr_assert_eq(e, BROOQ_OK, "client_open: %s: %s", brooq_strerror(e), brooq_last_message());
-	return c;
+	return brq_t_client_open(gw.url, token_file, 10000);
 }
 
 static void

@@ -25,6 +25,7 @@
 #include "brq_version.h"
 
 #include "gw.h"
+#include "tclient.h"
 #include "tutil.h"
 #include "testdb.h"
 
@@ -33,26 +34,13 @@ static brq_gw        gw;
 static brooq_client *wc; /* worker token */
 static brooq_client *ac; /* admin token */
 
-static brooq_client *
-open_client(const char *url, const char *token_file, int timeout_ms)
-{
-	brooq_client_opts o = {.size       = sizeof(brooq_client_opts),
-			       .url        = url,
-			       .token_file = token_file,
-			       .timeout_ms = timeout_ms};
-	brooq_client     *c = NULL;
-	brooq_err         e = brooq_client_open(&o, &c);
-	cr_assert_eq(e, BROOQ_OK, "client_open: %s: %s", brooq_strerror(e), brooq_last_message());
-	return c;
-}
-
 static void
 setup(void)
 {
 	dsn = brq_testdb_create(true);
 	brq_gw_start(&gw, dsn, NULL);
-	wc = open_client(gw.url, gw.worker_token_file, 10000);
-	ac = open_client(gw.url, gw.admin_token_file, 10000);
+	wc = brq_t_client_open(gw.url, gw.worker_token_file, 10000);
+	ac = brq_t_client_open(gw.url, gw.admin_token_file, 10000);
 }
 
 static void
@@ -673,7 +661,7 @@ Test(client, a_wrong_token_is_unauthenticated)
 	char path[320];
 	snprintf(path, sizeof(path), "%s/wrong-token", gw.dir);
 	write_file(path, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n");
-	brooq_client *c = open_client(gw.url, path, 5000);
+	brooq_client *c = brq_t_client_open(gw.url, path, 5000);
 	char          server[64];
 	cr_assert_eq(brooq_ping(c, server, sizeof(server)), BROOQ_EUNAUTHENTICATED);
 	cr_assert_str_not_empty(brooq_last_message());
@@ -735,7 +723,7 @@ Test(client_offline, a_call_to_an_ipc_socket_nobody_listens_on_fails_at_once_unr
 	write_file(path, "0123456789abcdef0123456789abcdef\n");
 
 	/* Opens although nothing listens; each call finds nobody and sends nothing. */
-	brooq_client *c = open_client(url, path, 5000);
+	brooq_client *c = brq_t_client_open(url, path, 5000);
 	char          server[64];
 	double        t0 = brq_t_now_ms();
 	brooq_err     e  = brooq_ping(c, server, sizeof(server));
@@ -776,7 +764,7 @@ Test(client_offline, a_request_sent_but_never_answered_times_out_and_may_have_ru
 	cr_assert_eq(nng_rep0_open(&rep), 0);
 	cr_assert_eq(nng_listen(rep, url, NULL, 0), 0);
 
-	brooq_client *c = open_client(url, path, 300);
+	brooq_client *c = brq_t_client_open(url, path, 300);
 	char          server[64];
 	double        t0 = brq_t_now_ms();
 	brooq_err     e  = brooq_ping(c, server, sizeof(server));
@@ -806,7 +794,7 @@ Test(client_offline, a_call_over_tcp_with_nobody_listening_fails_unreachable_wit
 	close(fd);
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%u", (unsigned) ntohs(sa.sin_port));
 
-	brooq_client *c = open_client(url, path, 300);
+	brooq_client *c = brq_t_client_open(url, path, 300);
 	char          server[64];
 	double        t0 = brq_t_now_ms();
 	brooq_err     e  = brooq_ping(c, server, sizeof(server));
@@ -1153,7 +1141,7 @@ Test(client_restart, a_call_in_flight_when_the_gateway_dies_fails_and_is_never_r
 	char url[200], env_w[400], env_a[400], server[64];
 
 	snprintf(url, sizeof(url), "ipc://%s/gw.sock", link_path);
-	wc = open_client(url, gw.worker_token_file, 10000);
+	wc = brq_t_client_open(url, gw.worker_token_file, 10000);
 	OK(brooq_ping(wc, server, sizeof(server)));
 
 	/* 1. A long-poll is on the wire when the gateway is killed: the call fails at

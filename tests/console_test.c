@@ -300,19 +300,6 @@ Test(settings, console_beyond_loopback_only_when_asked_and_over_https)
 
 /* ---- HTTP against a real gateway ----------------------------------------------------------- */
 
-static uint16_t
-free_port(void)
-{
-	struct sockaddr_in sa  = {.sin_family = AF_INET};
-	socklen_t          len = sizeof(sa);
-	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
-	sa.sin_addr.s_addr     = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &len), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
 typedef struct resp {
 	int  status;
 	char head[8192];
@@ -369,7 +356,7 @@ cgw_start(console_gw *c, const char *const *more)
 	const char *env[12] = {NULL};
 	int         n       = 0;
 	c->dsn              = brq_testdb_create(true);
-	c->port             = free_port();
+	c->port             = brq_t_free_port();
 	snprintf(c->env_http, sizeof(c->env_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", c->port);
 	env[n++] = c->env_http;
 	env[n++] = "BROOQ_POLL_INTERVAL=100ms";

@@ -30,6 +30,7 @@
 #include "brq_clock.h"
 #include "gw.h"
 #include "testdb.h"
+#include "tutil.h"
 
 /* One suite only: Criterion's runner leaks when a run mixes a suite that forks
  * brooq-gateway with other suites (see tests/CMakeLists.txt). */
@@ -421,19 +422,6 @@ Test(ops, every_configuration_problem_is_reported_in_one_round)
 #define FLOOD_THREADS 4
 #define FLOOD_EACH    2500
 
-static uint16_t
-free_port(void)
-{
-	struct sockaddr_in sa  = {.sin_family = AF_INET};
-	socklen_t          len = sizeof(sa);
-	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
-	sa.sin_addr.s_addr     = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &len), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
 /* The value of a counter without labels on /metrics, or -1. */
 static long long
 scrape(uint16_t port, const char *name)
@@ -516,7 +504,7 @@ assert_alert_text_matches(const char *log)
 Test(ops, a_flood_of_failed_auths_writes_a_bounded_log_and_counts_every_one)
 {
 	char     e_http[64];
-	uint16_t port = free_port();
+	uint16_t port = brq_t_free_port();
 	snprintf(e_http, sizeof(e_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", port);
 	const char *env[] = {e_http, NULL};
 	char       *dsn   = brq_testdb_create(true);

@@ -25,6 +25,7 @@
 #include "brq_clock.h"
 #include "gw.h"
 #include "testdb.h"
+#include "tutil.h"
 
 /* One suite only (see tests/CMakeLists.txt on Criterion and forked gateways). */
 TestSuite(systemd, .timeout = 120);
@@ -84,19 +85,6 @@ expect_message(int fd, const char *prefix, int timeout_ms)
 	}
 }
 
-static uint16_t
-free_port(void)
-{
-	struct sockaddr_in sa  = {.sin_family = AF_INET};
-	socklen_t          len = sizeof(sa);
-	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
-	sa.sin_addr.s_addr     = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &len), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
 static bool
 http_listens(uint16_t port)
 {
@@ -114,7 +102,7 @@ static void
 notify_sequence(bool is_abstract)
 {
 	char     name[108], e_sock[140], e_http[64];
-	uint16_t port = free_port();
+	uint16_t port = brq_t_free_port();
 	int      fd   = notify_socket(is_abstract, name, sizeof(name));
 	snprintf(e_sock, sizeof(e_sock), "NOTIFY_SOCKET=%s", name);
 	snprintf(e_http, sizeof(e_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", port);

@@ -25,6 +25,7 @@
 
 #include "gw.h"
 #include "testdb.h"
+#include "tclient.h"
 #include "tutil.h"
 
 #define HISTORY   400000
@@ -39,13 +40,7 @@ static brooq_client *wc, *ac;
 static brooq_client *
 open_client(const char *token_file)
 {
-	brooq_client_opts o = {.size       = sizeof(brooq_client_opts),
-			       .url        = gw.url,
-			       .token_file = token_file,
-			       .timeout_ms = 10000};
-	brooq_client     *c = NULL;
-	BRQ_OK(brooq_client_open(&o, &c));
-	return c;
+	return brq_t_client_open(gw.url, token_file, 10000);
 }
 
 static void

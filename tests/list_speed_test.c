@@ -18,14 +18,7 @@
 #include "store.h"
 #include "store_sql.h"
 #include "testdb.h"
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
+#include "tutil.h"
 
 /* 1M rows over 8 topics: 900k done, 10k dead, 10k canceled, 70k pending, 10k failed;
  * first (the oldest ids) 60 done rows of topic "rare": the worst case of a done list,
@@ -33,7 +26,7 @@ now_ms(void)
 static void
 load(PGconn *db)
 {
-	double t0 = now_ms();
+	double t0 = brq_t_now_ms();
 	brq_testdb_exec(db,
 			"INSERT INTO job (topic, state, created_at, updated_at)"
 			" SELECT 'rare', 'done', now() - interval '20 days', now() - interval '20 days'"
@@ -48,7 +41,7 @@ load(PGconn *db)
 			"  now() - (1000000 - g) * interval '1 second'"
 			" FROM generate_series(1, 1000000) g");
 	brq_testdb_exec(db, "VACUUM ANALYZE job");
-	fprintf(stderr, "list_speed: loaded 1M rows in %.0f ms\n", now_ms() - t0);
+	fprintf(stderr, "list_speed: loaded 1M rows in %.0f ms\n", brq_t_now_ms() - t0);
 }
 
 typedef struct shape {
@@ -155,9 +148,9 @@ time_through_gateway(char *dsn)
 		double t[20];
 		for (int k = 0; k < 20; k++) {
 			brooq_job_page *p  = NULL;
-			double          t0 = now_ms();
+			double          t0 = brq_t_now_ms();
 			cr_assert_eq(brooq_list(c, &o, &p), BROOQ_OK, "%s", brooq_last_message());
-			t[k] = now_ms() - t0;
+			t[k] = brq_t_now_ms() - t0;
 			cr_assert_eq(p->n, 50, "%s: %zu rows", shapes[i].name, p->n);
 			brooq_job_page_free(p);
 		}

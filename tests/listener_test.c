@@ -163,18 +163,6 @@ flood_then_ping(const char *listen_env)
 }
 
 /* A loopback TCP port nobody listens on right now. */
-static unsigned
-free_port(void)
-{
-	struct sockaddr_in sa  = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t          len = sizeof(sa);
-	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert(fd >= 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &len), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
 
 Test(listener, survives_raw_connect_close_on_ipc, .timeout = 120)
 {
@@ -184,6 +172,6 @@ Test(listener, survives_raw_connect_close_on_ipc, .timeout = 120)
 Test(listener, survives_raw_connect_close_on_tcp, .timeout = 120)
 {
 	char env[64];
-	snprintf(env, sizeof(env), "BROOQ_LISTEN=tcp://127.0.0.1:%u", free_port());
+	snprintf(env, sizeof(env), "BROOQ_LISTEN=tcp://127.0.0.1:%u", brq_t_free_port());
 	flood_then_ping(env);
 }

@@ -34,6 +34,7 @@
 
 #include "gw.h"
 #include "testdb.h"
+#include "tclient.h"
 #include "tutil.h"
 
 static char  *dsn;
@@ -59,13 +60,7 @@ TestSuite(memory, .init = setup, .fini = teardown, .timeout = 600);
 static brooq_client *
 open_client(const char *token_file)
 {
-	brooq_client_opts o = {.size       = sizeof(brooq_client_opts),
-			       .url        = gw.url,
-			       .token_file = token_file,
-			       .timeout_ms = 10000};
-	brooq_client     *c = NULL;
-	BRQ_OK(brooq_client_open(&o, &c));
-	return c;
+	return brq_t_client_open(gw.url, token_file, 10000);
 }
 
 /* ---- soak ------------------------------------------------------------------------------ */

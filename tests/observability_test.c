@@ -25,6 +25,7 @@
 #include "monitor.h"
 #include "store.h"
 #include "testdb.h"
+#include "tutil.h"
 
 static uint64_t
 mono_ms(void)
@@ -565,18 +566,6 @@ Test(monitor, serves_healthz_through_http)
 /* ---- end to end: a real gateway ---------------------------------------------------- */
 
 /* A loopback TCP port that was free a moment ago (bind to 0, read it, close). */
-static uint16_t
-free_port(void)
-{
-	int                fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	socklen_t sl = sizeof(sa);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &sl), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
 
 static const char *
 src_dir(void)
@@ -744,7 +733,7 @@ TestSuite(e2e, .init = e2e_setup, .fini = e2e_teardown, .timeout = 180);
 
 Test(e2e, counters_move_with_enqueue_claim_settle_cancel_reap_and_auth_failures)
 {
-	uint16_t port = free_port();
+	uint16_t port = brq_t_free_port();
 	start_gateway(dsn, port);
 
 	char *t = scrape(port);
@@ -836,7 +825,7 @@ Test(e2e, healthz_is_503_while_postgresql_is_stopped_and_200_after_it_restarts)
 		 brq_testdb_bin("brooqctl"), src_dir());
 	cr_assert_eq(system(cmd), 0, "migrate up failed");
 
-	uint16_t port = free_port();
+	uint16_t port = brq_t_free_port();
 	start_gateway(conninfo, port);
 	cr_assert_eq(await_healthz(port, 200, 10000), 200);
 
@@ -858,7 +847,7 @@ Test(e2e, healthz_is_503_while_postgresql_is_stopped_and_200_after_it_restarts)
 
 Test(e2e, a_real_prometheus_scrapes_the_gateway_and_loads_the_rules)
 {
-	uint16_t port = free_port();
+	uint16_t port = brq_t_free_port();
 	start_gateway(dsn, port);
 
 	char dir[] = "/tmp/brooq-obs-prom.XXXXXX";
@@ -874,7 +863,7 @@ Test(e2e, a_real_prometheus_scrapes_the_gateway_and_loads_the_rules)
 		"      - targets: [\"127.0.0.1:%u\"]\n",
 		src_dir(), port);
 	fclose(f);
-	uint16_t prom_port = free_port();
+	uint16_t prom_port = brq_t_free_port();
 	snprintf(arg_cfg, sizeof(arg_cfg), "--config.file=%s", path);
 	snprintf(arg_data, sizeof(arg_data), "--storage.tsdb.path=%s/data", dir);
 	snprintf(arg_web, sizeof(arg_web), "--web.listen-address=127.0.0.1:%u", prom_port);

@@ -19,6 +19,7 @@
 
 #include "gw.h"
 #include "testdb.h"
+#include "tclient.h"
 #include "tutil.h"
 
 #define OK BRQ_OK /* tests/support/tutil.h */
@@ -32,14 +33,7 @@ static brooq_client *ac; /* admin token */
 static brooq_client *
 open_client(const brq_gw *g, bool admin)
 {
-	brooq_client_opts o = {.size       = sizeof(brooq_client_opts),
-			       .url        = g->url,
-			       .token_file = admin ? g->admin_token_file : g->worker_token_file,
-			       .timeout_ms = 20000};
-	brooq_client     *c = NULL;
-	brooq_err         e = brooq_client_open(&o, &c);
-	cr_assert_eq(e, BROOQ_OK, "client_open: %s: %s", brooq_strerror(e), brooq_last_message());
-	return c;
+	return brq_t_client_open(g->url, admin ? g->admin_token_file : g->worker_token_file, 20000);
 }
 
 static void
@@ -122,12 +116,11 @@ settle_done(brooq_client *c, const brooq_job *jobs, size_t n)
 	free(r);
 }
 
+/* Monotonic time in whole milliseconds. */
 static int64_t
 now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return brq_t_now_us() / 1000;
 }
 
 static long long

@@ -27,18 +27,6 @@
 #define RPC_FAILING "rpc listener not answering\n"
 
 /* A loopback TCP port nobody listens on right now. */
-static unsigned
-free_port(void)
-{
-	struct sockaddr_in sa  = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t          len = sizeof(sa);
-	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert(fd >= 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &len), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
 
 /* GET /healthz: returns the status (0 when no answer) and copies the body. */
 static int
@@ -89,7 +77,7 @@ static unsigned
 start(brq_gw *gw, char *dsn, const char *interval, const char *listen)
 {
 	static char e_http[64], e_probe[64];
-	unsigned    port = free_port();
+	unsigned    port = brq_t_free_port();
 	snprintf(e_http, sizeof(e_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", port);
 	snprintf(e_probe, sizeof(e_probe), "BROOQ_SELFPROBE_INTERVAL=%s", interval);
 	const char *env[] = {e_http, e_probe, listen, NULL};
@@ -177,7 +165,7 @@ Test(selfprobe, dials_a_wildcard_tcp_listener_on_loopback, .timeout = 60)
 	char  *dsn = brq_testdb_create(true);
 	brq_gw gw;
 	char   body[512], listen[64];
-	snprintf(listen, sizeof(listen), "BROOQ_LISTEN=tcp://0.0.0.0:%u", free_port());
+	snprintf(listen, sizeof(listen), "BROOQ_LISTEN=tcp://0.0.0.0:%u", brq_t_free_port());
 	unsigned port = start(&gw, dsn, "200ms", listen);
 	await_healthz(port, 200, 10000, body, sizeof(body));
 	cr_assert_str_eq(body, "ok\n");

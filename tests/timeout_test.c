@@ -23,6 +23,7 @@
 
 #include "gw.h"
 #include "testdb.h"
+#include "tclient.h"
 #include "tutil.h"
 
 #define OK       BRQ_OK /* tests/support/tutil.h */
@@ -47,37 +48,17 @@ static uint16_t      http_port;
 
 /* ---- fixture -------------------------------------------------------------------------- */
 
-static uint16_t
-free_port(void)
-{
-	struct sockaddr_in sa  = {.sin_family = AF_INET};
-	socklen_t          len = sizeof(sa);
-	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
-	sa.sin_addr.s_addr     = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &len), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
 static brooq_client *
 open_client(const char *token_file)
 {
-	brooq_client_opts o = {.size       = sizeof(brooq_client_opts),
-			       .url        = gw.url,
-			       .token_file = token_file,
-			       .timeout_ms = 5000};
-	brooq_client     *c = NULL;
-	brooq_err         e = brooq_client_open(&o, &c);
-	cr_assert_eq(e, BROOQ_OK, "client_open: %s: %s", brooq_strerror(e), brooq_last_message());
-	return c;
+	return brq_t_client_open(gw.url, token_file, 5000);
 }
 
 static void
 setup(void)
 {
 	static char listen[64];
-	http_port = free_port();
+	http_port = brq_t_free_port();
 	snprintf(listen, sizeof(listen), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", http_port);
 	const char *env[] = {"BROOQ_ATTEMPT_TIMEOUT=2s",
 			     "BROOQ_MAX_EXECUTION_TIME=10s",

@@ -29,6 +29,7 @@
 
 #include "gw.h"
 #include "testdb.h"
+#include "tutil.h"
 
 /* Refused handshakes show as "no connection" once this timeout has passed. */
 #define REFUSE_MS 1500
@@ -57,19 +58,6 @@ run(const char *fmt, ...)
 	cr_assert_eq(system(cmd), 0, "failed: %s", cmd);
 }
 
-static unsigned
-free_port(void)
-{
-	struct sockaddr_in sa  = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t          len = sizeof(sa);
-	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert(fd >= 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &len), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
 /* certs/NAME, a few at once. */
 static const char *
 cert(const char *name)
@@ -94,7 +82,7 @@ make_certs(void)
 	run("%s/tests/support/tls_certs.sh %s", src, certs);
 	run("cat %s/client.pem %s/client.key > %s/client.both && chmod 600 %s/client.both", certs, certs,
 	    certs, certs);
-	snprintf(url, sizeof(url), "tls+tcp://127.0.0.1:%u", free_port());
+	snprintf(url, sizeof(url), "tls+tcp://127.0.0.1:%u", brq_t_free_port());
 }
 
 static void
@@ -369,7 +357,7 @@ Test(tls, with_client_auth_required_only_a_certificate_from_the_ca_gets_in, .ini
 {
 	static char e_ca[200], e_helper_ca[200], e_helper_cert[200], e_http[64];
 	char        why[1024];
-	snprintf(e_http, sizeof(e_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", free_port());
+	snprintf(e_http, sizeof(e_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", brq_t_free_port());
 	snprintf(e_ca, sizeof(e_ca), "BROOQ_TLS_CA_FILE=%s", cert("ca.pem"));
 	snprintf(e_helper_ca, sizeof(e_helper_ca), "BROOQ_TEST_TLS_CA=%s", cert("ca.pem"));
 	snprintf(e_helper_cert, sizeof(e_helper_cert), "BROOQ_TEST_TLS_CERT_KEY=%s", cert("client.both"));
@@ -445,10 +433,10 @@ healthz(unsigned port)
 Test(tls, the_self_probe_dials_a_wildcard_tls_listener_over_tls, .init = setup, .fini = teardown)
 {
 	static char e_http[64];
-	unsigned    http = free_port();
+	unsigned    http = brq_t_free_port();
 	snprintf(e_http, sizeof(e_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", http);
 	/* 0.0.0.0: the probe dials 127.0.0.1; the helper dials 0.0.0.0, which is loopback. */
-	snprintf(url, sizeof(url), "tls+tcp://0.0.0.0:%u", free_port());
+	snprintf(url, sizeof(url), "tls+tcp://0.0.0.0:%u", brq_t_free_port());
 	/* 1s: each probe may take 1 s for its handshake on a loaded machine. */
 	const char *extra[] = {e_http, "BROOQ_SELFPROBE_INTERVAL=1s", NULL};
 	start_gw("server", extra);

@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* Small helpers every black-box test needs: clocks, sleeps, a process's memory, and
- * the assertion that a libbrooq-client call succeeded. */
+/* Small helpers every black-box test needs: clocks, sleeps, a free loopback port, a
+ * process's memory, and the assertion that a libbrooq-client call succeeded. */
 #ifndef BRQ_TEST_TUTIL_H
 #define BRQ_TEST_TUTIL_H
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
 
 /* Asserts that a libbrooq-client call returned BROOQ_OK, showing its message. */
 #define BRQ_OK(call)                                                                                       \
@@ -40,6 +46,21 @@ brq_t_sleep_ms(int ms)
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000};
 	while (nanosleep(&ts, &ts) != 0) {
 	}
+}
+
+/* A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then closed):
+ * for a listener a test starts next. Fails the test if no socket can be bound. */
+static inline uint16_t
+brq_t_free_port(void)
+{
+	struct sockaddr_in sa  = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t          len = sizeof(sa);
+	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(fd >= 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *) &sa, &len), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
 }
 
 /* A "Vm..." field of /proc/PID/status in KiB (VmRSS, VmHWM), or -1. */
