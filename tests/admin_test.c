@@ -723,16 +723,7 @@ ctl(char **out, bool both, const char *args)
 	char cmd[2048];
 	snprintf(cmd, sizeof(cmd), "%s --url %s --token-file %s %s%s", brq_testdb_bin("brooqctl"), gw.url,
 		 gw.admin_token_file, args, both ? " 2>&1" : " 2>/dev/null");
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	size_t cap = 1 << 20, len = 0, got;
-	char  *buf = malloc(cap);
-	while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0)
-		len += got;
-	buf[len] = '\0';
-	int st   = pclose(p);
-	*out     = buf;
-	return WEXITSTATUS(st);
+	return brq_testdb_run(cmd, out);
 }
 
 Test(brooqctl, jobs_lists_a_page_as_json_and_as_a_table_with_the_next_cursor)

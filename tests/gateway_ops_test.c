@@ -422,28 +422,6 @@ Test(ops, every_configuration_problem_is_reported_in_one_round)
 #define FLOOD_THREADS 4
 #define FLOOD_EACH    2500
 
-/* The value of a counter without labels on /metrics, or -1. */
-static long long
-scrape(uint16_t port, const char *name)
-{
-	static char        buf[1 << 18];
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	int                fd = socket(AF_INET, SOCK_STREAM, 0);
-	size_t             n  = 0;
-	char               key[128];
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
-	cr_assert_eq(write(fd, req, sizeof(req) - 1), (ssize_t) sizeof(req) - 1);
-	for (ssize_t r; n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0;)
-		n += (size_t) r;
-	close(fd);
-	buf[n] = '\0';
-	snprintf(key, sizeof(key), "\n%s ", name);
-	const char *p = strstr(buf, key);
-	return p != NULL ? strtoll(p + strlen(key), NULL, 10) : -1;
-}
-
 static brq_gw flood_gw;
 
 static void *
@@ -518,7 +496,7 @@ Test(ops, a_flood_of_failed_auths_writes_a_bounded_log_and_counts_every_one)
 		pthread_join(th[i], NULL);
 	double secs = (double) (brq_now_ms() - t0) / 1000.0;
 
-	cr_assert_eq(scrape(port, "brooq_auth_failures_total"), FLOOD_THREADS * FLOOD_EACH);
+	cr_assert_eq(brq_gw_metric(port, "brooq_auth_failures_total"), FLOOD_THREADS * FLOOD_EACH);
 	/* The summary of each 5 s window comes at its end (the main loop's tick), without
 	 * another failure: wait until every failure is accounted for. */
 	int       lines = 0;

@@ -38,23 +38,9 @@ brooqctl(const char *args, char **out)
 	char *cmd = NULL;
 	cr_assert(asprintf(&cmd, "BROOQ_DSN='%s' BROOQ_MIGRATIONS_DIR='%s/migrations' %s migrate %s 2>&1",
 			   dsn, getenv("BROOQ_SOURCE_DIR"), brq_testdb_bin("brooqctl"), args) > 0);
-	FILE *p = popen(cmd, "r");
+	int rc = brq_testdb_run(cmd, out);
 	free(cmd);
-	cr_assert_not_null(p);
-	char  *buf = NULL;
-	size_t len = 0;
-	FILE  *mem = open_memstream(&buf, &len);
-	char   chunk[512];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
-		fwrite(chunk, 1, n, mem);
-	fclose(mem);
-	int st = pclose(p);
-	if (out != NULL)
-		*out = buf;
-	else
-		free(buf);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return rc;
 }
 
 static long long

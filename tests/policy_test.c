@@ -356,20 +356,9 @@ ctl(bool admin, const char *args, char **out)
 	char *cmd = NULL;
 	cr_assert(asprintf(&cmd, "%s --url '%s' --token-file '%s' %s 2>/dev/null", brq_testdb_bin("brooqctl"),
 			   gw.url, admin ? gw.admin_token_file : gw.worker_token_file, args) > 0);
-	FILE *p = popen(cmd, "r");
+	int rc = brq_testdb_run(cmd, out);
 	free(cmd);
-	cr_assert_not_null(p);
-	char  *buf = NULL;
-	size_t len = 0;
-	FILE  *mem = open_memstream(&buf, &len);
-	char   chunk[512];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
-		fwrite(chunk, 1, n, mem);
-	fclose(mem);
-	int st = pclose(p);
-	*out   = buf;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return rc;
 }
 
 Test(policy, brooqctl_pauses_resumes_limits_and_lists_topics)

@@ -714,15 +714,7 @@ ctl(const char *args, char **out)
 	char cmd[2048];
 	snprintf(cmd, sizeof(cmd), "%s --url '%s' --token-file '%s' %s 2>&1", brq_testdb_bin("brooqctl"),
 		 ogw.url, ogw.admin_token_file, args);
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	size_t cap = 1 << 16, len = 0;
-	*out = calloc(1, cap);
-	size_t r;
-	while ((r = fread(*out + len, 1, cap - 1 - len, p)) > 0)
-		len += r;
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return brq_testdb_run(cmd, out);
 }
 
 Test(ops, brooqctl_schedule_add_list_remove)

@@ -107,28 +107,6 @@ enqueue(const char *topic, uint32_t max_attempts)
 
 #define wait_int(want, timeout_ms, ...) brq_testdb_wait_int(db, want, timeout_ms, __VA_ARGS__)
 
-/* A labelled sample of /metrics (e.g. `x_total{topic="t"}`), or -1. */
-static long long
-scrape(const char *sample)
-{
-	static char        buf[1 << 18];
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(http_port)};
-	int                fd = socket(AF_INET, SOCK_STREAM, 0);
-	size_t             n  = 0;
-	char               key[256];
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
-	cr_assert_eq(write(fd, req, sizeof(req) - 1), (ssize_t) sizeof(req) - 1);
-	for (ssize_t r; n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0;)
-		n += (size_t) r;
-	close(fd);
-	buf[n] = '\0';
-	snprintf(key, sizeof(key), "\n%s ", sample);
-	const char *p = strstr(buf, key);
-	return p != NULL ? strtoll(p + strlen(key), NULL, 10) : -1;
-}
-
 /* ---- the wire: claim and heartbeat ---------------------------------------------------- */
 
 /* Claims one job of topic over the raw protocol (lease 1 s) into *out; its lease in *l. */
@@ -233,7 +211,7 @@ Test(timeouts, a_heartbeat_past_the_maximum_execution_time_is_refused_and_the_re
 	cr_assert_geq(ms, 1500.0, "refused %.0f ms after the claim, before the bound", ms);
 	cr_assert_leq(ms, 1500.0 + 300.0 + 1000.0, "refused %.0f ms after the claim", ms);
 	cr_assert_geq(extended, 2);
-	cr_assert_eq(scrape("brooq_max_execution_exceeded_total{topic=\"t.hang\"}"), 1);
+	cr_assert_eq(brq_gw_metric(http_port, "brooq_max_execution_exceeded_total{topic=\"t.hang\"}"), 1);
 	/* Each lease gets its own reason, also when one job is named twice. */
 	brq_lease_ref   two[2] = {l, l};
 	bool            ext2[2];
@@ -325,8 +303,8 @@ Test(timeouts, a_heartbeat_tells_a_canceled_job_from_a_lease_that_is_gone)
 	cr_assert_eq(why[1], BRQ_LOST_CANCELED);
 	cr_assert_eq(why[2], BRQ_LOST_GONE);
 	cr_assert_eq(why[3], BRQ_LOST_GONE);
-	cr_assert_eq(scrape("brooq_lease_lost_total{topic=\"t.free\"}"), 3);
-	cr_assert_eq(scrape("brooq_max_execution_exceeded_total{topic=\"t.free\"}"), 0);
+	cr_assert_eq(brq_gw_metric(http_port, "brooq_lease_lost_total{topic=\"t.free\"}"), 3);
+	cr_assert_eq(brq_gw_metric(http_port, "brooq_max_execution_exceeded_total{topic=\"t.free\"}"), 0);
 }
 
 /* ---- the worker runtime ---------------------------------------------------------------- */

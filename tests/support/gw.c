@@ -3,12 +3,14 @@
 #define _GNU_SOURCE
 #include "gw.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -300,4 +302,25 @@ brq_gw_send_open(const brq_gw *gw, brq_request *req)
 	brq_buf_fini(&b);
 	cr_assert_eq(nng_sendmsg(s, m, 0), 0);
 	return s;
+}
+
+long long
+brq_gw_metric(uint16_t http_port, const char *sample)
+{
+	static char        buf[1 << 18];
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(http_port)};
+	int                fd = socket(AF_INET, SOCK_STREAM, 0);
+	size_t             n  = 0;
+	char               key[256];
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+	cr_assert_eq(write(fd, req, sizeof(req) - 1), (ssize_t) sizeof(req) - 1);
+	for (ssize_t r; n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0;)
+		n += (size_t) r;
+	close(fd);
+	buf[n] = '\0';
+	snprintf(key, sizeof(key), "\n%s ", sample);
+	const char *p = strstr(buf, key);
+	return p != NULL ? strtoll(p + strlen(key), NULL, 10) : -1;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <nng/nng.h>
@@ -72,6 +73,11 @@ brq_status brq_gw_call(const brq_gw *gw, brq_request *req, brq_reply *rep, brq_a
  * socket without reading the reply: a peer that goes away when the caller closes it,
  * or one that is still there but never reads. Fails the test on transport errors. */
 nng_socket brq_gw_send_open(const brq_gw *gw, brq_request *req);
+
+/* The value of one sample line of the gateway's /metrics on 127.0.0.1:http_port (the
+ * whole sample name with its labels, e.g. `x_total{topic="t"}`), or -1 when absent.
+ * Fails the test when the port does not answer. */
+long long brq_gw_metric(uint16_t http_port, const char *sample);
 
 /* Shorthand token selection for brq_gw_call. */
 brq_str brq_gw_worker(const brq_gw *gw);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -166,4 +167,26 @@ brq_testdb_bin(const char *name)
 	cr_assert(dir != NULL && dir[0] != '\0', "BROOQ_TEST_BIN_DIR is not set (ctest sets it)");
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	return path;
+}
+
+int
+brq_testdb_run(const char *cmd, char **out)
+{
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p, "popen: %s", cmd);
+	char  *buf = NULL;
+	size_t len = 0;
+	FILE  *mem = open_memstream(&buf, &len);
+	cr_assert_not_null(mem);
+	char   chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+		fwrite(chunk, 1, n, mem);
+	fclose(mem);
+	int st = pclose(p);
+	if (out != NULL)
+		*out = buf;
+	else
+		free(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

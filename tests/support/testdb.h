@@ -46,4 +46,9 @@ long long brq_testdb_wait_int(PGconn *c, long long want, int timeout_ms, const c
  * BROOQ_TEST_BIN_DIR the build sets. Static storage. */
 const char *brq_testdb_bin(const char *name);
 
+/* Runs the shell command cmd and returns its exit code (-1 when it did not exit
+ * normally); *out gets all it wrote to stdout (malloc'd, NUL-terminated, caller frees;
+ * out may be NULL). Fails the test if the command cannot be started. */
+int brq_testdb_run(const char *cmd, char **out);
+
 #endif
