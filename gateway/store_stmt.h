@@ -66,22 +66,30 @@ enum enq_col { ENQ_COLS(BRQ_COL_ENUM) ENQ__N };
 	X(LOOKUP_ID, "j.id")
 enum lookup_col { LOOKUP_COLS(BRQ_COL_ENUM) LOOKUP__N };
 
+// A timestamp as Unix milliseconds, on the rows of the hot path (claim, heartbeat,
+// settle): date_part() computes in float8, extract() in numeric, which cost 0.13 µs
+// per value against 0.04 (1M rows in SQL), three values per job. The float8 is
+// within a fraction of a microsecond of the exact value, so the millisecond is the
+// same but on an exact half millisecond, which may round to even rather than up (in
+// 2M random timestamps: 1,035 differed, all halves). Other statements keep extract().
+#define HOT_MS(ts) "(date_part('epoch', " ts ") * 1000)::int8"
+
 // claim: one row per job leased.
-#define CLAIM_COLS(X)                                                                 \
-	X(CLAIM_ID, "j.id")                                                           \
-	X(CLAIM_TOPIC, "j.topic")                                                     \
-	X(CLAIM_PAYLOAD, "j.payload::text")                                           \
-	X(CLAIM_ATTEMPTS, "j.attempts")                                               \
-	X(CLAIM_MAX_ATTEMPTS, "j.max_attempts")                                       \
-	X(CLAIM_TOKEN_INDEX, "c.k")                                                   \
-	X(CLAIM_LOCKED_UNTIL_MS, "(extract(epoch FROM j.locked_until) * 1000)::int8") \
-	X(CLAIM_CREATED_MS, "(extract(epoch FROM j.created_at) * 1000)::int8")
+#define CLAIM_COLS(X)                                      \
+	X(CLAIM_ID, "j.id")                                \
+	X(CLAIM_TOPIC, "j.topic")                          \
+	X(CLAIM_PAYLOAD, "j.payload::text")                \
+	X(CLAIM_ATTEMPTS, "j.attempts")                    \
+	X(CLAIM_MAX_ATTEMPTS, "j.max_attempts")            \
+	X(CLAIM_TOKEN_INDEX, "c.k")                        \
+	X(CLAIM_LOCKED_UNTIL_MS, HOT_MS("j.locked_until")) \
+	X(CLAIM_CREATED_MS, HOT_MS("j.created_at"))
 enum claim_col { CLAIM_COLS(BRQ_COL_ENUM) CLAIM__N };
 
 // heartbeat: one row per lease extended.
 #define HB_COLS(X)       \
 	X(HB_ID, "j.id") \
-	X(HB_LOCKED_UNTIL_MS, "(extract(epoch FROM j.locked_until) * 1000)::int8")
+	X(HB_LOCKED_UNTIL_MS, HOT_MS("j.locked_until"))
 enum hb_col { HB_COLS(BRQ_COL_ENUM) HB__N };
 
 // settle: one row per item applied.
@@ -89,7 +97,7 @@ enum hb_col { HB_COLS(BRQ_COL_ENUM) HB__N };
 	X(SETTLE_ID, "j.id")       \
 	X(SETTLE_STATE, "j.state") \
 	X(SETTLE_TOPIC, "j.topic") \
-	X(SETTLE_ATTEMPT_S, "extract(epoch FROM now() - j.claimed_at)::float8")
+	X(SETTLE_ATTEMPT_S, "date_part('epoch', now() - j.claimed_at)")
 enum settle_col { SETTLE_COLS(BRQ_COL_ENUM) SETTLE__N };
 
 // unclaim (leases given back): one row per lease returned.
