@@ -282,6 +282,13 @@ brq_metrics_auth_failure(void)
 }
 
 void
+brq_metrics_settle_lookup(uint64_t by_address, uint64_t by_id)
+{
+	atomic_fetch_add_explicit(&M.settle_by_address, by_address, memory_order_relaxed);
+	atomic_fetch_add_explicit(&M.settle_by_id, by_id, memory_order_relaxed);
+}
+
+void
 brq_metrics_schedule(uint64_t enqueued, uint64_t skipped)
 {
 	atomic_fetch_add_explicit(&M.schedule_enqueued, enqueued, memory_order_relaxed);
@@ -493,6 +500,8 @@ brq_metrics_fini(void)
 	atomic_store(&M.expired, 0);
 	atomic_store(&M.schedule_enqueued, 0);
 	atomic_store(&M.schedule_skipped, 0);
+	atomic_store(&M.settle_by_address, 0);
+	atomic_store(&M.settle_by_id, 0);
 	atomic_store(&M.attempt_sum_us, 0);
 	atomic_store(&M.attempt_count, 0);
 	for (int s = 0; s < BRQ_POOL__COUNT; s++) {

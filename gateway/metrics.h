@@ -56,6 +56,11 @@ void brq_metrics_rpc(brq_op op, brq_status code, uint64_t duration_us, int waite
 // brooq_auth_failures_total.
 void brq_metrics_auth_failure(void);
 
+// brooq_settle_lookups_total{by="address"|"id"}: settled leases whose row was reached
+// by the address this gateway recorded at claim or heartbeat, or by a primary-key
+// probe (settled through another gateway, moved since, or an older gateway's lease).
+void brq_metrics_settle_lookup(uint64_t by_address, uint64_t by_id);
+
 // brooq_schedule_slots_total{outcome="enqueued"|"skipped"}: schedule slots whose job
 // this gateway's scheduler created, and missed slots its misfire policy left out.
 void brq_metrics_schedule(uint64_t enqueued, uint64_t skipped);

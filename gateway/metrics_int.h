@@ -94,6 +94,8 @@ struct brq_metrics_state {
 	_Atomic uint64_t expired;
 	_Atomic uint64_t schedule_enqueued; // slots whose job the scheduler created
 	_Atomic uint64_t schedule_skipped;  // missed slots left out by the misfire policy
+	_Atomic uint64_t settle_by_address; // settled leases reached by their row's address
+	_Atomic uint64_t settle_by_id;      // ... by a primary-key probe
 	_Atomic uint64_t attempt_sum_us;
 	_Atomic uint64_t attempt_count;
 	_Atomic int64_t  pool[BRQ_POOL__COUNT];

@@ -254,6 +254,15 @@ render_gateway(struct buf *b)
 		      "Requests refused with unauthenticated (missing or unknown token).",
 		      atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
 
+	family(b, "brooq_settle_lookups_total", "counter",
+	       "Settled leases by how their row was found: by the address this gateway "
+	       "recorded at claim or heartbeat, or by id (settled through another gateway, or "
+	       "the row moved since).");
+	buf_printf(b, "brooq_settle_lookups_total{by=\"address\"} %" PRIu64 "\n",
+		   atomic_load_explicit(&M.settle_by_address, memory_order_relaxed));
+	buf_printf(b, "brooq_settle_lookups_total{by=\"id\"} %" PRIu64 "\n",
+		   atomic_load_explicit(&M.settle_by_id, memory_order_relaxed));
+
 	family(b, "brooq_schedule_slots_total", "counter",
 	       "Schedule slots: jobs this gateway's scheduler enqueued, and missed slots its "
 	       "misfire policy skipped.");

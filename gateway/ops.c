@@ -271,12 +271,13 @@ static void
 settle_committed(const brq_ops *o, brq_store_conn *c, brq_arena *arena, const brq_settle_item *items,
 		 uint32_t n, const brq_store_settled *out, const brq_store_chain *chain)
 {
-	uint32_t n_lost = 0;
+	uint32_t n_lost = 0, by_address = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (!out[i].r.applied) {
 			n_lost++;
 			continue;
 		}
+		by_address += out[i].by_address;
 		brq_metrics_settle(out[i].topic.ptr, out[i].topic.len, items[i].outcome, 1);
 		if (out[i].r.state == BRQ_STATE_DEAD)
 			brq_metrics_dead(out[i].topic.ptr, out[i].topic.len, 1);
@@ -286,6 +287,7 @@ settle_committed(const brq_ops *o, brq_store_conn *c, brq_arena *arena, const br
 		if (brq_store_policy_known(c->st, out[i].topic))
 			brq_waiters_wake(o->waiters, out[i].topic.ptr, out[i].topic.len, 1);
 	}
+	brq_metrics_settle_lookup(by_address, n - n_lost - by_address);
 	if (chain->n > 0)
 		enqueue_committed(o, chain->jobs, chain->n, chain->res, NULL, 0);
 	uint64_t *lost = n_lost > 0 ? brq_arena_alloc(arena, n_lost, sizeof(*lost)) : NULL;

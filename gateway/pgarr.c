@@ -102,6 +102,17 @@ brq_pgarr_int4(brq_pgarr *a, int32_t v)
 }
 
 void
+brq_pgarr_tid(brq_pgarr *a, uint32_t block, uint16_t offset)
+{
+	// tidrecv: the block number (4 bytes) and the line pointer (2), big-endian.
+	char b[6];
+	put32(b, block);
+	b[4] = (char) (offset >> 8);
+	b[5] = (char) (offset & 0xff);
+	element(a, b, 6);
+}
+
+void
 brq_pgarr_text(brq_pgarr *a, const char *p, size_t len)
 {
 	if (a->oid != BRQ_OID_JSONB) {

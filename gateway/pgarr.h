@@ -15,6 +15,7 @@
 
 // Element type OIDs (pg_type.h; stable across PostgreSQL versions).
 #define BRQ_OID_BOOL  16
+#define BRQ_OID_TID   27
 #define BRQ_OID_INT8  20
 #define BRQ_OID_INT4  23
 #define BRQ_OID_TEXT  25
@@ -49,6 +50,8 @@ void brq_pgarr_int4(brq_pgarr *a, int32_t v);
 // validated the JSON).
 void brq_pgarr_text(brq_pgarr *a, const char *p, size_t len);
 void brq_pgarr_uuid(brq_pgarr *a, const uint8_t uuid[16]);
+// A row address (ctid): heap block and line pointer.
+void brq_pgarr_tid(brq_pgarr *a, uint32_t block, uint16_t offset);
 void brq_pgarr_null(brq_pgarr *a);
 
 // Finishes the header (element count, null flag). Returns 0, or BRQ_ENOMEM if an append ran

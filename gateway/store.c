@@ -449,17 +449,23 @@ brq_store_enqueue(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n, brq_e
 
 // ---- settle ------------------------------------------------------------------------------------
 
-int
-brq_store_settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_store_settled *out,
-		      brq_store_chain *chain)
+// The settle statement over items sel[0..m): by address (tids[sel[k]]) when tids is
+// given, else by id; marks the items applied in out. 0 or a BRQ_E* code.
+static int
+settle_some(brq_store_conn *c, const brq_settle_item *items, const uint32_t *sel, uint32_t m,
+	    const brq_tid *tids, brq_store_settled *out)
 {
-	static const uint32_t types[6] = {BRQ_OID_INT8, BRQ_OID_UUID, BRQ_OID_TEXT,
-					  BRQ_OID_TEXT, BRQ_OID_INT8, BRQ_OID_JSONB};
+	static const uint32_t types[7] = {BRQ_OID_INT8, BRQ_OID_UUID,  BRQ_OID_TEXT, BRQ_OID_TEXT,
+					  BRQ_OID_INT8, BRQ_OID_JSONB, BRQ_OID_TID};
 	brq_pgarr            *a        = c->arr;
-	brq_store_arrays_begin(c, types, 6);
+	brq_pgarr            *res      = &a[tids != NULL ? 6 : 5]; // results come last (settle_sql)
+	brq_store_arrays_begin(c, types, 5);
+	brq_pgarr_begin(res, BRQ_OID_JSONB);
+	if (tids != NULL)
+		brq_pgarr_begin(&a[5], BRQ_OID_TID);
 	bool results = false;
-	for (uint32_t i = 0; i < n; i++) {
-		const brq_settle_item *it = &items[i];
+	for (uint32_t k = 0; k < m; k++) {
+		const brq_settle_item *it = &items[sel[k]];
 		const char            *oc = brq_outcome_name(it->outcome);
 		brq_pgarr_int8(&a[0], (int64_t) it->id);
 		brq_pgarr_uuid(&a[1], it->lease);
@@ -471,32 +477,79 @@ brq_store_settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t 
 			brq_pgarr_null(&a[3]);
 		brq_pgarr_int8(&a[4], (int64_t) it->delay_ms);
 		if (it->has_result)
-			brq_pgarr_text(&a[5], it->result.ptr, it->result.len);
+			brq_pgarr_text(res, it->result.ptr, it->result.len);
 		else
-			brq_pgarr_null(&a[5]);
+			brq_pgarr_null(res);
+		if (tids != NULL)
+			brq_pgarr_tid(&a[5], tids[sel[k]].block, tids[sel[k]].offset);
 		results |= it->has_result;
-		out[i] = (brq_store_settled) {.r = {.id = it->id, .applied = false}};
 	}
-	// No item has a result: $6 is a NULL array (see settle_sql), nothing to send.
+	// No item has a result: the results are a NULL array (see settle_sql), not sent.
+	int       n = tids != NULL ? (results ? 7 : 6) : (results ? 6 : 5);
 	PGresult *r;
-	int rv = brq_store_run_arrays(c, BRQ_STMT_SETTLE, results ? 6 : 5, SETTLE__N, "settle: out of memory",
-				      &r);
+	int rv = brq_store_run_arrays(c, tids != NULL ? BRQ_STMT_SETTLE_AT : BRQ_STMT_SETTLE, n, SETTLE__N,
+				      "settle: out of memory", &r);
 	if (rv != 0)
 		return rv;
-	// Each returned row settles the first unmatched item with its id (an id given
-	// twice is applied once).
+	// Each returned row settles the first unapplied item with its id (an id given
+	// twice is applied once). Rows come in the items' order (the nested loop follows
+	// unnest), so the search starts after the last match: one pass, not n^2.
+	uint32_t at = 0;
 	for (int row = 0; row < PQntuples(r); row++) {
 		uint64_t id = (uint64_t) brq_store_int(r, row, SETTLE_ID);
-		for (uint32_t i = 0; i < n; i++) {
-			if (out[i].r.id != id || out[i].r.applied)
+		for (uint32_t step = 0; step < m; step++) {
+			brq_store_settled *o = &out[sel[(at + step) % m]];
+			if (o->r.id != id || o->r.applied)
 				continue;
-			out[i].r.applied = true;
-			out[i].r.state   = brq_store_state(r, row, SETTLE_STATE);
-			out[i].topic     = brq_store_str(r, row, SETTLE_TOPIC);
-			out[i].attempt_s = brq_store_double(r, row, SETTLE_ATTEMPT_S);
+			o->r.applied  = true;
+			o->r.state    = brq_store_state(r, row, SETTLE_STATE);
+			o->topic      = brq_store_str(r, row, SETTLE_TOPIC);
+			o->attempt_s  = brq_store_double(r, row, SETTLE_ATTEMPT_S);
+			o->by_address = tids != NULL;
+			at            = (at + step + 1) % m;
 			break;
 		}
 	}
+	return 0;
+}
+
+// The settle of items[0..n): the items this gateway knows the row address of by
+// address, the others (and those whose address was stale) by id.
+static int
+settle_items(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_store_settled *out)
+{
+	uint64_t *ids  = brq_arena_alloc(&c->arena, n, sizeof(*ids));
+	brq_tid  *tids = brq_arena_alloc(&c->arena, n, sizeof(*tids));
+	uint32_t *sel  = brq_arena_alloc(&c->arena, n, sizeof(*sel));
+	if (ids == NULL || tids == NULL || sel == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "settle: out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		ids[i] = items[i].id;
+		out[i] = (brq_store_settled) {.r = {.id = items[i].id, .applied = false}};
+	}
+	uint32_t m = 0;
+	if (brq_hints_take(c->st->hints, ids, tids, n) > 0) {
+		for (uint32_t i = 0; i < n; i++)
+			if (tids[i].offset != 0)
+				sel[m++] = i;
+		int rv = settle_some(c, items, sel, m, tids, out);
+		if (rv != 0)
+			return rv;
+	}
+	m = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (!out[i].r.applied)
+			sel[m++] = i;
+	return m > 0 ? settle_some(c, items, sel, m, NULL, out) : 0;
+}
+
+int
+brq_store_settle_rows(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_store_settled *out,
+		      brq_store_chain *chain)
+{
+	int rv = settle_items(c, items, n, out);
+	if (rv != 0)
+		return rv;
 
 	// Chains of the applied `done` items, as one batch in this transaction.
 	uint32_t n_chain = 0;
@@ -625,10 +678,19 @@ brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, 
 	if (rv != 0)
 		return rv;
 	memset(extended, 0, n * sizeof(*extended));
-	*until_ms = 0;
-	for (int row = 0; row < PQntuples(r); row++) {
+	*until_ms      = 0;
+	int       rows = PQntuples(r);
+	uint64_t *ids  = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(*ids));
+	brq_tid  *tids = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(*tids));
+	for (int row = 0; row < rows; row++) {
 		uint64_t id = (uint64_t) brq_store_int(r, row, HB_ID);
 		int64_t  u  = brq_store_int(r, row, HB_LOCKED_UNTIL_MS);
+		// The extension wrote a new row version: the settle looks there.
+		if (ids != NULL && tids != NULL) {
+			ids[row] = id;
+			if (!brq_tid_parse(PQgetvalue(r, row, HB_LOC), &tids[row]))
+				tids[row] = (brq_tid) {0};
+		}
 		for (uint32_t i = 0; i < n; i++)
 			if (leases[i].id == id && !extended[i]) {
 				extended[i] = true;
@@ -637,5 +699,7 @@ brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, 
 		if (*until_ms == 0 || u < *until_ms)
 			*until_ms = u;
 	}
+	if (ids != NULL && tids != NULL)
+		brq_hints_put(c->st->hints, ids, tids, (uint32_t) rows);
 	return 0;
 }

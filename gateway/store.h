@@ -118,9 +118,11 @@ typedef struct brq_store_chain {
 
 // One settle item's result.
 typedef struct brq_store_settled {
-	brq_settle_result r;         // id, applied, new state (the wire result)
-	brq_str           topic;     // applied only: the job's topic (borrowed)
-	double            attempt_s; // applied only: seconds from claim to settle
+	brq_settle_result r;          // id, applied, new state (the wire result)
+	brq_str           topic;      // applied only: the job's topic (borrowed)
+	double            attempt_s;  // applied only: seconds from claim to settle
+	bool              by_address; // applied only: the row was reached by its address
+				      // (store_hint.h), not by a primary-key probe
 } brq_store_settled;
 
 // settle: guarded settle of items[0..n) (still processing, same lease token), out[i]

@@ -13,10 +13,13 @@ static int
 read_claimed(brq_store_conn *c, const PGresult *r, const uint8_t *tokens, uint32_t n,
 	     brq_store_claim_out *out)
 {
-	int rows    = PQntuples(r);
-	out->jobs   = brq_arena_alloc(&c->arena, rows > 0 ? (size_t) rows : 1, sizeof(*out->jobs));
-	out->n_jobs = 0;
-	if (out->jobs == NULL)
+	int       rows = PQntuples(r);
+	size_t    m    = rows > 0 ? (size_t) rows : 1;
+	uint64_t *ids  = brq_arena_alloc(&c->arena, m, sizeof(*ids));
+	brq_tid  *tids = brq_arena_alloc(&c->arena, m, sizeof(*tids));
+	out->jobs      = brq_arena_alloc(&c->arena, m, sizeof(*out->jobs));
+	out->n_jobs    = 0;
+	if (out->jobs == NULL || ids == NULL || tids == NULL)
 		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
 	for (int row = 0; row < rows; row++) {
 		int64_t          k = brq_store_int(r, row, CLAIM_TOKEN_INDEX);
@@ -38,7 +41,13 @@ read_claimed(brq_store_conn *c, const PGresult *r, const uint8_t *tokens, uint32
 		// the heartbeat statement enforces the second). PQgetvalue's text ends in NUL.
 		brq_config_topic_timeouts(c->st->cfg, j->topic.ptr, &j->attempt_timeout_ms,
 					  &j->max_execution_ms);
+		ids[row] = j->id;
+		if (!brq_tid_parse(PQgetvalue(r, row, CLAIM_LOC), &tids[row]))
+			tids[row] = (brq_tid) {0};
 	}
+	// Recorded before the commit: a claim rolled back leaves addresses no lease
+	// matches, which a settle cannot use (store_hint.h).
+	brq_hints_put(c->st->hints, ids, tids, (uint32_t) rows);
 	out->n_jobs = (uint32_t) rows;
 	return 0;
 }

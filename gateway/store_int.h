@@ -5,6 +5,7 @@
 #define BRQ_GATEWAY_STORE_INT_H
 
 #include "store.h"
+#include "store_hint.h"
 #include "store_sql.h"
 
 #define BRQ_BINARY 1
@@ -16,7 +17,8 @@ struct brq_store {
 	const brq_config *cfg; // borrowed
 	char             *texts[BRQ_STMT__COUNT];
 	brq_db_stmt       stmts[BRQ_STMT__COUNT];
-	brq_policy_cache *pc; // owned; mutable through the pointer (store_policy.c)
+	brq_policy_cache *pc;    // owned; mutable through the pointer (store_policy.c)
+	brq_hints        *hints; // owned; where this gateway's leased rows are (store_hint.h)
 };
 
 // The cache of topics with a policy (store_policy.c). 0 or BRQ_ENOMEM.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The store itself (brq_store): what all its connections share, built once: the
-// statement texts and the cache of topics with a policy.
+// statement texts, the cache of topics with a policy and the leased rows' addresses.
 #include "store_int.h"
 
 #include <stdlib.h>
@@ -13,12 +13,12 @@ brq_store_new(const brq_config *cfg, brq_store **out)
 		return BRQ_ENOMEM;
 	st->cfg = cfg;
 	int rv  = brq_policy_cache_new(&st->pc);
+	if (rv == 0)
+		rv = brq_hints_new(&st->hints);
+	if (rv == 0)
+		rv = brq_store_sql_build(cfg, st->texts, st->stmts);
 	if (rv != 0) {
-		free(st);
-		return rv;
-	}
-	rv = brq_store_sql_build(cfg, st->texts, st->stmts);
-	if (rv != 0) {
+		brq_hints_free(st->hints);
 		brq_policy_cache_free(st->pc);
 		free(st);
 		return rv;
@@ -34,5 +34,6 @@ brq_store_free(brq_store *st)
 		return;
 	brq_store_sql_fini(st->texts);
 	brq_policy_cache_free(st->pc);
+	brq_hints_free(st->hints);
 	free(st);
 }

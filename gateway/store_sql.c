@@ -36,6 +36,7 @@ static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_CLAIM]                 = "brq_claim",
 	[BRQ_STMT_HEARTBEAT]             = "brq_heartbeat",
 	[BRQ_STMT_SETTLE]                = "brq_settle",
+	[BRQ_STMT_SETTLE_AT]             = "brq_settle_at",
 	[BRQ_STMT_UNCLAIM]               = "brq_unclaim",
 	[BRQ_STMT_TOPICS_OF]             = "brq_topics_of",
 	[BRQ_STMT_CANCEL]                = "brq_cancel",
@@ -71,19 +72,25 @@ static const char *const names[BRQ_STMT__COUNT] = {
 };
 
 static const int nparams[BRQ_STMT__COUNT] = {
-	[BRQ_STMT_ENQUEUE] = 7,       [BRQ_STMT_ENQUEUE_LOOKUP] = 2, [BRQ_STMT_CLAIM] = 5,
-	[BRQ_STMT_HEARTBEAT] = 3,     [BRQ_STMT_SETTLE] = 6,         [BRQ_STMT_UNCLAIM] = 2,
-	[BRQ_STMT_TOPICS_OF] = 1,     [BRQ_STMT_CANCEL] = 1,         [BRQ_STMT_JOB] = 1,
-	[BRQ_STMT_STATS] = 0,         [BRQ_STMT_REAP] = 1,           [BRQ_STMT_RETENTION] = 2,
-	[BRQ_STMT_DEPTH_ACTIVE] = 0,  [BRQ_STMT_DEPTH_TERMINAL] = 0, [BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = 1,
-	[BRQ_STMT_CLAIM_POLICY] = 5,  [BRQ_STMT_CLAIM_MULTI] = 5,    [BRQ_STMT_POLICY_LOCK] = 1,
-	[BRQ_STMT_POLICY_TOPICS] = 0, [BRQ_STMT_POLICY_SET] = 6,     [BRQ_STMT_POLICY_PRUNE] = 1,
-	[BRQ_STMT_POLICY_LIST] = 0,   [BRQ_STMT_LIST_ALL] = 7,       [BRQ_STMT_LIST_STATE] = 7,
-	[BRQ_STMT_LIST_TOPIC] = 7,    [BRQ_STMT_LIST_KEY] = 7,       [BRQ_STMT_RETRY_ONE] = 1,
-	[BRQ_STMT_RETRY_BULK] = 3,    [BRQ_STMT_DELETE] = 1,         [BRQ_STMT_LOST_OF] = 2,
-	[BRQ_STMT_SCHED_DUE] = 0,     [BRQ_STMT_SCHED_TZ] = 2,       [BRQ_STMT_SCHED_ZONE_NOW] = 2,
-	[BRQ_STMT_SCHED_ADVANCE] = 3, [BRQ_STMT_SCHED_UPSERT] = 11,  [BRQ_STMT_SCHED_LIST] = 0,
-	[BRQ_STMT_SCHED_REMOVE] = 1,
+	[BRQ_STMT_ENQUEUE] = 7,        [BRQ_STMT_ENQUEUE_LOOKUP] = 2,
+	[BRQ_STMT_CLAIM] = 5,          [BRQ_STMT_HEARTBEAT] = 3,
+	[BRQ_STMT_SETTLE] = 6,         [BRQ_STMT_SETTLE_AT] = 7,
+	[BRQ_STMT_UNCLAIM] = 2,        [BRQ_STMT_TOPICS_OF] = 1,
+	[BRQ_STMT_CANCEL] = 1,         [BRQ_STMT_JOB] = 1,
+	[BRQ_STMT_STATS] = 0,          [BRQ_STMT_REAP] = 1,
+	[BRQ_STMT_RETENTION] = 2,      [BRQ_STMT_DEPTH_ACTIVE] = 0,
+	[BRQ_STMT_DEPTH_TERMINAL] = 0, [BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = 1,
+	[BRQ_STMT_CLAIM_POLICY] = 5,   [BRQ_STMT_CLAIM_MULTI] = 5,
+	[BRQ_STMT_POLICY_LOCK] = 1,    [BRQ_STMT_POLICY_TOPICS] = 0,
+	[BRQ_STMT_POLICY_SET] = 6,     [BRQ_STMT_POLICY_PRUNE] = 1,
+	[BRQ_STMT_POLICY_LIST] = 0,    [BRQ_STMT_LIST_ALL] = 7,
+	[BRQ_STMT_LIST_STATE] = 7,     [BRQ_STMT_LIST_TOPIC] = 7,
+	[BRQ_STMT_LIST_KEY] = 7,       [BRQ_STMT_RETRY_ONE] = 1,
+	[BRQ_STMT_RETRY_BULK] = 3,     [BRQ_STMT_DELETE] = 1,
+	[BRQ_STMT_LOST_OF] = 2,        [BRQ_STMT_SCHED_DUE] = 0,
+	[BRQ_STMT_SCHED_TZ] = 2,       [BRQ_STMT_SCHED_ZONE_NOW] = 2,
+	[BRQ_STMT_SCHED_ADVANCE] = 3,  [BRQ_STMT_SCHED_UPSERT] = 11,
+	[BRQ_STMT_SCHED_LIST] = 0,     [BRQ_STMT_SCHED_REMOVE] = 1,
 };
 
 // LEASE_GUARD: how heartbeat, settle and unclaim find their rows. Each joins the
@@ -342,7 +349,7 @@ heartbeat_sql(FILE *f, const brq_config *cfg)
 }
 
 static void
-settle_sql(FILE *f, const brq_config *cfg)
+settle_sql(FILE *f, const brq_config *cfg, bool at)
 {
 	// $1 ids int8[], $2 tokens uuid[], $3 outcomes text[], $4 errors text[] (NULL =
 	// keep last_error), $5 delay_ms int8[], $6 results jsonb[] (done items' results;
@@ -350,6 +357,10 @@ settle_sql(FILE *f, const brq_config *cfg)
 	// so the common settle sends nothing for it). Guarded like heartbeat
 	// (LEASE_GUARD); a row whose lease is gone matches nothing and is reported "not
 	// applied".
+	// `at` (BRQ_STMT_SETTLE_AT): $6 is each row's address (ctid, store_hint.h) and
+	// $7 the results: a nested loop of TID scans instead of primary-key probes, the
+	// same guard on top, so a stale address matches nothing (the store then settles
+	// that item by id).
 	fputs("UPDATE job j SET"
 	      " state = CASE s.outcome WHEN 'done' THEN 'done' WHEN 'cancel' THEN 'canceled'"
 	      "  WHEN 'preserve' THEN 'failed'"
@@ -366,9 +377,12 @@ settle_sql(FILE *f, const brq_config *cfg)
 	fputs(") * interval '1 millisecond' ELSE j.available_at END,"
 	      " last_error = coalesce(s.error, j.last_error), result = coalesce(s.result, j.result),"
 	      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()"
-	      " FROM unnest($1::int8[], $2::uuid[], $3::text[], $4::text[], $5::int8[], $6::jsonb[])"
-	      "  AS s(id, token, outcome, error, delay_ms, result)"
-	      " WHERE j.id = s.id AND j.lease_token = s.token RETURNING ",
+	      " FROM unnest($1::int8[], $2::uuid[], $3::text[], $4::text[], $5::int8[], ",
+	      f);
+	fputs(at ? "$7::jsonb[], $6::tid[]) AS s(id, token, outcome, error, delay_ms, result, loc)"
+		   " WHERE j.ctid = s.loc AND j.id = s.id AND j.lease_token = s.token RETURNING "
+		 : "$6::jsonb[]) AS s(id, token, outcome, error, delay_ms, result)"
+		   " WHERE j.id = s.id AND j.lease_token = s.token RETURNING ",
 	      f);
 	brq_store_sql_cols(f, BRQ_COLS(settle_cols));
 }
@@ -587,7 +601,8 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_CLAIM_POLICY: claim_policy_sql(f, cfg); break;
 	case BRQ_STMT_CLAIM_MULTI: claim_multi_sql(f, cfg); break;
 	case BRQ_STMT_HEARTBEAT: heartbeat_sql(f, cfg); break;
-	case BRQ_STMT_SETTLE: settle_sql(f, cfg); break;
+	case BRQ_STMT_SETTLE: settle_sql(f, cfg, false); break;
+	case BRQ_STMT_SETTLE_AT: settle_sql(f, cfg, true); break;
 	case BRQ_STMT_REAP:
 	case BRQ_STMT_RETENTION:
 	case BRQ_STMT_DEPTH_TERMINAL:

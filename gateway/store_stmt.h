@@ -17,6 +17,7 @@ typedef enum brq_stmt {
 	BRQ_STMT_CLAIM,
 	BRQ_STMT_HEARTBEAT,
 	BRQ_STMT_SETTLE,
+	BRQ_STMT_SETTLE_AT, // settle: rows reached by their address (store_hint.h)
 	BRQ_STMT_UNCLAIM,
 	BRQ_STMT_TOPICS_OF,
 	BRQ_STMT_CANCEL,
@@ -83,13 +84,15 @@ enum lookup_col { LOOKUP_COLS(BRQ_COL_ENUM) LOOKUP__N };
 	X(CLAIM_MAX_ATTEMPTS, "j.max_attempts")            \
 	X(CLAIM_TOKEN_INDEX, "c.k")                        \
 	X(CLAIM_LOCKED_UNTIL_MS, HOT_MS("j.locked_until")) \
-	X(CLAIM_CREATED_MS, HOT_MS("j.created_at"))
+	X(CLAIM_CREATED_MS, HOT_MS("j.created_at"))        \
+	X(CLAIM_LOC, "j.ctid")
 enum claim_col { CLAIM_COLS(BRQ_COL_ENUM) CLAIM__N };
 
 // heartbeat: one row per lease extended.
-#define HB_COLS(X)       \
-	X(HB_ID, "j.id") \
-	X(HB_LOCKED_UNTIL_MS, HOT_MS("j.locked_until"))
+#define HB_COLS(X)                                      \
+	X(HB_ID, "j.id")                                \
+	X(HB_LOCKED_UNTIL_MS, HOT_MS("j.locked_until")) \
+	X(HB_LOC, "j.ctid")
 enum hb_col { HB_COLS(BRQ_COL_ENUM) HB__N };
 
 // settle: one row per item applied.

@@ -322,6 +322,63 @@ Test(schema, settle_and_heartbeat_reach_rows_through_the_primary_key)
 	free(plan);
 }
 
+/* The settle by address (store_hint.h) reaches each row by a TID scan, the primary key
+ * untouched, and its guard is the by-id settle's: an address now holding another
+ * lease, or the right row with another token, matches nothing and changes nothing. */
+Test(schema, the_settle_by_address_reads_only_the_rows_at_those_addresses)
+{
+	fill_history();
+	char *plan =
+		explain_stmt(BRQ_STMT_SETTLE_AT,
+			     "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), '{done,fail}', '{NULL,x}',"
+			     " '{0,0}', '{\"(0,1)\",\"(0,2)\"}', NULL");
+	cr_assert_not_null(strstr(plan, "Tid Scan on job"), "settle_at does not read by address:\n%s", plan);
+	cr_assert_null(strstr(plan, "job_pkey"), "settle_at probes the primary key:\n%s", plan);
+	cr_assert_null(strstr(plan, "Seq Scan on job"), "settle_at scans the table:\n%s", plan);
+	free(plan);
+	brq_testdb_exec(db,
+			"INSERT INTO job (id, topic, state, attempts, locked_by, locked_until, lease_token,"
+			" claimed_at) VALUES"
+			" (900001, 't', 'processing', 1, 'w', now() + interval '1 minute',"
+			"  'aaaaaaaa-0000-0000-0000-000000000001', now()),"
+			" (900002, 't', 'processing', 1, 'w', now() + interval '1 minute',"
+			"  'bbbbbbbb-0000-0000-0000-000000000002', now())");
+	char *at_a = brq_testdb_value(db, "SELECT ctid FROM job WHERE id = 900001");
+	char *at_b = brq_testdb_value(db, "SELECT ctid FROM job WHERE id = 900002");
+	char  sql[512];
+	/* Job 1's id and token at job 2's address; then job 1's id at its address with
+	 * job 2's token. */
+	const char *tries[][2] = {{"aaaaaaaa-0000-0000-0000-000000000001", at_b},
+				  {"bbbbbbbb-0000-0000-0000-000000000002", at_a}};
+	for (int i = 0; i < 2; i++) {
+		snprintf(sql, sizeof(sql),
+			 "EXECUTE brq_settle_at('{900001}', '{%s}', '{done}', '{NULL}', '{0}', '{\"%s\"}', "
+			 "NULL)",
+			 tries[i][0], tries[i][1]);
+		PGresult *r = PQexec(db, sql);
+		cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(db));
+		cr_assert_eq(PQntuples(r), 0, "try %d settled a row", i);
+		PQclear(r);
+	}
+	cr_assert_eq(brq_testdb_int(db,
+				    "SELECT count(*) FROM job WHERE id IN (900001, 900002)"
+				    " AND state = 'processing' AND lease_token IS NOT NULL"),
+		     2);
+	snprintf(sql, sizeof(sql),
+		 "EXECUTE brq_settle_at('{900001}', '{aaaaaaaa-0000-0000-0000-000000000001}', '{done}',"
+		 " '{NULL}', '{0}', '{\"%s\"}', NULL)",
+		 at_a);
+	PGresult *r = PQexec(db, sql);
+	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(db));
+	cr_assert_eq(PQntuples(r), 1);
+	PQclear(r);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE id = 900001 AND state = 'done'"), 1);
+	cr_assert_eq(
+		brq_testdb_int(db, "SELECT count(*) FROM job WHERE id = 900002 AND state = 'processing'"), 1);
+	free(at_a);
+	free(at_b);
+}
+
 /* The same for the statements that reach rows by id: a plan made while the table was
  * empty must still go through the primary key once it is not. */
 Test(schema, plans_made_on_an_empty_table_reach_rows_through_the_primary_key)
@@ -333,6 +390,9 @@ Test(schema, plans_made_on_an_empty_table_reach_rows_through_the_primary_key)
 		{BRQ_STMT_SETTLE,
 		 "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), '{done,fail}', '{NULL,x}', '{0,0}', "
 		 "NULL"},
+		{BRQ_STMT_SETTLE_AT,
+		 "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), '{done,fail}', '{NULL,x}', '{0,0}', "
+		 "'{\"(0,1)\",\"(0,2)\"}', NULL"},
 		{BRQ_STMT_HEARTBEAT, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2]), NULL"},
 		{BRQ_STMT_UNCLAIM, "'{1,2}', array_fill(gen_random_uuid(), ARRAY[2])"},
 		{BRQ_STMT_CANCEL, "1"},

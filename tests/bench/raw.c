@@ -7,6 +7,7 @@
 // leaves out is exactly the gateway's hop: NNG, msgpack, auth, the pool queue.
 #include "bench.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,16 +321,18 @@ drain_main(void *arg)
 	raw_thread *t     = arg;
 	int         b     = t->batch;
 	int         lever = lever_flags(t->o->lever);
-	brq_pgarr   sa[5], ca[2];
-	for (int k = 0; k < 5; k++)
+	brq_pgarr   sa[6], ca[2];
+	for (int k = 0; k < 6; k++)
 		brq_pgarr_init(&sa[k]);
 	for (int k = 0; k < 2; k++)
 		brq_pgarr_init(&ca[k]);
-	uint8_t *tokens = malloc((size_t) b * BRQ_LEASE_LEN);
-	uint8_t *held_t = malloc((size_t) b * BRQ_LEASE_LEN);
-	int64_t *held   = malloc((size_t) b * sizeof(*held));
-	int      n_held = 0;
-	if (tokens == NULL || held_t == NULL || held == NULL)
+	uint8_t  *tokens   = malloc((size_t) b * BRQ_LEASE_LEN);
+	uint8_t  *held_t   = malloc((size_t) b * BRQ_LEASE_LEN);
+	int64_t  *held     = malloc((size_t) b * sizeof(*held));
+	uint32_t *held_blk = malloc((size_t) b * sizeof(*held_blk));
+	uint16_t *held_off = malloc((size_t) b * sizeof(*held_off));
+	int       n_held   = 0;
+	if (tokens == NULL || held_t == NULL || held == NULL || held_blk == NULL || held_off == NULL)
 		bench_die("out of memory");
 	char n_txt[16];
 	snprintf(n_txt, sizeof(n_txt), "%d", b);
@@ -346,23 +349,27 @@ drain_main(void *arg)
 
 	for (;;) {
 		bool in_tx = n_held > 0;
-		// The settle's parameters, as settle_exec() builds them.
-		const char *sv[5];
-		int         sl[5], sf[5] = {1, 1, 1, 1, 1};
+		// The settle's parameters, as the gateway's store builds them for leases it
+		// claimed: by row address (BRQ_STMT_SETTLE_AT, gateway/store_hint.h).
+		// (7 slots: exec_stmt sends the statement's 7 parameters; the results, NULL.)
+		const char *sv[7] = {NULL};
+		int         sl[7] = {0}, sf[7] = {1, 1, 1, 1, 1, 1, 1};
 		if (in_tx) {
 			brq_pgarr_begin(&sa[0], BRQ_OID_INT8);
 			brq_pgarr_begin(&sa[1], BRQ_OID_UUID);
 			brq_pgarr_begin(&sa[2], BRQ_OID_TEXT);
 			brq_pgarr_begin(&sa[3], BRQ_OID_TEXT);
 			brq_pgarr_begin(&sa[4], BRQ_OID_INT8);
+			brq_pgarr_begin(&sa[5], BRQ_OID_TID);
 			for (int i = 0; i < n_held; i++) {
 				brq_pgarr_int8(&sa[0], held[i]);
 				brq_pgarr_uuid(&sa[1], held_t + (size_t) i * BRQ_LEASE_LEN);
 				brq_pgarr_text(&sa[2], "done", 4);
 				brq_pgarr_null(&sa[3]);
 				brq_pgarr_int8(&sa[4], 0);
+				brq_pgarr_tid(&sa[5], held_blk[i], held_off[i]);
 			}
-			for (int j = 0; j < 5; j++)
+			for (int j = 0; j < 6; j++)
 				arr_end(&sa[j], &sv[j], &sl[j]);
 		}
 		// The claim's, as op_claim() builds them: fresh random lease tokens.
@@ -385,8 +392,8 @@ drain_main(void *arg)
 		if (lever & LEVER_PIPELINE) {
 			if ((in_tx && PQsendQueryParams(t->c, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) != 1) ||
 			    (in_tx &&
-			     PQsendQueryPrepared(t->c, the_stmts[BRQ_STMT_SETTLE].name, 5, sv, sl, sf, 0) !=
-				     1) ||
+			     PQsendQueryPrepared(t->c, the_stmts[BRQ_STMT_SETTLE_AT].name, 6, sv, sl, sf,
+						 0) != 1) ||
 			    PQsendQueryPrepared(t->c, claim_name, 5, cv, cl, cf, 0) != 1 ||
 			    (in_tx && PQsendQueryParams(t->c, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) != 1) ||
 			    PQpipelineSync(t->c) != 1)
@@ -406,7 +413,7 @@ drain_main(void *arg)
 		} else {
 			if (in_tx) {
 				bench_db_exec(t->c, "BEGIN");
-				sr = exec_stmt(t->c, BRQ_STMT_SETTLE, sv, sl, sf);
+				sr = exec_stmt(t->c, BRQ_STMT_SETTLE_AT, sv, sl, sf);
 			}
 			t0 = bench_now_ns();
 			r  = PQexecPrepared(t->c, claim_name, 5, cv, cl, cf, 0);
@@ -428,6 +435,9 @@ drain_main(void *arg)
 			if (rn < 1 || rn > b)
 				bench_die("claim: bad row number");
 			held[row] = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+			if (sscanf(PQgetvalue(r, row, CLAIM_LOC), "(%" SCNu32 ",%" SCNu16 ")", &held_blk[row],
+				   &held_off[row]) != 2)
+				bench_die("claim: bad row address");
 			memcpy(held_t + (size_t) row * BRQ_LEASE_LEN,
 			       tokens + (size_t) (rn - 1) * BRQ_LEASE_LEN, BRQ_LEASE_LEN);
 		}
@@ -462,6 +472,8 @@ drain_main(void *arg)
 	free(tokens);
 	free(held_t);
 	free(held);
+	free(held_blk);
+	free(held_off);
 	return NULL;
 }
 
@@ -580,8 +592,9 @@ bench_growth_claim(const bench_opts *o)
 		brq_pgarr_text(&a[0], TOPIC_DRAIN, strlen(TOPIC_DRAIN));
 		brq_pgarr_begin(&a[1], BRQ_OID_UUID);
 		brq_pgarr_uuid(&a[1], tok);
-		const char *v[5];
-		int         l[5] = {0}, f[5] = {1, 0, 0, 1, 0};
+		// 6 slots: the settle below sends its statement's 6 parameters (results NULL).
+		const char *v[6] = {NULL};
+		int         l[6] = {0}, f[5] = {1, 0, 0, 1, 0};
 		arr_end(&a[0], &v[0], &l[0]);
 		arr_end(&a[1], &v[3], &l[3]);
 		v[1]         = "1";
@@ -604,10 +617,11 @@ bench_growth_claim(const bench_opts *o)
 		brq_pgarr_null(&a[3]);
 		brq_pgarr_begin(&a[4], BRQ_OID_INT8);
 		brq_pgarr_int8(&a[4], 0);
-		int fs[5] = {1, 1, 1, 1, 1};
+		int fs[6] = {1, 1, 1, 1, 1, 1};
 		for (int j = 0; j < 5; j++)
 			arr_end(&a[j], &v[j], &l[j]);
-		r = exec_stmt(c, BRQ_STMT_SETTLE, v, l, fs);
+		v[5] = NULL;
+		r    = exec_stmt(c, BRQ_STMT_SETTLE, v, l, fs);
 		PQclear(r);
 	}
 	char scen[64];
