@@ -115,7 +115,8 @@ Test(migrate, each_migration_applies_and_rolls_back_alone)
 		 " AND count(*) FILTER (WHERE relname = 'job_list_terminal_idx') = 0)::int FROM pg_class"},
 		/* 00010: invariant 3's guard fires after the update (tgtype bit 1 clear:
 		 * not BEFORE); its Down puts the BEFORE trigger back. */
-		{10, "SELECT count(*) FROM pg_trigger WHERE tgname = 'job_terminal_guard' AND tgtype & 2 = 0"},
+		{10,
+		 "SELECT count(*) FROM pg_trigger WHERE tgname = 'job_terminal_guard' AND tgtype & 2 = 0"},
 	};
 	enum { N = sizeof(owned) / sizeof(owned[0]) };
 	for (int i = 0; i < N; i++) {
