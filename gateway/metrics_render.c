@@ -246,6 +246,16 @@ render_single(struct buf *b, const char *name, const char *type, const char *hel
 	buf_printf(b, "%s %" PRIu64 "\n", name, v);
 }
 
+// A counter family of two samples, label=a and label=b.
+static void
+render_two(struct buf *b, const char *name, const char *help, const char *label, const char *a, uint64_t va,
+	   const char *bn, uint64_t vb)
+{
+	family(b, name, "counter", help);
+	buf_printf(b, "%s{%s=\"%s\"} %" PRIu64 "\n", name, label, a, va);
+	buf_printf(b, "%s{%s=\"%s\"} %" PRIu64 "\n", name, label, bn, vb);
+}
+
 // The gateway-wide families: refusals, the request budget, the pool, health, long-polls.
 static void
 render_gateway(struct buf *b)
@@ -254,22 +264,17 @@ render_gateway(struct buf *b)
 		      "Requests refused with unauthenticated (missing or unknown token).",
 		      atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
 
-	family(b, "brooq_settle_lookups_total", "counter",
-	       "Settled leases by how their row was found: by the address this gateway "
-	       "recorded at claim or heartbeat, or by id (settled through another gateway, or "
-	       "the row moved since).");
-	buf_printf(b, "brooq_settle_lookups_total{by=\"address\"} %" PRIu64 "\n",
-		   atomic_load_explicit(&M.settle_by_address, memory_order_relaxed));
-	buf_printf(b, "brooq_settle_lookups_total{by=\"id\"} %" PRIu64 "\n",
+	render_two(b, "brooq_settle_lookups_total",
+		   "Settled leases by how their row was found: by the address this gateway "
+		   "recorded at claim or heartbeat, or by id (settled through another gateway, or "
+		   "the row moved since).",
+		   "by", "address", atomic_load_explicit(&M.settle_by_address, memory_order_relaxed), "id",
 		   atomic_load_explicit(&M.settle_by_id, memory_order_relaxed));
-
-	family(b, "brooq_schedule_slots_total", "counter",
-	       "Schedule slots: jobs this gateway's scheduler enqueued, and missed slots its "
-	       "misfire policy skipped.");
-	buf_printf(b, "brooq_schedule_slots_total{outcome=\"enqueued\"} %" PRIu64 "\n",
-		   atomic_load_explicit(&M.schedule_enqueued, memory_order_relaxed));
-	buf_printf(b, "brooq_schedule_slots_total{outcome=\"skipped\"} %" PRIu64 "\n",
-		   atomic_load_explicit(&M.schedule_skipped, memory_order_relaxed));
+	render_two(b, "brooq_schedule_slots_total",
+		   "Schedule slots: jobs this gateway's scheduler enqueued, and missed slots its "
+		   "misfire policy skipped.",
+		   "outcome", "enqueued", atomic_load_explicit(&M.schedule_enqueued, memory_order_relaxed),
+		   "skipped", atomic_load_explicit(&M.schedule_skipped, memory_order_relaxed));
 	render_single(b, "brooq_requests_expired_total", "counter",
 		      "Requests not run, or claims whose leases were given back, because the caller's "
 		      "timeout (the request's timeout_ms) had passed.",
