@@ -455,8 +455,9 @@ static int
 settle_some(brq_store_conn *c, const brq_settle_item *items, const uint32_t *sel, uint32_t m,
 	    const brq_tid *tids, brq_store_settled *out)
 {
-	static const uint32_t types[7] = {BRQ_OID_INT8, BRQ_OID_UUID,  BRQ_OID_TEXT, BRQ_OID_TEXT,
-					  BRQ_OID_INT8, BRQ_OID_JSONB, BRQ_OID_TID};
+	// $1..$5; then the addresses (BRQ_STMT_SETTLE_AT only) and the results.
+	static const uint32_t types[5] = {BRQ_OID_INT8, BRQ_OID_UUID, BRQ_OID_TEXT, BRQ_OID_TEXT,
+					  BRQ_OID_INT8};
 	brq_pgarr            *a        = c->arr;
 	brq_pgarr            *res      = &a[tids != NULL ? 6 : 5]; // results come last (settle_sql)
 	brq_store_arrays_begin(c, types, 5);
