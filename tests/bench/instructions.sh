@@ -25,6 +25,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ -z "$bin_dir" ]; then
+  "$root/deploy/deps.sh"
   cmake -S "$root" -B "$root/build-bench" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$root/build-bench" -j "$(nproc)" --target brooqctl brooq-bench >/dev/null
   bin_dir="$root/build-bench/bin"
