@@ -17,6 +17,8 @@
 
 #define CLAIMS_OK  "brooq_rpc_requests_total{op=\"claim\",code=\"ok\"}"
 #define SETTLES_OK "brooq_rpc_requests_total{op=\"settle\",code=\"ok\"}"
+// Settles that reached their row by the address the claim returned (gateway/store_hint.h).
+#define BY_ADDRESS "brooq_settle_lookups_total{by=\"address\"}"
 
 static brooq_client *
 client_open(const bench_opts *o)
@@ -224,8 +226,10 @@ bench_gw_drain(const bench_opts *o)
 	PGconn   *h = o->hold_xmin ? hold_xmin(o) : NULL;
 	bench_cpu cpu[2];
 	double    claims0 = bench_metric(CLAIMS_OK), settles0 = bench_metric(SETTLES_OK);
+	double    addr0   = bench_metric(BY_ADDRESS);
 	double    rate    = bench_gw_drain_once(o, db, TOPIC_DRAIN, o->jobs, cpu);
 	double    claims1 = bench_metric(CLAIMS_OK), settles1 = bench_metric(SETTLES_OK);
+	double    addr1 = bench_metric(BY_ADDRESS);
 	if (h != NULL)
 		PQfinish(h);
 	char scen[64];
@@ -239,6 +243,9 @@ bench_gw_drain(const bench_opts *o)
 		bench_result(o, scen, "gateway", "plain_settles", "per 1k jobs",
 			     (settles1 - settles0) * 1000 / (double) o->jobs);
 	}
+	if (addr0 >= 0 && addr1 >= addr0)
+		bench_result(o, scen, "gateway", "settled_by_address", "% of jobs",
+			     (addr1 - addr0) * 100 / (double) o->jobs);
 	PQfinish(db);
 	return 0;
 }
