@@ -465,7 +465,7 @@ drain_main(void *arg)
 				PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
 		PQclear(r);
 	}
-	for (int j = 0; j < 5; j++)
+	for (int j = 0; j < 6; j++)
 		brq_pgarr_fini(&sa[j]);
 	for (int j = 0; j < 2; j++)
 		brq_pgarr_fini(&ca[j]);
