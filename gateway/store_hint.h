@@ -26,9 +26,10 @@ typedef struct brq_tid {
 // older one in its slot, so it needs no eviction and never grows (512 KiB).
 typedef struct brq_hints brq_hints;
 
-// 0 or BRQ_ENOMEM.
+// A new, empty table in *out, the caller's (brq_hints_free). 0 or BRQ_ENOMEM.
 BRQ_MUSTCHECK int brq_hints_new(brq_hints **out);
-void              brq_hints_free(brq_hints *h);
+// Frees h (NULL: nothing); no other call on h may run concurrently or after.
+void brq_hints_free(brq_hints *h);
 
 // Records that job ids[i] is at tids[i], for i < n (entries with offset 0 skipped).
 // Thread-safe.
@@ -38,7 +39,8 @@ void brq_hints_put(brq_hints *h, const uint64_t *ids, const brq_tid *tids, uint3
 // were found.
 uint32_t brq_hints_take(brq_hints *h, const uint64_t *ids, brq_tid *out, uint32_t n);
 
-// Parses PostgreSQL's text form of a ctid, "(block,offset)". False if malformed.
+// Parses PostgreSQL's text form of a ctid, "(block,offset)" (s borrowed; *out written
+// only on success). False if malformed or out of range.
 bool brq_tid_parse(const char *s, brq_tid *out);
 
 #endif
