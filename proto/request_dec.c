@@ -403,8 +403,14 @@ brq_request_decode_envelope(brq_request *req, const void *buf, size_t len, const
 	if (!brq_mp_check(buf, len, lim->max_depth, &off, &why)) {
 		return brq_dec_fail(&d, BRQ_ST_INVALID_ARGUMENT, "message: %s at byte %zu", why, off);
 	}
-	// 2. A map of string keys, no envelope key twice; then its fields.
-	TRY(brq_dec_fields(&d, &r, "", envelope_fields, BRQ_NELEM(envelope_fields), req));
+	// 2. A map of string keys, no envelope key twice; then its fields. The token is
+	// the caller's only when the whole envelope decoded: a field after it that fails
+	// (a bad timeout_ms) must not leave it set.
+	brq_status st = brq_dec_fields(&d, &r, "", envelope_fields, BRQ_NELEM(envelope_fields), req);
+	if (st != BRQ_ST_OK) {
+		req->token = (brq_str) {0};
+		return st;
+	}
 	req->body_ = buf;
 	req->end_  = r.end;
 	return BRQ_ST_OK;
