@@ -166,6 +166,7 @@ int bench_raw_enqueue(const bench_opts *o);
 int bench_raw_drain(const bench_opts *o);
 int bench_min_drain(const bench_opts *o);
 int bench_floor(const bench_opts *o);
+int bench_socket_floor(const bench_opts *o);
 int bench_growth_claim(const bench_opts *o);
 int bench_report(const bench_opts *o, const char *in);
 

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The transport's floor: NNG req/rep round trips over ipc with an echo server, no brooq at all.
+// The transport's floor: NNG req/rep round trips over ipc with an echo server, no brooq at all;
+// and under it, the kernel's: the same request and reply over a bare Unix socket.
 //
-// The server runs in a child process with the gateway's pattern (one rep0 socket,
+// The NNG server runs in a child process with the gateway's pattern (one rep0 socket,
 // many contexts, each an aio state machine that replies from NNG's callback thread);
 // the clients are threads with a REQ socket each. What a ping costs above this is
-// brooq's own (client library, decoding, auth, reply encoding).
+// brooq's own (client library, decoding, auth, reply encoding). What the NNG echo
+// costs above the bare socket is NNG's: its poller and task-queue threads hand each
+// message on (docs/benchmarks.md, "the transport").
 #include "bench.h"
 
 #include <pthread.h>
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -150,6 +154,117 @@ bench_floor(const bench_opts *o)
 	bench_result(o, scen, "raw", "rate", "calls/s", (double) all.n / o->seconds);
 	bench_samples_free(&all);
 	pthread_barrier_destroy(&bar);
+	free(t);
+	return 0;
+}
+
+// ---- the bare socket ------------------------------------------------------------------------
+
+#define SOCK_MSG 64 // the NNG floor's payload size
+
+// Reads or writes exactly SOCK_MSG bytes; false at end of stream or on an error.
+static bool
+sock_io(int fd, char *buf, bool rd)
+{
+	for (size_t at = 0; at < SOCK_MSG;) {
+		ssize_t k = rd ? read(fd, buf + at, SOCK_MSG - at) : write(fd, buf + at, SOCK_MSG - at);
+		if (k <= 0)
+			return false;
+		at += (size_t) k;
+	}
+	return true;
+}
+
+// The echo side: one blocking thread per connection, in the child process.
+static void *
+sock_echo_main(void *arg)
+{
+	int  fd = (int) (intptr_t) arg;
+	char buf[SOCK_MSG];
+	while (sock_io(fd, buf, true) && sock_io(fd, buf, false)) {
+	}
+	_exit(0);
+}
+
+typedef struct sock_thread {
+	pthread_t          th;
+	int                fd;
+	double             seconds;
+	pthread_barrier_t *bar;
+	bench_samples      lat;
+} sock_thread;
+
+static void *
+sock_main(void *arg)
+{
+	sock_thread *t = arg;
+	char         buf[SOCK_MSG];
+	memset(buf, 'x', sizeof(buf));
+	pthread_barrier_wait(t->bar);
+	int64_t end = bench_now_ns() + (int64_t) (t->seconds * 1e9);
+	for (;;) {
+		int64_t t0 = bench_now_ns();
+		if (t0 >= end)
+			break;
+		if (!sock_io(t->fd, buf, false) || !sock_io(t->fd, buf, true))
+			bench_die("socket-ping: the echo went away");
+		bench_samples_add(&t->lat, bench_now_ns() - t0);
+	}
+	return NULL;
+}
+
+// socket-ping: round trips of 64 bytes over a Unix stream socket pair per client,
+// echoed by a thread of a child process: the kernel's part of any ipc round trip.
+int
+bench_socket_floor(const bench_opts *o)
+{
+	int          n = o->producers;
+	sock_thread *t = calloc((size_t) n, sizeof(*t));
+	int(*sv)[2]    = calloc((size_t) n, sizeof(*sv));
+	if (t == NULL || sv == NULL)
+		bench_die("out of memory");
+	for (int i = 0; i < n; i++)
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]) != 0)
+			bench_die("socketpair");
+	pid_t pid = fork();
+	if (pid < 0)
+		bench_die("fork");
+	if (pid == 0) {
+		for (int i = 0; i < n; i++) {
+			pthread_t th;
+			close(sv[i][0]);
+			if (pthread_create(&th, NULL, sock_echo_main, (void *) (intptr_t) sv[i][1]) != 0)
+				_exit(1);
+		}
+		for (;;)
+			pause();
+	}
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, (unsigned) n);
+	for (int i = 0; i < n; i++) {
+		close(sv[i][1]);
+		t[i] = (sock_thread) {.fd = sv[i][0], .seconds = o->seconds, .bar = &bar};
+		if (pthread_create(&t[i].th, NULL, sock_main, &t[i]) != 0)
+			bench_die("pthread_create");
+	}
+	bench_samples all = {0};
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i].th, NULL);
+		close(t[i].fd);
+		bench_samples_merge(&all, &t[i].lat);
+		bench_samples_free(&t[i].lat);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	char scen[32];
+	snprintf(scen, sizeof(scen), "socket_ping_c%d", n);
+	bench_sort(all.v, all.n);
+	bench_result(o, scen, "raw", "rtt_p50", "us", (double) bench_pct(all.v, all.n, 0.50) / 1e3);
+	bench_result(o, scen, "raw", "rtt_p99", "us", (double) bench_pct(all.v, all.n, 0.99) / 1e3);
+	bench_result(o, scen, "raw", "rate", "calls/s", (double) all.n / o->seconds);
+	bench_samples_free(&all);
+	pthread_barrier_destroy(&bar);
+	free(sv);
 	free(t);
 	return 0;
 }

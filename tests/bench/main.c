@@ -26,6 +26,7 @@ static const char usage[] =
 	"  latency      --rate R --seconds S --procs X --threads T   enqueue -> handler start\n"
 	"  ping         --producers C --seconds S             ping round trips\n"
 	"  raw-ping     --producers C --seconds S             NNG req/rep echo over ipc (the floor)\n"
+	"  socket-ping  --producers C --seconds S             the same over a bare Unix socket (no NNG)\n"
 	"  longpoll     --polls N --gw-pid PID [--ready N]    gateway RSS, DB connections, idle cost\n"
 	"               (--ready N: another topic has N ready jobs meanwhile)\n"
 	"  rss          --gw-pid PID                          gateway RSS now\n"
@@ -147,6 +148,8 @@ main(int argc, char **argv)
 		return bench_min_drain(&o);
 	if (strcmp(cmd, "raw-ping") == 0)
 		return bench_floor(&o);
+	if (strcmp(cmd, "socket-ping") == 0)
+		return bench_socket_floor(&o);
 	if (strcmp(cmd, "claim-ready") == 0)
 		return bench_growth_claim(&o);
 	if (strcmp(cmd, "terminal") == 0) {

@@ -59,6 +59,10 @@ static const row_spec specs[] = {
 	{"ping_c1", "rtt_p99", "ping over ipc, 1 client, p99", T_NONE, 0, 0, 0},
 	{"ping_c16", "rtt_p50", "ping over ipc, 16 clients, p50", T_NONE, 0, 0, 0},
 	{"ping_c16", "rtt_p99", "ping over ipc, 16 clients, p99", T_NONE, 0, 0, 0},
+	{"socket_ping_c1", "rtt_p50", "bare Unix-socket round trip (no NNG), 1 client, p50", T_NONE, 0, 0, 0},
+	{"socket_ping_c1", "rtt_p99", "bare Unix-socket round trip (no NNG), 1 client, p99", T_NONE, 0, 0, 0},
+	{"socket_ping_c16", "rtt_p50", "bare Unix-socket round trip (no NNG), 16 clients, p50", T_NONE, 0, 0,
+	 0},
 	{"console_overview", "p50", "console overview, 1M jobs in the table, p50", T_NONE, 0, 0, 0},
 	{"console_overview", "p99", "console overview, 1M jobs in the table, p99", T_LE, 100, 0, 0},
 	{"console_overview", "max", "console overview, 1M jobs in the table, max", T_NONE, 0, 0, 0},
@@ -263,7 +267,8 @@ bench_report(const bench_opts *o, const char *in)
 	bool first            = true;
 	bool used[MAX_GROUPS] = {false};
 	printf("| Scenario | Unit | brooq gateway: median (min–max) | baseline: raw SQL, same statements"
-	       " (ping: bare NNG echo; minimal: its own loop) | gateway/baseline | Target (issue 14) | "
+	       " (ping: bare NNG echo; socket: no NNG; minimal: its own loop) | gateway/baseline | Target "
+	       "(issue 14) | "
 	       "Status |\n");
 	printf("|---|---|---:|---:|---:|---|---|\n");
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {

@@ -217,6 +217,8 @@ full | smoke)
     echo "== run $run/$runs: ping"
     pair "$run" ping --producers 1 --seconds "$ping_sec"
     pair "$run" ping --producers 16 --seconds "$ping_sec"
+    b socket-ping --run "$run" --producers 1 --seconds "$ping_sec"
+    b socket-ping --run "$run" --producers 16 --seconds "$ping_sec"
     fi
     if want console; then
     echo "== run $run/$runs: console overview with $console_jobs jobs"
