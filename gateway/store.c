@@ -279,7 +279,22 @@ brq_store_run_all(brq_store_conn *c, brq_stmt st, int ncols, size_t size, brq_st
 int64_t
 brq_store_int(const PGresult *r, int row, int col)
 {
-	return strtoll(PQgetvalue(r, row, col), NULL, 10);
+	// PostgreSQL writes integers as an optional '-' and digits. Up to 18 digits are read
+	// here (no overflow possible); anything longer or other goes to strtoll, which
+	// gives the same value for these. strtoll on every column of every claimed job was
+	// ~10 % of the gateway's instructions in a drain (callgrind).
+	const char *s   = PQgetvalue(r, row, col);
+	bool        neg = s[0] == '-';
+	const char *d   = s + neg;
+	uint64_t    v   = 0;
+	int         n   = 0;
+	while (n < 19 && d[n] >= '0' && d[n] <= '9') {
+		v = v * 10 + (uint64_t) (d[n] - '0');
+		n++;
+	}
+	if (n == 0 || n == 19)
+		return strtoll(s, NULL, 10);
+	return neg ? -(int64_t) v : (int64_t) v;
 }
 
 double

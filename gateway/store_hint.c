@@ -2,7 +2,6 @@
 // The table of leased rows' addresses (store_hint.h).
 #include "store_hint.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -68,19 +67,23 @@ brq_hints_take(brq_hints *h, const uint64_t *ids, brq_tid *out, uint32_t n)
 	return found;
 }
 
-// Reads a decimal number of at most `max` from *p, advancing it. False if none.
+// Reads a decimal number of at most `max` from *p, advancing it. False if none. By
+// hand, not strtoul: two numbers per leased job made strtoul one of the gateway's
+// larger costs in a drain (callgrind).
 static bool
 number(const char **p, unsigned long max, unsigned long *out)
 {
-	char *end;
-	if (**p < '0' || **p > '9')
+	const char *q = *p;
+	uint64_t    v = 0;
+	if (*q < '0' || *q > '9')
 		return false;
-	errno           = 0;
-	unsigned long v = strtoul(*p, &end, 10);
-	if (errno != 0 || v > max)
-		return false;
-	*p   = end;
-	*out = v;
+	do {
+		v = v * 10 + (uint64_t) (*q++ - '0');
+		if (v > max) // max <= UINT32_MAX: v * 10 + 9 never wraps
+			return false;
+	} while (*q >= '0' && *q <= '9');
+	*p   = q;
+	*out = (unsigned long) v;
 	return true;
 }
 

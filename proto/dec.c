@@ -56,6 +56,7 @@ brq_dec_map(brq_dec *d, brq_rd *r, const char *path, brq_field *f, size_t nf)
 {
 	const char *what = path[0] != '\0' ? path : "message";
 	uint32_t    pairs;
+	size_t      next = 0; // where the search for the next key starts
 
 	for (size_t k = 0; k < nf; k++) {
 		f[k].at = NULL;
@@ -68,13 +69,17 @@ brq_dec_map(brq_dec *d, brq_rd *r, const char *path, brq_field *f, size_t nf)
 		if (brq_mp_read_str(r, &key) != 0) {
 			return brq_dec_fail(d, BRQ_ST_INVALID_ARGUMENT, "%s: map keys must be strings", what);
 		}
-		for (size_t k = 0; k < nf; k++) {
+		// Encoders write a map's keys in the order of its field table, so the search
+		// starts after the last match: one comparison per key instead of nf / 2.
+		for (size_t step = 0; step < nf; step++) {
+			size_t k = next + step < nf ? next + step : next + step - nf;
 			if (brq_str_eq(key, f[k].name)) {
 				if (f[k].at != NULL) {
 					return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, f[k].name,
 							     "duplicate key");
 				}
 				f[k].at = r->p;
+				next    = k + 1 < nf ? k + 1 : 0;
 				break;
 			}
 		}
@@ -268,6 +273,23 @@ brq_dec_alloc(brq_dec *d, uint32_t n, size_t size, void **out)
 	return BRQ_ST_OK;
 }
 
+// Writes "<i>]" and a NUL at p (at most 12 bytes).
+static void
+put_index(char *p, uint32_t i)
+{
+	char   digits[10];
+	size_t n = 0;
+	do {
+		digits[n++] = (char) ('0' + i % 10);
+		i /= 10;
+	} while (i != 0);
+	while (n > 0) {
+		*p++ = digits[--n];
+	}
+	p[0] = ']';
+	p[1] = '\0';
+}
+
 brq_status
 brq_dec_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const char *name, size_t size,
 	      brq_dec_elem_fn fn, void **out)
@@ -275,8 +297,18 @@ brq_dec_elems(brq_dec *d, brq_rd *elems, uint32_t n, const char *prefix, const c
 	char path[BRQ_PATH_MAX];
 
 	TRY(brq_dec_alloc(d, n, size, out));
+	// Every element is named "prefix.name[i]" for its error messages. A claim reply or
+	// a settle carries hundreds of elements: the head is formatted once and only the
+	// index written per element (a snprintf per element was 15 % of a worker's
+	// instructions in a drain). A head that fills the buffer is cut as snprintf cuts.
+	int    h    = snprintf(path, sizeof path, "%s.%s[", prefix, name);
+	size_t head = h < 0 ? 0 : (size_t) h;
 	for (uint32_t i = 0; i < n; i++) {
-		(void) snprintf(path, sizeof path, "%s.%s[%" PRIu32 "]", prefix, name, i);
+		if (head + sizeof("4294967295]") <= sizeof path) {
+			put_index(path + head, i);
+		} else {
+			(void) snprintf(path, sizeof path, "%s.%s[%" PRIu32 "]", prefix, name, i);
+		}
 		TRY(fn(d, elems, path, (char *) *out + i * size));
 	}
 	return BRQ_ST_OK;

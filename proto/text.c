@@ -126,6 +126,12 @@ brq_str_c(const char *s)
 bool
 brq_str_eq(brq_str a, const char *lit)
 {
-	size_t n = strlen(lit);
-	return a.len == n && (n == 0 || memcmp(a.ptr, lit, n) == 0);
+	// The decoders match every map key against their field names this way: most
+	// names differ in the first byte, so that is looked at before any length, and
+	// the literal is scanned no further than a.len + 1 bytes (not to its end).
+	if (a.len == 0)
+		return lit[0] == '\0';
+	if (lit[0] != a.ptr[0])
+		return false;
+	return strnlen(lit, (size_t) a.len + 1) == a.len && memcmp(a.ptr, lit, a.len) == 0;
 }

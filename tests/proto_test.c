@@ -774,6 +774,23 @@ Test(codec, error_reply_message_is_cut_at_a_character_boundary)
 	cr_expect(brq_utf8_valid(P.msg.ptr + 1, P.msg.len - 1, true));
 }
 
+/* brq_str_eq matches every map key against field names; it looks at the first byte and
+ * a bounded length, so each edge of "exactly this string" is checked here. */
+Test(codec, str_eq_is_exact_at_every_edge)
+{
+	cr_expect(brq_str_eq((brq_str) {"", 0}, ""));
+	cr_expect(!brq_str_eq((brq_str) {"", 0}, "n"));
+	cr_expect(!brq_str_eq((brq_str) {"n", 1}, ""));
+	cr_expect(brq_str_eq((brq_str) {"topics", 6}, "topics"));
+	cr_expect(!brq_str_eq((brq_str) {"topic", 5}, "topics"), "a prefix of the literal");
+	cr_expect(!brq_str_eq((brq_str) {"topicsx", 7}, "topics"), "the literal is a prefix");
+	cr_expect(!brq_str_eq((brq_str) {"topicz", 6}, "topics"), "last byte differs");
+	cr_expect(!brq_str_eq((brq_str) {"Topics", 6}, "topics"), "first byte differs");
+	cr_expect(!brq_str_eq((brq_str) {"topics\0", 7}, "topics"), "an embedded NUL is a byte");
+	cr_expect(!brq_str_eq((brq_str) {"to\0ics", 6}, "topics"));
+	cr_expect(brq_str_eq((brq_str) {"topics-and-more", 6}, "topics"), "only a.len bytes are a's");
+}
+
 Test(codec, integers_decode_from_every_msgpack_int_encoding)
 {
 	static const char *ns[] = {"5", "u8:5", "u16:5", "u32:5", "u64:5", "i8:5", "i16:5", "i32:5", "i64:5"};
@@ -968,6 +985,21 @@ Test(envelope, rejects_duplicate_and_non_string_keys)
 		 "enqueue.jobs[0]: map keys must be strings"},
 	};
 	ROWS(rows);
+}
+
+/* Element paths are written per index (brq_dec_elems): the bad element's index in full,
+ * several digits included, and the elements before it decoded without complaint. */
+Test(envelope, names_the_bad_element_by_its_full_index)
+{
+	char src[8192];
+	int  at = snprintf(src, sizeof src, "{v:1, op:'enqueue', jobs:[");
+	for (int i = 0; i < 150 && at < (int) sizeof src - 64; i++)
+		at += snprintf(src + at, sizeof src - (size_t) at, "%s{topic:'%s', payload:'1'}",
+			       i ? "," : "", i == 103 ? "" : "a");
+	cr_assert_lt(at, (int) sizeof src - 4);
+	snprintf(src + at, sizeof src - (size_t) at, "]}");
+	cr_expect_eq(decode_req(src), BRQ_ST_INVALID_ARGUMENT);
+	cr_expect(strncmp(E, "enqueue.jobs[103].topic: ", 25) == 0, "%s", E);
 }
 
 Test(envelope, echoes_rid_whenever_the_message_is_a_well_formed_map)

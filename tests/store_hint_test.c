@@ -17,9 +17,24 @@ Test(store_hint, parses_ctids_and_refuses_anything_else)
 	cr_assert(brq_tid_parse("(4294967295,65535)", &t));
 	cr_assert_eq(t.block, UINT32_MAX);
 	cr_assert_eq(t.offset, UINT16_MAX);
-	static const char *bad[] = {"",       "()",     "(1,0)",  "(4294967296,1)", "(1,65536)", "1,1",
-				    "(1,1) ", "(-1,1)", "(1, 1)", "(+1,1)",         "(1,1",      "(1;1)",
-				    "(1,1)x", "(,1)",   "(1,)",   "(0x1,1)"};
+	static const char *bad[] = {"",
+				    "()",
+				    "(1,0)",
+				    "(4294967296,1)",
+				    "(1,65536)",
+				    "1,1",
+				    "(1,1) ",
+				    "(-1,1)",
+				    "(1, 1)",
+				    "(+1,1)",
+				    "(1,1",
+				    "(1;1)",
+				    "(1,1)x",
+				    "(,1)",
+				    "(1,)",
+				    "(0x1,1)",
+				    "(99999999999999999999999,1)",
+				    "(1,99999999999)"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert_not(brq_tid_parse(bad[i], &t), "accepted \"%s\"", bad[i]);
 }
