@@ -175,7 +175,8 @@ sock_io(int fd, char *buf, bool rd)
 	return true;
 }
 
-// The echo side: one blocking thread per connection, in the child process.
+// The echo side: one blocking thread per connection, in the child process (killed
+// by the parent once every client is done; a thread whose client closed just ends).
 static void *
 sock_echo_main(void *arg)
 {
@@ -183,7 +184,7 @@ sock_echo_main(void *arg)
 	char buf[SOCK_MSG];
 	while (sock_io(fd, buf, true) && sock_io(fd, buf, false)) {
 	}
-	_exit(0);
+	return NULL;
 }
 
 typedef struct sock_thread {
@@ -250,11 +251,12 @@ bench_socket_floor(const bench_opts *o)
 	bench_samples all = {0};
 	for (int i = 0; i < n; i++) {
 		pthread_join(t[i].th, NULL);
-		close(t[i].fd);
 		bench_samples_merge(&all, &t[i].lat);
 		bench_samples_free(&t[i].lat);
 	}
 	kill(pid, SIGKILL);
+	for (int i = 0; i < n; i++)
+		close(t[i].fd);
 	waitpid(pid, NULL, 0);
 	char scen[32];
 	snprintf(scen, sizeof(scen), "socket_ping_c%d", n);
