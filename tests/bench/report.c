@@ -189,7 +189,7 @@ emit(FILE *json, bool *first, const char *scenario, const char *metric, const ch
 		raw = find(scenario, "minimal", metric); // the comparator's own row
 	summary     sg = summarize(gw), sr = summarize(raw);
 	const char *unit = gw ? gw->unit : raw ? raw->unit : "";
-	char        a[128], b[128], ratio[32] = "", target[128] = "", status[32] = "";
+	char        a[128], b[128], ratio[32] = "", target[192] = "", status[32] = "";
 	fmt_summary(a, sizeof(a), sg);
 	fmt_summary(b, sizeof(b), sr);
 	double r = (sg.n && sr.n && sr.median != 0) ? sg.median / sr.median : NAN;
@@ -213,13 +213,19 @@ emit(FILE *json, bool *first, const char *scenario, const char *metric, const ch
 			met        = met && !isnan(r) && r >= spec->min_ratio;
 		}
 		if (spec->min_minimal > 0) {
-			summary sm  = summarize(find(MINIMAL_SCENARIO, "minimal", metric));
-			double  rm  = sm.n && sm.median != 0 ? sg.median / sm.median : NAN;
-			size_t  len = strlen(target);
-			snprintf(target + len, sizeof(target) - len, "%s≥ %.2f × minimal SQL (now %.2f)",
-				 len ? ", " : "", spec->min_minimal, rm);
+			// The comparator's speed moves by a third from run to run (docs/benchmarks.md):
+			// the ratio is given against its median (the rule) and against its
+			// fastest run, and counts as met only when both reach the target, so that a
+			// slow comparator cannot make a target look met.
+			summary sm   = summarize(find(MINIMAL_SCENARIO, "minimal", metric));
+			double  rm   = sm.n && sm.median != 0 ? sg.median / sm.median : NAN;
+			double  rmax = sm.n && sm.max != 0 ? sg.median / sm.max : NAN;
+			size_t  len  = strlen(target);
+			snprintf(target + len, sizeof(target) - len,
+				 "%s≥ %.2f × minimal SQL (now %.2f; %.2f against its fastest run)",
+				 len ? ", " : "", spec->min_minimal, rm, rmax);
 			has_target = true;
-			met        = met && !isnan(rm) && rm >= spec->min_minimal;
+			met = met && !isnan(rm) && rm >= spec->min_minimal && rmax >= spec->min_minimal;
 		}
 		if (has_target)
 			snprintf(status, sizeof(status), "%s", met ? "met" : "**missed**");
