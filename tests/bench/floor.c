@@ -69,19 +69,39 @@ echo_server(const char *url)
 		pause();
 }
 
-typedef struct floor_thread {
+// One client of either floor: a thread timing round trips until `seconds` have passed.
+typedef struct rt_client {
 	pthread_t          th;
-	const char        *url;
+	const char        *url; // the NNG floor's
+	int                fd;  // the bare socket's: its end of the pair
 	double             seconds;
 	pthread_barrier_t *bar;
 	bench_samples      lat;
-} floor_thread;
+} rt_client;
+
+// Joins the n clients and reports their round trips under scen as the "raw" column:
+// p50, p99 and calls per second. Frees their samples.
+static void
+join_and_report(const bench_opts *o, rt_client *t, int n, const char *scen)
+{
+	bench_samples all = {0};
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i].th, NULL);
+		bench_samples_merge(&all, &t[i].lat);
+		bench_samples_free(&t[i].lat);
+	}
+	bench_sort(all.v, all.n);
+	bench_result(o, scen, "raw", "rtt_p50", "us", (double) bench_pct(all.v, all.n, 0.50) / 1e3);
+	bench_result(o, scen, "raw", "rtt_p99", "us", (double) bench_pct(all.v, all.n, 0.99) / 1e3);
+	bench_result(o, scen, "raw", "rate", "calls/s", (double) all.n / o->seconds);
+	bench_samples_free(&all);
+}
 
 static void *
 floor_main(void *arg)
 {
-	floor_thread *t = arg;
-	nng_socket    s;
+	rt_client *t = arg;
+	nng_socket s;
 	if (nng_req0_open(&s) != 0 || nng_dial(s, t->url, NULL, NNG_FLAG_NONBLOCK) != 0)
 		bench_die("floor: cannot dial %s", t->url);
 	char payload[64];
@@ -128,31 +148,21 @@ bench_floor(const bench_opts *o)
 	bench_sleep_ns(200 * 1000000LL);
 
 	int               n = o->producers;
-	floor_thread     *t = calloc((size_t) n, sizeof(*t));
+	rt_client        *t = calloc((size_t) n, sizeof(*t));
 	pthread_barrier_t bar;
 	pthread_barrier_init(&bar, NULL, (unsigned) n);
 	for (int i = 0; i < n; i++) {
-		t[i] = (floor_thread) {.url = url, .seconds = o->seconds, .bar = &bar};
+		t[i] = (rt_client) {.url = url, .seconds = o->seconds, .bar = &bar};
 		if (pthread_create(&t[i].th, NULL, floor_main, &t[i]) != 0)
 			bench_die("pthread_create");
 	}
-	bench_samples all = {0};
-	for (int i = 0; i < n; i++) {
-		pthread_join(t[i].th, NULL);
-		bench_samples_merge(&all, &t[i].lat);
-		bench_samples_free(&t[i].lat);
-	}
+	// Reported as the "raw" column of the ping rows: the floor under the gateway.
+	char scen[32];
+	snprintf(scen, sizeof(scen), "ping_c%d", n);
+	join_and_report(o, t, n, scen);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	unlink(url + strlen("ipc://"));
-	char scen[32];
-	snprintf(scen, sizeof(scen), "ping_c%d", n);
-	bench_sort(all.v, all.n);
-	// Reported as the "raw" column of the ping rows: the floor under the gateway.
-	bench_result(o, scen, "raw", "rtt_p50", "us", (double) bench_pct(all.v, all.n, 0.50) / 1e3);
-	bench_result(o, scen, "raw", "rtt_p99", "us", (double) bench_pct(all.v, all.n, 0.99) / 1e3);
-	bench_result(o, scen, "raw", "rate", "calls/s", (double) all.n / o->seconds);
-	bench_samples_free(&all);
 	pthread_barrier_destroy(&bar);
 	free(t);
 	return 0;
@@ -187,19 +197,11 @@ sock_echo_main(void *arg)
 	return NULL;
 }
 
-typedef struct sock_thread {
-	pthread_t          th;
-	int                fd;
-	double             seconds;
-	pthread_barrier_t *bar;
-	bench_samples      lat;
-} sock_thread;
-
 static void *
 sock_main(void *arg)
 {
-	sock_thread *t = arg;
-	char         buf[SOCK_MSG];
+	rt_client *t = arg;
+	char       buf[SOCK_MSG];
 	memset(buf, 'x', sizeof(buf));
 	pthread_barrier_wait(t->bar);
 	int64_t end = bench_now_ns() + (int64_t) (t->seconds * 1e9);
@@ -219,9 +221,9 @@ sock_main(void *arg)
 int
 bench_socket_floor(const bench_opts *o)
 {
-	int          n = o->producers;
-	sock_thread *t = calloc((size_t) n, sizeof(*t));
-	int(*sv)[2]    = calloc((size_t) n, sizeof(*sv));
+	int        n = o->producers;
+	rt_client *t = calloc((size_t) n, sizeof(*t));
+	int(*sv)[2]  = calloc((size_t) n, sizeof(*sv));
 	if (t == NULL || sv == NULL)
 		bench_die("out of memory");
 	for (int i = 0; i < n; i++)
@@ -244,27 +246,19 @@ bench_socket_floor(const bench_opts *o)
 	pthread_barrier_init(&bar, NULL, (unsigned) n);
 	for (int i = 0; i < n; i++) {
 		close(sv[i][1]);
-		t[i] = (sock_thread) {.fd = sv[i][0], .seconds = o->seconds, .bar = &bar};
+		t[i] = (rt_client) {.fd = sv[i][0], .seconds = o->seconds, .bar = &bar};
 		if (pthread_create(&t[i].th, NULL, sock_main, &t[i]) != 0)
 			bench_die("pthread_create");
 	}
-	bench_samples all = {0};
-	for (int i = 0; i < n; i++) {
-		pthread_join(t[i].th, NULL);
-		bench_samples_merge(&all, &t[i].lat);
-		bench_samples_free(&t[i].lat);
-	}
+	char scen[32];
+	snprintf(scen, sizeof(scen), "socket_ping_c%d", n);
+	join_and_report(o, t, n, scen);
+	// The sockets close only now: a client done early must not end the echo under
+	// the others (each echo thread ends when its client's socket closes).
 	kill(pid, SIGKILL);
 	for (int i = 0; i < n; i++)
 		close(t[i].fd);
 	waitpid(pid, NULL, 0);
-	char scen[32];
-	snprintf(scen, sizeof(scen), "socket_ping_c%d", n);
-	bench_sort(all.v, all.n);
-	bench_result(o, scen, "raw", "rtt_p50", "us", (double) bench_pct(all.v, all.n, 0.50) / 1e3);
-	bench_result(o, scen, "raw", "rtt_p99", "us", (double) bench_pct(all.v, all.n, 0.99) / 1e3);
-	bench_result(o, scen, "raw", "rate", "calls/s", (double) all.n / o->seconds);
-	bench_samples_free(&all);
 	pthread_barrier_destroy(&bar);
 	free(sv);
 	free(t);
