@@ -31,6 +31,7 @@
 #define STASH_EXTRA 8
 
 int (*brq_server_msg_alloc)(nng_msg **m, size_t size) = nng_msg_alloc;
+void (*brq_server_handback_seam)(const brq_work *w);
 
 static void work_cb(void *arg);
 
@@ -229,15 +230,12 @@ handle_request(brq_server *s, brq_work *w)
 	brq_pool_submit(&s->pool, w);
 }
 
-// A taken claim's callback (server.c handback() explains the protocol). Returns
-// false when the taker still works on it (the callback leaves it to the taker), or
-// when the hand-back was performed here; true when the claim is to run again.
+// A taken claim's hand-back, by whichever of its taker and its callback comes second
+// (handback() explains the protocol), when the other is done with w: sends the reply
+// or drops the claim; true when the claim is to run again (park_over()).
 static bool
-taken_ready(brq_server *s, brq_work *w)
+handback_perform(brq_server *s, brq_work *w)
 {
-	int expected = BRQ_STEAL_TAKEN;
-	if (atomic_compare_exchange_strong(&w->steal, &expected, BRQ_STEAL_WAITING))
-		return false;
 	atomic_store(&w->steal, BRQ_STEAL_NONE);
 	switch (w->handback) {
 	case BRQ_HANDBACK_SEND:
@@ -248,6 +246,32 @@ taken_ready(brq_server *s, brq_work *w)
 	case BRQ_HANDBACK_CLAIM: break;
 	}
 	return true;
+}
+
+// A taken claim's callback. Returns false when the taker still works on it (the
+// callback leaves it to the taker), or when the hand-back was performed here; true
+// when the claim is to run again.
+static bool
+taken_ready(brq_server *s, brq_work *w)
+{
+	int expected = BRQ_STEAL_TAKEN;
+	if (atomic_compare_exchange_strong(&w->steal, &expected, BRQ_STEAL_WAITING))
+		return false;
+	return handback_perform(s, w);
+}
+
+// A parked claim's wait is over (its callback ran, or its taker handed it back): it
+// claims again, unless its peer went away and nobody would read an answer.
+static void
+park_over(brq_server *s, brq_work *w)
+{
+	brq_waiters_unpark(&s->waiters, w);
+	if (atomic_load(&w->orphaned)) {
+		drop(s, w);
+		return;
+	}
+	w->state = BRQ_W_DB;
+	brq_pool_submit(&s->pool, w);
 }
 
 static void
@@ -291,13 +315,7 @@ work_cb(void *arg)
 		// Woken (NNG_ECANCELED), timer fired (0), or cut short (NNG_ETIMEDOUT).
 		if (atomic_load(&w->steal) != BRQ_STEAL_NONE && !taken_ready(s, w))
 			return; // taken by an enqueue: its taker hands it back
-		brq_waiters_unpark(&s->waiters, w);
-		if (atomic_load(&w->orphaned)) {
-			drop(s, w); // its peer went away: nobody reads an answer
-			return;
-		}
-		w->state = BRQ_W_DB;
-		brq_pool_submit(&s->pool, w);
+		park_over(s, w);
 		return;
 
 	case BRQ_W_DB: break;
@@ -369,10 +387,14 @@ deliver(brq_server *s, brq_store_conn *c, brq_work *w)
 // ended already; the callback never starts an operation on a taken claim's aio, so
 // nothing else can be canceled), then the taker and the callback each move w->steal
 // once and the second one acts:
-//   taker first  (TAKEN -> READY): the callback, still to run, performs handback;
-//   callback first (TAKEN -> WAITING, it returned): the taker marks it READY and
-//   runs the callback again at once (a sleep of 0), which performs it.
-// So the reply is always sent, and the claim re-run, from the callback.
+//   taker first  (TAKEN -> READY): the callback, still to run, performs the hand-back;
+//   callback first (TAKEN -> WAITING, after which it touches w no more): w's aio is
+//   idle and nobody else holds w, so the taker performs it here, on its pool thread,
+//   as deliver() does.
+// The taker must not set READY before the cancel: a callback that saw READY could
+// start the reply's send on the aio, and the cancel would then end the send.
+// (It used to run the callback again with a sleep of 0 instead: NNG's expiry thread
+// took 0.2-1 ms to run it, in ~5 % of the starts through a parked long-poll.)
 static void
 handback(brq_server *s, brq_store_conn *c, brq_work *w)
 {
@@ -386,12 +408,13 @@ handback(brq_server *s, brq_store_conn *c, brq_work *w)
 		w->handback_msg = m;
 	}
 	nng_aio_cancel(w->aio);
+	if (brq_server_handback_seam != NULL)
+		brq_server_handback_seam(w);
 	int expected = BRQ_STEAL_TAKEN;
 	if (atomic_compare_exchange_strong(&w->steal, &expected, BRQ_STEAL_READY))
 		return;
-	atomic_store(&w->steal, BRQ_STEAL_READY);
-	nng_aio_set_timeout(w->aio, NNG_DURATION_DEFAULT);
-	nng_sleep_aio(0, w->aio);
+	if (handback_perform(s, w))
+		park_over(s, w);
 }
 
 // Drops the items of a group whose caller has stopped waiting: work nobody waits for is

@@ -52,6 +52,12 @@ typedef struct brq_server {
 // reach the path where a reply cannot be allocated.
 extern int (*brq_server_msg_alloc)(nng_msg **m, size_t size);
 
+// Test seam: when set, called on the enqueue's pool thread after it has ended a taken
+// claim's sleep and before it decides with the claim's callback which of them hands
+// the claim back (server.c handback()). Tests hold it there until the callback has
+// run, to take the path where the taker hands back. NULL in the gateway.
+extern void (*brq_server_handback_seam)(const brq_work *w);
+
 // Opens the socket and listener (ipc socket mode from the config), allocates the
 // work items, starts the pool on store st, and begins receiving. Borrows cfg, auth
 // and st, which must outlive the server. Returns 0, or a BRQ_E* code (logged) with

@@ -7,6 +7,8 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +86,9 @@ setup(void)
 static void
 teardown(void)
 {
-	brq_db_fault_hook    = NULL;
-	brq_server_msg_alloc = nng_msg_alloc;
+	brq_db_fault_hook        = NULL;
+	brq_server_msg_alloc     = nng_msg_alloc;
+	brq_server_handback_seam = NULL;
 	brq_server_stop(&srv);
 	brq_store_free(store);
 	brq_metrics_fini();
@@ -269,4 +272,136 @@ Test(fault, an_enqueue_whose_key_conflicts_with_a_row_that_goes_away_writes_noth
 	cr_assert(rep.enqueue.results[0].created && rep.enqueue.results[1].created);
 	free(keep);
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 2);
+}
+
+/* ---- a taken long-poll whose callback ran before its taker decided ---------------------- */
+
+typedef struct long_poll {
+	pthread_t     th;
+	const char   *topic;
+	uint32_t      wait_ms;
+	brq_status    code;
+	uint32_t      n_jobs;
+	brq_lease_ref job;
+} long_poll;
+
+static void *
+long_poll_main(void *arg)
+{
+	long_poll  *p   = arg;
+	brq_str     t   = brq_str_c(p->topic);
+	brq_request req = {.op    = BRQ_OP_CLAIM,
+			   .claim = {.worker      = brq_str_c("fault"),
+				     .topics      = &t,
+				     .n_topics    = 1,
+				     .n           = 1,
+				     .has_wait_ms = true,
+				     .wait_ms     = p->wait_ms}};
+	brq_reply   rep;
+	void       *keep;
+	p->code   = call(&req, &rep, &keep);
+	p->n_jobs = p->code == BRQ_ST_OK ? rep.claim.n_jobs : 0;
+	if (p->n_jobs > 0) {
+		p->job.id = rep.claim.jobs[0].id;
+		memcpy(p->job.lease, rep.claim.jobs[0].lease, BRQ_LEASE_LEN);
+	}
+	free(keep);
+	return NULL;
+}
+
+/* Waits (at most 5 s) until a claim is parked in the server. */
+static void
+wait_parked(void)
+{
+	for (int i = 0; i < 500; i++) {
+		pthread_mutex_lock(&srv.waiters.mtx);
+		bool parked = srv.waiters.parked.head != NULL;
+		pthread_mutex_unlock(&srv.waiters.mtx);
+		if (parked)
+			return;
+		usleep(10 * 1000);
+	}
+	cr_assert_fail("the long-poll never parked");
+}
+
+static atomic_int seam_calls, seam_saw_callback_first;
+
+/* Holds the taker until the claim's callback has run and left the hand-back to it
+ * (BRQ_STEAL_WAITING), at most 5 s: the path where the taker performs it. */
+static void
+callback_first(const brq_work *w)
+{
+	atomic_fetch_add(&seam_calls, 1);
+	for (int i = 0; i < 5000; i++) {
+		if (atomic_load(&w->steal) == BRQ_STEAL_WAITING) {
+			atomic_fetch_add(&seam_saw_callback_first, 1);
+			return;
+		}
+		usleep(1000);
+	}
+}
+
+Test(fault, a_taken_long_poll_whose_callback_ran_first_gets_its_job_from_the_taker)
+{
+	atomic_store(&seam_calls, 0);
+	atomic_store(&seam_saw_callback_first, 0);
+	brq_server_handback_seam = callback_first;
+	long_poll p              = {.topic = "handback", .wait_ms = 5000};
+	pthread_create(&p.th, NULL, long_poll_main, &p);
+	wait_parked();
+	brq_job_spec job = {.topic = brq_str_c("handback"), .payload = brq_str_c("{}")};
+	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &job, .n_jobs = 1}};
+	brq_reply    rep;
+	void        *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	uint64_t id = rep.enqueue.results[0].id;
+	free(keep);
+	pthread_join(p.th, NULL);
+	brq_server_handback_seam = NULL;
+	cr_assert_eq(atomic_load(&seam_calls), 1, "the enqueue took the parked claim");
+	cr_assert_eq(atomic_load(&seam_saw_callback_first), 1, "the callback ran before the taker decided");
+	cr_assert_eq(p.code, BRQ_ST_OK, "%s", brq_status_name(p.code));
+	cr_assert_eq(p.n_jobs, 1, "the long-poll got the job, not an empty answer at its deadline");
+	cr_assert_eq(p.job.id, id);
+	/* Leased in the enqueue's own transaction, once, and the lease works. */
+	char sql[160];
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM job WHERE id = %llu AND state = 'processing' AND attempts = 1"
+		 " AND created_at = claimed_at",
+		 (unsigned long long) id);
+	cr_assert_eq(brq_testdb_int(db, sql), 1);
+	brq_settle_item done = {.id = p.job.id, .outcome = BRQ_OUTCOME_DONE};
+	memcpy(done.lease, p.job.lease, BRQ_LEASE_LEN);
+	brq_lease_ref none[1];
+	brq_status    code;
+	char          msg[256];
+	cr_assert_eq(claim("handback", 1, &done, 1, none, &code, msg, sizeof(msg)), 0);
+	cr_assert_eq(code, BRQ_ST_OK, "%s", msg);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'done'"), 1);
+}
+
+Test(fault, a_taken_long_poll_whose_callback_ran_first_and_got_nothing_waits_again)
+{
+	/* Paused: the claim made for it in the enqueue's transaction gets nothing, so the
+	 * taker sends it round again; it parks until its deadline and answers empty. */
+	brq_testdb_exec(db, "INSERT INTO topic_policy (topic, paused) VALUES ('held', true)");
+	atomic_store(&seam_calls, 0);
+	atomic_store(&seam_saw_callback_first, 0);
+	brq_server_handback_seam = callback_first;
+	long_poll p              = {.topic = "held", .wait_ms = 1500};
+	pthread_create(&p.th, NULL, long_poll_main, &p);
+	wait_parked();
+	brq_job_spec job = {.topic = brq_str_c("held"), .payload = brq_str_c("{}")};
+	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &job, .n_jobs = 1}};
+	brq_reply    rep;
+	void        *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	free(keep);
+	pthread_join(p.th, NULL);
+	brq_server_handback_seam = NULL;
+	cr_assert_eq(atomic_load(&seam_saw_callback_first), 1, "the callback ran before the taker decided");
+	cr_assert_eq(p.code, BRQ_ST_OK, "%s", brq_status_name(p.code));
+	cr_assert_eq(p.n_jobs, 0);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'pending' AND attempts = 0"),
+		     1);
 }
