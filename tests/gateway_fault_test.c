@@ -341,26 +341,36 @@ callback_first(const brq_work *w)
 	}
 }
 
-Test(fault, a_taken_long_poll_whose_callback_ran_first_gets_its_job_from_the_taker)
+/* Parks p's long-poll, enqueues one job to its topic with the taker held until the
+ * claim's callback has run (the taker hands it back), waits for p's answer; returns
+ * the job's id. */
+static uint64_t
+take_after_callback(long_poll *p)
 {
 	atomic_store(&seam_calls, 0);
 	atomic_store(&seam_saw_callback_first, 0);
 	brq_server_handback_seam = callback_first;
-	long_poll p              = {.topic = "handback", .wait_ms = 5000};
-	pthread_create(&p.th, NULL, long_poll_main, &p);
+	pthread_create(&p->th, NULL, long_poll_main, p);
 	wait_parked();
-	brq_job_spec job = {.topic = brq_str_c("handback"), .payload = brq_str_c("{}")};
+	brq_job_spec job = {.topic = brq_str_c(p->topic), .payload = brq_str_c("{}")};
 	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &job, .n_jobs = 1}};
 	brq_reply    rep;
 	void        *keep;
 	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
 	uint64_t id = rep.enqueue.results[0].id;
 	free(keep);
-	pthread_join(p.th, NULL);
+	pthread_join(p->th, NULL);
 	brq_server_handback_seam = NULL;
 	cr_assert_eq(atomic_load(&seam_calls), 1, "the enqueue took the parked claim");
 	cr_assert_eq(atomic_load(&seam_saw_callback_first), 1, "the callback ran before the taker decided");
-	cr_assert_eq(p.code, BRQ_ST_OK, "%s", brq_status_name(p.code));
+	cr_assert_eq(p->code, BRQ_ST_OK, "%s", brq_status_name(p->code));
+	return id;
+}
+
+Test(fault, a_taken_long_poll_whose_callback_ran_first_gets_its_job_from_the_taker)
+{
+	long_poll p  = {.topic = "handback", .wait_ms = 5000};
+	uint64_t  id = take_after_callback(&p);
 	cr_assert_eq(p.n_jobs, 1, "the long-poll got the job, not an empty answer at its deadline");
 	cr_assert_eq(p.job.id, id);
 	/* Leased in the enqueue's own transaction, once, and the lease works. */
@@ -385,22 +395,8 @@ Test(fault, a_taken_long_poll_whose_callback_ran_first_and_got_nothing_waits_aga
 	/* Paused: the claim made for it in the enqueue's transaction gets nothing, so the
 	 * taker sends it round again; it parks until its deadline and answers empty. */
 	brq_testdb_exec(db, "INSERT INTO topic_policy (topic, paused) VALUES ('held', true)");
-	atomic_store(&seam_calls, 0);
-	atomic_store(&seam_saw_callback_first, 0);
-	brq_server_handback_seam = callback_first;
-	long_poll p              = {.topic = "held", .wait_ms = 1500};
-	pthread_create(&p.th, NULL, long_poll_main, &p);
-	wait_parked();
-	brq_job_spec job = {.topic = brq_str_c("held"), .payload = brq_str_c("{}")};
-	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &job, .n_jobs = 1}};
-	brq_reply    rep;
-	void        *keep;
-	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
-	free(keep);
-	pthread_join(p.th, NULL);
-	brq_server_handback_seam = NULL;
-	cr_assert_eq(atomic_load(&seam_saw_callback_first), 1, "the callback ran before the taker decided");
-	cr_assert_eq(p.code, BRQ_ST_OK, "%s", brq_status_name(p.code));
+	long_poll p = {.topic = "held", .wait_ms = 1500};
+	take_after_callback(&p);
 	cr_assert_eq(p.n_jobs, 0);
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'pending' AND attempts = 0"),
 		     1);
