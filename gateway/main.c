@@ -15,6 +15,7 @@
 #include "auth.h"
 #include "brq_clock.h"
 #include "config.h"
+#include "crash.h"
 #include "console.h"
 #include "http.h"
 #include "janitor.h"
@@ -276,6 +277,7 @@ main(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	brq_crash_install(STDERR_FILENO, a.is_journal);
 
 	rc = 1;
 	if (brq_metrics_init(BROOQ_VERSION) != 0)

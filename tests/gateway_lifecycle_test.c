@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -198,5 +199,45 @@ Test(lifecycle, drops_a_read_only_session_answers_unavailable_and_recovers_once_
 	brq_arena_fini(&a);
 	free(name);
 	PQfinish(db);
+	brq_testdb_drop(dsn);
+}
+
+/* AddressSanitizer reports a SIGSEGV itself; the gateway then leaves it to it (crash.h). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+/* A gateway that crashes says so in its log, with the crashing thread's stack, and
+ * still dies of the signal (so a core dump and the supervisor's restart follow). */
+Test(lifecycle, a_crash_is_logged_with_its_signal_and_stack, .timeout = 60)
+{
+	if (SANITIZED)
+		cr_skip_test("AddressSanitizer reports crashes in this build");
+	/* No core file from this deliberate crash. */
+	struct rlimit no_core = {0, 0};
+	cr_assert_eq(setrlimit(RLIMIT_CORE, &no_core), 0);
+	char  *dsn = brq_testdb_create(true);
+	brq_gw gw;
+	brq_gw_start(&gw, dsn, NULL);
+	cr_assert_eq(kill(gw.pid, SIGSEGV), 0);
+	int st = 0;
+	cr_assert_eq(waitpid(gw.pid, &st, 0), gw.pid);
+	gw.pid          = 0;
+	const char *log = brq_gw_log(&gw);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status 0x%x; log:\n%s", st, log);
+	cr_assert_eq(brq_gw_count(log, "level=error msg=fatal_signal signal=SIGSEGV code=0 "), 1, "log:\n%s",
+		     log);
+	/* backtrace_symbols_fd(3)'s frames: the binary and an offset addr2line reads. */
+	cr_assert_geq(brq_gw_count(log, "brooq-gateway(+0x"), 1, "no frame in the log:\n%s", log);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", gw.dir);
+	cr_assert_eq(system(cmd), 0);
 	brq_testdb_drop(dsn);
 }
