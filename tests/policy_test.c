@@ -47,11 +47,16 @@ setup(void)
 	ac = open_client(&gw, true);
 }
 
+static brq_gw gw2; /* the second gateway of the tests that need one */
+
 static void
 teardown(void)
 {
 	brooq_client_close(wc);
 	brooq_client_close(ac);
+	// A test that failed before stopping its second gateway would leave it running.
+	if (gw2.pid > 0)
+		brq_gw_stop(&gw2);
 	brq_gw_stop(&gw);
 	PQfinish(db);
 	brq_testdb_drop(dsn);
@@ -225,9 +230,7 @@ Test(policy, strict_priority_lets_a_flood_of_urgent_jobs_starve_the_rest_until_i
 
 /* ---- 2. pause / resume ---------------------------------------------------------------- */
 
-/* A second gateway on the same database, with the first one's settings. */
-static brq_gw gw2;
-
+/* Starts gw2: a second gateway on the same database, with the first one's settings. */
 static void
 start_gw2(void)
 {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -177,10 +178,15 @@ brq_gw_spawn(brq_gw *gw, char *dsn, const char *const *extra_env, const char *co
 	env[n++] = "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1";
 	env[n]   = NULL;
 
-	const char *bin = brq_testdb_bin("brooq-gateway");
-	pid_t       pid = fork();
+	const char *bin    = brq_testdb_bin("brooq-gateway");
+	pid_t       parent = getpid();
+	pid_t       pid    = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
+		// A test that fails before stopping its gateway must not leave it running:
+		// it is stopped when the test's process (the forking thread) ends.
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+			_exit(127);
 		int fd = open(gw->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (fd >= 0) {
 			dup2(fd, STDERR_FILENO);
@@ -275,6 +281,13 @@ brq_gw_stop(brq_gw *gw)
 	gw->pid    = 0;
 	bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
 	if (!clean) {
+		// Said here as well: a failed assertion in a suite's fini is not always shown.
+		if (WIFSIGNALED(st))
+			fprintf(stderr, "brooq-gateway (%s) died of signal %d (%s); its log:\n", gw->dir,
+				WTERMSIG(st), strsignal(WTERMSIG(st)));
+		else
+			fprintf(stderr, "brooq-gateway (%s) exited with status %d; its log:\n", gw->dir,
+				WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 		char cmd[400];
 		snprintf(cmd, sizeof(cmd), "cat %s >&2", gw->log);
 		(void) system(cmd);
