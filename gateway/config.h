@@ -174,6 +174,11 @@ struct brq_topic_override {
 	bool     has_rate;
 	uint32_t concurrency; // 0..1000000: at most this many processing at once
 	uint32_t rate;        // 0..1000000: at most this many started per second
+	// Opt-in, and named for what it gives up (SPEC invariant 17): a job of this topic
+	// settled `done` is deleted by the settle's statement, so its outcome is not kept
+	// (invariant 4) and its idempotency key is free again (docs/operations.md §12).
+	bool has_discard_done;
+	bool discard_done;
 };
 
 // Client certificates on a tls+tcp:// listener.
@@ -337,6 +342,10 @@ void brq_config_topic_settings(const brq_config *cfg, const char *topic, uint32_
 // Outputs may be NULL.
 void brq_config_topic_timeouts(const brq_config *cfg, const char *topic, uint64_t *attempt_timeout_ms,
 			       uint64_t *max_execution_ms);
+
+// True when some topic discards its done jobs (BROOQ_TOPIC_OVERRIDES discard_done=true):
+// the settle statement then deletes those rows (store_sql.c).
+bool brq_config_discards_done(const brq_config *cfg);
 
 // Parses a boolean (true/false, 1/0, yes/no), exposed for tests. Returns 0 and writes
 // *out, or BRQ_EINVAL and writes a short reason (static string, no value quoted) to *why.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Gateway configuration: BROOQ_TOPIC_OVERRIDES, per-topic max_attempts, backoff, lease,
-// timeouts and limits.
+// timeouts, limits and discard_done.
 #include "config.h"
 #include "brq_units.h"
 #include "config_parse.h"
@@ -39,10 +39,12 @@ static bool *
 override_key(brq_topic_override *o, const char *ka, const char *kb, const char **key)
 {
 	static const char *const names[] = {"max_attempts",    "backoff_base",       "backoff_max", "lease",
-					    "attempt_timeout", "max_execution_time", "concurrency", "rate"};
+					    "attempt_timeout", "max_execution_time", "concurrency", "rate",
+					    "discard_done"};
 	bool *const              has[]   = {
 			       &o->has_max_attempts,    &o->has_backoff_base,  &o->has_backoff_max, &o->has_lease,
-			       &o->has_attempt_timeout, &o->has_max_execution, &o->has_concurrency, &o->has_rate};
+			       &o->has_attempt_timeout, &o->has_max_execution, &o->has_concurrency, &o->has_rate,
+			       &o->has_discard_done};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if ((size_t) (kb - ka) == strlen(names[i]) && memcmp(ka, names[i], (size_t) (kb - ka)) == 0) {
 			*key = names[i];
@@ -61,6 +63,13 @@ parse_override_value(struct loader *L, const char *label, const char *key, const
 	const char *why;
 	uint64_t    v, min, max, *out;
 
+	if (has == &o->has_discard_done) {
+		if (brq_config_parse_bool(val, &o->discard_done, &why) != 0)
+			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
+		else
+			*has = true;
+		return;
+	}
 	if (has == &o->has_concurrency || has == &o->has_rate) {
 		if (brq_parse_u64(val, &v, &why) != 0) {
 			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
@@ -139,7 +148,7 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 		brq_config_problem_add(
 			L->p,
 			"%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, lease, "
-			"attempt_timeout, max_execution_time, concurrency, rate)",
+			"attempt_timeout, max_execution_time, concurrency, rate, discard_done)",
 			var, label);
 	} else if (*has) {
 		brq_config_problem_add(L->p, "%s: %s: %s given twice", var, label, key);
@@ -274,4 +283,15 @@ brq_cfg_min_lease_ms(const brq_config *cfg)
 		}
 	}
 	return min_lease;
+}
+
+bool
+brq_config_discards_done(const brq_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
+		if (cfg->topic_overrides[i].discard_done) {
+			return true;
+		}
+	}
+	return false;
 }

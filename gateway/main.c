@@ -131,6 +131,17 @@ notify_or_log(const char *state)
 		BRQ_LOG_WARN("notify_failed", "error=%s", BRQ_LOG_Q(strerror(errno)));
 }
 
+// Says at start which topics run without invariant 4 (discard_done, opt-in): an
+// operator reading the log learns that their done jobs leave no row.
+static void
+log_discards(const brq_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++)
+		if (cfg->topic_overrides[i].discard_done)
+			BRQ_LOG_INFO("discard_done", "topic=%s effect=\"done jobs are deleted at settle\"",
+				     cfg->topic_overrides[i].topic);
+}
+
 static int
 start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 {
@@ -284,6 +295,7 @@ main(int argc, char **argv)
 		goto out_auth;
 	BRQ_LOG_INFO("starting", "version=%s pool_size=%u lease_ms=%llu max_waiters=%u", BROOQ_VERSION,
 		     cfg.pool_size, (unsigned long long) cfg.lease_ms, cfg.max_waiters);
+	log_discards(&cfg);
 	if (start(&sv, &cfg, &auth) != 0)
 		goto out_metrics;
 	BRQ_LOG_INFO("ready", "listen=%s", BRQ_LOG_Q(cfg.listen));

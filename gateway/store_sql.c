@@ -348,6 +348,36 @@ heartbeat_sql(FILE *f, const brq_config *cfg)
 	brq_store_sql_cols(f, BRQ_COLS(hb_cols));
 }
 
+// The settle's items, unnested as s, and how each finds its row (LEASE_GUARD):
+// " <kw> unnest(...) AS s(...) WHERE <join>". `at`: see settle_sql.
+static void
+settle_items_sql(FILE *f, const char *kw, bool at)
+{
+	fprintf(f, " %s unnest($1::int8[], $2::uuid[], $3::text[], $4::text[], $5::int8[], ", kw);
+	fputs(at ? "$7::jsonb[], $6::tid[]) AS s(id, token, outcome, error, delay_ms, result, loc)"
+		   " WHERE j.ctid = s.loc AND j.id = s.id AND j.lease_token = s.token"
+		 : "$6::jsonb[]) AS s(id, token, outcome, error, delay_ms, result)"
+		   " WHERE j.id = s.id AND j.lease_token = s.token",
+	      f);
+}
+
+// "(s.outcome = 'done' AND j.topic IN ('a', ...))": the items settled done of the
+// topics that discard their done jobs.
+static void
+discarded_sql(FILE *f, const brq_config *cfg)
+{
+	const char *sep = "";
+	fputs("(s.outcome = 'done' AND j.topic IN (", f);
+	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
+		if (!cfg->topic_overrides[i].discard_done)
+			continue;
+		// Topic names are validated [a-z0-9._-]: no quote can appear in them.
+		fprintf(f, "%s'%s'", sep, cfg->topic_overrides[i].topic);
+		sep = ", ";
+	}
+	fputs("))", f);
+}
+
 static void
 settle_sql(FILE *f, const brq_config *cfg, bool at)
 {
@@ -361,6 +391,23 @@ settle_sql(FILE *f, const brq_config *cfg, bool at)
 	// $7 the results: a nested loop of TID scans instead of primary-key probes, the
 	// same guard on top, so a stale address matches nothing (the store then settles
 	// that item by id).
+	// Topics with discard_done (opt-in, SPEC invariant 17): their done items delete
+	// the row instead, in the same statement, under the same guard, and report the
+	// state they reached; every other item updates its row as usual. Without such a
+	// topic the statement is the plain UPDATE.
+	bool discard = brq_config_discards_done(cfg);
+	if (discard) {
+		const char *gone[SETTLE__N];
+		memcpy(gone, settle_cols, sizeof(gone));
+		gone[SETTLE_STATE] = "'done'::text";
+		fputs("WITH gone AS (DELETE FROM job j", f);
+		settle_items_sql(f, "USING", at);
+		fputs(" AND ", f);
+		discarded_sql(f, cfg);
+		fputs(" RETURNING ", f);
+		brq_store_sql_cols(f, BRQ_COLS(gone));
+		fputs("), kept AS (", f);
+	}
 	fputs("UPDATE job j SET"
 	      " state = CASE s.outcome WHEN 'done' THEN 'done' WHEN 'cancel' THEN 'canceled'"
 	      "  WHEN 'preserve' THEN 'failed'"
@@ -376,15 +423,17 @@ settle_sql(FILE *f, const brq_config *cfg, bool at)
 	topic_case(f, cfg, "j.topic", BACKOFF_MAX_MS);
 	fputs(") * interval '1 millisecond' ELSE j.available_at END,"
 	      " last_error = coalesce(s.error, j.last_error), result = coalesce(s.result, j.result),"
-	      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()"
-	      " FROM unnest($1::int8[], $2::uuid[], $3::text[], $4::text[], $5::int8[], ",
+	      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()",
 	      f);
-	fputs(at ? "$7::jsonb[], $6::tid[]) AS s(id, token, outcome, error, delay_ms, result, loc)"
-		   " WHERE j.ctid = s.loc AND j.id = s.id AND j.lease_token = s.token RETURNING "
-		 : "$6::jsonb[]) AS s(id, token, outcome, error, delay_ms, result)"
-		   " WHERE j.id = s.id AND j.lease_token = s.token RETURNING ",
-	      f);
+	settle_items_sql(f, "FROM", at);
+	if (discard) {
+		fputs(" AND NOT ", f);
+		discarded_sql(f, cfg);
+	}
+	fputs(" RETURNING ", f);
 	brq_store_sql_cols(f, BRQ_COLS(settle_cols));
+	if (discard)
+		fputs(") SELECT * FROM gone UNION ALL SELECT * FROM kept", f);
 }
 
 static void

@@ -985,6 +985,23 @@ Test(config, parses_topic_limits)
 	cr_assert(!cfg.topic_overrides[2].has_concurrency && !cfg.topic_overrides[2].has_rate);
 }
 
+/* discard_done is opt-in per topic (SPEC invariant 17): off unless a topic says true. */
+Test(config, parses_discard_done_per_topic)
+{
+	cr_assert_eq(load(ENV({"BROOQ_TOPIC_OVERRIDES", "a:discard_done=true;b:discard_done=no;c:lease=5s"})),
+		     0);
+	dump_problems();
+	cr_assert_eq(cfg.n_topic_overrides, 3);
+	cr_assert(cfg.topic_overrides[0].has_discard_done && cfg.topic_overrides[0].discard_done);
+	cr_assert(cfg.topic_overrides[1].has_discard_done && !cfg.topic_overrides[1].discard_done);
+	cr_assert(!cfg.topic_overrides[2].has_discard_done && !cfg.topic_overrides[2].discard_done);
+	cr_assert(brq_config_discards_done(&cfg));
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_TOPIC_OVERRIDES", "b:discard_done=false"})), 0);
+	cr_assert_not(brq_config_discards_done(&cfg), "false is the default: nothing discarded");
+}
+
 Test(config, rejects_every_malformed_topic_override)
 {
 	static char long_topic[200];
@@ -1033,6 +1050,9 @@ Test(config, rejects_every_malformed_topic_override)
 		{"a:max_execution_time=8d", "a: max_execution_time: must be between"},
 		{"a:attempt_timeout=2m,max_execution_time=1m",
 		 "a: attempt_timeout must not exceed max_execution_time"},
+		{"a:discard_done=maybe", "a: discard_done: "},
+		{"a:discard_done=", "a: discard_done: empty value"},
+		{"a:discard_done=true,discard_done=false", "a: discard_done given twice"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *in = bad[i].in != NULL ? bad[i].in : long_topic;
