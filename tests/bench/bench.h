@@ -39,6 +39,7 @@ typedef struct bench_opts {
 	long        ready;     // growth: ready rows present while measuring claims
 	bool        hold_xmin; // growth: a transaction holds back vacuum meanwhile
 	bool        cross;     // claim-ready: the ready rows are another topic's
+	bool        discard;   // drain: jobs of BENCH_TOPIC_DISCARD, which discards done jobs
 	const char *lever;     // raw-drain: an optimisation to try (see raw.c); NULL: none
 	const char *label;     // overrides the scenario name in the results
 	const char *json_out;  // report: where the JSON summary goes
@@ -94,8 +95,12 @@ void bench_db_fill(PGconn *c, const char *topic, long n);
 // Inserts n terminal ('done') rows, aged 1 day, on a topic no worker claims.
 void bench_db_fill_terminal(PGconn *c, long n);
 // Waits until no job of `topic` is processing, pending or failed; then checks that
-// exactly `n` are done (dies otherwise).
-void bench_db_wait_drained(PGconn *c, const char *topic, long n);
+// exactly `n` are done, or with `discarded` that none is left (dies otherwise).
+void bench_db_wait_drained(PGconn *c, const char *topic, long n, bool discarded);
+
+// The topic of `drain --discard`: configured discard_done=true (BROOQ_TOPIC_OVERRIDES
+// in run.sh; raw.c builds its statements the same way).
+#define BENCH_TOPIC_DISCARD "bench.discard"
 
 // ---- CPU accounting --------------------------------------------------------------------
 

@@ -191,7 +191,7 @@ bench_gw_drain_once(const bench_opts *o, PGconn *db, const char *topic, long job
 		bench_sleep_ns(200 * 1000);
 	}
 	// Every handler has run; the last settles may still be on their way.
-	bench_db_wait_drained(db, topic, jobs);
+	bench_db_wait_drained(db, topic, jobs, o->discard);
 	int64_t end   = bench_now_ns();
 	int64_t start = atomic_load(&w.shm->first_ns);
 	bench_workers_stop(&w);
@@ -222,18 +222,19 @@ bench_gw_drain(const bench_opts *o)
 	} else {
 		bench_db_reset(db);
 	}
-	bench_db_fill(db, TOPIC_DRAIN, o->jobs);
+	const char *topic = o->discard ? BENCH_TOPIC_DISCARD : TOPIC_DRAIN;
+	bench_db_fill(db, topic, o->jobs);
 	PGconn   *h = o->hold_xmin ? hold_xmin(o) : NULL;
 	bench_cpu cpu[2];
 	double    claims0 = bench_metric(CLAIMS_OK), settles0 = bench_metric(SETTLES_OK);
 	double    addr0   = bench_metric(BY_ADDRESS);
-	double    rate    = bench_gw_drain_once(o, db, TOPIC_DRAIN, o->jobs, cpu);
+	double    rate    = bench_gw_drain_once(o, db, topic, o->jobs, cpu);
 	double    claims1 = bench_metric(CLAIMS_OK), settles1 = bench_metric(SETTLES_OK);
 	double    addr1 = bench_metric(BY_ADDRESS);
 	if (h != NULL)
 		PQfinish(h);
 	char scen[64];
-	snprintf(scen, sizeof(scen), "drain_c%d", o->procs * o->threads);
+	snprintf(scen, sizeof(scen), "drain_c%d%s", o->procs * o->threads, o->discard ? "_discard" : "");
 	bench_result(o, scen, "gateway", "rate", "jobs/s", rate);
 	bench_cpu_report(o, scen, "gateway", &cpu[0], &cpu[1], (double) o->jobs);
 	if (claims0 >= 0 && claims1 > claims0) {
@@ -303,7 +304,7 @@ bench_gw_latency(const bench_opts *o)
 		     (double) bench_pct(rpc.v, rpc.n, 0.99) / 1e3);
 	bench_samples_free(&lat);
 	bench_samples_free(&rpc);
-	bench_db_wait_drained(db, TOPIC_LAT, n);
+	bench_db_wait_drained(db, TOPIC_LAT, n, false);
 	PQfinish(db);
 	return 0;
 }

@@ -16,6 +16,7 @@ static const char usage[] =
 	"               [--lever enqueue-nojoin]: without its LEFT JOIN to job\n"
 	"  drain        --jobs N --procs X --threads T        worker runtime drains N jobs\n"
 	"  raw-drain    --jobs N --procs X --threads T        X claim loops, batch T, over libpq\n"
+	"               (both: [--discard] the jobs' topic discards done jobs: discard_done)\n"
 	"  min-drain    --jobs N --procs C --threads B        the minimal-SQL comparator: C connections,\n"
 	"               claim B with SKIP LOCKED, settle by id array, on a minimal table\n"
 	"               raw-drain [--lever pipeline|literal|generic|pipeline+literal|\n"
@@ -81,7 +82,8 @@ main(int argc, char **argv)
 		O_READY,
 		O_XMIN,
 		O_LEVER,
-		O_CROSS
+		O_CROSS,
+		O_DISCARD
 	};
 	static const struct option lo[] = {
 		{"producers", required_argument, NULL, O_PROD},
@@ -102,6 +104,7 @@ main(int argc, char **argv)
 		{"hold-xmin", no_argument, NULL, O_XMIN},
 		{"lever", required_argument, NULL, O_LEVER},
 		{"cross", no_argument, NULL, O_CROSS},
+		{"discard", no_argument, NULL, O_DISCARD},
 		{NULL, 0, NULL, 0},
 	};
 	optind = 2;
@@ -126,6 +129,7 @@ main(int argc, char **argv)
 		case O_XMIN: o.hold_xmin = true; break;
 		case O_LEVER: o.lever = optarg; break;
 		case O_CROSS: o.cross = true; break;
+		case O_DISCARD: o.discard = true; break;
 		default: fputs(usage, stderr); return 2;
 		}
 	}

@@ -31,15 +31,26 @@ static double claim_p50_us;
 // Jobs per claim statement in the last raw drain (claims that found none excluded).
 static double raw_jobs_per_claim;
 
+// The gateway's statements under the default configuration, or with `discard` as the
+// gateway of `drain --discard` runs (BENCH_TOPIC_DISCARD: discard_done=true).
 static void
-sql_init(void)
+sql_init(bool discard)
 {
-	brq_config cfg;
+	brq_config         cfg;
+	brq_topic_override o = {.has_discard_done = true, .discard_done = true};
+	snprintf(o.topic, sizeof(o.topic), "%s", BENCH_TOPIC_DISCARD);
 	if (sodium_init() < 0)
 		bench_die("sodium_init failed");
-	if (brq_config_init_defaults(&cfg) != 0 || brq_store_sql_build(&cfg, the_texts, the_stmts) != 0)
+	if (brq_config_init_defaults(&cfg) != 0)
 		bench_die("cannot build the statements");
+	cfg.topic_overrides   = discard ? &o : NULL;
+	cfg.n_topic_overrides = discard ? 1 : 0;
+	int rv                = brq_store_sql_build(&cfg, the_texts, the_stmts);
+	cfg.topic_overrides   = NULL; // not the configuration's to free
+	cfg.n_topic_overrides = 0;
 	brq_config_fini(&cfg);
+	if (rv != 0)
+		bench_die("cannot build the statements");
 }
 
 // A connection with the gateway pool's session settings (generic plans, sequential
@@ -186,7 +197,7 @@ enq_main(void *arg)
 int
 bench_raw_enqueue(const bench_opts *o)
 {
-	sql_init();
+	sql_init(false);
 	PGconn *db = bench_db_connect(o->dsn);
 	bench_db_reset(db);
 	int               n = o->producers;
@@ -517,7 +528,7 @@ bench_raw_drain_once(const bench_opts *o, PGconn *db, const char *topic, long jo
 	bench_samples_free(&lat);
 	if (done != jobs)
 		bench_die("raw drain: %ld of %ld settled", done, jobs);
-	bench_db_wait_drained(db, topic, jobs);
+	bench_db_wait_drained(db, topic, jobs, o->discard);
 	pthread_barrier_destroy(&bar);
 	free(t);
 	return (double) jobs / ((double) (end - first) / 1e9);
@@ -526,7 +537,7 @@ bench_raw_drain_once(const bench_opts *o, PGconn *db, const char *topic, long jo
 int
 bench_raw_drain(const bench_opts *o)
 {
-	sql_init();
+	sql_init(o->discard);
 	PGconn *db = bench_db_connect(o->dsn);
 	if (o->terminal > 0) {
 		bench_db_exec(db, "DELETE FROM job WHERE topic <> 'bench.old'");
@@ -535,7 +546,8 @@ bench_raw_drain(const bench_opts *o)
 	} else {
 		bench_db_reset(db);
 	}
-	bench_db_fill(db, TOPIC_DRAIN, o->jobs);
+	const char *topic = o->discard ? BENCH_TOPIC_DISCARD : TOPIC_DRAIN;
+	bench_db_fill(db, topic, o->jobs);
 	PGconn *h = NULL;
 	if (o->hold_xmin) {
 		h = bench_db_connect(o->dsn);
@@ -545,11 +557,11 @@ bench_raw_drain(const bench_opts *o)
 	// The same shape as the gateway run: one claim loop per worker process, each
 	// claiming as many jobs as the process has handler threads.
 	bench_cpu cpu[2];
-	double    rate = bench_raw_drain_once(o, db, TOPIC_DRAIN, o->jobs, o->procs, o->threads, cpu);
+	double    rate = bench_raw_drain_once(o, db, topic, o->jobs, o->procs, o->threads, cpu);
 	if (h != NULL)
 		PQfinish(h);
 	char scen[64];
-	snprintf(scen, sizeof(scen), "drain_c%d", o->procs * o->threads);
+	snprintf(scen, sizeof(scen), "drain_c%d%s", o->procs * o->threads, o->discard ? "_discard" : "");
 	bench_result(o, scen, "raw", "rate", "jobs/s", rate);
 	bench_result(o, scen, "raw", "claim_stmt_p50", "us", claim_p50_us);
 	bench_result(o, scen, "raw", "jobs_per_claim", "jobs", raw_jobs_per_claim);
@@ -564,7 +576,7 @@ bench_raw_drain(const bench_opts *o)
 int
 bench_growth_claim(const bench_opts *o)
 {
-	sql_init();
+	sql_init(false);
 	PGconn *db = bench_db_connect(o->dsn);
 	bench_db_reset(db);
 	if (o->cross) {

@@ -85,9 +85,9 @@ export BROOQ_BENCH_TOKEN_FILE="$work/gw/worker.token"
 export BROOQ_BENCH_WORKER="$bin_dir/brooq-bench-worker"
 export BROOQ_BENCH_GW_PID
 
-# gw_start POOL: a gateway with defaults but for the pool size, long-polls up to
-# 1,000 (the default) and metrics on a free loopback port (the driver reads the RPC
-# counters: how full the workers' claims were).
+# gw_start POOL [OVERRIDES]: a gateway with defaults but for the pool size, long-polls
+# up to 1,000 (the default) and metrics on a free loopback port (the driver reads the
+# RPC counters: how full the workers' claims were); OVERRIDES: BROOQ_TOPIC_OVERRIDES.
 export BROOQ_BENCH_METRICS
 gw_start() {
   gw_stop
@@ -99,7 +99,7 @@ gw_start() {
   BROOQ_BENCH_METRICS=127.0.0.1:$port
   BROOQ_DSN=$BROOQ_BENCH_DSN BROOQ_LISTEN=$BROOQ_BENCH_URL BROOQ_WORKER_TOKEN_FILES=$BROOQ_BENCH_TOKEN_FILE \
     BROOQ_POOL_SIZE=$1 BROOQ_HTTP_LISTEN=$BROOQ_BENCH_METRICS BROOQ_MAX_WAITERS=1000 BROOQ_LOG_LEVEL=warn \
-    "$bin_dir/brooq-gateway" 2>>"$out_dir/gateway.log" &
+    env ${2:+"BROOQ_TOPIC_OVERRIDES=$2"} "$bin_dir/brooq-gateway" 2>>"$out_dir/gateway.log" &
   gw_pid=$!
   BROOQ_BENCH_GW_PID=$gw_pid
   for _ in $(seq 100); do
@@ -207,6 +207,12 @@ full | smoke)
     pair "$run" drain --jobs "$jobs" $c8
     # shellcheck disable=SC2086
     pair "$run" drain --jobs "$jobs" $c32
+    # The opt-in mode that deletes done jobs (discard_done, SPEC invariant 17), on a
+    # gateway configured for it, benchmarked apart: it is not the default.
+    gw_start "$pool" bench.discard:discard_done=true
+    # shellcheck disable=SC2086
+    pair "$run" drain --jobs "$jobs" $c32 --discard
+    gw_start "$pool"
     fi
     if want latency; then
     echo "== run $run/$runs: latency"
