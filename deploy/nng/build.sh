@@ -6,6 +6,8 @@
 #                                             wedges a 1.5.2 listener forever
 #   rx-budget.patch                           a process-wide budget for the bytes of
 #                                             received messages (nng_rx_budget_set)
+#   expire-race.patch                         the expire thread must not cancel an
+#                                             operation begun after the one it expired
 # as a static, position-
 # independent libnng.a with TLS (mbedtls), installed into .deps/nng in the checkout
 # (git-ignored). The top-level CMakeLists.txt finds it there.
@@ -25,7 +27,7 @@ root=$(cd "$here/../.." && pwd)
 deps="$root/.deps"
 prefix=${BROOQ_NNG_PREFIX:-$deps/nng}
 srcdir="$deps/src"
-patches=("$here/1518-disconnect-during-negotiation.patch" "$here/rx-budget.patch")
+patches=("$here/1518-disconnect-during-negotiation.patch" "$here/rx-budget.patch" "$here/expire-race.patch")
 want_upstream=1.5.2 # the patches are written against this release
 
 # What a build in $prefix must have been made from: this script and the patches.
