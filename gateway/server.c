@@ -293,16 +293,27 @@ work_cb(void *arg)
 		}
 		w->msg = nng_aio_get_msg(w->aio);
 		nng_aio_set_msg(w->aio, NULL);
+		if (w->msg == NULL) {
+			// A receive that succeeded with no message: NNG 1.5.2's expire thread
+			// did that to a receive begun inside its batch (deploy/nng/expire-race.patch
+			// fixes it). Never again a crash for it: wait for the next request.
+			BRQ_LOG_ERROR("recv_without_message", "state=%d", (int) w->state);
+			rearm(w);
+			return;
+		}
 		handle_request(s, w);
 		return;
 
 	case BRQ_W_SEND:
-		if (rv != 0) {
-			// On failure the message is still ours (nng_ctx_send(3)).
+		if (rv != 0 || nng_aio_get_msg(w->aio) != NULL) {
+			// On failure the message is still ours (nng_ctx_send(3)); so it is
+			// after a "success" that did not send it (the expire race above).
 			nng_msg *m = nng_aio_get_msg(w->aio);
 			nng_aio_set_msg(w->aio, NULL);
 			nng_msg_free(m);
-			if (rv != NNG_ECLOSED)
+			if (rv == 0)
+				BRQ_LOG_ERROR("send_without_sending", "pipe=%u", w->pipe_id);
+			else if (rv != NNG_ECLOSED)
 				BRQ_LOG_DEBUG("send_failed", "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
 		}
 		atomic_fetch_sub(&s->inflight, 1);
