@@ -4,6 +4,8 @@
 // because gmtime_r() takes glibc's time-zone lock.
 #include "crash.h"
 
+#include "brq_sanitized.h"
+
 #include <execinfo.h>
 #include <signal.h>
 #include <stddef.h>
@@ -13,19 +15,6 @@
 #include <unistd.h>
 
 #define FRAMES_MAX 64
-
-// AddressSanitizer has its own SIGSEGV report (gcc says so with a macro, clang with
-// __has_feature).
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 
 static int  crash_fd = 2;
 static bool crash_journal;
@@ -145,7 +134,7 @@ on_fatal(int sig, siginfo_t *si, void *ctx)
 void
 brq_crash_install(int fd, bool journal)
 {
-	if (SANITIZED)
+	if (BRQ_SANITIZED) // AddressSanitizer's own report says more
 		return;
 	void *warm[1];
 	crash_fd      = fd;

@@ -13,6 +13,7 @@
 
 #include <criterion/criterion.h>
 
+#include "brq_sanitized.h"
 #include "gw.h"
 #include "testdb.h"
 
@@ -202,23 +203,11 @@ Test(lifecycle, drops_a_read_only_session_answers_unavailable_and_recovers_once_
 	brq_testdb_drop(dsn);
 }
 
-/* AddressSanitizer reports a SIGSEGV itself; the gateway then leaves it to it (crash.h). */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 /* A gateway that crashes says so in its log, with the crashing thread's stack, and
  * still dies of the signal (so a core dump and the supervisor's restart follow). */
 Test(lifecycle, a_crash_is_logged_with_its_signal_and_stack, .timeout = 60)
 {
-	if (SANITIZED)
+	if (BRQ_SANITIZED)
 		cr_skip_test("AddressSanitizer reports crashes in this build");
 	/* No core file from this deliberate crash. */
 	struct rlimit no_core = {0, 0};

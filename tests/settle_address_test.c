@@ -26,27 +26,14 @@ static brooq_client *c1, *c2;      /* worker clients of gw1, gw2 */
 static PGconn       *db;
 
 static void
-start(brq_gw *gw, uint16_t *port)
-{
-	/* Static: the gateway helper keeps the strings it was given. */
-	static char listen[2][64];
-	static int  k;
-	char       *l = listen[k++ % 2];
-	*port         = brq_t_free_port();
-	snprintf(l, sizeof(listen[0]), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", *port);
-	const char *env[] = {l, NULL};
-	brq_gw_start(gw, dsn, env);
-}
-
-static void
 setup(void)
 {
-	dsn = brq_testdb_create(true);
-	start(&gw1, &port1);
-	start(&gw2, &port2);
-	c1 = brq_t_client_open(gw1.url, gw1.worker_token_file, 5000);
-	c2 = brq_t_client_open(gw2.url, gw2.worker_token_file, 5000);
-	db = brq_testdb_connect(dsn);
+	dsn   = brq_testdb_create(true);
+	port1 = brq_gw_start_http(&gw1, dsn, NULL);
+	port2 = brq_gw_start_http(&gw2, dsn, NULL);
+	c1    = brq_t_client_open(gw1.url, gw1.worker_token_file, 5000);
+	c2    = brq_t_client_open(gw2.url, gw2.worker_token_file, 5000);
+	db    = brq_testdb_connect(dsn);
 }
 
 static void

@@ -23,6 +23,7 @@
 #include <sodium.h>
 
 #include "testdb.h"
+#include "tutil.h"
 
 static void
 write_token(const char *path, char *hex)
@@ -123,6 +124,22 @@ void
 brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env)
 {
 	brq_gw_start_args(gw, dsn, extra_env, NULL);
+}
+
+uint16_t
+brq_gw_start_http(brq_gw *gw, char *dsn, const char *const *extra_env)
+{
+	char        listen[64];
+	const char *env[32];
+	int         n    = 0;
+	uint16_t    port = brq_t_free_port();
+	snprintf(listen, sizeof(listen), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", port);
+	env[n++] = listen;
+	for (int k = 0; extra_env != NULL && extra_env[k] != NULL && n < 31; k++)
+		env[n++] = extra_env[k];
+	env[n] = NULL;
+	brq_gw_start(gw, dsn, env); // the strings are read before it returns
+	return port;
 }
 
 void

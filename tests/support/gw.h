@@ -37,6 +37,9 @@ typedef struct brq_gw {
  */
 void brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env);
 
+/* brq_gw_start with /metrics (BROOQ_HTTP_LISTEN) on a free loopback port, returned. */
+uint16_t brq_gw_start_http(brq_gw *gw, char *dsn, const char *const *extra_env);
+
 /* Same, with command-line arguments (NULL-terminated, after argv[0]; NULL: none). */
 void brq_gw_start_args(brq_gw *gw, char *dsn, const char *const *extra_env, const char *const *args);
 
