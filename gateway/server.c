@@ -297,7 +297,7 @@ work_cb(void *arg)
 			// A receive that succeeded with no message: NNG 1.5.2's expire thread
 			// did that to a receive begun inside its batch (deploy/nng/expire-race.patch
 			// fixes it). Never again a crash for it: wait for the next request.
-			BRQ_LOG_ERROR("recv_without_message", "state=%d", (int) w->state);
+			BRQ_LOG_ERROR("recv_without_message", "action=%s", "rearm");
 			rearm(w);
 			return;
 		}
