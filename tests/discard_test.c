@@ -234,3 +234,21 @@ Test(discard, a_discarded_jobs_key_is_free_again_a_kept_ones_is_not)
 	cr_assert_not(again[1].created, "the kept job's key was reused");
 	cr_assert_eq(again[1].id, r[1].id);
 }
+
+/* A done settle's chained jobs are enqueued in the same transaction as the delete: the
+ * parent's row goes, its successor is there. */
+Test(discard, a_discarded_jobs_chained_job_is_enqueued)
+{
+	enqueue("gone", 1, NULL);
+	brooq_lease l;
+	claim(c1, "gone", 1, &l);
+	brooq_job_spec      next = {.topic = "kept", .payload = "{\"step\": 2}"};
+	brooq_settle_item   it   = {.lease = l, .outcome = BROOQ_OUTCOME_DONE, .chain = &next, .n_chain = 1};
+	brooq_settle_result res  = {0};
+	OK(brooq_settle(c1, &it, 1, &res));
+	cr_assert(res.applied);
+	cr_assert_eq(rows_of(l.id), 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE topic = 'kept' AND state = 'pending'"
+			     " AND payload->>'step' = '2'"),
+		     1);
+}
