@@ -139,6 +139,9 @@ Test(discard, done_rows_of_the_topic_go_every_other_outcome_and_topic_keeps_its_
 		sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64 " AND result->>'n' = '2'", l[6].id),
 		1);
 	cr_assert_eq(lookups(port1, "address"), 8, "all reached by address");
+	/* Counted as settles like any done job. */
+	cr_assert_eq(brq_gw_metric(port1, "brooq_settle_total{topic=\"gone\",outcome=\"done\"}"), 2);
+	cr_assert_eq(brq_gw_metric(port1, "brooq_settle_total{topic=\"kept\",outcome=\"done\"}"), 2);
 	cr_assert_eq(lookups(port1, "id"), 0);
 	/* Settled once: the leases are gone with the rows. */
 	OK(brooq_settle(c1, it, 1, res));
