@@ -345,7 +345,6 @@ typedef struct console_gw {
 	brq_gw   gw;
 	char    *dsn;
 	uint16_t port;
-	char     env_http[64];
 	char     cookie[128]; /* "Cookie: brooq_session=...\r\n" */
 	char     csrf_h[128]; /* "X-CSRF-Token: ...\r\n" */
 } console_gw;
@@ -356,13 +355,10 @@ cgw_start(console_gw *c, const char *const *more)
 	const char *env[12] = {NULL};
 	int         n       = 0;
 	c->dsn              = brq_testdb_create(true);
-	c->port             = brq_t_free_port();
-	snprintf(c->env_http, sizeof(c->env_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", c->port);
-	env[n++] = c->env_http;
-	env[n++] = "BROOQ_POLL_INTERVAL=100ms";
+	env[n++]            = "BROOQ_POLL_INTERVAL=100ms";
 	for (int i = 0; more != NULL && more[i] != NULL && n < 11; i++)
 		env[n++] = more[i];
-	brq_gw_start(&c->gw, c->dsn, env);
+	c->port = brq_gw_start_http(&c->gw, c->dsn, env);
 	/* The RPC listener answers before the HTTP endpoint is up, and the endpoint before
 	 * the console's handlers are on it (a request in between gets NNG's own 404; CI
 	 * saw that once under ASan): wait for the console's word, or for its being off. */

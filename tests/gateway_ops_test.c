@@ -481,12 +481,8 @@ assert_alert_text_matches(const char *log)
 
 Test(ops, a_flood_of_failed_auths_writes_a_bounded_log_and_counts_every_one)
 {
-	char     e_http[64];
-	uint16_t port = brq_t_free_port();
-	snprintf(e_http, sizeof(e_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", port);
-	const char *env[] = {e_http, NULL};
-	char       *dsn   = brq_testdb_create(true);
-	brq_gw_start(&flood_gw, dsn, env);
+	char    *dsn  = brq_testdb_create(true);
+	uint16_t port = brq_gw_start_http(&flood_gw, dsn, NULL);
 
 	pthread_t th[FLOOD_THREADS];
 	uint64_t  t0 = brq_now_ms();

@@ -76,13 +76,10 @@ await_healthz(unsigned port, int want, uint64_t timeout_ms, char *body, size_t c
 static unsigned
 start(brq_gw *gw, char *dsn, const char *interval, const char *listen)
 {
-	static char e_http[64], e_probe[64];
-	unsigned    port = brq_t_free_port();
-	snprintf(e_http, sizeof(e_http), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", port);
+	char e_probe[64];
 	snprintf(e_probe, sizeof(e_probe), "BROOQ_SELFPROBE_INTERVAL=%s", interval);
-	const char *env[] = {e_http, e_probe, listen, NULL};
-	brq_gw_start(gw, dsn, env);
-	return port;
+	const char *env[] = {e_probe, listen, NULL};
+	return brq_gw_start_http(gw, dsn, env);
 }
 
 static void

@@ -57,9 +57,6 @@ open_client(const char *token_file)
 static void
 setup(void)
 {
-	static char listen[64];
-	http_port = brq_t_free_port();
-	snprintf(listen, sizeof(listen), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", http_port);
 	const char *env[] = {"BROOQ_ATTEMPT_TIMEOUT=2s",
 			     "BROOQ_MAX_EXECUTION_TIME=10s",
 			     TOPICS,
@@ -67,14 +64,13 @@ setup(void)
 			     "BROOQ_REAPER_INTERVAL=200ms",
 			     "BROOQ_BACKOFF_BASE=400ms",
 			     "BROOQ_BACKOFF_MAX=400ms",
-			     listen,
 			     NULL};
 	dsn               = brq_testdb_create(true);
-	brq_gw_start(&gw, dsn, env);
-	gw_up = true;
-	wc    = open_client(gw.worker_token_file);
-	ac    = open_client(gw.admin_token_file);
-	db    = brq_testdb_connect(dsn);
+	http_port         = brq_gw_start_http(&gw, dsn, env);
+	gw_up             = true;
+	wc                = open_client(gw.worker_token_file);
+	ac                = open_client(gw.admin_token_file);
+	db                = brq_testdb_connect(dsn);
 	brq_arena_init(&arena);
 }
 
