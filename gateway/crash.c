@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: MIT
 // The last words of a gateway that crashes (crash.h). Everything the handler calls is
-// async-signal-safe: no stdio, no malloc, no locks; the time is formatted by hand
-// because gmtime_r() takes glibc's time-zone lock.
+// async-signal-safe: no stdio, no malloc, no locks (the time: brq_log_format_ts()).
 #include "crash.h"
 
 #include "brq_sanitized.h"
+#include "log.h"
 
 #include <execinfo.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define FRAMES_MAX 64
@@ -34,9 +33,9 @@ put(line *l, const char *s)
 	l->len += n;
 }
 
-// v in base 10 or 16, at least `width` digits.
+// v in base 10 or 16.
 static void
-put_num(line *l, uint64_t v, unsigned base, int width)
+put_num(line *l, uint64_t v, unsigned base)
 {
 	char tmp[24];
 	int  n = 0;
@@ -44,43 +43,8 @@ put_num(line *l, uint64_t v, unsigned base, int width)
 		tmp[n++] = "0123456789abcdef"[v % base];
 		v /= base;
 	} while (v != 0 && n < (int) sizeof(tmp));
-	while (n < width && n < (int) sizeof(tmp))
-		tmp[n++] = '0';
 	while (n > 0 && l->len < sizeof(l->buf))
 		l->buf[l->len++] = tmp[--n];
-}
-
-// "ts=YYYY-MM-DDTHH:MM:SS.mmmZ" from days since the epoch (civil-from-days, the
-// proleptic Gregorian calendar), as log.c writes it.
-static void
-put_ts(line *l)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || ts.tv_sec < 0) {
-		put(l, "ts=unknown");
-		return;
-	}
-	uint64_t secs = (uint64_t) ts.tv_sec, z = secs / 86400 + 719468;
-	uint64_t era = z / 146097, doe = z - era * 146097;
-	uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
-	uint64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
-	uint64_t y = yoe + era * 400 + (m <= 2), s = secs % 86400;
-	put(l, "ts=");
-	put_num(l, y, 10, 4);
-	put(l, "-");
-	put_num(l, m, 10, 2);
-	put(l, "-");
-	put_num(l, d, 10, 2);
-	put(l, "T");
-	put_num(l, s / 3600, 10, 2);
-	put(l, ":");
-	put_num(l, s / 60 % 60, 10, 2);
-	put(l, ":");
-	put_num(l, s % 60, 10, 2);
-	put(l, ".");
-	put_num(l, (uint64_t) ts.tv_nsec / 1000000, 10, 3);
-	put(l, "Z");
 }
 
 static const char *
@@ -104,21 +68,21 @@ on_fatal(int sig, siginfo_t *si, void *ctx)
 	void *frames[FRAMES_MAX];
 	if (crash_journal)
 		put(&l, "<2>");
-	put_ts(&l);
+	l.len += brq_log_format_ts(l.buf + l.len, sizeof(l.buf) - l.len);
 	put(&l, " level=error msg=fatal_signal signal=");
 	put(&l, sig_name(sig));
 	int code = si != NULL ? si->si_code : 0;
 	put(&l, code < 0 ? " code=-" : " code=");
-	put_num(&l, (uint64_t) (code < 0 ? -(int64_t) code : code), 10, 1);
+	put_num(&l, (uint64_t) (code < 0 ? -(int64_t) code : code), 10);
 	if (si != NULL && si->si_code <= 0) { // sent (kill, raise): by whom, not where
 		put(&l, " sender_pid=");
-		put_num(&l, (uint64_t) si->si_pid, 10, 1);
+		put_num(&l, (uint64_t) si->si_pid, 10);
 	} else if (si != NULL) {
 		put(&l, " addr=0x");
-		put_num(&l, (uint64_t) (uintptr_t) si->si_addr, 16, 1);
+		put_num(&l, (uint64_t) (uintptr_t) si->si_addr, 16);
 	}
 	put(&l, " pid=");
-	put_num(&l, (uint64_t) getpid(), 10, 1);
+	put_num(&l, (uint64_t) getpid(), 10);
 	put(&l, "\n");
 	if (write(crash_fd, l.buf, l.len) < 0) {
 		// Nowhere left to say it: the frames below fail the same way.

@@ -230,18 +230,65 @@ brq_log_detect_journal(int fd)
 	return is_journal;
 }
 
-// Formats "ts=... " into buf (room >= 40); returns the length.
-static size_t
-format_ts(char *buf, size_t cap)
+// Appends c to buf[*n] while there is room before the NUL.
+static void
+ts_put(char *buf, size_t cap, size_t *n, char c)
+{
+	if (*n + 1 < cap)
+		buf[(*n)++] = c;
+}
+
+// Appends v as exactly `width` decimal digits (leading zeros).
+static void
+ts_digits(char *buf, size_t cap, size_t *n, uint64_t v, int width)
+{
+	char d[20];
+	for (int i = width - 1; i >= 0; i--, v /= 10)
+		d[i] = (char) ('0' + v % 10);
+	for (int i = 0; i < width; i++)
+		ts_put(buf, cap, n, d[i]);
+}
+
+size_t
+brq_log_format_ts(char *buf, size_t cap)
 {
 	struct timespec ts;
-	struct tm       tm;
-	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || gmtime_r(&ts.tv_sec, &tm) == NULL) {
-		return (size_t) snprintf(buf, cap, "ts=unknown");
+	size_t          n = 0;
+	if (cap == 0)
+		return 0;
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || ts.tv_sec < 0) {
+		for (const char *p = "ts=unknown"; *p != '\0'; p++)
+			ts_put(buf, cap, &n, *p);
+		buf[n] = '\0';
+		return n;
 	}
-	size_t n = strftime(buf, cap, "ts=%Y-%m-%dT%H:%M:%S", &tm);
-	int    m = snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000L);
-	return n + (m > 0 ? (size_t) m : 0);
+	// Days since 1970-01-01 to the proleptic Gregorian date (civil_from_days).
+	uint64_t secs = (uint64_t) ts.tv_sec, z = secs / 86400 + 719468;
+	uint64_t era = z / 146097, doe = z - era * 146097;
+	uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+	uint64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+	uint64_t y = yoe + era * 400 + (m <= 2), s = secs % 86400;
+	const struct {
+		char     sep;
+		uint64_t v;
+		int      width;
+	} parts[] = {{'=', y, 4},
+		     {'-', m, 2},
+		     {'-', d, 2},
+		     {'T', s / 3600, 2},
+		     {':', s / 60 % 60, 2},
+		     {':', s % 60, 2},
+		     {'.', (uint64_t) ts.tv_nsec / 1000000, 3}};
+	ts_put(buf, cap, &n, 't');
+	ts_put(buf, cap, &n, 's');
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		ts_put(buf, cap, &n, parts[i].sep);
+		ts_digits(buf, cap, &n, parts[i].v, parts[i].width);
+	}
+	ts_put(buf, cap, &n, 'Z');
+	buf[n] = '\0';
+	return n;
 }
 
 // Cuts the field section buf[start, *len) so that TRUNC_MARK still fits in a line of
@@ -306,7 +353,7 @@ brq_log_write(brq_log_level level, const char *msg, const char *fmt, ...)
 		line[len++] = level_prio[level];
 		line[len++] = '>';
 	}
-	len += format_ts(line + len, sizeof(line) - len);
+	len += brq_log_format_ts(line + len, sizeof(line) - len);
 	int n = snprintf(line + len, sizeof(line) - len, " level=%s msg=%s", brq_log_level_name(level),
 			 brq_log_quote(qmsg, sizeof(qmsg), msg));
 	len += (size_t) n; // bounded: ts (~30) + level (5) + msg (< 128) << line

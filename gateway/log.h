@@ -77,6 +77,12 @@ int brq_log_set_fd(int fd);
 // Returns whether the prefix is on. Call at start, before threads log.
 bool brq_log_detect_journal(int fd);
 
+// Writes "ts=YYYY-MM-DDTHH:MM:SS.mmmZ" (UTC, now) into buf, cut to cap - 1 bytes and
+// NUL-terminated; returns its length. Async-signal-safe (no locks, no allocation: the
+// calendar is computed by hand, gmtime_r() takes glibc's time-zone lock), so
+// crash.c's last line uses it too.
+size_t brq_log_format_ts(char *buf, size_t cap);
+
 // Writes one event. `msg` is the event name (quoted if needed); `fmt` (printf-style,
 // may be NULL for "no fields") formats the fields, e.g. "op=%s req=%s". Any control
 // character produced by `fmt` is replaced by '?' so that one call is always one line.

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -87,6 +88,34 @@ Test(log, writes_timestamp_level_event_and_fields_on_one_line)
 			  "level=info msg=startup pool_size=4 listen=ipc:///tmp/x.sock\n$",
 			  out),
 		  "got: %s", out);
+}
+
+/* The timestamp is formatted by hand (async-signal-safe, for crash.c): it is the
+ * current UTC time to the second, as gmtime_r and strftime give it, and cut, not
+ * overrun, in a short buffer. */
+Test(log, the_timestamp_is_now_in_utc)
+{
+	char got[64], before[40], after[40], tiny[8];
+	for (int i = 0; i < 3; i++) {
+		time_t    t0 = time(NULL);
+		size_t    n  = brq_log_format_ts(got, sizeof(got));
+		time_t    t1 = time(NULL);
+		struct tm a, b;
+		gmtime_r(&t0, &a);
+		gmtime_r(&t1, &b);
+		strftime(before, sizeof(before), "ts=%Y-%m-%dT%H:%M:%S.", &a);
+		strftime(after, sizeof(after), "ts=%Y-%m-%dT%H:%M:%S.", &b);
+		cr_assert_eq(n, strlen(got));
+		cr_assert_eq(n, 27, "%s", got);
+		cr_assert(strncmp(got, before, 23) == 0 || strncmp(got, after, 23) == 0, "%s, not %s or %s",
+			  got, before, after);
+		cr_assert(matches("^ts=[0-9-]{10}T[0-9:]{8}\\.[0-9]{3}Z$", got), "%s", got);
+		usleep(300 * 1000);
+	}
+	memset(tiny, 'x', sizeof(tiny));
+	cr_assert_eq(brq_log_format_ts(tiny, sizeof(tiny)), 7);
+	cr_assert_eq(strlen(tiny), 7, "not NUL-terminated within its buffer");
+	cr_assert_eq(strncmp(tiny, "ts=", 3), 0);
 }
 
 Test(log, writes_each_level_name)
