@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // BRQ_SANITIZED: 1 in an AddressSanitizer build (BROOQ_SANITIZE=ON), else 0. gcc says so
 // with a macro, clang with __has_feature. The gateway leaves crashes to the sanitizer's
-// report then (gateway/crash.c), and the test of its own report knows to skip.
+// report then (gateway/log/crash.c), and the test of its own report knows to skip.
 #ifndef BRQ_SANITIZED_H
 #define BRQ_SANITIZED_H
 

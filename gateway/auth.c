@@ -15,7 +15,7 @@
 
 #include <sodium.h>
 
-#include "log.h"
+#include "log/log.h"
 
 _Static_assert(sizeof(((brq_auth *) 0)->key) == crypto_generichash_KEYBYTES,
 	       "auth key size must match BLAKE2b's default key size");

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 
 // Token files must hold at least this many bytes after trimming trailing whitespace.
 #define BRQ_AUTH_TOKEN_MIN 32

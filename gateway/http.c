@@ -13,8 +13,8 @@
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
 
-#include "log.h"
-#include "metrics.h"
+#include "log/log.h"
+#include "metrics/metrics.h"
 #include "tls.h"
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"

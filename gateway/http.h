@@ -25,7 +25,7 @@
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
 
-#include "config.h"
+#include "config/config.h"
 
 // One health check behind /healthz. Returns true when its part of the gateway works
 // (the database answered recently; the RPC listener answered our own ping recently),

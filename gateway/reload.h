@@ -16,8 +16,8 @@
 #include "brq_base.h"
 
 #include "auth.h"
-#include "config.h"
-#include "log.h"
+#include "config/config.h"
+#include "log/log.h"
 
 typedef struct brq_reload {
 	const char       *env_file;  // borrowed: --env-file, or NULL

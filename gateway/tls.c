@@ -18,7 +18,7 @@
 #include <nng/supplemental/tls/tls.h>
 #include <sodium.h>
 
-#include "log.h"
+#include "log/log.h"
 
 // Largest file read: a certificate chain or CA bundle (Debian's whole system bundle is
 // about 200 KiB), and a private key.

@@ -29,7 +29,7 @@
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
 
-#include "config.h"
+#include "config/config.h"
 
 // True when listen is a tls+tcp:// URL.
 bool brq_tls_is_url(const char *listen);

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "auth.h"
-#include "log.h"
+#include "log/log.h"
 #include "status.h"
 
 #define W1 "worker-one-0123456789abcdefghijklmnopqrstuvwxyz"

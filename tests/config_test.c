@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Tests for gateway/config.c: defaults, every variable, parsers, env files, all-problems-at-once, secrets.
+// Tests for gateway/config/config.c: defaults, every variable, parsers, env files, all-problems-at-once,
+// secrets.
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -11,9 +12,9 @@
 #include <unistd.h>
 
 #include "brq_units.h"
-#include "config.h"
+#include "config/config.h"
 #include "proto.h"
-#include "config_parse.h"
+#include "config/config_parse.h"
 
 // Directory of this file (CMake passes absolute source paths), for deploy/ files when
 // the test runs outside ctest (which sets BROOQ_SOURCE_DIR).

@@ -19,9 +19,9 @@
 
 #include "auth.h"
 #include "brq_clock.h"
-#include "config.h"
-#include "console_json.h"
-#include "console_session.h"
+#include "config/config.h"
+#include "console/console_json.h"
+#include "console/console_session.h"
 #include "gw.h"
 #include "testdb.h"
 #include "tutil.h"

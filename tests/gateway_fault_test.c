@@ -20,11 +20,11 @@
 #include <sodium.h>
 
 #include "auth.h"
-#include "config.h"
-#include "db.h"
-#include "metrics.h"
-#include "server.h"
-#include "store.h"
+#include "config/config.h"
+#include "store/db.h"
+#include "metrics/metrics.h"
+#include "rpc/server.h"
+#include "store/store.h"
 #include "testdb.h"
 
 static char       *dsn;

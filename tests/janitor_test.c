@@ -7,9 +7,9 @@
 
 #include <criterion/criterion.h>
 
-#include "janitor.h"
-#include "metrics.h"
-#include "store.h"
+#include "background/janitor.h"
+#include "metrics/metrics.h"
+#include "store/store.h"
 #include "testdb.h"
 #include "tutil.h"
 

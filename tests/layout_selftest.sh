@@ -12,7 +12,7 @@ for d in gateway proto client common; do cp -r "$root/$d" "$tmp/$d"; done
 
 # libpq outside the store, msgpack outside proto, the client including a gateway header,
 # a function of 90 lines, a file of 900 lines, an include loop.
-printf '\nstatic void planted_pq(void) { PQclear(NULL); }\n' >>"$tmp/gateway/ops.c"
+printf '\nstatic void planted_pq(void) { PQclear(NULL); }\n' >>"$tmp/gateway/rpc/ops.c"
 printf '\nstatic void planted_mp(void) { msgpack_sbuffer_init(0); }\n' >>"$tmp/client/lib/rpc.c"
 printf '#include "waiters.h"\n' >>"$tmp/client/lib/rpc.c"
 { printf '\nstatic void\nplanted_long(void)\n{\n'; for i in $(seq 1 88); do printf '\t(void) %d;\n' "$i"; done; printf '}\n'; } >>"$tmp/proto/text.c"
@@ -22,7 +22,7 @@ printf '#include "planted_a.h"\n' >"$tmp/proto/planted_b.h"
 
 out=$("$root/tests/layout_test.sh" "$tmp" || true)
 fail=0
-for want in "gateway/ops.c: uses libpq" "client/lib/rpc.c: uses msgpack" \
+for want in "gateway/rpc/ops.c: uses libpq" "client/lib/rpc.c: uses msgpack" \
   "client/lib/rpc.c: includes waiters.h" "proto/text.c: planted_long is 90 lines" \
   "common/brq_grow.h: 9" "proto: include loop planted_a.h -> planted_b.h -> planted_a.h"; do
   if ! grep -qF "$want" <<<"$out"; then

@@ -13,10 +13,10 @@
 
 #include <brooq/brooq.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "gw.h"
-#include "store.h"
-#include "store_sql.h"
+#include "store/store.h"
+#include "store/store_sql.h"
 #include "testdb.h"
 #include "tutil.h"
 

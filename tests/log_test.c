@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Tests for gateway/log.c and log_limit.c: line format, quoting, levels, one line per call, journald
+// Tests for gateway/log/log.c and log_limit.c: line format, quoting, levels, one line per call, journald
 // priorities, rate limits.
 #include <criterion/criterion.h>
 
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "log/log.h"
 
 // Every test runs in its own process (Criterion forks), so the global level and fd
 // set here do not leak between tests.

@@ -5,7 +5,7 @@
  * soak: RSS follows the work, not the number of jobs processed. Jobs go through
  * enqueue, claim and settle from 8 connections; RSS after the last one must be within
  * 2 MiB of RSS after 100k (300k jobs here; BROOQ_SOAK_JOBS=1000000 for the full
- * soak). Before the work items shared their buffers (gateway/stash.h) this grew by
+ * soak). Before the work items shared their buffers (gateway/rpc/stash.h) this grew by
  * ~35 MiB per 100k jobs.
  *
  * flood: 40 connections with a wrong token send requests of almost the request limit

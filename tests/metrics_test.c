@@ -12,7 +12,7 @@
 
 #include <criterion/criterion.h>
 
-#include "metrics.h"
+#include "metrics/metrics.h"
 
 static char *
 render(void)

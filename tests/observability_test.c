@@ -18,12 +18,12 @@
 
 #include <criterion/criterion.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "gw.h"
 #include "http.h"
-#include "metrics.h"
-#include "monitor.h"
-#include "store.h"
+#include "metrics/metrics.h"
+#include "background/monitor.h"
+#include "store/store.h"
 #include "testdb.h"
 #include "tutil.h"
 

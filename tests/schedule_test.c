@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Periodic jobs (gateway/scheduler.c, migration 00008): slots across DST, misfire
+/* Periodic jobs (gateway/background/scheduler.c, migration 00008): slots across DST, misfire
  * policies, and exactly one job per slot with two gateways on one database. */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -13,11 +13,11 @@
 #include <criterion/criterion.h>
 
 #include "cron.h"
-#include "db.h"
+#include "store/db.h"
 #include "gw.h"
-#include "metrics.h"
-#include "scheduler.h"
-#include "store.h"
+#include "metrics/metrics.h"
+#include "background/scheduler.h"
+#include "store/store.h"
 #include "testdb.h"
 
 static char          *dsn;

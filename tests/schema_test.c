@@ -6,9 +6,9 @@
 
 #include <criterion/criterion.h>
 
-#include "config.h"
-#include "store.h"
-#include "store_sql.h"
+#include "config/config.h"
+#include "store/store.h"
+#include "store/store_sql.h"
 #include "testdb.h"
 
 #define CHECK_VIOLATION  "23514"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /healthz's RPC self-probe (gateway/selfprobe.c) with the real gateway: 200 while
+ * /healthz's RPC self-probe (gateway/background/selfprobe.c) with the real gateway: 200 while
  * the listener answers, 503 naming the rpc check when new connections to it no longer
  * reach it (its ipc socket path moved away: what a wedged listener looks like from
  * outside), 200 again when they do; off when configured off; wildcard tcp:// hosts
@@ -21,7 +21,7 @@
 
 #include "gw.h"
 #include "tutil.h"
-#include "selfprobe.h"
+#include "background/selfprobe.h"
 #include "testdb.h"
 
 #define RPC_FAILING "rpc listener not answering\n"

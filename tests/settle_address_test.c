@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The settle by row address (gateway/store_hint.h), against two real gateways on one
+/* The settle by row address (gateway/store/store_hint.h), against two real gateways on one
  * database: a lease settled through the gateway that claimed it reaches its row by the
  * address the claim returned; a row moved since (a heartbeat through the other gateway,
  * any update) or a lease claimed elsewhere is found by id, and settled exactly once. The

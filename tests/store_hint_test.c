@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The table of leased rows' addresses (gateway/store_hint.h): PostgreSQL's ctid text
+/* The table of leased rows' addresses (gateway/store/store_hint.h): PostgreSQL's ctid text
  * parsed strictly, and each recorded address given out once. The settle that uses them
  * is in settle_address_test and schema_test. */
 #include <stdint.h>
 
 #include <criterion/criterion.h>
 
-#include "store_hint.h"
+#include "store/store_hint.h"
 
 Test(store_hint, parses_ctids_and_refuses_anything_else)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The store's readers of PostgreSQL's text results (gateway/store.c): brq_store_int reads
+/* The store's readers of PostgreSQL's text results (gateway/store/store.c): brq_store_int reads
  * integers by hand on its fast path, so every form PostgreSQL writes, and the edges where
  * it hands over to strtoll, must give strtoll's value. No database: the results are
  * built with libpq's PQsetvalue. */
@@ -11,7 +11,7 @@
 #include <criterion/criterion.h>
 #include <libpq-fe.h>
 
-#include "store_int.h"
+#include "store/store_int.h"
 
 Test(store_read, integers_read_as_strtoll_reads_them)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Tests for the gateway's TLS settings (gateway/config_tls.c, gateway/tls.c): sources, combinations, file
-// checks.
+// Tests for the gateway's TLS settings (gateway/config/config_tls.c, gateway/tls.c): sources, combinations,
+// file checks.
 #include <criterion/criterion.h>
 
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "tls.h"
 
 #define DSN "host=/nonexistent user=brooq"

@@ -17,7 +17,7 @@
 
 #define CLAIMS_OK  "brooq_rpc_requests_total{op=\"claim\",code=\"ok\"}"
 #define SETTLES_OK "brooq_rpc_requests_total{op=\"settle\",code=\"ok\"}"
-// Settles that reached their row by the address the claim returned (gateway/store_hint.h).
+// Settles that reached their row by the address the claim returned (gateway/store/store_hint.h).
 #define BY_ADDRESS "brooq_settle_lookups_total{by=\"address\"}"
 
 static brooq_client *

@@ -15,11 +15,11 @@
 
 #include <sodium.h>
 
-#include "config.h"
-#include "pgarr.h"
+#include "config/config.h"
+#include "store/pgarr.h"
 #include "proto.h"
-#include "store.h"
-#include "store_sql.h"
+#include "store/store.h"
+#include "store/store_sql.h"
 
 #define TOPIC_ENQ   "bench.enq"
 #define TOPIC_DRAIN "bench.drain"
@@ -154,7 +154,7 @@ enq_main(void *arg)
 		int64_t t0 = bench_now_ns();
 		if (t0 >= deadline)
 			break;
-		// As enqueue_rows() builds them (gateway/ops.c).
+		// As enqueue_rows() builds them (gateway/rpc/ops.c).
 		brq_pgarr_begin(&a[0], BRQ_OID_TEXT);
 		brq_pgarr_begin(&a[1], BRQ_OID_JSONB);
 		brq_pgarr_begin(&a[2], BRQ_OID_TEXT);
@@ -361,7 +361,7 @@ drain_main(void *arg)
 	for (;;) {
 		bool in_tx = n_held > 0;
 		// The settle's parameters, as the gateway's store builds them for leases it
-		// claimed: by row address (BRQ_STMT_SETTLE_AT, gateway/store_hint.h).
+		// claimed: by row address (BRQ_STMT_SETTLE_AT, gateway/store/store_hint.h).
 		// (7 slots: exec_stmt sends the statement's 7 parameters; the results, NULL.)
 		const char *sv[7] = {NULL};
 		int         sl[7] = {0}, sf[7] = {1, 1, 1, 1, 1, 1, 1};

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "text.h"
 
 #define MAX_VARS 64
@@ -137,7 +137,7 @@ fuzz_lookup(const char *name, void *arg)
 	return NULL;
 }
 
-// ---- What a loaded configuration guarantees (gateway/config.h) ----------------------
+// ---- What a loaded configuration guarantees (gateway/config/config.h) ----------------------
 
 #define MS_S 1000ull
 #define MS_M (60 * MS_S)

@@ -147,7 +147,7 @@ if [ "$coverage" = 1 ]; then
   # Files whose code the targets are for (others they call are not listed).
   llvm-cov report "${objects[@]:1}" -instr-profile="$scratch/fuzz.profdata" \
     -show-region-summary=false -show-instantiation-summary=false \
-    proto/*.c gateway/config*.c common/brq_units.c |
+    proto/*.c gateway/config/config*.c common/brq_units.c |
     awk 'NF == 10 && $1 != "Filename" {
       printf "%-24s lines %5d of %5d  %7s   branches %4d of %4d  %7s\n", $1, $5 - $6, $5, $7, $8 - $9, $8, $10 }'
 fi

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// Janitor: the lease reaper and retention, on their own thread and connection (SPEC §4).
+#include "janitor.h"
+
+#include <inttypes.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "brq_clock.h"
+
+#include "log/log.h"
+#include "metrics/metrics.h"
+
+// Rows per reaper statement; a pass repeats until a statement reaps fewer.
+#define REAP_BATCH 1000
+
+// Counts rows per topic into metric c; the topics are the store's (one per row).
+static void
+count(const brq_str *topics, uint32_t n, brq_topic_counter c)
+{
+	for (uint32_t i = 0; i < n; i++)
+		brq_metrics_topic_add(topics[i].ptr, topics[i].len, c, 1);
+}
+
+int64_t
+brq_janitor_reap(brq_janitor *j)
+{
+	int64_t  total = 0;
+	uint32_t n;
+	brq_str *topics;
+	if (!brq_store_ready(&j->bg.conn))
+		return BRQ_EUNAVAIL;
+	do {
+		int rv = brq_store_reap(&j->bg.conn, REAP_BATCH, &topics, &n);
+		if (rv != 0) {
+			BRQ_LOG_WARN("janitor_statement_failed", "stmt=reap error=%s",
+				     BRQ_LOG_Q(brq_store_errmsg(&j->bg.conn)));
+			brq_store_reset(&j->bg.conn);
+			return rv;
+		}
+		count(topics, n, BRQ_MT_REAPED);
+		brq_store_reset(&j->bg.conn);
+		total += n;
+	} while (n == REAP_BATCH);
+	if (total > 0)
+		BRQ_LOG_INFO("reaped", "jobs=%lld", (long long) total);
+	return total;
+}
+
+int64_t
+brq_janitor_retain(brq_janitor *j)
+{
+	const brq_config *cfg = j->cfg;
+	// TTL 0 disables retention; it never means "delete everything".
+	if (cfg->retention_ttl_ms == 0)
+		return 0;
+	if (!brq_store_ready(&j->bg.conn))
+		return BRQ_EUNAVAIL;
+	int64_t  total = 0;
+	uint32_t n = 0, batches = 0;
+	brq_str *topics;
+	// Each batch is its own transaction (autocommit), so locks are short and a
+	// crash loses at most one batch of work.
+	for (; batches < cfg->retention_max_batches; batches++) {
+		int rv = brq_store_retention(&j->bg.conn, cfg->retention_ttl_ms, cfg->retention_batch,
+					     &topics, &n);
+		if (rv != 0) {
+			BRQ_LOG_WARN("janitor_statement_failed", "stmt=retention error=%s",
+				     BRQ_LOG_Q(brq_store_errmsg(&j->bg.conn)));
+			brq_store_reset(&j->bg.conn);
+			return total > 0 ? total : rv;
+		}
+		count(topics, n, BRQ_MT_RETENTION_DELETED);
+		brq_store_reset(&j->bg.conn);
+		total += n;
+		if (n < cfg->retention_batch || brq_bgthread_is_stopping(&j->bg))
+			break;
+	}
+	if (total > 0)
+		BRQ_LOG_INFO("retention_deleted", "jobs=%lld batches=%u", (long long) total,
+			     batches + (batches < cfg->retention_max_batches));
+	if (batches == cfg->retention_max_batches)
+		BRQ_LOG_WARN("retention_backlog", "batches=%u batch=%u hint=%s", batches,
+			     cfg->retention_batch,
+			     "more expired rows remain; raise BROOQ_RETENTION_BATCH or _MAX_BATCHES");
+	return total;
+}
+
+// The topic limits of the configuration, written once at start (retried every reaper
+// round until the database takes them): from then on an admin's topic_limits may
+// change them, until a gateway with this configuration starts again.
+static void
+configure_limits(brq_janitor *j)
+{
+	if (!brq_store_ready(&j->bg.conn))
+		return;
+	int rv = brq_store_policy_configure(&j->bg.conn);
+	if (rv == 0) {
+		j->limits_configured = true;
+		for (size_t i = 0; i < j->cfg->n_topic_overrides; i++) {
+			const brq_topic_override *o = &j->cfg->topic_overrides[i];
+			if (o->has_concurrency || o->has_rate)
+				BRQ_LOG_INFO("topic_limits_configured",
+					     "topic=%s concurrency=%s%" PRIu32 " rate=%s%" PRIu32, o->topic,
+					     o->has_concurrency ? "" : "kept:", o->concurrency,
+					     o->has_rate ? "" : "kept:", o->rate);
+		}
+	} else {
+		BRQ_LOG_WARN("topic_limits_not_configured", "error=%s reason=%s", brq_err_name(rv),
+			     BRQ_LOG_Q(brq_store_errmsg(&j->bg.conn)));
+	}
+	brq_store_reset(&j->bg.conn);
+}
+
+static void *
+janitor_main(void *arg)
+{
+	brq_janitor *j = arg;
+	pthread_mutex_lock(&j->bg.mtx);
+	while (!j->bg.stopping) {
+		uint64_t now = brq_now_ms();
+		if (now >= j->next_reap_ms || now >= j->next_retention_ms) {
+			bool reap = now >= j->next_reap_ms, retain = now >= j->next_retention_ms;
+			pthread_mutex_unlock(&j->bg.mtx);
+			if (reap && !j->limits_configured)
+				configure_limits(j);
+			if (reap)
+				(void) brq_janitor_reap(j);
+			if (retain)
+				(void) brq_janitor_retain(j);
+			pthread_mutex_lock(&j->bg.mtx);
+			now = brq_now_ms();
+			if (reap)
+				j->next_reap_ms = now + j->cfg->reaper_interval_ms;
+			if (retain)
+				j->next_retention_ms = now + j->cfg->retention_interval_ms;
+			continue;
+		}
+		uint64_t next =
+			j->next_reap_ms < j->next_retention_ms ? j->next_reap_ms : j->next_retention_ms;
+		struct timespec ts = brq_deadline_at(next);
+		pthread_cond_timedwait(&j->bg.cv, &j->bg.mtx, &ts);
+	}
+	pthread_mutex_unlock(&j->bg.mtx);
+	return NULL;
+}
+
+int
+brq_janitor_start(brq_janitor *j, const brq_config *cfg, const brq_store *st)
+{
+	memset(j, 0, sizeof(*j));
+	j->cfg               = cfg;
+	j->next_reap_ms      = brq_now_ms();
+	j->next_retention_ms = brq_now_ms();
+	int rv               = brq_bgthread_init(&j->bg, st,
+						 &(brq_store_conn_opts) {.name = "janitor", .role = BRQ_STORE_JANITOR});
+	return rv != 0 ? rv : brq_bgthread_start(&j->bg, janitor_main, j);
+}
+
+void
+brq_janitor_stop(brq_janitor *j)
+{
+	brq_bgthread_stop(&j->bg);
+}

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// Janitor: the lease reaper and retention, on their own thread and connection (SPEC §4).
+#ifndef BRQ_GATEWAY_JANITOR_H
+#define BRQ_GATEWAY_JANITOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bgthread.h"
+#include "config/config.h"
+#include "store/store.h"
+
+typedef struct brq_janitor {
+	const brq_config *cfg;               // borrowed
+	brq_bgthread      bg;                // the thread; next_* under bg.mtx
+	uint64_t          next_reap_ms;      // monotonic
+	uint64_t          next_retention_ms; // monotonic
+	bool              limits_configured; // the configured topic limits are written
+} brq_janitor;
+
+// Starts the thread with a connection of store st. Borrows cfg and st. Returns 0 or
+// BRQ_EUNAVAIL (no thread).
+BRQ_MUSTCHECK int brq_janitor_start(brq_janitor *j, const brq_config *cfg, const brq_store *st);
+// Wakes the thread and joins it; a statement in progress (e.g. waiting for a lock)
+// is abandoned within ~100 ms (its transaction rolls back).
+void brq_janitor_stop(brq_janitor *j);
+
+// One reaper pass: returns rows reaped (>= 0), or a BRQ_E* code when the database
+// is unavailable. Exposed for tests.
+int64_t brq_janitor_reap(brq_janitor *j);
+// One retention tick (up to retention_max_batches batches): rows deleted (>= 0), or
+// a BRQ_E* code when nothing could be deleted.
+int64_t brq_janitor_retain(brq_janitor *j);
+
+#endif

@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: MIT
+# Writes OUT, a C file with the web console's static files (SRC_DIR: console/) as byte
+# arrays and the table gateway/console/console_assets.h declares. Run by the build
+# (cmake -P), so the gateway serves them with nothing read or fetched at run time.
+set(files index.html app.js style.css)
+set(types text/html text/javascript text/css) # each served with "; charset=utf-8"
+set(body "// Generated from console/ by gateway/console/console_embed.cmake: do not edit.\n#include \"console/console_assets.h\"\n\n")
+set(table "")
+list(LENGTH files n)
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  list(GET files ${i} f)
+  list(GET types ${i} t)
+  file(READ "${SRC_DIR}/${f}" hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR len "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(MAKE_C_IDENTIFIER "${f}" id)
+  string(APPEND body "static const unsigned char a_${id}[${len}] = {${bytes}};\n")
+  if(f STREQUAL "index.html")
+    set(path "/console/")
+  else()
+    set(path "/console/${f}")
+  endif()
+  string(APPEND table "\t{\"${path}\", \"${t}; charset=utf-8\", a_${id}, ${len}},\n")
+endforeach()
+string(APPEND body "\nconst brq_console_asset brq_console_assets[] = {\n${table}};\n")
+string(APPEND body "const size_t brq_console_n_assets = sizeof(brq_console_assets) / sizeof(brq_console_assets[0]);\n")
+file(WRITE "${OUT}.tmp" "${body}")
+file(RENAME "${OUT}.tmp" "${OUT}")

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+// The web console's internals shared by console.c (HTTP, sessions, overview) and console_api.c
+// (the operations' work items on the pool).
+#ifndef BRQ_GATEWAY_CONSOLE_INT_H
+#define BRQ_GATEWAY_CONSOLE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "console.h"
+#include "console_json.h"
+#include "console_ops.h"
+#include "console_session.h"
+#include "metrics/metrics.h"
+
+// Console work items queued or running on the pool at once; beyond it, 503.
+#define BRQ_CONSOLE_INFLIGHT_MAX 32
+// A console operation's statements end by then (the session's statement_timeout is longer).
+#define BRQ_CONSOLE_DEADLINE_MS 10000
+// Largest JSON reply.
+#define BRQ_CONSOLE_REPLY_MAX (64u * 1024u * 1024u)
+
+// One endpoint of the API.
+typedef enum brq_console_kind {
+	BRQ_CK_LOGIN,    // POST: sign in (no session yet)
+	BRQ_CK_LOGOUT,   // POST: sign out
+	BRQ_CK_SESSION,  // GET: who am I
+	BRQ_CK_OVERVIEW, // GET: answered on the HTTP thread, no database
+	BRQ_CK_POOL,     // an operation (console_ops.h) run on the pool
+} brq_console_kind;
+
+typedef struct brq_console_route {
+	const char       *path;   // e.g. "/console/api/cancel"
+	const char       *method; // "GET" or "POST"
+	brq_console_kind  kind;
+	bool              is_action;        // changes the queue: admin sessions only
+	bool              is_operator_read; // the pool's capped lane
+	brq_console_op_fn op;               // BRQ_CK_POOL
+} brq_console_route;
+
+// The per-minute rates of the overview come from samples of the counters.
+#define BRQ_CONSOLE_SAMPLES       16
+#define BRQ_CONSOLE_SAMPLE_MS     5000
+#define BRQ_CONSOLE_SAMPLE_TOPICS 1000
+
+typedef struct brq_console_sample {
+	uint64_t                at_ms; // monotonic; 0: empty
+	brq_metrics_topic_view *t;     // owned
+	size_t                  n;
+} brq_console_sample;
+
+struct brq_console {
+	brq_console_env       env;
+	bool                  is_tls;
+	brq_console_sessions *sessions;
+	atomic_int            inflight; // work items on the pool
+	pthread_mutex_t       sample_mu;
+	brq_console_sample    samples[BRQ_CONSOLE_SAMPLES]; // ring
+	size_t                next_sample;
+};
+
+// Content type of plain-text answers.
+#define BRQ_CONSOLE_TEXT_TYPE "text/plain; charset=utf-8"
+
+// console_reply.c. Replies on the HTTP handler's aio (any thread): status, content type, body, the
+// console's security headers, and a Set-Cookie when cookie is not NULL.
+void brq_console_reply(brq_console *con, nng_aio *aio, uint16_t status, const char *type, const void *body,
+		       size_t len, const char *cookie);
+// {"error": msg} with status.
+void brq_console_reply_error(brq_console *con, nng_aio *aio, uint16_t status, const char *msg);
+// The JSON in j with status (500 when j failed).
+void brq_console_reply_json(brq_console *con, nng_aio *aio, uint16_t status, const brq_jw *j,
+			    const char *cookie);
+
+// Runs route's operation on the pool with the parameters in *in (taken: zeroed here)
+// for who, and replies on aio from the pool thread.
+void brq_console_submit(brq_console *con, nng_aio *aio, const brq_console_route *route, brq_form *in,
+			const brq_console_who *who);
+
+// The overview's JSON (no database): the monitor's figures and the counters' rates.
+BRQ_MUSTCHECK int brq_console_overview(brq_console *con, brq_jw *out);
+
+#endif

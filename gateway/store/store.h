@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: MIT
+// The store: the one module that runs SQL on `job`. Plain C structs in and out; it
+// owns BEGIN/COMMIT/ROLLBACK and knows each statement's result columns.
+//
+// A brq_store holds the statement texts (built once from the configuration) and is
+// shared read-only by every connection. A brq_store_conn is one connection with its
+// scratch space, used by one thread at a time (a pool thread, the janitor, the
+// monitor).
+//
+// Results: every call returns 0 or a negative BRQ_E* code, and on failure
+// brq_store_errmsg() says why in one line (never secrets):
+//   BRQ_EUNAVAIL   the database is away or the transaction could not commit: retry;
+//                  nothing of the call was written (a lost COMMIT is the one
+//                  ambiguous case, as with any database client);
+//   BRQ_ETIMEDOUT  the statement ran out of time and was canceled; nothing written;
+//   BRQ_EINVAL     the database refused the data (a constraint); nothing written;
+//   BRQ_ENOTFOUND  no such job;
+//   BRQ_ECONFLICT  a row changed between two statements of the call; nothing
+//                  written: retry;
+//   BRQ_ENOMEM, BRQ_EINTERNAL.
+// Borrowed outputs (brq_str fields, arrays the store fills) point into the
+// connection's storage and stay valid until brq_store_reset() on that connection.
+#ifndef BRQ_GATEWAY_STORE_H
+#define BRQ_GATEWAY_STORE_H
+
+#include "brq_base.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "db.h"
+#include "pgarr.h"
+#include "proto.h"
+
+typedef struct brq_store brq_store;
+
+// Builds every statement for cfg (borrowed: it must outlive the store). Returns 0
+// and *out (caller frees with brq_store_free), or BRQ_ENOMEM.
+BRQ_MUSTCHECK int brq_store_new(const brq_config *cfg, brq_store **out);
+// NULL-safe. No connection of the store may be in use.
+void brq_store_free(brq_store *st);
+
+// What a connection is for: its session settings.
+typedef enum brq_store_role {
+	BRQ_STORE_POOL,    // requests: statement_timeout 30 s, generic plans
+	BRQ_STORE_JANITOR, // reaper and retention: as the pool
+	BRQ_STORE_MONITOR, // depth counts: read-only, every statement bounded by budget_ms
+} brq_store_role;
+
+typedef struct brq_store_conn_opts {
+	const char        *name;                           // for logs ("pool-3"); borrowed
+	brq_store_role     role;                           //
+	uint64_t           budget_ms;                      // monitor: statement_timeout and lock_timeout
+	uint64_t           backoff_min_ms, backoff_max_ms; // 0: the defaults (100 ms, 5 s)
+	const atomic_bool *stop;                           // optional: ends waits within ~100 ms when set
+} brq_store_conn_opts;
+
+#define BRQ_STORE_ARRAYS 7
+
+// One connection. Fields are the store's: callers use the functions below.
+typedef struct brq_store_conn {
+	brq_db           db;
+	const brq_store *st;
+	char             session[256];
+	bool             in_tx; // a transaction of this module is open
+	brq_pgarr        arr[BRQ_STORE_ARRAYS];
+	brq_arena        arena; // borrowed outputs; reset by brq_store_reset
+	PGresult       **kept;  // results whose strings callers borrow
+	size_t           n_kept, cap_kept;
+	uint64_t         deadline_ms; // statements end by then (monotonic); 0 = none of ours
+} brq_store_conn;
+
+// The session settings of pool and janitor connections (SQL, several statements): for
+// tests that plan the statements as these connections do.
+extern const char *const brq_store_pool_session;
+
+// Prepares c on store st (borrowed) with the configured DSN; connects lazily.
+void brq_store_conn_init(brq_store_conn *c, const brq_store *st, const brq_store_conn_opts *o);
+void brq_store_conn_fini(brq_store_conn *c);
+// True when the connection is usable (connecting first if needed; false at once
+// while the reconnect backoff runs).
+bool brq_store_ready(brq_store_conn *c);
+// True when the connection is up (no attempt to connect).
+bool brq_store_is_up(const brq_store_conn *c);
+// Monotonic ms of the connection's last complete server answer (0: never).
+uint64_t brq_store_last_answer_ms(const brq_store_conn *c);
+// Why the last call failed, one line.
+const char *brq_store_errmsg(const brq_store_conn *c);
+// Records a failure of the store's (or its caller's, e.g. the scheduler's slot
+// arithmetic) own making, not the database's, so that brq_store_errmsg() reports it;
+// returns code.
+int brq_store_fail(brq_store_conn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+// Ends a unit of work: every borrowed output of earlier calls becomes invalid, and the
+// deadline is cleared.
+void brq_store_reset(brq_store_conn *c);
+// Bounds every statement of this unit of work (until brq_store_reset) by deadline_ms
+// (monotonic; 0: none): a statement still running then is canceled (BRQ_ETIMEDOUT,
+// its transaction rolled back). COMMIT is never canceled: whether it happened would
+// be unknown. The caller's deadline, so that work nobody waits for stops.
+void brq_store_set_deadline(brq_store_conn *c, uint64_t deadline_ms);
+
+// ---- the job lifecycle (store.c) -------------------------------------------------
+
+// enqueue: inserts jobs[0..n) as one atomic batch; res[i] = (id, created). A (topic,
+// key) that exists returns that job's id with created = false (invariant 8). Runs
+// inside an open transaction of the call's caller, or in its own.
+BRQ_MUSTCHECK int brq_store_enqueue(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n,
+				    brq_enqueue_result *res);
+
+// Chained jobs a settle enqueued (borrowed), for wakes and metrics.
+typedef struct brq_store_chain {
+	const brq_job_spec       *jobs;
+	const brq_enqueue_result *res;
+	uint32_t                  n;
+} brq_store_chain;
+
+// One settle item's result.
+typedef struct brq_store_settled {
+	brq_settle_result r;          // id, applied, new state (the wire result)
+	brq_str           topic;      // applied only: the job's topic (borrowed)
+	double            attempt_s;  // applied only: seconds from claim to settle
+	bool              by_address; // applied only: the row was reached by its address
+				      // (store_hint.h), not by a primary-key probe
+} brq_store_settled;
+
+// settle: guarded settle of items[0..n) (still processing, same lease token), out[i]
+// aligned with items. Chained jobs of applied `done` items are enqueued in the same
+// transaction: if that fails, nothing is settled. *chain gets them.
+BRQ_MUSTCHECK int brq_store_settle(brq_store_conn *c, const brq_settle_item *items, uint32_t n,
+				   brq_store_settled *out, brq_store_chain *chain);
+
+typedef struct brq_store_claim_in {
+	const brq_str *topics;
+	uint32_t       n_topics;
+	uint32_t       n; // at most this many jobs
+	brq_str        worker;
+	bool           has_lease_ms;
+	uint32_t       lease_ms;
+	// Settled first, in the same transaction (a worker's "settle these, give me
+	// more"); n_settle 0: none. settled[] (n_settle entries) gets the results.
+	const brq_settle_item *settle;
+	uint32_t               n_settle;
+	brq_store_settled     *settled;
+} brq_store_claim_in;
+
+typedef struct brq_store_claim_out {
+	brq_claimed_job *jobs; // borrowed; in claim order (priority, available_at, id)
+	uint32_t         n_jobs;
+	brq_store_chain  chain; // chained jobs of the settle part
+} brq_store_claim_out;
+
+// claim: leases up to in->n ready jobs of in->topics with fresh random tokens,
+// after settling in->settle, all in one transaction.
+BRQ_MUSTCHECK int brq_store_claim(brq_store_conn *c, const brq_store_claim_in *in, brq_store_claim_out *out);
+
+// enqueue_claim: inserts jobs[0..n) (as brq_store_enqueue) and claims for ins[0..k)
+// (as brq_store_claim, without their settle part) in one transaction: the jobs an
+// enqueue makes ready go straight to the long-polls that wait for them, for one
+// commit instead of two. On failure nothing is written (res and outs unset).
+BRQ_MUSTCHECK int brq_store_enqueue_claim(brq_store_conn *c, const brq_job_spec *jobs, uint32_t n,
+					  brq_enqueue_result *res, const brq_store_claim_in *ins,
+					  brq_store_claim_out *outs, uint32_t k);
+
+// unclaim: gives leases back that were committed for a reply nobody will read: the
+// jobs return to `pending` with their attempt returned and their place in line kept.
+// *n_returned (may be NULL) counts the leases that were still held.
+BRQ_MUSTCHECK int brq_store_unclaim(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n,
+				    uint32_t *n_returned);
+
+// heartbeat: extends leases[0..n) (guarded); extended[i] aligned; *until_ms is the
+// earliest new expiry among those extended (0 when none).
+BRQ_MUSTCHECK int brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n,
+				      bool has_lease_ms, uint32_t lease_ms, bool *extended,
+				      int64_t *until_ms);
+
+// lost_of: why each of leases[0..n) (which a heartbeat did not extend) is lost, and
+// its job's topic (borrowed; {NULL, 0} when the job no longer exists: reason GONE).
+BRQ_MUSTCHECK int brq_store_lost_of(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n,
+				    brq_lost_reason *reasons, brq_str *topics);
+
+// ---- admin, janitor, monitor (store_admin.c) ---------------------------------------
+
+// Topics of jobs ids[0..n) that exist (for lost-lease metrics): *topics borrowed.
+BRQ_MUSTCHECK int brq_store_topics_of(brq_store_conn *c, const uint64_t *ids, uint32_t n, brq_str **topics,
+				      uint32_t *n_topics);
+
+// cancel: a pending, failed or processing job becomes canceled; a terminal job is
+// reported as it is. *topic (borrowed) is the job's. BRQ_ENOTFOUND when no such job.
+BRQ_MUSTCHECK int brq_store_cancel(brq_store_conn *c, uint64_t id, brq_cancel_rep *out, brq_str *topic);
+
+// job: the job's row (strings borrowed). BRQ_ENOTFOUND when no such job.
+BRQ_MUSTCHECK int brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out);
+
+// ---- the operators' list, retry, delete (store_jobs.c) --------------------------------
+
+// list: one page of q (at most q->limit rows, newest first) into *jobs (borrowed);
+// *more is true when rows follow it (their page starts below the last id).
+BRQ_MUSTCHECK int brq_store_list(brq_store_conn *c, const brq_list_req *q, brq_job_info **jobs, uint32_t *n,
+				 bool *more);
+
+typedef struct brq_store_retried {
+	uint64_t *ids;     // borrowed: the retries' ids (new, or the one that existed)
+	uint32_t  n_ids;   //
+	uint32_t  retried; // how many this call created
+	brq_state state;   // one job: its state (not dead or canceled: nothing done, n_ids 0)
+	brq_str   topic;   // one job: its topic (borrowed)
+} brq_store_retried;
+
+// retry: q->id > 0: that job (BRQ_ENOTFOUND; BRQ_ECONFLICT when another call retried
+// it at the same moment: retry the call); else up to q->limit jobs of q->topic in
+// q->state, oldest first, those retried already skipped. Retries are new jobs.
+BRQ_MUSTCHECK int brq_store_retry(brq_store_conn *c, const brq_retry_req *q, brq_store_retried *out);
+
+// delete: removes a terminal job (*deleted true). Another job is left alone:
+// *deleted false and *state its state. BRQ_ENOTFOUND when no such job. *topic borrowed.
+BRQ_MUSTCHECK int brq_store_delete(brq_store_conn *c, uint64_t id, bool *deleted, brq_state *state,
+				   brq_str *topic);
+
+// stats: counts per topic and state and oldest ready age, by topic (borrowed).
+BRQ_MUSTCHECK int brq_store_stats(brq_store_conn *c, brq_topic_stats **topics, uint32_t *n);
+
+// reap: one batch of at most `batch` expired leases back to pending; *topics
+// (borrowed) has one entry per job reaped.
+BRQ_MUSTCHECK int brq_store_reap(brq_store_conn *c, uint32_t batch, brq_str **topics, uint32_t *n);
+
+// retention: deletes one batch of at most `batch` terminal jobs last updated more
+// than ttl_ms ago, oldest first; *topics (borrowed) has one entry per job deleted.
+BRQ_MUSTCHECK int brq_store_retention(brq_store_conn *c, uint64_t ttl_ms, uint32_t batch, brq_str **topics,
+				      uint32_t *n);
+
+// One (topic, state) count of the monitor.
+typedef struct brq_store_depth_row {
+	brq_str   topic;
+	brq_state state;
+	uint64_t  count;
+	double    ready_age_s; // active rows: age of the oldest ready job; else 0
+} brq_store_depth_row;
+
+typedef enum brq_store_depth_kind {
+	BRQ_DEPTH_ACTIVE,   // pending, failed (with ages), processing
+	BRQ_DEPTH_TERMINAL, // done, dead, canceled: exact when sample_pct >= 100
+} brq_store_depth_kind;
+
+// depth: the monitor's counts, ordered by topic (borrowed). With sample_pct < 100 the
+// terminal counts are an estimate over that percentage of pages, scaled up.
+BRQ_MUSTCHECK int brq_store_depth(brq_store_conn *c, brq_store_depth_kind kind, double sample_pct,
+				  brq_store_depth_row **rows, size_t *n);
+
+// ---- per-topic policy (store_policy.c) -------------------------------------------
+
+typedef enum brq_policy_change {
+	BRQ_POLICY_PAUSE = 0,
+	BRQ_POLICY_RESUME,
+	BRQ_POLICY_LIMITS,
+} brq_policy_change;
+
+typedef struct brq_store_policy_in {
+	brq_policy_change what;
+	brq_str           topic;       // a valid topic
+	bool              set_max;     // LIMITS: change max_running
+	uint32_t          max_running; // 0: unlimited
+	bool              set_rate;    // LIMITS: change rate_per_s
+	uint32_t          rate_per_s;  // 0: unlimited
+} brq_store_policy_in;
+
+// policy_set: pauses, resumes or sets limits of a topic (one transaction); *out
+// (borrowed) is the topic's policy after it. A topic left without pause or limits
+// has no row any more. This gateway's claims see it at once, others within one
+// poll interval.
+BRQ_MUSTCHECK int brq_store_policy_set(brq_store_conn *c, const brq_store_policy_in *in,
+				       brq_topic_policy *out);
+// policy_list: every topic with a policy, by topic, with its jobs processing now
+// (borrowed).
+BRQ_MUSTCHECK int brq_store_policy_list(brq_store_conn *c, brq_topic_policy **out, uint32_t *n);
+// Writes the limits configured per topic (BROOQ_TOPIC_OVERRIDES concurrency, rate)
+// into topic_policy, each topic in its own transaction; only the limits configured
+// change. 0 or the first failure.
+BRQ_MUSTCHECK int brq_store_policy_configure(brq_store_conn *c);
+// True when topic has a policy as far as st's cache knows (never reads the database).
+bool brq_store_policy_known(const brq_store *st, brq_str topic);
+// Makes the next claim of any connection of st read topic_policy again.
+void brq_store_policy_invalidate(const brq_store *st);
+
+// ping: one round trip (SELECT 1).
+BRQ_MUSTCHECK int brq_store_ping(brq_store_conn *c);
+
+// ---- schedules (store_sched.c) ------------------------------------------------------
+
+// A due schedule, locked by brq_store_sched_due (strings borrowed).
+typedef struct brq_store_due {
+	brq_schedule s;
+	int64_t      now_ms; // the transaction's now()
+} brq_store_due;
+
+// sched_due: opens a transaction and locks the earliest enabled schedule whose
+// next slot has come (SKIP LOCKED: one held by another gateway is passed over).
+// Returns 0 with *found and *out; when !*found the transaction is already closed.
+// With *found the caller enqueues (brq_store_enqueue joins the transaction), then
+// ends it with brq_store_sched_advance, or brq_store_sched_abort.
+BRQ_MUSTCHECK int brq_store_sched_due(brq_store_conn *c, bool *found, brq_store_due *out);
+// sched_advance: sets the locked schedule's next slot (next_ms < 0: it has none,
+// the schedule is disabled) and last slot (last_ms < 0: unchanged), and commits.
+BRQ_MUSTCHECK int brq_store_sched_advance(brq_store_conn *c, brq_str name, int64_t next_ms, int64_t last_ms);
+// Rolls back the transaction of brq_store_sched_due.
+void brq_store_sched_abort(brq_store_conn *c);
+// sched_disable: outside any transaction, disables schedule `name` (no next slot).
+BRQ_MUSTCHECK int brq_store_sched_disable(brq_store_conn *c, brq_str name);
+
+// sched_tz: the instants utc_ms[i] of local seconds local[0..n) in zone tz (exists[i]
+// false: the zone skips that wall-clock time). BRQ_EINVAL for an unknown zone.
+BRQ_MUSTCHECK int brq_store_sched_tz(brq_store_conn *c, brq_str tz, const int64_t *local, uint32_t n,
+				     int64_t *utc_ms, bool *exists);
+// sched_zone_now: the database's now (unix ms), and now and instant at_ms on the wall
+// clock of zone tz (local seconds, cron.h). BRQ_EINVAL (errmsg names the zone) when
+// PostgreSQL does not know tz (in a transaction, that aborts it).
+BRQ_MUSTCHECK int brq_store_sched_zone_now(brq_store_conn *c, brq_str tz, int64_t at_ms, int64_t *now_ms,
+					   int64_t *local_now, int64_t *local_at);
+// sched_upsert: inserts or replaces schedule s (fields as schedule_add's, already
+// checked) owing next_ms first; from_config marks where it came from. A replacement
+// with the same cron, tz and every_ms keeps the slot the old row owed. *created says
+// whether the row is new, *owed (may be NULL) the slot the row owes now (unix ms).
+BRQ_MUSTCHECK int brq_store_sched_upsert(brq_store_conn *c, const brq_schedule *s, int64_t next_ms,
+					 bool from_config, bool *created, int64_t *owed);
+// sched_list: every schedule, by name (borrowed).
+BRQ_MUSTCHECK int brq_store_sched_list(brq_store_conn *c, brq_schedule **out, uint32_t *n);
+// sched_remove: deletes schedule `name`; BRQ_ENOTFOUND when there is none. Jobs it
+// enqueued stay.
+BRQ_MUSTCHECK int brq_store_sched_remove(brq_store_conn *c, brq_str name);
+
+#endif
