@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: MIT
 # The code's layout rules (docs/architecture.md, "Conventions"; issue 9), checked on the
 # product code (gateway/, proto/, client/, common/; tests excepted):
-#   - libpq only in gateway/db.* and the store (gateway/store*) and client/ctl/migrate.c;
+#   - libpq only in the store (gateway/store/) and client/ctl/migrate.c;
 #   - msgpack only in proto/;
 #   - the gateway and the client never include each other's headers;
 #   - no file over 800 lines, no function over 80 lines;
-#   - no include loop between the files of one folder.
+#   - no include loop between the files of one folder;
+#   - the gateway's modules are folders (gateway/X/): code outside X includes only X's
+#     public header, X/X.h, by that path; the gateway's root holds at most 25 entries.
 # Each violation is printed with its file; any fails the test.
 # Usage: layout_test.sh [ROOT]   (default: the checkout this script is in)
 set -euo pipefail
@@ -61,11 +63,10 @@ problems = []
 libpq = re.compile(r"\bPQ[a-z][A-Za-z]*\s*\(|\bPGresult\b|\bPGconn\b")
 def libpq_allowed(p):
     base = os.path.basename(p)
-    return (p.startswith("gateway/") and (base.startswith("db.") or base.startswith("store"))) \
-        or p == "client/ctl/migrate.c"
+    return p.startswith("gateway/store/") or p == "client/ctl/migrate.c"
 for p, text in files.items():
     if (libpq.search(code[p]) or "libpq-fe.h" in text) and not libpq_allowed(p):
-        problems.append(f"{p}: uses libpq (only gateway/db.*, gateway/store*, client/ctl/migrate.c may)")
+        problems.append(f"{p}: uses libpq (only gateway/store/ and client/ctl/migrate.c may)")
     if (re.search(r"\bmsgpack_", code[p]) or re.search(r'#include\s*[<"]msgpack', text)) \
             and not p.startswith("proto/"):
         problems.append(f"{p}: uses msgpack (only proto/ may)")
@@ -125,6 +126,35 @@ for d, names in sorted(by_dir.items()):
     for n in sorted(names):
         if n not in state:
             visit(n, [n])
+
+# The gateway's modules: a folder's public header is the one named after it.
+gw = os.path.join(root, "gateway")
+folders = sorted(d for d in os.listdir(gw) if os.path.isdir(os.path.join(gw, d)))
+home = {}  # header basename -> its folder under gateway/ ("" for the root)
+for p in files:
+    parts = p.split("/")
+    if parts[0] == "gateway" and p.endswith(".h"):
+        home[parts[-1]] = parts[1] if len(parts) == 3 else ""
+for d in folders:
+    if not os.path.exists(os.path.join(gw, d, d + ".h")):
+        problems.append(f"gateway/{d}: no public header {d}/{d}.h")
+entries = len(os.listdir(gw))
+if entries > 25:
+    problems.append(f"gateway: {entries} entries at its root (at most 25: modules go in folders)")
+for p, text in files.items():
+    if not p.startswith("gateway/"):
+        continue
+    parts = p.split("/")
+    own = parts[1] if len(parts) == 3 else ""
+    for inc in re.findall(r'#include\s+"([^"]+)"', text):
+        if "/" in inc:
+            d, h = inc.split("/", 1)
+            if d in folders and d != own and h != d + ".h":
+                problems.append(f"{p}: includes {inc}, private to gateway/{d}/ (include {d}/{d}.h)")
+        else:
+            d = home.get(inc)
+            if d and d != own:
+                problems.append(f"{p}: includes {inc} of gateway/{d}/ by its bare name (include {d}/{d}.h)")
 
 for pr in problems:
     print("layout:", pr)

@@ -4,8 +4,8 @@
 #include "config.h"
 #include "brq_units.h" // durations, sizes, integers: the syntax brooqctl shares
 #include "config_parse.h"
-#include "store/db.h" // the DSN's syntax, checked by libpq
-#include "text.h"     // proto: brq_topic_valid, the one topic rule
+#include "store/store.h" // brq_db_dsn_valid: the DSN's syntax, checked by libpq
+#include "text.h"        // proto: brq_topic_valid, the one topic rule
 
 #include <arpa/inet.h>
 #include <ctype.h>

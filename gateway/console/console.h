@@ -27,8 +27,7 @@
 #include "auth.h"
 #include "config/config.h"
 #include "http.h"
-#include "rpc/ops.h"
-#include "rpc/pool.h"
+#include "rpc/rpc.h"
 
 // What the console uses of the gateway (all borrowed: they must outlive the console,
 // and the pool must run until brq_http_stop() has returned).

@@ -27,9 +27,8 @@
 #include <stdint.h>
 
 #include "console_json.h"
-#include "rpc/ops.h"
+#include "rpc/rpc.h"
 #include "store/store.h"
-#include "rpc/work.h"
 
 // Largest error message of a console reply.
 #define BRQ_CONSOLE_ERR_MAX 512

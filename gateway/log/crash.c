@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The last words of a gateway that crashes (crash.h). Everything the handler calls is
+// The last words of a gateway that crashes (log.h, its last section). Everything the handler calls is
 // async-signal-safe: no stdio, no malloc, no locks (the time: brq_log_format_ts()).
-#include "crash.h"
 
 #include "brq_sanitized.h"
 #include "log.h"

@@ -161,4 +161,20 @@ void brq_log_limit_flush(bool is_final);
 #define BRQ_LOG_WARN(msg, ...)  BRQ_LOG_AT(BRQ_LOG_LVL_WARN, msg, __VA_ARGS__)
 #define BRQ_LOG_ERROR(msg, ...) BRQ_LOG_AT(BRQ_LOG_LVL_ERROR, msg, __VA_ARGS__)
 
+// --- the last words of a crash (crash.c) ------------------------------------------
+// A gateway that crashes writes its last words: one logfmt line naming the signal, then the
+// stack of the thread that crashed, written to the log's fd before the default action
+// (a core dump, where the system keeps them) ends the process.
+//
+// Without it a crash leaves a log that simply stops, and nobody can tell a crash from
+// a kill. The frames are backtrace_symbols_fd(3)'s lines, "binary(+0xoffset)[0xaddr]",
+// which addr2line -e brooq-gateway reads.
+//
+// Not installed in sanitizer builds: their own reports say more.
+
+// Installs the handlers of SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT (once, before
+// threads start). Each handler runs once (SA_RESETHAND), writes to fd (with journald's
+// "<2>" priority prefix when journal), and re-raises.
+void brq_crash_install(int fd, bool journal);
+
 #endif // BRQ_GATEWAY_LOG_H

@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 
 #include "config/config.h"
-#include "background/figures.h"
+#include "background/background.h"
 #include "store/store.h"
 #include "waiters.h"
 #include "work.h"

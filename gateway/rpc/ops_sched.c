@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "log/log.h"
-#include "background/scheduler.h"
+#include "sched_check.h"
 
 // A store failure as the reply's status (as ops.c maps them).
 static brq_status

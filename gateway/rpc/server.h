@@ -14,7 +14,7 @@
 
 #include "auth.h"
 #include "config/config.h"
-#include "background/figures.h"
+#include "background/background.h"
 #include "ops.h"
 #include "pool.h"
 #include "proto.h"
