@@ -4,7 +4,7 @@
 // Pure calendar arithmetic on wall-clock time: times here are "local seconds", the
 // seconds since 1970-01-01 00:00 of a wall clock read as if it were UTC. Which zone
 // that wall clock belongs to, and how a local time maps to an instant (DST), is the
-// caller's business (the scheduler asks PostgreSQL, store_sched.c): this module never
+// caller's business (the scheduler asks PostgreSQL, store_schedule.c): this module never
 // touches TZ, tzset or the C library's time zone state, so any thread may use it.
 //
 // Syntax (Vixie cron): "minute hour day-of-month month day-of-week", each field a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Whole messages: requests and replies. The envelope and the core ops' fields are
-// written here (through pack.c); the op families' (admin.c, policy.c, schedule.c) by
+// written here (through pack.c); the op families' (jobs.c, policy.c, schedule.c) by
 // their codecs, which opcodecs.c names.
 #include "proto.h"
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The one place that says which family (admin.c, policy.c, schedule.c) encodes and
+// The one place that says which family (jobs.c, policy.c, schedule.c) encodes and
 // decodes an operation's fields.
 #include "opcodecs.h"
 
-#include "admin.h"
+#include "jobs.h"
 #include "policy_int.h"
 #include "schedule.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // msgpack output: the growable buffer, the primitive packers, the element encoders (one map
 // each) and the start of an ok reply. The message encoders (encode.c) and the per-op codecs
-// (admin.c, policy.c, schedule.c) write through them.
+// (jobs.c, policy.c, schedule.c) write through them.
 #include "pack.h"
 
 #include <stdlib.h>

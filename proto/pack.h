@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // pack.c inside proto/: the key/value packers of the encoders (pack.c, encode.c and the
-// per-op codecs admin.c, policy.c, schedule.c), one map entry each, the key then its
+// per-op codecs jobs.c, policy.c, schedule.c), one map entry each, the key then its
 // value. Errors stick in the buffer, as for every brq_pack_* (declared in proto.h).
 #ifndef BRQ_PROTO_PACK_H
 #define BRQ_PROTO_PACK_H

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The codec of list, retry, delete and a settle item's result (proto/admin.c, request_dec.c,
+/* The codec of list, retry, delete and a settle item's result (proto/jobs.c, request_dec.c,
  * reply_dec.c): round trips, and every refusal with the field it names. */
 #include <stdio.h>
 #include <string.h>

@@ -80,7 +80,7 @@ typedef int brq_ctl_cmd_fn(const brq_ctl *ctl, int argc, char **argv);
 brq_ctl_cmd_fn brq_ctl_ping, brq_ctl_enqueue, brq_ctl_job, brq_ctl_cancel, brq_ctl_stats;
 /* cmd_policy.c: per-topic policy (admin token). */
 brq_ctl_cmd_fn brq_ctl_pause, brq_ctl_resume, brq_ctl_limits, brq_ctl_topics;
-/* cmd_admin.c: the job list, retry and delete (admin token). */
+/* cmd_jobs.c: the job list, retry and delete (admin token). */
 brq_ctl_cmd_fn brq_ctl_jobs, brq_ctl_retry, brq_ctl_delete;
 brq_ctl_cmd_fn brq_ctl_schedule; /* schedule.c */
 

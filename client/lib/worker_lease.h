@@ -5,7 +5,7 @@
 
 #include "worker_types.h"
 
-/* The keeper and the settler threads (see worker.h); arg is the worker. */
+/* The keeper and the settler threads (see worker_types.h); arg is the worker. */
 void *brq_worker_keeper_main(void *w);
 void *brq_worker_settler_main(void *w);
 /* Gives j's result up and raises its cancel flag with `reason` (remembers when).

@@ -10,7 +10,7 @@
 #include "brq_clock.h"
 
 #include "cron.h"
-#include "sched_check.h"
+#include "schedule_check.h"
 #include "log/log.h"
 #include "metrics/metrics.h"
 

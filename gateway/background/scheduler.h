@@ -11,7 +11,7 @@
 // next_slot set back by hand).
 //
 // Slots: a cron schedule's slots are the minutes its expression matches on the wall
-// clock of its zone; PostgreSQL maps wall-clock times to instants (store_sched.c). A
+// clock of its zone; PostgreSQL maps wall-clock times to instants (store_schedule.c). A
 // wall-clock time the zone skips (spring forward) has no slot; one the zone repeats
 // (fall back) has one, at the instant PostgreSQL gives it. An interval schedule's
 // slots are the whole multiples of every_ms since the Unix epoch.
@@ -28,7 +28,7 @@
 
 #include "bgthread.h"
 #include "config/config.h"
-#include "sched_check.h"
+#include "schedule_check.h"
 #include "store/store.h"
 
 // Called after a commit that enqueued jobs of topic (not NUL-terminated), so parked

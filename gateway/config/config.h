@@ -105,7 +105,7 @@
 // fields by '|', blanks around them ignored. Keys: topic (required), cron (5 fields)
 // with optional tz, or every (a duration, 1s..366d); misfire (skip|catch_up),
 // catch_up_max, max_attempts, payload (JSON without '|' or ';'). Checked as
-// schedule_add checks them (sched.h), plus tz against /usr/share/zoneinfo. Upserted
+// schedule_add checks them (schedule_check.h), plus tz against /usr/share/zoneinfo. Upserted
 // into table schedule by the scheduler when the database first answers.
 //
 // Env file syntax: that of systemd's EnvironmentFile= (systemd.exec(5)), so that one
@@ -253,9 +253,9 @@ struct brq_config {
 	brq_topic_override *topic_overrides; // n_topic_overrides entries
 	size_t              n_topic_overrides;
 
-	// Periodic jobs (config_sched.c; docs/operations.md "Periodic jobs").
+	// Periodic jobs (config_schedule.c; docs/operations.md "Periodic jobs").
 	uint64_t             schedule_tick_ms; // scheduler period; 0: no scheduler on this gateway
-	struct brq_schedule *schedules;        // BROOQ_SCHEDULES, checked (sched.h brq_sched_check)
+	struct brq_schedule *schedules;        // BROOQ_SCHEDULES, checked (schedule_check.h brq_sched_check)
 	size_t               n_schedules;
 	char                *schedules_src; // owned copy of BROOQ_SCHEDULES the strings point into
 

@@ -101,7 +101,7 @@ void brq_cfg_check_topic_timeouts(struct loader *L, const brq_config *cfg);
 // The shortest lease: the global one or a topic's.
 uint64_t brq_cfg_min_lease_ms(const brq_config *cfg);
 
-// --- config_sched.c ---
+// --- config_schedule.c ---
 // Reads BROOQ_SCHEDULE_TICK and BROOQ_SCHEDULES (after BROOQ_MAX_PAYLOAD) into cfg.
 void brq_cfg_get_schedules(struct loader *L, brq_config *cfg);
 

@@ -12,7 +12,7 @@
 #include "log/log.h"
 #include "metrics/metrics.h"
 #include "ops_policy.h"
-#include "ops_sched.h"
+#include "ops_schedule.h"
 
 // An op's result: the reply is in w->out, or an error to encode.
 typedef struct op_err {

@@ -40,7 +40,7 @@ brq_ops_result brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w);
 // claim again), for the caller to hand back.
 uint32_t brq_ops_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *head, brq_work **taken);
 
-// The operators' operations (ops_admin.c): list, retry, delete of w's request, as
+// The operators' operations (ops_jobs.c): list, retry, delete of w's request, as
 // brq_ops_run does (the reply in w->out on BRQ_ST_OK; else the message in msg[0..cap)).
 brq_status brq_ops_admin(const brq_ops *o, brq_store_conn *c, brq_work *w, char *msg, size_t cap);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The store's connections and transactions, and the job lifecycle: enqueue, settle,
-// heartbeat, unclaim (the claim: store_claim.c).
+// heartbeat, unclaim, cancel (the claim: store_claim.c).
 #include "store_int.h"
 
 #include <inttypes.h>
@@ -717,5 +717,18 @@ brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, 
 	}
 	if (ids != NULL && tids != NULL)
 		brq_hints_put(c->st->hints, ids, tids, (uint32_t) rows);
+	return 0;
+}
+
+int
+brq_store_cancel(brq_store_conn *c, uint64_t id, brq_cancel_rep *out, brq_str *topic)
+{
+	PGresult *r;
+	int       rv = brq_store_run_by_id(c, BRQ_STMT_CANCEL, id, CANCEL__N, &r);
+	if (rv != 0)
+		return rv;
+	out->state    = brq_store_state(r, 0, CANCEL_STATE);
+	out->canceled = brq_store_bool(r, 0, CANCEL_CANCELED);
+	*topic        = brq_store_str(r, 0, CANCEL_TOPIC);
 	return 0;
 }

@@ -180,7 +180,7 @@ BRQ_MUSTCHECK int brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *le
 BRQ_MUSTCHECK int brq_store_lost_of(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n,
 				    brq_lost_reason *reasons, brq_str *topics);
 
-// ---- admin, janitor, monitor (store_admin.c) ---------------------------------------
+// ---- admin, janitor, monitor (store_reads.c) ---------------------------------------
 
 // Topics of jobs ids[0..n) that exist (for lost-lease metrics): *topics borrowed.
 BRQ_MUSTCHECK int brq_store_topics_of(brq_store_conn *c, const uint64_t *ids, uint32_t n, brq_str **topics,
@@ -286,7 +286,7 @@ void brq_store_policy_invalidate(const brq_store *st);
 // ping: one round trip (SELECT 1).
 BRQ_MUSTCHECK int brq_store_ping(brq_store_conn *c);
 
-// ---- schedules (store_sched.c) ------------------------------------------------------
+// ---- schedules (store_schedule.c) ------------------------------------------------------
 
 // A due schedule, locked by brq_store_sched_due (strings borrowed).
 typedef struct brq_store_due {

@@ -86,6 +86,11 @@ void *brq_store_read_all(brq_store_conn *c, const PGresult *r, size_t size, brq_
 // statement's failure, or BRQ_ENOMEM with message `nomem`; *out is NULL on failure.
 BRQ_MUSTCHECK int brq_store_run_all(brq_store_conn *c, brq_stmt st, int ncols, size_t size,
 				    brq_store_row_fn *read, const char *nomem, void *out, uint32_t *n);
+// The topic of every row of r (TOPIC_COLS) as strings borrowing r, into c's arena: the
+// reply of the statements that name the topics they touched (store_reads.c,
+// store_upkeep.c). 0 or BRQ_ENOMEM.
+BRQ_MUSTCHECK int brq_store_topics_column(brq_store_conn *c, const PGresult *r, brq_str **topics,
+					  uint32_t *n);
 
 // Column readers (the value must be non-NULL unless the reader says otherwise).
 int64_t   brq_store_int(const PGresult *r, int row, int col);

@@ -590,7 +590,7 @@ static const brq_sql_text fixed[BRQ_STMT__COUNT] = {
 				   " AND max_running IS NULL AND rate_per_s IS NULL"},
 	// Every topic with a policy, with its jobs processing now (job_running_idx).
 	[BRQ_STMT_POLICY_LIST] = {"SELECT ", BRQ_COLS(policy_cols), " FROM topic_policy p ORDER BY p.topic"},
-	// Schedules (store_sched.c, migration 00008). Slots travel as unix ms (int8) and
+	// Schedules (store_schedule.c, migration 00008). Slots travel as unix ms (int8) and
 	// local wall-clock times as "local seconds" (cron.h); only these statements turn
 	// one into the other, with PostgreSQL's time zone rules (the system's tzdata), so
 	// the gateway never touches TZ or tzset.

@@ -205,7 +205,7 @@ enum retried_col { RETRIED_COLS(BRQ_COL_ENUM) RETRIED__N };
 	X(DELETE_TOPIC, "topic")
 enum delete_col { DELETE_COLS(BRQ_COL_ENUM) DELETE__N };
 
-// schedules (store_sched.c): one row per schedule, listed or locked as due. Local
+// schedules (store_schedule.c): one row per schedule, listed or locked as due. Local
 // times are "local seconds" (cron.h): the zone's wall clock read as if it were UTC.
 #define SCHED_COLS(X)                                                                   \
 	X(SCHED_NAME, "s.name")                                                         \

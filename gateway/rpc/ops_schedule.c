@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The schedule operations' policy (admin): schedule_add, schedule_list, schedule_remove.
-#include "ops_sched.h"
+#include "ops_schedule.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "log/log.h"
-#include "sched_check.h"
+#include "schedule_check.h"
 
 // A store failure as the reply's status (as ops.c maps them).
 static brq_status

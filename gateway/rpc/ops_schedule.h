@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The schedule operations' policy (admin): schedule_add, schedule_list, schedule_remove.
-#ifndef BRQ_GATEWAY_OPS_SCHED_H
-#define BRQ_GATEWAY_OPS_SCHED_H
+#ifndef BRQ_GATEWAY_OPS_SCHEDULE_H
+#define BRQ_GATEWAY_OPS_SCHEDULE_H
 
 #include <stddef.h>
 

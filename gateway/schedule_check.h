@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // A schedule's fields checked (schedule_add, BROOQ_SCHEDULES) and its slots' idempotency keys: pure, no
 // database.
-#ifndef BRQ_GATEWAY_SCHED_CHECK_H
-#define BRQ_GATEWAY_SCHED_CHECK_H
+#ifndef BRQ_GATEWAY_SCHEDULE_CHECK_H
+#define BRQ_GATEWAY_SCHEDULE_CHECK_H
 
 #include "brq_base.h"
 

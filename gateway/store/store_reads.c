@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The store's reads and background statements: job, stats, cancel, topics of lost leases, reaper,
-// retention, the monitor's depth counts.
+// The store's reads: a job, stats, the topics of lost leases, the monitor's depth counts,
+// a connection's ping.
 #include "store_int.h"
 
 #include <inttypes.h>
@@ -13,9 +13,8 @@ read_topic(const PGresult *r, int row, void *topic)
 	*(brq_str *) topic = brq_store_str(r, row, TOPIC_TOPIC);
 }
 
-// The topic of every row of r (TOPIC_COLS) as borrowed strings.
-static int
-topics_column(brq_store_conn *c, const PGresult *r, brq_str **topics, uint32_t *n)
+int
+brq_store_topics_column(brq_store_conn *c, const PGresult *r, brq_str **topics, uint32_t *n)
 {
 	*topics = brq_store_read_all(c, r, sizeof(**topics), read_topic, n);
 	return *topics != NULL ? 0 : brq_store_fail(c, BRQ_ENOMEM, "out of memory");
@@ -34,20 +33,7 @@ brq_store_topics_of(brq_store_conn *c, const uint64_t *ids, uint32_t n, brq_str 
 	if (brq_store_param(a, v, l, 0) != 0)
 		return brq_store_fail(c, BRQ_ENOMEM, "out of memory");
 	int rv = brq_store_run(c, BRQ_STMT_TOPICS_OF, v, l, f, TOPIC__N, &r);
-	return rv != 0 ? rv : topics_column(c, r, topics, n_topics);
-}
-
-int
-brq_store_cancel(brq_store_conn *c, uint64_t id, brq_cancel_rep *out, brq_str *topic)
-{
-	PGresult *r;
-	int       rv = brq_store_run_by_id(c, BRQ_STMT_CANCEL, id, CANCEL__N, &r);
-	if (rv != 0)
-		return rv;
-	out->state    = brq_store_state(r, 0, CANCEL_STATE);
-	out->canceled = brq_store_bool(r, 0, CANCEL_CANCELED);
-	*topic        = brq_store_str(r, 0, CANCEL_TOPIC);
-	return 0;
+	return rv != 0 ? rv : brq_store_topics_column(c, r, topics, n_topics);
 }
 
 void
@@ -119,29 +105,6 @@ brq_store_stats(brq_store_conn *c, brq_topic_stats **topics, uint32_t *n)
 {
 	return brq_store_run_all(c, BRQ_STMT_STATS, STATS__N, sizeof(**topics), read_stats,
 				 "stats: out of memory", topics, n);
-}
-
-int
-brq_store_reap(brq_store_conn *c, uint32_t batch, brq_str **topics, uint32_t *n)
-{
-	char        lim[16];
-	const char *v[1] = {lim};
-	PGresult   *r;
-	snprintf(lim, sizeof(lim), "%u", batch);
-	int rv = brq_store_run(c, BRQ_STMT_REAP, v, NULL, NULL, TOPIC__N, &r);
-	return rv != 0 ? rv : topics_column(c, r, topics, n);
-}
-
-int
-brq_store_retention(brq_store_conn *c, uint64_t ttl_ms, uint32_t batch, brq_str **topics, uint32_t *n)
-{
-	char        ttl[24], lim[16];
-	const char *v[2] = {ttl, lim};
-	PGresult   *r;
-	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long) ttl_ms);
-	snprintf(lim, sizeof(lim), "%u", batch);
-	int rv = brq_store_run(c, BRQ_STMT_RETENTION, v, NULL, NULL, TOPIC__N, &r);
-	return rv != 0 ? rv : topics_column(c, r, topics, n);
 }
 
 int

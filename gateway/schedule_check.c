@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A schedule's fields checked (schedule_add, BROOQ_SCHEDULES) and its slots' idempotency keys: pure, no
 // database.
-#include "sched_check.h"
+#include "schedule_check.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include "brq_units.h"
 #include "config_parse.h"
 #include "proto.h"
-#include "sched_check.h"
+#include "schedule_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The operators' operations (list, retry, delete): request and reply codecs.
-#include "admin.h"
+#include "jobs.h"
 #include "pack.h"
 
 #include <inttypes.h>
