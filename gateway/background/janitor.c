@@ -115,37 +115,27 @@ configure_limits(brq_janitor *j)
 	brq_store_reset(&j->bg.conn);
 }
 
-static void *
-janitor_main(void *arg)
+// One round (bgthread.h): the reaper and retention when they are due. Returns when
+// the next of them is due.
+static uint64_t
+janitor_round(void *arg)
 {
-	brq_janitor *j = arg;
-	pthread_mutex_lock(&j->bg.mtx);
-	while (!j->bg.stopping) {
-		uint64_t now = brq_now_ms();
-		if (now >= j->next_reap_ms || now >= j->next_retention_ms) {
-			bool reap = now >= j->next_reap_ms, retain = now >= j->next_retention_ms;
-			pthread_mutex_unlock(&j->bg.mtx);
-			if (reap && !j->limits_configured)
-				configure_limits(j);
-			if (reap)
-				(void) brq_janitor_reap(j);
-			if (retain)
-				(void) brq_janitor_retain(j);
-			pthread_mutex_lock(&j->bg.mtx);
-			now = brq_now_ms();
-			if (reap)
-				j->next_reap_ms = now + j->cfg->reaper_interval_ms;
-			if (retain)
-				j->next_retention_ms = now + j->cfg->retention_interval_ms;
-			continue;
-		}
-		uint64_t next =
-			j->next_reap_ms < j->next_retention_ms ? j->next_reap_ms : j->next_retention_ms;
-		struct timespec ts = brq_deadline_at(next);
-		pthread_cond_timedwait(&j->bg.cv, &j->bg.mtx, &ts);
-	}
-	pthread_mutex_unlock(&j->bg.mtx);
-	return NULL;
+	brq_janitor *j      = arg;
+	uint64_t     now    = brq_now_ms();
+	bool         reap   = now >= j->next_reap_ms;
+	bool         retain = now >= j->next_retention_ms;
+	if (reap && !j->limits_configured)
+		configure_limits(j);
+	if (reap)
+		(void) brq_janitor_reap(j);
+	if (retain)
+		(void) brq_janitor_retain(j);
+	now = brq_now_ms();
+	if (reap)
+		j->next_reap_ms = now + j->cfg->reaper_interval_ms;
+	if (retain)
+		j->next_retention_ms = now + j->cfg->retention_interval_ms;
+	return j->next_reap_ms < j->next_retention_ms ? j->next_reap_ms : j->next_retention_ms;
 }
 
 int
@@ -157,7 +147,8 @@ brq_janitor_start(brq_janitor *j, const brq_config *cfg, const brq_store *st)
 	j->next_retention_ms = brq_now_ms();
 	int rv               = brq_bgthread_init(&j->bg, st,
 						 &(brq_store_conn_opts) {.name = "janitor", .role = BRQ_STORE_JANITOR});
-	return rv != 0 ? rv : brq_bgthread_start(&j->bg, janitor_main, j);
+	return rv != 0 ? rv
+		       : brq_bgthread_start(&j->bg, &(brq_bgthread_loop) {.round = janitor_round, .arg = j});
 }
 
 void

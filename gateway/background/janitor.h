@@ -12,7 +12,7 @@
 
 typedef struct brq_janitor {
 	const brq_config *cfg;               // borrowed
-	brq_bgthread      bg;                // the thread; next_* under bg.mtx
+	brq_bgthread      bg;                // the thread; next_* are its round's (set before it starts)
 	uint64_t          next_reap_ms;      // monotonic
 	uint64_t          next_retention_ms; // monotonic
 	bool              limits_configured; // the configured topic limits are written

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bgthread.h"
 #include "brq_clock.h"
 #include "log/log.h"
 #include "metrics/metrics.h"
@@ -17,6 +18,8 @@
 // Health: a round trip within max(HEALTH_INTERVALS x interval, HEALTH_MIN_MS).
 #define HEALTH_INTERVALS 3
 #define HEALTH_MIN_MS    3000
+// The longest single wait between rounds: brooq_db_up is refreshed after each.
+#define SLICE_MS 500
 // Reconnect backoff: starts at the interval, doubles, stops at max(interval, this).
 #define BACKOFF_MAX_MS 5000
 // A depth query that took d runs again after max(its period, THROTTLE x d).
@@ -48,33 +51,23 @@ struct brq_monitor {
 	uint64_t     health_window_ms;
 	uint64_t     budget_ms; // statement_timeout of every monitor statement
 
-	pthread_t        thread;
-	pthread_mutex_t  mu; // guards the condvar wait only
-	pthread_cond_t   cv; // CLOCK_MONOTONIC; signalled by brq_monitor_stop
-	atomic_bool      is_stopping;
+	brq_bgthread     bg;         // the thread and its connection (bg.conn)
 	_Atomic uint64_t last_ok_ms; // monotonic ms of the last good round trip, 0 = never
 
 	// Owned by the thread.
-	brq_store_conn conn;
-	bool           is_down;           // an outage was logged; the next success logs the recovery
-	struct rows    terminal;          // last terminal counts (only done/dead/canceled filled)
-	double         sample_pct;        // terminal count: 100 = exact, else TABLESAMPLE percentage
-	bool           is_depth_slow;     // the active count timed out; logged once until it recovers
-	bool           was_terminal_last; // the last count run was the terminal one
-	uint64_t       next_depth_ms;
-	uint64_t       next_terminal_ms;
+	bool        is_down;           // an outage was logged; the next success logs the recovery
+	struct rows terminal;          // last terminal counts (only done/dead/canceled filled)
+	double      sample_pct;        // terminal count: 100 = exact, else TABLESAMPLE percentage
+	bool        is_depth_slow;     // the active count timed out; logged once until it recovers
+	bool        was_terminal_last; // the last count run was the terminal one
+	uint64_t    next_depth_ms;
+	uint64_t    next_terminal_ms;
 };
 
 static uint64_t
 max_u64(uint64_t a, uint64_t b)
 {
 	return a > b ? a : b;
-}
-
-static bool
-is_stopping(brq_monitor *m)
-{
-	return atomic_load_explicit(&m->is_stopping, memory_order_acquire);
 }
 
 bool
@@ -87,38 +80,19 @@ brq_monitor_healthy(void *arg)
 	return brq_recent(&m->last_ok_ms, m->health_window_ms);
 }
 
+// brooq_db_up from the health verdict. Also the thread's on_slice (bgthread.h): while
+// it sleeps between rounds, every SLICE_MS, so the gauge follows the verdict while idle.
 static void
-refresh_db_up(brq_monitor *m)
+refresh_db_up(void *m)
 {
 	brq_metrics_db_up_set(brq_monitor_healthy(m) ? 1 : 0);
-}
-
-// Waits on the condvar until deadline (monotonic ms) or stop, in slices so that
-// brooq_db_up follows the health verdict while idle. Returns false when stopping.
-static bool
-sleep_until(brq_monitor *m, uint64_t deadline_ms)
-{
-	pthread_mutex_lock(&m->mu);
-	while (!is_stopping(m)) {
-		uint64_t now = brq_now_ms();
-		if (now >= deadline_ms) {
-			break;
-		}
-		struct timespec ts = brq_deadline_at(deadline_ms - now > 500 ? now + 500 : deadline_ms);
-		pthread_cond_timedwait(&m->cv, &m->mu, &ts);
-		pthread_mutex_unlock(&m->mu);
-		refresh_db_up(m);
-		pthread_mutex_lock(&m->mu);
-	}
-	pthread_mutex_unlock(&m->mu);
-	return !is_stopping(m);
 }
 
 // Every answer from the server, result or error, proves it is reachable.
 static void
 note_answer(brq_monitor *m)
 {
-	uint64_t last = brq_store_last_answer_ms(&m->conn);
+	uint64_t last = brq_store_last_answer_ms(&m->bg.conn);
 	if (last > atomic_load_explicit(&m->last_ok_ms, memory_order_acquire)) {
 		atomic_store_explicit(&m->last_ok_ms, last, memory_order_release);
 		brq_metrics_db_up_set(1);
@@ -278,7 +252,7 @@ static int
 run_count(brq_monitor *m, brq_store_depth_kind kind, double pct, struct count *c)
 {
 	c->t0      = brq_now_ms();
-	int rv     = brq_store_depth(&m->conn, kind, pct, &c->rows, &c->n);
+	int rv     = brq_store_depth(&m->bg.conn, kind, pct, &c->rows, &c->n);
 	c->took_ms = brq_now_ms() - c->t0;
 	return rv;
 }
@@ -292,7 +266,7 @@ terminal_count(brq_monitor *m)
 	struct count c;
 	double       pct = m->sample_pct;
 	int          rv  = run_count(m, BRQ_DEPTH_TERMINAL, pct, &c);
-	if (rv != 0 && !brq_store_is_up(&m->conn)) {
+	if (rv != 0 && !brq_store_is_up(&m->bg.conn)) {
 		return BRQ_EUNAVAIL;
 	}
 	if (rv == BRQ_ETIMEDOUT && pct > SAMPLE_MIN_PCT) {
@@ -310,7 +284,7 @@ terminal_count(brq_monitor *m)
 		rows_clear(&term);
 		m->next_terminal_ms = brq_now_ms() + m->terminal_interval_ms;
 		BRQ_LOG_WARN("monitor_terminal_count_failed", "error=%s reason=%s", brq_err_name(rv),
-			     BRQ_LOG_Q(brq_store_errmsg(&m->conn)));
+			     BRQ_LOG_Q(brq_store_errmsg(&m->bg.conn)));
 		return 0;
 	}
 	rows_clear(&m->terminal);
@@ -331,7 +305,7 @@ publish_policies(brq_monitor *m)
 {
 	brq_topic_policy *p;
 	uint32_t          n;
-	if (brq_store_policy_list(&m->conn, &p, &n) != 0)
+	if (brq_store_policy_list(&m->bg.conn, &p, &n) != 0)
 		return;
 	brq_policy_row *rows = calloc(n > 0 ? n : 1, sizeof(*rows));
 	if (rows == NULL)
@@ -355,7 +329,7 @@ depth_count(brq_monitor *m)
 	struct count c;
 	int          rv = run_count(m, BRQ_DEPTH_ACTIVE, 100, &c);
 
-	if (rv != 0 && !brq_store_is_up(&m->conn)) {
+	if (rv != 0 && !brq_store_is_up(&m->bg.conn)) {
 		return BRQ_EUNAVAIL;
 	}
 	m->next_depth_ms = c.t0 + max_u64(m->interval_ms, THROTTLE * c.took_ms);
@@ -365,7 +339,7 @@ depth_count(brq_monitor *m)
 		if (!m->is_depth_slow) {
 			m->is_depth_slow = true;
 			BRQ_LOG_WARN("monitor_depth_count_failed", "error=%s reason=%s budget_ms=%llu",
-				     brq_err_name(rv), BRQ_LOG_Q(brq_store_errmsg(&m->conn)),
+				     brq_err_name(rv), BRQ_LOG_Q(brq_store_errmsg(&m->bg.conn)),
 				     (unsigned long long) m->budget_ms);
 		}
 		return 0;
@@ -391,7 +365,7 @@ depth_count(brq_monitor *m)
 static int
 tick(brq_monitor *m)
 {
-	int rv = brq_store_ping(&m->conn);
+	int rv = brq_store_ping(&m->bg.conn);
 	note_answer(m);
 	if (rv != 0) {
 		return BRQ_EUNAVAIL;
@@ -408,7 +382,7 @@ tick(brq_monitor *m)
 		rv                   = depth_count(m);
 	}
 	note_answer(m);
-	brq_store_reset(&m->conn);
+	brq_store_reset(&m->bg.conn);
 	return rv;
 }
 
@@ -417,9 +391,10 @@ note_failure(brq_monitor *m)
 {
 	if (!m->is_down) {
 		m->is_down = true;
-		BRQ_LOG_WARN("monitor_db_unavailable", "reason=%s", BRQ_LOG_Q(brq_store_errmsg(&m->conn)));
+		BRQ_LOG_WARN("monitor_db_unavailable", "reason=%s", BRQ_LOG_Q(brq_store_errmsg(&m->bg.conn)));
 	} else {
-		BRQ_LOG_DEBUG("monitor_db_unavailable", "reason=%s", BRQ_LOG_Q(brq_store_errmsg(&m->conn)));
+		BRQ_LOG_DEBUG("monitor_db_unavailable", "reason=%s",
+			      BRQ_LOG_Q(brq_store_errmsg(&m->bg.conn)));
 	}
 }
 
@@ -432,39 +407,38 @@ note_recovery(brq_monitor *m)
 	}
 }
 
-static void *
-monitor_main(void *arg)
+// One round (bgthread.h): a tick when the connection is ready, the outage or the
+// recovery noted. The next is due an interval after this one started.
+static uint64_t
+monitor_round(void *arg)
 {
-	brq_monitor *m = arg;
-
-	while (!is_stopping(m)) {
-		uint64_t start = brq_now_ms();
-		// While the database is away the connection's own backoff (from the
-		// interval up to max(interval, 5 s)) decides when to try again.
-		int rv = brq_store_ready(&m->conn) ? tick(m) : BRQ_EUNAVAIL;
-		if (is_stopping(m)) {
-			break;
-		}
-		if (rv == 0) {
-			note_recovery(m);
-		} else {
-			// Health stays true until the window passes, so one lost packet does
-			// not flap /healthz.
-			refresh_db_up(m);
-			note_failure(m);
-		}
-		sleep_until(m, start + m->interval_ms);
+	brq_monitor *m     = arg;
+	uint64_t     start = brq_now_ms();
+	// While the database is away the connection's own backoff (from the interval up
+	// to max(interval, 5 s)) decides when to try again.
+	int rv = brq_store_ready(&m->bg.conn) ? tick(m) : BRQ_EUNAVAIL;
+	if (brq_bgthread_is_stopping(&m->bg)) {
+		return BRQ_BGTHREAD_END;
 	}
-	return NULL;
+	if (rv == 0) {
+		note_recovery(m);
+	} else {
+		// Health stays true until the window passes, so one lost packet does not
+		// flap /healthz.
+		refresh_db_up(m);
+		note_failure(m);
+	}
+	return start + m->interval_ms;
 }
 
+// Frees m; its thread is stopped (or was never started), its connection released.
 static void
 monitor_free(brq_monitor *m)
 {
 	if (m == NULL) {
 		return;
 	}
-	brq_store_conn_fini(&m->conn);
+	brq_bgthread_stop(&m->bg); // a no-op when already stopped
 	rows_clear(&m->terminal);
 	free(m);
 }
@@ -472,9 +446,8 @@ monitor_free(brq_monitor *m)
 int
 brq_monitor_start(const brq_store *st, const brq_monitor_opts *opts, brq_monitor **out)
 {
-	brq_monitor *m      = calloc(1, sizeof(*m));
-	bool         has_mu = false, has_cv = false;
-	int          rv = BRQ_ENOMEM;
+	brq_monitor *m = calloc(1, sizeof(*m));
+	int          rv;
 
 	if (m == NULL) {
 		return BRQ_ENOMEM;
@@ -495,31 +468,29 @@ brq_monitor_start(const brq_store *st, const brq_monitor_opts *opts, brq_monitor
 	// answer inside the window.
 	m->budget_ms  = opts != NULL && opts->budget_ms != 0 ? opts->budget_ms : m->health_window_ms / 2;
 	m->sample_pct = 100;
-	brq_store_conn_init(&m->conn, st,
-			    &(brq_store_conn_opts) {.name           = "monitor",
-						    .role           = BRQ_STORE_MONITOR,
-						    .budget_ms      = m->budget_ms,
-						    .backoff_min_ms = m->interval_ms,
-						    .backoff_max_ms = max_u64(m->interval_ms, BACKOFF_MAX_MS),
-						    .stop           = &m->is_stopping});
-
-	if (pthread_mutex_init(&m->mu, NULL) != 0) {
+	// The connection's stop flag is the thread's (bgthread.h): stop abandons a query
+	// or a connection attempt in progress.
+	rv = brq_bgthread_init(
+		&m->bg, st,
+		&(brq_store_conn_opts) {.name           = "monitor",
+					.role           = BRQ_STORE_MONITOR,
+					.budget_ms      = m->budget_ms,
+					.backoff_min_ms = m->interval_ms,
+					.backoff_max_ms = max_u64(m->interval_ms, BACKOFF_MAX_MS)});
+	if (rv != 0) {
 		goto fail;
 	}
-	has_mu = true;
-	if (brq_cond_init_monotonic(&m->cv) != 0) {
-		goto fail;
-	}
-	has_cv = true;
 
 	// The thread takes no signals: they belong to the main thread's handling.
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int trv = pthread_create(&m->thread, NULL, monitor_main, m);
+	rv = brq_bgthread_start(
+		&m->bg,
+		&(brq_bgthread_loop) {
+			.round = monitor_round, .on_slice = refresh_db_up, .slice_ms = SLICE_MS, .arg = m});
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (trv != 0) {
-		rv = BRQ_EUNAVAIL;
+	if (rv != 0) {
 		goto fail;
 	}
 	BRQ_LOG_INFO("monitor_start", "interval_ms=%llu terminal_interval_ms=%llu",
@@ -528,12 +499,6 @@ brq_monitor_start(const brq_store *st, const brq_monitor_opts *opts, brq_monitor
 	return 0;
 
 fail:
-	if (has_cv) {
-		pthread_cond_destroy(&m->cv);
-	}
-	if (has_mu) {
-		pthread_mutex_destroy(&m->mu);
-	}
 	monitor_free(m);
 	return rv;
 }
@@ -544,14 +509,8 @@ brq_monitor_stop(brq_monitor *m)
 	if (m == NULL) {
 		return;
 	}
-	pthread_mutex_lock(&m->mu);
-	atomic_store_explicit(&m->is_stopping, true, memory_order_release);
-	pthread_cond_broadcast(&m->cv);
-	pthread_mutex_unlock(&m->mu);
-	pthread_join(m->thread, NULL);
+	brq_bgthread_stop(&m->bg);
 	brq_metrics_db_up_set(0);
-	pthread_cond_destroy(&m->cv);
-	pthread_mutex_destroy(&m->mu);
 	monitor_free(m);
 	BRQ_LOG_INFO("monitor_stopped", NULL);
 }

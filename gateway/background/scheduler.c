@@ -395,27 +395,20 @@ brq_sched_tick(brq_sched *sc)
 	return total;
 }
 
-static void *
-sched_main(void *arg)
+// One round (bgthread.h): a tick; with the scheduler off, the configured schedules'
+// upsert until the database takes them, and then the thread's end.
+static uint64_t
+sched_round(void *arg)
 {
 	brq_sched *sc   = arg;
 	uint64_t   tick = sc->cfg->schedule_tick_ms;
-	pthread_mutex_lock(&sc->bg.mtx);
-	while (!sc->bg.stopping) {
-		pthread_mutex_unlock(&sc->bg.mtx);
-		if (tick > 0)
-			(void) brq_sched_tick(sc);
-		else if (brq_store_ready(&sc->bg.conn))
-			upsert_configured(sc); // scheduler off here: only declare the schedules
-		pthread_mutex_lock(&sc->bg.mtx);
-		if (tick == 0 && sc->configured)
-			break;
-		struct timespec ts = brq_deadline_at(brq_now_ms() + (tick > 0 ? tick : 1000));
-		while (!sc->bg.stopping && pthread_cond_timedwait(&sc->bg.cv, &sc->bg.mtx, &ts) == 0) {
-		}
-	}
-	pthread_mutex_unlock(&sc->bg.mtx);
-	return NULL;
+	if (tick > 0)
+		(void) brq_sched_tick(sc);
+	else if (brq_store_ready(&sc->bg.conn))
+		upsert_configured(sc); // scheduler off here: only declare the schedules
+	if (tick == 0 && sc->configured)
+		return BRQ_BGTHREAD_END;
+	return brq_now_ms() + (tick > 0 ? tick : 1000);
 }
 
 int
@@ -433,7 +426,7 @@ brq_sched_start(brq_sched *sc, const brq_config *cfg, const brq_store *st, brq_s
 	// (the other gateways enqueue their slots).
 	if (rv != 0 || (cfg->schedule_tick_ms == 0 && cfg->n_schedules == 0))
 		return rv;
-	return brq_bgthread_start(&sc->bg, sched_main, sc);
+	return brq_bgthread_start(&sc->bg, &(brq_bgthread_loop) {.round = sched_round, .arg = sc});
 }
 
 void

@@ -2,7 +2,6 @@
 // RPC self-probe: pings the gateway's own listener over a new connection, for /healthz.
 #include "selfprobe.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include <nng/protocol/reqrep0/req.h>
 #include <sodium.h>
 
+#include "bgthread.h"
 #include "brq_clock.h"
 #include "log/log.h"
 #include "proto.h"
@@ -32,11 +32,9 @@ struct brq_selfprobe {
 
 	_Atomic uint64_t last_ok_ms; // brq_now_ms() of the last success; 0 = none yet
 
-	pthread_mutex_t mu; // guards is_stopping, with cv
-	pthread_cond_t  cv; // signalled to stop (monotonic clock)
-	bool            is_stopping;
-	bool            is_started; // thread running (joined by free)
-	pthread_t       thread;
+	// The thread (no database connection: it talks to the listener). Owned by it:
+	bool         is_ok; // the last probe succeeded (or none ran yet): logs changes only
+	brq_bgthread bg;
 };
 
 int
@@ -151,40 +149,28 @@ out:
 	return rc;
 }
 
-static void *
-probe_main(void *arg)
+// One round (bgthread.h): a probe, logged when the verdict changes. The next starts
+// an interval after this one started.
+static uint64_t
+probe_round(void *arg)
 {
 	brq_selfprobe *p     = arg;
-	bool           is_ok = true; // log the first failure, and recoveries only
+	uint64_t       start = brq_now_ms();
 	char           why[WHY_MAX];
-
-	pthread_mutex_lock(&p->mu);
-	while (!p->is_stopping) {
-		pthread_mutex_unlock(&p->mu);
-		uint64_t start = brq_now_ms();
-		if (probe_once(p, why, sizeof(why)) == 0) {
-			atomic_store_explicit(&p->last_ok_ms, brq_now_ms(), memory_order_release);
-			if (!is_ok) {
-				BRQ_LOG_INFO("selfprobe_ok", "url=%s", BRQ_LOG_Q(p->url));
-			}
-			is_ok = true;
-		} else {
-			if (is_ok) {
-				BRQ_LOG_WARN("selfprobe_failed", "url=%s reason=%s window_ms=%llu",
-					     BRQ_LOG_Q(p->url), BRQ_LOG_Q(why),
-					     (unsigned long long) p->window_ms);
-			}
-			is_ok = false;
+	if (probe_once(p, why, sizeof(why)) == 0) {
+		atomic_store_explicit(&p->last_ok_ms, brq_now_ms(), memory_order_release);
+		if (!p->is_ok) {
+			BRQ_LOG_INFO("selfprobe_ok", "url=%s", BRQ_LOG_Q(p->url));
 		}
-		pthread_mutex_lock(&p->mu);
-		uint64_t next = start + p->interval_ms;
-		while (!p->is_stopping && brq_now_ms() < next) {
-			struct timespec ts = brq_deadline_at(next);
-			pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+		p->is_ok = true;
+	} else {
+		if (p->is_ok) {
+			BRQ_LOG_WARN("selfprobe_failed", "url=%s reason=%s window_ms=%llu", BRQ_LOG_Q(p->url),
+				     BRQ_LOG_Q(why), (unsigned long long) p->window_ms);
 		}
+		p->is_ok = false;
 	}
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
+	return start + p->interval_ms;
 }
 
 int
@@ -223,7 +209,8 @@ brq_selfprobe_new(const brq_config *cfg, brq_auth *auth, brq_selfprobe **out)
 	if (brq_auth_add_token(auth, p->token, TOKEN_HEX, BRQ_ROLE_WORKER) != 0) {
 		goto nomem;
 	}
-	if (pthread_mutex_init(&p->mu, NULL) != 0 || brq_cond_init_monotonic(&p->cv) != 0) {
+	p->is_ok = true; // log the first failure, and recoveries only
+	if (brq_bgthread_init(&p->bg, NULL, NULL) != 0) {
 		// The token is registered: an unused random token is harmless, but say why.
 		goto nomem;
 	}
@@ -246,11 +233,10 @@ brq_selfprobe_start(brq_selfprobe *p)
 	if (p == NULL) {
 		return 0;
 	}
-	if (pthread_create(&p->thread, NULL, probe_main, p) != 0) {
+	if (brq_bgthread_start(&p->bg, &(brq_bgthread_loop) {.round = probe_round, .arg = p}) != 0) {
 		BRQ_LOG_ERROR("selfprobe_failed_to_start", "reason=%s", BRQ_LOG_Q("cannot create thread"));
 		return BRQ_EIO;
 	}
-	p->is_started = true;
 	BRQ_LOG_INFO("selfprobe_start", "url=%s interval_ms=%llu timeout_ms=%llu window_ms=%llu",
 		     BRQ_LOG_Q(p->url), (unsigned long long) p->interval_ms,
 		     (unsigned long long) p->timeout_ms, (unsigned long long) p->window_ms);
@@ -263,15 +249,7 @@ brq_selfprobe_free(brq_selfprobe *p)
 	if (p == NULL) {
 		return;
 	}
-	if (p->is_started) {
-		pthread_mutex_lock(&p->mu);
-		p->is_stopping = true;
-		pthread_cond_signal(&p->cv);
-		pthread_mutex_unlock(&p->mu);
-		pthread_join(p->thread, NULL);
-	}
-	pthread_cond_destroy(&p->cv);
-	pthread_mutex_destroy(&p->mu);
+	brq_bgthread_stop(&p->bg); // joins the thread when it was started
 	sodium_memzero(p->token, sizeof(p->token));
 	free(p->url);
 	free(p);

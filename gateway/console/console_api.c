@@ -9,9 +9,9 @@
 // its capped lane (pool.h), so a console left open on a busy page never takes the
 // connections the hot path needs, and actions queue with the RPC's in one FIFO. A
 // dedicated connection would have been one more backend per gateway, idle nearly
-// always, and a second place where statements run outside the lane's cap. The cost is
-// one hook in the pool's run function (server.c: a work item with `internal` set is
-// handed to it, work.h).
+// always, and a second place where statements run outside the lane's cap. The items
+// carry their own run function (work.h brq_work_run_fn), so the pool runs them
+// directly and the RPC's server knows nothing of them.
 #include "console_int.h"
 
 #include <stdio.h>
@@ -42,7 +42,7 @@ item_free(console_item *it)
 	free(it);
 }
 
-// On a pool thread (work.h `internal`): runs the operation, replies, frees the item.
+// On a pool thread (the item's run, work.h): runs the operation, replies, frees the item.
 static void
 run_item(brq_work *w, brq_store_conn *c)
 {
@@ -106,7 +106,7 @@ brq_console_submit(brq_console *con, nng_aio *aio, const brq_console_route *rout
 	brq_arena_init(&it->w.arena);
 	// A reply as large as the RPC's largest (a job of the largest payload).
 	brq_buf_init(&it->w.out, (size_t) con->env.cfg->max_request_bytes * 2 + 65536);
-	it->w.internal         = run_item;
+	it->w.run              = run_item;
 	it->w.role             = who->role;
 	it->w.is_operator_read = route->is_operator_read;
 	it->w.start_us         = brq_now_us();

@@ -21,7 +21,7 @@ fifo_push(brq_pool_fifo *q, brq_work *w)
 
 // Takes q's head; enqueues waiting behind each other go with it: one statement and
 // one commit for all of them (group commit from concurrency). The group stays linked
-// through qnext for run(), NULL-terminated.
+// through qnext for its run function (one for all: the head's), NULL-terminated.
 static brq_work *
 fifo_take_group(brq_pool_fifo *q)
 {
@@ -29,8 +29,9 @@ fifo_take_group(brq_pool_fifo *q)
 	brq_work *last  = w;
 	uint32_t  jobs  = w->req.op == BRQ_OP_ENQUEUE ? w->req.enqueue.n_jobs : 0;
 	int       group = 1;
-	while (jobs > 0 && last->qnext != NULL && last->qnext->req.op == BRQ_OP_ENQUEUE &&
-	       group < BRQ_POOL_GROUP_MAX && jobs + last->qnext->req.enqueue.n_jobs <= BRQ_POOL_GROUP_JOBS) {
+	while (jobs > 0 && last->qnext != NULL && last->qnext->run == w->run &&
+	       last->qnext->req.op == BRQ_OP_ENQUEUE && group < BRQ_POOL_GROUP_MAX &&
+	       jobs + last->qnext->req.enqueue.n_jobs <= BRQ_POOL_GROUP_JOBS) {
 		last = last->qnext;
 		jobs += last->req.enqueue.n_jobs;
 		group++;
@@ -93,7 +94,7 @@ pool_main(void *arg)
 
 		bool was_up = brq_store_is_up(&t->conn);
 		brq_metrics_pool_move(was_up ? BRQ_POOL_IDLE : BRQ_POOL_DOWN, BRQ_POOL_BUSY);
-		p->run(p->arg, &t->conn, w);
+		w->run(w, &t->conn);
 		brq_store_reset(&t->conn);
 		brq_metrics_pool_move(BRQ_POOL_BUSY,
 				      brq_store_is_up(&t->conn) ? BRQ_POOL_IDLE : BRQ_POOL_DOWN);
@@ -102,11 +103,9 @@ pool_main(void *arg)
 }
 
 int
-brq_pool_start(brq_pool *p, int n, const brq_store *st, brq_pool_run_fn run, void *arg)
+brq_pool_start(brq_pool *p, int n, const brq_store *st)
 {
 	memset(p, 0, sizeof(*p));
-	p->run      = run;
-	p->arg      = arg;
 	p->slow_cap = n / 4 > 1 ? n / 4 : 1;
 	p->threads  = calloc((size_t) n, sizeof(*p->threads));
 	if (p->threads == NULL)

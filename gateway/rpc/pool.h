@@ -33,12 +33,6 @@ typedef struct brq_pool_thread {
 	struct brq_pool_thread *idle_next; // the idle stack's link
 } brq_pool_thread;
 
-// Runs work on a pool thread's connection: one item, or a group of enqueue requests
-// linked through qnext (NULL-terminated). The function owns every item until it
-// hands it on (reply sent, dropped, or parked); it must do exactly one of those for
-// each. The pool resets the connection's borrowed outputs after it returns.
-typedef void (*brq_pool_run_fn)(void *arg, brq_store_conn *c, brq_work *w);
-
 // A FIFO of work items linked through qnext.
 typedef struct brq_pool_fifo {
 	brq_work *head, *tail;
@@ -60,16 +54,15 @@ struct brq_pool {
 	bool             stopping;
 	int              n;
 	brq_pool_thread *threads;
-	brq_pool_run_fn  run;
-	void            *arg;
 };
 
 // Starts n threads with connections of store st (connected lazily, so the gateway
 // starts while PostgreSQL is down and answers `unavailable` meanwhile). Borrows st.
 // Returns 0, or BRQ_EUNAVAIL (no thread) with nothing left running.
-BRQ_MUSTCHECK int brq_pool_start(brq_pool *p, int n, const brq_store *st, brq_pool_run_fn run, void *arg);
+BRQ_MUSTCHECK int brq_pool_start(brq_pool *p, int n, const brq_store *st);
 
-// Queues w for a pool thread. The pool owns w until run() is called with it.
+// Queues w (w->run set: work.h brq_work_run_fn) for a pool thread. The pool owns w
+// until a thread calls w->run with it.
 void brq_pool_submit(brq_pool *p, brq_work *w);
 
 // Lets the threads finish the queue, then joins them and closes the connections.

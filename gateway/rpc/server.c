@@ -461,15 +461,13 @@ drop_expired(brq_server *s, brq_work *w, uint64_t *deadline_ms)
 	return head;
 }
 
+// A request's run function on a pool thread (work.h brq_work_run_fn): one item, or
+// a group of enqueues.
 static void
-run_on_pool(void *arg, brq_store_conn *c, brq_work *w)
+run_on_pool(brq_work *w, brq_store_conn *c)
 {
-	brq_server *s = arg;
+	brq_server *s = w->srv;
 	uint64_t    deadline_ms;
-	if (w->internal != NULL) { // the console's work (work.h): not a request
-		w->internal(w, c);
-		return;
-	}
 	if ((w = drop_expired(s, w, &deadline_ms)) == NULL)
 		return;
 	brq_store_set_deadline(c, deadline_ms);
@@ -572,6 +570,7 @@ work_alloc(brq_server *s)
 	for (int i = 0; i < s->n_work; i++) {
 		brq_work *w = &s->work[i];
 		w->srv      = s;
+		w->run      = run_on_pool;
 		brq_arena_init(&w->arena);
 		// A reply larger than a request could ever be is a bug, not a payload.
 		brq_buf_init(&w->out, (size_t) cfg->max_request_bytes * 2 + 65536);
@@ -631,7 +630,7 @@ brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, con
 
 	if ((rv = work_alloc(s)) != 0)
 		goto fail;
-	if ((rv = brq_pool_start(&s->pool, (int) cfg->pool_size, st, run_on_pool, s)) != 0)
+	if ((rv = brq_pool_start(&s->pool, (int) cfg->pool_size, st)) != 0)
 		goto fail;
 	if ((rv = listen_start(s)) != 0) {
 		brq_pool_stop(&s->pool);

@@ -28,7 +28,14 @@ typedef enum brq_work_state {
 
 typedef struct brq_work brq_work;
 
-struct brq_store_conn; // store.h: the pool thread's connection (for `internal` below)
+struct brq_store_conn; // store.h: the pool thread's connection (for brq_work_run_fn)
+
+// Runs work on a pool thread's connection c: one item, or a group of enqueue requests
+// linked through qnext (NULL-terminated; pool.c groups only items with the same run).
+// The function owns every item until it hands it on (reply sent, dropped, or parked);
+// it must do exactly one of those for each. The pool resets the connection's borrowed
+// outputs after it returns.
+typedef void (*brq_work_run_fn)(brq_work *w, struct brq_store_conn *c);
 
 struct brq_work {
 	brq_work_state state;
@@ -81,11 +88,10 @@ struct brq_work {
 	enum { BRQ_HANDBACK_SEND, BRQ_HANDBACK_CLAIM, BRQ_HANDBACK_DROP } handback;
 	nng_msg *handback_msg; // the reply to send (BRQ_HANDBACK_SEND)
 
-	// Work from inside the gateway rather than an RPC request (the web console,
-	// console_api.c): a pool thread calls internal(w, c) with its store connection
-	// instead of running a request, and from then on the function owns w. It has no
-	// context or aio; req, arena and out are the function's to use. NULL for requests.
-	void (*internal)(brq_work *w, struct brq_store_conn *c);
+	// What a pool thread runs it with, set by whoever submits it: server.c's for RPC
+	// requests, console_api.c's for the web console's operations (work from inside the
+	// gateway: no context or aio; req, arena and out are the function's to use).
+	brq_work_run_fn run;
 };
 
 // brq_work.steal: who finishes a taken claim. Its sleep is still armed when it is
