@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Loading the configuration and tokens in one round; SIGHUP applies tokens and log level, never exits.
+// Which setting is applied and which needs a restart is the settings table's RELOAD column
+// (config/config_settings.def).
 #include "reload.h"
 
 #include <stddef.h>
@@ -40,120 +42,33 @@ brq_reload_load(const char *env_file, const brq_auth *auth, brq_config *cfg, brq
 	return 0;
 }
 
-// Settings a reload cannot change: where each lives in brq_config.
-struct fixed_field {
-	const char *var;
-	size_t      offset;
-	size_t      size;
-};
-
-#define FIELD(var, member)                                                            \
-	{                                                                             \
-		var, offsetof(brq_config, member), sizeof(((brq_config *) 0)->member) \
-	}
-
-// String settings that need a restart, compared by content.
-static const struct {
-	const char *var;
-	size_t      offset;
-} str_fields[] = {
-	{"BROOQ_DSN", offsetof(brq_config, dsn)},
-	{"BROOQ_LISTEN", offsetof(brq_config, listen)},
-	{"BROOQ_TLS_CERT_FILE", offsetof(brq_config, tls_cert_file)},
-	{"BROOQ_TLS_KEY_FILE", offsetof(brq_config, tls_key_file)},
-	{"BROOQ_TLS_CA_FILE", offsetof(brq_config, tls_ca_file)},
-	{"BROOQ_HTTP_LISTEN", offsetof(brq_config, http_host)},
-	{"BROOQ_SCHEDULES", offsetof(brq_config, schedules_src)},
-};
-
-static const struct fixed_field fixed_fields[] = {
-	FIELD("BROOQ_IPC_MODE", ipc_mode),
-	FIELD("BROOQ_POOL_SIZE", pool_size),
-	FIELD("BROOQ_LEASE", lease_ms),
-	FIELD("BROOQ_BACKOFF_BASE", backoff_base_ms),
-	FIELD("BROOQ_BACKOFF_MAX", backoff_max_ms),
-	FIELD("BROOQ_MAX_ATTEMPTS", max_attempts),
-	FIELD("BROOQ_ATTEMPT_TIMEOUT", attempt_timeout_ms),
-	FIELD("BROOQ_MAX_EXECUTION_TIME", max_execution_ms),
-	FIELD("BROOQ_MAX_BATCH", max_batch),
-	FIELD("BROOQ_MAX_PAYLOAD", max_payload_bytes),
-	FIELD("BROOQ_MAX_REQUEST", max_request_bytes),
-	FIELD("BROOQ_MAX_INFLIGHT_BYTES", max_inflight_bytes),
-	FIELD("BROOQ_MAX_WAIT", max_wait_ms),
-	FIELD("BROOQ_MAX_WAITERS", max_waiters),
-	FIELD("BROOQ_POLL_INTERVAL", poll_interval_ms),
-	FIELD("BROOQ_REAPER_INTERVAL", reaper_interval_ms),
-	FIELD("BROOQ_SCHEDULE_TICK", schedule_tick_ms),
-	FIELD("BROOQ_RETENTION_TTL", retention_ttl_ms),
-	FIELD("BROOQ_RETENTION_INTERVAL", retention_interval_ms),
-	FIELD("BROOQ_RETENTION_BATCH", retention_batch),
-	FIELD("BROOQ_RETENTION_MAX_BATCHES", retention_max_batches),
-	FIELD("BROOQ_HTTP_LISTEN", http_enabled),
-	FIELD("BROOQ_HTTP_LISTEN", http_port),
-	FIELD("BROOQ_HTTP_ALLOW_NONLOOPBACK", http_allow_nonloopback),
-	FIELD("BROOQ_SHUTDOWN_GRACE", shutdown_grace_ms),
-	FIELD("BROOQ_TLS_CLIENT_AUTH", tls_client_auth),
-	// A TLS file rewritten in place: same path, new content (tls.h: no live reload).
-	FIELD("BROOQ_TLS_CERT_FILE", tls_cert_digest),
-	FIELD("BROOQ_TLS_KEY_FILE", tls_key_digest),
-	FIELD("BROOQ_TLS_CA_FILE", tls_ca_digest),
-	FIELD("BROOQ_HTTP_TLS_CERT_FILE", http_tls_cert_digest),
-	FIELD("BROOQ_HTTP_TLS_KEY_FILE", http_tls_key_digest),
-	FIELD("BROOQ_CONSOLE", console_enabled),
-	FIELD("BROOQ_CONSOLE_SESSION_TTL", console_session_ttl_ms),
-};
-
-static bool
-str_differs(const char *a, const char *b)
+void
+brq_reload_diff_of(const brq_config *old, const brq_config *cur, brq_reload_diff *d)
 {
-	return (a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0);
-}
-
-// Appends `var` to the comma-separated list in buf unless it is already there.
-static void
-list_var(char *buf, size_t cap, const char *var)
-{
-	size_t len = strlen(buf), vlen = strlen(var);
-	for (const char *p = buf; *p != '\0'; p += strcspn(p, ","), p += *p == ',') {
-		if (strncmp(p, var, vlen) == 0 && (p[vlen] == ',' || p[vlen] == '\0')) {
-			return;
+	d->n_applied = d->n_restart = 0;
+	for (size_t i = 0; i < BRQ_SETTINGS_COUNT; i++) {
+		const brq_setting *s = &brq_settings[i];
+		if (!brq_setting_differs(s, old, cur)) {
+			continue;
+		}
+		if (s->reload == BRQ_RELOAD_APPLIED) {
+			d->applied[d->n_applied++] = s->name;
+		} else {
+			d->restart[d->n_restart++] = s->name;
 		}
 	}
-	if (len + vlen + 2 > cap) {
-		return;
-	}
-	snprintf(buf + len, cap - len, "%s%s", len > 0 ? "," : "", var);
 }
 
-// Names (never values: the DSN is one) of the settings that differ and need a restart.
+// Names (never values: the DSN is one) as "A,B,C" into buf, which holds every name of
+// the table.
 static void
-restart_needed(const brq_config *old, const brq_config *cur, char *buf, size_t cap)
+join_names(const char *const *names, size_t n, char *buf, size_t cap)
 {
-	buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(str_fields) / sizeof(str_fields[0]); i++) {
-		char *const *a = (char *const *) ((const char *) old + str_fields[i].offset);
-		char *const *b = (char *const *) ((const char *) cur + str_fields[i].offset);
-		if (str_differs(*a, *b))
-			list_var(buf, cap, str_fields[i].var);
-	}
-	if (str_differs(old->http_tls_cert_file, cur->http_tls_cert_file)) {
-		list_var(buf, cap, "BROOQ_HTTP_TLS_CERT_FILE");
-	}
-	if (str_differs(old->http_tls_key_file, cur->http_tls_key_file)) {
-		list_var(buf, cap, "BROOQ_HTTP_TLS_KEY_FILE");
-	}
-	for (size_t i = 0; i < sizeof(fixed_fields) / sizeof(fixed_fields[0]); i++) {
-		const struct fixed_field *f = &fixed_fields[i];
-		if (memcmp((const char *) old + f->offset, (const char *) cur + f->offset, f->size) != 0) {
-			list_var(buf, cap, f->var);
-		}
-	}
-	// Overrides are parsed into zeroed structs, so equal settings compare equal.
-	if (old->n_topic_overrides != cur->n_topic_overrides ||
-	    (cur->n_topic_overrides > 0 &&
-	     memcmp(old->topic_overrides, cur->topic_overrides,
-		    cur->n_topic_overrides * sizeof(*cur->topic_overrides)) != 0)) {
-		list_var(buf, cap, "BROOQ_TOPIC_OVERRIDES");
+	size_t len = 0;
+	buf[0]     = '\0';
+	for (size_t i = 0; i < n && len < cap; i++) {
+		int w = snprintf(buf + len, cap - len, "%s%s", i > 0 ? "," : "", names[i]);
+		len += w > 0 ? (size_t) w : 0;
 	}
 }
 
@@ -163,7 +78,8 @@ brq_reload_run(brq_reload *r)
 	brq_config          cfg;
 	brq_config_problems problems;
 	brq_auth_set       *set = NULL;
-	char                fixed[512];
+	brq_reload_diff     diff;
+	char                fixed[BRQ_SETTINGS_COUNT * 40]; // every name fits: the longest is 28
 
 	BRQ_LOG_INFO("reload_started", "env_file=%s", BRQ_LOG_Q(r->env_file != NULL ? r->env_file : "-"));
 	int rc = brq_reload_load(r->env_file, r->auth, &cfg, &set, &problems);
@@ -186,8 +102,11 @@ brq_reload_run(brq_reload *r)
 		r->log_level = cfg.log_level;
 		brq_log_set_level(cfg.log_level);
 	}
-	restart_needed(r->cfg, &cfg, fixed, sizeof(fixed));
-	if (fixed[0] != '\0') {
+	// The applied settings are in force now: the tokens were published above, the level
+	// follows the level in force (not the start's, which diff compares with).
+	brq_reload_diff_of(r->cfg, &cfg, &diff);
+	if (diff.n_restart > 0) {
+		join_names(diff.restart, diff.n_restart, fixed, sizeof(fixed));
 		BRQ_LOG_WARN("reload_needs_restart", "changed=%s kept=running_values", fixed);
 	}
 	BRQ_LOG_INFO("reload_done", "log_level=%s worker_tokens=%zu admin_tokens=%zu",

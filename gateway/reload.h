@@ -3,11 +3,12 @@
 //
 // SIGHUP re-reads everything (the process environment as it was at start, the
 // --env-file, $CREDENTIALS_DIRECTORY, every token file) and applies what can change
-// while connections stay up: the token sets (auth.h swaps them under running checks)
-// and BROOQ_LOG_LEVEL. Other settings that differ are named in one
-// reload_needs_restart line and keep their running values; so are TLS files whose
-// content changed under the same path (tls.h: certificates apply at a restart; the
-// reload has checked the new ones). A reload with any problem
+// while connections stay up: the settings whose row in config/config_settings.def says
+// APPLIED, the token sets (auth.h swaps them under running checks) and
+// BROOQ_LOG_LEVEL. Other settings that differ are named in one reload_needs_restart
+// line and keep their running values; so are TLS files whose content changed under
+// the same path (tls.h: certificates apply at a restart; the reload has checked the
+// new ones). A reload with any problem
 // (a token file gone or too short, a bad value) changes nothing and logs each problem;
 // the gateway never exits because of a reload.
 #ifndef BRQ_GATEWAY_RELOAD_H
@@ -34,6 +35,20 @@ typedef struct brq_reload {
 // zeroed and *set NULL.
 BRQ_MUSTCHECK int brq_reload_load(const char *env_file, const brq_auth *auth, brq_config *cfg,
 				  brq_auth_set **set, brq_config_problems *problems);
+
+// What a reload does with the settings that changed, in table order. The names are
+// the table's (static).
+typedef struct brq_reload_diff {
+	const char *applied[BRQ_SETTINGS_COUNT]; // put in force by brq_reload_run()
+	size_t      n_applied;
+	const char *restart[BRQ_SETTINGS_COUNT]; // named in reload_needs_restart
+	size_t      n_restart;
+} brq_reload_diff;
+
+// The decision of a reload from the configuration in force (old: the start's, since
+// nothing that needs a restart changes after it) to the one just loaded (cur): every
+// setting that differs, applied or needing a restart. Pure: logs nothing.
+void brq_reload_diff_of(const brq_config *old, const brq_config *cur, brq_reload_diff *d);
 
 // One reload (SIGHUP), as described above; logs what changed, or why nothing did.
 // Returns 0, or BRQ_EINVAL / BRQ_ENOMEM when the previous state was kept. Call from

@@ -93,18 +93,6 @@ get_quantity(struct loader *L, const unit_syntax *u, const char *name, uint64_t 
 }
 
 static enum got
-get_duration(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_t *out)
-{
-	return get_quantity(L, &DURATION, name, min, max, out);
-}
-
-static enum got
-get_size(struct loader *L, const char *name, uint64_t min, uint64_t max, uint64_t *out)
-{
-	return get_quantity(L, &SIZE, name, min, max, out);
-}
-
-static enum got
 get_u32(struct loader *L, const char *name, uint32_t min, uint32_t max, uint32_t *out)
 {
 	const char *s = brq_cfg_src_get(&L->src, name);
@@ -123,6 +111,22 @@ get_u32(struct loader *L, const char *name, uint32_t min, uint32_t max, uint32_t
 	}
 	*out = (uint32_t) v;
 	return GOT_OK;
+}
+
+enum got
+brq_cfg_get_setting(struct loader *L, brq_setting_id id, brq_config *cfg)
+{
+	const brq_setting *s     = &brq_settings[id];
+	void              *field = (char *) cfg + s->offset;
+	switch (s->kind) {
+	case BRQ_SK_U32: return get_u32(L, s->name, (uint32_t) s->min, (uint32_t) s->max, field);
+	case BRQ_SK_DURATION: return get_quantity(L, &DURATION, s->name, s->min, s->max, field);
+	case BRQ_SK_SIZE: return get_quantity(L, &SIZE, s->name, s->min, s->max, field);
+	default: break;
+	}
+	// A bespoke setting has its own parser (its row's PARSER column): a call here is a
+	// mistake in the code, not in the input.
+	abort();
 }
 
 static void
@@ -314,6 +318,7 @@ get_dsn(struct loader *L, brq_config *cfg)
 		}
 	} else if (file != NULL) {
 		var = "BROOQ_DSN_FILE";
+		set_str(L, &cfg->dsn_file, file);
 		read_dsn_file(L, var, file, &cfg->dsn);
 	} else if (creds != NULL && snprintf(path, sizeof(path), "%s/dsn", creds) < (int) sizeof(path) &&
 		   access(path, F_OK) == 0) {
@@ -507,17 +512,15 @@ load_core(struct loader *L, brq_config *cfg)
 	get_listen(L, cfg);
 	get_ipc_mode(L, &cfg->ipc_mode);
 	brq_cfg_get_tls(L, cfg);
-	get_u32(L, "BROOQ_POOL_SIZE", 1, 256, &cfg->pool_size);
+	brq_cfg_get_setting(L, BRQ_SET_POOL_SIZE, cfg);
 
-	get_duration(L, "BROOQ_LEASE", LEASE_MIN_MS, LEASE_MAX_MS, &cfg->lease_ms);
-	enum got base = get_duration(L, "BROOQ_BACKOFF_BASE", BACKOFF_BASE_MIN_MS, BACKOFF_BASE_MAX_MS,
-				     &cfg->backoff_base_ms);
-	enum got bmax = get_duration(L, "BROOQ_BACKOFF_MAX", BACKOFF_MAX_MIN_MS, BACKOFF_MAX_MAX_MS,
-				     &cfg->backoff_max_ms);
+	brq_cfg_get_setting(L, BRQ_SET_LEASE, cfg);
+	enum got base = brq_cfg_get_setting(L, BRQ_SET_BACKOFF_BASE, cfg);
+	enum got bmax = brq_cfg_get_setting(L, BRQ_SET_BACKOFF_MAX, cfg);
 	if (base != GOT_BAD && bmax != GOT_BAD && cfg->backoff_max_ms < cfg->backoff_base_ms) {
 		brq_config_problem_add(L->p, "BROOQ_BACKOFF_MAX: must be at least BROOQ_BACKOFF_BASE");
 	}
-	get_u32(L, "BROOQ_MAX_ATTEMPTS", MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX, &cfg->max_attempts);
+	brq_cfg_get_setting(L, BRQ_SET_MAX_ATTEMPTS, cfg);
 
 	get_path_list(L, "BROOQ_WORKER_TOKEN_FILES", &cfg->worker_token_files, &cfg->n_worker_token_files);
 	get_path_list(L, "BROOQ_ADMIN_TOKEN_FILES", &cfg->admin_token_files, &cfg->n_admin_token_files);
@@ -531,13 +534,13 @@ load_core(struct loader *L, brq_config *cfg)
 	return base != GOT_BAD && bmax != GOT_BAD;
 }
 
-// A timeout: 0 (none) or TIMEOUT_MIN_MS..TIMEOUT_MAX_MS.
+// A timeout: 0 (none) or TIMEOUT_MIN_MS..TIMEOUT_MAX_MS (the row says 0..TIMEOUT_MAX_MS).
 static enum got
-get_timeout(struct loader *L, const char *name, uint64_t *out)
+get_timeout(struct loader *L, brq_setting_id id, brq_config *cfg, uint64_t *out)
 {
-	enum got g = get_duration(L, name, 0, TIMEOUT_MAX_MS, out);
+	enum got g = brq_cfg_get_setting(L, id, cfg);
 	if (g == GOT_OK && *out != 0 && *out < TIMEOUT_MIN_MS) {
-		brq_config_problem_add(L->p, "%s: must be 0 (none) or 100ms..7d", name);
+		brq_config_problem_add(L->p, "%s: must be 0 (none) or 100ms..7d", brq_settings[id].name);
 		return GOT_BAD;
 	}
 	return g;
@@ -548,8 +551,8 @@ get_timeout(struct loader *L, const char *name, uint64_t *out)
 static bool
 get_timeouts(struct loader *L, brq_config *cfg)
 {
-	enum got at = get_timeout(L, "BROOQ_ATTEMPT_TIMEOUT", &cfg->attempt_timeout_ms);
-	enum got mx = get_timeout(L, "BROOQ_MAX_EXECUTION_TIME", &cfg->max_execution_ms);
+	enum got at = get_timeout(L, BRQ_SET_ATTEMPT_TIMEOUT, cfg, &cfg->attempt_timeout_ms);
+	enum got mx = get_timeout(L, BRQ_SET_MAX_EXECUTION_TIME, cfg, &cfg->max_execution_ms);
 	if (at != GOT_BAD && mx != GOT_BAD && cfg->max_execution_ms != 0 &&
 	    cfg->attempt_timeout_ms > cfg->max_execution_ms) {
 		brq_config_problem_add(L->p,
@@ -568,13 +571,13 @@ brq_config_recv_ceiling(const brq_config *cfg)
 static void
 load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 {
-	get_u32(L, "BROOQ_MAX_BATCH", 1, 10000, &cfg->max_batch);
-	enum got payload = get_size(L, "BROOQ_MAX_PAYLOAD", 1, GIB, &cfg->max_payload_bytes);
-	enum got request = get_size(L, "BROOQ_MAX_REQUEST", KIB, GIB, &cfg->max_request_bytes);
+	brq_cfg_get_setting(L, BRQ_SET_MAX_BATCH, cfg);
+	enum got payload = brq_cfg_get_setting(L, BRQ_SET_MAX_PAYLOAD, cfg);
+	enum got request = brq_cfg_get_setting(L, BRQ_SET_MAX_REQUEST, cfg);
 	if (payload != GOT_BAD && request != GOT_BAD && cfg->max_request_bytes < cfg->max_payload_bytes) {
 		brq_config_problem_add(L->p, "BROOQ_MAX_REQUEST: must be at least BROOQ_MAX_PAYLOAD");
 	}
-	enum got inflight = get_size(L, "BROOQ_MAX_INFLIGHT_BYTES", MIB, 64 * GIB, &cfg->max_inflight_bytes);
+	enum got inflight = brq_cfg_get_setting(L, BRQ_SET_MAX_INFLIGHT_BYTES, cfg);
 	if (inflight != GOT_BAD && request != GOT_BAD &&
 	    cfg->max_inflight_bytes < brq_config_recv_ceiling(cfg)) {
 		brq_config_problem_add(L->p,
@@ -582,11 +585,10 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 				       "with its transport margin (%" PRIu64 " bytes)",
 				       brq_config_recv_ceiling(cfg));
 	}
-	get_duration(L, "BROOQ_MAX_WAIT", 0, MS_PER_H, &cfg->max_wait_ms);
-	get_u32(L, "BROOQ_MAX_WAITERS", 0, 100000, &cfg->max_waiters);
-	get_duration(L, "BROOQ_POLL_INTERVAL", 10, 10 * MS_PER_M, &cfg->poll_interval_ms);
-	enum got probe =
-		get_duration(L, "BROOQ_SELFPROBE_INTERVAL", 0, 10 * MS_PER_M, &cfg->selfprobe_interval_ms);
+	brq_cfg_get_setting(L, BRQ_SET_MAX_WAIT, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_MAX_WAITERS, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_POLL_INTERVAL, cfg);
+	enum got probe = brq_cfg_get_setting(L, BRQ_SET_SELFPROBE_INTERVAL, cfg);
 	if (probe == GOT_OK && cfg->selfprobe_interval_ms != 0 && cfg->selfprobe_interval_ms < 100) {
 		brq_config_problem_add(L->p, "BROOQ_SELFPROBE_INTERVAL: must be 0 (off) or 100ms..10m");
 	}
@@ -605,12 +607,12 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 	uint64_t min_lease = brq_cfg_min_lease_ms(cfg);
 	cfg->reaper_interval_ms =
 		min_lease / 4 > REAPER_MIN_DEFAULT_MS ? min_lease / 4 : REAPER_MIN_DEFAULT_MS;
-	get_duration(L, "BROOQ_REAPER_INTERVAL", 100, MS_PER_D, &cfg->reaper_interval_ms);
+	brq_cfg_get_setting(L, BRQ_SET_REAPER_INTERVAL, cfg);
 
-	get_duration(L, "BROOQ_RETENTION_TTL", 0, 3650 * MS_PER_D, &cfg->retention_ttl_ms);
-	get_duration(L, "BROOQ_RETENTION_INTERVAL", MS_PER_S, MS_PER_D, &cfg->retention_interval_ms);
-	get_u32(L, "BROOQ_RETENTION_BATCH", 1, 100000, &cfg->retention_batch);
-	get_u32(L, "BROOQ_RETENTION_MAX_BATCHES", 1, 100000, &cfg->retention_max_batches);
+	brq_cfg_get_setting(L, BRQ_SET_RETENTION_TTL, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_RETENTION_INTERVAL, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_RETENTION_BATCH, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_RETENTION_MAX_BATCHES, cfg);
 
 	get_http(L, cfg);
 	brq_cfg_get_console(L, cfg);
@@ -619,7 +621,7 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 	if (lvl != NULL && brq_log_parse_level(lvl, &cfg->log_level) != 0) {
 		brq_config_problem_add(L->p, "BROOQ_LOG_LEVEL: must be debug, info, warn or error");
 	}
-	get_duration(L, "BROOQ_SHUTDOWN_GRACE", 0, MS_PER_H, &cfg->shutdown_grace_ms);
+	brq_cfg_get_setting(L, BRQ_SET_SHUTDOWN_GRACE, cfg);
 }
 
 int
@@ -682,6 +684,7 @@ brq_config_fini(brq_config *cfg)
 		return;
 	}
 	brq_cfg_free_secret(cfg->dsn);
+	free(cfg->dsn_file);
 	free(cfg->listen);
 	free(cfg->tls_cert_file);
 	free(cfg->tls_key_file);

@@ -2,52 +2,10 @@
 // Gateway configuration: read from the environment and an optional env file, validated
 // all at once.
 //
-// Variables (an EMPTY value counts as unset everywhere; the process environment
-// overrides the env file). deploy/brooq-gateway.env.example lists the same table.
-//
-//   Variable                      Default                         Valid
-//   ----------------------------  ------------------------------  -----------------------
-//   BROOQ_DSN                     (required, see below)           libpq keyword/value or URI
-//   BROOQ_DSN_FILE                -                               path of a file holding the DSN
-//   BROOQ_LISTEN                  ipc:///run/brooq/gateway.sock   ipc:// tcp:// tls+tcp://
-//   BROOQ_IPC_MODE                0660                            octal, <= 0777
-//   BROOQ_TLS_CERT_FILE           - (tls+tcp:// only; required)    PEM certificate (chain)
-//   BROOQ_TLS_KEY_FILE            - (tls+tcp:// only; required)    PEM private key, unencrypted
-//   BROOQ_TLS_CLIENT_AUTH         none (tls+tcp:// only)           none|required
-//   BROOQ_TLS_CA_FILE             - (required with CLIENT_AUTH=required)  PEM CA certificates
-//   BROOQ_POOL_SIZE               4                               1..256
-//   BROOQ_LEASE                   2m                              1s..24h
-//   BROOQ_BACKOFF_BASE            1s                              1ms..24h
-//   BROOQ_BACKOFF_MAX             1m                              1ms..7d, >= BROOQ_BACKOFF_BASE
-//   BROOQ_MAX_ATTEMPTS            5                               1..1000
-//   BROOQ_ATTEMPT_TIMEOUT         0 (none)                        0 or 100ms..7d, <= MAX_EXECUTION_TIME
-//   BROOQ_MAX_EXECUTION_TIME      0 (none)                        0 or 100ms..7d
-//   BROOQ_WORKER_TOKEN_FILES      -                               comma-separated paths
-//   BROOQ_ADMIN_TOKEN_FILES       -                               comma-separated paths
-//   BROOQ_MAX_BATCH               1000                            1..10000
-//   BROOQ_MAX_PAYLOAD             1MiB                            1B..1GiB, <= BROOQ_MAX_REQUEST
-//   BROOQ_MAX_REQUEST             16MiB                           1KiB..1GiB
-//   BROOQ_MAX_WAIT                5m                              0..1h (longest long-poll)
-//   BROOQ_MAX_WAITERS             1000                            0..100000 (concurrent long-polls)
-//   BROOQ_POLL_INTERVAL           1s                              10ms..10m
-//   BROOQ_REAPER_INTERVAL         max(5s, shortest lease / 4)     100ms..24h
-//   BROOQ_RETENTION_TTL           30d                             0..3650d, 0 = retention off
-//   BROOQ_RETENTION_INTERVAL      1m                              1s..24h
-//   BROOQ_RETENTION_BATCH         1000                            1..100000
-//   BROOQ_RETENTION_MAX_BATCHES   100                             1..100000
-//   BROOQ_HTTP_LISTEN             127.0.0.1:8090                  host:port, [v6]:port, or off
-//   BROOQ_HTTP_ALLOW_NONLOOPBACK  false                           true/false/1/0/yes/no
-//   BROOQ_HTTP_TLS_CERT_FILE      - (HTTPS; with the key)           PEM certificate (chain)
-//   BROOQ_HTTP_TLS_KEY_FILE       - (HTTPS; with the certificate)   PEM private key, unencrypted
-//   BROOQ_CONSOLE                 on with a loopback HTTP host,    on|off (config_console.c)
-//                                 else off
-//   BROOQ_CONSOLE_SESSION_TTL     8h                              1s..7d
-//   BROOQ_SELFPROBE_INTERVAL      5s                              0 (off) or 100ms..10m
-//   BROOQ_LOG_LEVEL               info                            debug|info|warn|error
-//   BROOQ_SHUTDOWN_GRACE          10s                             0..1h
-//   BROOQ_TOPIC_OVERRIDES         -                               see below
-//   BROOQ_SCHEDULE_TICK           1s                              0 (off) or 100ms..1h
-//   BROOQ_SCHEDULES               -                               see below
+// Variables: config_settings.def declares every one once (its syntax, default, bounds,
+// what a SIGHUP does with it, one line of doc); deploy/brooq-gateway.env.example and
+// docs/man/brooq-gateway.8.scd describe the same rows for operators. An EMPTY value
+// counts as unset everywhere; the process environment overrides the env file.
 //
 // Also read: CREDENTIALS_DIRECTORY (set by systemd LoadCredential=).
 //
@@ -130,10 +88,10 @@
 // hold the DSN).
 //
 // The environment is checked the same way: a BROOQ_* variable that is not in the
-// table above is a problem, except the variables of brooq's other programs that a
+// settings table is a problem, except the variables of brooq's other programs that a
 // shell running them may have set (BROOQ_URL, BROOQ_TOKEN_FILE, BROOQ_MIGRATIONS_DIR,
 // BROOQ_TLS_SERVER_NAME) and of its test and benchmark harness (BROOQ_TEST_*,
-// BROOQ_BENCH_*, BROOQ_SOURCE_DIR). The client library reads BROOQ_TLS_CA_FILE,
+// BROOQ_BENCH_*, BROOQ_SOURCE_DIR; config_settings.c lists them). The client library reads BROOQ_TLS_CA_FILE,
 // BROOQ_TLS_CERT_FILE and BROOQ_TLS_KEY_FILE too, with the same meaning seen from its
 // side (the CA it trusts for the peer, its own certificate and key).
 #ifndef BRQ_GATEWAY_CONFIG_H
@@ -196,6 +154,7 @@ typedef struct brq_config brq_config;
 // brq_config_fini(). Strings are NUL-terminated.
 struct brq_config {
 	char    *dsn;       // secret: never log; wiped by brq_config_fini()
+	char    *dsn_file;  // BROOQ_DSN_FILE as set (NULL: unset), so a reload can name it
 	char    *listen;    // NNG URL: ipc://..., tcp://..., tls+tcp://...
 	uint32_t ipc_mode;  // permission bits for the ipc socket, <= 0777
 	uint32_t pool_size; // libpq connections, 1..256
@@ -359,5 +318,9 @@ uint64_t brq_config_recv_ceiling(const brq_config *cfg);
 
 // True if `host` is localhost, in 127.0.0.0/8, ::1 or an IPv4-mapped 127.x address.
 bool brq_config_host_is_loopback(const char *host);
+
+// The table of settings (name, syntax, bounds, default, SIGHUP behaviour, doc), which
+// reload and the tests read: part of what config/ offers the rest of the gateway.
+#include "config_settings.h"
 
 #endif // BRQ_GATEWAY_CONFIG_H

@@ -22,11 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "brq_units.h"
-
-#define SESSION_TTL_MIN_MS MS_PER_S
-#define SESSION_TTL_MAX_MS (7 * MS_PER_D)
-
 // The path in `var`, else $CREDENTIALS_DIRECTORY/<cred> when that file exists.
 static void
 get_file(struct loader *L, const char *var, const char *cred, char **out)
@@ -71,25 +66,12 @@ get_https(struct loader *L, brq_config *cfg)
 void
 brq_cfg_get_console(struct loader *L, brq_config *cfg)
 {
-	const char *why;
-	uint64_t    ttl;
-	const char *s = brq_cfg_src_get(&L->src, "BROOQ_CONSOLE_SESSION_TTL");
-	char        a[32], b[32];
-
 	get_https(L, cfg);
-	if (s != NULL && brq_parse_duration_ms(s, &ttl, &why) != 0) {
-		brq_config_problem_add(L->p, "BROOQ_CONSOLE_SESSION_TTL: %s", why);
-	} else if (s != NULL && (ttl < SESSION_TTL_MIN_MS || ttl > SESSION_TTL_MAX_MS)) {
-		brq_config_problem_add(L->p, "BROOQ_CONSOLE_SESSION_TTL: must be between %s and %s",
-				       brq_fmt_duration(a, sizeof(a), SESSION_TTL_MIN_MS),
-				       brq_fmt_duration(b, sizeof(b), SESSION_TTL_MAX_MS));
-	} else if (s != NULL) {
-		cfg->console_session_ttl_ms = ttl;
-	}
+	brq_cfg_get_setting(L, BRQ_SET_CONSOLE_SESSION_TTL, cfg);
 
 	bool is_loopback =
 		cfg->http_enabled && cfg->http_host != NULL && brq_config_host_is_loopback(cfg->http_host);
-	s = brq_cfg_src_get(&L->src, "BROOQ_CONSOLE");
+	const char *s = brq_cfg_src_get(&L->src, "BROOQ_CONSOLE");
 	if (s == NULL) {
 		cfg->console_enabled = is_loopback;
 		return;

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "brq_units.h"
 #include "config_parse.h"
+#include "config_settings.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,52 +20,6 @@
 // Env files larger than this are refused (they are small text files).
 #define ENV_FILE_MAX (1024 * 1024)
 
-// Every variable this module reads; an env file or environment naming another BROOQ_*
-// key is an error (but see foreign_vars).
-static const char *const known_vars[] = {
-	"BROOQ_DSN",
-	"BROOQ_DSN_FILE",
-	"BROOQ_LISTEN",
-	"BROOQ_IPC_MODE",
-	"BROOQ_TLS_CERT_FILE",
-	"BROOQ_TLS_KEY_FILE",
-	"BROOQ_TLS_CA_FILE",
-	"BROOQ_TLS_CLIENT_AUTH",
-	"BROOQ_POOL_SIZE",
-	"BROOQ_LEASE",
-	"BROOQ_BACKOFF_BASE",
-	"BROOQ_BACKOFF_MAX",
-	"BROOQ_MAX_ATTEMPTS",
-	"BROOQ_ATTEMPT_TIMEOUT",
-	"BROOQ_MAX_EXECUTION_TIME",
-	"BROOQ_WORKER_TOKEN_FILES",
-	"BROOQ_ADMIN_TOKEN_FILES",
-	"BROOQ_MAX_BATCH",
-	"BROOQ_MAX_PAYLOAD",
-	"BROOQ_MAX_REQUEST",
-	"BROOQ_MAX_INFLIGHT_BYTES",
-	"BROOQ_MAX_WAIT",
-	"BROOQ_MAX_WAITERS",
-	"BROOQ_POLL_INTERVAL",
-	"BROOQ_REAPER_INTERVAL",
-	"BROOQ_RETENTION_TTL",
-	"BROOQ_RETENTION_INTERVAL",
-	"BROOQ_RETENTION_BATCH",
-	"BROOQ_RETENTION_MAX_BATCHES",
-	"BROOQ_HTTP_LISTEN",
-	"BROOQ_HTTP_ALLOW_NONLOOPBACK",
-	"BROOQ_SELFPROBE_INTERVAL",
-	"BROOQ_LOG_LEVEL",
-	"BROOQ_SHUTDOWN_GRACE",
-	"BROOQ_TOPIC_OVERRIDES",
-	"BROOQ_SCHEDULE_TICK",
-	"BROOQ_SCHEDULES",
-	"BROOQ_HTTP_TLS_CERT_FILE",
-	"BROOQ_HTTP_TLS_KEY_FILE",
-	"BROOQ_CONSOLE",
-	"BROOQ_CONSOLE_SESSION_TTL",
-};
-
 void
 brq_cfg_free_secret(char *s)
 {
@@ -74,46 +29,18 @@ brq_cfg_free_secret(char *s)
 	}
 }
 
-// Names brooq's other programs and its test harness read; they may be set in the same
-// shell or CI job, so the gateway does not call them unknown.
-static const char *const foreign_vars[] = {
-	"BROOQ_URL", "BROOQ_TOKEN_FILE", "BROOQ_MIGRATIONS_DIR", "BROOQ_TLS_SERVER_NAME", "BROOQ_SOURCE_DIR",
-};
-static const char *const foreign_prefixes[] = {"BROOQ_TEST_", "BROOQ_BENCH_"};
-
 bool
 brq_cfg_is_blank(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
+// A BROOQ_* name that is a problem: neither a row of the settings table nor another
+// program's (config_settings.h).
 static bool
-is_in(const char *key, size_t len, const char *const *list, size_t n)
+is_unknown_var(const char *key, size_t len)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (strlen(list[i]) == len && memcmp(key, list[i], len) == 0) {
-			return true;
-		}
-	}
-	return false;
-}
-
-static bool
-is_known_var(const char *key, size_t len)
-{
-	return is_in(key, len, known_vars, sizeof(known_vars) / sizeof(known_vars[0]));
-}
-
-static bool
-is_foreign_var(const char *key, size_t len)
-{
-	for (size_t i = 0; i < sizeof(foreign_prefixes) / sizeof(foreign_prefixes[0]); i++) {
-		if (len > strlen(foreign_prefixes[i]) &&
-		    strncmp(key, foreign_prefixes[i], strlen(foreign_prefixes[i])) == 0) {
-			return true;
-		}
-	}
-	return is_in(key, len, foreign_vars, sizeof(foreign_vars) / sizeof(foreign_vars[0]));
+	return brq_setting_find(key, len) == NULL && !brq_setting_is_foreign(key, len);
 }
 
 void
@@ -122,7 +49,7 @@ brq_cfg_check_environ(struct loader *L, char *const *envp)
 	for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
 		const char *e   = envp[i];
 		size_t      len = strcspn(e, "=");
-		if (strncmp(e, "BROOQ_", 6) == 0 && !is_known_var(e, len) && !is_foreign_var(e, len)) {
+		if (strncmp(e, "BROOQ_", 6) == 0 && is_unknown_var(e, len)) {
 			brq_config_problem_add(L->p, "environment: unknown variable %.*s", (int) len, e);
 		}
 	}
@@ -317,7 +244,7 @@ env_push(struct env_parser *P)
 		env_problem(P, P->start, "value is not valid UTF-8 (systemd drops such a line)");
 		return;
 	}
-	if (strncmp(P->key, "BROOQ_", 6) == 0 && !is_known_var(P->key, strlen(P->key))) {
+	if (strncmp(P->key, "BROOQ_", 6) == 0 && brq_setting_find(P->key, strlen(P->key)) == NULL) {
 		brq_config_problem_add(P->L->p, "env file %s line %zu: unknown variable %s", P->path,
 				       P->start, P->key);
 		return;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "config_settings.h"
 
 #define MS_PER_S 1000ull
 #define MS_PER_M (60ull * MS_PER_S)
@@ -68,6 +69,12 @@ struct loader {
 
 // Result of reading one variable.
 enum got { GOT_UNSET = 0, GOT_OK = 1, GOT_BAD = -1 };
+
+// --- config.c ---
+// Reads the U32, DURATION or SIZE setting `id` with its row's name and bounds into its
+// row's field (config_settings.def); the field is left alone unless GOT_OK. Problems
+// go to L->p.
+enum got brq_cfg_get_setting(struct loader *L, brq_setting_id id, brq_config *cfg);
 
 // --- config_env.c ---
 // Wipes and frees a string that may hold a secret. NULL is fine.
