@@ -14,13 +14,8 @@
 #include "ops_policy.h"
 #include "ops_sched.h"
 
-// An op's result: the reply is in w->out, or an error to encode.
-typedef struct op_err {
-	brq_status code; // BRQ_ST_OK: w->out holds the reply
-	char       msg[BRQ_MSG_MAX];
-} op_err;
-
-static brq_status __attribute__((format(printf, 3, 4))) fail(op_err *e, brq_status code, const char *fmt, ...)
+brq_status
+brq_ops_fail(brq_op_err *e, brq_status code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -30,27 +25,25 @@ static brq_status __attribute__((format(printf, 3, 4))) fail(op_err *e, brq_stat
 	return code;
 }
 
-// Maps a store failure (BRQ_E* code rv on connection c) to the reply: `unavailable`
-// where retrying helps, `invalid_argument` when the database refused the data,
-// `not_found`, else `internal`.
-static brq_status
-store_fail(op_err *e, const brq_store_conn *c, int rv, const char *what)
+brq_status
+brq_ops_store_fail(brq_op_err *e, const brq_store_conn *c, int rv, const char *what)
 {
 	brq_status code;
 	switch (rv) {
 	case BRQ_EUNAVAIL:
 	case BRQ_ETIMEDOUT:
-	case BRQ_ECONFLICT: code = BRQ_ST_UNAVAILABLE; break;
+	case BRQ_ECONFLICT: // the state changed under the call: the same request may pass now
+		code = BRQ_ST_UNAVAILABLE;
+		break;
 	case BRQ_EINVAL: code = BRQ_ST_INVALID_ARGUMENT; break;
 	case BRQ_ENOTFOUND: code = BRQ_ST_NOT_FOUND; break;
 	default: code = BRQ_ST_INTERNAL; break;
 	}
-	if (code == BRQ_ST_UNAVAILABLE)
-		BRQ_LOG_WARN("db_statement_failed", "what=%s error=%s reason=%s", what, brq_err_name(rv),
-			     BRQ_LOG_Q(brq_store_errmsg(c)));
-	if (code == BRQ_ST_UNAVAILABLE)
-		return fail(e, code, "%s: %s; retry later", what, brq_store_errmsg(c));
-	return fail(e, code, "%s: %s", what, brq_store_errmsg(c));
+	if (code != BRQ_ST_UNAVAILABLE)
+		return brq_ops_fail(e, code, "%s: %s", what, brq_store_errmsg(c));
+	BRQ_LOG_WARN("db_statement_failed", "what=%s error=%s reason=%s", what, brq_err_name(rv),
+		     BRQ_LOG_Q(brq_store_errmsg(c)));
+	return brq_ops_fail(e, code, "%s: %s; retry later", what, brq_store_errmsg(c));
 }
 
 // Metrics for jobs whose lease was found gone: their topics cost one extra query,
@@ -144,15 +137,15 @@ encode_enqueue_reply(brq_work *w, const brq_enqueue_result *res)
 }
 
 static brq_status
-op_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
+op_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e)
 {
 	const brq_enqueue_req *q   = &w->req.enqueue;
 	brq_enqueue_result    *res = brq_arena_alloc(&w->arena, q->n_jobs, sizeof(*res));
 	if (res == NULL)
-		return fail(e, BRQ_ST_INTERNAL, "enqueue: out of memory");
+		return brq_ops_fail(e, BRQ_ST_INTERNAL, "enqueue: out of memory");
 	int rv = brq_store_enqueue(c, q->jobs, q->n_jobs, res);
 	if (rv != 0)
-		return store_fail(e, c, rv, "enqueue");
+		return brq_ops_store_fail(e, c, rv, "enqueue");
 	enqueue_committed(o, q->jobs, q->n_jobs, res, NULL, 0);
 	encode_enqueue_reply(w, res);
 	return BRQ_ST_OK;
@@ -236,10 +229,10 @@ brq_ops_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *head, brq_work **
 		memcpy(jobs + at, w->req.enqueue.jobs, w->req.enqueue.n_jobs * sizeof(*jobs));
 		at += w->req.enqueue.n_jobs;
 	}
-	op_err e = {.code = BRQ_ST_OK};
-	int    rv;
+	brq_op_err e = {.code = BRQ_ST_OK};
+	int        rv;
 	if (!brq_store_ready(c)) {
-		fail(&e, BRQ_ST_UNAVAILABLE, "database unavailable; retry later");
+		brq_ops_fail(&e, BRQ_ST_UNAVAILABLE, "database unavailable; retry later");
 	} else {
 		k  = brq_waiters_take(o->waiters, jobs, total, taken, BRQ_OPS_TAKE_MAX);
 		rv = enqueue_with_claims(o, c, jobs, total, res, taken, k);
@@ -251,7 +244,7 @@ brq_ops_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *head, brq_work **
 			}
 			return k;
 		}
-		if (store_fail(&e, c, rv, "enqueue") == BRQ_ST_INVALID_ARGUMENT)
+		if (brq_ops_store_fail(&e, c, rv, "enqueue") == BRQ_ST_INVALID_ARGUMENT)
 			goto one_by_one; // somebody's data was refused: find out whose
 	}
 	for (brq_work *w = head; w != NULL; w = w->qnext)
@@ -301,16 +294,16 @@ settle_committed(const brq_ops *o, brq_store_conn *c, brq_arena *arena, const br
 }
 
 static brq_status
-op_settle(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
+op_settle(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e)
 {
 	const brq_settle_req *q   = &w->req.settle;
 	brq_store_settled    *out = brq_arena_alloc(&w->arena, q->n_items, sizeof(*out));
 	brq_store_chain       chain;
 	if (out == NULL)
-		return fail(e, BRQ_ST_INTERNAL, "settle: out of memory");
+		return brq_ops_fail(e, BRQ_ST_INTERNAL, "settle: out of memory");
 	int rv = brq_store_settle(c, q->items, q->n_items, out, &chain);
 	if (rv != 0)
-		return store_fail(e, c, rv, "settle");
+		return brq_ops_store_fail(e, c, rv, "settle");
 	settle_committed(o, c, &w->arena, q->items, q->n_items, out, &chain);
 	brq_buf *b = &w->out;
 	brq_reply_begin(b, w->req.rid, 1);
@@ -389,7 +382,7 @@ encode_claim_reply(brq_work *w, const brq_store_claim_out *out)
 // first round, even when the claim then waits through several rounds; its results
 // wait in w for the reply. A claim whose peer already left claims nothing.
 static brq_status
-op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e, bool *park)
+op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e, bool *park)
 {
 	const brq_claim_req *q          = &w->req.claim;
 	bool                 settle_now = q->has_settle && !w->settled && q->n_settle > 0;
@@ -400,7 +393,7 @@ op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e, bool *park
 			brq_arena_alloc(&w->arena, q->n_settle ? q->n_settle : 1, sizeof(*w->settle_results));
 		settled = brq_arena_alloc(&w->arena, q->n_settle ? q->n_settle : 1, sizeof(*settled));
 		if (w->settle_results == NULL || settled == NULL)
-			return fail(e, BRQ_ST_INTERNAL, "claim.settle: out of memory");
+			return brq_ops_fail(e, BRQ_ST_INTERNAL, "claim.settle: out of memory");
 		w->settled = !settle_now;
 	}
 	brq_store_claim_in in = {
@@ -419,7 +412,7 @@ op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e, bool *park
 	w->wake_gen = brq_waiters_gen(o->waiters);
 	int rv      = brq_store_claim(c, &in, &out);
 	if (rv != 0)
-		return store_fail(e, c, rv, "claim");
+		return brq_ops_store_fail(e, c, rv, "claim");
 	if (settle_now) {
 		w->settled = true;
 		for (uint32_t i = 0; i < q->n_settle; i++)
@@ -437,9 +430,9 @@ op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e, bool *park
 	if (brq_buf_error(&w->out) != 0) {
 		// Leases committed for a reply that cannot be built: give them back now.
 		brq_ops_undeliverable(o, c, w, "reply too large");
-		return fail(e, BRQ_ST_INTERNAL,
-			    "claim: the reply could not be encoded (%u jobs); retry with a smaller n",
-			    out.n_jobs);
+		return brq_ops_fail(e, BRQ_ST_INTERNAL,
+				    "claim: the reply could not be encoded (%u jobs); retry with a smaller n",
+				    out.n_jobs);
 	}
 	return BRQ_ST_OK;
 }
@@ -480,17 +473,17 @@ lost_reasons(brq_store_conn *c, brq_arena *arena, const brq_heartbeat_req *q, co
 }
 
 static brq_status
-op_heartbeat(brq_store_conn *c, brq_work *w, op_err *e)
+op_heartbeat(brq_store_conn *c, brq_work *w, brq_op_err *e)
 {
 	const brq_heartbeat_req *q       = &w->req.heartbeat;
 	bool                    *ext     = brq_arena_alloc(&w->arena, q->n_leases, sizeof(bool));
 	brq_lost_reason         *reasons = brq_arena_alloc(&w->arena, q->n_leases, sizeof(*reasons));
 	int64_t                  until;
 	if (ext == NULL || reasons == NULL)
-		return fail(e, BRQ_ST_INTERNAL, "heartbeat: out of memory");
+		return brq_ops_fail(e, BRQ_ST_INTERNAL, "heartbeat: out of memory");
 	int rv = brq_store_heartbeat(c, q->leases, q->n_leases, q->has_lease_ms, q->lease_ms, ext, &until);
 	if (rv != 0)
-		return store_fail(e, c, rv, "heartbeat");
+		return brq_ops_store_fail(e, c, rv, "heartbeat");
 	bool any_lost = false;
 	for (uint32_t i = 0; i < q->n_leases; i++)
 		any_lost = any_lost || !ext[i];
@@ -511,13 +504,13 @@ op_heartbeat(brq_store_conn *c, brq_work *w, op_err *e)
 }
 
 static brq_status
-op_cancel(brq_store_conn *c, brq_work *w, op_err *e)
+op_cancel(brq_store_conn *c, brq_work *w, brq_op_err *e)
 {
 	brq_cancel_rep rep;
 	brq_str        topic;
 	int            rv = brq_store_cancel(c, w->req.cancel.id, &rep, &topic);
 	if (rv != 0)
-		return store_fail(e, c, rv, "cancel");
+		return brq_ops_store_fail(e, c, rv, "cancel");
 	if (rep.canceled)
 		BRQ_LOG_INFO("job_canceled", "id=%" PRIu64 " topic=%.*s", w->req.cancel.id, (int) topic.len,
 			     topic.ptr);
@@ -531,12 +524,12 @@ op_cancel(brq_store_conn *c, brq_work *w, op_err *e)
 }
 
 static brq_status
-op_job(brq_store_conn *c, brq_work *w, op_err *e)
+op_job(brq_store_conn *c, brq_work *w, brq_op_err *e)
 {
 	brq_job_info j;
 	int          rv = brq_store_job(c, w->req.job.id, &j);
 	if (rv != 0)
-		return store_fail(e, c, rv, "job");
+		return brq_ops_store_fail(e, c, rv, "job");
 	brq_buf *b = &w->out;
 	brq_reply_begin(b, w->req.rid, 1);
 	brq_pack_key(b, "job");
@@ -549,7 +542,7 @@ op_job(brq_store_conn *c, brq_work *w, op_err *e)
 // counting the table's history per request let a few operators starve the pool).
 // Until the monitor's first terminal count, one exact count of everything.
 static brq_status
-op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
+op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e)
 {
 	brq_topic_stats     *topics;
 	uint32_t             n;
@@ -564,7 +557,7 @@ op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
 	if (rv == 0)
 		rv = brq_ops_policy_stats(c, topics, n);
 	if (rv != 0)
-		return store_fail(e, c, rv, "stats");
+		return brq_ops_store_fail(e, c, rv, "stats");
 	brq_buf *b = &w->out;
 	brq_reply_begin(b, w->req.rid, 2);
 	// How old the terminal counts are (0: exact, counted now); an unknown key to
@@ -618,12 +611,12 @@ brq_ops_undeliverable(const brq_ops *o, brq_store_conn *c, brq_work *w, const ch
 brq_ops_result
 brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 {
-	op_err     e    = {.code = BRQ_ST_OK};
+	brq_op_err e    = {.code = BRQ_ST_OK};
 	bool       park = false;
 	brq_status st;
 
 	if (!brq_store_ready(c)) {
-		st = fail(&e, BRQ_ST_UNAVAILABLE, "database unavailable; retry later");
+		st = brq_ops_fail(&e, BRQ_ST_UNAVAILABLE, "database unavailable; retry later");
 		goto out;
 	}
 	switch (w->req.op) {
@@ -639,13 +632,13 @@ brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 	case BRQ_OP_TOPIC_LIMITS:
 	case BRQ_OP_TOPICS: {
 		int rv = brq_ops_policy_run(o, c, w);
-		st     = rv == 0 ? BRQ_ST_OK : store_fail(&e, c, rv, brq_op_name(w->req.op));
+		st     = rv == 0 ? BRQ_ST_OK : brq_ops_store_fail(&e, c, rv, brq_op_name(w->req.op));
 		break;
 	}
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_LIST:
-	case BRQ_OP_SCHEDULE_REMOVE: st = e.code = brq_ops_schedule(o, c, w, e.msg, sizeof(e.msg)); break;
-	default: st = brq_ops_admin(o, c, w, e.msg, sizeof(e.msg)); break; // list, retry, delete
+	case BRQ_OP_SCHEDULE_REMOVE: st = brq_ops_schedule(o, c, w, &e); break;
+	default: st = brq_ops_admin(o, c, w, &e); break; // list, retry, delete
 	}
 out:
 	if (park && st == BRQ_ST_OK)
