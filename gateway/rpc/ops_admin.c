@@ -2,7 +2,7 @@
 // The operators' operations: list (a page of jobs), retry (terminal jobs as new jobs),
 // delete (a terminal job). Admin role only
 // (brq_op_admin_only in proto/status.c, the one list).
-#include "ops.h"
+#include "ops_admin.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,7 +31,7 @@ fit_page(const brq_job_info *jobs, uint32_t n, uint64_t budget)
 }
 
 static brq_status
-op_list(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e)
+op_list(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	brq_job_info *jobs;
 	uint32_t      n;
@@ -39,7 +39,7 @@ op_list(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e)
 	char          next[BRQ_CURSOR_MAX];
 	int           rv = brq_store_list(c, &w->req.list, &jobs, &n, &more);
 	if (rv != 0)
-		return brq_ops_store_fail(e, c, rv, "list");
+		return brq_ops_store_fail(r, c, rv, "list");
 	uint32_t fit = fit_page(jobs, n, o->cfg->max_request_bytes);
 	more         = more || fit < n;
 	if (more)
@@ -59,15 +59,15 @@ op_list(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e)
 }
 
 static brq_status
-op_retry(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e)
+op_retry(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	const brq_retry_req *q = &w->req.retry;
 	brq_store_retried    out;
 	int                  rv = brq_store_retry(c, q, &out);
 	if (rv != 0)
-		return brq_ops_store_fail(e, c, rv, "retry");
+		return brq_ops_store_fail(r, c, rv, "retry");
 	if (q->id > 0 && out.n_ids == 0)
-		return brq_ops_fail(e, BRQ_ST_CONFLICT,
+		return brq_ops_fail(r, BRQ_ST_CONFLICT,
 				    "retry: job %" PRIu64 " is %s; only dead or canceled jobs can be retried",
 				    q->id, brq_state_name(out.state));
 	if (out.retried > 0) {
@@ -82,12 +82,12 @@ op_retry(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e)
 			 .code  = BRQ_ST_OK,
 			 .retry = {.retried = out.retried, .ids = out.ids, .n_ids = out.n_ids}};
 	if (brq_reply_encode(&w->out, &rep) != 0)
-		return brq_ops_fail(e, BRQ_ST_INTERNAL, "retry: out of memory encoding the reply");
+		return brq_ops_fail(r, BRQ_ST_INTERNAL, "retry: out of memory encoding the reply");
 	return BRQ_ST_OK;
 }
 
 static brq_status
-op_delete(brq_store_conn *c, brq_work *w, brq_op_err *e)
+op_delete(brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	uint64_t  id = w->req.del.id;
 	bool      deleted;
@@ -95,9 +95,9 @@ op_delete(brq_store_conn *c, brq_work *w, brq_op_err *e)
 	brq_str   topic;
 	int       rv = brq_store_delete(c, id, &deleted, &state, &topic);
 	if (rv != 0)
-		return brq_ops_store_fail(e, c, rv, "delete");
+		return brq_ops_store_fail(r, c, rv, "delete");
 	if (!deleted)
-		return brq_ops_fail(e, BRQ_ST_CONFLICT,
+		return brq_ops_fail(r, BRQ_ST_CONFLICT,
 				    "delete: job %" PRIu64
 				    " is %s; only done, dead or canceled jobs can be deleted",
 				    id, brq_state_name(state));
@@ -108,17 +108,17 @@ op_delete(brq_store_conn *c, brq_work *w, brq_op_err *e)
 			 .code = BRQ_ST_OK,
 			 .del  = {.id = id, .deleted = true}};
 	if (brq_reply_encode(&w->out, &rep) != 0)
-		return brq_ops_fail(e, BRQ_ST_INTERNAL, "delete: out of memory encoding the reply");
+		return brq_ops_fail(r, BRQ_ST_INTERNAL, "delete: out of memory encoding the reply");
 	return BRQ_ST_OK;
 }
 
 brq_status
-brq_ops_admin(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e)
+brq_ops_admin(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	switch (w->req.op) {
-	case BRQ_OP_LIST: return op_list(o, c, w, e);
-	case BRQ_OP_RETRY: return op_retry(o, c, w, e);
-	case BRQ_OP_DELETE: return op_delete(c, w, e);
-	default: return brq_ops_fail(e, BRQ_ST_INTERNAL, "op %s not handled", brq_op_name(w->req.op));
+	case BRQ_OP_LIST: return op_list(o, c, w, r);
+	case BRQ_OP_RETRY: return op_retry(o, c, w, r);
+	case BRQ_OP_DELETE: return op_delete(c, w, r);
+	default: return brq_ops_fail(r, BRQ_ST_INTERNAL, "op %s not handled", brq_op_name(w->req.op));
 	}
 }

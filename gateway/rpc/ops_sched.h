@@ -5,8 +5,8 @@
 
 #include "ops.h"
 
-// Runs w's schedule op on c. Returns BRQ_ST_OK with the reply in w->out, or the status
-// to answer with (the failure in *e). Bad input changes nothing.
-brq_status brq_ops_schedule(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_err *e);
+// Runs w's schedule op on c, a brq_op_fn: BRQ_ST_OK with the reply in w->out, else the
+// failure in *r. Bad input changes nothing.
+brq_status brq_ops_schedule(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r);
 
 #endif
