@@ -20,7 +20,7 @@
 //   brq_console_op_topics     GET  /console/api/topics     (paused flag and limits per topic)
 //   brq_console_op_pause      POST /console/api/pause      topic
 //   brq_console_op_resume     POST /console/api/resume     topic
-// and brq_console_op_schedules GET /console/api/schedules (a read of the schedule table).
+//   brq_console_op_schedules  GET  /console/api/schedules  (the schedule table)
 #ifndef BRQ_GATEWAY_CONSOLE_OPS_H
 #define BRQ_GATEWAY_CONSOLE_OPS_H
 

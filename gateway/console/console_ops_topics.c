@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The web console's topic operations: the paused and limited topics, pause and resume
-// (through the RPC's `topics`, `pause` and `resume`), and the schedules (a read of the
-// schedule table).
+// The web console's topic operations: the paused and limited topics, pause and resume,
+// and the schedules (through the RPC's `topics`, `pause`, `resume` and `schedule_list`).
 #include "console_ops.h"
 
 #include <stdio.h>
@@ -91,17 +90,19 @@ brq_console_op_resume(brq_console_call *call)
 // "missed", "next_at_ms", "last_at_ms", "catch_up_max", "enabled", "source"}]}: spec is the
 // cron expression or "every N ms", time_zone null for an interval, missed the misfire
 // policy ("skip" or "catch_up"), next_at_ms null when disabled, last_at_ms null before
-// the first slot. A read of the schedule table (the store's, as schedule_list).
+// the first slot. The RPC's `schedule_list`.
 int
 brq_console_op_schedules(brq_console_call *call)
 {
-	brq_schedule *s;
-	uint32_t      n;
-	int           rv = brq_store_sched_list(call->c, &s, &n);
-	if (rv != 0)
-		return brq_console_fail(call, rv == BRQ_EUNAVAIL || rv == BRQ_ETIMEDOUT ? 503 : 500,
-					"schedules: %s", brq_store_errmsg(call->c));
-	brq_jw *o = call->out;
+	brq_request req = {.op = BRQ_OP_SCHEDULE_LIST};
+	brq_reply   rep;
+	int         status = brq_console_rpc(call, &req, &rep);
+	if (status != 200) {
+		return status;
+	}
+	const brq_schedule *s = rep.schedule_list.schedules;
+	uint32_t            n = rep.schedule_list.n_schedules;
+	brq_jw             *o = call->out;
 	brq_jw_key(o, "schedules");
 	brq_jw_arr(o);
 	for (uint32_t i = 0; i < n; i++) {

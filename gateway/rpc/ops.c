@@ -11,46 +11,40 @@
 #include "brq_version.h"
 #include "log/log.h"
 #include "metrics/metrics.h"
+#include "ops_jobs.h"
 #include "ops_policy.h"
 #include "ops_schedule.h"
 
-// An op's result: the reply is in w->out, or an error to encode.
-typedef struct op_err {
-	brq_status code; // BRQ_ST_OK: w->out holds the reply
-	char       msg[BRQ_MSG_MAX];
-} op_err;
-
-static brq_status __attribute__((format(printf, 3, 4))) fail(op_err *e, brq_status code, const char *fmt, ...)
+brq_status
+brq_ops_fail(brq_op_res *r, brq_status code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
 	va_end(ap);
-	e->code = code;
+	r->code = code;
 	return code;
 }
 
-// Maps a store failure (BRQ_E* code rv on connection c) to the reply: `unavailable`
-// where retrying helps, `invalid_argument` when the database refused the data,
-// `not_found`, else `internal`.
-static brq_status
-store_fail(op_err *e, const brq_store_conn *c, int rv, const char *what)
+brq_status
+brq_ops_store_fail(brq_op_res *r, const brq_store_conn *c, int rv, const char *what)
 {
 	brq_status code;
 	switch (rv) {
 	case BRQ_EUNAVAIL:
 	case BRQ_ETIMEDOUT:
-	case BRQ_ECONFLICT: code = BRQ_ST_UNAVAILABLE; break;
+	case BRQ_ECONFLICT: // the state changed under the call: the same request may pass now
+		code = BRQ_ST_UNAVAILABLE;
+		break;
 	case BRQ_EINVAL: code = BRQ_ST_INVALID_ARGUMENT; break;
 	case BRQ_ENOTFOUND: code = BRQ_ST_NOT_FOUND; break;
 	default: code = BRQ_ST_INTERNAL; break;
 	}
-	if (code == BRQ_ST_UNAVAILABLE)
-		BRQ_LOG_WARN("db_statement_failed", "what=%s error=%s reason=%s", what, brq_err_name(rv),
-			     BRQ_LOG_Q(brq_store_errmsg(c)));
-	if (code == BRQ_ST_UNAVAILABLE)
-		return fail(e, code, "%s: %s; retry later", what, brq_store_errmsg(c));
-	return fail(e, code, "%s: %s", what, brq_store_errmsg(c));
+	if (code != BRQ_ST_UNAVAILABLE)
+		return brq_ops_fail(r, code, "%s: %s", what, brq_store_errmsg(c));
+	BRQ_LOG_WARN("db_statement_failed", "what=%s error=%s reason=%s", what, brq_err_name(rv),
+		     BRQ_LOG_Q(brq_store_errmsg(c)));
+	return brq_ops_fail(r, code, "%s: %s; retry later", what, brq_store_errmsg(c));
 }
 
 // Metrics for jobs whose lease was found gone: their topics cost one extra query,
@@ -144,15 +138,15 @@ encode_enqueue_reply(brq_work *w, const brq_enqueue_result *res)
 }
 
 static brq_status
-op_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
+op_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	const brq_enqueue_req *q   = &w->req.enqueue;
 	brq_enqueue_result    *res = brq_arena_alloc(&w->arena, q->n_jobs, sizeof(*res));
 	if (res == NULL)
-		return fail(e, BRQ_ST_INTERNAL, "enqueue: out of memory");
+		return brq_ops_fail(r, BRQ_ST_INTERNAL, "enqueue: out of memory");
 	int rv = brq_store_enqueue(c, q->jobs, q->n_jobs, res);
 	if (rv != 0)
-		return store_fail(e, c, rv, "enqueue");
+		return brq_ops_store_fail(r, c, rv, "enqueue");
 	enqueue_committed(o, q->jobs, q->n_jobs, res, NULL, 0);
 	encode_enqueue_reply(w, res);
 	return BRQ_ST_OK;
@@ -236,10 +230,10 @@ brq_ops_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *head, brq_work **
 		memcpy(jobs + at, w->req.enqueue.jobs, w->req.enqueue.n_jobs * sizeof(*jobs));
 		at += w->req.enqueue.n_jobs;
 	}
-	op_err e = {.code = BRQ_ST_OK};
-	int    rv;
+	brq_op_res r = {.code = BRQ_ST_OK};
+	int        rv;
 	if (!brq_store_ready(c)) {
-		fail(&e, BRQ_ST_UNAVAILABLE, "database unavailable; retry later");
+		brq_ops_fail(&r, BRQ_ST_UNAVAILABLE, "database unavailable; retry later");
 	} else {
 		k  = brq_waiters_take(o->waiters, jobs, total, taken, BRQ_OPS_TAKE_MAX);
 		rv = enqueue_with_claims(o, c, jobs, total, res, taken, k);
@@ -251,11 +245,11 @@ brq_ops_enqueue(const brq_ops *o, brq_store_conn *c, brq_work *head, brq_work **
 			}
 			return k;
 		}
-		if (store_fail(&e, c, rv, "enqueue") == BRQ_ST_INVALID_ARGUMENT)
+		if (brq_ops_store_fail(&r, c, rv, "enqueue") == BRQ_ST_INVALID_ARGUMENT)
 			goto one_by_one; // somebody's data was refused: find out whose
 	}
 	for (brq_work *w = head; w != NULL; w = w->qnext)
-		encode_error(w, e.code, e.msg);
+		encode_error(w, r.code, r.msg);
 	return k;
 one_by_one:
 	for (brq_work *w = head; w != NULL; w = w->qnext)
@@ -301,16 +295,16 @@ settle_committed(const brq_ops *o, brq_store_conn *c, brq_arena *arena, const br
 }
 
 static brq_status
-op_settle(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
+op_settle(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	const brq_settle_req *q   = &w->req.settle;
 	brq_store_settled    *out = brq_arena_alloc(&w->arena, q->n_items, sizeof(*out));
 	brq_store_chain       chain;
 	if (out == NULL)
-		return fail(e, BRQ_ST_INTERNAL, "settle: out of memory");
+		return brq_ops_fail(r, BRQ_ST_INTERNAL, "settle: out of memory");
 	int rv = brq_store_settle(c, q->items, q->n_items, out, &chain);
 	if (rv != 0)
-		return store_fail(e, c, rv, "settle");
+		return brq_ops_store_fail(r, c, rv, "settle");
 	settle_committed(o, c, &w->arena, q->items, q->n_items, out, &chain);
 	brq_buf *b = &w->out;
 	brq_reply_begin(b, w->req.rid, 1);
@@ -387,20 +381,20 @@ encode_claim_reply(brq_work *w, const brq_store_claim_out *out)
 
 // One claim round. A combined "settle these, give me more" settles once, on the
 // first round, even when the claim then waits through several rounds; its results
-// wait in w for the reply. A claim whose peer already left claims nothing.
+// wait in w for the reply. A claim whose peer already left claims nothing. A long-poll
+// that found nothing sets r->park and encodes no reply.
 static brq_status
-op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e, bool *park)
+op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	const brq_claim_req *q          = &w->req.claim;
 	bool                 settle_now = q->has_settle && !w->settled && q->n_settle > 0;
 	brq_store_settled   *settled    = NULL;
-	*park                           = false;
 	if (q->has_settle && !w->settled) {
 		w->settle_results =
 			brq_arena_alloc(&w->arena, q->n_settle ? q->n_settle : 1, sizeof(*w->settle_results));
 		settled = brq_arena_alloc(&w->arena, q->n_settle ? q->n_settle : 1, sizeof(*settled));
 		if (w->settle_results == NULL || settled == NULL)
-			return fail(e, BRQ_ST_INTERNAL, "claim.settle: out of memory");
+			return brq_ops_fail(r, BRQ_ST_INTERNAL, "claim.settle: out of memory");
 		w->settled = !settle_now;
 	}
 	brq_store_claim_in in = {
@@ -419,7 +413,7 @@ op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e, bool *park
 	w->wake_gen = brq_waiters_gen(o->waiters);
 	int rv      = brq_store_claim(c, &in, &out);
 	if (rv != 0)
-		return store_fail(e, c, rv, "claim");
+		return brq_ops_store_fail(r, c, rv, "claim");
 	if (settle_now) {
 		w->settled = true;
 		for (uint32_t i = 0; i < q->n_settle; i++)
@@ -427,7 +421,7 @@ op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e, bool *park
 		settle_committed(o, c, &w->arena, q->settle, q->n_settle, settled, &out.chain);
 	}
 	if (out.n_jobs == 0 && in.n > 0 && w->deadline_ms > brq_now_ms() && !atomic_load(o->stopping)) {
-		*park = true;
+		r->park = true;
 		return BRQ_ST_OK;
 	}
 	fit_reply(c, &out, o->cfg->max_request_bytes);
@@ -437,9 +431,9 @@ op_claim(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e, bool *park
 	if (brq_buf_error(&w->out) != 0) {
 		// Leases committed for a reply that cannot be built: give them back now.
 		brq_ops_undeliverable(o, c, w, "reply too large");
-		return fail(e, BRQ_ST_INTERNAL,
-			    "claim: the reply could not be encoded (%u jobs); retry with a smaller n",
-			    out.n_jobs);
+		return brq_ops_fail(r, BRQ_ST_INTERNAL,
+				    "claim: the reply could not be encoded (%u jobs); retry with a smaller n",
+				    out.n_jobs);
 	}
 	return BRQ_ST_OK;
 }
@@ -480,17 +474,18 @@ lost_reasons(brq_store_conn *c, brq_arena *arena, const brq_heartbeat_req *q, co
 }
 
 static brq_status
-op_heartbeat(brq_store_conn *c, brq_work *w, op_err *e)
+op_heartbeat(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
+	(void) o;
 	const brq_heartbeat_req *q       = &w->req.heartbeat;
 	bool                    *ext     = brq_arena_alloc(&w->arena, q->n_leases, sizeof(bool));
 	brq_lost_reason         *reasons = brq_arena_alloc(&w->arena, q->n_leases, sizeof(*reasons));
 	int64_t                  until;
 	if (ext == NULL || reasons == NULL)
-		return fail(e, BRQ_ST_INTERNAL, "heartbeat: out of memory");
+		return brq_ops_fail(r, BRQ_ST_INTERNAL, "heartbeat: out of memory");
 	int rv = brq_store_heartbeat(c, q->leases, q->n_leases, q->has_lease_ms, q->lease_ms, ext, &until);
 	if (rv != 0)
-		return store_fail(e, c, rv, "heartbeat");
+		return brq_ops_store_fail(r, c, rv, "heartbeat");
 	bool any_lost = false;
 	for (uint32_t i = 0; i < q->n_leases; i++)
 		any_lost = any_lost || !ext[i];
@@ -511,13 +506,14 @@ op_heartbeat(brq_store_conn *c, brq_work *w, op_err *e)
 }
 
 static brq_status
-op_cancel(brq_store_conn *c, brq_work *w, op_err *e)
+op_cancel(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
+	(void) o;
 	brq_cancel_rep rep;
 	brq_str        topic;
 	int            rv = brq_store_cancel(c, w->req.cancel.id, &rep, &topic);
 	if (rv != 0)
-		return store_fail(e, c, rv, "cancel");
+		return brq_ops_store_fail(r, c, rv, "cancel");
 	if (rep.canceled)
 		BRQ_LOG_INFO("job_canceled", "id=%" PRIu64 " topic=%.*s", w->req.cancel.id, (int) topic.len,
 			     topic.ptr);
@@ -531,12 +527,13 @@ op_cancel(brq_store_conn *c, brq_work *w, op_err *e)
 }
 
 static brq_status
-op_job(brq_store_conn *c, brq_work *w, op_err *e)
+op_job(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
+	(void) o;
 	brq_job_info j;
 	int          rv = brq_store_job(c, w->req.job.id, &j);
 	if (rv != 0)
-		return store_fail(e, c, rv, "job");
+		return brq_ops_store_fail(r, c, rv, "job");
 	brq_buf *b = &w->out;
 	brq_reply_begin(b, w->req.rid, 1);
 	brq_pack_key(b, "job");
@@ -549,7 +546,7 @@ op_job(brq_store_conn *c, brq_work *w, op_err *e)
 // counting the table's history per request let a few operators starve the pool).
 // Until the monitor's first terminal count, one exact count of everything.
 static brq_status
-op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
+op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	brq_topic_stats     *topics;
 	uint32_t             n;
@@ -564,7 +561,7 @@ op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, op_err *e)
 	if (rv == 0)
 		rv = brq_ops_policy_stats(c, topics, n);
 	if (rv != 0)
-		return store_fail(e, c, rv, "stats");
+		return brq_ops_store_fail(r, c, rv, "stats");
 	brq_buf *b = &w->out;
 	brq_reply_begin(b, w->req.rid, 2);
 	// How old the terminal counts are (0: exact, counted now); an unknown key to
@@ -615,46 +612,49 @@ brq_ops_undeliverable(const brq_ops *o, brq_store_conn *c, brq_work *w, const ch
 			     returned);
 }
 
+// The operation that serves each op on the database, by op: ops.c's own, and the
+// families' (ops_jobs.c, ops_policy.c, ops_schedule.c), as proto/opcodecs.c says which
+// family's codec serves an op. NULL: none here (ping touches no database: brq_ops_ping).
+static const brq_op_fn op_fns[BRQ_OP__COUNT] = {
+	[BRQ_OP_ENQUEUE]         = op_enqueue,
+	[BRQ_OP_CLAIM]           = op_claim,
+	[BRQ_OP_HEARTBEAT]       = op_heartbeat,
+	[BRQ_OP_SETTLE]          = op_settle,
+	[BRQ_OP_CANCEL]          = op_cancel,
+	[BRQ_OP_JOB]             = op_job,
+	[BRQ_OP_STATS]           = op_stats,
+	[BRQ_OP_PAUSE]           = brq_ops_policy,
+	[BRQ_OP_RESUME]          = brq_ops_policy,
+	[BRQ_OP_TOPIC_LIMITS]    = brq_ops_policy,
+	[BRQ_OP_TOPICS]          = brq_ops_policy,
+	[BRQ_OP_LIST]            = brq_ops_jobs,
+	[BRQ_OP_RETRY]           = brq_ops_jobs,
+	[BRQ_OP_DELETE]          = brq_ops_jobs,
+	[BRQ_OP_SCHEDULE_ADD]    = brq_ops_schedule,
+	[BRQ_OP_SCHEDULE_LIST]   = brq_ops_schedule,
+	[BRQ_OP_SCHEDULE_REMOVE] = brq_ops_schedule,
+};
+
 brq_ops_result
 brq_ops_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 {
-	op_err     e    = {.code = BRQ_ST_OK};
-	bool       park = false;
+	brq_op_res r  = {.code = BRQ_ST_OK};
+	brq_op_fn  fn = (unsigned) w->req.op < BRQ_OP__COUNT ? op_fns[w->req.op] : NULL;
 	brq_status st;
 
-	if (!brq_store_ready(c)) {
-		st = fail(&e, BRQ_ST_UNAVAILABLE, "database unavailable; retry later");
-		goto out;
-	}
-	switch (w->req.op) {
-	case BRQ_OP_ENQUEUE: st = op_enqueue(o, c, w, &e); break;
-	case BRQ_OP_CLAIM: st = op_claim(o, c, w, &e, &park); break;
-	case BRQ_OP_HEARTBEAT: st = op_heartbeat(c, w, &e); break;
-	case BRQ_OP_SETTLE: st = op_settle(o, c, w, &e); break;
-	case BRQ_OP_CANCEL: st = op_cancel(c, w, &e); break;
-	case BRQ_OP_JOB: st = op_job(c, w, &e); break;
-	case BRQ_OP_STATS: st = op_stats(o, c, w, &e); break;
-	case BRQ_OP_PAUSE:
-	case BRQ_OP_RESUME:
-	case BRQ_OP_TOPIC_LIMITS:
-	case BRQ_OP_TOPICS: {
-		int rv = brq_ops_policy_run(o, c, w);
-		st     = rv == 0 ? BRQ_ST_OK : store_fail(&e, c, rv, brq_op_name(w->req.op));
-		break;
-	}
-	case BRQ_OP_SCHEDULE_ADD:
-	case BRQ_OP_SCHEDULE_LIST:
-	case BRQ_OP_SCHEDULE_REMOVE: st = e.code = brq_ops_schedule(o, c, w, e.msg, sizeof(e.msg)); break;
-	default: st = brq_ops_admin(o, c, w, e.msg, sizeof(e.msg)); break; // list, retry, delete
-	}
-out:
-	if (park && st == BRQ_ST_OK)
+	if (!brq_store_ready(c))
+		st = brq_ops_fail(&r, BRQ_ST_UNAVAILABLE, "database unavailable; retry later");
+	else if (fn == NULL)
+		st = brq_ops_fail(&r, BRQ_ST_INTERNAL, "op %s not handled", brq_op_name(w->req.op));
+	else
+		st = fn(o, c, w, &r);
+	if (r.park && st == BRQ_ST_OK)
 		return BRQ_OPS_PARK;
 	w->code = st;
 	if (st == BRQ_ST_INTERNAL)
 		BRQ_LOG_ERROR("internal_error", "op=%s rid=%" PRIu64 " cause=%s", brq_op_name(w->req.op),
-			      w->req.rid, BRQ_LOG_Q(e.msg));
+			      w->req.rid, BRQ_LOG_Q(r.msg));
 	if (st != BRQ_ST_OK)
-		encode_error(w, st, e.msg);
+		encode_error(w, st, r.msg);
 	return BRQ_OPS_REPLY;
 }

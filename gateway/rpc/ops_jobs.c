@@ -2,10 +2,9 @@
 // The operators' operations: list (a page of jobs), retry (terminal jobs as new jobs),
 // delete (a terminal job). Admin role only
 // (brq_op_admin_only in proto/status.c, the one list).
-#include "ops.h"
+#include "ops_jobs.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "log/log.h"
@@ -13,33 +12,6 @@
 
 // Bytes of a job row in a list reply besides its strings (keys, numbers), rounded up.
 #define LISTED_JOB_OVERHEAD 256
-
-static brq_status __attribute__((format(printf, 4, 5)))
-fail(char *msg, size_t cap, brq_status code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, cap, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-// A store failure as the reply's status (as ops.c does for the other operations).
-static brq_status
-store_fail(char *msg, size_t cap, const brq_store_conn *c, int rv, const char *what)
-{
-	switch (rv) {
-	case BRQ_EUNAVAIL:
-	case BRQ_ETIMEDOUT:
-	case BRQ_ECONFLICT:
-		BRQ_LOG_WARN("db_statement_failed", "what=%s error=%s reason=%s", what, brq_err_name(rv),
-			     BRQ_LOG_Q(brq_store_errmsg(c)));
-		return fail(msg, cap, BRQ_ST_UNAVAILABLE, "%s: %s; retry later", what, brq_store_errmsg(c));
-	case BRQ_EINVAL: return fail(msg, cap, BRQ_ST_INVALID_ARGUMENT, "%s: %s", what, brq_store_errmsg(c));
-	case BRQ_ENOTFOUND: return fail(msg, cap, BRQ_ST_NOT_FOUND, "%s: %s", what, brq_store_errmsg(c));
-	default: return fail(msg, cap, BRQ_ST_INTERNAL, "%s: %s", what, brq_store_errmsg(c));
-	}
-}
 
 // How many of jobs[0..n) fit a reply of `budget` bytes (at least one): a page of big
 // payloads ends early, and its "next" continues after the last row sent.
@@ -59,7 +31,7 @@ fit_page(const brq_job_info *jobs, uint32_t n, uint64_t budget)
 }
 
 static brq_status
-op_list(const brq_ops *o, brq_store_conn *c, brq_work *w, char *msg, size_t cap)
+op_list(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	brq_job_info *jobs;
 	uint32_t      n;
@@ -67,7 +39,7 @@ op_list(const brq_ops *o, brq_store_conn *c, brq_work *w, char *msg, size_t cap)
 	char          next[BRQ_CURSOR_MAX];
 	int           rv = brq_store_list(c, &w->req.list, &jobs, &n, &more);
 	if (rv != 0)
-		return store_fail(msg, cap, c, rv, "list");
+		return brq_ops_store_fail(r, c, rv, "list");
 	uint32_t fit = fit_page(jobs, n, o->cfg->max_request_bytes);
 	more         = more || fit < n;
 	if (more)
@@ -87,17 +59,17 @@ op_list(const brq_ops *o, brq_store_conn *c, brq_work *w, char *msg, size_t cap)
 }
 
 static brq_status
-op_retry(const brq_ops *o, brq_store_conn *c, brq_work *w, char *msg, size_t cap)
+op_retry(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	const brq_retry_req *q = &w->req.retry;
 	brq_store_retried    out;
 	int                  rv = brq_store_retry(c, q, &out);
 	if (rv != 0)
-		return store_fail(msg, cap, c, rv, "retry");
+		return brq_ops_store_fail(r, c, rv, "retry");
 	if (q->id > 0 && out.n_ids == 0)
-		return fail(msg, cap, BRQ_ST_CONFLICT,
-			    "retry: job %" PRIu64 " is %s; only dead or canceled jobs can be retried", q->id,
-			    brq_state_name(out.state));
+		return brq_ops_fail(r, BRQ_ST_CONFLICT,
+				    "retry: job %" PRIu64 " is %s; only dead or canceled jobs can be retried",
+				    q->id, brq_state_name(out.state));
 	if (out.retried > 0) {
 		// New pending jobs, ready now: wake the claims that wait for their topic.
 		brq_metrics_topic_add(out.topic.ptr, out.topic.len, BRQ_MT_RETRIED, out.retried);
@@ -110,12 +82,12 @@ op_retry(const brq_ops *o, brq_store_conn *c, brq_work *w, char *msg, size_t cap
 			 .code  = BRQ_ST_OK,
 			 .retry = {.retried = out.retried, .ids = out.ids, .n_ids = out.n_ids}};
 	if (brq_reply_encode(&w->out, &rep) != 0)
-		return fail(msg, cap, BRQ_ST_INTERNAL, "retry: out of memory encoding the reply");
+		return brq_ops_fail(r, BRQ_ST_INTERNAL, "retry: out of memory encoding the reply");
 	return BRQ_ST_OK;
 }
 
 static brq_status
-op_delete(brq_store_conn *c, brq_work *w, char *msg, size_t cap)
+op_delete(brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	uint64_t  id = w->req.del.id;
 	bool      deleted;
@@ -123,11 +95,12 @@ op_delete(brq_store_conn *c, brq_work *w, char *msg, size_t cap)
 	brq_str   topic;
 	int       rv = brq_store_delete(c, id, &deleted, &state, &topic);
 	if (rv != 0)
-		return store_fail(msg, cap, c, rv, "delete");
+		return brq_ops_store_fail(r, c, rv, "delete");
 	if (!deleted)
-		return fail(msg, cap, BRQ_ST_CONFLICT,
-			    "delete: job %" PRIu64 " is %s; only done, dead or canceled jobs can be deleted",
-			    id, brq_state_name(state));
+		return brq_ops_fail(r, BRQ_ST_CONFLICT,
+				    "delete: job %" PRIu64
+				    " is %s; only done, dead or canceled jobs can be deleted",
+				    id, brq_state_name(state));
 	brq_metrics_topic_add(topic.ptr, topic.len, BRQ_MT_DELETED, 1);
 	BRQ_LOG_INFO("job_deleted", "id=%" PRIu64 " topic=%.*s", id, (int) topic.len, topic.ptr);
 	brq_reply rep = {.op   = BRQ_OP_DELETE,
@@ -135,17 +108,17 @@ op_delete(brq_store_conn *c, brq_work *w, char *msg, size_t cap)
 			 .code = BRQ_ST_OK,
 			 .del  = {.id = id, .deleted = true}};
 	if (brq_reply_encode(&w->out, &rep) != 0)
-		return fail(msg, cap, BRQ_ST_INTERNAL, "delete: out of memory encoding the reply");
+		return brq_ops_fail(r, BRQ_ST_INTERNAL, "delete: out of memory encoding the reply");
 	return BRQ_ST_OK;
 }
 
 brq_status
-brq_ops_admin(const brq_ops *o, brq_store_conn *c, brq_work *w, char *msg, size_t cap)
+brq_ops_jobs(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	switch (w->req.op) {
-	case BRQ_OP_LIST: return op_list(o, c, w, msg, cap);
-	case BRQ_OP_RETRY: return op_retry(o, c, w, msg, cap);
-	case BRQ_OP_DELETE: return op_delete(c, w, msg, cap);
-	default: return fail(msg, cap, BRQ_ST_INTERNAL, "op %s not handled", brq_op_name(w->req.op));
+	case BRQ_OP_LIST: return op_list(o, c, w, r);
+	case BRQ_OP_RETRY: return op_retry(o, c, w, r);
+	case BRQ_OP_DELETE: return op_delete(c, w, r);
+	default: return brq_ops_fail(r, BRQ_ST_INTERNAL, "op %s not handled", brq_op_name(w->req.op));
 	}
 }

@@ -25,8 +25,8 @@ encode_policy(brq_work *w, const brq_topic_policy *p)
 	(void) brq_pack_topic_policy(b, p);
 }
 
-int
-brq_ops_policy_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
+brq_status
+brq_ops_policy(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 {
 	brq_store_policy_in in = {0};
 	brq_topic_policy    p;
@@ -36,14 +36,14 @@ brq_ops_policy_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 		uint32_t          n;
 		int               rv = brq_store_policy_list(c, &all, &n);
 		if (rv != 0)
-			return rv;
+			return brq_ops_store_fail(r, c, rv, brq_op_name(w->req.op));
 		brq_buf *b = &w->out;
 		brq_reply_begin(b, w->req.rid, 1);
 		brq_pack_key(b, "topics");
 		brq_pack_array(b, n);
 		for (uint32_t i = 0; i < n; i++)
 			(void) brq_pack_topic_policy(b, &all[i]);
-		return 0;
+		return BRQ_ST_OK;
 	}
 	case BRQ_OP_PAUSE:
 		in = (brq_store_policy_in) {.what = BRQ_POLICY_PAUSE, .topic = w->req.pause.topic};
@@ -64,14 +64,14 @@ brq_ops_policy_run(const brq_ops *o, brq_store_conn *c, brq_work *w)
 	}
 	int rv = brq_store_policy_set(c, &in, &p);
 	if (rv != 0)
-		return rv;
+		return brq_ops_store_fail(r, c, rv, brq_op_name(w->req.op));
 	BRQ_LOG_INFO("topic_policy", "op=%s topic=%.*s paused=%s max_running=%" PRIu32 " rate_per_s=%" PRIu32,
 		     brq_op_name(w->req.op), (int) p.topic.len, p.topic.ptr, p.paused ? "true" : "false",
 		     p.max_running, p.rate_per_s);
 	if (in.what != BRQ_POLICY_PAUSE)
 		wake_topic(o, in.topic);
 	encode_policy(w, &p);
-	return 0;
+	return BRQ_ST_OK;
 }
 
 int

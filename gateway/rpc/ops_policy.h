@@ -6,10 +6,9 @@
 
 #include "ops.h"
 
-// Runs w's pause, resume, topic_limits or topics request (decoded, authorised) on c
-// and encodes its reply into w->out. 0, or the store's BRQ_E* failure (message in
-// brq_store_errmsg(c)) with nothing written.
-BRQ_MUSTCHECK int brq_ops_policy_run(const brq_ops *o, brq_store_conn *c, brq_work *w);
+// Runs w's pause, resume, topic_limits or topics request on c, a brq_op_fn: BRQ_ST_OK
+// with the reply in w->out, else the failure in *r.
+brq_status brq_ops_policy(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r);
 
 // Marks the topics[0..n) of a stats reply that have a policy (their optional keys).
 // 0 or the store's failure.

@@ -3,12 +3,10 @@
 #ifndef BRQ_GATEWAY_OPS_SCHEDULE_H
 #define BRQ_GATEWAY_OPS_SCHEDULE_H
 
-#include <stddef.h>
-
 #include "ops.h"
 
-// Runs w's schedule op on c. Returns BRQ_ST_OK with the reply in w->out, or the status
-// to answer with and its message in msg[0..msglen). Bad input changes nothing.
-brq_status brq_ops_schedule(const brq_ops *o, brq_store_conn *c, brq_work *w, char *msg, size_t msglen);
+// Runs w's schedule op on c, a brq_op_fn: BRQ_ST_OK with the reply in w->out, else the
+// failure in *r. Bad input changes nothing.
+brq_status brq_ops_schedule(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r);
 
 #endif
