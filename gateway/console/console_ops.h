@@ -16,7 +16,7 @@
 //   brq_console_op_retry    POST /console/api/retry        id=N | topic, state, limit
 //   brq_console_op_delete   POST /console/api/delete       id=N
 //
-// The topic operations (console_ops_topics.c), the same way:
+// The policy and schedule operations (console_ops_policy.c, console_ops_schedule.c), the same way:
 //   brq_console_op_topics     GET  /console/api/topics     (paused flag and limits per topic)
 //   brq_console_op_pause      POST /console/api/pause      topic
 //   brq_console_op_resume     POST /console/api/resume     topic
@@ -59,7 +59,7 @@ int brq_console_op_jobs(brq_console_call *call);
 int brq_console_op_retry(brq_console_call *call);
 int brq_console_op_delete(brq_console_call *call);
 
-// ---- topics and schedules (console_ops_topics.c) ------------------------------------------
+// ---- policy and schedules (console_ops_policy.c, console_ops_schedule.c) -------------------
 int brq_console_op_topics(brq_console_call *call);
 int brq_console_op_pause(brq_console_call *call);
 int brq_console_op_resume(brq_console_call *call);
