@@ -398,36 +398,19 @@ brq_config_init_defaults(brq_config *cfg)
 		brq_config_fini(cfg);
 		return BRQ_ENOMEM;
 	}
-	cfg->ipc_mode          = 0660;
-	cfg->pool_size         = 4;
-	cfg->lease_ms          = 2 * MS_PER_M;
-	cfg->backoff_base_ms   = MS_PER_S;
-	cfg->backoff_max_ms    = MS_PER_M;
-	cfg->max_attempts      = 5;
-	cfg->max_batch         = 1000;
-	cfg->max_payload_bytes = MIB;
-	// A request carries jobs of at most max_payload (1 MiB): a few of them per
-	// request, not a bound an unauthenticated peer can multiply by connections.
-	cfg->max_request_bytes  = 4 * MIB;
-	cfg->max_inflight_bytes = 64 * MIB;
-	cfg->max_wait_ms        = 5 * MS_PER_M;
-	cfg->max_waiters        = 1000;
-	cfg->poll_interval_ms   = MS_PER_S;
+	// The numbers (pool, lease, limits, intervals...) from their rows' defaults: the
+	// table is the one place they are written. A request carries jobs of at most
+	// max_payload (1 MiB): a few of them per request (max_request 4 MiB), not a bound an
+	// unauthenticated peer can multiply by connections.
+	brq_cfg_numeric_defaults(cfg);
+	cfg->ipc_mode = 0660;
 	cfg->reaper_interval_ms =
 		REAPER_MIN_DEFAULT_MS < cfg->lease_ms / 4 ? cfg->lease_ms / 4 : REAPER_MIN_DEFAULT_MS;
-	cfg->retention_ttl_ms       = 30 * MS_PER_D;
-	cfg->retention_interval_ms  = MS_PER_M;
-	cfg->schedule_tick_ms       = MS_PER_S;
-	cfg->retention_batch        = 1000;
-	cfg->retention_max_batches  = 100;
 	cfg->http_enabled           = true;
 	cfg->http_port              = DEFAULT_HTTP_PORT;
 	cfg->http_allow_nonloopback = false;
-	cfg->selfprobe_interval_ms  = 5 * MS_PER_S;
 	cfg->log_level              = BRQ_LOG_LVL_INFO;
-	cfg->shutdown_grace_ms      = 10 * MS_PER_S;
 	cfg->console_enabled        = true;
-	cfg->console_session_ttl_ms = 8 * MS_PER_H;
 	return 0;
 }
 

@@ -80,3 +80,29 @@ brq_cfg_get_setting(struct loader *L, brq_setting_id id, brq_config *cfg)
 	// mistake in the code, not in the input.
 	abort();
 }
+
+void
+brq_cfg_numeric_defaults(brq_config *cfg)
+{
+	for (size_t i = 0; i < BRQ_SETTINGS_COUNT; i++) {
+		const brq_setting *s     = &brq_settings[i];
+		void              *field = (char *) cfg + s->offset;
+		const char        *why;
+		uint64_t           v;
+		switch (s->kind) {
+		case BRQ_SK_U32:
+			if (brq_parse_u64(s->dflt, &v, &why) == 0)
+				*(uint32_t *) field = (uint32_t) v;
+			break;
+		case BRQ_SK_DURATION:
+			if (brq_parse_duration_ms(s->dflt, &v, &why) == 0)
+				*(uint64_t *) field = v;
+			break;
+		case BRQ_SK_SIZE:
+			if (brq_parse_size(s->dflt, &v, &why) == 0)
+				*(uint64_t *) field = v;
+			break;
+		default: break; // not a number: the loader or config.c sets it
+		}
+	}
+}

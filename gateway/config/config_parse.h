@@ -74,6 +74,11 @@ enum got { GOT_UNSET = 0, GOT_OK = 1, GOT_BAD = -1 };
 // Reads the U32, DURATION or SIZE setting `id` with its row's name and bounds into its
 // row's field (config_settings.def); the field is left alone unless GOT_OK. Problems
 // go to L->p.
+// Sets every numeric setting (U32, DURATION, SIZE) whose documented default is a value
+// of its syntax to that value; the others (a default computed from another setting,
+// "-") are left as they are. For brq_config_init_defaults.
+void brq_cfg_numeric_defaults(brq_config *cfg);
+
 enum got brq_cfg_get_setting(struct loader *L, brq_setting_id id, brq_config *cfg);
 
 // --- config_env.c ---
