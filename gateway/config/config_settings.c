@@ -35,37 +35,18 @@ file_differs(const char *pa, const uint8_t *da, const char *pb, const uint8_t *d
 	return str_differs(pa, pb) || memcmp(da, db, BRQ_TLS_DIGEST_LEN) != 0;
 }
 
-static bool
-differs_tls_cert(const brq_config *a, const brq_config *b)
-{
-	return file_differs(a->tls_cert_file, a->tls_cert_digest, b->tls_cert_file, b->tls_cert_digest);
-}
-
-static bool
-differs_tls_key(const brq_config *a, const brq_config *b)
-{
-	return file_differs(a->tls_key_file, a->tls_key_digest, b->tls_key_file, b->tls_key_digest);
-}
-
-static bool
-differs_tls_ca(const brq_config *a, const brq_config *b)
-{
-	return file_differs(a->tls_ca_file, a->tls_ca_digest, b->tls_ca_file, b->tls_ca_digest);
-}
-
-static bool
-differs_http_tls_cert(const brq_config *a, const brq_config *b)
-{
-	return file_differs(a->http_tls_cert_file, a->http_tls_cert_digest, b->http_tls_cert_file,
-			    b->http_tls_cert_digest);
-}
-
-static bool
-differs_http_tls_key(const brq_config *a, const brq_config *b)
-{
-	return file_differs(a->http_tls_key_file, a->http_tls_key_digest, b->http_tls_key_file,
-			    b->http_tls_key_digest);
-}
+// The settings of one TLS file each: path and content (digest).
+#define FILE_DIFFERS(field)                                                                                  \
+	static bool differs_##field(const brq_config *a, const brq_config *b)                                \
+	{                                                                                                    \
+		return file_differs(a->field##_file, a->field##_digest, b->field##_file, b->field##_digest); \
+	}
+FILE_DIFFERS(tls_cert)
+FILE_DIFFERS(tls_key)
+FILE_DIFFERS(tls_ca)
+FILE_DIFFERS(http_tls_cert)
+FILE_DIFFERS(http_tls_key)
+#undef FILE_DIFFERS
 
 // The lists as configured, $CREDENTIALS_DIRECTORY's token files included.
 static bool

@@ -241,9 +241,8 @@ brq_console_op_cancel(brq_console_call *call)
 	brq_request req = {.op = BRQ_OP_CANCEL};
 	brq_reply   rep;
 	int         status = rpc_on_id(call, &req, &req.cancel.id, &rep);
-	if (status != 200) {
+	if (status != 200)
 		return status;
-	}
 	const char *state = brq_state_name(rep.cancel.state);
 	BRQ_LOG_INFO("console_action", "action=cancel id=%" PRIu64 " state=%s canceled=%s %s", req.cancel.id,
 		     state, rep.cancel.canceled ? "true" : "false", call->actor);
@@ -432,9 +431,8 @@ brq_console_op_delete(brq_console_call *call)
 	brq_request req = {.op = BRQ_OP_DELETE};
 	brq_reply   rep;
 	int         status = rpc_on_id(call, &req, &req.del.id, &rep);
-	if (status != 200) {
+	if (status != 200)
 		return status;
-	}
 	BRQ_LOG_INFO("console_action", "action=delete id=%" PRIu64 " %s", req.del.id, call->actor);
 	brq_jw_kv_u64(call->out, "id", rep.del.id);
 	brq_jw_kv_bool(call->out, "deleted", rep.del.deleted);

@@ -28,9 +28,8 @@ brq_console_op_topics(brq_console_call *call)
 	brq_request req = {.op = BRQ_OP_TOPICS};
 	brq_reply   rep;
 	int         status = brq_console_rpc(call, &req, &rep);
-	if (status != 200) {
+	if (status != 200)
 		return status;
-	}
 	brq_jw_key(call->out, "topics");
 	brq_jw_arr(call->out);
 	for (uint32_t i = 0; i < rep.topics.n_topics; i++) {

@@ -15,9 +15,8 @@ brq_console_op_schedules(brq_console_call *call)
 	brq_request req = {.op = BRQ_OP_SCHEDULE_LIST};
 	brq_reply   rep;
 	int         status = brq_console_rpc(call, &req, &rep);
-	if (status != 200) {
+	if (status != 200)
 		return status;
-	}
 	const brq_schedule *s = rep.schedule_list.schedules;
 	uint32_t            n = rep.schedule_list.n_schedules;
 	brq_jw             *o = call->out;
