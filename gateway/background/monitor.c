@@ -74,10 +74,7 @@ bool
 brq_monitor_healthy(void *arg)
 {
 	brq_monitor *m = arg;
-	if (m == NULL) {
-		return false;
-	}
-	return brq_recent(&m->last_ok_ms, m->health_window_ms);
+	return m != NULL && brq_recent(&m->last_ok_ms, m->health_window_ms);
 }
 
 // brooq_db_up from the health verdict. Also the thread's on_slice (bgthread.h): while

@@ -259,8 +259,5 @@ bool
 brq_selfprobe_healthy(void *arg)
 {
 	brq_selfprobe *p = arg;
-	if (p == NULL) {
-		return true;
-	}
-	return brq_recent(&p->last_ok_ms, p->window_ms);
+	return p == NULL || brq_recent(&p->last_ok_ms, p->window_ms); // no probe: nothing to fail
 }
