@@ -498,6 +498,10 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 	}
 	brq_cfg_get_setting(L, BRQ_SET_MAX_WAIT, cfg);
 	brq_cfg_get_setting(L, BRQ_SET_MAX_WAITERS, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_CONN_MAX_REQUESTS, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_CONN_MAX_REQUESTS_ANON, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_TOKEN_MAX_REQUESTS, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_SEND_TIMEOUT, cfg);
 	brq_cfg_get_setting(L, BRQ_SET_POLL_INTERVAL, cfg);
 	enum got probe = brq_cfg_get_setting(L, BRQ_SET_SELFPROBE_INTERVAL, cfg);
 	if (probe == GOT_OK && cfg->selfprobe_interval_ms != 0 && cfg->selfprobe_interval_ms < 100) {

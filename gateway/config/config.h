@@ -190,8 +190,16 @@ struct brq_config {
 	// their length to the end of their handling (NNG's rx budget, deploy/nng); >= the
 	// transport ceiling of one max_request message.
 	uint64_t max_inflight_bytes;
-	uint64_t max_wait_ms;      // longest long-poll accepted, 0..1h
-	uint32_t max_waiters;      // concurrent long-polls, 0..100000 (0: no long-poll)
+	uint64_t max_wait_ms; // longest long-poll accepted, 0..1h
+	uint32_t max_waiters; // concurrent long-polls, 0..100000 (0: no long-poll)
+	// Each peer's share of the gateway (rpc/quota.h, docs/security.md): requests of one
+	// connection at once (after a valid token, and while it has shown none), of one
+	// token (0: three quarters of the work items that are not long-polls), and how long
+	// a reply may wait behind its connection's blocked send before the connection closes.
+	uint32_t conn_max_requests;
+	uint32_t conn_max_requests_anon;
+	uint32_t token_max_requests;
+	uint64_t send_timeout_ms;
 	uint64_t poll_interval_ms; // monitor round: depth metrics, health, wakes for ready topics
 
 	uint64_t reaper_interval_ms;    // period of the lease reaper

@@ -282,6 +282,18 @@ brq_metrics_auth_failure(void)
 }
 
 void
+brq_metrics_conn_closed(void)
+{
+	atomic_fetch_add_explicit(&M.conns_closed, 1, memory_order_relaxed);
+}
+
+void
+brq_metrics_quota_refused(void)
+{
+	atomic_fetch_add_explicit(&M.quota_refused, 1, memory_order_relaxed);
+}
+
+void
 brq_metrics_settle_lookup(uint64_t by_address, uint64_t by_id)
 {
 	atomic_fetch_add_explicit(&M.settle_by_address, by_address, memory_order_relaxed);
@@ -497,6 +509,8 @@ brq_metrics_fini(void)
 	memset((void *) M.rpc, 0, sizeof(M.rpc));
 	memset((void *) M.hist, 0, sizeof(M.hist));
 	atomic_store(&M.auth_failures, 0);
+	atomic_store(&M.conns_closed, 0);
+	atomic_store(&M.quota_refused, 0);
 	atomic_store(&M.expired, 0);
 	atomic_store(&M.schedule_enqueued, 0);
 	atomic_store(&M.schedule_skipped, 0);

@@ -55,6 +55,11 @@ void brq_metrics_rpc(brq_op op, brq_status code, uint64_t duration_us, int waite
 
 // brooq_auth_failures_total.
 void brq_metrics_auth_failure(void);
+// brooq_connections_closed_total: an RPC connection closed for its peer's share
+// (rpc/quota.h) or a reply it did not read.
+void brq_metrics_conn_closed(void);
+// brooq_quota_refused_total: a request refused `resource_exhausted` for a share.
+void brq_metrics_quota_refused(void);
 
 // brooq_settle_lookups_total{by="address"|"id"}: settled leases whose row was reached
 // by the address this gateway recorded at claim or heartbeat, or by a primary-key

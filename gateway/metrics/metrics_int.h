@@ -91,6 +91,8 @@ struct brq_metrics_state {
 	_Atomic uint64_t rpc[BRQ_OP__COUNT][BRQ_ST__COUNT];
 	struct histogram hist[N_HIST];
 	_Atomic uint64_t auth_failures;
+	_Atomic uint64_t conns_closed;  // connections closed for going over their share
+	_Atomic uint64_t quota_refused; // requests refused for their connection's or token's share
 	_Atomic uint64_t expired;
 	_Atomic uint64_t schedule_enqueued; // slots whose job the scheduler created
 	_Atomic uint64_t schedule_skipped;  // missed slots left out by the misfire policy

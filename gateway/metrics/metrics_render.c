@@ -263,6 +263,14 @@ render_gateway(struct buf *b)
 	render_single(b, "brooq_auth_failures_total", "counter",
 		      "Requests refused with unauthenticated (missing or unknown token).",
 		      atomic_load_explicit(&M.auth_failures, memory_order_relaxed));
+	render_single(b, "brooq_connections_closed_total", "counter",
+		      "RPC connections the gateway closed because their peer went over its share "
+		      "of requests or stopped reading its replies.",
+		      atomic_load_explicit(&M.conns_closed, memory_order_relaxed));
+	render_single(b, "brooq_quota_refused_total", "counter",
+		      "Requests refused with resource_exhausted for their connection's, token's or "
+		      "operator lane's share of the gateway.",
+		      atomic_load_explicit(&M.quota_refused, memory_order_relaxed));
 
 	render_two(b, "brooq_settle_lookups_total",
 		   "Settled leases by how their row was found: by the address this gateway "

@@ -10,6 +10,8 @@
 
 static brq_log_limit auth_failed_limit = BRQ_LOG_LIMIT_INIT(
 	"auth_failed", BRQ_LOG_LVL_WARN, BRQ_PEER_AUTH_LOG_BURST, BRQ_PEER_AUTH_LOG_INTERVAL_MS);
+static brq_log_limit conn_closed_limit = BRQ_LOG_LIMIT_INIT(
+	"conn_closed", BRQ_LOG_LVL_WARN, BRQ_PEER_AUTH_LOG_BURST, BRQ_PEER_AUTH_LOG_INTERVAL_MS);
 
 // "peer=ADDR:PORT" of an IPv4/IPv6 remote address, or false.
 static bool
@@ -57,4 +59,12 @@ brq_peer_log_auth_failed(nng_pipe p, const char *op, uint64_t rid, uint32_t pipe
 	BRQ_LOG_LIMITED(&auth_failed_limit, BRQ_LOG_LVL_WARN, "auth_failed",
 			"op=%s rid=%llu pipe=%u token_len=%u %s", op, (unsigned long long) rid, pipe_id,
 			token_len, brq_peer_fields(p, peer, sizeof(peer)));
+}
+
+void
+brq_peer_log_conn_closed(nng_pipe p, const char *why, uint32_t pipe_id)
+{
+	char peer[BRQ_PEER_FIELDS_MAX];
+	BRQ_LOG_LIMITED(&conn_closed_limit, BRQ_LOG_LVL_WARN, "conn_closed", "reason=%s pipe=%u %s",
+			BRQ_LOG_Q(why), pipe_id, brq_peer_fields(p, peer, sizeof(peer)));
 }

@@ -27,6 +27,10 @@ const char *brq_peer_fields(nng_pipe p, char *buf, size_t cap);
 // Logs one request refused for its token, rate-limited as above:
 //   level=warn msg=auth_failed op=claim rid=7 pipe=3 token_len=64 peer_uid=1000 peer_pid=4242
 // The peer is looked up only for lines that are written. Never logs the token.
+// Logs one connection the server closed (rpc/quota.h), rate-limited like auth_failed:
+//   level=warn msg=conn_closed reason="replies not read" pipe=3 peer_uid=1000 peer_pid=4242
+void brq_peer_log_conn_closed(nng_pipe p, const char *why, uint32_t pipe_id);
+
 void brq_peer_log_auth_failed(nng_pipe p, const char *op, uint64_t rid, uint32_t pipe_id, uint32_t token_len);
 
 #endif

@@ -11,6 +11,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/util/platform.h>
 #include <nng/transport/ipc/ipc.h>
+#include <sodium.h>
 
 #include "brq_clock.h"
 #include "log/log.h"
@@ -99,8 +100,21 @@ drop(brq_server *s, brq_work *w)
 {
 	BRQ_LOG_DEBUG("request_dropped", "op=%s pipe=%u", brq_op_name(w->req.op), w->pipe_id);
 	finish(s, w);
+	brq_quota_release(&s->quota, &w->quota);
 	atomic_fetch_sub(&s->inflight, 1);
 	rearm(w);
+}
+
+// Closes w's connection, whose peer went over its share (quota.h) or stopped reading,
+// and ends w without a reply: nobody would read it. The peer's other requests end as
+// their replies find the connection gone.
+static void
+close_conn(brq_server *s, brq_work *w, const char *why)
+{
+	brq_metrics_conn_closed();
+	brq_peer_log_conn_closed(w->pipe, why, w->pipe_id);
+	nng_pipe_close(w->pipe);
+	drop(s, w);
 }
 
 // Sends m as w's reply and re-arms the context when the send completes. Takes w and m.
@@ -109,7 +123,14 @@ send_reply(brq_server *s, brq_work *w, nng_msg *m)
 {
 	brq_metrics_rpc(w->req.op, w->code, brq_now_us() - w->start_us, w->waited);
 	finish(s, w);
+	if (brq_quota_send(&s->quota, &w->quota) == BRQ_QUOTA_CLOSE) {
+		// Replies already wait behind its blocked send: the peer does not read.
+		brq_metrics_conn_closed();
+		brq_peer_log_conn_closed(w->pipe, "replies not read", w->pipe_id);
+		nng_pipe_close(w->pipe); // this send then completes at once, unsent
+	}
 	w->state = BRQ_W_SEND;
+	nng_aio_set_timeout(w->aio, (nng_duration) s->cfg->send_timeout_ms);
 	nng_aio_set_msg(w->aio, m);
 	m = NULL;
 	nng_ctx_send(w->ctx, w->aio);
@@ -161,6 +182,50 @@ start_long_poll(brq_server *s, brq_work *w)
 	return true;
 }
 
+// Checks w's token: its role, and its identity for the token's share (quota.h): the
+// first bytes of the token's keyed hash, which stands for it in memory.
+static brq_role
+authenticate(brq_server *s, brq_work *w)
+{
+	unsigned char h[32];
+	if (w->req.token.ptr == NULL || w->req.token.len == 0 || w->req.token.len > BRQ_AUTH_TOKEN_MAX)
+		return BRQ_ROLE_NONE;
+	brq_auth_hash(s->auth, w->req.token.ptr, w->req.token.len, h);
+	brq_role role = brq_auth_check_hash(s->auth, h);
+	memcpy(&w->quota.token_key, h, sizeof(w->quota.token_key));
+	sodium_memzero(h, sizeof(h));
+	return role;
+}
+
+// Answers a request that showed no valid token, unless its connection is over the
+// share of such requests: then the connection closes (quota.h).
+static void
+reply_error_anon(brq_server *s, brq_work *w, brq_status code, const char *text)
+{
+	const char *why;
+	if (brq_quota_admit(&s->quota, &w->quota, false, false, false, &why) == BRQ_QUOTA_CLOSE)
+		close_conn(s, w, why);
+	else
+		reply_error(s, w, code, "%s", text);
+}
+
+// Takes w's shares of its connection, token and lane; false when it was refused (and
+// answered) or its connection closed.
+static bool
+admitted(brq_server *s, brq_work *w, bool is_read, bool is_long_poll)
+{
+	const char       *why = NULL;
+	brq_quota_verdict v   = brq_quota_admit(&s->quota, &w->quota, true, is_read, is_long_poll, &why);
+	if (v == BRQ_QUOTA_OK)
+		return true;
+	brq_metrics_quota_refused();
+	if (v == BRQ_QUOTA_CLOSE)
+		close_conn(s, w, why);
+	else
+		reply_error(s, w, BRQ_ST_RESOURCE_EXHAUSTED, "%s: %s", brq_op_name(w->req.op), why);
+	return false;
+}
+
 // A request arrived: decode, authenticate, validate, then answer at once (ping,
 // errors) or hand it to the pool. Runs on an NNG thread: nothing here blocks.
 static void
@@ -169,7 +234,10 @@ handle_request(brq_server *s, brq_work *w)
 	char err[BRQ_ERRTEXT_MAX];
 
 	w->start_us = brq_now_us();
-	w->pipe_id  = (uint32_t) nng_pipe_id(nng_msg_get_pipe(w->msg));
+	w->pipe     = nng_msg_get_pipe(w->msg);
+	w->pipe_id  = (uint32_t) nng_pipe_id(w->pipe);
+	w->quota    = (brq_quota_hold) {.pipe_id = w->pipe_id};
+	brq_quota_arrive(&s->quota, &w->quota);
 	w->waited = w->is_long_poll = w->settled = false;
 	atomic_store(&w->orphaned, false);
 	w->settle_results     = NULL;
@@ -185,18 +253,18 @@ handle_request(brq_server *s, brq_work *w)
 	brq_status st = brq_request_decode_envelope(&w->req, nng_msg_body(w->msg), nng_msg_len(w->msg),
 						    &s->lim, err, sizeof(err));
 	if (st != BRQ_ST_OK) {
-		reply_error(s, w, st, "%s", err);
+		reply_error_anon(s, w, st, err);
 		return;
 	}
 	w->caller_deadline_ms = w->req.timeout_ms > 0 ? brq_now_ms() + w->req.timeout_ms : 0;
 	// Authenticate before looking at the op's fields: an unauthenticated peer
 	// learns nothing about what a valid request would look like.
-	w->role = brq_auth_check(s->auth, w->req.token.ptr, w->req.token.len);
+	w->role = authenticate(s, w);
 	if (w->role == BRQ_ROLE_NONE) {
 		brq_metrics_auth_failure();
-		brq_peer_log_auth_failed(nng_msg_get_pipe(w->msg), brq_op_name(w->req.op), w->req.rid,
-					 w->pipe_id, w->req.token.len);
-		reply_error(s, w, BRQ_ST_UNAUTHENTICATED, "missing or unknown bearer token");
+		brq_peer_log_auth_failed(w->pipe, brq_op_name(w->req.op), w->req.rid, w->pipe_id,
+					 w->req.token.len);
+		reply_error_anon(s, w, BRQ_ST_UNAUTHENTICATED, "missing or unknown bearer token");
 		return;
 	}
 	if (!brq_auth_role_may(w->role, brq_op_admin_only(w->req.op))) {
@@ -218,14 +286,16 @@ handle_request(brq_server *s, brq_work *w)
 		reply(s, w);
 		return;
 	}
-	if (w->req.op == BRQ_OP_CLAIM && w->req.claim.has_wait_ms && w->req.claim.wait_ms > 0 &&
-	    !start_long_poll(s, w))
-		return;
-	if (w->req.op == BRQ_OP_CLAIM)
-		brq_waiters_track(&s->waiters, w);
 	// Operator reads take the pool's capped lane: the hot path always finds a thread.
 	w->is_operator_read = w->req.op == BRQ_OP_STATS || w->req.op == BRQ_OP_JOB ||
 		w->req.op == BRQ_OP_TOPICS || w->req.op == BRQ_OP_LIST || w->req.op == BRQ_OP_SCHEDULE_LIST;
+	bool wants_wait = w->req.op == BRQ_OP_CLAIM && w->req.claim.has_wait_ms && w->req.claim.wait_ms > 0;
+	if (!admitted(s, w, w->is_operator_read, wants_wait))
+		return;
+	if (wants_wait && !start_long_poll(s, w))
+		return;
+	if (w->req.op == BRQ_OP_CLAIM)
+		brq_waiters_track(&s->waiters, w);
 	w->state = BRQ_W_DB;
 	brq_pool_submit(&s->pool, w);
 }
@@ -274,6 +344,16 @@ park_over(brq_server *s, brq_work *w)
 	brq_pool_submit(&s->pool, w);
 }
 
+// A reply waited BROOQ_SEND_TIMEOUT behind its connection's blocked send: the peer does
+// not read, and the connection goes (its other queued replies with it).
+static void
+send_timed_out(brq_work *w)
+{
+	brq_metrics_conn_closed();
+	brq_peer_log_conn_closed(w->pipe, "reply not taken within the send timeout", w->pipe_id);
+	nng_pipe_close(w->pipe);
+}
+
 static void
 work_cb(void *arg)
 {
@@ -313,9 +393,13 @@ work_cb(void *arg)
 			nng_msg_free(m);
 			if (rv == 0)
 				BRQ_LOG_ERROR("send_without_sending", "pipe=%u", w->pipe_id);
+			else if (rv == NNG_ETIMEDOUT)
+				send_timed_out(w);
 			else if (rv != NNG_ECLOSED)
 				BRQ_LOG_DEBUG("send_failed", "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
 		}
+		nng_aio_set_timeout(w->aio, NNG_DURATION_INFINITE); // receives and sleeps wait on
+		brq_quota_release(&s->quota, &w->quota);
 		atomic_fetch_sub(&s->inflight, 1);
 		if (rv == NNG_ECLOSED)
 			return;
@@ -375,6 +459,7 @@ unreachable(const brq_work *w)
 static void
 deliver(brq_server *s, brq_store_conn *c, brq_work *w)
 {
+	brq_quota_read_done(&s->quota, &w->quota); // the lane's part is over
 	const char *why = unreachable(w);
 	if (why != NULL) {
 		if (w->n_claimed > 0 && expired(w))
@@ -593,6 +678,27 @@ work_stop_free(brq_server *s)
 		work_free(s);
 }
 
+// Each peer's shares of the work items (quota.h): a token may hold three quarters of
+// the items that are not long-polls (BROOQ_TOKEN_MAX_REQUESTS: 0); operator reads, which
+// wait for a lane of max(1, pool/4) threads, a quarter of them, and one token three
+// quarters of that, so another token's read always finds room.
+static int
+quota_init(brq_server *s)
+{
+	uint32_t       items = (uint32_t) s->n_work - s->cfg->max_waiters;
+	uint32_t       lane  = s->cfg->pool_size / 4 > 0 ? s->cfg->pool_size / 4 : 1;
+	uint32_t       reads = items / 4 > 4 * lane ? items / 4 : 4 * lane;
+	brq_quota_opts o     = {
+		    .conn_max       = s->cfg->conn_max_requests,
+		    .conn_max_anon  = s->cfg->conn_max_requests_anon,
+		    .conn_max_sends = BRQ_SERVER_CONN_MAX_SENDS,
+		    .token_max      = s->cfg->token_max_requests > 0 ? s->cfg->token_max_requests : items * 3 / 4,
+		    .token_max_reads = reads * 3 / 4,
+		    .reads_max       = reads,
+        };
+	return brq_quota_init(&s->quota, &o);
+}
+
 int
 brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, const brq_store *st)
 {
@@ -628,7 +734,7 @@ brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, con
 	nng_rx_budget_set((size_t) cfg->max_inflight_bytes, BRQ_RX_EXEMPT_BYTES);
 	nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, pipe_removed, s);
 
-	if ((rv = work_alloc(s)) != 0)
+	if ((rv = work_alloc(s)) != 0 || (rv = quota_init(s)) != 0)
 		goto fail;
 	if ((rv = brq_pool_start(&s->pool, (int) cfg->pool_size, st)) != 0)
 		goto fail;
@@ -646,6 +752,7 @@ fail:
 	work_stop_free(s);
 	brq_waiters_fini(&s->waiters);
 	brq_figures_fini(&s->figures);
+	brq_quota_fini(&s->quota);
 	return rv;
 }
 
@@ -676,5 +783,6 @@ brq_server_stop(brq_server *s)
 	work_stop_free(s);
 	brq_waiters_fini(&s->waiters);
 	brq_figures_fini(&s->figures);
+	brq_quota_fini(&s->quota);
 	BRQ_LOG_INFO("stopped", "inflight_abandoned=%d", left);
 }

@@ -18,6 +18,7 @@
 #include "ops.h"
 #include "pool.h"
 #include "proto.h"
+#include "quota.h"
 #include "stash.h"
 #include "store/store.h"
 #include "waiters.h"
@@ -28,6 +29,10 @@
 // run.
 #define BRQ_SERVER_RECHECK_MS 30000
 
+// Replies queued behind one connection's blocked send before it is closed (rpc/quota.h):
+// a peer that reads has at most one reply in the transport and rarely any queued.
+#define BRQ_SERVER_CONN_MAX_SENDS 8
+
 typedef struct brq_server {
 	const brq_config *cfg;  // borrowed
 	const brq_auth   *auth; // borrowed
@@ -35,6 +40,7 @@ typedef struct brq_server {
 	brq_pool          pool;
 	brq_waiters       waiters;
 	brq_ops           ops;
+	brq_quota         quota; // each connection's and token's share of the work items
 
 	nng_socket   sock;
 	nng_listener listener;

@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "brq_list.h"
 #include "proto.h"
+#include "quota.h"
 
 typedef enum brq_work_state {
 	BRQ_W_RECV = 0, // waiting for a request on the context
@@ -43,15 +44,17 @@ struct brq_work {
 	nng_ctx        ctx;
 	void          *srv; // the server (server.c's type), for the callback
 
-	nng_msg    *msg;   // the request while it is handled; req borrows from it
-	nng_msg    *spare; // kept for an error reply when no message can be allocated
-	brq_request req;   // decoded request (strings point into msg)
-	brq_arena   arena; // req's arrays, and what must outlive a long-poll round
-	brq_buf     out;   // the reply being built
-	brq_role    role;
-	bool        is_operator_read; // stats, job: the pool's capped lane (pool.h)
-	brq_status  code;             // status of the reply, for metrics
-	uint32_t    pipe_id;          // the requester's pipe, to notice it going away
+	nng_msg       *msg;   // the request while it is handled; req borrows from it
+	nng_msg       *spare; // kept for an error reply when no message can be allocated
+	brq_request    req;   // decoded request (strings point into msg)
+	brq_arena      arena; // req's arrays, and what must outlive a long-poll round
+	brq_buf        out;   // the reply being built
+	brq_role       role;
+	bool           is_operator_read; // stats, job: the pool's capped lane (pool.h)
+	brq_status     code;             // status of the reply, for metrics
+	uint32_t       pipe_id;          // the requester's pipe, to notice it going away
+	nng_pipe       pipe;             // the same, to close it (quota.h: a peer over its share)
+	brq_quota_hold quota;            // what the request holds of its peer's shares (quota.h)
 
 	uint64_t start_us; // when the request arrived (monotonic)
 	// When its caller stops waiting (monotonic ms; request timeout_ms; 0 = not said):

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+// Who may hold what in the RPC server (SPEC invariant 19): shares of the work items per
+// connection and per token, so that no single peer, signed in or not, can take the
+// gateway from the others.
+//
+// The server has a fixed set of work items (server.c work_alloc: max_waiters for the
+// long-polls and 16 per pool thread for the rest), and an item is held from the request
+// that arrives on it until its reply has left. A peer could hold them all: by
+// pipelining requests and never reading the replies (each queued reply pins its item),
+// or by a backlog of slow requests. So every item counts against
+//   - its connection: at most conn_max requests of one connection in the gateway at
+//     once, conn_max_anon while they carry no valid token (a peer that has shown none
+//     never needs more than a few: its errors are answered at once); beyond that an
+//     authenticated request is refused (`resource_exhausted`), and one beyond twice
+//     the share, or an unauthenticated one beyond its share, closes the connection;
+//   - its connection's sends: a reply queued behind the connection's blocked send means
+//     the peer is not reading; more than conn_max_sends queued closes the connection
+//     (the server's send timeout catches a peer that stalls with fewer);
+//   - its token (authenticated requests other than long-polls, which max_waiters
+//     bounds): at most token_max at once, fewer than all the items, so other tokens
+//     always find some;
+//   - the operator lane (stats, job, topics, list, schedule_list): at most reads_max
+//     queued or running in all (a quarter of the items: the hot path keeps the rest),
+//     token_max_reads of them per token (so another token's read finds room); the lane
+//     runs only max(1, pool/4) at once, and a backlog beyond that is refused at once
+//     rather than holding items the hot path needs.
+// Counts live in small hash tables under one lock, an entry only while its count is
+// above zero, so a table holds at most one entry per busy connection or token.
+#ifndef BRQ_GATEWAY_QUOTA_H
+#define BRQ_GATEWAY_QUOTA_H
+
+#include "brq_base.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct brq_quota_opts {
+	uint32_t conn_max;        // requests of one authenticated connection at once
+	uint32_t conn_max_anon;   // requests of a connection showing no valid token
+	uint32_t conn_max_sends;  // replies queued behind one connection's blocked send
+	uint32_t token_max;       // requests of one token at once (long-polls apart)
+	uint32_t token_max_reads; // operator reads of one token, queued or running
+	uint32_t reads_max;       // operator reads of all tokens, queued or running
+} brq_quota_opts;
+
+typedef struct brq_tally_entry brq_tally_entry;
+
+// Counts by a 64-bit key. Internal to quota.c; here for the struct's size.
+typedef struct brq_tally {
+	brq_tally_entry **buckets;
+	uint32_t          n_buckets; // a power of two
+} brq_tally;
+
+typedef struct brq_quota {
+	brq_quota_opts  o;
+	pthread_mutex_t mu;
+	brq_tally       conns, sends, tokens, reads;
+	uint32_t        reads_all; // operator reads of all tokens
+	bool            live;      // initialised: brq_quota_fini has something to free
+} brq_quota;
+
+// What an item holds (brq_work.quota_held), so that brq_quota_release gives back
+// exactly that.
+enum {
+	BRQ_QUOTA_CONN  = 1u << 0,
+	BRQ_QUOTA_SEND  = 1u << 1,
+	BRQ_QUOTA_TOKEN = 1u << 2,
+	BRQ_QUOTA_READ  = 1u << 3,
+};
+
+typedef enum brq_quota_verdict {
+	BRQ_QUOTA_OK = 0,
+	BRQ_QUOTA_REFUSE, // answer `resource_exhausted` with the reason
+	BRQ_QUOTA_CLOSE,  // close the connection; no answer (the peer would not read it)
+} brq_quota_verdict;
+
+// One item's claim on the quotas: the keys it counts under and what it holds.
+typedef struct brq_quota_hold {
+	uint32_t pipe_id;
+	uint64_t token_key; // the token's identity (a prefix of its keyed hash), 0 = none
+	unsigned held;      // BRQ_QUOTA_* bits
+} brq_quota_hold;
+
+// 0 or BRQ_ENOMEM. Every share must be at least 1.
+BRQ_MUSTCHECK int brq_quota_init(brq_quota *q, const brq_quota_opts *o);
+// Frees the tables; nothing may be held any more. A no-op on a zeroed or freed quota.
+void brq_quota_fini(brq_quota *q);
+
+// A request arrived on h->pipe_id: counts it on its connection (always: its item is
+// held until brq_quota_release). Then, once its token is known, brq_quota_admit.
+void brq_quota_arrive(brq_quota *q, brq_quota_hold *h);
+
+// The request's verdict once authentication has run: authed (a valid token, whose
+// key is h->token_key), whether it is an operator read and whether it is a long-poll.
+// OK takes its token's and lane's shares (held until release); REFUSE and CLOSE take
+// nothing more and set *why (a static text for the reply or the log).
+brq_quota_verdict brq_quota_admit(brq_quota *q, brq_quota_hold *h, bool authed, bool is_read,
+				  bool is_long_poll, const char **why);
+
+// The item's reply is about to be sent on its connection: counts it until release.
+// CLOSE when the connection already has conn_max_sends replies waiting behind a
+// blocked send (its peer is not reading).
+brq_quota_verdict brq_quota_send(brq_quota *q, brq_quota_hold *h);
+
+// Gives back everything h holds (h->held becomes 0). Any thread.
+void brq_quota_release(brq_quota *q, brq_quota_hold *h);
+
+// The operator lane's share has ended for h (the read has run): given back before the
+// reply is sent, so that a slow reader's replies do not count as reads.
+void brq_quota_read_done(brq_quota *q, brq_quota_hold *h);
+
+#endif // BRQ_GATEWAY_QUOTA_H

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * No single peer or token can take the gateway from the others (SPEC invariant 19,
+ * issue 25; gateway/rpc/quota.h), real brooq-gateway and PostgreSQL.
+ *
+ * Each test runs one of issue 25's attacks from raw connections (a Unix socket
+ * speaking SP by hand, as any local process could) while a legitimate client pings and
+ * enqueues; every one of its calls must succeed, and the attacker must end as the
+ * design says: its connection closed, or its requests refused `resource_exhausted`.
+ * Before the shares existed, the never-reading peer wedged the gateway (every work item
+ * pinned behind a blocked send: pings timed out) and the stats flood of one token made
+ * enqueues wait behind its whole queue.
+ *
+ * The tests wait for states (a closed connection, a log line, a refusal), never for a
+ * time; the legitimate client's per-call deadline (5 s) only tells "answered" from
+ * "wedged", on a machine as busy as it may be.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <brooq/brooq.h>
+
+#include "gw.h"
+#include "proto.h"
+#include "tclient.h"
+#include "testdb.h"
+#include "tutil.h"
+
+static char  *dsn;
+static brq_gw gw;
+
+static void
+setup(void)
+{
+	/* A short send timeout, so that the test of a stalled reply does not wait 10 s. */
+	static const char *env[] = {"BROOQ_LOG_LEVEL=info", "BROOQ_SEND_TIMEOUT=1s", NULL};
+	dsn                      = brq_testdb_create(true);
+	brq_gw_start(&gw, dsn, env);
+}
+
+static void
+teardown(void)
+{
+	brq_gw_stop(&gw);
+	brq_testdb_drop(dsn);
+}
+
+TestSuite(isolation, .init = setup, .fini = teardown, .timeout = 300);
+
+/* ---- a raw SP peer ---------------------------------------------------------------------- */
+
+/* Connects to the gateway's ipc socket and completes the SP handshake as a REQ peer. */
+static int
+raw_connect(void)
+{
+	static const unsigned char sp_req[8] = {0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00};
+	struct sockaddr_un         a         = {.sun_family = AF_UNIX};
+	unsigned char              peer[8];
+	const char                *path = gw.url + strlen("ipc://");
+	cr_assert_lt(strlen(path), sizeof(a.sun_path));
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *) &a, sizeof(a)), 0, "connect: %s", strerror(errno));
+	cr_assert_eq(write(fd, sp_req, 8), 8);
+	cr_assert_eq(recv(fd, peer, 8, MSG_WAITALL), 8);
+	return fd;
+}
+
+/* One request as its frame, in out (malloc'd, *len bytes): type 1, 64-bit length, REQ's
+ * request id (high bit set), then the encoded request (token, op, rid and fields set by
+ * the caller). */
+static unsigned char *
+frame(brq_request *req, uint32_t id, size_t *len)
+{
+	brq_buf body;
+	brq_buf_init(&body, 0);
+	cr_assert_eq(brq_request_encode(&body, req), 0);
+	uint64_t       n = 4 + body.len;
+	unsigned char *f = malloc(9 + n);
+	cr_assert_not_null(f);
+	f[0] = 1;
+	for (int i = 0; i < 8; i++)
+		f[1 + i] = (unsigned char) (n >> (56 - 8 * i));
+	f[9] = (unsigned char) (0x80 | id >> 24), f[10] = (unsigned char) (id >> 16);
+	f[11] = (unsigned char) (id >> 8), f[12] = (unsigned char) id;
+	memcpy(f + 13, body.data, body.len);
+	*len = 9 + n;
+	brq_buf_fini(&body);
+	return f;
+}
+
+/* Sends all of p; false when the connection is gone (closed by the gateway). */
+static bool
+send_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			return false;
+		c += w;
+		n -= (size_t) w;
+	}
+	return true;
+}
+
+/* Reads one reply frame's body (after REQ's 4-byte request id) into buf (capacity
+ * cap); *len its length. False at the end of the connection. */
+static bool
+recv_reply(int fd, unsigned char *buf, size_t cap, size_t *len)
+{
+	unsigned char h[9];
+	if (recv(fd, h, sizeof(h), MSG_WAITALL) != (ssize_t) sizeof(h))
+		return false;
+	uint64_t n = 0;
+	for (int i = 1; i < 9; i++)
+		n = n << 8 | h[i];
+	cr_assert(n >= 4 && n - 4 <= cap, "reply of %llu bytes", (unsigned long long) n);
+	unsigned char id[4];
+	if (recv(fd, id, 4, MSG_WAITALL) != 4 ||
+	    (n > 4 && recv(fd, buf, n - 4, MSG_WAITALL) != (ssize_t) (n - 4)))
+		return false;
+	*len = n - 4;
+	return true;
+}
+
+/* True once the gateway has closed fd (reads drain whatever it sent first). */
+static bool
+closed_by_gateway(int fd, int timeout_ms)
+{
+	double until = brq_t_now_ms() + timeout_ms;
+	char   sink[65536];
+	while (brq_t_now_ms() < until) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		ssize_t r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+			return true;
+	}
+	return false;
+}
+
+/* ---- the legitimate client ---------------------------------------------------------------- */
+
+static atomic_bool legit_on;
+static atomic_int  legit_ok, legit_failed;
+
+/* Pings and enqueues one job at a time until told to stop; each call has 5 s. */
+static void *
+legit_loop(void *arg)
+{
+	(void) arg;
+	brooq_client *c = brq_t_client_open(gw.url, gw.worker_token_file, 5000);
+	while (atomic_load(&legit_on)) {
+		char                 server[64];
+		brooq_job_spec       spec = {.topic = "iso.ok", .payload = "{}"};
+		brooq_enqueue_result r;
+		bool                 ok = brooq_ping(c, server, sizeof(server)) == BROOQ_OK &&
+			brooq_enqueue(c, &spec, 1, &r) == BROOQ_OK;
+		if (!ok)
+			fprintf(stderr, "isolation_test: legitimate call failed: %s\n", brooq_last_message());
+		atomic_fetch_add(ok ? &legit_ok : &legit_failed, 1);
+		brq_t_sleep_ms(10);
+	}
+	brooq_client_close(c);
+	return NULL;
+}
+
+static pthread_t
+legit_start(void)
+{
+	pthread_t t;
+	atomic_store(&legit_ok, 0);
+	atomic_store(&legit_failed, 0);
+	atomic_store(&legit_on, true);
+	cr_assert_eq(pthread_create(&t, NULL, legit_loop, NULL), 0);
+	return t;
+}
+
+/* Stops the legitimate client after it has made at least `calls` rounds; asserts none
+ * failed. */
+static void
+legit_finish(pthread_t t, int calls)
+{
+	for (int i = 0; i < 6000 && atomic_load(&legit_ok) + atomic_load(&legit_failed) < calls; i++)
+		brq_t_sleep_ms(10);
+	atomic_store(&legit_on, false);
+	pthread_join(t, NULL);
+	cr_assert_eq(atomic_load(&legit_failed), 0, "%d legitimate calls failed (%d succeeded)",
+		     atomic_load(&legit_failed), atomic_load(&legit_ok));
+	cr_assert_geq(atomic_load(&legit_ok), calls);
+}
+
+/* ---- a peer that never reads its replies ------------------------------------------------- */
+
+/* Pipelines up to n pings on fd (token: the given one, or a wrong one) and never reads;
+ * returns how many went out before the gateway closed the connection (n: it never did). */
+static int
+pipeline_pings(int fd, const char *token, int n)
+{
+	int sent = 0;
+	for (; sent < n; sent++) {
+		brq_request req = {.op = BRQ_OP_PING, .rid = (uint64_t) sent + 1};
+		req.token       = (brq_str) {token, strlen(token)};
+		size_t         len;
+		unsigned char *f  = frame(&req, (uint32_t) sent + 1, &len);
+		bool           ok = send_all(fd, f, len);
+		free(f);
+		if (!ok)
+			break;
+	}
+	return sent;
+}
+
+static void
+never_reads(const char *token)
+{
+	pthread_t t  = legit_start();
+	int       fd = raw_connect();
+	/* 200,000 small requests: far more than the gateway's 1,064 work items, and more
+	 * than the socket buffers hold. */
+	int sent = pipeline_pings(fd, token, 200000);
+	cr_assert(sent < 200000 || closed_by_gateway(fd, 30000),
+		  "the gateway never closed a connection that does not read its replies");
+	close(fd);
+	legit_finish(t, 50);
+	brq_gw_await_log(&gw, "msg=conn_closed", 1, 10000);
+}
+
+Test(isolation, a_peer_without_a_token_that_never_reads_loses_its_connection_not_everyones_service)
+{
+	never_reads("0000000000000000000000000000000000000000000000000000000000000000");
+}
+
+Test(isolation, a_signed_in_peer_that_never_reads_loses_its_connection_not_everyones_service)
+{
+	never_reads(gw.worker_token);
+}
+
+/* ---- a reply that waits past the send timeout -------------------------------------------- */
+
+Test(isolation, a_reply_stuck_behind_a_blocked_send_closes_its_connection_after_the_send_timeout)
+{
+	/* One job with a 200 KiB payload: a few `job` replies fill the socket's buffers, so
+	 * the next ones wait behind a blocked send, fewer than the 8 queued replies that
+	 * close a connection at once: only the send timeout (1 s here) can end them. */
+	brooq_client *c   = brq_t_client_open(gw.url, gw.worker_token_file, 10000);
+	size_t        len = 200 * 1024;
+	char         *pl  = malloc(len + 3);
+	cr_assert_not_null(pl);
+	pl[0] = '"';
+	memset(pl + 1, 'x', len);
+	pl[len + 1]               = '"';
+	pl[len + 2]               = '\0';
+	brooq_job_spec       spec = {.topic = "iso.big", .payload = pl};
+	brooq_enqueue_result r;
+	BRQ_OK(brooq_enqueue(c, &spec, 1, &r));
+	brooq_client_close(c);
+	free(pl);
+
+	int fd = raw_connect();
+	for (uint32_t i = 1; i <= 6; i++) {
+		brq_request req = {.op = BRQ_OP_JOB, .rid = i};
+		req.token       = (brq_str) {gw.worker_token, strlen(gw.worker_token)};
+		req.job.id      = r.id;
+		size_t         n;
+		unsigned char *f = frame(&req, i, &n);
+		cr_assert(send_all(fd, f, n));
+		free(f);
+	}
+	brq_gw_await_log(&gw, "reason=\"reply not taken within the send timeout\"", 1, 30000);
+	cr_assert(closed_by_gateway(fd, 30000), "the connection outlived its stuck reply");
+	close(fd);
+	cr_assert(brq_gw_answers(&gw, 5000));
+}
+
+/* ---- one token's backlog of operator reads ----------------------------------------------- */
+
+#define READERS      8
+#define READS_IN_AIR 48 /* per connection, under BROOQ_CONN_MAX_REQUESTS (64) */
+
+static atomic_bool reads_on;
+static atomic_long reads_ok, reads_refused;
+
+/* One connection of the flood: keeps READS_IN_AIR `stats` in flight, reads every reply. */
+static void *
+stats_reader(void *arg)
+{
+	(void) arg;
+	int            fd = raw_connect();
+	brq_limits     lim;
+	brq_arena      arena;
+	uint32_t       id  = 0;
+	size_t         cap = 1 << 20, len;
+	unsigned char *rep = malloc(cap);
+	cr_assert_not_null(rep);
+	brq_limits_default(&lim);
+	brq_arena_init(&arena);
+	int in_air = 0;
+	while (atomic_load(&reads_on) || in_air > 0) {
+		while (atomic_load(&reads_on) && in_air < READS_IN_AIR) {
+			brq_request req = {.op = BRQ_OP_STATS, .rid = ++id};
+			req.token       = (brq_str) {gw.worker_token, strlen(gw.worker_token)};
+			size_t         n;
+			unsigned char *f  = frame(&req, id, &n);
+			bool           ok = send_all(fd, f, n);
+			free(f);
+			if (!ok)
+				goto out;
+			in_air++;
+		}
+		if (!recv_reply(fd, rep, cap, &len))
+			goto out;
+		in_air--;
+		brq_reply r;
+		char      err[256];
+		brq_arena_reset(&arena);
+		if (brq_reply_decode(&r, BRQ_OP_STATS, rep, len, &lim, &arena, err, sizeof(err)) == BRQ_ST_OK)
+			atomic_fetch_add(r.code == BRQ_ST_RESOURCE_EXHAUSTED ? &reads_refused : &reads_ok, 1);
+	}
+out:
+	free(rep);
+	brq_arena_fini(&arena);
+	close(fd);
+	return NULL;
+}
+
+Test(isolation, one_token_flooding_stats_is_refused_beyond_its_share_and_enqueues_keep_flowing)
+{
+	pthread_t readers[READERS];
+	atomic_store(&reads_on, true);
+	atomic_store(&reads_ok, 0);
+	atomic_store(&reads_refused, 0);
+	for (int i = 0; i < READERS; i++)
+		cr_assert_eq(pthread_create(&readers[i], NULL, stats_reader, NULL), 0);
+	/* The flood is on once refusals come back: 8 x 48 reads in the air against a lane of
+	 * 1 thread (pool 4) and a share of 4 queued per token. */
+	for (int i = 0; i < 3000 && atomic_load(&reads_refused) == 0; i++)
+		brq_t_sleep_ms(10);
+	pthread_t t = legit_start();
+	legit_finish(t, 50);
+	atomic_store(&reads_on, false);
+	for (int i = 0; i < READERS; i++)
+		pthread_join(readers[i], NULL);
+	cr_assert_gt(atomic_load(&reads_refused), 0, "no stats was refused: the token has no share");
+	cr_assert_gt(atomic_load(&reads_ok), 0, "no stats was answered: the share starved the token");
+}
