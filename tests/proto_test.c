@@ -771,7 +771,32 @@ Test(codec, error_reply_message_is_cut_at_a_character_boundary)
 	cr_assert_eq(brq_reply_encode(&B, &rep), 0);
 	cr_assert_eq(brq_reply_decode(&P, BRQ_OP_PING, B.data, B.len, &L, &A, E, sizeof E), BRQ_ST_OK);
 	cr_expect_leq(P.msg.len, BRQ_MSG_MAX);
-	cr_expect(brq_utf8_valid(P.msg.ptr + 1, P.msg.len - 1, true));
+	// The stray continuation byte reads as U+FFFD: the whole msg is UTF-8.
+	cr_expect(brq_utf8_valid(P.msg.ptr, P.msg.len, true));
+	cr_expect(P.msg.len >= 3 && memcmp(P.msg.ptr, "\xef\xbf\xbd\xc3\xa9", 5) == 0);
+}
+
+Test(codec, error_reply_message_is_utf8_whatever_bytes_it_quotes)
+{
+	cr_assert_eq(brq_reply_encode_error(&B, 7, BRQ_ST_INVALID_ARGUMENT, "cron: \"%s\" is not a number",
+					    "\xff\xc3(\xed\xa0\x80\xc3\xa9"),
+		     0);
+	cr_assert_eq(brq_reply_decode(&P, BRQ_OP_PING, B.data, B.len, &L, &A, E, sizeof E), BRQ_ST_OK);
+	// 0xff, a cut-off lead, and a UTF-16 surrogate's 3 bytes each become U+FFFD; é stays.
+	expect_str(
+		P.msg,
+		brq_str_c("cron: \"\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9\" "
+			  "is not a "
+			  "number"),
+		"msg");
+	// Growing by replacement, it is still cut to BRQ_MSG_MAX at a character boundary.
+	char bad[BRQ_MSG_MAX];
+	memset(bad, '\xff', sizeof bad);
+	brq_reply rep = {.op = BRQ_OP_PING, .code = BRQ_ST_INTERNAL, .msg = {bad, sizeof bad}};
+	cr_assert_eq(brq_reply_encode(&B, &rep), 0);
+	cr_assert_eq(brq_reply_decode(&P, BRQ_OP_PING, B.data, B.len, &L, &A, E, sizeof E), BRQ_ST_OK);
+	cr_expect_eq(P.msg.len, BRQ_MSG_MAX / 3 * 3);
+	cr_expect(brq_utf8_valid(P.msg.ptr, P.msg.len, true));
 }
 
 /* brq_str_eq matches every map key against field names; it looks at the first byte and
@@ -2130,6 +2155,24 @@ Test(text, truncation_never_splits_a_character)
 	cr_expect_eq(brq_utf8_truncate(s, 7, 3), 2);
 	cr_expect_eq(brq_utf8_truncate(s, 7, 0), 0);
 	cr_expect_eq(brq_utf8_truncate("\x80\x80\x80\x80\x80", 5, 4), 4, "not UTF-8: byte cut");
+}
+
+Test(text, scrubbing_replaces_what_is_not_utf8_and_cuts_at_a_character)
+{
+	char out[32];
+	// a, é, a NUL (valid), a lone continuation byte, an overlong "/", a surrogate, €.
+	const char *s = "a\xc3\xa9\0\x80\xc0\xaf\xed\xa0\x80\xe2\x82\xac";
+	size_t      n = brq_utf8_scrub(s, 13, out, sizeof out);
+	const char *w = "a\xc3\xa9\0\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+			"\xe2\x82\xac";
+	cr_expect_eq(n, 25);
+	cr_expect(memcmp(out, w, 25) == 0);
+	cr_expect(brq_utf8_valid(out, n, false));
+	cr_expect_eq(brq_utf8_scrub(s, 13, out, 24), 22, "€ does not fit whole");
+	cr_expect_eq(brq_utf8_scrub(s, 13, out, 6), 4, "nor a U+FFFD");
+	cr_expect_eq(brq_utf8_scrub(s, 13, out, 2), 1, "nor é");
+	cr_expect_eq(brq_utf8_scrub(s, 13, out, 0), 0);
+	cr_expect_eq(brq_utf8_scrub("plain", 5, out, sizeof out), 5);
 }
 
 Test(text, topic_validation)
