@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
+
 // Search horizon of brq_cron_next: a 29 February can be 8 years away (2096 -> 2104).
 #define HORIZON_YEARS 9
 
@@ -115,8 +117,9 @@ value(const field *f, const char **p, int *v, char *err, size_t errlen)
 			return 0;
 		}
 	}
-	size_t len = strcspn(s, ",-/");
-	snprintf(err, errlen, "%s: \"%.*s\" is not a %s", f->name, (int) (len > 20 ? 20 : len), s,
+	// Quoted up to 20 bytes, never cut inside a UTF-8 character.
+	size_t len = brq_utf8_truncate(s, strcspn(s, ",-/"), 20);
+	snprintf(err, errlen, "%s: \"%.*s\" is not a %s", f->name, (int) len, s,
 		 f->names != NULL ? "number or name" : "number");
 	return BRQ_EINVAL;
 }
@@ -176,7 +179,10 @@ parse_field(const field *f, const char *s, size_t len, uint64_t *bits, char *err
 		if (*p == '\0')
 			return 0;
 		if (*p != ',') {
-			snprintf(err, errlen, "%s: unexpected \"%c\" in \"%s\"", f->name, *p, buf);
+			// The whole character, not its first byte alone.
+			size_t n = brq_utf8_seq_len((const uint8_t *) p, strlen(p));
+			snprintf(err, errlen, "%s: unexpected \"%.*s\" in \"%s\"", f->name,
+				 n > 0 ? (int) n : 1, p, buf);
 			return BRQ_EINVAL;
 		}
 		p++;

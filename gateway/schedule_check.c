@@ -54,9 +54,12 @@ brq_sched_check(brq_schedule *s, uint32_t max_payload, char *err, size_t errlen)
 	if (s->payload.len > max_payload)
 		return BAD("payload: larger than %" PRIu32 " bytes", max_payload);
 	brq_json_err je;
+	char         why[160];
 	if (s->payload.len > 0 &&
-	    !brq_json_valid(s->payload.ptr, s->payload.len, 256, BRQ_JSON_REJECT_NUL_ESCAPE, &je))
-		return BAD("payload: not valid JSON at byte %zu: %s", je.offset, je.reason);
+	    !brq_json_valid(s->payload.ptr, s->payload.len, 256, BRQ_JSON_FOR_JSONB, &je)) {
+		brq_json_err_text(&je, why, sizeof why);
+		return BAD("payload: %s", why);
+	}
 	if ((s->cron.len > 0) == (s->every_ms > 0))
 		return BAD("cron: give exactly one of cron and every_ms");
 	if (s->every_ms > 0 && (s->every_ms < BRQ_EVERY_MS_MIN || s->every_ms > BRQ_EVERY_MS_MAX))

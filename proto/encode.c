@@ -108,11 +108,17 @@ brq_request_encode(brq_buf *b, const brq_request *req)
 
 // ---- Replies ------------------------------------------------------------------------
 
+// Every error reply goes through here. Messages quote request text (a cron field, a
+// name), which may be any bytes: the msg is made well-formed UTF-8 here, once for every
+// op, since a msgpack str and protocol.md §4 promise UTF-8.
 static int
 encode_error(brq_buf *b, uint64_t rid, brq_status code, brq_str msg)
 {
+	char clean[BRQ_MSG_MAX];
+
 	assert(code != BRQ_ST_OK);
-	msg.len = (uint32_t) brq_utf8_truncate(msg.ptr, msg.len, BRQ_MSG_MAX);
+	msg.len = (uint32_t) brq_utf8_scrub(msg.ptr, msg.len, clean, sizeof clean);
+	msg.ptr = clean;
 	brq_buf_reset(b);
 	brq_pack_map(b, 4);
 	kv_uint(b, "v", BRQ_PROTO_VERSION);

@@ -583,11 +583,12 @@ int brq_pack_schedule(brq_buf *b, const brq_schedule *s, bool add);
 int brq_request_encode(brq_buf *b, const brq_request *req) BRQ_MUSTCHECK;
 
 // Gateway: rep->code == OK gives the op's fields for rep->op; any other code gives an
-// error reply with rep->msg (cut to BRQ_MSG_MAX bytes at a UTF-8 boundary).
+// error reply with rep->msg (any bytes: each one that starts no UTF-8 character goes as
+// U+FFFD, and the msg is cut to BRQ_MSG_MAX bytes at a character boundary).
 int brq_reply_encode(brq_buf *b, const brq_reply *rep) BRQ_MUSTCHECK;
 
-// Gateway: an error reply {v, rid, code, msg} with msg formatted from fmt (cut to
-// BRQ_MSG_MAX bytes). code must not be BRQ_ST_OK.
+// Gateway: an error reply {v, rid, code, msg} with msg formatted from fmt (made UTF-8
+// and cut as brq_reply_encode does). code must not be BRQ_ST_OK.
 int brq_reply_encode_error(brq_buf *b, uint64_t rid, brq_status code, const char *fmt, ...) BRQ_MUSTCHECK
 	__attribute__((format(printf, 4, 5)));
 

@@ -41,6 +41,16 @@ check_topic(brq_dec *d, const char *path, const char *name, brq_str s)
 	return BRQ_ST_OK;
 }
 
+// JSON text bound for a jsonb column that brq_json_valid() refused: invalid_argument
+// naming the field, with what was wrong where.
+static brq_status
+json_fail(brq_dec *d, const char *path, const char *name, const brq_json_err *je)
+{
+	char why[160];
+	brq_json_err_text(je, why, sizeof why);
+	return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, name, "%s", why);
+}
+
 static brq_status
 decode_id(brq_dec *d, const brq_field *f, const char *path, uint64_t *id)
 {
@@ -76,10 +86,8 @@ decode_job_spec(brq_dec *d, brq_rd *r, const char *path, brq_job_spec *j)
 				     "%" PRIu32 " bytes exceeds max_payload %" PRIu32, j->payload.len,
 				     lim->max_payload);
 	}
-	if (!brq_json_valid(j->payload.ptr, j->payload.len, lim->max_json_depth, BRQ_JSON_REJECT_NUL_ESCAPE,
-			    &je)) {
-		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "payload",
-				     "invalid JSON at byte %zu: %s", je.offset, je.reason);
+	if (!brq_json_valid(j->payload.ptr, j->payload.len, lim->max_json_depth, BRQ_JSON_FOR_JSONB, &je)) {
+		return json_fail(d, path, "payload", &je);
 	}
 
 	// An empty key is "no key": it is simply left with len 0.
@@ -130,10 +138,9 @@ decode_result(brq_dec *d, const brq_field *f, const char *path, brq_settle_item 
 				     "%" PRIu32 " bytes exceeds max_payload %" PRIu32, it->result.len,
 				     d->lim->max_payload);
 	}
-	if (!brq_json_valid(it->result.ptr, it->result.len, d->lim->max_json_depth,
-			    BRQ_JSON_REJECT_NUL_ESCAPE, &je)) {
-		return brq_dec_failf(d, BRQ_ST_INVALID_ARGUMENT, path, "result",
-				     "invalid JSON at byte %zu: %s", je.offset, je.reason);
+	if (!brq_json_valid(it->result.ptr, it->result.len, d->lim->max_json_depth, BRQ_JSON_FOR_JSONB,
+			    &je)) {
+		return json_fail(d, path, "result", &je);
 	}
 	return BRQ_ST_OK;
 }

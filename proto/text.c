@@ -92,6 +92,27 @@ brq_utf8_valid(const char *s, size_t len, bool no_nul)
 }
 
 size_t
+brq_utf8_scrub(const char *s, size_t len, char *out, size_t cap)
+{
+	static const char fffd[] = "\xef\xbf\xbd";
+	const uint8_t    *p      = (const uint8_t *) s;
+	size_t            i = 0, o = 0;
+
+	while (i < len) {
+		size_t      k    = p[i] < 0x80 ? 1 : brq_utf8_seq_len(p + i, len - i);
+		const char *from = k > 0 ? s + i : fffd;
+		size_t      n    = k > 0 ? k : 3;
+		if (cap - o < n) {
+			break;
+		}
+		memcpy(out + o, from, n);
+		o += n;
+		i += k > 0 ? k : 1;
+	}
+	return o;
+}
+
+size_t
 brq_utf8_truncate(const char *s, size_t len, size_t max)
 {
 	const uint8_t *p = (const uint8_t *) s;

@@ -24,6 +24,12 @@ bool brq_utf8_valid(const char *s, size_t len, bool no_nul);
 // beyond max.
 size_t brq_utf8_truncate(const char *s, size_t len, size_t max);
 
+// Copies s[0..len) into out[0..cap) as well-formed UTF-8: a byte that starts no
+// well-formed sequence becomes U+FFFD (3 bytes), everything else is copied as it is, NUL
+// included. Stops before the first character (or replacement) that would not fit whole.
+// Returns the bytes written. Used for reply messages, which quote request text.
+size_t brq_utf8_scrub(const char *s, size_t len, char *out, size_t cap);
+
 // Length (1..4) of the well-formed UTF-8 sequence at p[0..n), or 0 if it is not one.
 size_t brq_utf8_seq_len(const uint8_t *p, size_t n);
 

@@ -603,6 +603,8 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 		{"payload=%7B%7D", "topic: required", 400},
 		{"topic=Mail&payload=%7B%7D", "topic: must match", 400},
 		{"topic=m&payload=%7Bx", "payload: invalid JSON", 400},
+		{"topic=m&payload=%5B1e131071%5D",
+		 "payload: number at byte 1 would print as 131072 characters", 400},
 		{"topic=m", "payload: required", 400},
 		{"topic=m&payload=1&max_attempts=0", "max_attempts: must be", 400},
 		{"topic=m&payload=1&priority=10", "priority: must be 1..9", 400},

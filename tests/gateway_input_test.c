@@ -194,6 +194,42 @@ Test(input, refuses_invalid_json_and_bad_topics_and_inserts_nothing)
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 1, "a refused batch inserted rows");
 }
 
+/* 1e131071 is valid JSON that jsonb stores in a few bytes but prints as 131072 digits on
+ * every read (docs/protocol.md §5): refused before the database sees it, in a batch too. */
+Test(input, refuses_numbers_that_print_too_long_and_inserts_nothing)
+{
+	cr_assert_eq(brq_testdb_int(db, "SELECT length('[1e131071]'::jsonb::text)"), 131074,
+		     "PostgreSQL itself would store it");
+	brq_job_spec jobs[2] = {{.topic = brq_str_c("t"), .payload = brq_str_c("{}")},
+				{.topic = brq_str_c("t"), .payload = brq_str_c("[1e131071]")}};
+	brq_request  req     = {
+		     .op = BRQ_OP_ENQUEUE, .token = brq_gw_worker(&gw), .enqueue = {.jobs = jobs, .n_jobs = 2}};
+	brq_reply rep;
+	void     *keep;
+	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_INVALID_ARGUMENT);
+	const char *want =
+		"enqueue.jobs[1].payload: number at byte 1 would print as 131072 characters (at most 1000)";
+	cr_assert(rep.msg.len == strlen(want) && memcmp(rep.msg.ptr, want, rep.msg.len) == 0, "%.*s",
+		  (int) rep.msg.len, rep.msg.ptr);
+	free(keep);
+	/* One the database would refuse: the gateway's answer, not the database's. */
+	jobs[0].payload = brq_str_c("{\"a\": [0, -1e131072]}");
+	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_INVALID_ARGUMENT);
+	cr_assert_not_null(memmem(rep.msg.ptr, rep.msg.len,
+				  "jobs[0].payload: number at byte 10 is out of PostgreSQL numeric's range",
+				  71),
+			   "%.*s", (int) rep.msg.len, rep.msg.ptr);
+	free(keep);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 1, "a refused batch inserted rows");
+	/* Every double is fine, the largest and the smallest written in full. */
+	jobs[0].payload    = brq_str_c("[1.7976931348623157e308, -2.2250738585072014e-308, 5e-324]");
+	req.enqueue.n_jobs = 1;
+	cr_assert_eq(brq_gw_call(&gw, &req, &rep, &arena, &keep), BRQ_ST_OK, "%.*s", (int) rep.msg.len,
+		     rep.msg.ptr);
+	free(keep);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 2);
+}
+
 Test(input, refuses_an_oversize_payload_and_an_oversize_batch_with_too_large)
 {
 	size_t big = 65 * 1024;

@@ -235,6 +235,8 @@ Test(proto_admin, a_settle_result_is_held_to_the_payload_rules)
 	EXPECT(IA, "settle.items[0].result: invalid JSON at byte 5");
 	settle_with_result("done", "\"\\u0000\"", 8);
 	EXPECT(IA, "settle.items[0].result: invalid JSON");
+	settle_with_result("done", "[1e1000]", 8);
+	EXPECT(IA, "settle.items[0].result: number at byte 1 would print as 1001 characters (at most 1000)");
 	static char big[2000];
 	L.max_payload = 1000;
 	memset(big, ' ', sizeof(big));

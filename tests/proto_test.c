@@ -771,7 +771,32 @@ Test(codec, error_reply_message_is_cut_at_a_character_boundary)
 	cr_assert_eq(brq_reply_encode(&B, &rep), 0);
 	cr_assert_eq(brq_reply_decode(&P, BRQ_OP_PING, B.data, B.len, &L, &A, E, sizeof E), BRQ_ST_OK);
 	cr_expect_leq(P.msg.len, BRQ_MSG_MAX);
-	cr_expect(brq_utf8_valid(P.msg.ptr + 1, P.msg.len - 1, true));
+	// The stray continuation byte reads as U+FFFD: the whole msg is UTF-8.
+	cr_expect(brq_utf8_valid(P.msg.ptr, P.msg.len, true));
+	cr_expect(P.msg.len >= 3 && memcmp(P.msg.ptr, "\xef\xbf\xbd\xc3\xa9", 5) == 0);
+}
+
+Test(codec, error_reply_message_is_utf8_whatever_bytes_it_quotes)
+{
+	cr_assert_eq(brq_reply_encode_error(&B, 7, BRQ_ST_INVALID_ARGUMENT, "cron: \"%s\" is not a number",
+					    "\xff\xc3(\xed\xa0\x80\xc3\xa9"),
+		     0);
+	cr_assert_eq(brq_reply_decode(&P, BRQ_OP_PING, B.data, B.len, &L, &A, E, sizeof E), BRQ_ST_OK);
+	// 0xff, a cut-off lead, and a UTF-16 surrogate's 3 bytes each become U+FFFD; é stays.
+	expect_str(
+		P.msg,
+		brq_str_c("cron: \"\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9\" "
+			  "is not a "
+			  "number"),
+		"msg");
+	// Growing by replacement, it is still cut to BRQ_MSG_MAX at a character boundary.
+	char bad[BRQ_MSG_MAX];
+	memset(bad, '\xff', sizeof bad);
+	brq_reply rep = {.op = BRQ_OP_PING, .code = BRQ_ST_INTERNAL, .msg = {bad, sizeof bad}};
+	cr_assert_eq(brq_reply_encode(&B, &rep), 0);
+	cr_assert_eq(brq_reply_decode(&P, BRQ_OP_PING, B.data, B.len, &L, &A, E, sizeof E), BRQ_ST_OK);
+	cr_expect_eq(P.msg.len, BRQ_MSG_MAX / 3 * 3);
+	cr_expect(brq_utf8_valid(P.msg.ptr, P.msg.len, true));
 }
 
 /* brq_str_eq matches every map key against field names; it looks at the first byte and
@@ -1319,6 +1344,11 @@ Test(fields, payload_must_be_valid_json)
 		{ENQ("{topic:'a', payload:'01'}"), IA, "invalid JSON at byte 1"},
 		{ENQ("{topic:'a', payload:'NaN'}"), IA, "invalid JSON"},
 		{ENQ("{topic:'a', payload:'[1,]'}"), IA, "invalid JSON at byte 3"},
+		{ENQ("{topic:'a', payload:'[1e131071]'}"), IA,
+		 "enqueue.jobs[0].payload: number at byte 1 would print as 131072 characters (at most 1000)"},
+		{ENQ("{topic:'a', payload:'[1e131072]'}"), IA,
+		 "enqueue.jobs[0].payload: number at byte 1 is out of PostgreSQL numeric's range"},
+		{ENQ("{topic:'a', payload:'1.7976931348623157e308'}"), BRQ_ST_OK, NULL},
 		{ENQ("{topic:'a', payload:'\"\\x01\"'}"), IA, "control character"},
 		{ENQ("{topic:'a', payload:'\"\\\\u0000\"'}"), IA, "\\u0000 is not allowed"},
 		{ENQ("{topic:'a', payload:'\"\\\\ud800\"'}"), IA, "lone high surrogate"},
@@ -1872,6 +1902,219 @@ Test(json, nesting_is_limited_without_recursion)
 	free(deep);
 }
 
+// ---- JSON numbers as PostgreSQL numeric holds and prints them -------------------------
+// Every printed length and refusal below was read from PostgreSQL 15
+// (select length('<n>'::jsonb::text)).
+
+typedef struct {
+	const char    *text;
+	bool           ok;
+	brq_json_fault fault;   // when !ok
+	uint64_t       printed; // when fault is BRQ_JSON_NUMBER_LONG
+	size_t         off;     // when !ok
+} nrow;
+
+static void
+check_numbers(const nrow *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char  *t  = rows[i].text;
+		brq_json_err je = {0, NULL};
+		bool         ok = brq_json_valid(t, strlen(t), 64, BRQ_JSON_FOR_JSONB, &je);
+		cr_expect_eq(ok, rows[i].ok, "number %zu [%.40s]: %s", i, t, je.reason ? je.reason : "");
+		cr_expect(brq_json_valid(t, strlen(t), 64, 0, NULL), "[%.40s] is valid JSON", t);
+		if (ok || rows[i].ok) {
+			continue;
+		}
+		cr_expect_eq(je.fault, rows[i].fault, "number %zu [%.40s]: fault %d (%s)", i, t, je.fault,
+			     je.reason);
+		cr_expect_eq(je.offset, rows[i].off, "number %zu [%.40s]: offset %zu", i, t, je.offset);
+		if (rows[i].fault == BRQ_JSON_NUMBER_LONG) {
+			cr_expect_eq(je.printed, rows[i].printed, "number %zu [%.40s]: printed %" PRIu64, i,
+				     t, je.printed);
+			cr_expect_eq(je.limit, BRQ_JSON_NUMBER_PRINT_MAX);
+		}
+	}
+}
+
+// s followed by n copies of c and then tail, in a static buffer per slot.
+static const char *
+spell(int slot, const char *s, char c, size_t n, const char *tail)
+{
+	static char buf[8][20000];
+	size_t      k = strlen(s);
+	cr_assert(k + n + strlen(tail) < sizeof buf[0]);
+	memcpy(buf[slot], s, k);
+	memset(buf[slot] + k, c, n);
+	strcpy(buf[slot] + k + n, tail);
+	return buf[slot];
+}
+
+Test(json_numbers, ordinary_numbers_and_every_double_are_accepted)
+{
+	static const nrow rows[] = {
+		{"0", true},
+		{"-0", true},
+		{"[1, -2, 3.25, 1e2, 1E+2, 2.5e-3, 1.5e-10]", true},
+		{"9007199254740993", true},
+		{"1.7976931348623157e308", true},   // largest double: 309 digits
+		{"-1.7976931348623157e+308", true}, // 310
+		{"2.2250738585072014e-308", true},  // smallest normal: "0." and 324 digits
+		{"-2.2250738585072014e-308", true}, // 327
+		{"5e-324", true},                   // smallest subnormal: 326
+		{"-4.9e-324", true},                // 328, the longest double
+		{"0e1073741822", true},             // prints "0"; the largest exponent numeric_in takes
+		{"-0.0e+1073741822", true},
+	};
+	check_numbers(rows, sizeof rows / sizeof rows[0]);
+}
+
+Test(json_numbers, a_number_may_print_as_1000_characters_and_no_more)
+{
+	const nrow rows[] = {
+		{"1e999", true}, // "1" and 999 zeros
+		{"1e1000", false, BRQ_JSON_NUMBER_LONG, 1001, 0},
+		{"-1e998", true},
+		{"-1e999", false, BRQ_JSON_NUMBER_LONG, 1001, 0},
+		{"1e-998", true}, // "0." and 998 digits
+		{"1e-999", false, BRQ_JSON_NUMBER_LONG, 1001, 0},
+		{"-1e-998", false, BRQ_JSON_NUMBER_LONG, 1001, 0},
+		{"1.5e-997", true},
+		{"1.5e-998", false, BRQ_JSON_NUMBER_LONG, 1001, 0},
+		{spell(0, "1", '0', 999, ""), true},
+		{spell(1, "1", '0', 1000, ""), false, BRQ_JSON_NUMBER_LONG, 1001, 0},
+		{spell(2, "0.", '0', 997, "1"), true},
+		{spell(3, "0.", '0', 998, "1"), false, BRQ_JSON_NUMBER_LONG, 1001, 0},
+		// Trailing zeros count: numeric keeps the written scale ("1.50" prints "1.50").
+		{spell(4, "0.", '0', 998, ""), true},
+		{spell(5, "0.", '0', 999, ""), false, BRQ_JSON_NUMBER_LONG, 1001, 0},
+		{"0e-998", true},
+		{"-0e-999", false, BRQ_JSON_NUMBER_LONG, 1001, 0}, // zero: no sign
+		{"1.000e-996", false, BRQ_JSON_NUMBER_LONG, 1001, 0},
+		{"[true, 1e131071]", false, BRQ_JSON_NUMBER_LONG, 131072, 7},
+		{"{\"a\": -1e131071}", false, BRQ_JSON_NUMBER_LONG, 131073, 6},
+		{"0.1e131072", false, BRQ_JSON_NUMBER_LONG, 131072, 0},
+		{"0.00001e131076", false, BRQ_JSON_NUMBER_LONG, 131072, 0}, // numeric holds it
+		{"1.000e-16380", false, BRQ_JSON_NUMBER_LONG, 16385, 0},
+		{"0.0e-16382", false, BRQ_JSON_NUMBER_LONG, 16385, 0},
+	};
+	check_numbers(rows, sizeof rows / sizeof rows[0]);
+}
+
+Test(json_numbers, numbers_numeric_cannot_hold_are_refused_as_out_of_range)
+{
+	const nrow rows[] = {
+		{"1e131072", false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+		{"[0, 9.99e131072]", false, BRQ_JSON_NUMBER_RANGE, 0, 4},
+		{"0.00001e131077", false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+		{"1e-16384", false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+		{"1.000e-16381", false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+		{"0.0e-16383", false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+		{"0e-1073741822", false, BRQ_JSON_NUMBER_RANGE, 0, 0}, // scale, not exponent
+		{"0e1073741823", false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+		{"-0e-1073741823", false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+		{"1e2147483648", false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+		{"1e99999999999999999999999999999999", false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+		// Exponent digit strings of any length, leading zeros included, without overflow.
+		{spell(0, "1e", '9', 15000, ""), false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+		{spell(1, "[1e-", '9', 15000, "]"), false, BRQ_JSON_NUMBER_RANGE, 0, 1},
+		{spell(2, "0E+", '0', 15000, "1073741822"), true},
+		{spell(3, "1e", '0', 15000, "999"), true},
+		{spell(4, "1e", '0', 15000, "1000"), false, BRQ_JSON_NUMBER_LONG, 1001, 0},
+		{spell(5, "1e-", '0', 15000, "1"), true},
+		{spell(6, "1e", '1', 15000, ""), false, BRQ_JSON_NUMBER_RANGE, 0, 0},
+	};
+	check_numbers(rows, sizeof rows / sizeof rows[0]);
+}
+
+// "[" and n copies of "1e999," with the last ',' a ']': 6n + 1 bytes, each number
+// printing 995 bytes longer than written.
+static char *
+many_1e999(size_t n, size_t *len)
+{
+	char *t = malloc(6 * n + 2);
+	t[0]    = '[';
+	for (size_t k = 0; k < n; k++) {
+		memcpy(t + 1 + 6 * k, "1e999,", 6);
+	}
+	t[6 * n] = ']';
+	*len     = 6 * n + 1;
+	return t;
+}
+
+Test(json_numbers, numbers_together_grow_by_at_most_64KiB_and_twice_the_text)
+{
+	size_t       len;
+	brq_json_err je = {0, NULL};
+	// 66 numbers: 65670 bytes more, allowed 65536 + 2 * 397 = 66330.
+	char *t = many_1e999(66, &len);
+	cr_expect(brq_json_valid(t, len, 8, BRQ_JSON_FOR_JSONB, &je), "%s", je.reason);
+	free(t);
+	// 67: the 67th (at byte 1 + 66 * 6) brings 66665, allowed 65536 + 2 * 403 = 66342.
+	t = many_1e999(67, &len);
+	cr_expect(!brq_json_valid(t, len, 8, BRQ_JSON_FOR_JSONB, &je));
+	cr_expect_eq(je.fault, BRQ_JSON_NUMBERS_GROWTH);
+	cr_expect_eq(je.offset, 397);
+	cr_expect_eq(je.printed, 66665);
+	cr_expect_eq(je.limit, 66342);
+	cr_expect(brq_json_valid(t, len, 8, BRQ_JSON_REJECT_NUL_ESCAPE, NULL), "only with the flag");
+	free(t);
+
+	// A long text of small doubles grows by less than twice itself: "1e-10" (5 bytes)
+	// prints as "0.0000000001" (12).
+	size_t n = 150000;
+	t        = malloc(6 * n + 2);
+	t[0]     = '[';
+	for (size_t k = 0; k < n; k++) {
+		memcpy(t + 1 + 6 * k, "1e-10,", 6);
+	}
+	t[6 * n] = ']';
+	cr_expect(brq_json_valid(t, 6 * n + 1, 8, BRQ_JSON_FOR_JSONB, &je), "%s", je.reason);
+	// "1e-99" prints 101 bytes: 96 more for 6, past 65536 + 2 * len somewhere.
+	for (size_t k = 0; k < n; k++) {
+		memcpy(t + 1 + 6 * k, "1e-99,", 6);
+	}
+	t[6 * n] = ']';
+	cr_expect(!brq_json_valid(t, 6 * n + 1, 8, BRQ_JSON_FOR_JSONB, &je));
+	cr_expect_eq(je.fault, BRQ_JSON_NUMBERS_GROWTH);
+	free(t);
+}
+
+Test(json_numbers, the_error_text_names_the_number_and_the_bound)
+{
+	static const struct {
+		const char *text, *want;
+	} rows[] = {
+		{"[1e131071]", "number at byte 1 would print as 131072 characters (at most 1000)"},
+		{"[1e131072]",
+		 "number at byte 1 is out of PostgreSQL numeric's range: more than 131072 "
+		 "digits before the decimal point"},
+		{"1e-16384",
+		 "number at byte 0 is out of PostgreSQL numeric's range: more than 16383 "
+		 "digits after the decimal point"},
+		{"0e1073741823",
+		 "number at byte 0 is out of PostgreSQL numeric's range: exponent magnitude over 1073741822"},
+		{"[1,]", "invalid JSON at byte 3: expected value"},
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		brq_json_err je = {0, NULL};
+		char         buf[160];
+		cr_assert(!brq_json_valid(rows[i].text, strlen(rows[i].text), 8, BRQ_JSON_FOR_JSONB, &je));
+		brq_json_err_text(&je, buf, sizeof buf);
+		cr_expect_str_eq(buf, rows[i].want);
+	}
+	size_t       len;
+	brq_json_err je = {0, NULL};
+	char         buf[160];
+	char        *t = many_1e999(67, &len);
+	cr_assert(!brq_json_valid(t, len, 8, BRQ_JSON_FOR_JSONB, &je));
+	brq_json_err_text(&je, buf, sizeof buf);
+	cr_expect_str_eq(buf,
+			 "numbers up to byte 397 would print 66665 bytes longer than written (at "
+			 "most 66342 for this text)");
+	free(t);
+}
+
 // ---- Text ---------------------------------------------------------------------------
 
 Test(text, utf8_validation_follows_the_unicode_table)
@@ -1912,6 +2155,24 @@ Test(text, truncation_never_splits_a_character)
 	cr_expect_eq(brq_utf8_truncate(s, 7, 3), 2);
 	cr_expect_eq(brq_utf8_truncate(s, 7, 0), 0);
 	cr_expect_eq(brq_utf8_truncate("\x80\x80\x80\x80\x80", 5, 4), 4, "not UTF-8: byte cut");
+}
+
+Test(text, scrubbing_replaces_what_is_not_utf8_and_cuts_at_a_character)
+{
+	char out[32];
+	// a, é, a NUL (valid), a lone continuation byte, an overlong "/", a surrogate, €.
+	const char *s = "a\xc3\xa9\0\x80\xc0\xaf\xed\xa0\x80\xe2\x82\xac";
+	size_t      n = brq_utf8_scrub(s, 13, out, sizeof out);
+	const char *w = "a\xc3\xa9\0\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+			"\xe2\x82\xac";
+	cr_expect_eq(n, 25);
+	cr_expect(memcmp(out, w, 25) == 0);
+	cr_expect(brq_utf8_valid(out, n, false));
+	cr_expect_eq(brq_utf8_scrub(s, 13, out, 24), 22, "€ does not fit whole");
+	cr_expect_eq(brq_utf8_scrub(s, 13, out, 6), 4, "nor a U+FFFD");
+	cr_expect_eq(brq_utf8_scrub(s, 13, out, 2), 1, "nor é");
+	cr_expect_eq(brq_utf8_scrub(s, 13, out, 0), 0);
+	cr_expect_eq(brq_utf8_scrub("plain", 5, out, sizeof out), 5);
 }
 
 Test(text, topic_validation)

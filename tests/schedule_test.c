@@ -704,6 +704,45 @@ Test(ops, bad_input_and_the_worker_role_are_refused_with_nothing_changed)
 	brq_gw_stop(&ogw);
 }
 
+/* A reply quotes request text (here a cron field) whatever bytes it held, yet its msg is
+ * UTF-8 (protocol.md §4): a byte that starts no character reads as U+FFFD, and a
+ * character quoted from valid UTF-8 stays whole. */
+Test(ops, a_reply_quoting_bytes_that_are_not_utf8_is_still_utf8)
+{
+	static const char *const env[] = {"BROOQ_SCHEDULE_TICK=0", NULL};
+	brq_gw_start(&ogw, dsn, env);
+	brq_arena_init(&oarena);
+	static const struct {
+		const char *cron, *want;
+	} cases[] = {
+		{"\xff\xfe * * * *",
+		 "schedule_add.cron: minute: \"\xef\xbf\xbd\xef\xbf\xbd\" is not a number"},
+		{"0 \xc3 * * *", "schedule_add.cron: hour: \"\xef\xbf\xbd\" is not a number"},
+		{"1\xe9 * * * *",
+		 "schedule_add.cron: minute: unexpected \"\xef\xbf\xbd\" in \"1\xef\xbf\xbd\""},
+		/* Valid UTF-8 is quoted as it is, never cut inside a character. */
+		{"1\xc3\xa9 * * * *", "schedule_add.cron: minute: unexpected \"\xc3\xa9\" in \"1\xc3\xa9\""},
+		{"a\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9 * * * *",
+		 "schedule_add.cron: minute: "
+		 "\"a\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\" "
+		 "is not a number"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		brq_request req  = {.op = BRQ_OP_SCHEDULE_ADD, .rid = i + 1};
+		req.schedule_add = (brq_schedule) {
+			.name = brq_str_c("bad"), .topic = brq_str_c("t"), .cron = brq_str_c(cases[i].cron)};
+		brq_reply rep;
+		cr_assert_eq(ocall(&req, &rep, true), BRQ_ST_INVALID_ARGUMENT, "case %zu", i);
+		cr_assert(brq_utf8_valid(rep.msg.ptr, rep.msg.len, true), "case %zu: msg not UTF-8: %.*s", i,
+			  (int) rep.msg.len, rep.msg.ptr);
+		cr_assert(brq_str_eq(rep.msg, cases[i].want), "case %zu: \"%.*s\", want \"%s\"", i,
+			  (int) rep.msg.len, rep.msg.ptr, cases[i].want);
+	}
+	cr_assert_eq(sql_int("SELECT count(*) FROM schedule"), 0);
+	brq_arena_fini(&oarena);
+	brq_gw_stop(&ogw);
+}
+
 /* ---- brooqctl schedule ------------------------------------------------------------- */
 
 /* Runs brooqctl with the gateway's URL and admin token; *out gets stdout+stderr

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Fuzz target: the JSON validator (proto/json.c), checked against a small independent
-// recursive-descent validator written from RFC 8259 for every flag combination and for
-// nesting limits around the text's own depth.
+// recursive-descent validator written from RFC 8259 (and, for BRQ_JSON_BOUND_NUMBERS, from
+// PostgreSQL numeric's rules) for every flag combination and for nesting limits around the
+// text's own depth.
 //
 // Input: the JSON text itself (the seeds in tests/fuzz/corpus/json/ are plain files).
 #include "fuzz.h"
@@ -23,6 +24,7 @@ typedef struct ref {
 	unsigned       flags;
 	uint32_t       depth;    // deepest nesting seen (a scalar text: 0, "[]": 1)
 	bool           too_deep; // nesting went past REF_DEPTH_CAP: no verdict
+	double         growth;   // BRQ_JSON_BOUND_NUMBERS: bytes the numbers print beyond written
 } ref;
 
 static void
@@ -152,9 +154,69 @@ ref_digits(ref *r)
 	return r->i > start;
 }
 
+// The exponent's digits p[0..n) as a value, or 1e10 when it has more than 10 significant
+// digits (numeric_in refuses any exponent of magnitude 1073741823 or more).
+static double
+ref_exponent(const uint8_t *p, size_t n)
+{
+	while (n > 0 && *p == '0') {
+		p++;
+		n--;
+	}
+	if (n > 10) {
+		return 1e10;
+	}
+	double v = 0;
+	for (size_t k = 0; k < n; k++) {
+		v = v * 10 + (p[k] - '0');
+	}
+	return v;
+}
+
+// BRQ_JSON_BOUND_NUMBERS for the number text[0..n), computed in another way than
+// proto/json.c: the mantissa's digits as one string with the point after the integer
+// digits, then moved by the exponent (doubles hold every quantity here exactly).
+static bool
+ref_number_bounded(ref *r, const uint8_t *t, size_t n)
+{
+	size_t k = 0, n_int = 0, n_frac = 0, first = SIZE_MAX, digits = 0;
+	double e   = 0;
+	bool   neg = t[0] == '-';
+	k          = neg ? 1 : 0;
+	for (; k < n && t[k] != '.' && t[k] != 'e' && t[k] != 'E'; k++, n_int++, digits++) {
+		first = first == SIZE_MAX && t[k] != '0' ? digits : first;
+	}
+	if (k < n && t[k] == '.') {
+		for (k++; k < n && t[k] != 'e' && t[k] != 'E'; k++, n_frac++, digits++) {
+			first = first == SIZE_MAX && t[k] != '0' ? digits : first;
+		}
+	}
+	if (k < n) { // 'e'
+		k++;
+		bool eneg = t[k] == '-';
+		k += t[k] == '-' || t[k] == '+';
+		e = ref_exponent(t + k, n - k);
+		e = eneg ? -e : e;
+	}
+	if (e >= 1073741823.0 || e <= -1073741823.0) {
+		return false;
+	}
+	double scale = (double) n_frac - e > 0 ? (double) n_frac - e : 0;
+	bool   zero  = first == SIZE_MAX;
+	// The first nonzero digit is digit `first` of the string; the point sits after n_int.
+	double top     = zero ? 0 : (double) n_int - 1 - (double) first + e;
+	double printed = (neg && !zero ? 1 : 0) + (top >= 0 ? top + 1 : 1) + (scale > 0 ? scale + 1 : 0);
+	if (top > 131071 || scale > 16383 || printed > BRQ_JSON_NUMBER_PRINT_MAX) {
+		return false;
+	}
+	r->growth += printed > (double) n ? printed - (double) n : 0;
+	return r->growth <= BRQ_JSON_NUMBERS_GROWTH_BASE + 2.0 * (double) r->len;
+}
+
 static bool
 ref_number(ref *r)
 {
+	size_t start = r->i;
 	if (r->s[r->i] == '-') {
 		r->i++;
 	}
@@ -177,9 +239,11 @@ ref_number(ref *r)
 		if (r->i < r->len && (r->s[r->i] == '+' || r->s[r->i] == '-')) {
 			r->i++;
 		}
-		return ref_digits(r);
+		if (!ref_digits(r)) {
+			return false;
+		}
 	}
-	return true;
+	return (r->flags & BRQ_JSON_BOUND_NUMBERS) == 0 || ref_number_bounded(r, r->s + start, r->i - start);
 }
 
 static bool
@@ -284,8 +348,11 @@ check_flags(const uint8_t *data, size_t size, unsigned flags)
 
 		FUZZ_CHECK(got == want);
 		if (!got) {
+			char text[160];
 			FUZZ_CHECK(err.reason != NULL && err.reason[0] != '\0');
 			FUZZ_CHECK(err.offset <= size);
+			FUZZ_CHECK(err.fault == BRQ_JSON_SYNTAX || (flags & BRQ_JSON_BOUND_NUMBERS));
+			FUZZ_CHECK(brq_json_err_text(&err, text, sizeof text) > 0);
 		} else {
 			// Outside strings only ASCII is valid; strings are UTF-8.
 			FUZZ_CHECK(brq_utf8_valid((const char *) data, size, false));
@@ -299,7 +366,7 @@ check_flags(const uint8_t *data, size_t size, unsigned flags)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	for (unsigned flags = 0; flags < 4; flags++) {
+	for (unsigned flags = 0; flags < 8; flags++) {
 		check_flags(data, size, flags);
 	}
 	return 0;

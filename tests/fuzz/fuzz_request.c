@@ -168,8 +168,8 @@ check_job(const brq_job_spec *j, const brq_limits *lim)
 {
 	FUZZ_CHECK(brq_topic_valid(j->topic.ptr, j->topic.len));
 	FUZZ_CHECK(j->payload.len <= lim->max_payload);
-	FUZZ_CHECK(brq_json_valid(j->payload.ptr, j->payload.len, lim->max_json_depth,
-				  BRQ_JSON_REJECT_NUL_ESCAPE, NULL));
+	FUZZ_CHECK(brq_json_valid(j->payload.ptr, j->payload.len, lim->max_json_depth, BRQ_JSON_FOR_JSONB,
+				  NULL));
 	FUZZ_CHECK(j->key.len <= BRQ_KEY_MAX && brq_utf8_valid(j->key.ptr, j->key.len, true));
 	FUZZ_CHECK(!(j->has_delay_ms && j->has_run_at_ms));
 	FUZZ_CHECK(!j->has_delay_ms || j->delay_ms <= BRQ_DELAY_MS_MAX);
@@ -198,7 +198,7 @@ check_items(const brq_settle_item *items, uint32_t n, const brq_limits *lim)
 		FUZZ_CHECK(!it->has_result ||
 			   (it->outcome == BRQ_OUTCOME_DONE && it->result.len <= lim->max_payload &&
 			    brq_json_valid(it->result.ptr, it->result.len, lim->max_json_depth,
-					   BRQ_JSON_REJECT_NUL_ESCAPE, NULL)));
+					   BRQ_JSON_FOR_JSONB, NULL)));
 		for (uint32_t k = 0; k < it->n_chain; k++) {
 			check_job(&it->chain[k], lim);
 		}
