@@ -397,7 +397,7 @@ Test(brooqctl, the_payload_can_come_from_stdin)
 	free(out);
 }
 
-Test(brooqctl, a_gateway_nobody_runs_is_unreachable_exit_3_within_a_second)
+Test(brooqctl, a_gateway_nobody_runs_is_unreachable_exit_3_without_waiting_out_the_timeout)
 {
 	char url[400], *out, *err;
 	snprintf(url, sizeof(url), "ipc://%s/nobody.sock", gw.dir);
@@ -408,7 +408,11 @@ Test(brooqctl, a_gateway_nobody_runs_is_unreachable_exit_3_within_a_second)
 		     err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double dt = (double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
-	cr_assert(dt < 1000, "took %.0f ms", dt);
+	/* The bound is the behaviour: brooqctl does not wait out its timeout for a gateway
+	 * nobody runs. It is half the timeout, not a figure for speed: on a loaded machine
+	 * starting brooqctl and failing the dial took 1,030 and 1,180 ms, where it usually
+	 * takes a few. */
+	cr_assert(dt < 5000, "took %.0f ms: waited for the 10 s timeout", dt);
 	cr_assert(strncmp(err, "brooqctl: ping: gateway unreachable: cannot connect to ", 55) == 0, "%s",
 		  err);
 	cr_assert(strstr(err, "nothing was sent") != NULL, "%s", err);

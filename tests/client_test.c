@@ -729,7 +729,9 @@ Test(client_offline, a_call_to_an_ipc_socket_nobody_listens_on_fails_at_once_unr
 	brooq_err     e  = brooq_ping(c, server, sizeof(server));
 	double        dt = brq_t_now_ms() - t0;
 	cr_assert_eq(e, BROOQ_ECONNECT, "got %s: %s", brooq_strerror(e), brooq_last_message());
-	cr_assert(dt < 500, "took %.0f ms with nothing listening", dt);
+	/* The bound is the behaviour: nothing listens, so the 5 s timeout is not waited
+	 * out. Half of it: the call takes a few ms, longer on a busy machine. */
+	cr_assert(dt < 2500, "took %.0f ms with nothing listening", dt);
 	cr_assert(strstr(brooq_last_message(), "nothing was sent") != NULL, "%s", brooq_last_message());
 	cr_assert(strstr(brooq_last_message(), url) != NULL, "%s", brooq_last_message());
 
@@ -746,7 +748,7 @@ Test(client_offline, a_call_to_an_ipc_socket_nobody_listens_on_fails_at_once_unr
 	e  = brooq_claim(c, &o, &jobs, &n);
 	dt = brq_t_now_ms() - t0;
 	cr_assert_eq(e, BROOQ_ECONNECT, "got %s", brooq_strerror(e));
-	cr_assert(dt < 500, "took %.0f ms", dt);
+	cr_assert(dt < 1000, "took %.0f ms: waited for the 2 s long-poll", dt); /* half of it */
 	brooq_client_close(c);
 	unlink(path);
 	rmdir(dir);

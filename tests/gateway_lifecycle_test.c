@@ -139,9 +139,10 @@ Test(lifecycle, stops_gracefully_answering_parked_long_polls, .timeout = 60)
 	fprintf(stderr, "lifecycle: SIGTERM to exit with 3 parked long-polls: %.1f ms\n", took * 1000);
 	/* The long-polls are answered at once and nothing else waits: not their 60 s
 	 * wait, not the 10 s shutdown grace. Alone this takes 20-40 ms (ASan included);
-	 * the bound leaves room for a loaded machine (CI ran it in 107 ms beside other
-	 * tests against 100 ms before) and still fails on any wait of either kind. */
-	cr_assert(took < 1.0, "stop took %.0f ms with parked long-polls", took * 1000);
+	 * the bound, half the grace, leaves room for a busy machine (CI ran it in 107 ms
+	 * beside other tests against 100 ms before) and still fails on any wait of
+	 * either kind. */
+	cr_assert(took < 5.0, "stop took %.0f ms with parked long-polls", took * 1000);
 	for (int i = 0; i < 3; i++) {
 		pthread_join(th[i], NULL);
 		cr_assert_eq(got[i], 0, "parked long-poll %d was not answered with an empty claim", i);

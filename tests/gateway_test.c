@@ -18,6 +18,7 @@
 static char     *dsn;
 static PGconn   *db;
 static brq_gw    gw;
+static uint16_t  http_port; /* the gateway's /metrics: brooq_long_polls shows a claim parked */
 static brq_arena arena;
 
 static void
@@ -28,7 +29,7 @@ setup(void)
 				    "BROOQ_REAPER_INTERVAL=300ms", NULL};
 	dsn                      = brq_testdb_create(true);
 	db                       = brq_testdb_connect(dsn);
-	brq_gw_start(&gw, dsn, env);
+	http_port                = brq_gw_start_http(&gw, dsn, env);
 	brq_arena_init(&arena);
 }
 
@@ -596,7 +597,11 @@ Test(gateway, an_enqueue_starts_a_parked_long_poll_in_its_own_transaction)
 {
 	poller p = {.topic = "onecommit"};
 	pthread_create(&p.th, NULL, poll_once, &p);
-	usleep(300 * 1000); /* parked by now */
+	/* Parked (an enqueue before that would be found by the claim itself, in a later
+	 * transaction): waited for, up to 10 s, rather than slept for. */
+	for (int i = 0; i < 500 && brq_gw_metric(http_port, "brooq_long_polls") != 1; i++)
+		usleep(20 * 1000);
+	cr_assert_eq(brq_gw_metric(http_port, "brooq_long_polls"), 1, "the long-poll never parked");
 	uint64_t id = enqueue("onecommit", "{}", NULL, NULL);
 	pthread_join(p.th, NULL);
 	cr_assert_eq(p.st, BRQ_ST_OK);
@@ -760,10 +765,11 @@ Test(gateway, a_long_poll_whose_peer_leaves_while_its_claim_runs_gives_the_lease
 	cr_assert_eq(waiting, 1, "the claim never reached the lock");
 
 	/* Its lease came back at once, with its attempt: another worker gets the job
-	 * now, not when the two-minute lease runs out. */
+	 * now, not when the two-minute lease runs out (asked for up to 10 s: a busy
+	 * machine takes its time to finish the claim, and 10 s is still not 2 min). */
 	brq_lease_ref l[1];
 	uint32_t      got = 0;
-	for (int i = 0; i < 40 && got == 0; i++) {
+	for (int i = 0; i < 200 && got == 0; i++) {
 		usleep(50 * 1000);
 		got = claim("gone", 1, 0, l);
 	}

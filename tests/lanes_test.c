@@ -6,10 +6,12 @@
  * another topic, so that even the cheap stats (active states counted through the
  * partial indexes, terminal states from the monitor) costs real time: what a backlog
  * costs. Four operators call stats in a loop (and one looks jobs up), while a producer
- * enqueues single jobs one after another. The enqueue p99 must stay near its figure
- * without the operators: operator reads run on at most a quarter of the pool
- * (max(1, pool / 4)), so enqueues always find a connection. Before, 4 stats callers
- * held all 4 connections and an enqueue waited for one (782 ms at 2M rows).
+ * enqueues single jobs one after another. Operator reads run on at most a quarter of
+ * the pool (max(1, pool / 4)), so enqueues always find a connection. Before, 4 stats
+ * callers held all 4 connections and an enqueue waited for one to finish its stats
+ * (782 ms at 2M rows): under the flood a quarter of the enqueues or more took most of a
+ * stats call. So the bound is relative to one stats call timed alone in the same test,
+ * on the same machine, not a figure in milliseconds that a busy machine breaks.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -85,9 +87,13 @@ cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* p99 of SAMPLES single-job enqueues, in microseconds. */
-static int64_t
-enqueue_p99(void)
+/* Percentiles of SAMPLES single-job enqueues' times, in microseconds. */
+typedef struct {
+	int64_t p50, p75, p99;
+} enq_times;
+
+static enq_times
+enqueue_times(void)
 {
 	static int64_t us[SAMPLES];
 	for (int i = 0; i < SAMPLES; i++) {
@@ -99,7 +105,45 @@ enqueue_p99(void)
 		brq_t_sleep_ms(2);
 	}
 	qsort(us, SAMPLES, sizeof(us[0]), cmp_i64);
-	return us[SAMPLES * 99 / 100];
+	return (enq_times) {us[SAMPLES / 2], us[SAMPLES * 3 / 4], us[SAMPLES * 99 / 100]};
+}
+
+/* The done count of topic history in stats, or -1 if the topic is not there yet. */
+static int64_t
+stats_history_done(void)
+{
+	brooq_topic_stats *s    = NULL;
+	size_t             n    = 0;
+	int64_t            done = -1;
+	BRQ_OK(brooq_stats(ac, &s, &n));
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s[i].topic, "history") == 0)
+			done = (int64_t) s[i].count[BROOQ_DONE];
+	brooq_stats_free(s, n);
+	return done;
+}
+
+/* The median time of one stats call with nothing else asking, in microseconds. */
+static int64_t
+stats_alone_us(void)
+{
+	int64_t us[5];
+	for (int i = 0; i < 5; i++) {
+		brooq_topic_stats *s  = NULL;
+		size_t             n  = 0;
+		int64_t            t0 = brq_t_now_us();
+		BRQ_OK(brooq_stats(ac, &s, &n));
+		us[i] = brq_t_now_us() - t0;
+		brooq_stats_free(s, n);
+	}
+	qsort(us, 5, sizeof(us[0]), cmp_i64);
+	return us[2];
+}
+
+static double
+ms(int64_t us)
+{
+	return (double) us / 1000;
 }
 
 static atomic_bool reads_on;
@@ -132,10 +176,14 @@ operator_reads(void *arg)
 	return NULL;
 }
 
-Test(lanes, enqueue_p99_holds_while_operators_loop_on_stats)
+Test(lanes, enqueues_do_not_wait_while_operators_loop_on_stats)
 {
-	/* The stats are right: the backlog counted now, the history from the monitor. */
-	brq_t_sleep_ms(1500); /* the monitor's first terminal count */
+	/* The stats are right: the backlog counted now, the history from the monitor, whose
+	 * first terminal count comes some time after the gateway starts (later on a busy
+	 * machine): asked until the history shows, up to a minute. */
+	int64_t until = brq_t_now_us() + 60 * 1000000;
+	while (stats_history_done() != HISTORY && brq_t_now_us() < until)
+		brq_t_sleep_ms(100);
 	brooq_topic_stats *s = NULL;
 	size_t             n = 0;
 	BRQ_OK(brooq_stats(ac, &s, &n));
@@ -153,27 +201,50 @@ Test(lanes, enqueue_p99_holds_while_operators_loop_on_stats)
 	brooq_stats_free(s, n);
 	cr_assert(seen_history && seen_backlog, "stats lacks a topic");
 
-	int64_t   quiet = enqueue_p99();
+	enq_times quiet = enqueue_times();
+	int64_t   one   = stats_alone_us();
 	int64_t   t0    = brq_t_now_us();
 	pthread_t t[OPERATORS + 1];
 	atomic_store(&reads_on, true);
 	for (int i = 0; i < OPERATORS; i++)
 		cr_assert_eq(pthread_create(&t[i], NULL, operator_reads, NULL), 0);
 	cr_assert_eq(pthread_create(&t[OPERATORS], NULL, operator_reads, (void *) 1), 0);
-	brq_t_sleep_ms(300);
-	int64_t busy = enqueue_p99();
+	/* The flood is on once the operators have had as many stats calls answered as there
+	 * are operators (each loops, asking again at once, until reads_on is cleared): waited
+	 * for, up to a minute, rather than slept for; a busy machine takes longer. */
+	int64_t warm = brq_t_now_us() + 60 * 1000000;
+	while (atomic_load(&n_stats) < OPERATORS && atomic_load(&n_failed) == 0 && brq_t_now_us() < warm)
+		brq_t_sleep_ms(10);
+	bool      flooding = atomic_load(&n_stats) >= OPERATORS;
+	enq_times busy     = flooding ? enqueue_times() : (enq_times) {0, 0, 0};
 	atomic_store(&reads_on, false);
 	for (int i = 0; i <= OPERATORS; i++)
 		pthread_join(t[i], NULL);
 	double secs = (double) (brq_t_now_us() - t0) / 1e6;
 	fprintf(stderr,
-		"lanes_test: enqueue p99 %.2f ms alone, %.2f ms while %d operators looped on stats (%ld "
-		"stats in %.1f s, %.0f ms each) and one on job lookups\n",
-		(double) quiet / 1000, (double) busy / 1000, OPERATORS, atomic_load(&n_stats), secs,
-		secs * 1000 * OPERATORS / (double) (atomic_load(&n_stats) > 0 ? atomic_load(&n_stats) : 1));
+		"lanes_test: enqueue p50/p75/p99 %.2f/%.2f/%.2f ms alone, %.2f/%.2f/%.2f ms while %d "
+		"operators looped on stats (%ld stats in %.1f s, %.0f ms each as the operators saw them, "
+		"%.0f ms alone) and one on job lookups\n",
+		ms(quiet.p50), ms(quiet.p75), ms(quiet.p99), ms(busy.p50), ms(busy.p75), ms(busy.p99),
+		OPERATORS, atomic_load(&n_stats), secs,
+		secs * 1000 * OPERATORS / (double) (atomic_load(&n_stats) > 0 ? atomic_load(&n_stats) : 1),
+		ms(one));
 	cr_assert_eq(atomic_load(&n_failed), 0, "operator reads failed");
-	cr_assert_gt(atomic_load(&n_stats), OPERATORS, "the operators hardly ran");
-	/* Near its figure: three times it, plus 20 ms for a machine that is shared. */
-	cr_assert_leq(busy, 3 * quiet + 20000, "enqueue p99 %.2f ms under the stats flood, %.2f ms without",
-		      (double) busy / 1000, (double) quiet / 1000);
+	cr_assert(flooding, "the operators hardly ran: %ld stats answered in a minute",
+		  atomic_load(&n_stats));
+	/* The wall-clock bound is the behaviour here: enqueues do not wait for the operators'
+	 * stats. Enqueues that wait for a connection a stats call holds wait for a good part
+	 * of that call, and a quarter of them or more wait most of it (with pool.c's cap
+	 * lifted, p75 was 0.7 of a call's time alone, p99 1.2 to 2.6 times it, loaded machine
+	 * or not). Enqueues that find a free connection are slowed only by sharing the cores,
+	 * which slows the stats call they are compared with as much; on a busy machine that
+	 * shows in the last percents (p99 once 126 ms, ten times its figure alone), so the
+	 * bound is on p75, at a quarter of a stats call: a margin of about 3 against the bug,
+	 * and more than that against the load. */
+	cr_assert_lt(busy.p75, one / 4,
+		     "enqueue p75 %.2f ms under the stats flood (p50 %.2f, p99 %.2f; without the flood "
+		     "p50/p75/p99 %.2f/%.2f/%.2f): not under a quarter of a stats call (%.2f ms alone), "
+		     "so enqueues waited for the operators' reads",
+		     ms(busy.p75), ms(busy.p50), ms(busy.p99), ms(quiet.p50), ms(quiet.p75), ms(quiet.p99),
+		     ms(one));
 }

@@ -4,9 +4,19 @@
 # with gcc and with clang + ASan/UBSan, fuzzes (tests/fuzz/run.sh; seconds per
 # target from BROOQ_TEST_FUZZ_SECONDS, default 20), starts a throwaway PostgreSQL,
 # runs every test against it in both builds, and always removes the cluster.
+#   tests/run.sh --under-load   the same while a CPU burner keeps every core busy
+#                               (stress-ng --cpu N, or a busy loop per core without it)
+#                               from the fuzzing on: the tests must hold on a busy machine
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+
+under_load=0
+case "${1:-}" in
+  "") ;;
+  --under-load) under_load=1 ;;
+  *) echo "usage: tests/run.sh [--under-load]" >&2; exit 2 ;;
+esac
 
 deploy/deps.sh
 # The web console's browser tests: npm packages pinned by tests/console/package-lock.json.
@@ -34,6 +44,30 @@ build build gcc -DBROOQ_SANITIZE=OFF
 echo "== build (clang, AddressSanitizer + UndefinedBehaviorSanitizer)"
 build build-asan clang -DBROOQ_SANITIZE=ON
 
+# The burner's processes, killed by PID however the run ends (the trap below, and the
+# cleanup that replaces it once PostgreSQL is up).
+burners=()
+stop_burners() {
+  local p
+  for p in "${burners[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${burners[@]}"; do wait "$p" 2>/dev/null || true; done
+  burners=()
+}
+if [ "$under_load" = 1 ]; then
+  trap stop_burners EXIT INT TERM
+  if command -v stress-ng >/dev/null; then
+    echo "== under load: stress-ng --cpu $jobs for the rest of the run"
+    stress-ng --cpu "$jobs" --quiet &
+    burners+=($!)
+  else
+    echo "== under load: a busy loop on each of $jobs cores for the rest of the run"
+    for _ in $(seq "$jobs"); do
+      (while :; do :; done) &
+      burners+=($!)
+    done
+  fi
+fi
+
 status=0
 # libFuzzer on the request and reply decoders, the JSON validator and the gateway's
 # configuration loader, each for a bounded time from its seeds (build-fuzz/); a crash,
@@ -45,7 +79,11 @@ tests/fuzz/run.sh --seconds "$fuzz_seconds" --jobs 2 || status=1
 # shellcheck source=tests/pg.sh
 . tests/pg.sh
 pgdir=$(mktemp -d /tmp/brooq-test.XXXXXX)
-cleanup() { brq_pg_stop "$pgdir"; rm -rf "$pgdir"; }
+cleanup() {
+  stop_burners
+  brq_pg_stop "$pgdir"
+  rm -rf "$pgdir"
+}
 trap cleanup EXIT INT TERM
 echo "== PostgreSQL (throwaway cluster in $pgdir)"
 brq_pg_start "$pgdir"

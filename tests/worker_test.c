@@ -481,7 +481,10 @@ Test(worker, hands_an_operator_cancel_to_the_running_handler_within_a_third_of_t
 		"worker_test: cancel reached the handler in %.1f ms (lease 3000 ms, heartbeat every 1000 "
 		"ms)\n",
 		ms);
-	cr_assert_leq(ms, 1000.0 + 500.0, "cancel took %.1f ms to reach the handler", ms);
+	/* The bound is the behaviour: the cancel comes with the next heartbeat (every third
+	 * of the lease), not when the lease runs out (3 s). A heartbeat period plus a second
+	 * for its round trip on a busy machine (700 ms is usual), still well before that. */
+	cr_assert_leq(ms, 1000.0 + 1000.0, "cancel took %.1f ms to reach the handler", ms);
 
 	sleep_ms(300); /* a (wrong) settle of the discarded fail would land now */
 	runner_stop(&r);
@@ -511,19 +514,37 @@ Test(worker, cancels_a_running_handler_whose_lease_runs_out_unheard_and_writes_n
 	runner r;
 	runner_start(&r, w);
 	cr_assert(wait_atomic(&started, 1, 5000), "the job never started");
-	sleep_ms(1500); /* a heartbeat got through: the lease now ends 3 s after it */
+	/* A heartbeat got through (the lease's end moved in the row): the lease now ends 3 s
+	 * after it. Waited for, up to 10 s, rather than slept for. */
+#define LOCKED_UNTIL_MS \
+	"SELECT (extract(epoch FROM locked_until) * 1000)::bigint FROM job WHERE id = %" PRIu64
+	long long claimed_until = sql_int(LOCKED_UNTIL_MS, id);
+	int64_t   until         = now_us() + 10000000;
+	while (sql_int(LOCKED_UNTIL_MS, id) == claimed_until && now_us() < until)
+		sleep_ms(10);
+	cr_assert_neq(sql_int(LOCKED_UNTIL_MS, id), claimed_until, "no heartbeat got through");
+#undef LOCKED_UNTIL_MS
+	sleep_ms(500); /* half a heartbeat period: the stop falls between two heartbeats */
 
 	int64_t t0 = now_us();
 	brq_gw_stop(&gw); /* no gateway: every heartbeat fails from now on */
-	gw_up = false;
+	gw_up      = false;
+	int64_t t1 = now_us(); /* no heartbeat can be heard after this */
 	cr_assert(wait_atomic(&finished, 1, 5000), "the handler ran on past its lease");
-	double ms = (double) (atomic_load(&cancel_seen_us) - t0) / 1000.0;
+	double ms   = (double) (atomic_load(&cancel_seen_us) - t0) / 1000.0;
+	double gone = (double) (atomic_load(&cancel_seen_us) - t1) / 1000.0;
 	fprintf(stderr,
-		"worker_test: the handler was canceled %.1f ms after the gateway went (lease 3000 ms)\n", ms);
-	/* The last heartbeat was sent at most a third of the lease before the gateway went:
-	 * the lease ends 2..3 s later, the cancel comes a tenth of the lease before that. */
+		"worker_test: the handler was canceled %.1f ms after the gateway was told to stop, %.1f ms "
+		"after it was gone (lease 3000 ms)\n",
+		ms, gone);
+	/* The last heartbeat heard was the one just seen, or a later one before the gateway
+	 * was gone: the lease ends about 3 s after it, and the cancel comes a tenth of the
+	 * lease before that. The bounds are the behaviour (not before the lease ran out,
+	 * not after); the upper one counts from when no heartbeat could get through any
+	 * more, so a slow stop on a busy machine does not move it. */
 	cr_assert_geq(ms, 1500.0, "canceled %.1f ms after the gateway went: before the lease ran out", ms);
-	cr_assert_leq(ms, 3000.0, "canceled %.1f ms after the gateway went: after the lease ran out", ms);
+	cr_assert_leq(gone, 3000.0, "canceled %.1f ms after the gateway was gone: after the lease ran out",
+		      gone);
 
 	runner_stop(&r);
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = %" PRIu64
@@ -633,7 +654,9 @@ Test(worker, an_idle_worker_stops_at_once_abandoning_its_long_poll)
 	sleep_ms(300); /* parked by now */
 	double ms = runner_stop(&r);
 	fprintf(stderr, "worker_test: idle stop took %.1f ms\n", ms);
-	cr_assert_lt(ms, 100, "an idle worker took %.0f ms to stop", ms);
+	/* The bound is the behaviour: the long-poll is abandoned, not waited out (30 s).
+	 * A tenth of that: it takes about a millisecond, more on a busy machine. */
+	cr_assert_lt(ms, 3000, "an idle worker took %.0f ms to stop", ms);
 	/* Nothing was leased to the long-poll it abandoned: a job enqueued now is ready. */
 	uint64_t id = enqueue("t.idle", "{}", 5);
 	sleep_ms(200);
@@ -860,9 +883,11 @@ Test(worker, sends_its_log_events_to_the_clients_callback_and_none_to_stderr)
 	runner_start(&r, w);
 	sleep_ms(200);
 	brq_gw_stop(&gw); /* claims fail: claim_failed events */
-	gw_up         = false;
-	int64_t until = now_us() + 5000000;
-	while (!log_has("warn claim_failed", "err=gateway unreachable") && now_us() < until)
+	gw_up = false;
+	/* The claim in flight when the gateway stops may fail first with "connection lost";
+	 * the next ones cannot connect. Waited for, up to 30 s (a busy machine). */
+	int64_t until = now_us() + 30000000;
+	while (!log_has("warn claim_failed", "detail=claim: cannot connect to") && now_us() < until)
 		sleep_ms(20);
 	runner_stop(&r);
 	fflush(stderr);
@@ -959,7 +984,8 @@ Test(worker_api, rejects_bad_arguments_and_runs_once)
 	brooq_worker_stop(w);
 	int64_t t0 = now_us();
 	OK(brooq_worker_run(w));
-	cr_assert_lt(now_us() - t0, 100000);
+	/* At once, not after a claim's wait (30 s by default): a tenth of that, generous. */
+	cr_assert_lt(now_us() - t0, 3000000);
 	cr_assert_eq(brooq_worker_run(w), BROOQ_EINVAL);
 	cr_assert_eq(brooq_worker_handle(w, "t.b", h_done, NULL), BROOQ_EINVAL);
 	brooq_worker_free(w);

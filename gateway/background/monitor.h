@@ -20,7 +20,9 @@
 //
 // The connection (store role BRQ_STORE_MONITOR: application_name "brooq-monitor"
 // unless the DSN names one, statement_timeout = lock_timeout = budget, read-only,
-// no parallel workers) reconnects with a backoff from the interval up to
+// no parallel workers; its setup, PREPAREs included, has the connect deadline instead,
+// so a busy server that makes a PREPARE overrun the budget does not keep the monitor
+// from connecting) reconnects with a backoff from the interval up to
 // max(interval, 5 s) while the database is down, and the thread never exits on its own.
 #ifndef BRQ_GATEWAY_MONITOR_H
 #define BRQ_GATEWAY_MONITOR_H

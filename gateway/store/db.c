@@ -395,20 +395,16 @@ open_conn(brq_db *db)
 	return 0;
 }
 
-// Runs the session settings and prepares every statement. Returns 0 or BRQ_EUNAVAIL.
+// Prepares every statement, then runs the session settings. Setup is bounded by its
+// own deadline (connect_timeout_ms a step), not by the settings: they are for the
+// connection's work (the monitor's statement_timeout is its counting budget, tens of
+// ms in tests, which a PREPARE on a busy server overran, and every reconnect failed
+// the same way). Statements are planned when they run, so the settings still apply to
+// their plans. Returns 0 or BRQ_EUNAVAIL.
 static int
 setup_conn(brq_db *db)
 {
 	PGresult *r;
-	if (db->o.session_sql != NULL) {
-		r = brq_db_query(db, db->o.session_sql, brq_now_ms() + db->o.connect_timeout_ms);
-		if (!brq_db_ok(r)) {
-			(void) brq_db_error(db, r);
-			PQclear(r);
-			return BRQ_EUNAVAIL;
-		}
-		PQclear(r);
-	}
 	for (size_t i = 0; i < db->o.n_stmts && db->conn != NULL; i++) {
 		const brq_db_stmt *s = &db->o.stmts[i];
 		if (!PQsendPrepare(db->conn, s->name, s->text, s->nparams, NULL)) {
@@ -420,6 +416,15 @@ setup_conn(brq_db *db)
 			(void) brq_db_error(db, r);
 			BRQ_LOG_ERROR("db_prepare_failed", "conn=%s stmt=%s error=%s", db->o.name, s->name,
 				      BRQ_LOG_Q(db->errmsg));
+			PQclear(r);
+			return BRQ_EUNAVAIL;
+		}
+		PQclear(r);
+	}
+	if (db->o.session_sql != NULL && db->conn != NULL) {
+		r = brq_db_query(db, db->o.session_sql, brq_now_ms() + db->o.connect_timeout_ms);
+		if (!brq_db_ok(r)) {
+			(void) brq_db_error(db, r);
 			PQclear(r);
 			return BRQ_EUNAVAIL;
 		}

@@ -29,7 +29,7 @@ typedef struct brq_db_stmt {
 typedef struct brq_db_opts {
 	const char        *name;        // for logs: "pool-3", "janitor", "monitor"
 	const char        *app_name;    // fallback_application_name
-	const char        *session_sql; // run after each connect (SETs); NULL: none
+	const char        *session_sql; // run after each connect, after stmts (SETs); NULL: none
 	const brq_db_stmt *stmts;       // prepared after each connect; borrowed
 	size_t             n_stmts;
 	uint64_t           connect_timeout_ms; // per attempt; 0: 5 s

@@ -36,7 +36,8 @@ const char *const brq_store_pool_session = SESSION_POOL;
 // The monitor: every statement bounded by the budget (a round trip never outlives
 // the health window), never wait long behind a lock (a migration holding ACCESS
 // EXCLUSIVE), never write by mistake, no parallel workers (background work stays on
-// one core rather than compete with the claim path).
+// one core rather than compete with the claim path). Set once the statements are
+// prepared: the PREPAREs have the connect deadline, not the budget (db.c setup_conn).
 #define SESSION_MONITOR                                          \
 	"SET statement_timeout = %llu; SET lock_timeout = %llu;" \
 	" SET default_transaction_read_only = on; SET max_parallel_workers_per_gather = 0"

@@ -104,7 +104,8 @@ if [ "$async" = false ]; then
   q "$p1" -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
 fi
 want=$([ "$async" = true ] && echo async || echo sync)
-for _ in $(seq 100); do
+# Up to 30 s: a standby on a busy machine takes a while to connect.
+for _ in $(seq 300); do
   [ "$(q "$p1" -c 'SELECT sync_state FROM pg_stat_replication')" = "$want" ] && break
   sleep 0.1
 done

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { assertCleanLog, axe, createDb, dropDb, launchBrowser, outDir, psql, sleep, startGateway } from './lib.mjs';
+import { assertCleanLog, axe, clickWhen, createDb, dropDb, launchBrowser, outDir, psql, sleep, startGateway } from './lib.mjs';
 
 let db, gw, browser, page;
 const ids = {}; // jobs seeded by SQL
@@ -75,7 +75,7 @@ test('sign in with the admin token: an HttpOnly SameSite=Strict session cookie',
 test('the overview shows a topic\'s depth', async () => {
   await page.waitForFunction(
     () => document.querySelector('#topics tr[data-topic="email.send"] td[data-state="pending"]')?.textContent === '3',
-    { timeout: 15000 });
+    { timeout: 30000 });
   assert.equal(await textOf(page, '#topics tr[data-topic="report.build"] td[data-state="pending"]'), '1');
 });
 
@@ -87,8 +87,8 @@ test('open a job, cancel it, and see its row change in PostgreSQL', async () => 
   assert.equal(await textOf(page, '#job-state'), 'pending');
   assert.match(await page.$eval('#job pre', (e) => e.textContent), /"to": "a@example.org"/);
   assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.a}`), 'pending');
-  await page.click('#cancel-job');
-  await page.waitForFunction(() => document.querySelector('#job-state')?.textContent === 'canceled', { timeout: 10000 });
+  await clickWhen(page, '#cancel-job'); // a job's page redraws every 3 s: see clickWhen
+  await page.waitForFunction(() => document.querySelector('#job-state')?.textContent === 'canceled', { timeout: 30000 });
   assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.a}`), 'canceled');
   assert.match(gw.log(), new RegExp(`console_action action=cancel id=${ids.a} state=canceled canceled=true role=admin token_fp=[0-9a-f]{8}`));
 });
@@ -96,9 +96,8 @@ test('open a job, cancel it, and see its row change in PostgreSQL', async () => 
 test('retry the canceled job from its page; delete a done job from its page', async () => {
   // ids.a was canceled by the test above.
   await page.goto(gw.url + `/console/#/job/${ids.a}`);
-  await page.waitForSelector('#retry-job');
-  await page.click('#retry-job');
-  await page.waitForFunction(() => /retry job \d+: done/.test(document.body.textContent), { timeout: 10000 });
+  await clickWhen(page, '#retry-job');
+  await page.waitForFunction(() => /retry job \d+: done/.test(document.body.textContent), { timeout: 30000 });
   const retry = psql(db, `SELECT id FROM job WHERE retry_of = ${ids.a} AND state = 'pending'`);
   assert.match(retry, /^\d+$/, 'a new pending job re-runs it');
   assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.a}`), 'canceled', 'the original is kept');
@@ -107,8 +106,8 @@ test('retry the canceled job from its page; delete a done job from its page', as
   await page.goto(gw.url + `/console/#/job/${done}`);
   await page.waitForSelector('#delete-job');
   assert.match(await page.$eval('#job', (e) => e.textContent), /"pages": 3/, 'the result is shown');
-  await page.click('#delete-job');
-  await page.waitForFunction(() => location.hash === '#/overview', { timeout: 10000 });
+  await clickWhen(page, '#delete-job');
+  await page.waitForFunction(() => location.hash === '#/overview', { timeout: 30000 });
   assert.equal(psql(db, `SELECT count(*) FROM job WHERE id = ${done}`), '0');
 });
 

@@ -91,7 +91,8 @@ export async function startGateway(db, extraEnv = {}) {
       return { exited, log: text };
     },
   };
-  for (let i = 0; i < 200; i++) {
+  // Up to 30 s: a gateway under ASan on a busy machine takes a while to start.
+  for (let i = 0; i < 600; i++) {
     if (exited !== null) throw new Error('gateway exited at start:\n' + gw.log());
     try {
       const r = await fetch(url + '/console/');
@@ -130,6 +131,19 @@ export async function axe(page) {
     const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
   });
+}
+
+// Clicks the element selector finds, once its text matches text (a RegExp), found and
+// clicked in one go inside the page. The overview redraws every 2 s and a job's page every
+// 3 s: an element handle kept from a find to its click can be detached in between ("Node is
+// detached from document"), and the busier the machine, the wider that gap.
+export async function clickWhen(page, selector, text = /(?:)/, timeout = 30000) {
+  await page.waitForFunction((sel, source, flags) => {
+    const e = document.querySelector(sel);
+    if (!e || !new RegExp(source, flags).test(e.textContent)) return false;
+    e.click();
+    return true;
+  }, { timeout }, selector, text.source, text.flags);
 }
 
 export { sleep };

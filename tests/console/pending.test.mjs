@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { binDir, createDb, dropDb, launchBrowser, psql, sleep, startGateway } from './lib.mjs';
+import { binDir, clickWhen, createDb, dropDb, launchBrowser, psql, sleep, startGateway } from './lib.mjs';
 
 let db, gw, browser, page, worker;
 
@@ -38,20 +38,22 @@ test('pause a topic from the overview and see claims stop; resume and see them g
     env: { ...process.env, BROOQ_URL: `ipc://${gw.dir}/gw.sock`, BROOQ_TOKEN_FILE: path.join(dir, 'token') },
     stdio: 'ignore',
   });
+  // Waits for a job to be done: up to 30 s, for a busy machine (it takes well under one).
+  const waitDone = async (id) => {
+    for (let i = 0; i < 300 && psql(db, `SELECT state FROM job WHERE id = ${id}`) !== 'done'; i++) await sleep(100);
+    assert.equal(psql(db, `SELECT state FROM job WHERE id = ${id}`), 'done');
+  };
   const first = psql(db, `INSERT INTO job (topic, payload) VALUES ('demo.hello', '{}') RETURNING id`);
-  for (let i = 0; i < 100 && psql(db, `SELECT state FROM job WHERE id = ${first}`) !== 'done'; i++) await sleep(100);
-  assert.equal(psql(db, `SELECT state FROM job WHERE id = ${first}`), 'done');
+  await waitDone(first);
   await page.goto(gw.url + '/console/#/overview');
-  const pause = await page.waitForSelector('#topics tr[data-topic="demo.hello"] button');
-  assert.match(await pause.evaluate((b) => b.textContent), /^Pause/);
-  await pause.click();
+  // The overview redraws every 2 s: its button is found and clicked in the page at once
+  // (clickWhen), never through a handle the next redraw detaches.
+  const button = '#topics tr[data-topic="demo.hello"] button';
+  await clickWhen(page, button, /^Pause/);
   await page.waitForSelector('#topics tr[data-topic="demo.hello"] .badge.paused');
   const held = psql(db, `INSERT INTO job (topic, payload) VALUES ('demo.hello', '{}') RETURNING id`);
   await sleep(2500); // several poll intervals: no gateway claims it
   assert.equal(psql(db, `SELECT state || ' ' || attempts FROM job WHERE id = ${held}`), 'pending 0');
-  const resume = await page.waitForSelector('#topics tr[data-topic="demo.hello"] button');
-  assert.match(await resume.evaluate((b) => b.textContent), /^Resume/);
-  await resume.click();
-  for (let i = 0; i < 100 && psql(db, `SELECT state FROM job WHERE id = ${held}`) !== 'done'; i++) await sleep(100);
-  assert.equal(psql(db, `SELECT state FROM job WHERE id = ${held}`), 'done');
+  await clickWhen(page, button, /^Resume/);
+  await waitDone(held);
 });
