@@ -197,6 +197,17 @@ Test(session, signs_in_by_role_expires_evicts_and_revokes)
 	brq_config_problems_init(&p);
 	cr_assert_eq(brq_auth_prepare(&a, wk, 1, NULL, 0, &set, &p), 0);
 	brq_config_problems_fini(&p);
+	cr_assert_eq(brq_console_sessions_count(s), 3);
+	brq_auth_publish(&a, set);
+	/* At once, not at their next use: the three admin sessions are gone. */
+	cr_assert_eq(brq_console_sessions_count(s), 0, "the reload itself ends the revoked token's sessions");
+	/* And for good: the token coming back does not bring its sessions back. */
+	char pa[300];
+	snprintf(pa, sizeof(pa), "%s/admin", dir);
+	const char *ad[] = {pa};
+	brq_config_problems_init(&p);
+	cr_assert_eq(brq_auth_prepare(&a, wk, 1, ad, 1, &set, &p), 0);
+	brq_config_problems_fini(&p);
 	brq_auth_publish(&a, set);
 	cr_assert_eq(brq_console_session_get(s, ids[0], BRQ_CONSOLE_SID_LEN, &got), BRQ_ENOTFOUND);
 
