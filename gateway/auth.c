@@ -270,7 +270,7 @@ brq_auth_prepare(const brq_auth *a, const char *const *worker_files, size_t n_wo
 	if (s->n == 0 && !is_bad) {
 		brq_config_problem_add(
 			problems,
-			"auth: no token left: all %zu token files are missing; at least one "
+			"auth: no token left: every token file is missing (%zu); at least one "
 			"token must remain (a reload refused for this keeps the tokens in force)",
 			total);
 		is_bad = true;

@@ -293,7 +293,7 @@ Test(auth, a_set_left_without_any_token_is_refused_and_the_published_one_kept)
 	cr_assert_null(set);
 	cr_assert_eq(probs.count, 1);
 	cr_assert(has_problem(
-		"auth: no token left: all 3 token files are missing; at least one token must remain"));
+		"auth: no token left: every token file is missing (3); at least one token must remain"));
 	cr_assert_eq(check(W2), BRQ_ROLE_WORKER, "the published set stays");
 	cr_assert_eq(brq_auth_count(&auth, BRQ_ROLE_NONE), 4);
 	// At start (nothing published yet) the same is a problem: no gateway without tokens.
@@ -301,7 +301,7 @@ Test(auth, a_set_left_without_any_token_is_refused_and_the_published_one_kept)
 	brq_config_problems_fini(&probs);
 	brq_config_problems_init(&probs);
 	cr_assert_eq(brq_auth_init(&other, w, 2, NULL, 0, &probs), BRQ_EINVAL);
-	cr_assert(has_problem("auth: no token left: all 2 token files are missing"));
+	cr_assert(has_problem("auth: no token left: every token file is missing (2)"));
 	cr_assert_null(other.live);
 }
 
