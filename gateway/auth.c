@@ -32,6 +32,11 @@ struct brq_auth_set {
 	brq_auth_entry *entries; // n entries, owned
 	char          **paths;   // paths[i] names entries[i] (for the change log), owned
 	size_t          n;
+	// Token files that did not exist (ENOENT) when the set was read: their tokens are
+	// not in it (revoked, docs/security.md §5). Owned; roles in missing_roles.
+	char    **missing;
+	brq_role *missing_roles;
+	size_t    n_missing;
 };
 
 // Readers (checks) and the publisher share the current set without a lock, in the
@@ -47,6 +52,7 @@ struct brq_auth_live {
 	atomic_uint             phase;
 	atomic_ulong            readers[2];
 	pthread_mutex_t         publish_mtx; // one publisher at a time
+	brq_auth_watch         *watches;     // told after each publish; under publish_mtx
 };
 
 static bool
@@ -97,8 +103,9 @@ file_is_acceptable(const char *what, const char *path, const struct stat *st, br
 	return true;
 }
 
-// Reads `path`, checks it and stores the keyed hash into *e. On a problem, adds one line
-// naming the file (never its content) and returns BRQ_EINVAL.
+// Reads `path`, checks it and stores the keyed hash into *e. A file that does not exist
+// is no problem but BRQ_ENOTFOUND (the caller counts it as revoked). On a problem, adds
+// one line naming the file (never its content) and returns BRQ_EINVAL.
 static int
 load_token_file(const unsigned char key[32], const char *path, brq_role role, brq_auth_entry *e,
 		brq_config_problems *problems)
@@ -111,6 +118,9 @@ load_token_file(const unsigned char key[32], const char *path, brq_role role, br
 	struct stat   st;
 
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		return BRQ_ENOTFOUND;
+	}
 	if (fd < 0) {
 		brq_config_problem_add(problems, "%s %s: cannot open: %s", what, path, strerror(errno));
 		return BRQ_EINVAL;
@@ -166,8 +176,13 @@ brq_auth_set_free(brq_auth_set *set)
 	for (size_t i = 0; set->paths != NULL && i < set->n; i++) {
 		free(set->paths[i]);
 	}
+	for (size_t i = 0; set->missing != NULL && i < set->n_missing; i++) {
+		free(set->missing[i]);
+	}
 	free(set->entries);
 	free(set->paths);
+	free(set->missing);
+	free(set->missing_roles);
 	free(set);
 }
 
@@ -192,6 +207,18 @@ roles_are_distinct(const brq_auth_set *s, brq_config_problems *problems)
 	return is_ok;
 }
 
+// Records that `path` (of `role`) does not exist. Returns 0 or BRQ_ENOMEM.
+static int
+note_missing(brq_auth_set *s, const char *path, brq_role role)
+{
+	s->missing[s->n_missing] = strdup(path);
+	if (s->missing[s->n_missing] == NULL) {
+		return BRQ_ENOMEM;
+	}
+	s->missing_roles[s->n_missing++] = role;
+	return 0;
+}
+
 int
 brq_auth_prepare(const brq_auth *a, const char *const *worker_files, size_t n_worker,
 		 const char *const *admin_files, size_t n_admin, brq_auth_set **out,
@@ -210,9 +237,11 @@ brq_auth_prepare(const brq_auth *a, const char *const *worker_files, size_t n_wo
 		free(s);
 		return BRQ_EINVAL;
 	}
-	s->entries = calloc(total, sizeof(*s->entries));
-	s->paths   = calloc(total, sizeof(*s->paths));
-	if (s->entries == NULL || s->paths == NULL) {
+	s->entries       = calloc(total, sizeof(*s->entries));
+	s->paths         = calloc(total, sizeof(*s->paths));
+	s->missing       = calloc(total, sizeof(*s->missing));
+	s->missing_roles = calloc(total, sizeof(*s->missing_roles));
+	if (s->entries == NULL || s->paths == NULL || s->missing == NULL || s->missing_roles == NULL) {
 		brq_auth_set_free(s);
 		return BRQ_ENOMEM;
 	}
@@ -220,16 +249,31 @@ brq_auth_prepare(const brq_auth *a, const char *const *worker_files, size_t n_wo
 	for (size_t i = 0; i < total; i++) {
 		bool        is_admin = i >= n_worker;
 		const char *path     = is_admin ? admin_files[i - n_worker] : worker_files[i];
-		if (load_token_file(a->key, path, is_admin ? BRQ_ROLE_ADMIN : BRQ_ROLE_WORKER,
-				    &s->entries[s->n], problems) != 0) {
+		brq_role    role     = is_admin ? BRQ_ROLE_ADMIN : BRQ_ROLE_WORKER;
+		int         rc       = load_token_file(a->key, path, role, &s->entries[s->n], problems);
+		if (rc == BRQ_ENOTFOUND) {
+			rc = note_missing(s, path, role);
+		} else if (rc == 0) {
+			s->paths[s->n] = strdup(path);
+			rc             = s->paths[s->n++] == NULL ? BRQ_ENOMEM : 0;
+		} else {
 			is_bad = true;
 			continue;
 		}
-		s->paths[s->n] = strdup(path);
-		if (s->paths[s->n++] == NULL) {
+		if (rc != 0) {
 			brq_auth_set_free(s);
-			return BRQ_ENOMEM;
+			return rc;
 		}
+	}
+	// Missing files are revoked tokens, but a set without any token would lock every
+	// client out: that is a mistake (or a wrong directory), never a revocation.
+	if (s->n == 0 && !is_bad) {
+		brq_config_problem_add(
+			problems,
+			"auth: no token left: every token file is missing (%zu); at least one "
+			"token must remain (a reload refused for this keeps the tokens in force)",
+			total);
+		is_bad = true;
 	}
 	if (!roles_are_distinct(s, problems) || is_bad) {
 		brq_auth_set_free(s);
@@ -296,6 +340,14 @@ log_changes(const brq_auth_set *old, const brq_auth_set *cur)
 {
 	size_t added = 0, removed = 0, changed = 0;
 
+	// Every time, not only when it changes: a file revoked this way is still listed, and
+	// the operator should take it out of the list (or learn of a typo) from the log.
+	for (size_t i = 0; i < cur->n_missing; i++) {
+		brq_role role      = cur->missing_roles[i];
+		bool     was_there = old != NULL && find_entry(old, cur->missing[i], role) < old->n;
+		BRQ_LOG_WARN("token_file_missing", "role=%s path=%s effect=%s", brq_auth_role_name(role),
+			     BRQ_LOG_Q(cur->missing[i]), was_there ? "revoked" : "not_loaded");
+	}
 	if (old == NULL) {
 		BRQ_LOG_INFO("tokens_loaded", "worker=%zu admin=%zu", set_count(cur, BRQ_ROLE_WORKER),
 			     set_count(cur, BRQ_ROLE_ADMIN));
@@ -350,8 +402,39 @@ brq_auth_publish(brq_auth *a, brq_auth_set *set)
 		wait_readers(lv, was);
 	}
 	log_changes(old, set);
+	for (brq_auth_watch *w = lv->watches; w != NULL; w = w->next) {
+		w->fn(w->arg);
+	}
 	pthread_mutex_unlock(&lv->publish_mtx);
 	brq_auth_set_free(old);
+}
+
+void
+brq_auth_watch_add(const brq_auth *a, brq_auth_watch *w)
+{
+	if (a->live == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&a->live->publish_mtx);
+	w->next          = a->live->watches;
+	a->live->watches = w;
+	pthread_mutex_unlock(&a->live->publish_mtx);
+}
+
+void
+brq_auth_watch_remove(const brq_auth *a, brq_auth_watch *w)
+{
+	if (a->live == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&a->live->publish_mtx);
+	for (brq_auth_watch **p = &a->live->watches; *p != NULL; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&a->live->publish_mtx);
 }
 
 int

@@ -8,8 +8,9 @@
 // Roles: worker may call ping, enqueue, claim, heartbeat, settle, job, stats; admin may
 // call everything, including cancel (the admin-only operations).
 //
-// On SIGHUP (reload.h) a new set is prepared from the files as they are now and, only
-// if every file passes, published in place of the old one while NNG threads keep
+// On SIGHUP (reload.h) a new set is prepared from the files as they are now (a file
+// that no longer exists revokes its tokens) and, only if every file present passes and
+// some token remains, published in place of the old one while NNG threads keep
 // checking requests: a check never waits, and the old set is freed once no check
 // reads it any more.
 #ifndef BRQ_GATEWAY_AUTH_H
@@ -60,7 +61,10 @@ struct brq_auth {
 BRQ_MUSTCHECK int brq_auth_open(brq_auth *a);
 
 // Reads and hashes the token files into a new set (*out, owned by the caller: publish
-// or free it). Each file's content, trimmed of trailing whitespace (space, \t, \r,
+// or free it). A file that does not exist (ENOENT) is no problem: its tokens are not in
+// the set (that is how a token is revoked, docs/security.md §5) and publishing the set
+// logs it as token_file_missing; but a set that would hold no token at all is a problem
+// ("no token left"). Each file's content, trimmed of trailing whitespace (space, \t, \r,
 // \n), must be BRQ_AUTH_TOKEN_MIN..BRQ_AUTH_TOKEN_MAX bytes; any byte values are
 // allowed. A file that "others" may read or write (mode & 0007) is refused, as ssh
 // refuses such keys; group access is the normal root:brooq 0640 and is fine. A token
@@ -83,6 +87,24 @@ BRQ_MUSTCHECK int brq_auth_prepare_config(const brq_auth *a, const brq_config *c
 // tokens_reloaded with the counts) or, for the first set, tokens_loaded; never a token.
 // One publisher at a time is enforced; checks never wait for it.
 void brq_auth_publish(brq_auth *a, brq_auth_set *set);
+
+// Told after every brq_auth_publish() (a reload), on the publishing thread, once the new
+// set is the one checks see: for holders that keep something derived from a token (the
+// console's sessions end those of tokens no longer accepted). fn runs under the publish
+// lock: it may call brq_auth_check*/brq_auth_hash, not publish, count or watch_*.
+typedef struct brq_auth_watch brq_auth_watch;
+struct brq_auth_watch {
+	void (*fn)(void *arg);
+	void           *arg;
+	brq_auth_watch *next; // auth.c's list
+};
+
+// Registers w (borrowed: it must stay until brq_auth_watch_remove()). After
+// brq_auth_open(); a zeroed (unopened) *a ignores it.
+void brq_auth_watch_add(const brq_auth *a, brq_auth_watch *w);
+
+// Unregisters w; when it returns, w's fn is not running and will not run.
+void brq_auth_watch_remove(const brq_auth *a, brq_auth_watch *w);
 
 // Frees a set that was not published (wiping its hashes). NULL is fine.
 void brq_auth_set_free(brq_auth_set *set);

@@ -8,9 +8,11 @@
 // BROOQ_LOG_LEVEL. Other settings that differ are named in one reload_needs_restart
 // line and keep their running values; so are TLS files whose content changed under
 // the same path (tls.h: certificates apply at a restart; the reload has checked the
-// new ones). A reload with any problem
-// (a token file gone or too short, a bad value) changes nothing and logs each problem;
-// the gateway never exits because of a reload.
+// new ones). A token file that no longer exists is no problem: its tokens are
+// revoked (token_file_missing, auth.h), as a file gone from the credentials directory
+// is simply no longer read. A reload with any problem (a token file too short or
+// readable by others, no token left at all, a bad value) changes nothing and logs each
+// problem; the gateway never exits because of a reload.
 #ifndef BRQ_GATEWAY_RELOAD_H
 #define BRQ_GATEWAY_RELOAD_H
 

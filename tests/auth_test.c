@@ -186,22 +186,123 @@ Test(auth, rejects_a_short_token_file_by_name_without_showing_it)
 	cr_assert_null(auth.live);
 }
 
-Test(auth, rejects_missing_oversized_and_non_regular_token_files)
+Test(auth, rejects_unreadable_oversized_and_non_regular_token_files)
 {
 	static char big[5000];
 	memset(big, 'q', sizeof(big));
 	const char *w[] = {
-		"/nonexistent/brooq/worker-token",
+		"/nonexistent/brooq/worker-token", // missing: revoked, no problem of its own
 		token_file("long", big, BRQ_AUTH_TOKEN_MAX + 1, 0600),
 		token_file("huge", big, sizeof(big), 0600),
 		tmpdir,
+		token_file("unreadable", W1, strlen(W1), 0000),
 	};
-	cr_assert_eq(brq_auth_init(&auth, w, 4, NULL, 0, &probs), BRQ_EINVAL);
-	cr_assert(has_problem("/nonexistent/brooq/worker-token: cannot open: No such file"));
+	// root reads a 0000 file: the last one is a problem only for other users.
+	size_t n = geteuid() == 0 ? 4 : 5;
+	cr_assert_eq(brq_auth_init(&auth, w, n, NULL, 0, &probs), BRQ_EINVAL);
+	cr_assert_not(has_problem("/nonexistent/brooq/worker-token"), "a missing file is no problem");
 	cr_assert(has_problem("/long: token too long (at most 1024 bytes)"));
 	cr_assert(has_problem("/huge: token too long"));
 	cr_assert(has_problem(": not a regular file"));
-	cr_assert_eq(probs.count, 4);
+	cr_assert(n == 4 || has_problem("/unreadable: cannot open: Permission denied"));
+	cr_assert_eq(probs.count, n - 1);
+}
+
+static const char *logged_during(void (*fn)(void));
+
+// Revoking a leaked token: its file is removed, the next set has the others only.
+static void
+revoke_w2_by_removing_its_file(void)
+{
+	char w2[300];
+	snprintf(w2, sizeof(w2), "%s/w2", tmpdir);
+	cr_assert_eq(unlink(w2), 0);
+	const char   *w[] = {TOKEN_FILE("w1", W1 "\n", 0600), w2};
+	const char   *a[] = {TOKEN_FILE("a1", A1, 0400), TOKEN_FILE("a2", A2 "\n", 0600)};
+	brq_auth_set *set = NULL;
+	cr_assert_eq(brq_auth_prepare(&auth, w, 2, a, 2, &set, &probs), 0);
+	cr_assert_eq(probs.count, 0);
+	brq_auth_publish(&auth, set);
+}
+
+static void
+revoke_w2_by_removing_its_file_again(void)
+{
+	char w2[300];
+	snprintf(w2, sizeof(w2), "%s/w2", tmpdir);
+	const char   *w[] = {TOKEN_FILE("w1", W1 "\n", 0600), w2};
+	const char   *a[] = {TOKEN_FILE("a1", A1, 0400), TOKEN_FILE("a2", A2 "\n", 0600)};
+	brq_auth_set *set = NULL;
+	cr_assert_eq(brq_auth_prepare(&auth, w, 2, a, 2, &set, &probs), 0);
+	brq_auth_publish(&auth, set);
+}
+
+Test(auth, a_token_file_that_no_longer_exists_revokes_its_token_and_keeps_the_others)
+{
+	load_standard();
+	const char *out = logged_during(revoke_w2_by_removing_its_file);
+	cr_log_info("%s", out);
+	cr_assert_eq(check(W2), BRQ_ROLE_NONE, "the removed file's token is revoked");
+	cr_assert_eq(check(W1), BRQ_ROLE_WORKER);
+	cr_assert_eq(check(A1), BRQ_ROLE_ADMIN);
+	cr_assert_eq(brq_auth_count(&auth, BRQ_ROLE_NONE), 3);
+	cr_assert(strstr(out, "level=warn msg=token_file_missing role=worker path=") &&
+			  strstr(out, "/w2 effect=revoked\n"),
+		  "%s", out);
+	cr_assert(strstr(out, "msg=token_removed role=worker path="), "%s", out);
+	cr_assert_not_null(strstr(out, "msg=tokens_reloaded worker=1 admin=2 added=0 removed=1 changed=0\n"),
+			   "%s", out);
+	// The next reload, the file still listed and still missing: said again, as not loaded.
+	out = logged_during(revoke_w2_by_removing_its_file_again);
+	cr_assert(strstr(out, "msg=token_file_missing role=worker path=") &&
+			  strstr(out, "/w2 effect=not_loaded\n"),
+		  "%s", out);
+	cr_assert_not_null(strstr(out, "removed=0 changed=0\n"), "%s", out);
+	cr_assert_eq(check(W2), BRQ_ROLE_NONE);
+}
+
+static int init_rc;
+
+static void
+init_with_a_typo(void)
+{
+	const char *w[] = {TOKEN_FILE("w1", W1, 0600), "/nonexistent/brooq/w-typo"};
+	init_rc         = brq_auth_init(&auth, w, 2, NULL, 0, &probs);
+}
+
+Test(auth, a_missing_file_at_start_is_not_loaded_and_said_so)
+{
+	const char *out = logged_during(init_with_a_typo);
+	cr_assert_eq(init_rc, 0, "a missing file alone does not stop the start");
+	cr_assert_eq(probs.count, 0);
+	cr_assert_not_null(strstr(out,
+				  "level=warn msg=token_file_missing role=worker "
+				  "path=/nonexistent/brooq/w-typo effect=not_loaded\n"),
+			   "%s", out);
+	cr_assert_not_null(strstr(out, "msg=tokens_loaded worker=1 admin=0"), "%s", out);
+	cr_assert_eq(check(W1), BRQ_ROLE_WORKER);
+}
+
+Test(auth, a_set_left_without_any_token_is_refused_and_the_published_one_kept)
+{
+	load_standard();
+	const char   *w[] = {"/nonexistent/w1", "/nonexistent/w2"};
+	const char   *a[] = {"/nonexistent/a1"};
+	brq_auth_set *set = (brq_auth_set *) 1;
+	cr_assert_eq(brq_auth_prepare(&auth, w, 2, a, 1, &set, &probs), BRQ_EINVAL);
+	cr_assert_null(set);
+	cr_assert_eq(probs.count, 1);
+	cr_assert(has_problem(
+		"auth: no token left: every token file is missing (3); at least one token must remain"));
+	cr_assert_eq(check(W2), BRQ_ROLE_WORKER, "the published set stays");
+	cr_assert_eq(brq_auth_count(&auth, BRQ_ROLE_NONE), 4);
+	// At start (nothing published yet) the same is a problem: no gateway without tokens.
+	brq_auth other;
+	brq_config_problems_fini(&probs);
+	brq_config_problems_init(&probs);
+	cr_assert_eq(brq_auth_init(&other, w, 2, NULL, 0, &probs), BRQ_EINVAL);
+	cr_assert(has_problem("auth: no token left: every token file is missing (2)"));
+	cr_assert_null(other.live);
 }
 
 Test(auth, a_token_file_of_exactly_the_minimum_length_is_accepted)
@@ -391,8 +492,8 @@ Test(auth, publish_swaps_the_tokens_and_logs_each_change_by_file_never_the_token
 static void
 bad_reload(void)
 {
-	// The new set cannot be built: a file went missing, another is too short.
-	const char   *w[] = {"/nonexistent/w1", TOKEN_FILE("w2", "short\n", 0600)};
+	// The new set cannot be built: a file others may read, another too short.
+	const char   *w[] = {TOKEN_FILE("w1", W1, 0644), TOKEN_FILE("w2", "short\n", 0600)};
 	brq_auth_set *set = (brq_auth_set *) 1;
 	cr_assert_eq(brq_auth_prepare(&auth, w, 2, NULL, 0, &set, &probs), BRQ_EINVAL);
 	cr_assert_null(set);

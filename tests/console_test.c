@@ -197,6 +197,17 @@ Test(session, signs_in_by_role_expires_evicts_and_revokes)
 	brq_config_problems_init(&p);
 	cr_assert_eq(brq_auth_prepare(&a, wk, 1, NULL, 0, &set, &p), 0);
 	brq_config_problems_fini(&p);
+	cr_assert_eq(brq_console_sessions_count(s), 3);
+	brq_auth_publish(&a, set);
+	/* At once, not at their next use: the three admin sessions are gone. */
+	cr_assert_eq(brq_console_sessions_count(s), 0, "the reload itself ends the revoked token's sessions");
+	/* And for good: the token coming back does not bring its sessions back. */
+	char pa[300];
+	snprintf(pa, sizeof(pa), "%s/admin", dir);
+	const char *ad[] = {pa};
+	brq_config_problems_init(&p);
+	cr_assert_eq(brq_auth_prepare(&a, wk, 1, ad, 1, &set, &p), 0);
+	brq_config_problems_fini(&p);
 	brq_auth_publish(&a, set);
 	cr_assert_eq(brq_console_session_get(s, ids[0], BRQ_CONSOLE_SID_LEN, &got), BRQ_ENOTFOUND);
 
@@ -767,6 +778,77 @@ Test(api, sessions_expire_and_end_when_their_token_is_removed)
 	cr_assert_eq(r.status, 401, "a removed token's session ends");
 	cr_assert_eq(brq_gw_count(brq_gw_log(&c.gw), "console_session_revoked"), 1);
 	cgw_stop(&c);
+}
+
+/* Status of an RPC ping with `token`. */
+static brq_status
+rpc_ping(const brq_gw *gw, const char *token)
+{
+	brq_request req = {.op = BRQ_OP_PING, .token = brq_str_c(token)};
+	brq_reply   rep;
+	brq_arena   a;
+	void       *keep = NULL;
+	brq_arena_init(&a);
+	brq_status st = brq_gw_call(gw, &req, &rep, &a, &keep);
+	free(keep);
+	brq_arena_fini(&a);
+	return st;
+}
+
+/* docs/security.md §5: a leaked token is revoked by removing its file and reloading. */
+Test(api, removing_a_token_file_and_reloading_revokes_it_console_sessions_included)
+{
+	char        dir[]  = "/tmp/brooq-console-revoke.XXXXXX", leaked_p[96], kept_p[96], e_list[256];
+	const char *leaked = "leaked-worker-token-0123456789abcdef0123456789";
+	const char *kept   = "kept-worker-token-0123456789abcdef0123456789ab";
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(leaked_p, sizeof(leaked_p), "%s/leaked", dir);
+	snprintf(kept_p, sizeof(kept_p), "%s/kept", dir);
+	FILE *f = fopen(leaked_p, "w");
+	fputs(leaked, f);
+	fclose(f);
+	f = fopen(kept_p, "w");
+	fputs(kept, f);
+	fclose(f);
+	cr_assert_eq(chmod(leaked_p, 0600) | chmod(kept_p, 0600), 0);
+	snprintf(e_list, sizeof(e_list), "BROOQ_WORKER_TOKEN_FILES=%s,%s", leaked_p, kept_p);
+	const char *more[] = {e_list, NULL};
+	console_gw  c;
+	resp        r;
+	char        leaked_cookie[128];
+	cgw_start(&c, more);
+	sign_in(&c, leaked, &r);
+	memcpy(leaked_cookie, c.cookie, sizeof(leaked_cookie));
+	sign_in(&c, kept, &r);
+	http(c.port, "GET", "/console/api/session", leaked_cookie, NULL, &r);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_eq(rpc_ping(&c.gw, leaked), BRQ_ST_OK);
+
+	cr_assert_eq(unlink(leaked_p), 0);
+	kill(c.gw.pid, SIGHUP);
+	brq_gw_await_log(&c.gw, "msg=reload_done", 1, 10000);
+	const char *log = brq_gw_log(&c.gw);
+	char        want[200];
+	snprintf(want, sizeof(want), "msg=token_file_missing role=worker path=%s effect=revoked", leaked_p);
+	cr_assert_not_null(strstr(log, want), "%s", log);
+	/* Ended by the reload itself, before any request of the session's. */
+	cr_assert_eq(brq_gw_count(log, "msg=console_session_revoked"), 1, "%s", log);
+	cr_assert_eq(rpc_ping(&c.gw, leaked), BRQ_ST_UNAUTHENTICATED);
+	cr_assert_eq(rpc_ping(&c.gw, kept), BRQ_ST_OK);
+	http(c.port, "GET", "/console/api/session", leaked_cookie, NULL, &r);
+	cr_assert_eq(r.status, 401, "the revoked token's session still answers: %s", r.body);
+	http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
+	cr_assert_eq(r.status, 200, "the other token's session ended too: %s", r.body);
+	/* Signing in again with it is refused as well. */
+	char body[128];
+	snprintf(body, sizeof(body), "token=%s", leaked);
+	http(c.port, "POST", "/console/api/login", "", body, &r);
+	cr_assert_eq(r.status, 401, "%d %s", r.status, r.body);
+	cr_assert_null(strstr(brq_gw_log(&c.gw), leaked), "the leaked token was logged");
+	cgw_stop(&c);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
 }
 
 Test(api, console_off_serves_no_console)

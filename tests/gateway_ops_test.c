@@ -174,19 +174,15 @@ Test(ops, a_bad_reload_keeps_the_old_tokens_and_says_why)
 	char fresh[65];
 	new_token(fresh);
 
-	cr_assert_eq(unlink(gw.worker_token_file), 0);
-	reload_and_wait(&gw, "msg=reload_failed", 1);
-	cr_assert(strstr(brq_gw_log(&gw), "/worker-token: cannot open: No such file") != NULL, "%s",
-		  brq_gw_log(&gw));
-	cr_assert_eq(client_ping(&c, gw.worker_token), BRQ_ST_OK, "a missing file must keep the old token");
-
+	/* A missing file revokes its token (revocation tests below); one present but bad
+	 * is a mistake: the old token stays. */
 	write_file(gw.worker_token_file, "short\n", 0600);
-	reload_and_wait(&gw, "msg=reload_failed", 2);
+	reload_and_wait(&gw, "msg=reload_failed", 1);
 	cr_assert(strstr(brq_gw_log(&gw), "/worker-token: token too short") != NULL);
 	cr_assert_eq(client_ping(&c, gw.worker_token), BRQ_ST_OK);
 
 	write_file(gw.worker_token_file, fresh, 0644);
-	reload_and_wait(&gw, "msg=reload_failed", 3);
+	reload_and_wait(&gw, "msg=reload_failed", 2);
 	cr_assert(strstr(brq_gw_log(&gw), "/worker-token: mode 0644 lets others read or write it") != NULL);
 	cr_assert_eq(client_ping(&c, gw.worker_token), BRQ_ST_OK);
 	cr_assert_eq(client_ping(&c, fresh), BRQ_ST_UNAUTHENTICATED);
@@ -197,6 +193,103 @@ Test(ops, a_bad_reload_keeps_the_old_tokens_and_says_why)
 	cr_assert_eq(client_ping(&c, fresh), BRQ_ST_OK);
 	cr_assert_eq(client_ping(&c, gw.worker_token), BRQ_ST_UNAUTHENTICATED);
 	cr_assert_eq(atomic_load(&c.pipes), 1);
+	nng_close(c.s);
+	brq_gw_stop(&gw);
+	brq_testdb_drop(dsn);
+}
+
+/* ---- revoking a token: its file removed ------------------------------------------------------ */
+
+/* Two worker token files of the test's own (a leaked one, a kept one) in dir, named
+ * in BROOQ_WORKER_TOKEN_FILES (the env string into e_list). */
+static void
+two_worker_files(const char *dir, char leaked[65], char kept[65], char *leaked_path, char *e_list, size_t cap)
+{
+	char kept_path[128];
+	new_token(leaked), new_token(kept);
+	snprintf(leaked_path, 128, "%s/leaked", dir);
+	snprintf(kept_path, sizeof(kept_path), "%s/kept", dir);
+	write_file(leaked_path, leaked, 0600);
+	write_file(kept_path, kept, 0600);
+	snprintf(e_list, cap, "BROOQ_WORKER_TOKEN_FILES=%s,%s", leaked_path, kept_path);
+}
+
+Test(ops, removing_a_listed_token_file_revokes_its_token_on_sighup_and_at_the_next_start)
+{
+	char  *dsn   = brq_testdb_create(true);
+	char   dir[] = "/tmp/brooq-revoke.XXXXXX", leaked[65], kept[65], leaked_path[128], e_list[300];
+	brq_gw gw;
+	cr_assert_not_null(mkdtemp(dir));
+	two_worker_files(dir, leaked, kept, leaked_path, e_list, sizeof(e_list));
+	const char *env[] = {e_list, NULL};
+	brq_gw_start(&gw, dsn, env);
+	struct client c;
+	client_open(&c, &gw);
+	cr_assert_eq(client_ping(&c, leaked), BRQ_ST_OK);
+
+	cr_assert_eq(unlink(leaked_path), 0);
+	reload_and_wait(&gw, "msg=reload_done", 1);
+	cr_assert_eq(client_ping(&c, leaked), BRQ_ST_UNAUTHENTICATED, "the removed file's token still works");
+	cr_assert_eq(client_ping(&c, kept), BRQ_ST_OK);
+	cr_assert_eq(client_ping(&c, gw.admin_token), BRQ_ST_OK);
+	cr_assert_eq(atomic_load(&c.pipes), 1, "a revocation drops no connection");
+	const char *log = brq_gw_log(&gw);
+	char        want[300];
+	snprintf(want, sizeof(want), "level=warn msg=token_file_missing role=worker path=%s effect=revoked\n",
+		 leaked_path);
+	cr_assert_not_null(strstr(log, want), "%s", log);
+	cr_assert_not_null(strstr(log, "msg=tokens_reloaded worker=1 admin=1 added=0 removed=1 changed=0"),
+			   "%s", log);
+	cr_assert_eq(brq_gw_count(log, "msg=reload_failed"), 0, "%s", log);
+	nng_close(c.s);
+	brq_gw_stop(&gw);
+
+	/* A restart with the file still missing and still listed (say, after a crash, before
+	 * anyone edited the list): the gateway starts, says so, and the token stays revoked. */
+	brq_gw_start(&gw, dsn, env);
+	client_open(&c, &gw);
+	cr_assert_eq(client_ping(&c, leaked), BRQ_ST_UNAUTHENTICATED);
+	cr_assert_eq(client_ping(&c, kept), BRQ_ST_OK);
+	log = brq_gw_log(&gw);
+	snprintf(want, sizeof(want),
+		 "level=warn msg=token_file_missing role=worker path=%s effect=not_loaded\n", leaked_path);
+	cr_assert_not_null(strstr(log, want), "%s", log);
+	cr_assert_not_null(strstr(log, "msg=tokens_loaded worker=1 admin=1"), "%s", log);
+	nng_close(c.s);
+	brq_gw_stop(&gw);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	brq_testdb_drop(dsn);
+}
+
+Test(ops, a_reload_that_would_leave_no_token_is_refused_and_keeps_the_tokens)
+{
+	char  *dsn = brq_testdb_create(true);
+	brq_gw gw;
+	brq_gw_start(&gw, dsn, NULL);
+	struct client c;
+	client_open(&c, &gw);
+
+	cr_assert_eq(unlink(gw.worker_token_file), 0);
+	cr_assert_eq(unlink(gw.admin_token_file), 0);
+	reload_and_wait(&gw, "msg=reload_failed", 1);
+	const char *log = brq_gw_log(&gw);
+	cr_assert_not_null(strstr(log,
+				  "msg=reload_problem problem=\"auth: no token left: every token file is "
+				  "missing (2); at least one token must remain"),
+			   "%s", log);
+	cr_assert_not_null(strstr(log, "kept=previous_settings"), "%s", log);
+	cr_assert_eq(brq_gw_count(log, "msg=token_file_missing"), 0, "nothing was published: %s", log);
+	cr_assert_eq(client_ping(&c, gw.worker_token), BRQ_ST_OK, "the tokens in force stay");
+	cr_assert_eq(client_ping(&c, gw.admin_token), BRQ_ST_OK);
+
+	/* One file back: that one is accepted, the other revoked. */
+	write_file(gw.admin_token_file, gw.admin_token, 0600);
+	reload_and_wait(&gw, "msg=reload_done", 1);
+	cr_assert_eq(client_ping(&c, gw.worker_token), BRQ_ST_UNAUTHENTICATED);
+	cr_assert_eq(client_ping(&c, gw.admin_token), BRQ_ST_OK);
+	write_file(gw.worker_token_file, gw.worker_token, 0600); /* brq_gw_stop pings with it */
 	nng_close(c.s);
 	brq_gw_stop(&gw);
 	brq_testdb_drop(dsn);
@@ -378,13 +471,16 @@ Test(ops, a_token_file_readable_by_others_is_refused_at_start_group_readable_is_
 
 Test(ops, every_configuration_problem_is_reported_in_one_round)
 {
-	char dir[] = "/tmp/brooq-round.XXXXXX", tok[64], envf[64], e_tok[256], a_env[80], hex[65];
+	char dir[] = "/tmp/brooq-round.XXXXXX", tok[64], envf[64], e_tok[256], a_env[80], hex[65], mode_f[64];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(tok, sizeof(tok), "%s/worker-token", dir);
 	snprintf(envf, sizeof(envf), "%s/gateway.env", dir);
-	snprintf(e_tok, sizeof(e_tok), "BROOQ_WORKER_TOKEN_FILES=%s,%s/missing", tok, dir);
+	snprintf(e_tok, sizeof(e_tok), "BROOQ_WORKER_TOKEN_FILES=%s,%s/missing,%s/mode", tok, dir, dir);
 	snprintf(a_env, sizeof(a_env), "--env-file=%s", envf);
 	write_file(tok, "too-short\n", 0600);
+	new_token(hex);
+	snprintf(mode_f, sizeof(mode_f), "%s/mode", dir);
+	write_file(mode_f, hex, 0644);
 	write_file(envf, "; a systemd comment\nBROOQ_POOL_SIZE=0\nBROOQ_LEASEE=1s\n", 0600);
 	const char *env[]  = {"BROOQ_DSN=host=/x password=hunter2", "BROOQ_LEASE=120", "BROOQ_TYPO=1", e_tok,
 			      NULL};
@@ -398,7 +494,7 @@ Test(ops, every_configuration_problem_is_reported_in_one_round)
 		"line 3: unknown variable BROOQ_LEASEE",
 		"environment: unknown variable BROOQ_TYPO",
 		"/worker-token: token too short",
-		"/missing: cannot open",
+		"/mode: mode 0644 lets others read",
 		"(6 problems)",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -416,6 +512,17 @@ Test(ops, every_configuration_problem_is_reported_in_one_round)
 	cr_assert_eq(run_gateway(env_ok, args2, &out), 0, "%s", out);
 	const char *args3[] = {"--env-file=", "--check-config", NULL};
 	cr_assert_eq(run_gateway(env_ok, args3, &out), 2, "an empty --env-file= must be refused: %s", out);
+
+	/* A listed file that does not exist is a revoked token, not a problem: said, and the
+	 * gateway would start with the others; with no token left at all it would not. */
+	snprintf(e_tok, sizeof(e_tok), "BROOQ_WORKER_TOKEN_FILES=%s,%s/missing", tok, dir);
+	cr_assert_eq(run_gateway(env_ok, args, &out), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "msg=token_file_missing role=worker path="), "%s", out);
+	cr_assert_not_null(strstr(out, "/missing effect=not_loaded"), "%s", out);
+	cr_assert_not_null(strstr(out, "configuration ok"), "%s", out);
+	snprintf(e_tok, sizeof(e_tok), "BROOQ_WORKER_TOKEN_FILES=%s/missing", dir);
+	cr_assert_eq(run_gateway(env_ok, args, &out), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "auth: no token left: every token file is missing (1)"), "%s", out);
 	char cmd[96];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);

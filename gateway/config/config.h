@@ -30,7 +30,8 @@
 // role, for rotation; blanks around commas are ignored; an empty element is an error),
 // plus every regular file in $CREDENTIALS_DIRECTORY whose name starts with
 // "worker-token" / "admin-token" (in name order). At least one token file overall is
-// required. The files themselves are read by auth.c.
+// required. The files themselves are read by auth.c, where a listed file that does not
+// exist revokes its tokens (at start as on reload) as long as some token remains.
 //
 // Durations REQUIRE a unit: <digits><unit>, unit one of ms, s, m, h, d (one component:
 // "90s", not "1m30s"). The bare value "0" is accepted and means zero. No sign, spaces

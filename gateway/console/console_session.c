@@ -32,7 +32,10 @@ struct brq_console_sessions {
 	uint64_t        ttl_ms;
 	size_t          max;
 	slot           *slots;
+	brq_auth_watch  watch; // end_revoked after each reload
 };
+
+static void end_revoked(void *arg);
 
 int
 brq_console_sessions_new(const brq_auth *auth, uint64_t ttl_ms, size_t max, brq_console_sessions **out)
@@ -49,7 +52,9 @@ brq_console_sessions_new(const brq_auth *auth, uint64_t ttl_ms, size_t max, brq_
 	s->auth   = auth;
 	s->ttl_ms = ttl_ms;
 	s->max    = max;
-	*out      = s;
+	s->watch  = (brq_auth_watch) {.fn = end_revoked, .arg = s};
+	brq_auth_watch_add(auth, &s->watch);
+	*out = s;
 	return 0;
 }
 
@@ -59,6 +64,7 @@ brq_console_sessions_free(brq_console_sessions *s)
 	if (s == NULL) {
 		return;
 	}
+	brq_auth_watch_remove(s->auth, &s->watch);
 	sodium_memzero(s->slots, s->max * sizeof(*s->slots));
 	free(s->slots);
 	pthread_mutex_destroy(&s->mu);
@@ -145,6 +151,31 @@ brq_console_session_open(brq_console_sessions *s, const void *token, size_t len,
 	return 0;
 }
 
+// Ends the session of a token no longer accepted (under mu).
+static void
+revoke(slot *sl)
+{
+	BRQ_LOG_INFO("console_session_revoked", "session=%s token_fp=%s reason=\"token no longer accepted\"",
+		     sl->tag, sl->token_fp);
+	drop(sl);
+}
+
+// After a reload (auth's watch): ends at once the sessions whose token the new set no
+// longer accepts, so that a revoked token's sessions are gone even if it comes back.
+static void
+end_revoked(void *arg)
+{
+	brq_console_sessions *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->max; i++) {
+		if (s->slots[i].used &&
+		    brq_auth_check_hash(s->auth, s->slots[i].token_hash) == BRQ_ROLE_NONE) {
+			revoke(&s->slots[i]);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
 // The slot of sid (under mu), or NULL. Every used slot is compared: no early exit.
 static slot *
 find(brq_console_sessions *s, const char *sid, size_t len)
@@ -177,10 +208,7 @@ brq_console_session_get(brq_console_sessions *s, const char *sid, size_t len, br
 	}
 	brq_role role = sl != NULL ? brq_auth_check_hash(s->auth, sl->token_hash) : BRQ_ROLE_NONE;
 	if (sl != NULL && role == BRQ_ROLE_NONE) {
-		BRQ_LOG_INFO("console_session_revoked",
-			     "session=%s token_fp=%s reason=\"token no longer accepted\"", sl->tag,
-			     sl->token_fp);
-		drop(sl);
+		revoke(sl);
 		sl = NULL;
 	}
 	if (sl != NULL) {
