@@ -491,6 +491,9 @@ brq_config_init_defaults(brq_config *cfg)
 	cfg->http_port              = DEFAULT_HTTP_PORT;
 	cfg->http_allow_nonloopback = false;
 	cfg->selfprobe_interval_ms  = 5 * MS_PER_S;
+	cfg->http_header_timeout_ms = 10 * MS_PER_S;
+	cfg->http_idle_timeout_ms   = 60 * MS_PER_S;
+	cfg->http_max_connections   = 64;
 	cfg->log_level              = BRQ_LOG_LVL_INFO;
 	cfg->shutdown_grace_ms      = 10 * MS_PER_S;
 	cfg->console_enabled        = true;
@@ -613,6 +616,9 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 	get_u32(L, "BROOQ_RETENTION_MAX_BATCHES", 1, 100000, &cfg->retention_max_batches);
 
 	get_http(L, cfg);
+	get_duration(L, "BROOQ_HTTP_HEADER_TIMEOUT", 100, 10 * MS_PER_M, &cfg->http_header_timeout_ms);
+	get_duration(L, "BROOQ_HTTP_IDLE_TIMEOUT", 100, MS_PER_H, &cfg->http_idle_timeout_ms);
+	get_u32(L, "BROOQ_HTTP_MAX_CONNECTIONS", 4, 100000, &cfg->http_max_connections);
 	brq_cfg_get_console(L, cfg);
 
 	const char *lvl = brq_cfg_src_get(&L->src, "BROOQ_LOG_LEVEL");
