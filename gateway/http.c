@@ -21,6 +21,8 @@
 #define TEXT_CONTENT_TYPE    "text/plain; charset=utf-8"
 #define HEALTHY_BODY         "ok\n"
 #define DATABASE_FAILING     "database unavailable"
+// Room for an enqueue's fields besides its payload.
+#define BODY_SLACK 4096
 
 struct brq_http {
 	nng_http_server *server; // our hold on NNG's (shared, refcounted) server
@@ -147,6 +149,28 @@ add_handler(brq_http *h, const char *path, void (*cb)(nng_aio *))
 	return 0;
 }
 
+size_t
+brq_http_body_max(const brq_config *cfg)
+{
+	return (size_t) cfg->max_payload_bytes * 3 + BODY_SLACK;
+}
+
+// The server's limits (http.h), set before it starts.
+static int
+set_limits(nng_http_server *srv, const brq_config *cfg)
+{
+	nng_http_server_limits lim = {
+		.header_timeout   = (nng_duration) cfg->http_header_timeout_ms,
+		.idle_timeout     = (nng_duration) cfg->http_idle_timeout_ms,
+		.body_timeout     = BRQ_HTTP_BODY_TIMEOUT_MS,
+		.write_timeout    = BRQ_HTTP_WRITE_TIMEOUT_MS,
+		.max_conns        = cfg->http_max_connections,
+		.max_header_bytes = BRQ_HTTP_HEADER_BYTES_MAX,
+		.body_budget      = BRQ_HTTP_BODY_BUDGET_BODIES * brq_http_body_max(cfg),
+	};
+	return nng_http_server_set_limits(srv, &lim);
+}
+
 int
 brq_http_start(const brq_config *cfg, brq_http_health_fn fn, void *arg, brq_http **out)
 {
@@ -220,7 +244,7 @@ brq_http_start_checks(const brq_config *cfg, const brq_http_check *checks, size_
 		rv = NNG_EINVAL;
 		goto fail;
 	}
-	if ((rv = add_handler(h, "/metrics", metrics_cb)) != 0 ||
+	if ((rv = set_limits(h->server, cfg)) != 0 || (rv = add_handler(h, "/metrics", metrics_cb)) != 0 ||
 	    (rv = add_handler(h, "/healthz", healthz_cb)) != 0 ||
 	    (rv = nng_http_server_start(h->server)) != 0) {
 		goto fail;
@@ -228,8 +252,12 @@ brq_http_start_checks(const brq_config *cfg, const brq_http_check *checks, size_
 
 	h->port = bound_port(h->server, cfg->http_port);
 	nng_url_free(url);
-	BRQ_LOG_INFO("http_listen", "host=%s port=%u scheme=%s", BRQ_LOG_Q(cfg->http_host),
-		     (unsigned) h->port, scheme);
+	BRQ_LOG_INFO(
+		"http_listen",
+		"host=%s port=%u scheme=%s header_timeout_ms=%llu idle_timeout_ms=%llu max_connections=%u",
+		BRQ_LOG_Q(cfg->http_host), (unsigned) h->port, scheme,
+		(unsigned long long) cfg->http_header_timeout_ms,
+		(unsigned long long) cfg->http_idle_timeout_ms, (unsigned) cfg->http_max_connections);
 	*out = h;
 	return 0;
 

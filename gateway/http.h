@@ -14,6 +14,19 @@
 //                      "database unavailable\n" or "rpc listener not answering\n"
 //   other paths   404; other methods on the two paths 405 (NNG's own replies).
 //   HEAD is answered like GET without a body. No authentication: bind to loopback.
+//
+// Limits (deploy/nng/http-limits.patch; the table in docs/security.md): loopback TCP is
+// open to every local user, so no connection may hold more than its share.
+//   - a new connection must send a request's headers within cfg->http_header_timeout_ms,
+//     an answered one its next request's within cfg->http_idle_timeout_ms, a body within
+//     BRQ_HTTP_BODY_TIMEOUT_MS, and read a reply within BRQ_HTTP_WRITE_TIMEOUT_MS: else
+//     it is closed;
+//   - at most cfg->http_max_connections are open: a new one beyond is closed at once;
+//   - a request's line and headers take at most BRQ_HTTP_HEADER_BYTES_MAX;
+//   - a body is read only when the handler's gate accepts it after seeing the headers
+//     (/metrics and /healthz: none; the console: a signed-in session's POST or a
+//     sign-in), and all the bodies held at once take at most
+//     BRQ_HTTP_BODY_BUDGET_BODIES * brq_http_body_max(cfg) bytes (beyond: 503, closed).
 #ifndef BRQ_GATEWAY_HTTP_H
 #define BRQ_GATEWAY_HTTP_H
 
@@ -42,6 +55,15 @@ struct brq_http_check {
 	void              *arg;
 	const char        *failing; // static storage, e.g. "database unavailable"
 };
+
+#define BRQ_HTTP_BODY_TIMEOUT_MS    30000
+#define BRQ_HTTP_WRITE_TIMEOUT_MS   30000
+#define BRQ_HTTP_HEADER_BYTES_MAX   8192
+#define BRQ_HTTP_BODY_BUDGET_BODIES 4
+
+// The largest request body any handler reads: an enqueue of the largest payload
+// (cfg->max_payload_bytes), URL-encoded (3 bytes a byte at worst), and its other fields.
+size_t brq_http_body_max(const brq_config *cfg);
 
 // At most this many checks.
 #define BRQ_HTTP_MAX_CHECKS 4

@@ -1302,7 +1302,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(n_vars, 39, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
+	cr_assert_eq(n_vars, 42, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
 
 	// As shipped (all commented): only defaults.
 	cr_assert_eq(load_file(path, minimal), 0);
@@ -1339,6 +1339,9 @@ Test(config, example_env_file_shows_the_real_defaults)
 	cr_assert_eq(cfg.http_enabled, def.http_enabled);
 	cr_assert_str_eq(cfg.http_host, def.http_host);
 	cr_assert_eq(cfg.http_port, def.http_port);
+	cr_assert_eq(cfg.http_header_timeout_ms, def.http_header_timeout_ms);
+	cr_assert_eq(cfg.http_idle_timeout_ms, def.http_idle_timeout_ms);
+	cr_assert_eq(cfg.http_max_connections, def.http_max_connections);
 	cr_assert_eq(cfg.http_allow_nonloopback, def.http_allow_nonloopback);
 	cr_assert_eq(cfg.selfprobe_interval_ms, def.selfprobe_interval_ms);
 	cr_assert_eq(cfg.log_level, def.log_level);

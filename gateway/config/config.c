@@ -530,6 +530,9 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 	brq_cfg_get_setting(L, BRQ_SET_RETENTION_MAX_BATCHES, cfg);
 
 	get_http(L, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_HTTP_HEADER_TIMEOUT, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_HTTP_IDLE_TIMEOUT, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_HTTP_MAX_CONNECTIONS, cfg);
 	brq_cfg_get_console(L, cfg);
 
 	const char *lvl = brq_cfg_src_get(&L->src, "BROOQ_LOG_LEVEL");

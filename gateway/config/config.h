@@ -214,6 +214,10 @@ struct brq_config {
 	uint16_t http_port;              // 1..65535 when enabled
 	bool     http_allow_nonloopback; // as configured
 	uint64_t selfprobe_interval_ms;  // /healthz's ping of our own listener; 0 = off
+	// The HTTP endpoint's connection limits (http.h; docs/security.md).
+	uint64_t http_header_timeout_ms; // accept -> request headers complete
+	uint64_t http_idle_timeout_ms;   // a reply -> the next request's headers complete
+	uint32_t http_max_connections;   // open connections at once
 
 	brq_log_level log_level;
 	uint64_t      shutdown_grace_ms; // 0..1h

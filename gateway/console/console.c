@@ -5,6 +5,7 @@
 #include "console_assets.h"
 #include "console_int.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,12 @@
 #include "metrics/metrics.h"
 
 #define COOKIE_NAME "brooq_session"
-// Largest request body: an enqueue of the largest payload, URL-encoded (3 bytes a byte
-// at worst), and the other fields.
-#define BODY_SLACK 4096
+
+// Sign-in refusals are logged through limits: a flood writes a few lines and a count.
+static brq_log_limit sign_in_failed_limit =
+	BRQ_LOG_LIMIT_INIT("console_sign_in_failed", BRQ_LOG_LVL_WARN, 5, 10000);
+static brq_log_limit sign_in_throttled_limit =
+	BRQ_LOG_LIMIT_INIT("console_sign_in_throttled", BRQ_LOG_LVL_WARN, 5, 10000);
 
 static const brq_console_route routes[] = {
 	{"/console/api/login", "POST", BRQ_CK_LOGIN, false, false, NULL},
@@ -118,6 +122,41 @@ params(nng_http_req *req, bool is_post, const char *query, brq_form *f, const ch
 	return brq_form_parse(f, body, len, why);
 }
 
+// The connection's peer: its address as the throttle's key and, in text, for the log
+// ("peer=127.0.0.1:50312"; "peer=unknown").
+static void
+peer_of(nng_http_conn *conn, brq_console_peer *key, char *text, size_t cap)
+{
+	nng_sockaddr sa;
+	char         host[INET6_ADDRSTRLEN];
+	memset(key, 0, sizeof(*key));
+	snprintf(text, cap, "peer=unknown");
+	if (conn == NULL || nng_http_conn_peer_addr(conn, &sa) != 0) {
+		return;
+	}
+	if (sa.s_family == NNG_AF_INET && inet_ntop(AF_INET, &sa.s_in.sa_addr, host, sizeof(host)) != NULL) {
+		memcpy(key->addr, &sa.s_in.sa_addr, 4);
+		key->len = 4;
+		snprintf(text, cap, "peer=%s:%u", host, (unsigned) ntohs(sa.s_in.sa_port));
+	} else if (sa.s_family == NNG_AF_INET6 &&
+		   inet_ntop(AF_INET6, sa.s_in6.sa_addr, host, sizeof(host)) != NULL) {
+		memcpy(key->addr, sa.s_in6.sa_addr, 16);
+		key->len = 16;
+		snprintf(text, cap, "peer=[%s]:%u", host, (unsigned) ntohs(sa.s_in6.sa_port));
+	}
+}
+
+// True when the request announced a body that was not read (the gate refused it).
+static bool
+is_body_refused(nng_http_req *req)
+{
+	const char *cl = nng_http_req_get_header(req, "Content-Length");
+	void       *body;
+	size_t      len;
+	nng_http_req_get_data(req, &body, &len);
+	return cl != NULL && strtoull(cl, NULL, 10) > 0 && len == 0;
+}
+
 static void
 session_json(brq_jw *j, const brq_console_who *who)
 {
@@ -130,17 +169,34 @@ session_json(brq_jw *j, const brq_console_who *who)
 	brq_jw_end(j);
 }
 
-// POST /console/api/login, token=... in the body. The body is wiped once read.
+// POST /console/api/login, token=... in the body. The body is wiped once read. A peer
+// whose failures are throttled gets 429 before its token is looked at.
 static void
-login(brq_console *con, nng_aio *aio, nng_http_req *req)
+login(brq_console *con, nng_aio *aio, nng_http_req *req, nng_http_conn *conn)
 {
-	brq_form        f;
-	const char     *why;
-	brq_console_who who;
-	char            sid[BRQ_CONSOLE_SID_LEN + 1];
-	void           *body;
-	size_t          blen;
-	int             rv = params(req, true, NULL, &f, &why);
+	brq_form         f;
+	const char      *why;
+	brq_console_who  who;
+	char             sid[BRQ_CONSOLE_SID_LEN + 1];
+	void            *body;
+	size_t           blen;
+	brq_console_peer peer;
+	char             peer_text[80];
+	peer_of(conn, &peer, peer_text, sizeof(peer_text));
+	uint64_t wait_ms = brq_console_throttle_wait_ms(con->throttle, &peer);
+	if (wait_ms > 0) {
+		BRQ_LOG_LIMITED(&sign_in_throttled_limit, BRQ_LOG_LVL_WARN, "console_sign_in_throttled",
+				"%s retry_after_ms=%llu", peer_text, (unsigned long long) wait_ms);
+		brq_console_reply_error_retry(con, aio, 429,
+					      "too many failed sign-ins from this address; retry later",
+					      (wait_ms + 999) / 1000);
+		return;
+	}
+	if (is_body_refused(req)) {
+		brq_console_reply_error(con, aio, 413, "sign-in body too large");
+		return;
+	}
+	int rv = params(req, true, NULL, &f, &why);
 	nng_http_req_get_data(req, &body, &blen);
 	if (body != NULL) {
 		sodium_memzero(body, blen);
@@ -155,8 +211,10 @@ login(brq_console *con, nng_aio *aio, nng_http_req *req)
 	brq_form_fini(&f);
 	if (rv != 0) {
 		brq_metrics_auth_failure();
-		BRQ_LOG_WARN("console_sign_in_failed", "reason=%s token_bytes=%zu",
-			     len == 0 ? "no_token" : "unknown_token", len);
+		brq_console_throttle_fail(con->throttle, &peer);
+		BRQ_LOG_LIMITED(&sign_in_failed_limit, BRQ_LOG_LVL_WARN, "console_sign_in_failed",
+				"reason=%s token_bytes=%zu %s", len == 0 ? "no_token" : "unknown_token", len,
+				peer_text);
 		brq_console_reply_error(con, aio, 401, "sign-in refused: unknown token");
 		return;
 	}
@@ -220,58 +278,95 @@ serve_asset(brq_console *con, nng_aio *aio, const char *path, bool is_get)
 	brq_console_reply(con, aio, 404, BRQ_CONSOLE_TEXT_TYPE, "not found\n", 10, NULL);
 }
 
-// The checks every API request but sign-in passes, in order: a session (401), and for
-// a POST the CSRF token (403) and, for an action, an admin session (403). False when
-// the request was answered.
-static bool
-authorize(brq_console *con, nng_aio *aio, nng_http_req *req, const brq_console_route *r, brq_console_who *who)
+// Why check_access refused a request.
+typedef enum access {
+	ACCESS_OK,
+	ACCESS_NO_SESSION, // 401
+	ACCESS_BAD_CSRF,   // 403
+	ACCESS_READ_ONLY,  // 403: an action in a worker token's session
+} access;
+
+// The checks every API request but sign-in passes, in order: a session, and for a POST
+// the CSRF token and, for an action, an admin session. ACCESS_OK and *who, or why not.
+static access
+check_access(brq_console *con, nng_http_req *req, const brq_console_route *r, brq_console_who *who)
 {
 	size_t      len;
 	const char *sid = cookie_value(req, COOKIE_NAME, &len);
 	if (sid == NULL || brq_console_session_get(con->sessions, sid, len, who) != 0) {
-		brq_console_reply_error(con, aio, 401, "sign in first (POST /console/api/login)");
-		return false;
+		return ACCESS_NO_SESSION;
 	}
 	if (strcmp(r->method, "POST") == 0) {
 		const char *csrf = nng_http_req_get_header(req, "X-CSRF-Token");
 		if (!brq_console_csrf_ok(who, csrf, csrf != NULL ? strlen(csrf) : 0)) {
-			BRQ_LOG_WARN("console_csrf_refused", "path=%s session=%s token_fp=%s", r->path,
-				     who->tag, who->token_fp);
-			brq_console_reply_error(
-				con, aio, 403,
-				"missing or wrong X-CSRF-Token header (GET /console/api/session gives it)");
-			return false;
+			return ACCESS_BAD_CSRF;
 		}
 	}
 	if (r->is_action && who->role != BRQ_ROLE_ADMIN) {
+		return ACCESS_READ_ONLY;
+	}
+	return ACCESS_OK;
+}
+
+// check_access, answering a refusal (401, 403); false when the request was answered. A
+// body the gate refused although the request passes was too large: 413.
+static bool
+authorize(brq_console *con, nng_aio *aio, nng_http_req *req, const brq_console_route *r, brq_console_who *who)
+{
+	switch (check_access(con, req, r, who)) {
+	case ACCESS_NO_SESSION:
+		brq_console_reply_error(con, aio, 401, "sign in first (POST /console/api/login)");
+		return false;
+	case ACCESS_BAD_CSRF:
+		BRQ_LOG_WARN("console_csrf_refused", "path=%s session=%s token_fp=%s", r->path, who->tag,
+			     who->token_fp);
+		brq_console_reply_error(
+			con, aio, 403,
+			"missing or wrong X-CSRF-Token header (GET /console/api/session gives it)");
+		return false;
+	case ACCESS_READ_ONLY:
 		brq_console_reply_error(con, aio, 403, "read-only session: signed in with a worker token");
+		return false;
+	case ACCESS_OK: break;
+	}
+	if (is_body_refused(req)) {
+		brq_console_reply_error(con, aio, 413, "request body too large");
 		return false;
 	}
 	return true;
 }
 
-static void
-api(brq_console *con, nng_aio *aio, nng_http_req *req, const char *path, const char *query,
-    const char *method)
+// The route of path and method (HEAD as GET), or NULL; *path_known when some route has path.
+static const brq_console_route *
+find_route(const char *path, const char *method, bool *path_known)
 {
-	const brq_console_route *r          = NULL;
-	bool                     path_known = false;
+	const brq_console_route *r = NULL;
+	*path_known                = false;
 	for (size_t i = 0; i < N_ROUTES; i++) {
 		if (strcmp(routes[i].path, path) == 0) {
-			path_known = true;
+			*path_known = true;
 			if (strcmp(routes[i].method, method) == 0 ||
 			    (strcmp(method, "HEAD") == 0 && strcmp(routes[i].method, "GET") == 0)) {
 				r = &routes[i];
 			}
 		}
 	}
+	return r;
+}
+
+static void
+api(brq_console *con, nng_aio *aio, nng_http_req *req, nng_http_conn *conn, const char *path,
+    const char *query, const char *method)
+{
+	bool                     path_known;
+	const brq_console_route *r = find_route(path, method, &path_known);
 	if (r == NULL) {
 		brq_console_reply_error(con, aio, path_known ? 405 : 404,
 					path_known ? "method not allowed" : "no such endpoint");
 		return;
 	}
 	if (r->kind == BRQ_CK_LOGIN) {
-		login(con, aio, req);
+		login(con, aio, req, conn);
 		return;
 	}
 	brq_console_who who;
@@ -308,6 +403,40 @@ api(brq_console *con, nng_aio *aio, nng_http_req *req, const char *path, const c
 	brq_console_submit(con, aio, r, &f, &who); // takes f
 }
 
+// The body gate (http-limits.patch), on an NNG thread with the server's lock held, before
+// any body is read: how many body bytes this request may send. A sign-in from a peer
+// that is not throttled gets BRQ_CONSOLE_LOGIN_BODY_MAX; a POST of the API that passes
+// check_access (a session, its CSRF token, its role) gets con->body_max; everything else
+// none. A refused body is never read (the handler answers, then the connection closes),
+// so a peer without a session cannot make the gateway hold its bodies.
+static size_t
+body_gate(nng_http_req *req, nng_http_conn *conn, void *data)
+{
+	brq_console     *con = data;
+	const char      *uri = nng_http_req_get_uri(req);
+	char             path[64];
+	size_t           plen = strcspn(uri, "?");
+	bool             path_known;
+	brq_console_who  who;
+	brq_console_peer peer;
+	char             peer_text[80];
+	if (plen >= sizeof(path)) {
+		return 0;
+	}
+	memcpy(path, uri, plen);
+	path[plen]                 = '\0';
+	const brq_console_route *r = find_route(path, nng_http_req_get_method(req), &path_known);
+	if (r == NULL || strcmp(r->method, "POST") != 0) {
+		return 0;
+	}
+	if (r->kind == BRQ_CK_LOGIN) {
+		peer_of(conn, &peer, peer_text, sizeof(peer_text));
+		return brq_console_throttle_wait_ms(con->throttle, &peer) == 0 ? BRQ_CONSOLE_LOGIN_BODY_MAX
+									       : 0;
+	}
+	return check_access(con, req, r, &who) == ACCESS_OK ? con->body_max : 0;
+}
+
 // The one handler of the /console tree, on an NNG thread: never blocks.
 static void
 handler_cb(nng_aio *aio)
@@ -342,7 +471,7 @@ handler_cb(nng_aio *aio)
 		return;
 	}
 	if (strncmp(path, "/console/api/", 13) == 0) {
-		api(con, aio, req, path, query, met);
+		api(con, aio, req, nng_aio_get_input(aio, 2), path, query, met);
 		return;
 	}
 	serve_asset(con, aio, path, strcmp(met, "GET") == 0 || strcmp(met, "HEAD") == 0);
@@ -487,17 +616,19 @@ brq_console_start(brq_http *http, const brq_console_env *env, brq_console **out)
 	con->is_tls = brq_http_is_tls(http);
 	pthread_mutex_init(&con->sample_mu, NULL);
 	if (brq_console_sessions_new(env->auth, env->cfg->console_session_ttl_ms, BRQ_CONSOLE_SESSIONS_MAX,
-				     &con->sessions) != 0) {
+				     &con->sessions) != 0 ||
+	    brq_console_throttle_new(&con->throttle) != 0) {
 		brq_console_free(con);
 		return BRQ_ENOMEM;
 	}
-	uint64_t maxbody = env->cfg->max_payload_bytes * 3 + BODY_SLACK;
-	int      rv      = nng_http_handler_alloc(&h, "/console", handler_cb);
+	con->body_max = brq_http_body_max(env->cfg);
+	int rv        = nng_http_handler_alloc(&h, "/console", handler_cb);
 	if (rv == 0) {
 		// Every method: the handler answers 405 itself, with the console's headers.
 		if ((rv = nng_http_handler_set_method(h, NULL)) != 0 ||
 		    (rv = nng_http_handler_set_tree(h)) != 0 ||
-		    (rv = nng_http_handler_collect_body(h, true, (size_t) maxbody)) != 0 ||
+		    (rv = nng_http_handler_collect_body(h, true, con->body_max)) != 0 ||
+		    (rv = nng_http_handler_set_body_gate(h, body_gate)) != 0 ||
 		    (rv = nng_http_handler_set_data(h, con, NULL)) != 0 ||
 		    (rv = nng_http_server_add_handler(brq_http_server(http), h)) != 0) {
 			nng_http_handler_free(h);
@@ -521,6 +652,7 @@ brq_console_free(brq_console *con)
 		return;
 	}
 	brq_console_sessions_free(con->sessions);
+	brq_console_throttle_free(con->throttle);
 	for (size_t i = 0; i < BRQ_CONSOLE_SAMPLES; i++) {
 		sample_free(&con->samples[i]);
 	}

@@ -27,6 +27,7 @@ typedef struct console_item {
 	brq_console             *con;
 	nng_aio                 *aio; // the HTTP handler's, finished from the pool thread
 	const brq_console_route *route;
+	bool                     is_ro; // holds one of the read-only sessions' slots
 	brq_form                 in;
 	char                     actor[96];
 	brq_jw                   out;
@@ -40,6 +41,35 @@ item_free(console_item *it)
 	brq_form_fini(&it->in);
 	brq_jw_fini(&it->out);
 	free(it);
+}
+
+// Takes a slot for a request of a session of role: 0, or 503's message (nothing taken).
+// A read-only session takes one of its role's slots first, so its requests never hold
+// more than BRQ_CONSOLE_INFLIGHT_RO_MAX of the console's.
+static const char *
+take_slot(brq_console *con, bool is_ro)
+{
+	if (is_ro && atomic_fetch_add(&con->inflight_ro, 1) >= BRQ_CONSOLE_INFLIGHT_RO_MAX) {
+		atomic_fetch_sub(&con->inflight_ro, 1);
+		return "the console is busy: too many requests of read-only sessions at once; retry";
+	}
+	if (atomic_fetch_add(&con->inflight, 1) >= BRQ_CONSOLE_INFLIGHT_MAX) {
+		atomic_fetch_sub(&con->inflight, 1);
+		if (is_ro) {
+			atomic_fetch_sub(&con->inflight_ro, 1);
+		}
+		return "the console is busy: too many requests at once; retry";
+	}
+	return NULL;
+}
+
+static void
+give_slot(brq_console *con, bool is_ro)
+{
+	if (is_ro) {
+		atomic_fetch_sub(&con->inflight_ro, 1);
+	}
+	atomic_fetch_sub(&con->inflight, 1);
 }
 
 // On a pool thread (the item's run, work.h): runs the operation, replies, frees the item.
@@ -63,7 +93,7 @@ run_item(brq_work *w, brq_store_conn *c)
 	int status = it->route->op(&call);
 	// Before the reply: finishing the aio lets brq_http_stop() return, and the
 	// gateway then frees con (main.c stop()), so nothing may touch con after it.
-	atomic_fetch_sub(&con->inflight, 1);
+	give_slot(con, it->is_ro);
 	if (status == 200) {
 		brq_jw_end(&it->out);
 		brq_console_reply_json(con, it->aio, 200, &it->out, NULL);
@@ -81,20 +111,21 @@ void
 brq_console_submit(brq_console *con, nng_aio *aio, const brq_console_route *route, brq_form *in,
 		   const brq_console_who *who)
 {
-	if (atomic_fetch_add(&con->inflight, 1) >= BRQ_CONSOLE_INFLIGHT_MAX) {
-		atomic_fetch_sub(&con->inflight, 1);
+	bool        is_ro = who->role != BRQ_ROLE_ADMIN;
+	const char *busy  = take_slot(con, is_ro);
+	if (busy != NULL) {
 		brq_form_fini(in);
-		brq_console_reply_error(con, aio, 503,
-					"the console is busy: too many requests at once; retry");
+		brq_console_reply_error_retry(con, aio, 503, busy, 1);
 		return;
 	}
 	console_item *it = calloc(1, sizeof(*it));
 	if (it == NULL) {
-		atomic_fetch_sub(&con->inflight, 1);
+		give_slot(con, is_ro);
 		brq_form_fini(in);
 		brq_console_reply_error(con, aio, 500, "out of memory");
 		return;
 	}
+	it->is_ro = is_ro;
 	it->con   = con;
 	it->aio   = aio;
 	it->route = route;

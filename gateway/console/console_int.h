@@ -14,8 +14,13 @@
 #include "console_session.h"
 #include "metrics/metrics.h"
 
-// Console work items queued or running on the pool at once; beyond it, 503.
-#define BRQ_CONSOLE_INFLIGHT_MAX 32
+// Console work items queued or running on the pool at once; beyond it, 503. Read-only
+// (worker-token) sessions hold at most BRQ_CONSOLE_INFLIGHT_RO_MAX of them, so slow reads
+// of read-only sessions leave admin sessions the rest.
+#define BRQ_CONSOLE_INFLIGHT_MAX    32
+#define BRQ_CONSOLE_INFLIGHT_RO_MAX 16
+// Largest body of a sign-in (token=..., URL-encoded: the longest token, 3 bytes a byte).
+#define BRQ_CONSOLE_LOGIN_BODY_MAX 4096
 // A console operation's statements end by then (the session's statement_timeout is longer).
 #define BRQ_CONSOLE_DEADLINE_MS 10000
 // Largest JSON reply.
@@ -54,7 +59,10 @@ struct brq_console {
 	brq_console_env       env;
 	bool                  is_tls;
 	brq_console_sessions *sessions;
-	atomic_int            inflight; // work items on the pool
+	brq_console_throttle *throttle;    // failed sign-ins
+	size_t                body_max;    // largest body of a signed-in session's POST
+	atomic_int            inflight;    // work items on the pool
+	atomic_int            inflight_ro; // of them, read-only sessions'
 	pthread_mutex_t       sample_mu;
 	brq_console_sample    samples[BRQ_CONSOLE_SAMPLES]; // ring
 	size_t                next_sample;
@@ -69,12 +77,16 @@ void brq_console_reply(brq_console *con, nng_aio *aio, uint16_t status, const ch
 		       size_t len, const char *cookie);
 // {"error": msg} with status.
 void brq_console_reply_error(brq_console *con, nng_aio *aio, uint16_t status, const char *msg);
+// The same with a Retry-After header of retry_after_s seconds (429, 503).
+void brq_console_reply_error_retry(brq_console *con, nng_aio *aio, uint16_t status, const char *msg,
+				   uint64_t retry_after_s);
 // The JSON in j with status (500 when j failed).
 void brq_console_reply_json(brq_console *con, nng_aio *aio, uint16_t status, const brq_jw *j,
 			    const char *cookie);
 
 // Runs route's operation on the pool with the parameters in *in (taken: zeroed here)
-// for who, and replies on aio from the pool thread.
+// for who, and replies on aio from the pool thread. 503 at once when the console's slots
+// (BRQ_CONSOLE_INFLIGHT_MAX; for a read-only session, BRQ_CONSOLE_INFLIGHT_RO_MAX) are taken.
 void brq_console_submit(brq_console *con, nng_aio *aio, const brq_console_route *route, brq_form *in,
 			const brq_console_who *who);
 

@@ -4,6 +4,7 @@
 // Both the router (console.c) and the pool side (console_api.c) answer through it.
 #include "console_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "log/log.h"
@@ -14,9 +15,10 @@
 	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " \
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-void
-brq_console_reply(brq_console *con, nng_aio *aio, uint16_t status, const char *type, const void *body,
-		  size_t len, const char *cookie)
+// The reply, with one more header hname: hval when hname is not NULL.
+static void
+reply_with(brq_console *con, nng_aio *aio, uint16_t status, const char *type, const void *body, size_t len,
+	   const char *hname, const char *hval)
 {
 	nng_http_res *res;
 	if (nng_http_res_alloc(&res) != 0) {
@@ -35,8 +37,8 @@ brq_console_reply(brq_console *con, nng_aio *aio, uint16_t status, const char *t
 	if (rv == 0 && con->is_tls) {
 		rv = nng_http_res_set_header(res, "Strict-Transport-Security", "max-age=31536000");
 	}
-	if (rv == 0 && cookie != NULL) {
-		rv = nng_http_res_set_header(res, "Set-Cookie", cookie);
+	if (rv == 0 && hname != NULL) {
+		rv = nng_http_res_set_header(res, hname, hval);
 	}
 	if (rv == 0 && len > 0) {
 		rv = nng_http_res_copy_data(res, body, len);
@@ -51,7 +53,16 @@ brq_console_reply(brq_console *con, nng_aio *aio, uint16_t status, const char *t
 }
 
 void
-brq_console_reply_error(brq_console *con, nng_aio *aio, uint16_t status, const char *msg)
+brq_console_reply(brq_console *con, nng_aio *aio, uint16_t status, const char *type, const void *body,
+		  size_t len, const char *cookie)
+{
+	reply_with(con, aio, status, type, body, len, cookie != NULL ? "Set-Cookie" : NULL, cookie);
+}
+
+// {"error": msg}, with the extra header hname: hval when hname is not NULL.
+static void
+error_with(brq_console *con, nng_aio *aio, uint16_t status, const char *msg, const char *hname,
+	   const char *hval)
 {
 	brq_jw j;
 	brq_jw_init(&j, 4096);
@@ -59,11 +70,26 @@ brq_console_reply_error(brq_console *con, nng_aio *aio, uint16_t status, const c
 	brq_jw_kv_cstr(&j, "error", msg);
 	brq_jw_end(&j);
 	if (j.err != 0) {
-		brq_console_reply(con, aio, status, BRQ_CONSOLE_TEXT_TYPE, msg, strlen(msg), NULL);
+		reply_with(con, aio, status, BRQ_CONSOLE_TEXT_TYPE, msg, strlen(msg), hname, hval);
 	} else {
-		brq_console_reply(con, aio, status, JSON_TYPE, j.data, j.len, NULL);
+		reply_with(con, aio, status, JSON_TYPE, j.data, j.len, hname, hval);
 	}
 	brq_jw_fini(&j);
+}
+
+void
+brq_console_reply_error(brq_console *con, nng_aio *aio, uint16_t status, const char *msg)
+{
+	error_with(con, aio, status, msg, NULL, NULL);
+}
+
+void
+brq_console_reply_error_retry(brq_console *con, nng_aio *aio, uint16_t status, const char *msg,
+			      uint64_t retry_after_s)
+{
+	char secs[24];
+	snprintf(secs, sizeof(secs), "%llu", (unsigned long long) retry_after_s);
+	error_with(con, aio, status, msg, "Retry-After", secs);
 }
 
 void

@@ -16,6 +16,7 @@ uint64_t (*brq_console_now_ms)(void) = brq_now_ms;
 
 typedef struct slot {
 	bool          used;
+	brq_role      role_at_open;   // the quota it counts against (the role may change later)
 	unsigned char sid_hash[32];   // BLAKE2b-256 of the cookie value
 	unsigned char token_hash[32]; // auth's keyed hash of the token
 	char          csrf[BRQ_CONSOLE_CSRF_LEN + 1];
@@ -30,8 +31,8 @@ struct brq_console_sessions {
 	pthread_mutex_t mu;
 	const brq_auth *auth;
 	uint64_t        ttl_ms;
-	size_t          max;
-	slot           *slots;
+	size_t          max;   // sessions of each role
+	slot           *slots; // 2 * max: every role under its quota finds a free one
 	brq_auth_watch  watch; // end_revoked after each reload
 };
 
@@ -44,7 +45,7 @@ brq_console_sessions_new(const brq_auth *auth, uint64_t ttl_ms, size_t max, brq_
 		return BRQ_EINVAL;
 	}
 	brq_console_sessions *s = calloc(1, sizeof(*s));
-	if (s == NULL || (s->slots = calloc(max, sizeof(*s->slots))) == NULL) {
+	if (s == NULL || (s->slots = calloc(2 * max, sizeof(*s->slots))) == NULL) {
 		free(s);
 		return BRQ_ENOMEM;
 	}
@@ -65,7 +66,7 @@ brq_console_sessions_free(brq_console_sessions *s)
 		return;
 	}
 	brq_auth_watch_remove(s->auth, &s->watch);
-	sodium_memzero(s->slots, s->max * sizeof(*s->slots));
+	sodium_memzero(s->slots, 2 * s->max * sizeof(*s->slots));
 	free(s->slots);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
@@ -83,24 +84,35 @@ drop(slot *sl)
 	sodium_memzero(sl, sizeof(*sl));
 }
 
-// A free slot (under mu): an unused one, else an expired one, else the one used least
-// recently (its session ends: logged).
+// A slot for a new session of role (under mu). Expired sessions are dropped first; then,
+// while the role has fewer than max live sessions, an unused slot (there is one: the
+// table has 2 * max and the other role holds at most max); else the role's session used
+// least recently ends (logged). Another role's session is never taken.
 static slot *
-free_slot(brq_console_sessions *s, uint64_t now)
+free_slot(brq_console_sessions *s, brq_role role, uint64_t now)
 {
-	slot *lru = NULL;
-	for (size_t i = 0; i < s->max; i++) {
+	slot  *lru = NULL, *unused = NULL;
+	size_t live = 0;
+	for (size_t i = 0; i < 2 * s->max; i++) {
 		slot *sl = &s->slots[i];
-		if (!sl->used || sl->expires_ms <= now) {
+		if (sl->used && sl->expires_ms <= now) {
 			drop(sl);
-			return sl;
 		}
-		if (lru == NULL || sl->used_ms < lru->used_ms) {
-			lru = sl;
+		if (!sl->used) {
+			unused = unused != NULL ? unused : sl;
+		} else if (sl->role_at_open == role) {
+			live++;
+			if (lru == NULL || sl->used_ms < lru->used_ms) {
+				lru = sl;
+			}
 		}
 	}
-	BRQ_LOG_INFO("console_session_evicted", "session=%s token_fp=%s reason=\"table full (%zu)\"",
-		     lru->tag, lru->token_fp, s->max);
+	if (live < s->max && unused != NULL) {
+		return unused;
+	}
+	BRQ_LOG_INFO("console_session_evicted",
+		     "session=%s token_fp=%s role=%s reason=\"role's sessions full (%zu)\"", lru->tag,
+		     lru->token_fp, brq_auth_role_name(role), s->max);
 	drop(lru);
 	return lru;
 }
@@ -124,9 +136,10 @@ brq_console_session_open(brq_console_sessions *s, const void *token, size_t len,
 	randombytes_buf(csrf, sizeof(csrf));
 
 	pthread_mutex_lock(&s->mu);
-	uint64_t now = brq_console_now_ms();
-	slot    *sl  = free_slot(s, now);
-	sl->used     = true;
+	uint64_t now     = brq_console_now_ms();
+	slot    *sl      = free_slot(s, role, now);
+	sl->used         = true;
+	sl->role_at_open = role;
 	memcpy(sl->token_hash, th, sizeof(th));
 	sodium_bin2base64(sid, BRQ_CONSOLE_SID_LEN + 1, id, sizeof(id),
 			  sodium_base64_VARIANT_URLSAFE_NO_PADDING);
@@ -167,7 +180,7 @@ end_revoked(void *arg)
 {
 	brq_console_sessions *s = arg;
 	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i < s->max; i++) {
+	for (size_t i = 0; i < 2 * s->max; i++) {
 		if (s->slots[i].used &&
 		    brq_auth_check_hash(s->auth, s->slots[i].token_hash) == BRQ_ROLE_NONE) {
 			revoke(&s->slots[i]);
@@ -186,7 +199,7 @@ find(brq_console_sessions *s, const char *sid, size_t len)
 		return NULL;
 	}
 	crypto_generichash(h, sizeof(h), (const unsigned char *) sid, len, NULL, 0);
-	for (size_t i = 0; i < s->max; i++) {
+	for (size_t i = 0; i < 2 * s->max; i++) {
 		bool eq = crypto_verify_32(h, s->slots[i].sid_hash) == 0;
 		if (eq && s->slots[i].used) {
 			hit = &s->slots[i];
@@ -249,9 +262,115 @@ brq_console_sessions_count(brq_console_sessions *s)
 	size_t n = 0;
 	pthread_mutex_lock(&s->mu);
 	uint64_t now = brq_console_now_ms();
-	for (size_t i = 0; i < s->max; i++) {
+	for (size_t i = 0; i < 2 * s->max; i++) {
 		n += s->slots[i].used && s->slots[i].expires_ms > now;
 	}
 	pthread_mutex_unlock(&s->mu);
 	return n;
+}
+
+// ---- failed sign-ins ----------------------------------------------------------------------
+
+// A GCRA bucket: tat_ms is the theoretical arrival time of the next failure (monotonic);
+// a failure is allowed while tat_ms - now <= (burst - 1) * refill.
+typedef struct bucket {
+	brq_console_peer peer;
+	uint64_t         tat_ms;
+} bucket;
+
+struct brq_console_throttle {
+	pthread_mutex_t mu;
+	bucket          global;
+	bucket          peers[BRQ_CONSOLE_FAIL_PEERS];
+};
+
+int
+brq_console_throttle_new(brq_console_throttle **out)
+{
+	brq_console_throttle *t = calloc(1, sizeof(*t));
+	if (t == NULL) {
+		return BRQ_ENOMEM;
+	}
+	pthread_mutex_init(&t->mu, NULL);
+	*out = t;
+	return 0;
+}
+
+void
+brq_console_throttle_free(brq_console_throttle *t)
+{
+	if (t == NULL) {
+		return;
+	}
+	pthread_mutex_destroy(&t->mu);
+	free(t);
+}
+
+// How long until b allows one more failure (0: now).
+static uint64_t
+bucket_wait(const bucket *b, uint64_t now, uint32_t burst, uint32_t refill_ms)
+{
+	uint64_t allowed_until = now + (uint64_t) (burst - 1) * refill_ms;
+	return b->tat_ms > allowed_until ? b->tat_ms - allowed_until : 0;
+}
+
+static void
+bucket_take(bucket *b, uint64_t now, uint32_t refill_ms)
+{
+	b->tat_ms = (b->tat_ms > now ? b->tat_ms : now) + refill_ms;
+}
+
+static bool
+same_peer(const brq_console_peer *a, const brq_console_peer *b)
+{
+	return a->len == b->len && memcmp(a->addr, b->addr, a->len) == 0;
+}
+
+// peer's bucket (under mu), or NULL when it has none and is_new is false. A new one takes
+// a recovered bucket (tat_ms <= now), else the one closest to recovery.
+static bucket *
+peer_bucket(brq_console_throttle *t, const brq_console_peer *peer, uint64_t now, bool is_new)
+{
+	bucket *spare = NULL;
+	for (size_t i = 0; i < BRQ_CONSOLE_FAIL_PEERS; i++) {
+		bucket *b = &t->peers[i];
+		if (b->tat_ms > now && same_peer(&b->peer, peer)) {
+			return b;
+		}
+		if (spare == NULL || b->tat_ms < spare->tat_ms) {
+			spare = b;
+		}
+	}
+	if (!is_new) {
+		return NULL;
+	}
+	spare->peer   = *peer;
+	spare->tat_ms = 0;
+	return spare;
+}
+
+uint64_t
+brq_console_throttle_wait_ms(brq_console_throttle *t, const brq_console_peer *peer)
+{
+	pthread_mutex_lock(&t->mu);
+	uint64_t now  = brq_console_now_ms();
+	uint64_t wait = bucket_wait(&t->global, now, BRQ_CONSOLE_FAIL_GLOBAL_BURST,
+				    BRQ_CONSOLE_FAIL_GLOBAL_REFILL_MS);
+	bucket  *b    = peer_bucket(t, peer, now, false);
+	if (b != NULL) {
+		uint64_t w = bucket_wait(b, now, BRQ_CONSOLE_FAIL_BURST, BRQ_CONSOLE_FAIL_REFILL_MS);
+		wait       = w > wait ? w : wait;
+	}
+	pthread_mutex_unlock(&t->mu);
+	return wait;
+}
+
+void
+brq_console_throttle_fail(brq_console_throttle *t, const brq_console_peer *peer)
+{
+	pthread_mutex_lock(&t->mu);
+	uint64_t now = brq_console_now_ms();
+	bucket_take(&t->global, now, BRQ_CONSOLE_FAIL_GLOBAL_REFILL_MS);
+	bucket_take(peer_bucket(t, peer, now, true), now, BRQ_CONSOLE_FAIL_REFILL_MS);
+	pthread_mutex_unlock(&t->mu);
 }
