@@ -2,6 +2,7 @@
 // brooq-gateway: loads the configuration, starts the server, pool, janitor, monitor and HTTP, tells systemd,
 // reloads on SIGHUP and stops on SIGTERM/SIGINT.
 #include <errno.h>
+#include <pthread.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -207,6 +208,24 @@ stop(struct services *sv)
 	brq_store_free(sv->store);
 }
 
+// The last resort of a stop: what the grace and the statements' cancel could not end
+// (a thread stuck where no cancel reaches) must not keep the process alive, since
+// systemd, an operator or a test waits for it. Its jobs' leases go back through the
+// reaper of another gateway, or this one's next start.
+#define STOP_BACKSTOP_MS 10000
+
+static void *
+stop_backstop(void *arg)
+{
+	uint64_t        ms = *(const uint64_t *) arg + STOP_BACKSTOP_MS;
+	struct timespec ts = {.tv_sec = (time_t) (ms / 1000), .tv_nsec = (long) (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+	}
+	BRQ_LOG_ERROR("shutdown_forced", "after_ms=%llu", (unsigned long long) ms);
+	brq_log_limit_flush(true);
+	_exit(1);
+}
+
 // One SIGHUP: RELOADING=1 with the time (as systemd 253+ wants), reload, READY=1.
 static void
 reload(brq_reload *r)
@@ -301,6 +320,9 @@ main(int argc, char **argv)
 	int        sig = serve(&sigs, &r);
 	BRQ_LOG_INFO("stopping", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	notify_or_log("STOPPING=1\nSTATUS=Stopping");
+	pthread_t backstop;
+	if (pthread_create(&backstop, NULL, stop_backstop, &cfg.shutdown_grace_ms) == 0)
+		pthread_detach(backstop);
 	stop(&sv);
 	rc = 0;
 out_metrics:

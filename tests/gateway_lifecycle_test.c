@@ -150,6 +150,41 @@ Test(lifecycle, stops_gracefully_answering_parked_long_polls, .timeout = 60)
 	brq_testdb_drop(dsn);
 }
 
+/* A statement that waits in the database (here on a lock the test holds) does not keep a
+ * stopping gateway alive past its grace: the grace's end cancels what still runs, the
+ * request is answered, the pool's threads are joined and the process exits 0. Before,
+ * the stop waited for the statement (for as long as the lock was held: issue 25.10).
+ * The bound is the behaviour: the 1 s grace and the cancel, with room for a busy
+ * machine; the lock is held far longer than that (until the stop returns). */
+Test(lifecycle, a_stop_ends_within_its_grace_while_a_statement_waits_in_the_database, .timeout = 120)
+{
+	static const char *env[] = {"BROOQ_SHUTDOWN_GRACE=1s", NULL};
+	char              *dsn   = brq_testdb_create(true);
+	brq_gw_start(&gw2, dsn, env);
+	PGconn *locker = brq_testdb_connect(dsn), *db = brq_testdb_connect(dsn);
+	brq_testdb_exec(locker, "BEGIN");
+	brq_testdb_exec(locker, "LOCK TABLE job IN ACCESS EXCLUSIVE MODE");
+	brq_job_spec j   = {.topic = brq_str_c("t.stuck"), .payload = brq_str_c("{}")};
+	brq_request  req = {.op = BRQ_OP_ENQUEUE, .enqueue = {.jobs = &j, .n_jobs = 1}};
+	req.token        = brq_gw_worker(&gw2); /* no timeout_ms: no deadline of the caller's */
+	nng_socket s     = brq_gw_send_open(&gw2, &req);
+	brq_testdb_wait_int(db, 1, 30000,
+			    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+			    " AND datname = current_database() AND pid <> pg_backend_pid()"
+			    " AND query LIKE '%%INSERT%%'");
+	double t0 = now_s();
+	brq_gw_stop(&gw2); /* asserts exit status 0 */
+	double took = now_s() - t0;
+	fprintf(stderr, "lifecycle: SIGTERM to exit with a statement waiting on a lock: %.0f ms\n",
+		took * 1000);
+	cr_assert(took < 8.0, "stop took %.0f ms with a statement waiting (grace 1 s)", took * 1000);
+	brq_testdb_exec(locker, "ROLLBACK");
+	nng_close(s);
+	PQfinish(locker);
+	PQfinish(db);
+	brq_testdb_drop(dsn);
+}
+
 static brq_status
 enqueue_one(brq_gw *gw, brq_arena *a, char *msg, size_t cap)
 {

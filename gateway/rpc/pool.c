@@ -117,8 +117,9 @@ brq_pool_start(brq_pool *p, int n, const brq_store *st)
 		t->pool            = p;
 		pthread_cond_init(&t->cv, NULL);
 		snprintf(t->name, sizeof(t->name), "pool-%d", i);
-		brq_store_conn_init(&t->conn, st,
-				    &(brq_store_conn_opts) {.name = t->name, .role = BRQ_STORE_POOL});
+		brq_store_conn_init(
+			&t->conn, st,
+			&(brq_store_conn_opts) {.name = t->name, .role = BRQ_STORE_POOL, .stop = &p->abort});
 		if (pthread_create(&t->thread, NULL, pool_main, t) != 0) {
 			brq_store_conn_fini(&t->conn);
 			pthread_cond_destroy(&t->cv);
@@ -146,6 +147,12 @@ brq_pool_submit(brq_pool *p, brq_work *w)
 		pthread_cond_signal(&t->cv);
 	}
 	pthread_mutex_unlock(&p->mtx);
+}
+
+void
+brq_pool_abort(brq_pool *p)
+{
+	atomic_store(&p->abort, true);
 }
 
 void

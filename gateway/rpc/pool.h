@@ -10,6 +10,7 @@
 #include "brq_base.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "store/store.h"
@@ -52,6 +53,7 @@ struct brq_pool {
 	int              slow_cap;     // at most this many at once
 	brq_pool_thread *idle;         // stack of idle threads, most recently idle on top
 	bool             stopping;
+	atomic_bool      abort; // every connection's stop flag: running statements end (cancel)
 	int              n;
 	brq_pool_thread *threads;
 };
@@ -60,6 +62,11 @@ struct brq_pool {
 // starts while PostgreSQL is down and answers `unavailable` meanwhile). Borrows st.
 // Returns 0, or BRQ_EUNAVAIL (no thread) with nothing left running.
 BRQ_MUSTCHECK int brq_pool_start(brq_pool *p, int n, const brq_store *st);
+
+// Ends what the threads are waiting for in the database: each statement still running
+// is canceled within ~100 ms (the store's stop flag), its work answered as the store
+// fails it. For a shutdown whose grace has run out. Any thread; brq_pool_stop still joins.
+void brq_pool_abort(brq_pool *p);
 
 // Queues w (w->run set: work.h brq_work_run_fn) for a pool thread. The pool owns w
 // until a thread calls w->run with it.

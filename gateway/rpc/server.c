@@ -770,8 +770,12 @@ brq_server_stop(brq_server *s)
 	while (atomic_load(&s->inflight) > 0 && brq_now_ms() < until)
 		nng_msleep(10);
 	int left = atomic_load(&s->inflight);
-	if (left > 0)
-		BRQ_LOG_WARN("shutdown_grace_expired", "inflight=%d", left);
+	if (left > 0) {
+		// What still runs in the database is canceled, so the pool's threads can be
+		// joined: the stop ends within the grace and ~100 ms, whatever was in flight.
+		BRQ_LOG_WARN("shutdown_grace_expired", "inflight=%d action=%s", left, "cancel_statements");
+		brq_pool_abort(&s->pool);
+	}
 
 	// 4. The pool threads may still send replies: join them before closing.
 	brq_pool_stop(&s->pool);
