@@ -82,6 +82,8 @@ Test(metrics, every_family_has_help_and_type_and_counters_end_in_total)
 		{"brooq_rpc_requests_total", "counter"},
 		{"brooq_rpc_duration_seconds", "histogram"},
 		{"brooq_auth_failures_total", "counter"},
+		{"brooq_connections_closed_total", "counter"},
+		{"brooq_quota_refused_total", "counter"},
 		{"brooq_db_pool_connections", "gauge"},
 		{"brooq_db_up", "gauge"},
 		{"brooq_long_polls", "gauge"},
