@@ -235,9 +235,13 @@ check_round_trip(const brq_reply *d1, const brq_limits *lim)
 		FUZZ_CHECK(d2.msg.len == 0);
 		FUZZ_CHECK(fields_eq(d1, &d2));
 	} else {
-		brq_str cut = {d1->msg.ptr,
-			       (uint32_t) brq_utf8_truncate(d1->msg.ptr, d1->msg.len, BRQ_MSG_MAX)};
+		/* An error's msg goes out as well-formed UTF-8 of at most BRQ_MSG_MAX bytes
+		 * (proto/encode.c: every byte that starts no character becomes U+FFFD). */
+		char    clean[BRQ_MSG_MAX];
+		brq_str cut = {clean,
+			       (uint32_t) brq_utf8_scrub(d1->msg.ptr, d1->msg.len, clean, sizeof clean)};
 		FUZZ_CHECK(str_eq(d2.msg, cut));
+		FUZZ_CHECK(brq_utf8_valid(d2.msg.ptr, d2.msg.len, false));
 	}
 	FUZZ_CHECK(brq_reply_encode(&e2, &d2) == 0);
 	FUZZ_CHECK(e1.len == e2.len && memcmp(e1.data, e2.data, e1.len) == 0);
