@@ -195,7 +195,7 @@ struct brq_config {
 	uint32_t max_waiters; // concurrent long-polls, 0..100000 (0: no long-poll)
 	// Each peer's share of the gateway (rpc/quota.h, docs/security.md): requests of one
 	// connection at once (after a valid token, and while it has shown none), of one
-	// token (0: three quarters of the work items that are not long-polls), and how long
+	// token (0: all the non-long-poll work items but an eighth), and how long
 	// a reply may wait behind its connection's blocked send before the connection closes.
 	uint32_t conn_max_requests;
 	uint32_t conn_max_requests_anon;

@@ -143,11 +143,20 @@ brq_quota_verdict
 brq_quota_admit(brq_quota *q, brq_quota_hold *h, bool authed, bool is_read, bool is_long_poll,
 		const char **why)
 {
-	brq_quota_verdict v;
+	brq_quota_verdict v = BRQ_QUOTA_OK;
 	pthread_mutex_lock(&q->mu);
+	if (authed && is_long_poll) {
+		// max_waiters bounds long-polls; a worker's threads may each park one on the
+		// worker's one connection. Its reply, once due, is held to the sends' share.
+		if (h->held & BRQ_QUOTA_CONN) {
+			tally_sub(&q->conns, h->pipe_id);
+			h->held &= ~(unsigned) BRQ_QUOTA_CONN;
+		}
+		goto out;
+	}
 	if ((v = conn_verdict(q, h, authed, why)) != BRQ_QUOTA_OK || !authed)
 		goto out;
-	if (!is_long_poll) {
+	{
 		if (tally_get(&q->tokens, h->token_key) >= q->o.token_max) {
 			*why = "too many requests in the gateway for this token "
 			       "(BROOQ_TOKEN_MAX_REQUESTS); retry later";

@@ -9,16 +9,18 @@
 // pipelining requests and never reading the replies (each queued reply pins its item),
 // or by a backlog of slow requests. So every item counts against
 //   - its connection: at most conn_max requests of one connection in the gateway at
-//     once, conn_max_anon while they carry no valid token (a peer that has shown none
-//     never needs more than a few: its errors are answered at once); beyond that an
-//     authenticated request is refused (`resource_exhausted`), and one beyond twice
-//     the share, or an unauthenticated one beyond its share, closes the connection;
+//     once (long-polls apart: max_waiters bounds them, and a worker's threads may each
+//     park one on its one connection), conn_max_anon while they carry no valid token (a peer that has shown
+//     none never needs more than a few: its errors are answered at once); beyond that an authenticated
+//     request is refused (`resource_exhausted`), and one beyond twice the share, or an unauthenticated one
+//     beyond its share, closes the connection;
 //   - its connection's sends: a reply queued behind the connection's blocked send means
 //     the peer is not reading; more than conn_max_sends queued closes the connection
 //     (the server's send timeout catches a peer that stalls with fewer);
 //   - its token (authenticated requests other than long-polls, which max_waiters
 //     bounds): at most token_max at once, fewer than all the items, so other tokens
-//     always find some;
+//     always find some (NNG hands free items to waiting connections in turn, so
+//     below the share a busy token only waits its turn);
 //   - the operator lane (stats, job, topics, list, schedule_list): at most reads_max
 //     queued or running in all (a quarter of the items: the hot path keeps the rest),
 //     token_max_reads of them per token (so another token's read finds room); the lane

@@ -678,23 +678,25 @@ work_stop_free(brq_server *s)
 		work_free(s);
 }
 
-// Each peer's shares of the work items (quota.h): a token may hold three quarters of
-// the items that are not long-polls (BROOQ_TOKEN_MAX_REQUESTS: 0); operator reads, which
+// Each peer's shares of the work items (quota.h): a token may hold all the items that
+// are not long-polls but an eighth (at least 8), which stay for the others
+// (BROOQ_TOKEN_MAX_REQUESTS: 0); operator reads, which
 // wait for a lane of max(1, pool/4) threads, a quarter of them, and one token three
 // quarters of that, so another token's read always finds room.
 static int
 quota_init(brq_server *s)
 {
-	uint32_t       items = (uint32_t) s->n_work - s->cfg->max_waiters;
-	uint32_t       lane  = s->cfg->pool_size / 4 > 0 ? s->cfg->pool_size / 4 : 1;
-	uint32_t       reads = items / 4 > 4 * lane ? items / 4 : 4 * lane;
-	brq_quota_opts o     = {
-		    .conn_max       = s->cfg->conn_max_requests,
-		    .conn_max_anon  = s->cfg->conn_max_requests_anon,
-		    .conn_max_sends = BRQ_SERVER_CONN_MAX_SENDS,
-		    .token_max      = s->cfg->token_max_requests > 0 ? s->cfg->token_max_requests : items * 3 / 4,
-		    .token_max_reads = reads * 3 / 4,
-		    .reads_max       = reads,
+	uint32_t       items   = (uint32_t) s->n_work - s->cfg->max_waiters;
+	uint32_t       lane    = s->cfg->pool_size / 4 > 0 ? s->cfg->pool_size / 4 : 1;
+	uint32_t       reads   = items / 4 > 4 * lane ? items / 4 : 4 * lane;
+	uint32_t       reserve = items / 8 > 8 ? items / 8 : 8;
+	brq_quota_opts o       = {
+		      .conn_max       = s->cfg->conn_max_requests,
+		      .conn_max_anon  = s->cfg->conn_max_requests_anon,
+		      .conn_max_sends = BRQ_SERVER_CONN_MAX_SENDS,
+		      .token_max = s->cfg->token_max_requests > 0 ? s->cfg->token_max_requests : items - reserve,
+		      .token_max_reads = reads * 3 / 4,
+		      .reads_max       = reads,
         };
 	return brq_quota_init(&s->quota, &o);
 }
