@@ -8,6 +8,8 @@
 #                                             received messages (nng_rx_budget_set)
 #   expire-race.patch                         the expire thread must not cancel an
 #                                             operation begun after the one it expired
+#   rep0-reply-leak.patch                     NNG issue #1713: a reply sent as its pipe
+#                                             closes was never freed
 # as a static, position-
 # independent libnng.a with TLS (mbedtls), installed into .deps/nng in the checkout
 # (git-ignored). The top-level CMakeLists.txt finds it there.
@@ -27,7 +29,8 @@ root=$(cd "$here/../.." && pwd)
 deps="$root/.deps"
 prefix=${BROOQ_NNG_PREFIX:-$deps/nng}
 srcdir="$deps/src"
-patches=("$here/1518-disconnect-during-negotiation.patch" "$here/rx-budget.patch" "$here/expire-race.patch")
+patches=("$here/1518-disconnect-during-negotiation.patch" "$here/rx-budget.patch" "$here/expire-race.patch"
+  "$here/rep0-reply-leak.patch")
 want_upstream=1.5.2 # the patches are written against this release
 
 # What a build in $prefix must have been made from: this script and the patches.
