@@ -11,6 +11,10 @@
 #   http-limits.patch                         the HTTP server's limits: a body gate,
 #                                             timeouts, a connection cap, a header cap,
 #                                             a body budget, the peer's address
+#   rep0-reply-leak.patch                     NNG issue #1713: a reply sent as its pipe
+#                                             closes was never freed
+#   tls-close-send.patch                      a tls+tcp pipe closed mid-transfer wedged
+#                                             the reap thread (every later close hung)
 # as a static, position-
 # independent libnng.a with TLS (mbedtls), installed into .deps/nng in the checkout
 # (git-ignored). The top-level CMakeLists.txt finds it there.
@@ -31,7 +35,7 @@ deps="$root/.deps"
 prefix=${BROOQ_NNG_PREFIX:-$deps/nng}
 srcdir="$deps/src"
 patches=("$here/1518-disconnect-during-negotiation.patch" "$here/rx-budget.patch" "$here/expire-race.patch"
-  "$here/http-limits.patch")
+  "$here/http-limits.patch" "$here/rep0-reply-leak.patch" "$here/tls-close-send.patch")
 want_upstream=1.5.2 # the patches are written against this release
 
 # What a build in $prefix must have been made from: this script and the patches.
