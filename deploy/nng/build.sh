@@ -8,6 +8,9 @@
 #                                             received messages (nng_rx_budget_set)
 #   expire-race.patch                         the expire thread must not cancel an
 #                                             operation begun after the one it expired
+#   rx-timeouts.patch                         connection timeouts (handshake, a
+#                                             message begun, idle: nng_rx_timeouts_set)
+#                                             and a budget counting every message
 # as a static, position-
 # independent libnng.a with TLS (mbedtls), installed into .deps/nng in the checkout
 # (git-ignored). The top-level CMakeLists.txt finds it there.
@@ -27,7 +30,8 @@ root=$(cd "$here/../.." && pwd)
 deps="$root/.deps"
 prefix=${BROOQ_NNG_PREFIX:-$deps/nng}
 srcdir="$deps/src"
-patches=("$here/1518-disconnect-during-negotiation.patch" "$here/rx-budget.patch" "$here/expire-race.patch")
+patches=("$here/1518-disconnect-during-negotiation.patch" "$here/rx-budget.patch" "$here/expire-race.patch"
+  "$here/rx-timeouts.patch")
 want_upstream=1.5.2 # the patches are written against this release
 
 # What a build in $prefix must have been made from: this script and the patches.

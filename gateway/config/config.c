@@ -480,11 +480,14 @@ brq_config_init_defaults(brq_config *cfg)
 	cfg->max_payload_bytes = MIB;
 	// A request carries jobs of at most max_payload (1 MiB): a few of them per
 	// request, not a bound an unauthenticated peer can multiply by connections.
-	cfg->max_request_bytes  = 4 * MIB;
-	cfg->max_inflight_bytes = 64 * MIB;
-	cfg->max_wait_ms        = 5 * MS_PER_M;
-	cfg->max_waiters        = 1000;
-	cfg->poll_interval_ms   = MS_PER_S;
+	cfg->max_request_bytes    = 4 * MIB;
+	cfg->max_inflight_bytes   = 64 * MIB;
+	cfg->max_wait_ms          = 5 * MS_PER_M;
+	cfg->handshake_timeout_ms = 10 * MS_PER_S;
+	cfg->recv_timeout_ms      = 30 * MS_PER_S;
+	cfg->idle_timeout_ms      = 10 * MS_PER_M;
+	cfg->max_waiters          = 1000;
+	cfg->poll_interval_ms     = MS_PER_S;
 	cfg->reaper_interval_ms =
 		REAPER_MIN_DEFAULT_MS < cfg->lease_ms / 4 ? cfg->lease_ms / 4 : REAPER_MIN_DEFAULT_MS;
 	cfg->retention_ttl_ms       = 30 * MS_PER_D;
@@ -567,6 +570,37 @@ brq_config_recv_ceiling(const brq_config *cfg)
 	return cfg->max_request_bytes + cfg->max_request_bytes / 4 + 4096;
 }
 
+uint64_t
+brq_config_rx_reserve(const brq_config *cfg)
+{
+	uint64_t quarter = cfg->max_inflight_bytes / 4;
+	uint64_t spare   = cfg->max_inflight_bytes - brq_config_recv_ceiling(cfg);
+	return cfg->max_inflight_bytes < brq_config_recv_ceiling(cfg) ? 0 : quarter < spare ? quarter : spare;
+}
+
+// The connection timeouts. The idle timeout must outlast a long-poll: a claim waits
+// up to BROOQ_MAX_WAIT for its reply, with nothing sent or received meanwhile.
+static void
+get_conn_timeouts(struct loader *L, brq_config *cfg, enum got wait)
+{
+	brq_cfg_get_setting(L, BRQ_SET_HANDSHAKE_TIMEOUT, cfg);
+	enum got recv = brq_cfg_get_setting(L, BRQ_SET_RECV_TIMEOUT, cfg);
+	if (recv == GOT_OK && cfg->recv_timeout_ms != 0 && cfg->recv_timeout_ms < TIMEOUT_MIN_MS) {
+		brq_config_problem_add(L->p, "BROOQ_RECV_TIMEOUT: must be 0 (none) or 100ms..1h");
+	}
+	if (wait == GOT_OK && cfg->max_wait_ms + MS_PER_M > cfg->idle_timeout_ms) {
+		cfg->idle_timeout_ms = cfg->max_wait_ms + MS_PER_M; // the default follows
+	}
+	enum got idle = brq_cfg_get_setting(L, BRQ_SET_IDLE_TIMEOUT, cfg);
+	if (idle != GOT_BAD && wait != GOT_BAD && cfg->idle_timeout_ms != 0 &&
+	    cfg->idle_timeout_ms < cfg->max_wait_ms + MS_PER_M) {
+		brq_config_problem_add(L->p,
+				       "BROOQ_IDLE_TIMEOUT: must be 0 (none) or at least BROOQ_MAX_WAIT + 1m "
+				       "(%llu ms): a long-poll's connection is quiet until its reply",
+				       (unsigned long long) (cfg->max_wait_ms + MS_PER_M));
+	}
+}
+
 // Request limits, topic overrides, background work, HTTP, logging, shutdown.
 static void
 load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
@@ -585,7 +619,8 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 				       "with its transport margin (%" PRIu64 " bytes)",
 				       brq_config_recv_ceiling(cfg));
 	}
-	brq_cfg_get_setting(L, BRQ_SET_MAX_WAIT, cfg);
+	enum got wait = brq_cfg_get_setting(L, BRQ_SET_MAX_WAIT, cfg);
+	get_conn_timeouts(L, cfg, wait);
 	brq_cfg_get_setting(L, BRQ_SET_MAX_WAITERS, cfg);
 	brq_cfg_get_setting(L, BRQ_SET_POLL_INTERVAL, cfg);
 	enum got probe = brq_cfg_get_setting(L, BRQ_SET_SELFPROBE_INTERVAL, cfg);
