@@ -579,7 +579,9 @@ brq_config_rx_reserve(const brq_config *cfg)
 }
 
 // The connection timeouts. The idle timeout must outlast a long-poll: a claim waits
-// up to BROOQ_MAX_WAIT for its reply, with nothing sent or received meanwhile.
+// up to BROOQ_MAX_WAIT for its reply, with nothing sent or received meanwhile, and then
+// the claim itself runs (IDLE_MARGIN_MS for that at least; the default leaves 1m).
+#define IDLE_MARGIN_MS (10 * MS_PER_S)
 static void
 get_conn_timeouts(struct loader *L, brq_config *cfg, enum got wait)
 {
@@ -593,11 +595,11 @@ get_conn_timeouts(struct loader *L, brq_config *cfg, enum got wait)
 	}
 	enum got idle = brq_cfg_get_setting(L, BRQ_SET_IDLE_TIMEOUT, cfg);
 	if (idle != GOT_BAD && wait != GOT_BAD && cfg->idle_timeout_ms != 0 &&
-	    cfg->idle_timeout_ms < cfg->max_wait_ms + MS_PER_M) {
+	    cfg->idle_timeout_ms < cfg->max_wait_ms + IDLE_MARGIN_MS) {
 		brq_config_problem_add(L->p,
-				       "BROOQ_IDLE_TIMEOUT: must be 0 (none) or at least BROOQ_MAX_WAIT + 1m "
+				       "BROOQ_IDLE_TIMEOUT: must be 0 (none) or at least BROOQ_MAX_WAIT + 10s "
 				       "(%llu ms): a long-poll's connection is quiet until its reply",
-				       (unsigned long long) (cfg->max_wait_ms + MS_PER_M));
+				       (unsigned long long) (cfg->max_wait_ms + IDLE_MARGIN_MS));
 	}
 }
 

@@ -194,7 +194,7 @@ struct brq_config {
 	// Connection timeouts (NNG's, deploy/nng/rx-timeouts.patch): the handshake from
 	// accept, 100ms..10m; a request from its first byte, 0 (none) or 100ms..1h; a
 	// connection waiting for its next request with nothing sent or received, 0
-	// (none) or >= max_wait_ms + 1m (a long-poll is answered within max_wait).
+	// (none) or >= max_wait_ms + 10s (a long-poll is answered within max_wait).
 	uint64_t handshake_timeout_ms;
 	uint64_t recv_timeout_ms;
 	uint64_t idle_timeout_ms;
