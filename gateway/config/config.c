@@ -596,10 +596,11 @@ get_conn_timeouts(struct loader *L, brq_config *cfg, enum got wait)
 	enum got idle = brq_cfg_get_setting(L, BRQ_SET_IDLE_TIMEOUT, cfg);
 	if (idle != GOT_BAD && wait != GOT_BAD && cfg->idle_timeout_ms != 0 &&
 	    cfg->idle_timeout_ms < cfg->max_wait_ms + IDLE_MARGIN_MS) {
-		brq_config_problem_add(L->p,
-				       "BROOQ_IDLE_TIMEOUT: must be 0 (none) or at least BROOQ_MAX_WAIT + 10s "
-				       "(%llu ms): a long-poll's connection is quiet until its reply",
-				       (unsigned long long) (cfg->max_wait_ms + IDLE_MARGIN_MS));
+		brq_config_problem_add(
+			L->p,
+			"BROOQ_IDLE_TIMEOUT: must be 0 (none) or at least BROOQ_MAX_WAIT + 10s "
+			"(%llu ms): a long-poll's connection is quiet until its reply",
+			(unsigned long long) (cfg->max_wait_ms + IDLE_MARGIN_MS));
 	}
 }
 
