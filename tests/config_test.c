@@ -389,6 +389,39 @@ Test(config, selfprobe_interval_is_zero_for_off_or_100ms_to_10m)
 	}
 }
 
+// The idle timeout outlasts a long-poll: its default follows BROOQ_MAX_WAIT, and a set
+// value below BROOQ_MAX_WAIT + 10s is refused; 0 turns it (and the receive timeout) off.
+Test(config, idle_timeout_outlasts_the_longest_long_poll)
+{
+	cr_assert_eq(load(ENV({"BROOQ_MAX_WAIT", "1h"})), 0);
+	cr_assert_eq(cfg.idle_timeout_ms, 61 * 60 * 1000);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_IDLE_TIMEOUT", "0"}, {"BROOQ_RECV_TIMEOUT", "0"})), 0);
+	cr_assert_eq(cfg.idle_timeout_ms, 0);
+	cr_assert_eq(cfg.recv_timeout_ms, 0);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_MAX_WAIT", "1s"}, {"BROOQ_IDLE_TIMEOUT", "11s"})), 0);
+	cr_assert_eq(cfg.idle_timeout_ms, 11000);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_MAX_WAIT", "5m"}, {"BROOQ_IDLE_TIMEOUT", "5m"})), BRQ_EINVAL);
+	cr_assert(has_problem("BROOQ_IDLE_TIMEOUT: must be 0 (none) or at least BROOQ_MAX_WAIT + 10s"));
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	static const struct kv bad[] = {{"BROOQ_RECV_TIMEOUT", "50ms"},
+					{"BROOQ_HANDSHAKE_TIMEOUT", "0"},
+					{"BROOQ_HANDSHAKE_TIMEOUT", "11m"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(load(ENV({bad[i].k, bad[i].v})), BRQ_EINVAL, "%s=%s accepted", bad[i].k,
+			     bad[i].v);
+		cr_assert_eq(probs.count, 1, "%s=%s", bad[i].k, bad[i].v);
+		brq_config_fini(&cfg);
+		brq_config_problems_fini(&probs);
+	}
+}
+
 Test(config, parses_sizes_with_units_only)
 {
 	static const struct {
@@ -1302,7 +1335,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(n_vars, 42, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
+	cr_assert_eq(n_vars, 45, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
 
 	// As shipped (all commented): only defaults.
 	cr_assert_eq(load_file(path, minimal), 0);
@@ -1328,6 +1361,9 @@ Test(config, example_env_file_shows_the_real_defaults)
 	cr_assert_eq(cfg.max_payload_bytes, def.max_payload_bytes);
 	cr_assert_eq(cfg.max_request_bytes, def.max_request_bytes);
 	cr_assert_eq(cfg.max_inflight_bytes, def.max_inflight_bytes);
+	cr_assert_eq(cfg.handshake_timeout_ms, def.handshake_timeout_ms);
+	cr_assert_eq(cfg.recv_timeout_ms, def.recv_timeout_ms);
+	cr_assert_eq(cfg.idle_timeout_ms, def.idle_timeout_ms);
 	cr_assert_eq(cfg.max_wait_ms, def.max_wait_ms);
 	cr_assert_eq(cfg.max_waiters, def.max_waiters);
 	cr_assert_eq(cfg.poll_interval_ms, def.poll_interval_ms);

@@ -371,3 +371,90 @@ Test(memory, a_flood_of_big_unauthenticated_requests_is_bounded_and_given_back)
 		     atomic_load(&auth_ok));
 	cr_assert(brq_gw_answers(&gw, 2000), "the gateway stopped answering");
 }
+
+/* ---- small stalled requests ------------------------------------------------------------ */
+
+/* Requests of 64 KiB or less were exempt from the budget: each connection stalled in one
+ * held 64 KiB beyond any bound. Now every request counts: STALLED_SMALL connections each
+ * send 64 KiB less a little of a 64 KiB request and stop (no receive timeout here), and
+ * the gateway's RSS stays within its budget (4 MiB) plus a margin for the connections
+ * themselves, far below the 25 MiB they would hold if exempt. */
+#define STALLED_SMALL 400
+#define SMALL_BUDGET  (4 * 1024)      /* KiB: BROOQ_MAX_INFLIGHT_BYTES below */
+#define SMALL_MARGIN  (8 * 1024)      /* KiB: 400 pipes and their buffers, allocator slack */
+#define SMALL_BODY    (64 * 1024 - 4) /* with REQ's 4-byte id: 64 KiB */
+#define SMALL_SENT    (SMALL_BODY - 512)
+
+static brq_gw small_gw;
+
+static void
+small_setup(void)
+{
+	static const char *env[] = {"BROOQ_LOG_LEVEL=warn", "BROOQ_MAX_REQUEST=1MiB",
+				    "BROOQ_MAX_INFLIGHT_BYTES=4MiB", "BROOQ_RECV_TIMEOUT=0", NULL};
+	dsn                      = brq_testdb_create(true);
+	brq_gw_start(&small_gw, dsn, env);
+}
+
+static void
+small_teardown(void)
+{
+	brq_gw_stop(&small_gw);
+	brq_testdb_drop(dsn);
+}
+
+TestSuite(memory_small, .init = small_setup, .fini = small_teardown, .timeout = 600);
+
+Test(memory_small, stalled_small_requests_stay_within_the_budget)
+{
+	brooq_client *c = brq_t_client_open(small_gw.url, small_gw.worker_token_file, 10000);
+	char          server[64];
+	BRQ_OK(brooq_ping(c, server, sizeof(server)));
+	brooq_client_close(c);
+	brq_t_sleep_ms(200);
+	long base = brq_t_proc_kib(small_gw.pid, "VmRSS");
+
+	static const unsigned char sp_req[8] = {0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00};
+	static unsigned char       body[SMALL_SENT];
+	memset(body, 'x', sizeof(body));
+	const char        *path = small_gw.url + strlen("ipc://");
+	struct sockaddr_un a    = {.sun_family = AF_UNIX};
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	int fds[STALLED_SMALL], sent = 0;
+	for (int i = 0; i < STALLED_SMALL; i++) {
+		unsigned char  peer[8], fh[13];
+		struct timeval tv  = {.tv_sec = 5};
+		uint64_t       len = 4 + SMALL_BODY;
+		fds[i]             = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert_geq(fds[i], 0);
+		setsockopt(fds[i], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		cr_assert_eq(connect(fds[i], (struct sockaddr *) &a, sizeof(a)), 0);
+		cr_assert(write_all(fds[i], sp_req, 8) && recv(fds[i], peer, 8, MSG_WAITALL) == 8);
+		fh[0] = 1;
+		for (int k = 0; k < 8; k++)
+			fh[1 + k] = (unsigned char) (len >> (56 - 8 * k));
+		fh[9] = 0x80, fh[10] = 0, fh[11] = 0, fh[12] = 1;
+		/* Those beyond the budget are closed at once: their writes may fail. */
+		sent += write_all(fds[i], fh, sizeof(fh)) && write_all(fds[i], body, sizeof(body));
+	}
+	/* The gateway reads what it admits at once; sample its RSS for a while. */
+	long peak = base;
+	for (int64_t until = brq_t_now_us() + 3000 * 1000; brq_t_now_us() < until;) {
+		long r = brq_t_proc_kib(small_gw.pid, "VmRSS");
+		peak   = r > peak ? r : peak;
+		brq_t_sleep_ms(10);
+	}
+	long hwm = brq_t_proc_kib(small_gw.pid, "VmHWM");
+	for (int i = 0; i < STALLED_SMALL; i++)
+		close(fds[i]);
+	fprintf(stderr,
+		"memory_test: %d connections stalled in %d-byte requests (%d fully sent): gateway RSS %ld "
+		"KiB before, peak %ld KiB sampled (VmHWM %ld KiB); budget %d KiB\n",
+		STALLED_SMALL, 4 + SMALL_BODY, sent, base, peak, hwm, SMALL_BUDGET);
+	long bound = base + SMALL_BUDGET + SMALL_MARGIN;
+	cr_assert_leq(hwm, bound,
+		      "RSS peaked at %ld KiB, over %ld KiB (before %ld + budget %d + margin %d KiB)", hwm,
+		      bound, base, SMALL_BUDGET, SMALL_MARGIN);
+	cr_assert(brq_gw_answers(&small_gw, 5000), "the gateway stopped answering");
+}

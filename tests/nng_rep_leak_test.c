@@ -129,7 +129,7 @@ reply_as_pipe_closes(bool ipc)
 		snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
 	cr_assert_eq(sem_init(&in_window, 0, 0), 0);
 	cr_assert_eq(sem_init(&replied, 0, 0), 0);
-	nng_rx_budget_set((size_t) 1 << 40, 0); /* charge every message, refuse none */
+	nng_rx_budget_set((size_t) 1 << 40, 0, 0); /* charge every message, refuse none */
 
 	nng_socket s;
 	nng_ctx    ctx;

@@ -10,7 +10,9 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -314,6 +316,63 @@ Test(tls, a_plain_tcp_client_to_the_tls_port_fails_cleanly, .init = setup, .fini
 	brq_gw_start(&gw, dsn, env);
 	cr_assert_eq(ping_with(url, cert("ca.pem"), NULL, NULL, why, sizeof(why)), BROOQ_ECONNECT, "%s", why);
 	cr_assert(brq_gw_answers(&gw, 5000), "the plain gateway stopped answering");
+}
+
+/* ---- handshakes that never happen (deploy/nng/rx-timeouts.patch) ---------------------- */
+
+#define SILENT_PEERS 50
+/* Seen closed within this (the handshake timeout is 1 s): generous for a loaded machine.
+ * Without the patch NNG never closes them (its 10 s negotiation timeout cannot abort a
+ * send blocked in the TLS handshake). */
+#define SILENT_BOUND_MS 30000
+
+/* Whether the gateway closed fd by `until` (brq_t_now_ms), dropping what it sends. */
+static bool
+closed_by(int fd, double until)
+{
+	char buf[4096];
+	for (;;) {
+		double        left = until - brq_t_now_ms();
+		struct pollfd p    = {.fd = fd, .events = POLLIN};
+		int           r    = poll(&p, 1, left > 0 ? (int) left + 1 : 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0 && left <= 0)
+			return false;
+		if (r <= 0)
+			continue;
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return true;
+	}
+}
+
+Test(tls, peers_that_never_begin_a_handshake_are_closed, .init = setup, .fini = teardown)
+{
+	const char *extra[] = {"BROOQ_HANDSHAKE_TIMEOUT=1s", NULL};
+	start_gw("server", extra);
+	unsigned           port = 0;
+	struct sockaddr_in sa   = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	cr_assert_eq(sscanf(url, "tls+tcp://127.0.0.1:%u", &port), 1);
+	sa.sin_port = htons((uint16_t) port);
+	int fds[SILENT_PEERS];
+	for (int i = 0; i < SILENT_PEERS; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert_geq(fds[i], 0);
+		cr_assert_eq(connect(fds[i], (struct sockaddr *) &sa, sizeof(sa)), 0, "connect: %s",
+			     strerror(errno));
+	}
+	double until  = brq_t_now_ms() + SILENT_BOUND_MS;
+	int    closed = 0;
+	for (int i = 0; i < SILENT_PEERS; i++) {
+		closed += closed_by(fds[i], until);
+		close(fds[i]);
+	}
+	fprintf(stderr, "tls_test: %d of %d peers that never began a handshake closed\n", closed,
+		SILENT_PEERS);
+	cr_expect_eq(closed, SILENT_PEERS, "%d of %d silent peers still connected after %d ms",
+		     SILENT_PEERS - closed, SILENT_PEERS, SILENT_BOUND_MS);
+	assert_serves_good_clients();
 }
 
 Test(tls, an_expired_server_certificate_is_refused_by_the_client, .init = setup, .fini = teardown)

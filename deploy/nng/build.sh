@@ -35,7 +35,8 @@ deps="$root/.deps"
 prefix=${BROOQ_NNG_PREFIX:-$deps/nng}
 srcdir="$deps/src"
 patches=("$here/1518-disconnect-during-negotiation.patch" "$here/rx-budget.patch" "$here/expire-race.patch"
-  "$here/http-limits.patch" "$here/rep0-reply-leak.patch" "$here/tls-close-send.patch")
+  "$here/http-limits.patch" "$here/rep0-reply-leak.patch" "$here/tls-close-send.patch"
+  "$here/rx-timeouts.patch" "$here/close-mid-message.patch")
 want_upstream=1.5.2 # the patches are written against this release
 
 # What a build in $prefix must have been made from: this script and the patches.

@@ -403,7 +403,8 @@ brq_config_init_defaults(brq_config *cfg)
 	// max_payload (1 MiB): a few of them per request (max_request 4 MiB), not a bound an
 	// unauthenticated peer can multiply by connections.
 	brq_cfg_numeric_defaults(cfg);
-	cfg->ipc_mode = 0660;
+	cfg->ipc_mode        = 0660;
+	cfg->idle_timeout_ms = 10 * MS_PER_M; // max(10 min, BROOQ_MAX_WAIT + 1 min): the load sets it
 	cfg->reaper_interval_ms =
 		REAPER_MIN_DEFAULT_MS < cfg->lease_ms / 4 ? cfg->lease_ms / 4 : REAPER_MIN_DEFAULT_MS;
 	cfg->http_enabled           = true;
@@ -478,6 +479,40 @@ brq_config_recv_ceiling(const brq_config *cfg)
 	return cfg->max_request_bytes + cfg->max_request_bytes / 4 + 4096;
 }
 
+uint64_t
+brq_config_rx_reserve(const brq_config *cfg)
+{
+	uint64_t quarter = cfg->max_inflight_bytes / 4;
+	uint64_t spare   = cfg->max_inflight_bytes - brq_config_recv_ceiling(cfg);
+	return cfg->max_inflight_bytes < brq_config_recv_ceiling(cfg) ? 0 : quarter < spare ? quarter : spare;
+}
+
+// The connection timeouts. The idle timeout must outlast a long-poll: a claim waits
+// up to BROOQ_MAX_WAIT for its reply, with nothing sent or received meanwhile, and then
+// the claim itself runs (IDLE_MARGIN_MS for that at least; the default leaves 1m).
+#define IDLE_MARGIN_MS (10 * MS_PER_S)
+static void
+get_conn_timeouts(struct loader *L, brq_config *cfg, enum got wait)
+{
+	brq_cfg_get_setting(L, BRQ_SET_HANDSHAKE_TIMEOUT, cfg);
+	enum got recv = brq_cfg_get_setting(L, BRQ_SET_RECV_TIMEOUT, cfg);
+	if (recv == GOT_OK && cfg->recv_timeout_ms != 0 && cfg->recv_timeout_ms < TIMEOUT_MIN_MS) {
+		brq_config_problem_add(L->p, "BROOQ_RECV_TIMEOUT: must be 0 (none) or 100ms..1h");
+	}
+	if (wait == GOT_OK && cfg->max_wait_ms + MS_PER_M > cfg->idle_timeout_ms) {
+		cfg->idle_timeout_ms = cfg->max_wait_ms + MS_PER_M; // the default follows
+	}
+	enum got idle = brq_cfg_get_setting(L, BRQ_SET_IDLE_TIMEOUT, cfg);
+	if (idle != GOT_BAD && wait != GOT_BAD && cfg->idle_timeout_ms != 0 &&
+	    cfg->idle_timeout_ms < cfg->max_wait_ms + IDLE_MARGIN_MS) {
+		brq_config_problem_add(
+			L->p,
+			"BROOQ_IDLE_TIMEOUT: must be 0 (none) or at least BROOQ_MAX_WAIT + 10s "
+			"(%llu ms): a long-poll's connection is quiet until its reply",
+			(unsigned long long) (cfg->max_wait_ms + IDLE_MARGIN_MS));
+	}
+}
+
 // Request limits, topic overrides, background work, HTTP, logging, shutdown.
 static void
 load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
@@ -496,7 +531,8 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 				       "with its transport margin (%" PRIu64 " bytes)",
 				       brq_config_recv_ceiling(cfg));
 	}
-	brq_cfg_get_setting(L, BRQ_SET_MAX_WAIT, cfg);
+	enum got wait = brq_cfg_get_setting(L, BRQ_SET_MAX_WAIT, cfg);
+	get_conn_timeouts(L, cfg, wait);
 	brq_cfg_get_setting(L, BRQ_SET_MAX_WAITERS, cfg);
 	brq_cfg_get_setting(L, BRQ_SET_CONN_MAX_REQUESTS, cfg);
 	brq_cfg_get_setting(L, BRQ_SET_CONN_MAX_REQUESTS_ANON, cfg);

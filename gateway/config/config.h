@@ -187,10 +187,18 @@ struct brq_config {
 	uint32_t max_batch;         // jobs per enqueue/claim/settle batch, 1..10000
 	uint64_t max_payload_bytes; // one job's payload, <= max_request_bytes
 	uint64_t max_request_bytes; // one request message
-	// Bytes of request messages over 64 KiB held at once, from the transport reading
-	// their length to the end of their handling (NNG's rx budget, deploy/nng); >= the
-	// transport ceiling of one max_request message.
+	// Bytes of request messages held at once, from the transport reading their length
+	// to the end of their handling (NNG's rx budget, deploy/nng); >= the transport
+	// ceiling of one max_request message. Requests over 64 KiB get at most
+	// max_inflight_bytes - brq_config_rx_reserve().
 	uint64_t max_inflight_bytes;
+	// Connection timeouts (NNG's, deploy/nng/rx-timeouts.patch): the handshake from
+	// accept, 100ms..10m; a request from its first byte, 0 (none) or 100ms..1h; a
+	// connection waiting for its next request with nothing sent or received, 0
+	// (none) or >= max_wait_ms + 10s (a long-poll is answered within max_wait).
+	uint64_t handshake_timeout_ms;
+	uint64_t recv_timeout_ms;
+	uint64_t idle_timeout_ms;
 	uint64_t max_wait_ms; // longest long-poll accepted, 0..1h
 	uint32_t max_waiters; // concurrent long-polls, 0..100000 (0: no long-poll)
 	// Each peer's share of the gateway (rpc/quota.h, docs/security.md): requests of one
@@ -328,6 +336,12 @@ BRQ_MUSTCHECK int brq_config_parse_bool(const char *s, bool *out, const char **w
 // max_request so that requests in between get a `too_large` answer, not a dropped
 // connection (NNG-NOTES §2.3.7).
 uint64_t brq_config_recv_ceiling(const brq_config *cfg);
+
+// The part of the rx budget (max_inflight_bytes) that requests over 64 KiB may not
+// take, kept for the small ones (claims, settles, heartbeats) while big ones, flooding
+// or stalled, hold the rest: a quarter of it, less when that would leave no room for
+// one request of the transport ceiling.
+uint64_t brq_config_rx_reserve(const brq_config *cfg);
 
 // True if `host` is localhost, in 127.0.0.0/8, ::1 or an IPv4-mapped 127.x address.
 bool brq_config_host_is_loopback(const char *host);

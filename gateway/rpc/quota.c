@@ -93,8 +93,7 @@ brq_quota_init(brq_quota *q, const brq_quota_opts *o)
 	if (pthread_mutex_init(&q->mu, NULL) != 0)
 		return BRQ_ENOMEM;
 	q->live = true;
-	if (tally_init(&q->conns) != 0 || tally_init(&q->sends) != 0 || tally_init(&q->tokens) != 0 ||
-	    tally_init(&q->reads) != 0) {
+	if (tally_init(&q->conns) != 0 || tally_init(&q->tokens) != 0 || tally_init(&q->reads) != 0) {
 		brq_quota_fini(q);
 		return BRQ_ENOMEM;
 	}
@@ -108,7 +107,6 @@ brq_quota_fini(brq_quota *q)
 		return;
 	q->live = false;
 	tally_fini(&q->conns);
-	tally_fini(&q->sends);
 	tally_fini(&q->tokens);
 	tally_fini(&q->reads);
 	pthread_mutex_destroy(&q->mu);
@@ -147,7 +145,7 @@ brq_quota_admit(brq_quota *q, brq_quota_hold *h, bool authed, bool is_read, bool
 	pthread_mutex_lock(&q->mu);
 	if (authed && is_long_poll) {
 		// max_waiters bounds long-polls; a worker's threads may each park one on the
-		// worker's one connection. Its reply, once due, is held to the sends' share.
+		// worker's one connection. Its reply, once due, is held to the send timeout.
 		if (h->held & BRQ_QUOTA_CONN) {
 			tally_sub(&q->conns, h->pipe_id);
 			h->held &= ~(unsigned) BRQ_QUOTA_CONN;
@@ -187,19 +185,6 @@ out:
 	return v;
 }
 
-brq_quota_verdict
-brq_quota_send(brq_quota *q, brq_quota_hold *h)
-{
-	brq_quota_verdict v = BRQ_QUOTA_OK;
-	pthread_mutex_lock(&q->mu);
-	if (tally_get(&q->sends, h->pipe_id) >= q->o.conn_max_sends)
-		v = BRQ_QUOTA_CLOSE;
-	else if (tally_add(&q->sends, h->pipe_id))
-		h->held |= BRQ_QUOTA_SEND;
-	pthread_mutex_unlock(&q->mu);
-	return v;
-}
-
 // Gives back h's operator read (under q->mu).
 static void
 read_give(brq_quota *q, brq_quota_hold *h)
@@ -230,8 +215,6 @@ brq_quota_release(brq_quota *q, brq_quota_hold *h)
 	read_give(q, h);
 	if (h->held & BRQ_QUOTA_TOKEN)
 		tally_sub(&q->tokens, h->token_key);
-	if (h->held & BRQ_QUOTA_SEND)
-		tally_sub(&q->sends, h->pipe_id);
 	if (h->held & BRQ_QUOTA_CONN)
 		tally_sub(&q->conns, h->pipe_id);
 	h->held = 0;

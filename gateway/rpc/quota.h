@@ -14,9 +14,9 @@
 //     none never needs more than a few: its errors are answered at once); beyond that an authenticated
 //     request is refused (`resource_exhausted`), and one beyond twice the share, or an unauthenticated one
 //     beyond its share, closes the connection;
-//   - its connection's sends: a reply queued behind the connection's blocked send means
-//     the peer is not reading; more than conn_max_sends queued closes the connection
-//     (the server's send timeout catches a peer that stalls with fewer);
+//     A peer that stops reading holds its items only until the server's send timeout
+//     (BROOQ_SEND_TIMEOUT) closes its connection, or until its own requests, answered
+//     or refused but unread, pass twice its share;
 //   - its token (authenticated requests other than long-polls, which max_waiters
 //     bounds): at most token_max at once, fewer than all the items, so other tokens
 //     always find some (NNG hands free items to waiting connections in turn, so
@@ -40,7 +40,6 @@
 typedef struct brq_quota_opts {
 	uint32_t conn_max;        // requests of one authenticated connection at once
 	uint32_t conn_max_anon;   // requests of a connection showing no valid token
-	uint32_t conn_max_sends;  // replies queued behind one connection's blocked send
 	uint32_t token_max;       // requests of one token at once (long-polls apart)
 	uint32_t token_max_reads; // operator reads of one token, queued or running
 	uint32_t reads_max;       // operator reads of all tokens, queued or running
@@ -57,7 +56,7 @@ typedef struct brq_tally {
 typedef struct brq_quota {
 	brq_quota_opts  o;
 	pthread_mutex_t mu;
-	brq_tally       conns, sends, tokens, reads;
+	brq_tally       conns, tokens, reads;
 	uint32_t        reads_all; // operator reads of all tokens
 	bool            live;      // initialised: brq_quota_fini has something to free
 } brq_quota;
@@ -66,7 +65,6 @@ typedef struct brq_quota {
 // exactly that.
 enum {
 	BRQ_QUOTA_CONN  = 1u << 0,
-	BRQ_QUOTA_SEND  = 1u << 1,
 	BRQ_QUOTA_TOKEN = 1u << 2,
 	BRQ_QUOTA_READ  = 1u << 3,
 };
@@ -99,11 +97,6 @@ void brq_quota_arrive(brq_quota *q, brq_quota_hold *h);
 // nothing more and set *why (a static text for the reply or the log).
 brq_quota_verdict brq_quota_admit(brq_quota *q, brq_quota_hold *h, bool authed, bool is_read,
 				  bool is_long_poll, const char **why);
-
-// The item's reply is about to be sent on its connection: counts it until release.
-// CLOSE when the connection already has conn_max_sends replies waiting behind a
-// blocked send (its peer is not reading).
-brq_quota_verdict brq_quota_send(brq_quota *q, brq_quota_hold *h);
 
 // Gives back everything h holds (h->held becomes 0). Any thread.
 void brq_quota_release(brq_quota *q, brq_quota_hold *h);

@@ -26,8 +26,8 @@
 // Room of the message kept per work item for an error reply when no other message
 // can be allocated.
 #define SPARE_MSG_BYTES 512
-// Requests up to this size are not charged to the in-flight budget.
-#define BRQ_RX_EXEMPT_BYTES (64u * 1024u)
+// Requests over this size may not take the in-flight budget's reserve.
+#define BRQ_RX_SMALL_BYTES (64u * 1024u)
 // Warm storage kept beyond two per pool thread (stash.h).
 #define STASH_EXTRA 8
 
@@ -123,12 +123,6 @@ send_reply(brq_server *s, brq_work *w, nng_msg *m)
 {
 	brq_metrics_rpc(w->req.op, w->code, brq_now_us() - w->start_us, w->waited);
 	finish(s, w);
-	if (brq_quota_send(&s->quota, &w->quota) == BRQ_QUOTA_CLOSE) {
-		// Replies already wait behind its blocked send: the peer does not read.
-		brq_metrics_conn_closed();
-		brq_peer_log_conn_closed(w->pipe, "replies not read", w->pipe_id);
-		nng_pipe_close(w->pipe); // this send then completes at once, unsent
-	}
 	w->state = BRQ_W_SEND;
 	nng_aio_set_timeout(w->aio, (nng_duration) s->cfg->send_timeout_ms);
 	nng_aio_set_msg(w->aio, m);
@@ -691,9 +685,8 @@ quota_init(brq_server *s)
 	uint32_t       reads   = items / 4 > 4 * lane ? items / 4 : 4 * lane;
 	uint32_t       reserve = items / 8 > 8 ? items / 8 : 8;
 	brq_quota_opts o       = {
-		      .conn_max       = s->cfg->conn_max_requests,
-		      .conn_max_anon  = s->cfg->conn_max_requests_anon,
-		      .conn_max_sends = BRQ_SERVER_CONN_MAX_SENDS,
+		      .conn_max      = s->cfg->conn_max_requests,
+		      .conn_max_anon = s->cfg->conn_max_requests_anon,
 		      .token_max = s->cfg->token_max_requests > 0 ? s->cfg->token_max_requests : items - reserve,
 		      .token_max_reads = reads * 3 / 4,
 		      .reads_max       = reads,
@@ -728,12 +721,17 @@ brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, con
 	// between the two get a `too_large` reply from the decoder; beyond it NNG
 	// drops the connection (NNG-NOTES §2.3.7). Set before any listener.
 	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, (size_t) brq_config_recv_ceiling(cfg));
-	// Requests over 64 KiB share one budget, from the transport reading their length
-	// (before anyone knows whose they are) to their end: a flood of big requests,
-	// authenticated or not, gets its connections closed beyond it, while ordinary
-	// traffic (claims, settles, heartbeats: small) is never refused by it. NNG patch
-	// deploy/nng/rx-budget.patch.
-	nng_rx_budget_set((size_t) cfg->max_inflight_bytes, BRQ_RX_EXEMPT_BYTES);
+	// Every request is charged to one budget, from the transport reading its length
+	// (before anyone knows whose it is) to its end: a flood, authenticated or not,
+	// gets its connections closed beyond it. Requests over 64 KiB leave a reserve to
+	// the ordinary small ones (claims, settles, heartbeats). The timeouts close
+	// connections that stall in a handshake or a request, or sit idle; with them a
+	// stalled request holds its bytes for at most BROOQ_RECV_TIMEOUT. NNG patches
+	// deploy/nng/rx-budget.patch and rx-timeouts.patch.
+	nng_rx_budget_set((size_t) cfg->max_inflight_bytes, BRQ_RX_SMALL_BYTES,
+			  (size_t) brq_config_rx_reserve(cfg));
+	nng_rx_timeouts_set((nng_duration) cfg->handshake_timeout_ms, (nng_duration) cfg->recv_timeout_ms,
+			    (nng_duration) cfg->idle_timeout_ms);
 	nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, pipe_removed, s);
 
 	if ((rv = work_alloc(s)) != 0 || (rv = quota_init(s)) != 0)

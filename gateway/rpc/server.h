@@ -29,10 +29,6 @@
 // run.
 #define BRQ_SERVER_RECHECK_MS 30000
 
-// Replies queued behind one connection's blocked send before it is closed (rpc/quota.h):
-// a peer that reads has at most one reply in the transport and rarely any queued.
-#define BRQ_SERVER_CONN_MAX_SENDS 8
-
 typedef struct brq_server {
 	const brq_config *cfg;  // borrowed
 	const brq_auth   *auth; // borrowed

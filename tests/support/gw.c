@@ -139,6 +139,20 @@ brq_gw_start_http(brq_gw *gw, char *dsn, const char *const *extra_env)
 		env[n++] = extra_env[k];
 	env[n] = NULL;
 	brq_gw_start(gw, dsn, env); // the strings are read before it returns
+	// The RPC listener answers before the HTTP endpoint is up (main.c starts the server
+	// first): wait for the endpoint too, so a test's first scrape finds it.
+	for (int i = 0; i < 3000; i++) {
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+		int                fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
+		bool up               = fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
+		if (fd >= 0)
+			close(fd);
+		if (up)
+			return port;
+		usleep(10 * 1000);
+	}
+	cr_assert_fail("the gateway's HTTP endpoint on 127.0.0.1:%u never accepted; see %s", port, gw->log);
 	return port;
 }
 
