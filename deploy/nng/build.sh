@@ -13,8 +13,9 @@
 #                                             a body budget, the peer's address
 #   rep0-reply-leak.patch                     NNG issue #1713: a reply sent as its pipe
 #                                             closes was never freed
-#   tls-close-send.patch                      a tls+tcp pipe closed mid-transfer wedged
-#                                             the reap thread (every later close hung)
+#   tls-close-send.patch                      a tls+tcp connection ending mid-reply
+#                                             wedged the reap thread (every later close
+#                                             hung) or left a send waiting forever
 # as a static, position-
 # independent libnng.a with TLS (mbedtls), installed into .deps/nng in the checkout
 # (git-ignored). The top-level CMakeLists.txt finds it there.
