@@ -56,7 +56,8 @@ Test(migrate, up_applies_every_migration_and_records_goose_versions)
 	char *v = brq_testdb_value(db,
 				   "SELECT string_agg(version_id::text || ':' || is_applied::text, ','"
 				   " ORDER BY id) FROM goose_db_version");
-	cr_assert_str_eq(v, "0:true,1:true,2:true,3:true,4:true,5:true,6:true,7:true,8:true,9:true,10:true,11:true");
+	cr_assert_str_eq(
+		v, "0:true,1:true,2:true,3:true,4:true,5:true,6:true,7:true,8:true,9:true,10:true,11:true");
 	free(v);
 }
 
