@@ -438,5 +438,26 @@ Test(quarantine_e2e, a_handler_that_kills_its_worker_ends_dead_with_the_reason_u
 		q[i] = q[i] < 0 ? 0 : q[i];
 	}
 	cr_assert_eq(q[0] + q[1], 1, "quarantined %lld + %lld times", q[0], q[1]);
+
+	/* The count and the reason, as the job's readers show them. */
+	brooq_job_info *info = NULL;
+	BRQ_OK(brooq_job_get(c, er.id, &info));
+	cr_assert_eq(info->state, BROOQ_DEAD);
+	cr_assert_eq(info->lost_leases, 2);
+	cr_assert_eq(info->attempts, 2);
+	cr_assert_not_null(info->last_error);
+	cr_assert_eq(strncmp(info->last_error, "quarantined: 2 leases", 21), 0, "%s", info->last_error);
+	brooq_job_info_free(info);
 	brooq_client_close(c);
+	char  cmd[1024], *out = NULL;
+	char *modes[] = {"", " --json"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "%s --url %s --token-file %s job %" PRIu64 "%s",
+			 brq_testdb_bin("brooqctl"), gws[1].url, gws[1].admin_token_file, er.id, modes[i]);
+		cr_assert_eq(brq_testdb_run(cmd, &out), 0, "%s", out);
+		cr_assert_not_null(strstr(out, i == 0 ? "lost_leases   2\n" : "\"lost_leases\":2,"), "%s",
+				   out);
+		cr_assert_not_null(strstr(out, "quarantined: 2 leases ran out"), "%s", out);
+		free(out);
+	}
 }

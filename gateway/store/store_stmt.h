@@ -153,7 +153,8 @@ enum cancel_col { CANCEL_COLS(BRQ_COL_ENUM) CANCEL__N };
 	X(JOB_PRIORITY, "priority")                                               \
 	X(JOB_RESULT, "result::text")                                             \
 	X(JOB_RETRY_OF, "retry_of")                                               \
-	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")
+	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")        \
+	X(JOB_LOST_LEASES, "lost_leases")
 enum job_col { JOB_COLS(BRQ_COL_ENUM) JOB__N };
 
 // stats: one row per topic; the counts in brq_state order.
