@@ -216,6 +216,8 @@
       el('dt', {}, 'State'), el('dd', { id: 'job-state' }, stateBadge(j.state)),
       el('dt', {}, 'Topic'), el('dd', {}, j.topic),
       el('dt', {}, 'Attempts'), el('dd', {}, j.attempts + ' of ' + j.max_attempts),
+      // Leases that ran out without an outcome: the crash-loop quarantine's count.
+      el('dt', {}, 'Lost leases'), el('dd', { id: 'job-lost-leases' }, String(j.lost_leases)),
       el('dt', {}, 'Priority'), el('dd', {}, String(j.priority)),
       el('dt', {}, 'Idempotency key'), el('dd', {}, j.key === null ? '—' : j.key),
       el('dt', {}, 'Created'), el('dd', {}, fmtTime(j.created_at_ms)),

@@ -274,10 +274,11 @@ brq_pack_settle_result(brq_buf *b, const brq_settle_result *r)
 int
 brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 {
-	// result and retry_of are always sent (nil when unset); the timeouts' keys only when set.
+	// result and retry_of are always sent (nil when unset); the timeouts' keys and
+	// lost_leases only when set.
 	brq_pack_map(b,
 		     15 + (j->priority > 0) + j->has_claimed_at_ms + (j->attempt_deadline_ms != 0) +
-			     (j->max_execution_deadline_ms != 0));
+			     (j->max_execution_deadline_ms != 0) + (j->lost_leases > 0));
 	kv_uint(b, "id", j->id);
 	kv_str(b, "topic", j->topic);
 	kv_str(b, "payload", j->payload);
@@ -299,6 +300,7 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 	kv_int_if(b, "attempt_deadline_ms", j->attempt_deadline_ms != 0, j->attempt_deadline_ms);
 	kv_int_if(b, "max_execution_deadline_ms", j->max_execution_deadline_ms != 0,
 		  j->max_execution_deadline_ms);
+	kv_uint_if(b, "lost_leases", j->lost_leases > 0, j->lost_leases);
 	return b->err;
 }
 

@@ -330,6 +330,9 @@ typedef struct brq_job_info {
 	int64_t claimed_at_ms;
 	int64_t attempt_deadline_ms;
 	int64_t max_execution_deadline_ms;
+	// Optional key (absent from older gateways, and when 0): the job's leases that ran
+	// out without a recorded outcome (SPEC invariant 18's quarantine counts them).
+	uint32_t lost_leases;
 } brq_job_info;
 
 typedef struct brq_topic_stats {

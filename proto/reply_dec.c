@@ -115,6 +115,7 @@ static const brq_fdesc job_info_fields[] = {
 	{"claimed_at_ms", BRQ_K_I64, 0, .off = JI(claimed_at_ms), .has = JI(has_claimed_at_ms)},
 	{"attempt_deadline_ms", BRQ_K_I64, 0, .off = JI(attempt_deadline_ms)},
 	{"max_execution_deadline_ms", BRQ_K_I64, 0, .off = JI(max_execution_deadline_ms)},
+	{"lost_leases", BRQ_K_U32, 0, .off = JI(lost_leases)},
 };
 
 brq_status

@@ -1019,6 +1019,31 @@ Test(config, parses_topic_limits)
 	cr_assert(!cfg.topic_overrides[2].has_concurrency && !cfg.topic_overrides[2].has_rate);
 }
 
+/* SPEC invariant 18: the crash-loop quarantine's threshold, 5 unless set, 0 = never,
+ * per topic over the global one. */
+Test(config, parses_max_lost_leases_global_and_per_topic)
+{
+	cr_assert_eq(load(minimal), 0);
+	cr_assert_eq(cfg.max_lost_leases, 5, "the default");
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(
+		load(ENV({"BROOQ_MAX_LOST_LEASES", "0"},
+			 {"BROOQ_TOPIC_OVERRIDES", "a:max_lost_leases=2;b:max_lost_leases=0;c:lease=5s"})),
+		0);
+	dump_problems();
+	cr_assert_eq(cfg.max_lost_leases, 0);
+	cr_assert(cfg.topic_overrides[0].has_max_lost_leases);
+	cr_assert_eq(cfg.topic_overrides[0].max_lost_leases, 2);
+	cr_assert(cfg.topic_overrides[1].has_max_lost_leases);
+	cr_assert_eq(cfg.topic_overrides[1].max_lost_leases, 0);
+	cr_assert_not(cfg.topic_overrides[2].has_max_lost_leases);
+	brq_config_fini(&cfg);
+	brq_config_problems_fini(&probs);
+	cr_assert_eq(load(ENV({"BROOQ_MAX_LOST_LEASES", "1001"})), BRQ_EINVAL);
+	cr_assert(has_problem("BROOQ_MAX_LOST_LEASES: must be between 0 and 1000"));
+}
+
 /* discard_done is opt-in per topic (SPEC invariant 17): off unless a topic says true. */
 Test(config, parses_discard_done_per_topic)
 {
@@ -1087,6 +1112,9 @@ Test(config, rejects_every_malformed_topic_override)
 		{"a:discard_done=maybe", "a: discard_done: "},
 		{"a:discard_done=", "a: discard_done: empty value"},
 		{"a:discard_done=true,discard_done=false", "a: discard_done given twice"},
+		{"a:max_lost_leases=1001", "a: max_lost_leases: must be between 0 (never) and 1000"},
+		{"a:max_lost_leases=-1", "a: max_lost_leases: not a non-negative"},
+		{"a:max_lost_leases=", "a: max_lost_leases: empty value"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *in = bad[i].in != NULL ? bad[i].in : long_topic;
@@ -1335,7 +1363,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(n_vars, 45, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
+	cr_assert_eq(n_vars, 46, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
 
 	// As shipped (all commented): only defaults.
 	cr_assert_eq(load_file(path, minimal), 0);
@@ -1355,6 +1383,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	cr_assert_eq(cfg.backoff_base_ms, def.backoff_base_ms);
 	cr_assert_eq(cfg.backoff_max_ms, def.backoff_max_ms);
 	cr_assert_eq(cfg.max_attempts, def.max_attempts);
+	cr_assert_eq(cfg.max_lost_leases, def.max_lost_leases);
 	cr_assert_eq(cfg.attempt_timeout_ms, def.attempt_timeout_ms);
 	cr_assert_eq(cfg.max_execution_ms, def.max_execution_ms);
 	cr_assert_eq(cfg.max_batch, def.max_batch);

@@ -698,11 +698,12 @@ Test(api, lists_retries_and_deletes_jobs)
 	cgw_start(&c, NULL);
 	sign_in(&c, c.gw.admin_token, &r);
 	PGconn *pg = brq_testdb_connect(c.dsn);
-	brq_testdb_exec(pg,
-			"INSERT INTO job (topic, state, last_error, result) VALUES"
-			" ('mail.out', 'dead', 'smtp down', NULL), ('mail.out', 'dead', 'smtp down', NULL),"
-			" ('mail.out', 'done', NULL, '{\"sent\": 1}'), ('other', 'dead', NULL, NULL),"
-			" ('mail.out', 'pending', NULL, NULL)");
+	brq_testdb_exec(
+		pg,
+		"INSERT INTO job (topic, state, last_error, result, lost_leases) VALUES"
+		" ('mail.out', 'dead', 'smtp down', NULL, 0), ('mail.out', 'dead', 'quarantined', NULL, 5),"
+		" ('mail.out', 'done', NULL, '{\"sent\": 1}', 0), ('other', 'dead', NULL, NULL, 0),"
+		" ('mail.out', 'pending', NULL, NULL, 0)");
 	long long first = brq_testdb_int(pg, "SELECT min(id) FROM job");
 	PQfinish(pg);
 
@@ -712,6 +713,8 @@ Test(api, lists_retries_and_deletes_jobs)
 	snprintf(want, sizeof(want), "{\"jobs\":[{\"id\":%lld,\"topic\":\"mail.out\",\"state\":\"dead\"",
 		 first + 1);
 	cr_assert_not_null(strstr(r.body, want), "%s", r.body);
+	/* The crash-loop quarantine's count (SPEC invariant 18), for the job page. */
+	cr_assert_not_null(strstr(r.body, "\"max_attempts\":5,\"lost_leases\":5,"), "%s", r.body);
 	cr_assert_not_null(strstr(r.body, "\"next\":\"v1."), "%s", r.body);
 	char *next = strstr(r.body, "\"next\":\"") + 8;
 	char  path[256];
@@ -736,6 +739,7 @@ Test(api, lists_retries_and_deletes_jobs)
 	snprintf(want, sizeof(want), "{\"retried\":1,\"ids\":[%lld]}", first + 6);
 	cr_assert_str_eq(r.body, want);
 	cr_assert_eq(job_count(c.dsn, "retry_of IS NOT NULL AND state = 'pending'"), 2);
+	cr_assert_eq(job_count(c.dsn, "retry_of IS NOT NULL AND lost_leases = 0"), 2, "a retry starts at 0");
 	cr_assert_eq(job_count(c.dsn, "state = 'dead'"), 3, "the originals are kept");
 
 	/* Delete: a terminal job goes; a pending one is a conflict. */

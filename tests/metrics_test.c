@@ -78,6 +78,7 @@ Test(metrics, every_family_has_help_and_type_and_counters_end_in_total)
 		{"brooq_retried_total", "counter"},
 		{"brooq_deleted_total", "counter"},
 		{"brooq_max_execution_exceeded_total", "counter"},
+		{"brooq_quarantined_total", "counter"},
 		{"brooq_attempt_duration_seconds", "summary"},
 		{"brooq_rpc_requests_total", "counter"},
 		{"brooq_rpc_duration_seconds", "histogram"},

@@ -479,7 +479,8 @@ sample_replies(brq_reply out[N_SAMPLE_REP])
 					     .has_key             = true,
 					     .key                 = {"", 0},
 					     .created_at_ms       = 2,
-					     .updated_at_ms       = 3};
+					     .updated_at_ms       = 3,
+					     .lost_leases         = 4};
 	out[10].op         = BRQ_OP_STATS;
 	out[10].stats      = (brq_stats_rep) {TSTATS, 2};
 	out[11].op         = BRQ_OP_STATS;
@@ -684,6 +685,7 @@ expect_reply(const brq_reply *a, const brq_reply *b)
 		expect_str(x->key, y->key, "key");
 		cr_expect_eq(x->created_at_ms, y->created_at_ms);
 		cr_expect_eq(x->updated_at_ms, y->updated_at_ms);
+		cr_expect_eq(x->lost_leases, y->lost_leases);
 		break;
 	}
 	case BRQ_OP_STATS:
@@ -1741,6 +1743,16 @@ Test(reply, timeout_keys_are_optional_and_unknown_lost_reasons_read_as_gone)
 	cr_expect_eq(P.job.job.claimed_at_ms, 2);
 	cr_expect_eq(P.job.job.attempt_deadline_ms, 302);
 	cr_expect_eq(P.job.job.max_execution_deadline_ms, 0);
+	cr_expect_eq(P.job.job.lost_leases, 0, "absent: none lost (and an older gateway's reply)");
+
+	cr_assert_eq(
+		decode_rep(BRQ_OP_JOB,
+			   "{v:1, code:'ok', job:{id:1, topic:'a', payload:'{}', state:'dead', "
+			   "attempts:5, max_attempts:2, available_at_ms:1, locked_by:nil, "
+			   "locked_until_ms:nil, last_error:'quarantined', created_at_ms:0, updated_at_ms:2, "
+			   "lost_leases:5}}"),
+		BRQ_ST_OK, "%s", E);
+	cr_expect_eq(P.job.job.lost_leases, 5);
 }
 
 Test(reply, rejects_truncated_replies)

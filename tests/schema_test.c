@@ -157,6 +157,17 @@ Test(schema, rejects_attempt_counts_out_of_range)
 			 CHECK_VIOLATION);
 }
 
+Test(schema, counts_no_lost_lease_by_default_and_never_a_negative_one)
+{
+	/* Invariant 18's count starts at 0 for a plain INSERT (the SQL enqueue of
+	 * docs/operations.md names no such column) and is never negative. */
+	brq_testdb_exec(db, "INSERT INTO job (topic) VALUES ('t')");
+	cr_assert_eq(brq_testdb_int(db, "SELECT lost_leases FROM job"), 0);
+	cr_assert_str_eq(brq_testdb_try(db, "UPDATE job SET lost_leases = -1"), CHECK_VIOLATION);
+	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, lost_leases) VALUES ('t', NULL)"),
+			 "23502");
+}
+
 Test(schema, rejects_invalid_json_payloads)
 {
 	cr_assert_str_eq(brq_testdb_try(db, "INSERT INTO job (topic, payload) VALUES ('t', '{nope')"),

@@ -304,8 +304,9 @@ brq_ctl_print_job_json(const brooq_job_info *j)
 {
 	printf("{\"id\":%" PRIu64 ",\"topic\":", j->id);
 	brq_ctl_json_cstr(stdout, j->topic);
-	printf(",\"state\":\"%s\",\"attempts\":%" PRIu32 ",\"max_attempts\":%" PRIu32,
-	       brooq_state_name(j->state), j->attempts, j->max_attempts);
+	printf(",\"state\":\"%s\",\"attempts\":%" PRIu32 ",\"max_attempts\":%" PRIu32
+	       ",\"lost_leases\":%" PRIu32,
+	       brooq_state_name(j->state), j->attempts, j->max_attempts, j->lost_leases);
 	if (j->priority > 0)
 		printf(",\"priority\":%" PRIu32, j->priority);
 	json_time("available_at", j->available_at_ms, true);
@@ -361,6 +362,12 @@ print_job_table(const brooq_job_info *j)
 	row("state", brooq_state_name(j->state));
 	snprintf(buf, sizeof(buf), "%" PRIu32 " of %" PRIu32, j->attempts, j->max_attempts);
 	row("attempts", buf);
+	/* Leases that ran out without an outcome (SPEC invariant 18): shown once there is
+	 * one, as a crash loop's trace. */
+	if (j->lost_leases > 0) {
+		snprintf(buf, sizeof(buf), "%" PRIu32, j->lost_leases);
+		row("lost_leases", buf);
+	}
 	if (j->priority > 0) {
 		snprintf(buf, sizeof(buf), "%" PRIu32, j->priority);
 		row("priority", buf);

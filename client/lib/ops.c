@@ -548,6 +548,7 @@ brq_job_info_out(const brq_job_info *in)
 	j->priority                  = in->priority;
 	j->result                    = brq_strdup_opt(in->has_result, in->result, &ok);
 	j->retry_of                  = in->has_retry_of ? in->retry_of : 0;
+	j->lost_leases               = in->lost_leases;
 	if (!ok) {
 		brooq_job_info_free(j);
 		return NULL;

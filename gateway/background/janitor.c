@@ -25,28 +25,53 @@ count(const brq_str *topics, uint32_t n, brq_topic_counter c)
 		brq_metrics_topic_add(topics[i].ptr, topics[i].len, c, 1);
 }
 
+// Counts the leases taken back, and the jobs quarantined among them (SPEC invariant
+// 18): in brooq_quarantined_total and, as every move to dead, brooq_dead_total. Each
+// quarantine is logged: a crash loop is a handler bug an operator must hear of.
+// Returns how many were quarantined.
+static uint32_t
+count_reaped(const brq_store_reaped *rows, uint32_t n)
+{
+	uint32_t quarantined = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		brq_metrics_topic_add(rows[i].topic.ptr, rows[i].topic.len, BRQ_MT_REAPED, 1);
+		if (!rows[i].is_quarantined)
+			continue;
+		brq_metrics_topic_add(rows[i].topic.ptr, rows[i].topic.len, BRQ_MT_QUARANTINED, 1);
+		brq_metrics_dead(rows[i].topic.ptr, rows[i].topic.len, 1);
+		quarantined++;
+	}
+	return quarantined;
+}
+
 int64_t
 brq_janitor_reap(brq_janitor *j)
 {
-	int64_t  total = 0;
-	uint32_t n;
-	brq_str *topics;
+	int64_t           total = 0, quarantined = 0;
+	uint32_t          n;
+	brq_store_reaped *rows;
 	if (!brq_store_ready(&j->bg.conn))
 		return BRQ_EUNAVAIL;
 	do {
-		int rv = brq_store_reap(&j->bg.conn, REAP_BATCH, &topics, &n);
+		int rv = brq_store_reap(&j->bg.conn, REAP_BATCH, &rows, &n);
 		if (rv != 0) {
 			BRQ_LOG_WARN("janitor_statement_failed", "stmt=reap error=%s",
 				     BRQ_LOG_Q(brq_store_errmsg(&j->bg.conn)));
 			brq_store_reset(&j->bg.conn);
 			return rv;
 		}
-		count(topics, n, BRQ_MT_REAPED);
+		quarantined += count_reaped(rows, n);
 		brq_store_reset(&j->bg.conn);
 		total += n;
 	} while (n == REAP_BATCH);
 	if (total > 0)
 		BRQ_LOG_INFO("reaped", "jobs=%lld", (long long) total);
+	// The jobs are named by brooqctl list --state dead; their last_error says why.
+	if (quarantined > 0)
+		BRQ_LOG_WARN(
+			"quarantined", "jobs=%lld hint=%s", (long long) quarantined,
+			BRQ_LOG_Q("leases ran out max_lost_leases times without an outcome: "
+				  "a handler that kills or hangs its worker; see the dead jobs' last_error"));
 	return total;
 }
 

@@ -25,8 +25,8 @@ BRQ_MUSTCHECK int brq_janitor_start(brq_janitor *j, const brq_config *cfg, const
 // is abandoned within ~100 ms (its transaction rolls back).
 void brq_janitor_stop(brq_janitor *j);
 
-// One reaper pass: returns rows reaped (>= 0), or a BRQ_E* code when the database
-// is unavailable. Exposed for tests.
+// One reaper pass: returns leases taken back (>= 0; the jobs quarantined among them
+// included), or a BRQ_E* code when the database is unavailable. Exposed for tests.
 int64_t brq_janitor_reap(brq_janitor *j);
 // One retention tick (up to retention_max_batches batches): rows deleted (>= 0), or
 // a BRQ_E* code when nothing could be deleted.

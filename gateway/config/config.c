@@ -433,6 +433,7 @@ load_core(struct loader *L, brq_config *cfg)
 		brq_config_problem_add(L->p, "BROOQ_BACKOFF_MAX: must be at least BROOQ_BACKOFF_BASE");
 	}
 	brq_cfg_get_setting(L, BRQ_SET_MAX_ATTEMPTS, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_MAX_LOST_LEASES, cfg);
 
 	get_path_list(L, "BROOQ_WORKER_TOKEN_FILES", &cfg->worker_token_files, &cfg->n_worker_token_files);
 	get_path_list(L, "BROOQ_ADMIN_TOKEN_FILES", &cfg->admin_token_files, &cfg->n_admin_token_files);

@@ -47,7 +47,8 @@
 // BROOQ_HTTP_ALLOW_NONLOOPBACK=true.
 //
 // Topic overrides: "topic:key=value,key=value;topic:key=value". Keys: max_attempts,
-// backoff_base, backoff_max, lease, attempt_timeout, max_execution_time (each optional,
+// backoff_base, backoff_max, lease, attempt_timeout, max_execution_time, max_lost_leases,
+// concurrency, rate, discard_done (each optional,
 // same syntax and ranges as the global variable; "0" turns a timeout off for the topic). Topics follow
 // [a-z0-9][a-z0-9._-]*, at most 128 bytes. Blanks around the separators are ignored. Rejected: empty entry,
 // missing ':', bad topic, topic listed twice, no keys, unknown key, key listed twice, missing '=', bad value,
@@ -138,6 +139,9 @@ struct brq_topic_override {
 	// (invariant 4) and its idempotency key is free again (docs/operations.md §12).
 	bool has_discard_done;
 	bool discard_done;
+	// SPEC invariant 18 for this topic: 0 (never quarantined) or 1..1000.
+	bool     has_max_lost_leases;
+	uint32_t max_lost_leases;
 };
 
 // Client certificates on a tls+tcp:// listener.
@@ -175,6 +179,9 @@ struct brq_config {
 	uint64_t backoff_base_ms; // 1ms..24h
 	uint64_t backoff_max_ms;  // >= backoff_base_ms
 	uint32_t max_attempts;    // 1..1000
+	// Leases of one job that may run out without a recorded outcome; the reaper writes
+	// `dead` when it takes back the last (SPEC invariant 18). 0 = never, else 1..1000.
+	uint32_t max_lost_leases;
 	// Per attempt, from its claim; 0 = none. attempt <= max_execution when both set.
 	uint64_t attempt_timeout_ms; // the handler's deadline, told to the worker
 	uint64_t max_execution_ms;   // heartbeats are refused past it

@@ -25,6 +25,7 @@
 #define BACKOFF_MAX_MAX_MS  (7 * MS_PER_D)
 #define MAX_ATTEMPTS_MIN    1
 #define MAX_ATTEMPTS_MAX    1000
+#define MAX_LOST_LEASES_MAX 1000
 // Attempt timeout and maximum execution time: 0 (none) or TIMEOUT_MIN_MS..TIMEOUT_MAX_MS.
 #define TIMEOUT_MIN_MS 100ull
 #define TIMEOUT_MAX_MS (7 * MS_PER_D)

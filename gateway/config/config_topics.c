@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Gateway configuration: BROOQ_TOPIC_OVERRIDES, per-topic max_attempts, backoff, lease,
-// timeouts, limits and discard_done.
+// timeouts, limits, discard_done and max_lost_leases.
 #include "config.h"
 #include "brq_units.h"
 #include "config_parse.h"
@@ -40,11 +40,11 @@ override_key(brq_topic_override *o, const char *ka, const char *kb, const char *
 {
 	static const char *const names[] = {"max_attempts",    "backoff_base",       "backoff_max", "lease",
 					    "attempt_timeout", "max_execution_time", "concurrency", "rate",
-					    "discard_done"};
+					    "discard_done",    "max_lost_leases"};
 	bool *const              has[]   = {
-			       &o->has_max_attempts,    &o->has_backoff_base,  &o->has_backoff_max, &o->has_lease,
-			       &o->has_attempt_timeout, &o->has_max_execution, &o->has_concurrency, &o->has_rate,
-			       &o->has_discard_done};
+			       &o->has_max_attempts,    &o->has_backoff_base,   &o->has_backoff_max, &o->has_lease,
+			       &o->has_attempt_timeout, &o->has_max_execution,  &o->has_concurrency, &o->has_rate,
+			       &o->has_discard_done,    &o->has_max_lost_leases};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if ((size_t) (kb - ka) == strlen(names[i]) && memcmp(ka, names[i], (size_t) (kb - ka)) == 0) {
 			*key = names[i];
@@ -79,6 +79,18 @@ parse_override_value(struct loader *L, const char *label, const char *key, const
 		} else {
 			*(has == &o->has_concurrency ? &o->concurrency : &o->rate) = (uint32_t) v;
 			*has                                                       = true;
+		}
+		return;
+	}
+	if (has == &o->has_max_lost_leases) {
+		if (brq_parse_u64(val, &v, &why) != 0) {
+			brq_config_problem_add(L->p, "%s: %s: %s: %s", var, label, key, why);
+		} else if (v > MAX_LOST_LEASES_MAX) {
+			brq_config_problem_add(L->p, "%s: %s: %s: must be between 0 (never) and %d", var,
+					       label, key, MAX_LOST_LEASES_MAX);
+		} else {
+			o->max_lost_leases = (uint32_t) v;
+			*has               = true;
 		}
 		return;
 	}
@@ -148,7 +160,8 @@ parse_override_kv(struct loader *L, const char *label, const char *a, const char
 		brq_config_problem_add(
 			L->p,
 			"%s: %s: unknown key (use max_attempts, backoff_base, backoff_max, lease, "
-			"attempt_timeout, max_execution_time, concurrency, rate, discard_done)",
+			"attempt_timeout, max_execution_time, concurrency, rate, discard_done, "
+			"max_lost_leases)",
 			var, label);
 	} else if (*has) {
 		brq_config_problem_add(L->p, "%s: %s: %s given twice", var, label, key);

@@ -125,6 +125,7 @@ brq_console_json_job(brq_jw *out, const brq_job_info *j)
 	brq_jw_kv_cstr(out, "state", brq_state_name(j->state));
 	brq_jw_kv_u64(out, "attempts", j->attempts);
 	brq_jw_kv_u64(out, "max_attempts", j->max_attempts);
+	brq_jw_kv_u64(out, "lost_leases", j->lost_leases);
 	brq_jw_kv_u64(out, "priority", j->priority);
 	json_text(out, "payload", j->payload);
 	opt_str(out, "key", j->has_key, j->key);

@@ -24,6 +24,7 @@ typedef enum brq_topic_counter {
 	BRQ_MT_RETRIED,           // brooq_retried_total{topic}: new jobs made by op retry
 	BRQ_MT_DELETED,           // brooq_deleted_total{topic}: terminal jobs deleted by op delete
 	BRQ_MT_MAX_EXECUTION,     // brooq_max_execution_exceeded_total{topic}: heartbeats refused
+	BRQ_MT_QUARANTINED,       // brooq_quarantined_total{topic}: written dead by the reaper
 	BRQ_MT__COUNT
 } brq_topic_counter;
 
@@ -81,7 +82,8 @@ void brq_metrics_topic_add(const char *topic, size_t topic_len, brq_topic_counte
 void brq_metrics_settle(const char *topic, size_t topic_len, brq_outcome oc, uint64_t n);
 
 // brooq_dead_total{topic}: n jobs moved to `dead` (a recorded failure on the last
-// attempt). Call after commit for every settled row whose new state is dead.
+// attempt, or the reaper's quarantine: SPEC invariant 18). Call after commit for every
+// row whose new state is dead.
 void brq_metrics_dead(const char *topic, size_t topic_len, uint64_t n);
 
 // brooq_attempt_duration_seconds (summary: _sum and _count): claim to settle.

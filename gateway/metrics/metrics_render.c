@@ -343,7 +343,8 @@ brq_metrics_render(char **out, size_t *len)
 			     "Jobs handed to workers by claim (each is one attempt).", BRQ_MT_CLAIMED);
 	render_settle(&b, v, n);
 	family(&b, "brooq_dead_total", "counter",
-	       "Jobs that reached dead: a recorded failure on their last attempt.");
+	       "Jobs that reached dead: a recorded failure on their last attempt, or quarantined "
+	       "by the reaper.");
 	for (size_t i = 0; i < n; i++) {
 		topic_sample(&b, "brooq_dead_total", v[i]);
 		buf_printf(&b, "} %" PRIu64 "\n", atomic_load_explicit(&v[i]->dead, memory_order_relaxed));
@@ -363,6 +364,10 @@ brq_metrics_render(char **out, size_t *len)
 			     "Heartbeats refused because the attempt ran past its topic's maximum execution "
 			     "time (its lease then runs out).",
 			     BRQ_MT_MAX_EXECUTION);
+	render_topic_counter(&b, v, n, "brooq_quarantined_total",
+			     "Jobs the reaper wrote dead because their leases ran out max_lost_leases times "
+			     "without an outcome (a crash loop).",
+			     BRQ_MT_QUARANTINED);
 
 	family(&b, "brooq_attempt_duration_seconds", "summary", "Time from claim to settle of an attempt.");
 	buf_str(&b, "brooq_attempt_duration_seconds_sum ");

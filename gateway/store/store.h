@@ -221,9 +221,16 @@ BRQ_MUSTCHECK int brq_store_delete(brq_store_conn *c, uint64_t id, bool *deleted
 // stats: counts per topic and state and oldest ready age, by topic (borrowed).
 BRQ_MUSTCHECK int brq_store_stats(brq_store_conn *c, brq_topic_stats **topics, uint32_t *n);
 
-// reap: one batch of at most `batch` expired leases back to pending; *topics
-// (borrowed) has one entry per job reaped.
-BRQ_MUSTCHECK int brq_store_reap(brq_store_conn *c, uint32_t batch, brq_str **topics, uint32_t *n);
+// One lease the reaper took back.
+typedef struct brq_store_reaped {
+	brq_str topic;          // borrowed
+	bool    is_quarantined; // the job's max_lost_leases-th: written `dead` (invariant 18)
+} brq_store_reaped;
+
+// reap: one batch of at most `batch` expired leases back to pending, or to dead for
+// the jobs that reached their topic's max_lost_leases; *rows (borrowed) has one entry
+// per lease taken back.
+BRQ_MUSTCHECK int brq_store_reap(brq_store_conn *c, uint32_t batch, brq_store_reaped **rows, uint32_t *n);
 
 // retention: deletes one batch of at most `batch` terminal jobs last updated more
 // than ttl_ms ago, oldest first; *topics (borrowed) has one entry per job deleted.

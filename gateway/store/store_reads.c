@@ -66,6 +66,7 @@ brq_store_job_row(const brq_config *cfg, const PGresult *r, int row, brq_job_inf
 				   : (uint64_t) brq_store_int(r, row, JOB_RETRY_OF),
 		.has_claimed_at_ms   = !brq_store_is_null(r, row, JOB_CLAIMED_MS),
 		.claimed_at_ms       = brq_store_int(r, row, JOB_CLAIMED_MS),
+		.lost_leases         = (uint32_t) brq_store_int(r, row, JOB_LOST_LEASES),
 	};
 	// The running attempt's deadlines, from its claim and the topic's timeouts
 	// (the topic is a NUL-terminated PQgetvalue).

@@ -20,6 +20,7 @@ static const char *const hb_cols[]      = {HB_COLS(BRQ_COL_EXPR)};
 static const char *const settle_cols[]  = {SETTLE_COLS(BRQ_COL_EXPR)};
 static const char *const unclaim_cols[] = {UNCLAIM_COLS(BRQ_COL_EXPR)};
 static const char *const topic_cols[]   = {TOPIC_COLS(BRQ_COL_EXPR)};
+static const char *const reap_cols[]    = {REAP_COLS(BRQ_COL_EXPR)};
 static const char *const cancel_cols[]  = {CANCEL_COLS(BRQ_COL_EXPR)};
 static const char *const job_cols[]     = {JOB_COLS(BRQ_COL_EXPR)};
 static const char *const stats_cols[]   = {STATS_COLS(BRQ_COL_EXPR)};
@@ -106,7 +107,7 @@ static const int nparams[BRQ_STMT__COUNT] = {
 //   O(n log N) whatever the plan was made on.
 
 // Which per-topic setting a CASE expression selects.
-enum setting { LEASE_MS, BACKOFF_BASE_MS, BACKOFF_MAX_MS, MAX_EXECUTION_MS };
+enum setting { LEASE_MS, BACKOFF_BASE_MS, BACKOFF_MAX_MS, MAX_EXECUTION_MS, MAX_LOST_LEASES };
 
 // Writes "CASE <col> WHEN 'a' THEN 1 ... ELSE <default> END" for one setting, or just
 // the default when no override sets it.
@@ -116,6 +117,7 @@ topic_case(FILE *f, const brq_config *cfg, const char *col, enum setting which)
 	uint64_t def = which == LEASE_MS   ? cfg->lease_ms
 		: which == BACKOFF_BASE_MS ? cfg->backoff_base_ms
 		: which == BACKOFF_MAX_MS  ? cfg->backoff_max_ms
+		: which == MAX_LOST_LEASES ? cfg->max_lost_leases
 					   : cfg->max_execution_ms;
 	bool     any = false;
 	for (size_t i = 0; i < cfg->n_topic_overrides; i++) {
@@ -126,6 +128,7 @@ topic_case(FILE *f, const brq_config *cfg, const char *col, enum setting which)
 		case LEASE_MS: has = o->has_lease, v = o->lease_ms; break;
 		case BACKOFF_BASE_MS: has = o->has_backoff_base, v = o->backoff_base_ms; break;
 		case BACKOFF_MAX_MS: has = o->has_backoff_max, v = o->backoff_max_ms; break;
+		case MAX_LOST_LEASES: has = o->has_max_lost_leases, v = o->max_lost_leases; break;
 		default: has = o->has_max_execution, v = o->max_execution_ms; break;
 		}
 		if (!has)
@@ -436,25 +439,59 @@ settle_sql(FILE *f, const brq_config *cfg, bool at)
 		fputs(") SELECT * FROM gone UNION ALL SELECT * FROM kept", f);
 }
 
+// " (<the topic's max_lost_leases> <> 0 AND j.lost_leases + 1 >= it)": whether the
+// lease the reaper takes back from row j is the one that quarantines the job.
+static void
+quarantines(FILE *f, const brq_config *cfg)
+{
+	fputs(" (", f);
+	topic_case(f, cfg, "j.topic", MAX_LOST_LEASES);
+	fputs(" <> 0 AND j.lost_leases + 1 >= ", f);
+	topic_case(f, cfg, "j.topic", MAX_LOST_LEASES);
+	fputs(")", f);
+}
+
+// The reaper (SPEC §4 and invariant 18). $1 batch size. Expired leases go back to
+// pending, attempts unchanged: an expired lease is not a failure (invariant 7);
+// available_at unchanged: a reaped job keeps its place in line (invariant 11), it
+// does not wait behind everything queued meanwhile. Each lease taken back is counted
+// in lost_leases; the one that reaches the topic's max_lost_leases (0: never) writes
+// `dead` instead, with a last_error naming the count, the last holder and when its
+// lease ran out (the old row's locked_by and locked_until, read by SET before it
+// clears them). Exactly once whatever the number of gateways: the rows are locked
+// by the inner SELECT (SKIP LOCKED: each row is reaped by one statement), and the
+// outer guard (still processing, still expired) is evaluated again on the newest
+// version of a row another statement changed meanwhile, so a lease is counted, and
+// a job quarantined, by the first statement that takes it back and by no other.
+static void
+reap_sql(FILE *f, const brq_config *cfg)
+{
+	fputs("UPDATE job j SET state = CASE WHEN", f);
+	quarantines(f, cfg);
+	fputs(" THEN 'dead' ELSE 'pending' END, lost_leases = j.lost_leases + 1,"
+	      " last_error = CASE WHEN",
+	      f);
+	quarantines(f, cfg);
+	fputs(" THEN format('quarantined: %s leases ran out without a recorded outcome"
+	      " (max_lost_leases %s); last held by %s, expired %s', j.lost_leases + 1, ",
+	      f);
+	topic_case(f, cfg, "j.topic", MAX_LOST_LEASES);
+	fputs(", left(j.locked_by, 128),"
+	      " to_char(j.locked_until AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))"
+	      " ELSE j.last_error END,"
+	      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()"
+	      " WHERE j.id = ANY(ARRAY(SELECT id FROM job WHERE state = 'processing'"
+	      "  AND locked_until < now() ORDER BY locked_until LIMIT $1"
+	      "  FOR NO KEY UPDATE SKIP LOCKED))"
+	      " AND j.state = 'processing' AND j.locked_until < now() RETURNING ",
+	      f);
+	brq_store_sql_cols(f, BRQ_COLS(reap_cols));
+}
+
 static void
 janitor_sql(FILE *f, brq_stmt st)
 {
 	switch (st) {
-	case BRQ_STMT_REAP:
-		// $1 batch size. Expired leases go back to pending, attempts unchanged: an
-		// expired lease is not a failure (invariant 7); available_at unchanged: a
-		// reaped job keeps its place in line (invariant 11), it does not wait
-		// behind everything queued meanwhile. SKIP LOCKED makes several gateways
-		// reaping at once safe: each row is reaped by exactly one.
-		fputs("UPDATE job j SET state = 'pending', locked_by = NULL,"
-		      " locked_until = NULL, lease_token = NULL, updated_at = now()"
-		      " WHERE j.id = ANY(ARRAY(SELECT id FROM job WHERE state = 'processing'"
-		      "  AND locked_until < now() ORDER BY locked_until LIMIT $1"
-		      "  FOR NO KEY UPDATE SKIP LOCKED))"
-		      " AND j.state = 'processing' AND j.locked_until < now() RETURNING ",
-		      f);
-		brq_store_sql_cols(f, BRQ_COLS(topic_cols));
-		break;
 	case BRQ_STMT_RETENTION:
 		// $1 ttl_ms, $2 batch size. Only terminal rows, oldest first. Both janitor
 		// statements reach rows through `id = ANY(ARRAY(...))` on the primary key,
@@ -652,7 +689,7 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_HEARTBEAT: heartbeat_sql(f, cfg); break;
 	case BRQ_STMT_SETTLE: settle_sql(f, cfg, false); break;
 	case BRQ_STMT_SETTLE_AT: settle_sql(f, cfg, true); break;
-	case BRQ_STMT_REAP:
+	case BRQ_STMT_REAP: reap_sql(f, cfg); break;
 	case BRQ_STMT_RETENTION:
 	case BRQ_STMT_DEPTH_TERMINAL:
 	case BRQ_STMT_DEPTH_TERMINAL_SAMPLE: janitor_sql(f, st); break;

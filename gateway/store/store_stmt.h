@@ -109,9 +109,15 @@ enum settle_col { SETTLE_COLS(BRQ_COL_ENUM) SETTLE__N };
 	X(UNCLAIM_TOPIC, "j.topic")
 enum unclaim_col { UNCLAIM_COLS(BRQ_COL_ENUM) UNCLAIM__N };
 
-// topics of jobs (metrics of lost leases); reaper and retention: one row per job.
+// topics of jobs (metrics of lost leases); retention: one row per job.
 #define TOPIC_COLS(X) X(TOPIC_TOPIC, "j.topic")
 enum topic_col { TOPIC_COLS(BRQ_COL_ENUM) TOPIC__N };
+
+// reap: one row per lease taken back; quarantined: this one wrote `dead` (invariant 18).
+#define REAP_COLS(X)             \
+	X(REAP_TOPIC, "j.topic") \
+	X(REAP_QUARANTINED, "j.state = 'dead'")
+enum reap_col { REAP_COLS(BRQ_COL_ENUM) REAP__N };
 
 // lost_of (heartbeat leases found lost): one row per job that exists, with why.
 #define LOST_COLS(X)                                                           \
@@ -147,7 +153,8 @@ enum cancel_col { CANCEL_COLS(BRQ_COL_ENUM) CANCEL__N };
 	X(JOB_PRIORITY, "priority")                                               \
 	X(JOB_RESULT, "result::text")                                             \
 	X(JOB_RETRY_OF, "retry_of")                                               \
-	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")
+	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")        \
+	X(JOB_LOST_LEASES, "lost_leases")
 enum job_col { JOB_COLS(BRQ_COL_ENUM) JOB__N };
 
 // stats: one row per topic; the counts in brq_state order.

@@ -334,6 +334,10 @@ typedef struct brooq_job_info {
 	uint32_t priority; /* 1..9; 0 from a gateway without priorities */
 	char    *result;   /* the handler's JSON result (settled done with one); NULL: none */
 	uint64_t retry_of; /* the terminal job this one re-runs (brooq_retry); 0: none */
+	/* Leases of this job that ran out without a recorded outcome (its handler killed or
+	 * hung its worker); at the topic's max_lost_leases the gateway's reaper writes it
+	 * dead (quarantine). 0 from an older gateway. Last, so the struct only grows. */
+	uint32_t lost_leases;
 } brooq_job_info;
 
 BROOQ_API brooq_err brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out);
