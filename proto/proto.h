@@ -402,6 +402,8 @@ typedef struct brq_cancel_rep {
 typedef struct brq_stats_rep {
 	brq_topic_stats *topics;
 	uint32_t         n_topics;
+	bool             has_terminal_age; // the optional terminal_age_ms was sent
+	uint64_t         terminal_age_ms;  // age of the terminal counts; 0: counted for this reply
 } brq_stats_rep;
 
 typedef struct brq_list_rep {

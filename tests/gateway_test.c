@@ -1083,3 +1083,49 @@ Test(gateway, a_heartbeat_that_extends_nothing_says_lease_until_0_and_why)
 	cr_assert_null(rep.heartbeat.lost_reasons);
 	free(keep);
 }
+
+/* stats: whether `topic` has an entry, and *age the reply's terminal_age_ms (-1: absent). */
+static bool
+stats_has(const char *topic, long long *age)
+{
+	brq_request req = {.op = BRQ_OP_STATS};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	bool has = false;
+	for (uint32_t i = 0; i < rep.stats.n_topics; i++)
+		has = has || brq_str_eq(rep.stats.topics[i].topic, topic);
+	if (age != NULL)
+		*age = rep.stats.has_terminal_age ? (long long) rep.stats.terminal_age_ms : -1;
+	free(keep);
+	return has;
+}
+
+/* §7.9: the terminal counts come from the monitor's last count; a topic whose rows all
+ * became terminal since it must not vanish from stats until the next count (60 s). */
+Test(gateway, a_topic_whose_jobs_all_ended_since_the_last_count_stays_in_stats)
+{
+	long long age = 0;
+	for (int i = 0; i < 100 && age <= 0; i++) {
+		(void) stats_has("none", &age);
+		if (age <= 0)
+			usleep(100000);
+	}
+	cr_assert_gt(age, 0, "the monitor's first terminal count did not come");
+	/* Seen by a stats call while pending, then done. */
+	enqueue("gone.a", "{}", NULL, NULL);
+	cr_assert(stats_has("gone.a", NULL));
+	brq_lease_ref l[1];
+	cr_assert_eq(claim("gone.a", 1, 0, l), 1);
+	cr_assert(settle(&l[0], BRQ_OUTCOME_DONE, NULL, 0, NULL));
+	cr_assert(stats_has("gone.a", &age), "a topic of done jobs vanished (terminal counts %lld ms old)",
+		  age);
+	/* Seen only by the monitor's active count (every poll interval, 1 s here). */
+	enqueue("gone.b", "{}", NULL, NULL);
+	usleep(2500000);
+	cr_assert_eq(claim("gone.b", 1, 0, l), 1);
+	cr_assert(settle(&l[0], BRQ_OUTCOME_DONE, NULL, 0, NULL));
+	cr_assert(stats_has("gone.b", &age), "a topic of done jobs vanished (terminal counts %lld ms old)",
+		  age);
+	cr_assert(stats_has("gone.a", NULL));
+}
