@@ -69,7 +69,7 @@ typedef struct brq_limits {
 	uint32_t max_batch;      // entries in jobs/leases/items/settle arrays, claim.n; default 1000
 	uint32_t max_payload;    // bytes of one payload; default 1 MiB
 	uint32_t max_wait_ms;    // claim.wait_ms upper bound; default 300000
-	uint32_t max_request;    // bytes of one request message; default 16 MiB
+	uint32_t max_request;    // bytes of one request message; default 4 MiB (BROOQ_MAX_REQUEST's)
 	uint32_t max_depth;      // msgpack container nesting, top-level map = 1; default 8
 				 // (clamped to 32; below 5 a settle with chain cannot pass)
 	uint32_t max_json_depth; // payload JSON nesting; default 256 (clamped to 4096)
@@ -405,6 +405,8 @@ typedef struct brq_cancel_rep {
 typedef struct brq_stats_rep {
 	brq_topic_stats *topics;
 	uint32_t         n_topics;
+	bool             has_terminal_age; // the optional terminal_age_ms was sent
+	uint64_t         terminal_age_ms;  // age of the terminal counts; 0: counted for this reply
 } brq_stats_rep;
 
 typedef struct brq_list_rep {

@@ -211,7 +211,10 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		f[1].name = "canceled";
 		break;
 	case BRQ_OP_JOB: f[0].name = "job"; break;
-	case BRQ_OP_STATS: f[0].name = "topics"; break;
+	case BRQ_OP_STATS:
+		f[0].name = "topics";
+		f[1].name = "terminal_age_ms";
+		break;
 	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
 	}
 	TRY(brq_dec_map(d, top, "", f, f[2].name != NULL ? 3 : f[1].name != NULL ? 2 : 1));
@@ -246,6 +249,8 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 		r = brq_dec_at(d, &f[0]);
 		return brq_dec_job_info(d, &r, "job.job", &rep->job.job);
 	case BRQ_OP_STATS:
+		TRY(brq_dec_uint(d, &f[1], op, false, 0, UINT64_MAX, &rep->stats.terminal_age_ms,
+				 &rep->stats.has_terminal_age));
 		return brq_dec_list(d, &f[0], op, true, sizeof(brq_topic_stats), topic_stats,
 				    (void **) &rep->stats.topics, &rep->stats.n_topics, NULL);
 	default: return BRQ_ST_INTERNAL;

@@ -15,7 +15,7 @@ brq_limits_default(brq_limits *lim)
 	lim->max_batch      = 1000;
 	lim->max_payload    = 1024u * 1024u;
 	lim->max_wait_ms    = 300000;
-	lim->max_request    = 16u * 1024u * 1024u;
+	lim->max_request    = 4u * 1024u * 1024u;
 	lim->max_depth      = 8;
 	lim->max_json_depth = 256;
 }

@@ -518,6 +518,65 @@ Test(list, filters_by_key_and_creation_time)
 	cr_assert_eq(brooq_list(ac, &t, &p), BROOQ_EINVALID_ARGUMENT, "after >= before");
 }
 
+/* docs/protocol.md §7.11: the time filters compare created_at_ms as the reply gives it
+ * (rounded to the nearest millisecond), so a job reported at T is kept by
+ * created_after_ms = T and left out by created_before_ms = T. Rows on sub-millisecond
+ * boundaries, written by SQL with exact created_at values. */
+Test(list, time_filters_compare_the_milliseconds_the_reply_gives)
+{
+	/* T = 2024-01-01T00:00:00Z = 1704067200000 ms; offsets in microseconds. */
+	static const struct {
+		int       us;
+		long long ms; /* created_at_ms the reply gives: nearest, a half away from zero */
+	} rows[] = {{0, 1704067200000},    {1, 1704067200000},   {499, 1704067200000},
+		    {500, 1704067200001},  {999, 1704067200001}, {1499, 1704067200001},
+		    {1500, 1704067200002}, {2000, 1704067200002}};
+	enum { N = sizeof(rows) / sizeof(rows[0]) };
+	for (int i = 0; i < N; i++) {
+		char q[256];
+		snprintf(q, sizeof(q),
+			 "INSERT INTO job (topic, state, created_at, updated_at) VALUES ('t', 'dead',"
+			 " '2024-01-01T00:00:00Z'::timestamptz + %d * interval '1 microsecond', now())",
+			 rows[i].us);
+		brq_testdb_exec(db, q);
+	}
+	/* What the reply says, row by row (ids ascend with i). */
+	brooq_list_opts o = BROOQ_LIST_OPTS_INIT;
+	o.topic           = "t";
+	brooq_job_page *p = list(o);
+	cr_assert_eq(p->n, N);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(p->jobs[N - 1 - i]->created_at_ms, rows[i].ms, "row %d (+%d us): %lld", i,
+			     rows[i].us, (long long) p->jobs[N - 1 - i]->created_at_ms);
+	uint64_t base = (uint64_t) brq_testdb_int(db, "SELECT min(id) FROM job");
+	brooq_job_page_free(p);
+	/* Every bound around them: after keeps exactly the rows reported at or after it,
+	 * before exactly those reported before it. */
+	for (long long b = 1704067199999; b <= 1704067200003; b++) {
+		char want_after[256] = "", want_before[256] = "";
+		for (int i = N - 1; i >= 0; i--) {
+			char *w = rows[i].ms >= b ? want_after : want_before;
+			snprintf(w + strlen(w), 256 - strlen(w), "%s%d", w[0] != '\0' ? "," : "", i);
+		}
+		for (int side = 0; side < 2; side++) {
+			brooq_list_opts t = BROOQ_LIST_OPTS_INIT;
+			t.topic           = "t";
+			if (side == 0)
+				t.created_after_ms = b;
+			else
+				t.created_before_ms = b;
+			p             = list(t);
+			char got[256] = "";
+			for (size_t k = 0; k < p->n; k++)
+				snprintf(got + strlen(got), 256 - strlen(got), "%s%d", k > 0 ? "," : "",
+					 (int) (p->jobs[k]->id - base));
+			cr_assert_str_eq(got, side == 0 ? want_after : want_before, "%s %lld",
+					 side == 0 ? "created_after_ms" : "created_before_ms", b);
+			brooq_job_page_free(p);
+		}
+	}
+}
+
 Test(list, ends_a_page_early_when_payloads_would_make_the_reply_too_big)
 {
 	/* 3000-byte payloads, a 64 KiB request limit (setup): about 20 per reply. */
@@ -711,6 +770,45 @@ Test(delete, removes_a_terminal_job_and_refuses_any_other)
 	OK(brooq_job_get(ac, new_id, &info));
 	cr_assert_eq(info->retry_of, dead);
 	brooq_job_info_free(info);
+}
+
+/* docs/protocol.md §7.12: a job is retried at most once while its retry exists; once the
+ * retry is deleted (or retention removed it), retrying the original makes a new one. */
+Test(retry, the_original_may_be_retried_again_once_its_retry_is_deleted)
+{
+	uint64_t id = dead_job("mail", "{}");
+	uint64_t first, second, again;
+	bool     created, canceled;
+	OK(brooq_retry(ac, id, &first, &created));
+	cr_assert(created);
+	brooq_state st;
+	OK(brooq_cancel(ac, first, &st, &canceled));
+	OK(brooq_delete(ac, first));
+	OK(brooq_retry(ac, id, &second, &created));
+	cr_assert(created, "the deleted retry still counted");
+	cr_assert_gt(second, first);
+	OK(brooq_retry(ac, id, &again, &created));
+	cr_assert_not(created);
+	cr_assert_eq(again, second);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE retry_of IS NOT NULL"), 1);
+}
+
+/* docs/protocol.md §7.1: idempotency lasts as long as the row; delete frees the key. */
+Test(delete, frees_the_jobs_idempotency_key)
+{
+	brooq_job_spec       s = {.topic = "a", .payload = "{}", .key = "order-9"};
+	brooq_enqueue_result r1, r2, r3;
+	OK(brooq_enqueue(wc, &s, 1, &r1));
+	OK(brooq_enqueue(wc, &s, 1, &r2));
+	cr_assert_not(r2.created);
+	cr_assert_eq(r2.id, r1.id);
+	brooq_state st;
+	bool        canceled;
+	OK(brooq_cancel(ac, r1.id, &st, &canceled));
+	OK(brooq_delete(ac, r1.id));
+	OK(brooq_enqueue(wc, &s, 1, &r3));
+	cr_assert(r3.created, "the deleted job's key still deduplicated");
+	cr_assert_neq(r3.id, r1.id);
 }
 
 /* ---- brooqctl jobs, retry, delete, job ---------------------------------------------- */

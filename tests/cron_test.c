@@ -199,3 +199,46 @@ Test(parse, thirty_first_is_fine_when_the_weekday_is_restricted_too)
 	/* The 31st of February OR any Monday: Mondays of February match. */
 	SEQ("0 0 31 2 1", "2026-01-31 00:00", "2026-02-02 00:00");
 }
+
+/* docs/protocol.md §7.14 lists the dialect a client may send: these forms, each pinned
+ * (accepted ones by their matches, refused ones by their message). */
+Test(parse, the_dialect_the_protocol_documents)
+{
+	/* Day-of-week 7 is Sunday, alone, in a range and as a range's end. */
+	SEQ("0 0 * * 7", "2026-12-01 00:00", "2026-12-06 00:00");
+	SEQ("0 0 * * 0-7", "2026-12-01 00:00", "2026-12-02 00:00", "2026-12-03 00:00");
+	SEQ("0 0 * * sat-7", "2026-12-01 00:00", "2026-12-05 00:00", "2026-12-06 00:00", "2026-12-12 00:00");
+	/* Names in any case, alone and in ranges; macros in any case. */
+	SEQ("0 0 1 JAN *", "2026-12-01 00:00", "2027-01-01 00:00");
+	SEQ("0 0 * Dec Mon-Wed", "2026-12-01 00:00", "2026-12-02 00:00", "2026-12-07 00:00");
+	SEQ("@MIDNIGHT", "2026-12-01 10:10", "2026-12-02 00:00");
+	SEQ("@Annually", "2026-12-01 10:10", "2027-01-01 00:00");
+	/* N/STEP runs from N to the field's end. */
+	SEQ("50/5 * * * *", "2026-12-01 10:00", "2026-12-01 10:50", "2026-12-01 10:55", "2026-12-01 11:50");
+	static const struct {
+		const char *expr, *why;
+	} bad[] = {
+		{"@reboot", "unknown macro"},
+		{"@every 1h", "unknown macro"},
+		{"*/0 * * * *", "minute: step must be a number 1-59"},
+		{"0 0 * * 1/0", "day-of-week: step must be"},
+		{"30-10 * * * *", "minute: range 30-10 is reversed"},
+		{"0 0 * * fri-mon", "day-of-week: range 5-1 is reversed"},
+		{"0 0 * dec-jan *", "month: range 12-1 is reversed"},
+		{"0 0 ? * *", "day-of-month"},
+		{"0 0 L * *", "day-of-month"},
+		{"0 0 * * 1#2", "day-of-week"},
+		{"0 0 * * 5L", "day-of-week"},
+		{"H * * * *", "minute"},
+		{"0 0 * * sunday", "day-of-week"},
+		{"0 * * * * *", "found more"}, /* a seconds field */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		brq_cron c;
+		char     err[160] = "";
+		cr_assert_eq(brq_cron_parse(&c, bad[i].expr, err, sizeof(err)), BRQ_EINVAL, "\"%s\" accepted",
+			     bad[i].expr);
+		cr_assert(strstr(err, bad[i].why) != NULL, "\"%s\": message \"%s\" lacks \"%s\"", bad[i].expr,
+			  err, bad[i].why);
+	}
+}

@@ -968,3 +968,167 @@ Test(gateway, a_job_inserted_by_sql_wakes_a_parked_long_poll_within_the_poll_int
 	/* BROOQ_POLL_INTERVAL is 1 s by default; the wait was 10 s. */
 	cr_assert_lt(t1 - t0, 2500, "picked up after %lld ms", t1 - t0);
 }
+
+/* ---- docs/protocol.md, settled where an independent client found it ambiguous -------- */
+
+/* A ping of exactly `total` bytes (total >= 128) with rid `rid` (< 128): the envelope,
+ * then a str32 `pad` filling the rest. Caller frees. */
+static uint8_t *
+ping_of_size(size_t total, uint8_t rid)
+{
+	uint8_t *m = malloc(total);
+	size_t   n = 0;
+	m[n++]     = 0x85;
+#define PUT_STR(s)                                     \
+	do {                                           \
+		m[n++] = (uint8_t) (0xa0 | strlen(s)); \
+		memcpy(m + n, s, strlen(s));           \
+		n += strlen(s);                        \
+	} while (0)
+	PUT_STR("v");
+	m[n++] = 1;
+	PUT_STR("op");
+	PUT_STR("ping");
+	PUT_STR("token");
+	m[n++] = 0xd9; /* str8: 64 hex chars */
+	m[n++] = 64;
+	memcpy(m + n, gw.worker_token, 64);
+	n += 64;
+	PUT_STR("rid");
+	m[n++] = rid;
+	PUT_STR("pad");
+#undef PUT_STR
+	size_t pad = total - n - 5;
+	m[n++]     = 0xdb;
+	m[n++]     = (uint8_t) (pad >> 24);
+	m[n++]     = (uint8_t) (pad >> 16);
+	m[n++]     = (uint8_t) (pad >> 8);
+	m[n++]     = (uint8_t) pad;
+	memset(m + n, 'x', pad);
+	return m;
+}
+
+/* Sends a ping of `total` bytes; the reply's code and rid, or -1 when the connection was
+ * dropped without one. */
+static int
+ping_sized(size_t total, uint8_t rid, uint64_t *rid_out)
+{
+	uint8_t   *m = ping_of_size(total, rid);
+	size_t     n = 0;
+	void      *r = brq_gw_raw(&gw, m, total, &n, 3000);
+	brq_reply  rep;
+	brq_limits lim;
+	char       err[256];
+	free(m);
+	if (r == NULL)
+		return -1;
+	brq_limits_default(&lim);
+	cr_assert_eq(brq_reply_decode(&rep, BRQ_OP_PING, r, n, &lim, &arena, err, sizeof(err)), BRQ_ST_OK,
+		     "%s", err);
+	*rid_out = rep.rid;
+	free(r);
+	return (int) rep.code;
+}
+
+/* §1: max_request (1 MiB here) and the transport ceiling, max_request + max_request/4 +
+ * 4096 = 1314816 bytes, both counted on the request body (the SP header a REQ socket
+ * adds is not the client's to count). */
+Test(gateway, counts_max_request_and_the_transport_ceiling_on_the_body_to_the_byte)
+{
+	const size_t max = 1048576, ceiling = max + max / 4 + 4096;
+	uint64_t     rid = 0;
+	cr_assert_eq(ping_sized(max, 61, &rid), BRQ_ST_OK);
+	cr_assert_eq(rid, 61);
+	cr_assert_eq(ping_sized(max + 1, 62, &rid), BRQ_ST_TOO_LARGE);
+	cr_assert_eq(rid, 0, "too_large is answered before the envelope is read");
+	cr_assert_eq(ping_sized(ceiling, 63, &rid), BRQ_ST_TOO_LARGE, "the ceiling itself is answered");
+	cr_assert_eq(rid, 0);
+	cr_assert_eq(ping_sized(ceiling + 1, 64, &rid), -1, "one byte over the ceiling: no reply");
+	cr_assert(brq_gw_answers(&gw, 2000), "the gateway still serves");
+}
+
+/* §7.5: a heartbeat that extends nothing still carries lease_until_ms, 0; lost_reasons
+ * is there (the gateway could tell why) and says `gone` for a lease it never gave. */
+Test(gateway, a_heartbeat_that_extends_nothing_says_lease_until_0_and_why)
+{
+	brq_lease_ref l = {.id = 424242};
+	memset(l.lease, 0x5a, sizeof(l.lease));
+	brq_request req = {.op = BRQ_OP_HEARTBEAT, .heartbeat = {.leases = &l, .n_leases = 1}};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert_eq(rep.heartbeat.n_extended, 1);
+	cr_assert_not(rep.heartbeat.extended[0]);
+	cr_assert_eq(rep.heartbeat.lease_until_ms, 0);
+	cr_assert_not_null(rep.heartbeat.lost_reasons);
+	cr_assert_eq(rep.heartbeat.lost_reasons[0], BRQ_LOST_GONE);
+	free(keep);
+
+	/* One held and one unknown: the held one's new expiry; reasons "" and gone. */
+	enqueue("hb", "{}", NULL, NULL);
+	brq_lease_ref two[2];
+	cr_assert_eq(claim("hb", 1, 0, two), 1);
+	two[1]                 = l;
+	req.heartbeat.leases   = two;
+	req.heartbeat.n_leases = 2;
+	long long before       = brq_testdb_int(db, "SELECT (extract(epoch FROM now()) * 1000)::int8");
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert(rep.heartbeat.extended[0]);
+	cr_assert_not(rep.heartbeat.extended[1]);
+	cr_assert_geq(rep.heartbeat.lease_until_ms, before + 100000, "default lease is 120 s");
+	cr_assert_eq(rep.heartbeat.lost_reasons[0], BRQ_LOST_NONE);
+	cr_assert_eq(rep.heartbeat.lost_reasons[1], BRQ_LOST_GONE);
+	free(keep);
+	/* Nothing lost: no lost_reasons at all. */
+	req.heartbeat.n_leases = 1;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	cr_assert(rep.heartbeat.extended[0]);
+	cr_assert_null(rep.heartbeat.lost_reasons);
+	free(keep);
+}
+
+/* stats: whether `topic` has an entry, and *age the reply's terminal_age_ms (-1: absent). */
+static bool
+stats_has(const char *topic, long long *age)
+{
+	brq_request req = {.op = BRQ_OP_STATS};
+	brq_reply   rep;
+	void       *keep;
+	cr_assert_eq(call(&req, &rep, &keep), BRQ_ST_OK);
+	bool has = false;
+	for (uint32_t i = 0; i < rep.stats.n_topics; i++)
+		has = has || brq_str_eq(rep.stats.topics[i].topic, topic);
+	if (age != NULL)
+		*age = rep.stats.has_terminal_age ? (long long) rep.stats.terminal_age_ms : -1;
+	free(keep);
+	return has;
+}
+
+/* §7.9: the terminal counts come from the monitor's last count; a topic whose rows all
+ * became terminal since it must not vanish from stats until the next count (60 s). */
+Test(gateway, a_topic_whose_jobs_all_ended_since_the_last_count_stays_in_stats)
+{
+	long long age = 0;
+	for (int i = 0; i < 100 && age <= 0; i++) {
+		(void) stats_has("none", &age);
+		if (age <= 0)
+			usleep(100000);
+	}
+	cr_assert_gt(age, 0, "the monitor's first terminal count did not come");
+	/* Seen by a stats call while pending, then done. */
+	enqueue("gone.a", "{}", NULL, NULL);
+	cr_assert(stats_has("gone.a", NULL));
+	brq_lease_ref l[1];
+	cr_assert_eq(claim("gone.a", 1, 0, l), 1);
+	cr_assert(settle(&l[0], BRQ_OUTCOME_DONE, NULL, 0, NULL));
+	cr_assert(stats_has("gone.a", &age), "a topic of done jobs vanished (terminal counts %lld ms old)",
+		  age);
+	/* Seen only by the monitor's active count (every poll interval, 1 s here). */
+	enqueue("gone.b", "{}", NULL, NULL);
+	usleep(2500000);
+	cr_assert_eq(claim("gone.b", 1, 0, l), 1);
+	cr_assert(settle(&l[0], BRQ_OUTCOME_DONE, NULL, 0, NULL));
+	cr_assert(stats_has("gone.b", &age), "a topic of done jobs vanished (terminal counts %lld ms old)",
+		  age);
+	cr_assert(stats_has("gone.a", NULL));
+}

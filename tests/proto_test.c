@@ -482,7 +482,7 @@ sample_replies(brq_reply out[N_SAMPLE_REP])
 					     .updated_at_ms       = 3,
 					     .lost_leases         = 4};
 	out[10].op         = BRQ_OP_STATS;
-	out[10].stats      = (brq_stats_rep) {TSTATS, 2};
+	out[10].stats      = (brq_stats_rep) {TSTATS, 2, true, 20000};
 	out[11].op         = BRQ_OP_STATS;
 	out[11].stats      = (brq_stats_rep) {NULL, 0};
 	out[12].op         = BRQ_OP_CLAIM;
@@ -690,6 +690,8 @@ expect_reply(const brq_reply *a, const brq_reply *b)
 	}
 	case BRQ_OP_STATS:
 		cr_assert_eq(a->stats.n_topics, b->stats.n_topics);
+		cr_expect_eq(a->stats.has_terminal_age, b->stats.has_terminal_age);
+		cr_expect_eq(a->stats.terminal_age_ms, b->stats.terminal_age_ms);
 		for (uint32_t i = 0; i < a->stats.n_topics; i++) {
 			expect_str(a->stats.topics[i].topic, b->stats.topics[i].topic, "topic");
 			for (int s = 0; s < BRQ_STATE__COUNT; s++) {
@@ -1078,11 +1080,24 @@ Test(envelope, echoes_the_rid_exactly_when_the_envelope_was_read)
 		{"{v:1, op:'bogus', rid:17}", BRQ_ST_INVALID_ARGUMENT, 17, "op: unknown operation \"bogus\""},
 		{"{v:1, op:'ping', rid:18, token:''}", BRQ_ST_INVALID_ARGUMENT, 18,
 		 "token: must be 1..1024 bytes"},
+		// timeout_ms is an envelope key (§3): checked in step 1, before the token,
+		// and a bad value echoes the rid.
+		{"{v:1, op:'ping', rid:19, timeout_ms:4294967296}", BRQ_ST_INVALID_ARGUMENT, 19,
+		 "timeout_ms: must be 0..4294967295"},
+		{"{v:1, op:'ping', rid:20, timeout_ms:'5'}", BRQ_ST_INVALID_ARGUMENT, 20,
+		 "timeout_ms: must be an unsigned integer"},
+		{"{v:1, op:'ping', rid:27, timeout_ms:-1}", BRQ_ST_INVALID_ARGUMENT, 27,
+		 "timeout_ms: must be 0..4294967295"},
+		{"{v:1, op:'ping', rid:28, timeout_ms:nil}", BRQ_ST_INVALID_ARGUMENT, 28,
+		 "timeout_ms: must be an unsigned integer"},
+		{"{v:1, op:'ping', rid:29, timeout_ms:4294967295}", BRQ_ST_OK, 29, ""},
 		// The envelope cannot be read: 0.
 		{"{1:2, v:1, op:'ping', rid:21}", BRQ_ST_INVALID_ARGUMENT, 0,
 		 "message: map keys must be strings"},
 		{"{v:1, op:'ping', rid:22, op:'ping'}", BRQ_ST_INVALID_ARGUMENT, 0, "op: duplicate key"},
 		{"{v:1, op:'ping', rid:23, rid:23}", BRQ_ST_INVALID_ARGUMENT, 0, "rid: duplicate key"},
+		{"{v:1, op:'ping', rid:30, timeout_ms:1, timeout_ms:1}", BRQ_ST_INVALID_ARGUMENT, 0,
+		 "timeout_ms: duplicate key"},
 		{"{v:1, op:'ping', rid:'24'}", BRQ_ST_INVALID_ARGUMENT, 0,
 		 "rid: must be an unsigned integer"},
 		{"{v:1, op:'ping', rid:-25}", BRQ_ST_INVALID_ARGUMENT, 0,

@@ -795,3 +795,74 @@ Test(ops, brooqctl_schedule_add_list_remove)
 	cr_assert_eq(sql_int("SELECT count(*) FROM schedule"), 1);
 	brq_gw_stop(&ogw);
 }
+
+/* docs/protocol.md §7.14: a payload over max_payload is too_large, like an enqueue's; a
+ * zone name in another case is PostgreSQL's to resolve (it is case-insensitive): kept as
+ * given, and the slots are the zone's. */
+Test(ops, an_oversized_payload_is_too_large_and_a_zone_name_in_lower_case_is_the_zone)
+{
+	static const char *const env[] = {"BROOQ_SCHEDULE_TICK=0", "BROOQ_MAX_PAYLOAD=1KiB", NULL};
+	brq_gw_start(&ogw, dsn, env);
+	brq_arena_init(&oarena);
+	char big[1100];
+	memset(big, ' ', sizeof(big) - 1);
+	big[0]               = '1';
+	big[sizeof(big) - 1] = '\0';
+	brq_request req      = {.op = BRQ_OP_SCHEDULE_ADD, .rid = 1};
+	brq_reply   rep;
+	req.schedule_add = (brq_schedule) {.name     = brq_str_c("big"),
+					   .topic    = brq_str_c("t"),
+					   .payload  = brq_str_c(big),
+					   .every_ms = 60000};
+	cr_assert_eq(ocall(&req, &rep, true), BRQ_ST_TOO_LARGE, "%.*s", (int) rep.msg.len, rep.msg.ptr);
+	cr_assert(rep.msg.len >= 20 && memcmp(rep.msg.ptr, "schedule_add.payload", 20) == 0, "%.*s",
+		  (int) rep.msg.len, rep.msg.ptr);
+	cr_assert_eq(sql_int("SELECT count(*) FROM schedule"), 0);
+
+	int64_t slot[2];
+	for (int i = 0; i < 2; i++) {
+		req.schedule_add =
+			(brq_schedule) {.name  = brq_str_c(i == 0 ? "lower" : "upper"),
+					.topic = brq_str_c("t"),
+					.cron  = brq_str_c("30 2 * * *"),
+					.tz    = brq_str_c(i == 0 ? "europe/berlin" : "Europe/Berlin")};
+		cr_assert_eq(ocall(&req, &rep, true), BRQ_ST_OK, "%.*s", (int) rep.msg.len, rep.msg.ptr);
+		slot[i] = rep.schedule_add.next_slot_ms;
+	}
+	cr_assert_eq(slot[0], slot[1], "europe/berlin is Europe/Berlin");
+	brq_request list = {.op = BRQ_OP_SCHEDULE_LIST, .rid = 3};
+	cr_assert_eq(ocall(&list, &rep, true), BRQ_ST_OK);
+	cr_assert_eq(rep.schedule_list.n_schedules, 2);
+	cr_assert(brq_str_eq(rep.schedule_list.schedules[0].tz, "europe/berlin"), "kept as given");
+	brq_arena_fini(&oarena);
+	brq_gw_stop(&ogw);
+}
+
+/* docs/protocol.md §7.14-7.15: schedule_add over a schedule a gateway's BROOQ_SCHEDULES
+ * declares replaces it (source admin) until a gateway declaring it starts again, which
+ * writes the declared schedule back (source config). */
+Test(gateways, schedule_add_over_a_declared_schedule_lasts_until_a_gateway_declaring_it_starts)
+{
+	static const char *const env[] = {"BROOQ_SCHEDULE_TICK=0",
+					  "BROOQ_SCHEDULES=beat|topic=ping|every=60s", NULL};
+	brq_gw_start(&ogw, dsn, env);
+	brq_gw_await_log(&ogw, "schedule_configured", 1, 5000);
+	brq_arena_init(&oarena);
+	brq_request req = {.op = BRQ_OP_SCHEDULE_ADD, .rid = 1};
+	brq_reply   rep;
+	req.schedule_add =
+		(brq_schedule) {.name = brq_str_c("beat"), .topic = brq_str_c("pong"), .every_ms = 30000};
+	cr_assert_eq(ocall(&req, &rep, true), BRQ_ST_OK, "%.*s", (int) rep.msg.len, rep.msg.ptr);
+	cr_assert_not(rep.schedule_add.created, "the declared schedule is replaced");
+	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE name = 'beat' AND topic = 'pong'"
+			     " AND every_ms = 30000 AND source = 'admin'"),
+		     1);
+	brq_arena_fini(&oarena);
+	brq_gw_stop(&ogw);
+	brq_gw_start(&ogw, dsn, env);
+	brq_gw_await_log(&ogw, "schedule_configured", 1, 5000);
+	brq_gw_stop(&ogw);
+	cr_assert_eq(sql_int("SELECT count(*) FROM schedule WHERE name = 'beat' AND topic = 'ping'"
+			     " AND every_ms = 60000 AND source = 'config'"),
+		     1);
+}

@@ -339,9 +339,10 @@ bool brq_config_discards_done(const brq_config *cfg);
 // Durations, sizes and integers use common/brq_units.h, the syntax brooqctl shares.
 BRQ_MUSTCHECK int brq_config_parse_bool(const char *s, bool *out, const char **why);
 
-// The transport's hard ceiling for one request message (NNG_OPT_RECVMAXSZ): above
-// max_request so that requests in between get a `too_large` answer, not a dropped
-// connection (NNG-NOTES §2.3.7).
+// The transport's hard ceiling for one request message body: above max_request so
+// that requests in between get a `too_large` answer, not a dropped connection
+// (NNG-NOTES §2.3.7). Counted on the body, as docs/protocol.md §1 states it: the socket's
+// NNG_OPT_RECVMAXSZ is this plus BRQ_SP_HEADER_BYTES (server.c).
 uint64_t brq_config_recv_ceiling(const brq_config *cfg);
 
 // The part of the rx budget (max_inflight_bytes) that requests over 64 KiB may not
@@ -349,6 +350,11 @@ uint64_t brq_config_recv_ceiling(const brq_config *cfg);
 // or stalled, hold the rest: a quarter of it, less when that would leave no room for
 // one request of the transport ceiling.
 uint64_t brq_config_rx_reserve(const brq_config *cfg);
+// The SP header a req0 peer puts before each request body (its 4-byte request id), which
+// NNG_OPT_RECVMAXSZ counts with the body. A request that crossed an SP device carries 4
+// more bytes per hop: the ceiling is exact for a direct connection, which is how the
+// gateway is reached.
+#define BRQ_SP_HEADER_BYTES 4
 
 // True if `host` is localhost, in 127.0.0.0/8, ::1 or an IPv4-mapped 127.x address.
 bool brq_config_host_is_loopback(const char *host);

@@ -719,8 +719,11 @@ brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, con
 	}
 	// The transport's hard ceiling, above the documented request limit: requests
 	// between the two get a `too_large` reply from the decoder; beyond it NNG
-	// drops the connection (NNG-NOTES §2.3.7). Set before any listener.
-	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, (size_t) brq_config_recv_ceiling(cfg));
+	// drops the connection (NNG-NOTES §2.3.7). NNG counts the req0 header (the
+	// request id) with the body; the ceiling the protocol states is the body's.
+	// Set before any listener.
+	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ,
+			    (size_t) brq_config_recv_ceiling(cfg) + BRQ_SP_HEADER_BYTES);
 	// Every request is charged to one budget, from the transport reading its length
 	// (before anyone knows whose it is) to its end: a flood, authenticated or not,
 	// gets its connections closed beyond it. Requests over 64 KiB leave a reserve to

@@ -10,11 +10,16 @@ static const char *const delete_cols[]  = {DELETE_COLS(BRQ_COL_EXPR)};
 
 // The list's filters besides topic and state, for a FROM job without alias: $3
 // created_after_ms, $4 created_before_ms, $5 key (each NULL = any), $6 the largest id
-// the page may hold (the cursor). Residual filters: they never choose the index.
-#define LIST_FILTERS_REST                                                          \
-	" AND ($3::int8 IS NULL OR created_at >= to_timestamp($3::int8 / 1000.0))" \
-	" AND ($4::int8 IS NULL OR created_at < to_timestamp($4::int8 / 1000.0))"  \
-	" AND ($5::text IS NULL OR idempotency_key = $5::text)"
+// the page may hold (the cursor). Residual filters: they never choose the index. The
+// time filters compare created_at_ms as the reply gives it (JOB_MS, rounded to the
+// millisecond), not the microseconds stored: compared as a timestamp, a job reported
+// at T was left out by created_after_ms = T and kept by created_before_ms = T.
+#define LIST_FILTERS_REST                                          \
+	" AND ($3::int8 IS NULL OR " JOB_MS(                       \
+		"created_at") " >= $3::int8)"                      \
+			      " AND ($4::int8 IS NULL OR " JOB_MS( \
+				      "created_at") " < $4::int8)" \
+						    " AND ($5::text IS NULL OR idempotency_key = $5::text)"
 #define LIST_FILTERS " AND id <= $6::int8" LIST_FILTERS_REST
 // For the active rows: `id + 0` keeps the cursor from becoming a condition on the
 // primary key, which the planner would then walk (through the whole history) instead

@@ -135,25 +135,31 @@ enum lost_col { LOST_COLS(BRQ_COL_ENUM) LOST__N };
 	X(CANCEL_TOPIC, "topic")
 enum cancel_col { CANCEL_COLS(BRQ_COL_ENUM) CANCEL__N };
 
+// A timestamp as Unix milliseconds, exact: extract() computes in numeric, and the cast
+// rounds to the nearest millisecond, a half away from zero. What `job` and `list` report,
+// and what the list's time filters compare (store_sql_jobs.c), so that a job reported
+// at created_at_ms T is one created at or after T and not before T.
+#define JOB_MS(ts) "(extract(epoch FROM " ts ") * 1000)::int8"
+
 // job: the whole row.
-#define JOB_COLS(X)                                                               \
-	X(JOB_ID, "id")                                                           \
-	X(JOB_TOPIC, "topic")                                                     \
-	X(JOB_PAYLOAD, "payload::text")                                           \
-	X(JOB_STATE, "state")                                                     \
-	X(JOB_ATTEMPTS, "attempts")                                               \
-	X(JOB_MAX_ATTEMPTS, "max_attempts")                                       \
-	X(JOB_AVAILABLE_MS, "(extract(epoch FROM available_at) * 1000)::int8")    \
-	X(JOB_LOCKED_BY, "locked_by")                                             \
-	X(JOB_LOCKED_UNTIL_MS, "(extract(epoch FROM locked_until) * 1000)::int8") \
-	X(JOB_LAST_ERROR, "last_error")                                           \
-	X(JOB_KEY, "idempotency_key")                                             \
-	X(JOB_CREATED_MS, "(extract(epoch FROM created_at) * 1000)::int8")        \
-	X(JOB_UPDATED_MS, "(extract(epoch FROM updated_at) * 1000)::int8")        \
-	X(JOB_PRIORITY, "priority")                                               \
-	X(JOB_RESULT, "result::text")                                             \
-	X(JOB_RETRY_OF, "retry_of")                                               \
-	X(JOB_CLAIMED_MS, "(extract(epoch FROM claimed_at) * 1000)::int8")        \
+#define JOB_COLS(X)                                    \
+	X(JOB_ID, "id")                                \
+	X(JOB_TOPIC, "topic")                          \
+	X(JOB_PAYLOAD, "payload::text")                \
+	X(JOB_STATE, "state")                          \
+	X(JOB_ATTEMPTS, "attempts")                    \
+	X(JOB_MAX_ATTEMPTS, "max_attempts")            \
+	X(JOB_AVAILABLE_MS, JOB_MS("available_at"))    \
+	X(JOB_LOCKED_BY, "locked_by")                  \
+	X(JOB_LOCKED_UNTIL_MS, JOB_MS("locked_until")) \
+	X(JOB_LAST_ERROR, "last_error")                \
+	X(JOB_KEY, "idempotency_key")                  \
+	X(JOB_CREATED_MS, JOB_MS("created_at"))        \
+	X(JOB_UPDATED_MS, JOB_MS("updated_at"))        \
+	X(JOB_PRIORITY, "priority")                    \
+	X(JOB_RESULT, "result::text")                  \
+	X(JOB_RETRY_OF, "retry_of")                    \
+	X(JOB_CLAIMED_MS, JOB_MS("claimed_at"))        \
 	X(JOB_LOST_LEASES, "lost_leases")
 enum job_col { JOB_COLS(BRQ_COL_ENUM) JOB__N };
 

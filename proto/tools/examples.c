@@ -183,19 +183,31 @@ core_examples(void)
 static void
 lease_examples(void)
 {
-	brq_str           topics[1] = {brq_str_c("email.send")};
-	brq_settle_item   done      = {.id = 99, .lease = LEASE, .outcome = BRQ_OUTCOME_DONE};
-	brq_claimed_job   cj        = {.id                 = 101,
-				       .topic              = brq_str_c("email.send"),
-				       .payload            = brq_str_c("{\"to\":\"a@example.com\"}"),
-				       .attempts           = 1,
-				       .max_attempts       = 5,
-				       .lease              = LEASE,
-				       .lease_until_ms     = 1700000030000,
-				       .created_at_ms      = 1699999990000,
-				       .attempt_timeout_ms = 60000,
-				       .max_execution_ms   = 300000};
-	brq_settle_result sres1     = {99, true, BRQ_STATE_DONE};
+	brq_str         topics[1] = {brq_str_c("email.send")};
+	brq_settle_item done      = {.id = 99, .lease = LEASE, .outcome = BRQ_OUTCOME_DONE};
+	// Both jobs the heartbeat and settle examples below hold: the enqueue example's
+	// 101, and 102, on its second attempt.
+	brq_claimed_job   cj[2] = {{.id                 = 101,
+				    .topic              = brq_str_c("email.send"),
+				    .payload            = brq_str_c("{\"to\":\"a@example.com\"}"),
+				    .attempts           = 1,
+				    .max_attempts       = 5,
+				    .lease              = LEASE,
+				    .lease_until_ms     = 1700000030000,
+				    .created_at_ms      = 1699999990000,
+				    .attempt_timeout_ms = 60000,
+				    .max_execution_ms   = 300000},
+				   {.id                 = 102,
+				    .topic              = brq_str_c("email.send"),
+				    .payload            = brq_str_c("{\"to\":\"b@example.com\"}"),
+				    .attempts           = 2,
+				    .max_attempts       = 5,
+				    .lease              = LEASE,
+				    .lease_until_ms     = 1700000030000,
+				    .created_at_ms      = 1699999991000,
+				    .attempt_timeout_ms = 60000,
+				    .max_execution_ms   = 300000}};
+	brq_settle_result sres1 = {99, true, BRQ_STATE_DONE};
 	example(BRQ_OP_CLAIM,
 		&(brq_request) {.claim = {.worker       = brq_str_c("host1/pid42"),
 					  .topics       = topics,
@@ -208,8 +220,8 @@ lease_examples(void)
 					  .has_settle   = true,
 					  .settle       = &done,
 					  .n_settle     = 1}},
-		&(brq_reply) {.claim = {.jobs        = &cj,
-					.n_jobs      = 1,
+		&(brq_reply) {.claim = {.jobs        = cj,
+					.n_jobs      = 2,
 					.has_settled = true,
 					.settled     = &sres1,
 					.n_settled   = 1}});
@@ -272,13 +284,17 @@ settle_and_read_examples(void)
 				      .key                 = brq_str_c("welcome-42"),
 				      .created_at_ms       = 1699999990000,
 				      .updated_at_ms       = 1700000000000,
-				      .priority            = 5,
+				      .priority            = 1,
 			      }});
 
 	brq_topic_stats ts = {.topic               = brq_str_c("email.send"),
 			      .count               = {12, 1, 2, 340, 3, 4},
 			      .oldest_ready_age_ms = 1500};
-	example(BRQ_OP_STATS, NULL, &(brq_reply) {.stats = {.topics = &ts, .n_topics = 1}});
+	example(BRQ_OP_STATS, NULL,
+		&(brq_reply) {.stats = {.topics           = &ts,
+					.n_topics         = 1,
+					.has_terminal_age = true,
+					.terminal_age_ms  = 20000}});
 }
 
 // Pause, resume, topic limits, topics (issue 15.2-3).
