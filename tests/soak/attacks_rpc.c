@@ -214,7 +214,7 @@ stats_conn(soak_attack *a, int fd, unsigned char *rep, size_t cap)
 		else if (r.code == BRQ_ST_RESOURCE_EXHAUSTED)
 			atomic_fetch_add(&a->t.refused, 1);
 		else
-			atomic_fetch_add(&r.code == BRQ_ST_OK ? &a->t.answered : &a->t.other, 1);
+			atomic_fetch_add(r.code == BRQ_ST_OK ? &a->t.answered : &a->t.other, 1);
 	}
 	brq_arena_fini(&arena);
 	return gone && soak_running();
