@@ -290,11 +290,12 @@ render_gateway(struct buf *b)
 	uint64_t rx_used, rx_refused;
 	nng_rx_budget_stats(&rx_used, &rx_refused);
 	render_single(b, "brooq_request_bytes_in_flight", "gauge",
-		      "Bytes of requests over 64 KiB held now, from the transport reading their length "
-		      "to their answer (bounded by BROOQ_MAX_INFLIGHT_BYTES).",
+		      "Bytes of requests held now, from the transport reading their length to their "
+		      "answer (bounded by BROOQ_MAX_INFLIGHT_BYTES; those over 64 KiB by three quarters "
+		      "of it).",
 		      rx_used);
 	render_single(b, "brooq_request_budget_refused_total", "counter",
-		      "Requests over 64 KiB refused, their connection closed, because "
+		      "Requests refused, their connection closed, because their part of "
 		      "BROOQ_MAX_INFLIGHT_BYTES was spent.",
 		      rx_refused);
 
