@@ -248,8 +248,13 @@ struct count {
 static int
 run_count(brq_monitor *m, brq_store_depth_kind kind, double pct, struct count *c)
 {
-	c->t0      = brq_now_ms();
-	int rv     = brq_store_depth(&m->bg.conn, kind, pct, &c->rows, &c->n);
+	c->t0 = brq_now_ms();
+	// The budget bounds the counts alone (the session's statement_timeout is the whole
+	// window, for the ping and the policy read): past it the count is canceled and the
+	// connection kept (store.c SESSION_MONITOR).
+	brq_store_set_deadline(&m->bg.conn, c->t0 + m->budget_ms);
+	int rv = brq_store_depth(&m->bg.conn, kind, pct, &c->rows, &c->n);
+	brq_store_set_deadline(&m->bg.conn, 0);
 	c->took_ms = brq_now_ms() - c->t0;
 	return rv;
 }

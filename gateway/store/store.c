@@ -33,11 +33,14 @@
 	" SET jit = off; SET max_parallel_workers_per_gather = 0"
 
 const char *const brq_store_pool_session = SESSION_POOL;
-// The monitor: every statement bounded by the budget (a round trip never outlives
-// the health window), never wait long behind a lock (a migration holding ACCESS
-// EXCLUSIVE), never write by mistake, no parallel workers (background work stays on
-// one core rather than compete with the claim path). Set once the statements are
-// prepared: the PREPAREs have the connect deadline, not the budget (db.c setup_conn).
+// The monitor: every statement bounded by twice the budget, the health window (a round
+// trip never outlives it); its counts by the budget itself, as their deadline
+// (monitor.c run_count: canceled, the estimate stands, the connection stays), so a busy
+// database slows the ping and the policy read but does not cancel them. Never wait
+// long behind a lock (a migration holding ACCESS EXCLUSIVE), never write by mistake, no
+// parallel workers (background work stays on one core rather than compete with the
+// claim path). Set once the statements are prepared: the PREPAREs have the connect
+// deadline, not the budget (db.c setup_conn).
 #define SESSION_MONITOR                                          \
 	"SET statement_timeout = %llu; SET lock_timeout = %llu;" \
 	" SET default_transaction_read_only = on; SET max_parallel_workers_per_gather = 0"
@@ -50,8 +53,8 @@ brq_store_conn_init(brq_store_conn *c, const brq_store *st, const brq_store_conn
 	memset(c, 0, sizeof(*c));
 	c->st = st;
 	if (o->role == BRQ_STORE_MONITOR)
-		snprintf(c->session, sizeof(c->session), SESSION_MONITOR, (unsigned long long) o->budget_ms,
-			 (unsigned long long) o->budget_ms);
+		snprintf(c->session, sizeof(c->session), SESSION_MONITOR,
+			 (unsigned long long) (2 * o->budget_ms), (unsigned long long) o->budget_ms);
 	else
 		snprintf(c->session, sizeof(c->session), "%s", SESSION_POOL);
 	brq_db_opts dbo = {

@@ -46,13 +46,13 @@ void brq_store_free(brq_store *st);
 typedef enum brq_store_role {
 	BRQ_STORE_POOL,    // requests: statement_timeout 30 s, generic plans
 	BRQ_STORE_JANITOR, // reaper and retention: as the pool
-	BRQ_STORE_MONITOR, // depth counts: read-only, every statement bounded by budget_ms
+	BRQ_STORE_MONITOR, // depth counts: read-only, statements bounded by 2 x budget_ms
 } brq_store_role;
 
 typedef struct brq_store_conn_opts {
 	const char        *name;                           // for logs ("pool-3"); borrowed
 	brq_store_role     role;                           //
-	uint64_t           budget_ms;                      // monitor: statement_timeout and lock_timeout
+	uint64_t           budget_ms;                      // monitor: lock_timeout; 2x: statement_timeout
 	uint64_t           backoff_min_ms, backoff_max_ms; // 0: the defaults (100 ms, 5 s)
 	const atomic_bool *stop;                           // optional: ends waits within ~100 ms when set
 } brq_store_conn_opts;
