@@ -1125,7 +1125,13 @@ Test(gateway, a_topic_whose_jobs_all_ended_since_the_last_count_stays_in_stats)
 		  age);
 	/* Seen only by the monitor's active count (every poll interval, 1 s here). */
 	enqueue("gone.b", "{}", NULL, NULL);
-	usleep(2500000);
+	long long pending = -1;
+	for (int i = 0; i < 3000 && pending != 1; i++) { /* up to 30 s: the count, not its period */
+		pending = brq_gw_metric(http_port, "brooq_jobs{topic=\"gone.b\",state=\"pending\"}");
+		if (pending != 1)
+			usleep(10 * 1000);
+	}
+	cr_assert_eq(pending, 1, "the monitor's active count never saw gone.b");
 	cr_assert_eq(claim("gone.b", 1, 0, l), 1);
 	cr_assert(settle(&l[0], BRQ_OUTCOME_DONE, NULL, 0, NULL));
 	cr_assert(stats_has("gone.b", &age), "a topic of done jobs vanished (terminal counts %lld ms old)",
