@@ -16,6 +16,11 @@
 #   tls-close-send.patch                      a tls+tcp connection ending mid-reply
 #                                             wedged the reap thread (every later close
 #                                             hung) or left a send waiting forever
+#   rx-timeouts.patch                         deadlines for a handshake, a message's
+#                                             body and an idle connection
+#   close-mid-message.patch                   the ipc and tcp twins of tls-close-send
+#   ctx-close-race.patch                      a context closed as its socket closes
+#                                             used the socket's freed mutex
 # as a static, position-
 # independent libnng.a with TLS (mbedtls), installed into .deps/nng in the checkout
 # (git-ignored). The top-level CMakeLists.txt finds it there.
@@ -37,7 +42,7 @@ prefix=${BROOQ_NNG_PREFIX:-$deps/nng}
 srcdir="$deps/src"
 patches=("$here/1518-disconnect-during-negotiation.patch" "$here/rx-budget.patch" "$here/expire-race.patch"
   "$here/http-limits.patch" "$here/rep0-reply-leak.patch" "$here/tls-close-send.patch"
-  "$here/rx-timeouts.patch" "$here/close-mid-message.patch")
+  "$here/rx-timeouts.patch" "$here/close-mid-message.patch" "$here/ctx-close-race.patch")
 want_upstream=1.5.2 # the patches are written against this release
 
 # What a build in $prefix must have been made from: this script and the patches.
