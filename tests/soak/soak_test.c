@@ -279,6 +279,8 @@ report_attacks(void)
 		"closed", "open", "sent", "answered", "refused", "other", "refused means");
 	for (size_t i = 0; i < N_ATTACKS; i++) {
 		soak_tally *t = &attacks[i].t;
+		if (attacks[i].threads == 0)
+			continue;
 		fprintf(stderr, "soak: %-30s %4d %7ld %7ld %6ld %9ld %8ld %9ld %6ld  %s\n", attacks[i].name,
 			attacks[i].threads, atomic_load(&t->conns), atomic_load(&t->closed),
 			atomic_load(&t->open_end), atomic_load(&t->sent), atomic_load(&t->answered),
@@ -290,6 +292,32 @@ report_attacks(void)
 }
 
 /* ---- the soak ----------------------------------------------------------------------------- */
+
+/* BROOQ_SOAK_ATTACKS (tests/soak/run.sh --attacks): a comma-separated list of the
+ * attacks to run, by the id their name starts with ("1a", "4", "6c"); unset or "all":
+ * every one. An attack left out runs no threads. */
+static void
+select_attacks(void)
+{
+	const char *sel = getenv("BROOQ_SOAK_ATTACKS");
+	if (sel == NULL || sel[0] == '\0' || strcmp(sel, "all") == 0)
+		return;
+	int kept = 0;
+	for (size_t i = 0; i < N_ATTACKS; i++) {
+		size_t idlen = strcspn(attacks[i].name, " ");
+		bool   on    = false;
+		for (const char *p = sel; *p != '\0';) {
+			size_t n = strcspn(p, ",");
+			on |= n == idlen && strncmp(p, attacks[i].name, n) == 0;
+			p += n + (p[n] == ',');
+		}
+		if (!on)
+			attacks[i].threads = 0;
+		kept += on;
+	}
+	cr_assert_gt(kept, 0, "BROOQ_SOAK_ATTACKS=%s names no attack (ids: 1a 1b 2 3 4 5 6a 6b 6c 6d)", sel);
+	fprintf(stderr, "soak: attacks %s only\n", sel);
+}
 
 static void
 run_attacks(int seconds)
@@ -317,6 +345,7 @@ Test(soak, every_attack_at_once_leaves_the_legitimate_clients_their_service, .ti
 	const char *s       = getenv("BROOQ_SOAK_SECONDS");
 	int         seconds = s != NULL ? atoi(s) : 60;
 	cr_assert(seconds >= 1 && seconds <= 3600, "BROOQ_SOAK_SECONDS: 1..3600");
+	select_attacks();
 	char *dsn    = start();
 	ping_lat.cap = enq_lat.cap = (size_t) seconds * 1000 + 1000;
 	ping_lat.us                = calloc(ping_lat.cap, sizeof(int64_t));
