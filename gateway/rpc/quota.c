@@ -121,11 +121,12 @@ brq_quota_arrive(brq_quota *q, brq_quota_hold *h)
 	pthread_mutex_unlock(&q->mu);
 }
 
-// The connection's verdict (under q->mu): its count includes this request.
-static brq_quota_verdict
-conn_verdict(brq_quota *q, const brq_quota_hold *h, bool authed, const char **why)
+brq_quota_verdict
+brq_quota_admit_conn(brq_quota *q, const brq_quota_hold *h, bool authed, const char **why)
 {
+	pthread_mutex_lock(&q->mu);
 	uint32_t n = tally_get(&q->conns, h->pipe_id);
+	pthread_mutex_unlock(&q->mu);
 	if (!authed) {
 		*why = "too many requests without a valid token on one connection";
 		return n > q->o.conn_max_anon ? BRQ_QUOTA_CLOSE : BRQ_QUOTA_OK;
@@ -138,12 +139,11 @@ conn_verdict(brq_quota *q, const brq_quota_hold *h, bool authed, const char **wh
 }
 
 brq_quota_verdict
-brq_quota_admit(brq_quota *q, brq_quota_hold *h, bool authed, bool is_read, bool is_long_poll,
-		const char **why)
+brq_quota_admit(brq_quota *q, brq_quota_hold *h, bool is_read, bool is_long_poll, const char **why)
 {
 	brq_quota_verdict v = BRQ_QUOTA_OK;
 	pthread_mutex_lock(&q->mu);
-	if (authed && is_long_poll) {
+	if (is_long_poll) {
 		// max_waiters bounds long-polls; a worker's threads may each park one on the
 		// worker's one connection. Its reply, once due, is held to the send timeout.
 		if (h->held & BRQ_QUOTA_CONN) {
@@ -152,33 +152,28 @@ brq_quota_admit(brq_quota *q, brq_quota_hold *h, bool authed, bool is_read, bool
 		}
 		goto out;
 	}
-	if ((v = conn_verdict(q, h, authed, why)) != BRQ_QUOTA_OK || !authed)
+	if (tally_get(&q->tokens, h->token_key) >= q->o.token_max) {
+		*why = "too many requests in the gateway for this token "
+		       "(BROOQ_TOKEN_MAX_REQUESTS); retry later";
+		v    = BRQ_QUOTA_REFUSE;
 		goto out;
-	{
-		if (tally_get(&q->tokens, h->token_key) >= q->o.token_max) {
-			*why = "too many requests in the gateway for this token "
-			       "(BROOQ_TOKEN_MAX_REQUESTS); retry later";
-			v    = BRQ_QUOTA_REFUSE;
-			goto out;
-		}
-		if (is_read &&
-		    (tally_get(&q->reads, h->token_key) >= q->o.token_max_reads ||
-		     q->reads_all >= q->o.reads_max)) {
-			*why = "too many operator reads queued (stats, job, topics, list, "
-			       "schedule_list); retry later";
-			v    = BRQ_QUOTA_REFUSE;
-			goto out;
-		}
-		if (!tally_add(&q->tokens, h->token_key)) {
-			*why = "out of memory";
-			v    = BRQ_QUOTA_REFUSE;
-			goto out;
-		}
-		h->held |= BRQ_QUOTA_TOKEN;
-		if (is_read && tally_add(&q->reads, h->token_key)) {
-			q->reads_all++;
-			h->held |= BRQ_QUOTA_READ;
-		}
+	}
+	if (is_read &&
+	    (tally_get(&q->reads, h->token_key) >= q->o.token_max_reads || q->reads_all >= q->o.reads_max)) {
+		*why = "too many operator reads queued (stats, job, topics, list, "
+		       "schedule_list); retry later";
+		v    = BRQ_QUOTA_REFUSE;
+		goto out;
+	}
+	if (!tally_add(&q->tokens, h->token_key)) {
+		*why = "out of memory";
+		v    = BRQ_QUOTA_REFUSE;
+		goto out;
+	}
+	h->held |= BRQ_QUOTA_TOKEN;
+	if (is_read && tally_add(&q->reads, h->token_key)) {
+		q->reads_all++;
+		h->held |= BRQ_QUOTA_READ;
 	}
 out:
 	pthread_mutex_unlock(&q->mu);

@@ -9,14 +9,15 @@
 // pipelining requests and never reading the replies (each queued reply pins its item),
 // or by a backlog of slow requests. So every item counts against
 //   - its connection: at most conn_max requests of one connection in the gateway at
-//     once (long-polls apart: max_waiters bounds them, and a worker's threads may each
-//     park one on its one connection), conn_max_anon while they carry no valid token (a peer that has shown
-//     none never needs more than a few: its errors are answered at once); beyond that an authenticated
-//     request is refused (`resource_exhausted`), and one beyond twice the share, or an unauthenticated one
-//     beyond its share, closes the connection;
-//     A peer that stops reading holds its items only until the server's send timeout
-//     (BROOQ_SEND_TIMEOUT) closes its connection, or until its own requests, answered
-//     or refused but unread, pass twice its share;
+//     once, those answered at once (ping, errors) included; long-polls apart
+//     (max_waiters bounds them, and a worker's threads may each park one on its one
+//     connection); conn_max_anon while they carry no valid token (a peer that has
+//     shown none never needs more than a few: its errors are answered at once).
+//     Beyond that an authenticated request is refused (`resource_exhausted`), and one
+//     beyond twice the share, or an unauthenticated one beyond its share, closes the
+//     connection. A peer that stops reading holds its items only until the server's
+//     send timeout (BROOQ_SEND_TIMEOUT) closes its connection, or until its own
+//     requests, answered or refused but unread, pass twice its share;
 //   - its token (authenticated requests other than long-polls, which max_waiters
 //     bounds): at most token_max at once, fewer than all the items, so other tokens
 //     always find some (NNG hands free items to waiting connections in turn, so
@@ -91,12 +92,18 @@ void brq_quota_fini(brq_quota *q);
 // held until brq_quota_release). Then, once its token is known, brq_quota_admit.
 void brq_quota_arrive(brq_quota *q, brq_quota_hold *h);
 
-// The request's verdict once authentication has run: authed (a valid token, whose
-// key is h->token_key), whether it is an operator read and whether it is a long-poll.
-// OK takes its token's and lane's shares (held until release); REFUSE and CLOSE take
-// nothing more and set *why (a static text for the reply or the log).
-brq_quota_verdict brq_quota_admit(brq_quota *q, brq_quota_hold *h, bool authed, bool is_read,
-				  bool is_long_poll, const char **why);
+// The connection's verdict on a request once authentication has run (authed: it showed
+// a valid token), before anything answers it: every request is counted, those answered
+// at once (ping, errors) too, since an unread answer pins its item just the same.
+// Takes nothing; REFUSE and CLOSE set *why (a static text for the reply or the log).
+brq_quota_verdict brq_quota_admit_conn(brq_quota *q, const brq_quota_hold *h, bool authed, const char **why);
+
+// The verdict of an authenticated request bound for the pool, after brq_quota_admit_conn:
+// whether it is an operator read and whether it is a long-poll (which gives its
+// connection's count back: max_waiters bounds those). OK takes its token's and lane's
+// shares (held until release); REFUSE takes nothing more and sets *why.
+brq_quota_verdict brq_quota_admit(brq_quota *q, brq_quota_hold *h, bool is_read, bool is_long_poll,
+				  const char **why);
 
 // Gives back everything h holds (h->held becomes 0). Any thread.
 void brq_quota_release(brq_quota *q, brq_quota_hold *h);

@@ -197,19 +197,17 @@ static void
 reply_error_anon(brq_server *s, brq_work *w, brq_status code, const char *text)
 {
 	const char *why;
-	if (brq_quota_admit(&s->quota, &w->quota, false, false, false, &why) == BRQ_QUOTA_CLOSE)
+	if (brq_quota_admit_conn(&s->quota, &w->quota, false, &why) == BRQ_QUOTA_CLOSE)
 		close_conn(s, w, why);
 	else
 		reply_error(s, w, code, "%s", text);
 }
 
-// Takes w's shares of its connection, token and lane; false when it was refused (and
-// answered) or its connection closed.
+// Acts on a quota verdict: true when OK; else refuses w (answered) or closes its
+// connection, and counts it.
 static bool
-admitted(brq_server *s, brq_work *w, bool is_read, bool is_long_poll)
+quota_ok(brq_server *s, brq_work *w, brq_quota_verdict v, const char *why)
 {
-	const char       *why = NULL;
-	brq_quota_verdict v   = brq_quota_admit(&s->quota, &w->quota, true, is_read, is_long_poll, &why);
 	if (v == BRQ_QUOTA_OK)
 		return true;
 	brq_metrics_quota_refused();
@@ -218,6 +216,15 @@ admitted(brq_server *s, brq_work *w, bool is_read, bool is_long_poll)
 	else
 		reply_error(s, w, BRQ_ST_RESOURCE_EXHAUSTED, "%s: %s", brq_op_name(w->req.op), why);
 	return false;
+}
+
+// Takes w's shares of its token and lane; false when it was refused (and answered).
+static bool
+admitted(brq_server *s, brq_work *w, bool is_read, bool is_long_poll)
+{
+	const char       *why = "";
+	brq_quota_verdict v   = brq_quota_admit(&s->quota, &w->quota, is_read, is_long_poll, &why);
+	return quota_ok(s, w, v, why);
 }
 
 // A request arrived: decode, authenticate, validate, then answer at once (ping,
@@ -261,6 +268,13 @@ handle_request(brq_server *s, brq_work *w)
 		reply_error_anon(s, w, BRQ_ST_UNAUTHENTICATED, "missing or unknown bearer token");
 		return;
 	}
+	// The connection's share first, for every request that may be answered: a ping or
+	// an error is answered at once, and an answer its peer never reads pins its item
+	// as surely as a query's does (a signed-in peer pipelining pings took them all).
+	const char       *why = "";
+	brq_quota_verdict v   = brq_quota_admit_conn(&s->quota, &w->quota, true, &why);
+	if (!quota_ok(s, w, v, why))
+		return;
 	if (!brq_auth_role_may(w->role, brq_op_admin_only(w->req.op))) {
 		reply_error(s, w, BRQ_ST_PERMISSION_DENIED, "%s: needs the admin role",
 			    brq_op_name(w->req.op));
