@@ -419,16 +419,15 @@ Test(soak, every_attack_at_once_leaves_the_legitimate_clients_their_service, .ti
 		kill(soak.gw.pid, SIGKILL);
 		waitpid(soak.gw.pid, NULL, 0);
 	}
-	/* What this test holds every run to are the bounds: memory under its bound, the
-	 * descriptors given back, new connections served after the attacks. Each attack
-	 * alone leaves the legitimate client every call (isolation_test,
-	 * http_limits_test, memory_test); all of them at once, on a shared 2-core machine,
-	 * are a figure (the lines above, docs/security.md "Measured"), not an assertion:
-	 * a reconnect storm of thousands of connections a second shares NNG's one poller
-	 * thread with everyone, and a legitimate call can then wait seconds. */
-	if (atomic_load(&legit_failed) + atomic_load(&worker_failed) > 0)
-		fprintf(stderr, "soak: %ld producer and %ld worker calls failed during the attacks\n",
-			atomic_load(&legit_failed), atomic_load(&worker_failed));
+	/* What this test holds every run to: no legitimate call failed (each has 5 s: a
+	 * failure means the gateway was taken from its clients, as a signed-in peer
+	 * pipelining pings once did), memory under its bound, the descriptors given
+	 * back, new connections served after the attacks. The producer's latencies are a
+	 * figure (the lines above, docs/security.md "Measured"): they depend on how busy
+	 * the machine is. */
+	cr_assert_eq(atomic_load(&legit_failed) + atomic_load(&worker_failed), 0,
+		     "%ld producer and %ld worker calls failed during the attacks",
+		     atomic_load(&legit_failed), atomic_load(&worker_failed));
 	cr_assert_leq(hwm, bound, "gateway RSS peaked at %ld KiB, over the bound %ld KiB", hwm, bound);
 	cr_assert_leq(fds, fds0 + 16, "the gateway kept %ld descriptors after the attacks (%ld before)", fds,
 		      fds0);
