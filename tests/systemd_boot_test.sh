@@ -286,28 +286,57 @@ check "the worker reconnects and does a job" job_done '{"n":2}'
 # migrations) is expected to change, and with it make_upgrade_debs and check_upgrade.
 phase "upgrade"
 new_version=$version+upgradetest1
+upgrade_migration=90000_systemd_boot_test.sql
+upgrade_sql='-- +goose Up
+CREATE TABLE systemd_boot_test (id integer);
+
+-- +goose Down
+DROP TABLE systemd_boot_test;'
 # make_upgrade_debs: the same packages at $new_version, brooqctl with one more migration
 # (a table of its own, applied by `brooqctl migrate up`). Repacked with dpkg-deb rather
 # than rebuilt with dpkg-buildpackage: dpkg and the maintainer scripts see an upgrade
 # all the same, in seconds instead of two minutes.
-upgrade_migration=90000_systemd_boot_test.sql
 make_upgrade_debs() {
   local p d
+  mkdir -p "$tmp/repack" || return 1
   for p in "${pkgs[@]}"; do
     d=$tmp/repack/$p
-    rm -rf "$d" && mkdir -p "$tmp/repack" || return 1
     dpkg-deb -R "$srv/v1/dist/${p}_${version}_${arch}.deb" "$d" || return 1
     # The version, and the -dev package's exact dependency on its library.
     sed -i "s/^Version: .*/Version: $new_version/; s/(= $version)/(= $new_version)/g" "$d/DEBIAN/control"
     if [ "$p" = brooqctl ]; then
-      printf -- '-- +goose Up\nCREATE TABLE systemd_boot_test (id integer);\n\n-- +goose Down\nDROP TABLE systemd_boot_test;\n' \
-        >"$d/usr/share/brooq/migrations/$upgrade_migration"
+      echo "$upgrade_sql" >"$d/usr/share/brooq/migrations/$upgrade_migration"
       (cd "$d" && md5sum "usr/share/brooq/migrations/$upgrade_migration") >>"$d/DEBIAN/md5sums"
     fi
     dpkg-deb --root-owner-group -Zxz -b "$d" "$srv/v2/dist/${p}_${new_version}_${arch}.deb" >/dev/null || return 1
   done
 }
-check "packages at $new_version, brooqctl with migration $upgrade_migration" make_upgrade_debs
+# BROOQ_TEST_UPGRADE_REBUILD=1: rebuilt instead, by deploy/debs.sh from a copy of the
+# source with the migration in migrations/ and a changelog entry at $new_version (about
+# two minutes more): for an upgrade whose programs must differ, e.g. a gateway that
+# needs the new migration.
+rebuild_upgrade_debs() {
+  local s=$tmp/src-v2 p
+  mkdir -p "$s/.deps" "$tmp/debs-v2" || return 1
+  (cd "$src" && git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+    tar --null -T - -cf -) | tar -C "$s" -xf - || return 1
+  cp -a "$src/.deps/nng" "$s/.deps/nng" || return 1
+  echo "$upgrade_sql" >"$s/migrations/$upgrade_migration"
+  { printf 'brooq (%s) unstable; urgency=medium\n\n  * An upgrade with migration %s (systemd_boot_test).\n\n -- %s  %s\n\n' \
+      "$new_version" "$upgrade_migration" "$(dpkg-parsechangelog -l "$s/debian/changelog" -S Maintainer)" \
+      "$(date -R)"
+    cat "$s/debian/changelog"; } >"$s/changelog.new" && mv "$s/changelog.new" "$s/debian/changelog" || return 1
+  BROOQ_DEBS_NO_DEPS=1 "$s/deploy/debs.sh" "$tmp/debs-v2" || return 1
+  for p in "${pkgs[@]}"; do
+    cp "$tmp/debs-v2/${p}_${new_version}_${arch}.deb" "$srv/v2/dist/" || return 1
+  done
+}
+if [ "${BROOQ_TEST_UPGRADE_REBUILD:-}" = 1 ]; then
+  check "packages rebuilt at $new_version, with migration $upgrade_migration" rebuild_upgrade_debs
+else
+  check "packages repacked at $new_version, brooqctl with migration $upgrade_migration" make_upgrade_debs
+fi
 old_pid=$(brq_in systemctl show -p MainPID --value brooq-gateway)
 check "README's install block, with the new packages: apt upgrades them" run_readme install /srv/brooq/v2
 check "README's migrate block applies the new migration" run_readme migrate /root
