@@ -7,16 +7,21 @@
 #   tests/run.sh --under-load   the same while a CPU burner keeps every core busy
 #                               (stress-ng --cpu N, or a busy loop per core without it)
 #                               from the fuzzing on: the tests must hold on a busy machine
+#   tests/run.sh --systemd      also boots the packages under systemd in a Debian 12
+#                               container (systemd_boot_test, BROOQ_TEST_SYSTEMD=1; skipped
+#                               otherwise): the tree is built once (network), then ~40 s
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 under_load=0
-case "${1:-}" in
-  "") ;;
-  --under-load) under_load=1 ;;
-  *) echo "usage: tests/run.sh [--under-load]" >&2; exit 2 ;;
-esac
+for arg in "$@"; do
+  case $arg in
+    --under-load) under_load=1 ;;
+    --systemd) export BROOQ_TEST_SYSTEMD=1 ;;
+    *) echo "usage: tests/run.sh [--under-load] [--systemd]" >&2; exit 2 ;;
+  esac
+done
 
 deploy/deps.sh
 # The web console's browser tests: npm packages pinned by tests/console/package-lock.json.
