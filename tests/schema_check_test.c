@@ -2,9 +2,7 @@
 /* The gateway against the database's schema: the migrations it needs (generated from
  * migrations/ at build time, held to the folder here), the verdict on what is applied,
  * and a real gateway refusing a schema one migration old (exit 78, one line) at start
- * and at a reconnect, serving a newer one, and starting once `brooqctl migrate up` ran.
- * Two ctest entries: "known|judge|check" (in this process) and "gateway" (forks
- * brooq-gateway; Criterion leaks when one run mixes both, tests/CMakeLists.txt). */
+ * and at a reconnect, serving a newer one, and starting once `brooqctl migrate up` ran. */
 #define _GNU_SOURCE /* asprintf */
 #include <dirent.h>
 #include <signal.h>
@@ -224,7 +222,9 @@ Test(check, a_role_that_may_not_read_the_versions_is_unreadable)
 	PGconn *db  = brq_testdb_connect(dsn);
 	char    role[64], sql[256], *as_role = NULL;
 	snprintf(role, sizeof(role), "brooq_schema_norights_%d", (int) getpid());
-	snprintf(sql, sizeof(sql), "DROP ROLE IF EXISTS %s; CREATE ROLE %s LOGIN", role, role);
+	snprintf(sql, sizeof(sql),
+		 "SET client_min_messages = warning; DROP ROLE IF EXISTS %s; CREATE ROLE %s LOGIN", role,
+		 role);
 	brq_testdb_exec(db, sql);
 	cr_assert(asprintf(&as_role, "%s user=%s", dsn, role) > 0);
 	brq_schema_state s = check(as_role);
