@@ -409,3 +409,15 @@ Test(gateway, stops_with_the_line_and_78_when_a_reconnect_finds_the_schema_rolle
 	remove_dir(&gw);
 	brq_testdb_drop(dsn);
 }
+
+Test(gateway, starts_when_the_database_cannot_be_asked, .timeout = 60)
+{
+	/* As before the check: it serves (ping) and answers `unavailable` until the
+	 * database comes; its connections check the schema as they connect. */
+	char   dsn[] = "host=/nonexistent-brooq-dir dbname=x connect_timeout=1";
+	brq_gw gw;
+	brq_gw_start(&gw, dsn, NULL);
+	brq_gw_await_log(&gw, "level=warn msg=schema_unchecked", 1, 10000);
+	cr_assert_eq(brq_gw_count(brq_gw_log(&gw), "msg=ready"), 1, "log:\n%s", brq_gw_log(&gw));
+	brq_gw_stop(&gw);
+}
