@@ -27,8 +27,13 @@
 #include "store/store.h"
 #include "brq_version.h"
 
-// The main loop wakes at least this often: log rate-limit summaries, the watchdog.
+// The main loop wakes at least this often: log rate-limit summaries, the watchdog, a
+// schema refused by a connection.
 #define TICK_MS 1000
+// Exit status of a gateway that refuses the database's schema: EX_CONFIG of
+// sysexits.h, which systemctl status shows as "status=78/CONFIG". The unit's
+// RestartPreventExitStatus= keeps systemd from restarting it into the same refusal.
+#define EXIT_SCHEMA 78
 
 struct args {
 	const char *env_file;
@@ -45,7 +50,8 @@ struct services {
 	brq_sched      sched;
 	brq_monitor   *mon;
 	brq_http      *http;
-	brq_console   *console; // on http; freed after it stops
+	brq_console   *console;           // on http; freed after it stops
+	bool           is_schema_refused; // start failed on the database's schema (logged)
 };
 
 static void
@@ -139,6 +145,57 @@ log_discards(const brq_config *cfg)
 				     cfg->topic_overrides[i].topic);
 }
 
+// The one line that says why this gateway does not serve the database and what to do,
+// and the same in systemctl status.
+static void
+log_schema_refused(const brq_schema_state *s)
+{
+	const char *hint = "run: brooqctl migrate up";
+	if (s->verdict == BRQ_SCHEMA_UNREADABLE) {
+		BRQ_LOG_ERROR("schema_unreadable", "need=%05lld error=%s hint=%s", (long long) s->need,
+			      BRQ_LOG_Q(s->why),
+			      BRQ_LOG_Q("grant SELECT ON goose_db_version to the gateway's role"));
+		notify_or_log("STATUS=Refused: cannot read goose_db_version (see the log)");
+		return;
+	}
+	// A version missing below the newest applied one (a hole) is named: `have` alone
+	// would look new enough.
+	if (s->missing < s->have)
+		BRQ_LOG_ERROR("schema_too_old", "have=%05lld need=%05lld missing=%05lld hint=%s",
+			      (long long) s->have, (long long) s->need, (long long) s->missing,
+			      BRQ_LOG_Q(hint));
+	else
+		BRQ_LOG_ERROR("schema_too_old", "have=%05lld need=%05lld hint=%s", (long long) s->have,
+			      (long long) s->need, BRQ_LOG_Q(hint));
+	char status[160];
+	snprintf(status, sizeof(status),
+		 "STATUS=Refused: database schema %05lld, this gateway needs %05lld; %s", (long long) s->have,
+		 (long long) s->need, hint);
+	notify_or_log(status);
+}
+
+// Checks the database's schema before anything serves: false when this build refuses it
+// (logged). A database that cannot be asked now is left to the connections, which check
+// it as they connect (the gateway then stops within a tick of the first refusal).
+static bool
+schema_ok(const brq_store *st)
+{
+	brq_schema_state s;
+	char             err[256];
+	if (brq_store_schema_check(st, &s, err, sizeof(err)) != 0) {
+		BRQ_LOG_WARN("schema_unchecked", "error=%s effect=%s", BRQ_LOG_Q(err),
+			     BRQ_LOG_Q("each connection checks it as it connects"));
+		return true;
+	}
+	if (s.verdict == BRQ_SCHEMA_NEWER)
+		BRQ_LOG_INFO("schema_newer", "have=%05lld need=%05lld effect=%s", (long long) s.have,
+			     (long long) s.need, BRQ_LOG_Q("served: migrations only add"));
+	if (s.verdict != BRQ_SCHEMA_TOO_OLD && s.verdict != BRQ_SCHEMA_UNREADABLE)
+		return true;
+	log_schema_refused(&s);
+	return false;
+}
+
 static int
 start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 {
@@ -146,6 +203,10 @@ start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 		return BRQ_EUNAVAIL;
 	if (brq_store_new(cfg, &sv->store) != 0)
 		goto out_probe;
+	if (!schema_ok(sv->store)) {
+		sv->is_schema_refused = true;
+		goto out_store;
+	}
 	if (brq_server_start(&sv->srv, cfg, auth, sv->store) != 0)
 		goto out_store;
 	if (brq_janitor_start(&sv->jan, cfg, sv->store) != 0)
@@ -239,10 +300,11 @@ reload(brq_reload *r)
 			"READY=1\nSTATUS=Serving; last reload failed (see the log), previous settings kept");
 }
 
-// Waits for SIGTERM/SIGINT (returned), reloading on SIGHUP. Every tick: log
-// rate-limit summaries whose interval ended, and WATCHDOG=1 every half period.
+// Waits for SIGTERM/SIGINT (returned), reloading on SIGHUP; returns 0 when a connection
+// refused the database's schema (logged). Every tick: log rate-limit summaries whose
+// interval ended, WATCHDOG=1 every half period, and the schema.
 static int
-serve(const sigset_t *sigs, brq_reload *r)
+serve(const sigset_t *sigs, brq_reload *r, const brq_store *st)
 {
 	uint64_t wd_us   = brq_notify_watchdog_usec();
 	uint64_t tick_ms = wd_us > 0 && wd_us / 2000 < TICK_MS ? wd_us / 2000 : TICK_MS;
@@ -258,6 +320,11 @@ serve(const sigset_t *sigs, brq_reload *r)
 			return sig;
 		if (sig == SIGHUP)
 			reload(r);
+		brq_schema_state s;
+		if (brq_store_schema_refused(st, &s)) {
+			log_schema_refused(&s);
+			return 0;
+		}
 		brq_log_limit_flush(false);
 		if (wd_us > 0 && brq_now_us() >= next_wd) {
 			notify_or_log("WATCHDOG=1");
@@ -311,20 +378,25 @@ main(int argc, char **argv)
 	BRQ_LOG_INFO("starting", "version=%s pool_size=%u lease_ms=%llu max_waiters=%u", BROOQ_VERSION,
 		     cfg.pool_size, (unsigned long long) cfg.lease_ms, cfg.max_waiters);
 	log_discards(&cfg);
-	if (start(&sv, &cfg, &auth) != 0)
+	if (start(&sv, &cfg, &auth) != 0) {
+		rc = sv.is_schema_refused ? EXIT_SCHEMA : 1;
 		goto out_metrics;
+	}
 	BRQ_LOG_INFO("ready", "listen=%s", BRQ_LOG_Q(cfg.listen));
 	notify_or_log("READY=1\nSTATUS=Serving");
 
 	brq_reload r   = {.env_file = a.env_file, .auth = &auth, .cfg = &cfg, .log_level = cfg.log_level};
-	int        sig = serve(&sigs, &r);
-	BRQ_LOG_INFO("stopping", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	int        sig = serve(&sigs, &r, sv.store);
+	if (sig != 0)
+		BRQ_LOG_INFO("stopping", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	else
+		BRQ_LOG_INFO("stopping", "reason=schema_refused");
 	notify_or_log("STOPPING=1\nSTATUS=Stopping");
 	pthread_t backstop;
 	if (pthread_create(&backstop, NULL, stop_backstop, &cfg.shutdown_grace_ms) == 0)
 		pthread_detach(backstop);
 	stop(&sv);
-	rc = 0;
+	rc = sig != 0 ? 0 : EXIT_SCHEMA;
 out_metrics:
 	brq_metrics_fini();
 out_auth:

@@ -11,7 +11,10 @@
 #      and runs on the unpacked shared library;
 #   4. installed with dpkg --root into another throwaway root, maintainer scripts
 #      and all: the brooq group exists, the unit is not enabled, the settings file
-#      is a registered conffile; reinstalling works; purging removes it all.
+#      is a registered conffile; reinstalling works; purging removes it all;
+#   5. the upgrade's postinst, with systemd's commands stubbed: it restarts a running
+#      gateway only when the database has every migration (the unpacked gateway exits
+#      78 on one a migration old), else leaves it running and prints what to run.
 # Usage: deb_run_test.sh BUILD_DIR   (the harness PostgreSQL: $BROOQ_TEST_PGHOST)
 set -euo pipefail
 build=$(cd "${1:?usage: deb_run_test.sh BUILD_DIR}" && pwd)
@@ -152,5 +155,69 @@ purge() {
     [ -z "$(dpkg-query --admindir="$d/var/lib/dpkg" -W -f='${db:Status-Abbrev}\n' 2>/dev/null | grep -v '^un')" ]
 }
 check "purging removes the packages and the settings file" purge
+
+# ---- 5. an upgrade restarts the gateway only onto a schema it serves -------------------------------
+# The packaged postinst as dpkg runs it on an upgrade ("configure OLD-VERSION"), on this
+# host, with systemd's commands replaced by stubs that record their calls (is-active
+# answers $STUB_ACTIVE), the unpacked brooqctl, and the database of section 2.
+ctl=$tmp/ctl
+stubs=$tmp/stubs
+mkdir -p "$stubs"
+dpkg-deb -e "${debs[0]}" "$ctl"
+for c in systemctl deb-systemd-invoke deb-systemd-helper systemd-sysusers; do
+  cat >"$stubs/$c" <<STUB
+#!/bin/sh
+echo "$c \$*" >>"$tmp/calls"
+case "\$*" in "--quiet is-active "*) exit \${STUB_ACTIVE:-0} ;; esac
+exit 0
+STUB
+  chmod +x "$stubs/$c"
+done
+ln -s "$r/usr/bin/brooqctl" "$stubs/brooqctl"
+dsn_file=$tmp/upgrade-dsn
+newest=$(cd "$src/migrations" && ls | tail -n 1)
+upgrade() { # upgrade [STUB_ACTIVE [OLD-VERSION]]: the postinst's stderr in $tmp/postinst.err
+  : >"$tmp/calls"
+  env -i PATH="$stubs:/usr/bin:/bin" BROOQ_DSN_FILE="$dsn_file" STUB_ACTIVE="${1:-0}" \
+    sh "$ctl/postinst" configure "${2-0.0.9}" 2>"$tmp/postinst.err"
+  cat "$tmp/calls" "$tmp/postinst.err"
+}
+restarted() { grep -qx "deb-systemd-invoke try-restart brooq-gateway.service" "$tmp/calls"; }
+said() { grep -qF -- "$1" "$tmp/postinst.err" || { echo "not said: $1"; return 1; }; }
+brooqctl_on() { run BROOQ_DSN="host=$BROOQ_TEST_PGHOST user=postgres dbname=$db" "$r/usr/bin/brooqctl" "$@"; }
+
+check "the postinst's DSN is the unit's dsn credential" bash -c '
+  unit=$(sed -n "s/^LoadCredential=dsn://p" "$1"); post=$(sed -n "s/^dsn_file=\${BROOQ_DSN_FILE:-\(.*\)}$/\1/p" "$2")
+  echo "unit: $unit postinst: $post"; [ -n "$unit" ] && [ "$unit" = "$post" ]' \
+  _ "$r/lib/systemd/system/brooq-gateway.service" "$ctl/postinst"
+echo "host=$BROOQ_TEST_PGHOST user=postgres dbname=$db" >"$dsn_file"
+one_old() { brooqctl_on migrate down; }
+check "the database goes one migration back ($newest undone)" one_old
+refused() {
+  local rc=0
+  run BROOQ_DSN_FILE="$dsn_file" BROOQ_WORKER_TOKEN_FILES="$creds/worker-token" \
+    BROOQ_ADMIN_TOKEN_FILES="$creds/admin-token" BROOQ_LISTEN="ipc://$tmp/upgrade.sock" BROOQ_HTTP_LISTEN=off \
+    timeout 30 "$r/usr/bin/brooq-gateway" 2>"$tmp/gw.log" || rc=$?
+  cat "$tmp/gw.log"
+  [ "$rc" -eq 78 ] && [ "$(grep -c "level=error msg=schema_too_old .*hint=\"run: brooqctl migrate up\"" "$tmp/gw.log")" -eq 1 ]
+}
+check "the unpacked gateway refuses it: exit 78, one msg=schema_too_old line" refused
+pending_upgrade() {
+  upgrade && ! restarted && said "brooq-gateway: not restarted: the database lacks migrations this version needs: $newest" &&
+    said "BROOQ_DSN_FILE=$dsn_file brooqctl migrate up" && said "systemctl restart brooq-gateway"
+}
+check "upgrade, migration pending: not restarted, the commands printed" pending_upgrade
+migrated_upgrade() { brooqctl_on migrate up && upgrade && restarted && [ ! -s "$tmp/postinst.err" ]; }
+check "upgrade after brooqctl migrate up: try-restart, nothing printed" migrated_upgrade
+echo "host=$tmp/nosuchdir dbname=brooq user=brooq" >"$dsn_file"
+unreachable_upgrade() { upgrade && ! restarted && said "not restarted: could not read the database's migrations"; }
+check "upgrade, database unreachable: not restarted, said why" unreachable_upgrade
+stopped_upgrade() { upgrade 3 && ! restarted && [ ! -s "$tmp/postinst.err" ]; }
+check "upgrade of a stopped gateway: nothing restarted or printed" stopped_upgrade
+fresh_install() { upgrade 0 "" && ! restarted && ! grep -q is-active "$tmp/calls" && [ ! -s "$tmp/postinst.err" ]; }
+check "first install: the gateway is not even asked about" fresh_install
+rm "$dsn_file"
+no_dsn_upgrade() { upgrade && ! restarted && said "not restarted: cannot read the DSN in $dsn_file"; }
+check "upgrade without the DSN file: not restarted, said why" no_dsn_upgrade
 
 check_done

@@ -5,8 +5,9 @@
 #   1. the four packages, each at the project's version;
 #   2. each package's files, exactly (dpkg-deb -c);
 #   3. control fields (dpkg-deb -I): dependencies from ${shlibs:Depends}, the -dev
-#      package pinned to its library, the settings file a conffile, maintainer
-#      scripts that run systemd-sysusers and never enable or start the unit;
+#      package pinned to its library and the gateway to brooqctl, the settings file a
+#      conffile, maintainer scripts that run systemd-sysusers and never enable or
+#      start the unit, and restart it on upgrade only after a schema check;
 #   4. the unit starts the packaged program and reads the packaged settings file.
 # deb_run_test.sh then unpacks and runs them (ctest fixture "debs").
 # Usage: deb_test.sh BUILD_DIR
@@ -114,6 +115,8 @@ check "brooq-gateway depends on the libraries it links (shlibs) and on systemd-s
   done
   for lib in $(objdump -p "$2" | sed -n "s/^ *NEEDED *//p"); do echo "NEEDED $lib"; done' \
   _ "$(deb brooq-gateway)" "$build/bin/brooq-gateway"
+check "brooq-gateway depends on brooqctl of its own version (the migrations it needs)" bash -c '
+  dpkg-deb -f "$1" Depends | tr "," "\n" | grep -Fx " brooqctl (= $2)"' _ "$(deb brooq-gateway)" "$version"
 check "brooqctl depends on what it links, not on libbrooq-client0 (static)" bash -c '
   d=$(dpkg-deb -f "$1" Depends); echo "$d"
   case $d in *libpq5*) ;; *) exit 1 ;; esac
@@ -135,13 +138,18 @@ scripts brooq-gateway >"$tmp/scripts"
 check "postinst runs systemd-sysusers for brooq.conf" \
   bash -c 'dpkg-deb -I "$1" postinst | grep -E "^ *systemd-sysusers .*brooq\.conf$"' _ "$(deb brooq-gateway)"
 # (deb_run_test.sh installs into a scratch root and checks the outcome too.)
+# (echo lines are messages: the postinst tells the operator to run systemctl restart.)
 check "no maintainer script starts the unit; postinst re-enables only an enabled one" bash -c '
-  ! grep -nE "deb-systemd-invoke (start|restart) |systemctl (start|enable|restart)" "$1" &&
+  ! grep -vE "^\s*echo " "$1" | grep -nE "deb-systemd-invoke (start|restart) |systemctl (start|enable|restart)" &&
   grep -q "if deb-systemd-helper debian-installed .brooq-gateway.service.; then" "$1" &&
   ! grep -q "was-enabled defaults to true" "$1"' _ "$tmp/scripts"
-check "an upgrade restarts the gateway only if it runs; removal stops it" bash -c '
-  grep -q "deb-systemd-invoke try-restart .brooq-gateway.service" "$1" &&
-  dpkg-deb -I "$2" prerm | grep -q "deb-systemd-invoke stop brooq-gateway.service"' \
+# (deb_run_test.sh runs the postinst's decision against a database.)
+# The one stop is the prerm's on removal: nothing stops the gateway for an upgrade.
+check "an upgrade restarts the gateway only if it runs, after a schema check; removal stops it" bash -c '
+  [ "$(grep -cE "deb-systemd-invoke try-restart .?brooq-gateway.service" "$1")" -eq 1 ] &&
+  grep -q "brooqctl migrate status" "$1" &&
+  dpkg-deb -I "$2" prerm | grep -q "deb-systemd-invoke stop brooq-gateway.service" &&
+  [ "$(grep -c "deb-systemd-invoke stop" "$1")" -eq 1 ]' \
   _ "$tmp/scripts" "$(deb brooq-gateway)"
 
 # ---- 4. the packaged unit --------------------------------------------------------------------

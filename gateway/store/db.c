@@ -441,7 +441,9 @@ brq_db_ready(brq_db *db)
 	drop(db);
 	if (brq_now_ms() < db->retry_at_ms || is_stopping(db))
 		return false;
-	if (open_conn(db) == 0 && setup_conn(db) == 0) {
+	if (open_conn(db) == 0 &&
+	    (db->o.on_connect == NULL || db->o.on_connect(db, db->o.on_connect_arg) == 0) &&
+	    setup_conn(db) == 0) {
 		BRQ_LOG_INFO("db_connected", "conn=%s", db->o.name);
 		db->backoff_ms = db->o.backoff_min_ms;
 		return true;

@@ -19,6 +19,8 @@
 
 #include <libpq-fe.h>
 
+typedef struct brq_db brq_db;
+
 // A statement prepared on every (re)connect.
 typedef struct brq_db_stmt {
 	const char *name; // PQprepare name
@@ -36,9 +38,14 @@ typedef struct brq_db_opts {
 	uint64_t           backoff_min_ms;     // reconnect pause, doubling; 0: 100 ms
 	uint64_t           backoff_max_ms;     // 0: 5 s
 	const atomic_bool *stop;               // optional: when set, waits end within ~100 ms
+	// Optional: runs on each new connection before anything is prepared (the store's
+	// schema check). 0 lets the connection come up; any other value fails it as a
+	// failed connect (the callee says why in db->errmsg). arg is on_connect_arg.
+	int (*on_connect)(brq_db *db, void *arg);
+	void *on_connect_arg;
 } brq_db_opts;
 
-typedef struct brq_db {
+struct brq_db {
 	PGconn     *conn; // NULL while disconnected
 	const char *dsn;  // borrowed; secret, never logged
 	brq_db_opts o;
@@ -47,7 +54,7 @@ typedef struct brq_db {
 	uint64_t    last_answer_ms; // monotonic ms of the last complete server answer; 0 = never
 	char        sqlstate[6];    // of the last failure ("" when the server gave none)
 	char        errmsg[256];    // the last failure, one line, for logs and replies
-} brq_db;
+};
 
 // Fault seam: tests set it to reach failure paths; production leaves it NULL. Called
 // before a statement or command is sent, with what it is ("brq_claim", "COMMIT").

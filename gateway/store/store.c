@@ -66,6 +66,8 @@ brq_store_conn_init(brq_store_conn *c, const brq_store *st, const brq_store_conn
 		.backoff_min_ms = o->backoff_min_ms,
 		.backoff_max_ms = o->backoff_max_ms,
 		.stop           = o->stop,
+		.on_connect     = brq_store_schema_on_connect,
+		.on_connect_arg = (void *) st,
 	};
 	brq_db_init(&c->db, st->cfg->dsn, &dbo);
 	for (int k = 0; k < BRQ_STORE_ARRAYS; k++)

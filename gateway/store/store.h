@@ -42,6 +42,44 @@ BRQ_MUSTCHECK int brq_store_new(const brq_config *cfg, brq_store **out);
 // NULL-safe. No connection of the store may be in use.
 void brq_store_free(brq_store *st);
 
+// ---- the schema (store_schema.c) -----------------------------------------------------
+
+// What the migrations applied to the database (goose_db_version, as `brooqctl migrate`
+// records them) mean for this build, which needs every migration that migrations/ held
+// when it was built. Migrations only add (docs/operations.md, "Upgrades"), so a schema
+// with newer ones serves an older gateway as well.
+typedef enum brq_schema_verdict {
+	BRQ_SCHEMA_OK,         // the migrations this build knows are applied, no other
+	BRQ_SCHEMA_NEWER,      // those, and newer ones (a newer brooqctl migrated): served
+	BRQ_SCHEMA_TOO_OLD,    // a migration this build needs is not applied: refused
+	BRQ_SCHEMA_UNREADABLE, // the gateway's role may not read goose_db_version: refused
+} brq_schema_verdict;
+
+typedef struct brq_schema_state {
+	brq_schema_verdict verdict;
+	int64_t            have;     // the newest applied version (`brooqctl migrate version`); 0: none
+	int64_t            need;     // the newest version this build knows
+	int64_t            missing;  // TOO_OLD: the oldest version it needs that is not applied
+	char               why[256]; // UNREADABLE: the server's message
+} brq_schema_state;
+
+// The versions this build needs, ascending, *n of them (static storage, generated from
+// migrations/ when the gateway is built).
+const int64_t *brq_store_schema_known(size_t *n);
+// The verdict on applied[0..n) (the applied versions in any order; goose's seed row,
+// version 0, is ignored), into *out.
+void brq_store_schema_judge(const int64_t *applied, size_t n, brq_schema_state *out);
+// Reads the database's schema on a connection of its own, closed before this returns
+// (connecting and the query are each bounded by the connect timeout). Returns 0 and
+// *out, or BRQ_EUNAVAIL when the database could not be asked (err gets why, one line).
+BRQ_MUSTCHECK int brq_store_schema_check(const brq_store *st, brq_schema_state *out, char *err,
+					 size_t errlen);
+// Every connection of the store reads the schema as it connects, before it prepares a
+// statement, and does not come up on one this build refuses (TOO_OLD, UNREADABLE). True
+// once one of them has refused it, with what it found in *out (may be NULL): nothing of
+// this build can run there, so the gateway stops. Never false again after that.
+bool brq_store_schema_refused(const brq_store *st, brq_schema_state *out);
+
 // What a connection is for: its session settings.
 typedef enum brq_store_role {
 	BRQ_STORE_POOL,    // requests: statement_timeout 30 s, generic plans

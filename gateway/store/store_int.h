@@ -12,14 +12,24 @@
 #define BRQ_TEXT   0
 
 typedef struct brq_policy_cache brq_policy_cache;
+typedef struct brq_schema_box   brq_schema_box;
 
 struct brq_store {
 	const brq_config *cfg; // borrowed
 	char             *texts[BRQ_STMT__COUNT];
 	brq_db_stmt       stmts[BRQ_STMT__COUNT];
-	brq_policy_cache *pc;    // owned; mutable through the pointer (store_policy.c)
-	brq_hints        *hints; // owned; where this gateway's leased rows are (store_hint.h)
+	brq_policy_cache *pc;     // owned; mutable through the pointer (store_policy.c)
+	brq_hints        *hints;  // owned; where this gateway's leased rows are (store_hint.h)
+	brq_schema_box   *schema; // owned; mutable through the pointer: a refused schema
 };
+
+// The schema box: what a connection that refused the schema found (store_schema.c).
+// 0 or BRQ_ENOMEM.
+BRQ_MUSTCHECK int brq_schema_box_new(brq_schema_box **out);
+void              brq_schema_box_free(brq_schema_box *b);
+// brq_db_opts.on_connect of every store connection (arg: the brq_store): reads the
+// schema; 0 when this build serves it.
+int brq_store_schema_on_connect(brq_db *db, void *arg);
 
 // The cache of topics with a policy (store_policy.c). 0 or BRQ_ENOMEM.
 BRQ_MUSTCHECK int brq_policy_cache_new(brq_policy_cache **out);

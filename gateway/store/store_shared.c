@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The store itself (brq_store): what all its connections share, built once: the
-// statement texts, the cache of topics with a policy and the leased rows' addresses.
+// statement texts, the cache of topics with a policy, the leased rows' addresses and
+// a refused schema.
 #include "store_int.h"
 
 #include <stdlib.h>
@@ -16,8 +17,11 @@ brq_store_new(const brq_config *cfg, brq_store **out)
 	if (rv == 0)
 		rv = brq_hints_new(&st->hints);
 	if (rv == 0)
+		rv = brq_schema_box_new(&st->schema);
+	if (rv == 0)
 		rv = brq_store_sql_build(cfg, st->texts, st->stmts);
 	if (rv != 0) {
+		brq_schema_box_free(st->schema);
 		brq_hints_free(st->hints);
 		brq_policy_cache_free(st->pc);
 		free(st);
@@ -35,5 +39,6 @@ brq_store_free(brq_store *st)
 	brq_store_sql_fini(st->texts);
 	brq_policy_cache_free(st->pc);
 	brq_hints_free(st->hints);
+	brq_schema_box_free(st->schema);
 	free(st);
 }
