@@ -112,6 +112,22 @@ brq_quota_fini(brq_quota *q)
 	pthread_mutex_destroy(&q->mu);
 }
 
+brq_quota_opts
+brq_quota_shares(uint32_t items, uint32_t pool_size, uint32_t conn_max, uint32_t conn_max_anon,
+		 uint32_t token_max)
+{
+	uint32_t lane    = pool_size / 4 > 0 ? pool_size / 4 : 1;
+	uint32_t reads   = items / 4 > 4 * lane ? items / 4 : 4 * lane;
+	uint32_t reserve = items / 8 > 8 ? items / 8 : 8;
+	return (brq_quota_opts) {
+		.conn_max        = conn_max,
+		.conn_max_anon   = conn_max_anon,
+		.token_max       = token_max > 0 ? token_max : items - reserve,
+		.token_max_reads = reads * 3 / 4,
+		.reads_max       = reads,
+	};
+}
+
 void
 brq_quota_arrive(brq_quota *q, brq_quota_hold *h)
 {

@@ -83,6 +83,14 @@ typedef struct brq_quota_hold {
 	unsigned held;      // BRQ_QUOTA_* bits
 } brq_quota_hold;
 
+// The shares for `items` work items that are not long-polls and a pool of pool_size:
+// a token may hold all of them but an eighth (at least 8), which stay for the others
+// (token_max 0; else token_max); operator reads, which wait for a lane of
+// max(1, pool/4) threads, a quarter of them (at least 4 per lane thread), and one token
+// three quarters of that, so another token's read always finds room.
+brq_quota_opts brq_quota_shares(uint32_t items, uint32_t pool_size, uint32_t conn_max, uint32_t conn_max_anon,
+				uint32_t token_max);
+
 // 0 or BRQ_ENOMEM. Every share must be at least 1.
 BRQ_MUSTCHECK int brq_quota_init(brq_quota *q, const brq_quota_opts *o);
 // Frees the tables; nothing may be held any more. A no-op on a zeroed or freed quota.

@@ -686,28 +686,6 @@ work_stop_free(brq_server *s)
 		work_free(s);
 }
 
-// Each peer's shares of the work items (quota.h): a token may hold all the items that
-// are not long-polls but an eighth (at least 8), which stay for the others
-// (BROOQ_TOKEN_MAX_REQUESTS: 0); operator reads, which
-// wait for a lane of max(1, pool/4) threads, a quarter of them, and one token three
-// quarters of that, so another token's read always finds room.
-static int
-quota_init(brq_server *s)
-{
-	uint32_t       items   = (uint32_t) s->n_work - s->cfg->max_waiters;
-	uint32_t       lane    = s->cfg->pool_size / 4 > 0 ? s->cfg->pool_size / 4 : 1;
-	uint32_t       reads   = items / 4 > 4 * lane ? items / 4 : 4 * lane;
-	uint32_t       reserve = items / 8 > 8 ? items / 8 : 8;
-	brq_quota_opts o       = {
-		      .conn_max      = s->cfg->conn_max_requests,
-		      .conn_max_anon = s->cfg->conn_max_requests_anon,
-		      .token_max = s->cfg->token_max_requests > 0 ? s->cfg->token_max_requests : items - reserve,
-		      .token_max_reads = reads * 3 / 4,
-		      .reads_max       = reads,
-        };
-	return brq_quota_init(&s->quota, &o);
-}
-
 int
 brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, const brq_store *st)
 {
@@ -751,7 +729,12 @@ brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, con
 			    (nng_duration) cfg->idle_timeout_ms);
 	nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, pipe_removed, s);
 
-	if ((rv = work_alloc(s)) != 0 || (rv = quota_init(s)) != 0)
+	if ((rv = work_alloc(s)) != 0)
+		goto fail;
+	brq_quota_opts qo = brq_quota_shares((uint32_t) s->n_work - cfg->max_waiters, cfg->pool_size,
+					     cfg->conn_max_requests, cfg->conn_max_requests_anon,
+					     cfg->token_max_requests);
+	if ((rv = brq_quota_init(&s->quota, &qo)) != 0)
 		goto fail;
 	if ((rv = brq_pool_start(&s->pool, (int) cfg->pool_size, st)) != 0)
 		goto fail;
