@@ -6,7 +6,9 @@
 #   2. `systemd-analyze security --offline=true`: overall exposure at most 1.6, "OK";
 #   3. the unit is Type=notify with a watchdog and a SIGHUP reload, reads its settings
 #      with EnvironmentFile= (not the gateway's --env-file), and loads tokens with the
-#      directory form of LoadCredential=;
+#      directory form of LoadCredential=, from the directory and with the names the
+#      gateway's --help, README, the man pages, console.md and the env files give
+#      (credentials_layout_test.sh);
 #   4. `systemd-sysusers` on brooq.sysusers creates the brooq group.
 # Usage: systemd_deploy_test.sh PATH/TO/brooq-gateway
 set -euo pipefail
@@ -62,6 +64,9 @@ check "tokens through the directory form of LoadCredential=" \
   bash -c "$(declare -f has); has \"\$1\" LoadCredential=worker-token:/etc/brooq/credentials/worker-tokens &&
     has \"\$1\" LoadCredential=admin-token:/etc/brooq/credentials/admin-tokens &&
     has \"\$1\" LoadCredential=dsn:/etc/brooq/credentials/dsn" _ "$unit"
+
+check "the documents and the programs name the credentials the unit loads" \
+  "$root/tests/credentials_layout_test.sh" "$(dirname "$gateway")/.."
 
 mkdir -p "$tmp/root/etc"
 check "systemd-sysusers creates the brooq group" \
