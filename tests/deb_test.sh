@@ -179,12 +179,13 @@ check "the packaged unit loads the credentials the source's unit loads" bash -c 
 
 # ---- 5. the -dev package's documents ------------------------------------------------------------
 dev_docs() {
-  local page n=0 f
+  local page list n=0 f
+  list=$(dpkg-deb -c "$(deb libbrooq-client-dev)")
   # The page's roff source, without scdoc's \& (and \- in case): paths are whole there.
   page=$(dpkg-deb --fsys-tarfile "$(deb libbrooq-client-dev)" | tar -xO ./usr/share/man/man3/brooq.3.gz |
     zcat | sed -e 's/\\&//g' -e 's/\\-/-/g')
   for f in $(grep -o '/usr/share/doc/[A-Za-z0-9./_-]*' <<<"$page" | sed 's/[.]$//' | sort -u); do
-    dpkg-deb -c "$(deb libbrooq-client-dev)" | grep -qE " \.${f//./\\.}$" || { echo "brooq(3) names $f, not in libbrooq-client-dev"; return 1; }
+    grep -qE " \.${f//./\\.}$" <<<"$list" || { echo "brooq(3) names $f, not in libbrooq-client-dev"; return 1; }
     echo "brooq(3) names $f"
     n=$((n + 1))
   done
