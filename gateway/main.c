@@ -37,6 +37,7 @@
 
 struct args {
 	const char *env_file;
+	const char *credentials_dir; // --credentials-dir
 	bool        is_check;
 	bool        is_journal; // stderr is systemd's journal stream
 };
@@ -54,14 +55,50 @@ struct services {
 	bool           is_schema_refused; // start failed on the database's schema (logged)
 };
 
+// The credentials' layout comes from the table the loader reads (config.h), so that
+// this text, the code and the unit cannot say different things
+// (tests/credentials_layout_test.sh compares it with the unit).
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: brooq-gateway [--env-file FILE | --env-file=FILE] [--check-config] [--version]\n"
-		"Configuration comes from BROOQ_* environment variables and the env file;\n"
-		"see deploy/brooq-gateway.env.example. SIGHUP reloads token files and the log\n"
-		"level; SIGTERM stops gracefully.\n");
+		"usage: brooq-gateway [--env-file FILE] [--credentials-dir DIR] [--check-config]\n"
+		"       brooq-gateway --version | --help\n"
+		"Settings are BROOQ_* environment variables, or lines of the env file (every\n"
+		"setting: man 8 brooq-gateway). Secrets arrive as systemd credentials in\n"
+		"$CREDENTIALS_DIRECTORY; --credentials-dir reads them where the unit loads them\n"
+		"from instead:\n");
+	for (size_t i = 0; i < brq_unit_credentials_count; i++) {
+		const brq_unit_credential *c = &brq_unit_credentials[i];
+		char                       where[64];
+		snprintf(where, sizeof(where), "DIR/%s%s", c->source, c->is_dir ? "/NAME" : "");
+		fprintf(f, "  %-24s %s (credential %s%s)\n", where, c->doc, c->id, c->is_dir ? "_NAME" : "");
+	}
+	fprintf(f,
+		"--check-config loads everything, prints every problem and exits 2, or prints\n"
+		"\"configuration ok\"; with neither --credentials-dir nor $CREDENTIALS_DIRECTORY it\n"
+		"reads the unit's %s, if it exists, as systemd will.\n"
+		"SIGHUP reloads token files and the log level; SIGTERM stops gracefully.\n",
+		BRQ_UNIT_CREDENTIALS_DIR);
+}
+
+// `--NAME VALUE` or `--NAME=VALUE` (not empty) at argv[*i]: 1 and *out set (and *i
+// past the value), 0 for another argument, -1 for the option without a value.
+static int
+take_value(int argc, char **argv, int *i, const char *name, const char **out)
+{
+	size_t len = strlen(name);
+	if (strcmp(argv[*i], name) == 0) {
+		if (*i + 1 >= argc)
+			return -1;
+		*out = argv[++*i];
+		return 1;
+	}
+	if (strncmp(argv[*i], name, len) == 0 && argv[*i][len] == '=') {
+		*out = argv[*i] + len + 1;
+		return **out != '\0' ? 1 : -1;
+	}
+	return 0;
 }
 
 // Returns -1 to go on, else the exit status.
@@ -69,10 +106,13 @@ static int
 parse_args(int argc, char **argv, struct args *a)
 {
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--env-file") == 0 && i + 1 < argc) {
-			a->env_file = argv[++i];
-		} else if (strncmp(argv[i], "--env-file=", 11) == 0 && argv[i][11] != '\0') {
-			a->env_file = argv[i] + 11;
+		int env = take_value(argc, argv, &i, "--env-file", &a->env_file);
+		int dir = env != 0 ? 0 : take_value(argc, argv, &i, "--credentials-dir", &a->credentials_dir);
+		if (env < 0 || dir < 0) {
+			usage(stderr);
+			return 2;
+		} else if (env > 0 || dir > 0) {
+			continue;
 		} else if (strcmp(argv[i], "--check-config") == 0) {
 			a->is_check = true;
 		} else if (strcmp(argv[i], "--version") == 0) {
@@ -115,7 +155,9 @@ load(const struct args *a, brq_config *cfg, brq_auth *auth)
 		fprintf(stderr, "brooq-gateway: libsodium failed to initialise\n");
 		return 1;
 	}
-	int rc = brq_reload_load(a->env_file, auth, cfg, &set, &problems);
+	brq_reload_src src = {
+		.env_file = a->env_file, .credentials_dir = a->credentials_dir, .is_check = a->is_check};
+	int rc = brq_reload_load(&src, auth, cfg, &set, &problems);
 	if (rc != 0) {
 		print_problems(&problems, a->is_journal);
 		brq_config_problems_fini(&problems);
@@ -385,7 +427,10 @@ main(int argc, char **argv)
 	BRQ_LOG_INFO("ready", "listen=%s", BRQ_LOG_Q(cfg.listen));
 	notify_or_log("READY=1\nSTATUS=Serving");
 
-	brq_reload r   = {.env_file = a.env_file, .auth = &auth, .cfg = &cfg, .log_level = cfg.log_level};
+	brq_reload r   = {.src       = {.env_file = a.env_file, .credentials_dir = a.credentials_dir},
+			  .auth      = &auth,
+			  .cfg       = &cfg,
+			  .log_level = cfg.log_level};
 	int        sig = serve(&sigs, &r, sv.store);
 	if (sig != 0)
 		BRQ_LOG_INFO("stopping", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -26,11 +26,15 @@ check_tokens(const brq_config *cfg, void *arg, brq_config_problems *problems)
 }
 
 int
-brq_reload_load(const char *env_file, const brq_auth *auth, brq_config *cfg, brq_auth_set **set,
+brq_reload_load(const brq_reload_src *from, const brq_auth *auth, brq_config *cfg, brq_auth_set **set,
 		brq_config_problems *problems)
 {
 	struct token_check tc  = {.auth = auth};
-	brq_config_sources src = {.env_file = env_file, .check = check_tokens, .check_arg = &tc};
+	brq_config_sources src = {.env_file             = from->env_file,
+				  .check                = check_tokens,
+				  .check_arg            = &tc,
+				  .unit_credentials_dir = from->credentials_dir,
+				  .is_unit_default      = from->is_check};
 
 	*set   = NULL;
 	int rc = brq_config_load_from(cfg, &src, problems);
@@ -81,8 +85,9 @@ brq_reload_run(brq_reload *r)
 	brq_reload_diff     diff;
 	char                fixed[BRQ_SETTINGS_COUNT * 40]; // every name fits: the longest is 28
 
-	BRQ_LOG_INFO("reload_started", "env_file=%s", BRQ_LOG_Q(r->env_file != NULL ? r->env_file : "-"));
-	int rc = brq_reload_load(r->env_file, r->auth, &cfg, &set, &problems);
+	BRQ_LOG_INFO("reload_started", "env_file=%s",
+		     BRQ_LOG_Q(r->src.env_file != NULL ? r->src.env_file : "-"));
+	int rc = brq_reload_load(&r->src, r->auth, &cfg, &set, &problems);
 	if (rc != 0) {
 		// Problems name variables and files, never secrets (config.h).
 		for (size_t i = 0; i < problems.count; i++) {

@@ -2,7 +2,7 @@
 // Loading the configuration and the tokens in one round, at start and on SIGHUP.
 //
 // SIGHUP re-reads everything (the process environment as it was at start, the
-// --env-file, $CREDENTIALS_DIRECTORY, every token file) and applies what can change
+// --env-file, $CREDENTIALS_DIRECTORY or --credentials-dir, every token file) and applies what can change
 // while connections stay up: the settings whose row in config/config_settings.def says
 // APPLIED, the token sets (auth.h swaps them under running checks) and
 // BROOQ_LOG_LEVEL. Other settings that differ are named in one reload_needs_restart
@@ -22,20 +22,27 @@
 #include "config/config.h"
 #include "log/log.h"
 
+// Where the configuration is read from besides the process environment (main's options).
+typedef struct brq_reload_src {
+	const char *env_file;        // borrowed: --env-file, or NULL
+	const char *credentials_dir; // borrowed: --credentials-dir, or NULL
+	bool        is_check;        // --check-config: the unit's credentials by default (config.h)
+} brq_reload_src;
+
 typedef struct brq_reload {
-	const char       *env_file;  // borrowed: --env-file, or NULL
+	brq_reload_src    src;       // as at start (is_check false)
 	brq_auth         *auth;      // borrowed: the tokens requests are checked against
 	const brq_config *cfg;       // borrowed: the configuration the gateway started with
 	brq_log_level     log_level; // the level in force
 } brq_reload;
 
-// Loads the configuration (env_file may be NULL; the process environment) and reads
-// the token files it names, reporting the problems of both in one round. On success
+// Loads the configuration (from src and the process environment) and reads the token
+// files it names, reporting the problems of both in one round. On success
 // *cfg owns the configuration (brq_config_fini()) and *set the tokens (publish or
 // free it). Returns 0, BRQ_EINVAL (problems listed in *problems; the caller must
 // brq_config_problems_fini() it whatever the result) or BRQ_ENOMEM; on failure *cfg is
 // zeroed and *set NULL.
-BRQ_MUSTCHECK int brq_reload_load(const char *env_file, const brq_auth *auth, brq_config *cfg,
+BRQ_MUSTCHECK int brq_reload_load(const brq_reload_src *src, const brq_auth *auth, brq_config *cfg,
 				  brq_auth_set **set, brq_config_problems *problems);
 
 // What a reload does with the settings that changed, in table order. The names are

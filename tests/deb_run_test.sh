@@ -3,8 +3,9 @@
 # Runs the packages deb_test.sh built (BUILD_DIR/debs; ctest fixture "debs"):
 #   1. unpacked with dpkg -x into a throwaway root: brooqctl --version, and
 #      brooq-gateway --check-config with the packaged settings file and a DSN and
-#      tokens in that root (as files named in the settings, and as systemd
-#      credentials); the packaged settings alone are refused as unconfigured;
+#      tokens in that root (as files named in the settings, as the unit's credentials
+#      directory laid out as README says, and as systemd copies credentials); the
+#      packaged settings alone are refused as unconfigured;
 #   2. the unpacked brooqctl reads the unpacked migrations and migrates a fresh
 #      database without --dir;
 #   3. a program builds against the unpacked -dev package (pkg-config and CMake)
@@ -50,29 +51,42 @@ check "unpacked brooqctl --version" bash -c '[ "$("$1" --version)" = "brooqctl $
 check "unpacked brooq-gateway --version" \
   bash -c '[ "$("$1" --version)" = "brooq-gateway $2" ]' _ "$r/usr/bin/brooq-gateway" "$version"
 
+# The credentials as README lays them out for the unit, and as systemd copies them into
+# the service's $CREDENTIALS_DIRECTORY (flattened, 0400).
 creds=$r/etc/brooq/credentials
-install -d -m 0700 "$creds"
+install -d -m 0700 "$creds" "$creds/worker-tokens" "$creds/admin-tokens"
 echo "host=$tmp/nosuchdir dbname=brooq user=brooq" >"$creds/dsn"
-head -c 32 /dev/urandom | base64 >"$creds/worker-token"
-head -c 32 /dev/urandom | base64 >"$creds/admin-token"
-chmod 0600 "$creds"/*
+head -c 32 /dev/urandom | base64 >"$creds/worker-tokens/1"
+head -c 32 /dev/urandom | base64 >"$creds/admin-tokens/1"
+chmod 0600 "$creds/dsn" "$creds"/*-tokens/*
+copied=$tmp/run-credentials
+install -d -m 0700 "$copied"
+install -m 0400 "$creds/dsn" "$copied/dsn"
+install -m 0400 "$creds/worker-tokens/1" "$copied/worker-token_1"
+install -m 0400 "$creds/admin-tokens/1" "$copied/admin-token_1"
 env_file=$r/etc/brooq/brooq-gateway.env
 cp "$env_file" "$tmp/packaged.env"
 cat >>"$env_file" <<ENV
 BROOQ_DSN_FILE=$creds/dsn
-BROOQ_WORKER_TOKEN_FILES=$creds/worker-token
-BROOQ_ADMIN_TOKEN_FILES=$creds/admin-token
+BROOQ_WORKER_TOKEN_FILES=$creds/worker-tokens/1
+BROOQ_ADMIN_TOKEN_FILES=$creds/admin-tokens/1
 BROOQ_LISTEN=ipc://$tmp/gateway.sock
 ENV
 check "unpacked brooq-gateway --check-config: settings naming files in the root" \
   bash -c 'out=$(env -i PATH=/usr/bin:/bin "$1" --env-file "$2" --check-config); echo "$out"; [ "$out" = "configuration ok" ]' \
   _ "$r/usr/bin/brooq-gateway" "$env_file"
-check "unpacked brooq-gateway --check-config: the packaged settings and credentials, as the unit runs it" \
-  bash -c 'out=$(env -i PATH=/usr/bin:/bin CREDENTIALS_DIRECTORY="$3" "$1" --env-file "$2" --check-config); echo "$out"; [ "$out" = "configuration ok" ]' \
+check "unpacked brooq-gateway --check-config: the packaged settings and the unit's credentials directory" \
+  bash -c 'out=$(env -i PATH=/usr/bin:/bin "$1" --env-file "$2" --credentials-dir "$3" --check-config); echo "$out"; [ "$out" = "configuration ok" ]' \
   _ "$r/usr/bin/brooq-gateway" "$tmp/packaged.env" "$creds"
+check "unpacked brooq-gateway --check-config: the packaged settings and the credentials as systemd copies them" \
+  bash -c 'out=$(env -i PATH=/usr/bin:/bin CREDENTIALS_DIRECTORY="$3" "$1" --env-file "$2" --check-config); echo "$out"; [ "$out" = "configuration ok" ]' \
+  _ "$r/usr/bin/brooq-gateway" "$tmp/packaged.env" "$copied"
+# (An empty $CREDENTIALS_DIRECTORY: this machine's own /etc/brooq/credentials, if any,
+# stays out of it.)
+mkdir "$tmp/no-credentials"
 unconfigured() {
   local rc=0
-  run "$r/usr/bin/brooq-gateway" --env-file "$tmp/packaged.env" --check-config || rc=$?
+  run CREDENTIALS_DIRECTORY="$tmp/no-credentials" "$r/usr/bin/brooq-gateway" --env-file "$tmp/packaged.env" --check-config || rc=$?
   [ "$rc" -eq 2 ]
 }
 check "the packaged settings alone are refused (exit 2): no DSN, no token" unconfigured
@@ -195,8 +209,8 @@ one_old() { brooqctl_on migrate down; }
 check "the database goes one migration back ($newest undone)" one_old
 refused() {
   local rc=0
-  run BROOQ_DSN_FILE="$dsn_file" BROOQ_WORKER_TOKEN_FILES="$creds/worker-token" \
-    BROOQ_ADMIN_TOKEN_FILES="$creds/admin-token" BROOQ_LISTEN="ipc://$tmp/upgrade.sock" BROOQ_HTTP_LISTEN=off \
+  run BROOQ_DSN_FILE="$dsn_file" BROOQ_WORKER_TOKEN_FILES="$creds/worker-tokens/1" \
+    BROOQ_ADMIN_TOKEN_FILES="$creds/admin-tokens/1" BROOQ_LISTEN="ipc://$tmp/upgrade.sock" BROOQ_HTTP_LISTEN=off \
     timeout 30 "$r/usr/bin/brooq-gateway" 2>"$tmp/gw.log" || rc=$?
   cat "$tmp/gw.log"
   [ "$rc" -eq 78 ] && [ "$(grep -c "level=error msg=schema_too_old .*hint=\"run: brooqctl migrate up\"" "$tmp/gw.log")" -eq 1 ]

@@ -8,7 +8,11 @@
 #      package pinned to its library and the gateway to brooqctl, the settings file a
 #      conffile, maintainer scripts that run systemd-sysusers and never enable or
 #      start the unit, and restart it on upgrade only after a schema check;
-#   4. the unit starts the packaged program and reads the packaged settings file.
+#   4. the unit starts the packaged program and reads the packaged settings file,
+#      which is the short deploy/brooq-gateway.env (the settings are in the man page),
+#      and loads the credentials the source's unit loads;
+#   5. the -dev package alone documents the library: brooq(3) names the protocol and
+#      the example worker at their places in that package.
 # deb_run_test.sh then unpacks and runs them (ctest fixture "debs").
 # Usage: deb_test.sh BUILD_DIR
 set -euo pipefail
@@ -59,6 +63,7 @@ usr/lib/sysusers.d/brooq.conf
 usr/share/doc/brooq/README.md
 usr/share/doc/brooq/brooq-gateway.env.example
 usr/share/doc/brooq/brooqctl.md
+usr/share/doc/brooq/console.md
 usr/share/doc/brooq/examples/brooq-dashboard.json
 usr/share/doc/brooq/examples/brooq-rules.yml
 usr/share/doc/brooq/operations.md
@@ -82,7 +87,7 @@ usr/lib/$ma/libbrooq-client.so.$version
 usr/share/doc/libbrooq-client0/changelog.gz
 usr/share/doc/libbrooq-client0/copyright
 LIST
-check "libbrooq-client-dev: header, .so link, static library, .pc, CMake package, brooq(3)" \
+check "libbrooq-client-dev: header, .so link, static library, .pc, CMake package, brooq(3), protocol, example" \
   same_contents libbrooq-client-dev <<LIST
 usr/include/brooq/brooq.h
 usr/lib/$ma/cmake/brooq-client/brooq-clientConfig.cmake
@@ -94,6 +99,8 @@ usr/lib/$ma/libbrooq-client.so
 usr/lib/$ma/pkgconfig/brooq-client.pc
 usr/share/doc/libbrooq-client-dev/changelog.gz
 usr/share/doc/libbrooq-client-dev/copyright
+usr/share/doc/libbrooq-client-dev/examples/worker.c
+usr/share/doc/libbrooq-client-dev/protocol.md
 usr/share/man/man3/brooq.3.gz
 LIST
 check "the .so links point at the soname and the library" bash -c '
@@ -169,5 +176,29 @@ check "the unit's Documentation= files are in the package" bash -c '
     n=$((n + 1))
   done
   [ $n -gt 0 ]' _ "$tmp/unit" "$(deb brooq-gateway)"
+
+check "the settings file is the short deploy/brooq-gateway.env, which sends to brooq-gateway(8)" bash -c '
+  dpkg-deb --fsys-tarfile "$1" | tar -xO ./etc/brooq/brooq-gateway.env >"$3/conffile"
+  cmp "$2" "$3/conffile" && [ "$(wc -c <"$3/conffile")" -lt 1024 ] && grep -q "man 8 brooq-gateway" "$3/conffile"' \
+  _ "$(deb brooq-gateway)" "$src/deploy/brooq-gateway.env" "$tmp"
+check "the packaged unit loads the credentials the source's unit loads" bash -c '
+  diff <(grep "^LoadCredential=" "$2") <(grep "^LoadCredential=" "$1") && grep -q "^LoadCredential=" "$1"' \
+  _ "$tmp/unit" "$src/deploy/systemd/brooq-gateway.service"
+
+# ---- 5. the -dev package's documents ------------------------------------------------------------
+dev_docs() {
+  local page list n=0 f
+  list=$(dpkg-deb -c "$(deb libbrooq-client-dev)")
+  # The page's roff source, without scdoc's \& (and \- in case): paths are whole there.
+  page=$(dpkg-deb --fsys-tarfile "$(deb libbrooq-client-dev)" | tar -xO ./usr/share/man/man3/brooq.3.gz |
+    zcat | sed -e 's/\\&//g' -e 's/\\-/-/g')
+  for f in $(grep -o '/usr/share/doc/[A-Za-z0-9./_-]*' <<<"$page" | sed 's/[.]$//' | sort -u); do
+    grep -qE " \.${f//./\\.}$" <<<"$list" || { echo "brooq(3) names $f, not in libbrooq-client-dev"; return 1; }
+    echo "brooq(3) names $f"
+    n=$((n + 1))
+  done
+  [ $n -ge 2 ]
+}
+check "brooq(3) names the protocol and the example worker, both in libbrooq-client-dev" dev_docs
 
 check_done

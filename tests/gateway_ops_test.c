@@ -408,6 +408,59 @@ Test(ops, tokens_from_a_credentials_directory_rotate_on_sighup)
 	brq_testdb_drop(dsn);
 }
 
+/* --credentials-dir: the directory the unit loads its credentials from, read as systemd
+ * loads it (worker-tokens/ and admin-tokens/ of one token per file); a reload reads it
+ * again, so a token added there or removed from it applies at a SIGHUP. */
+Test(ops, tokens_from_the_units_credentials_dir_rotate_on_sighup)
+{
+	char  *dsn   = brq_testdb_create(true);
+	char   dir[] = "/tmp/brooq-unitcreds.XXXXXX", path[512];
+	char   ta[65], tb[65], adm[65];
+	brq_gw gw;
+	cr_assert_not_null(mkdtemp(dir));
+	new_token(ta), new_token(tb), new_token(adm);
+	snprintf(path, sizeof(path), "%s/worker-tokens", dir);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/admin-tokens", dir);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/dsn", dir);
+	write_file(path, dsn, 0600);
+	snprintf(path, sizeof(path), "%s/worker-tokens/1", dir);
+	write_file(path, ta, 0600);
+	snprintf(path, sizeof(path), "%s/admin-tokens/1", dir);
+	write_file(path, adm, 0600);
+	/* Nothing but the directory: no DSN, no token file lists. */
+	const char *env[]  = {"BROOQ_DSN=", "BROOQ_WORKER_TOKEN_FILES=", "BROOQ_ADMIN_TOKEN_FILES=", NULL};
+	const char *args[] = {"--credentials-dir", dir, NULL};
+	brq_gw_start_args(&gw, dsn, env, args);
+	struct client c;
+	client_open(&c, &gw);
+	cr_assert_eq(client_ping(&c, ta), BRQ_ST_OK);
+	cr_assert_eq(client_ping(&c, adm), BRQ_ST_OK);
+	cr_assert_eq(client_ping(&c, tb), BRQ_ST_UNAUTHENTICATED);
+	cr_assert(strstr(brq_gw_log(&gw), "msg=tokens_loaded worker=1 admin=1") != NULL, "%s",
+		  brq_gw_log(&gw));
+
+	snprintf(path, sizeof(path), "%s/worker-tokens/2", dir);
+	write_file(path, tb, 0600);
+	reload_and_wait(&gw, "msg=reload_done", 1);
+	cr_assert_eq(client_ping(&c, tb), BRQ_ST_OK);
+	cr_assert_eq(client_ping(&c, ta), BRQ_ST_OK);
+	snprintf(path, sizeof(path), "%s/worker-tokens/1", dir);
+	cr_assert_eq(unlink(path), 0);
+	reload_and_wait(&gw, "msg=reload_done", 2);
+	cr_assert_eq(client_ping(&c, ta), BRQ_ST_UNAUTHENTICATED);
+	cr_assert_eq(client_ping(&c, tb), BRQ_ST_OK);
+	cr_assert_eq(client_ping(&c, adm), BRQ_ST_OK);
+	cr_assert_eq(atomic_load(&c.pipes), 1);
+	nng_close(c.s);
+	brq_gw_stop(&gw);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	brq_testdb_drop(dsn);
+}
+
 /* ---- start-up checks (--check-config: no database needed) -------------------------------- */
 
 /* Runs `brooq-gateway ARGS` with exactly the environment ENV (NULL-terminated) and

@@ -15,7 +15,10 @@
 #      and no installed binary carries the checkout's path outside debug info;
 #   5. a program builds and runs against the installed library, through
 #      pkg-config (shared) and the CMake package (static);
-#   6. LICENSE is MIT, as every source file's SPDX line says.
+#   6. LICENSE is MIT, as every source file's SPDX line says;
+#   7. nothing an operator reads once installed (the man pages, the programs' --help,
+#      the env example, the packaged settings file) names a path of the source tree
+#      (deploy/..., gateway/config/config.h): they name installed files or man pages.
 # Usage: install_test.sh BUILD_DIR   (the harness PostgreSQL: $BROOQ_TEST_PGHOST)
 set -euo pipefail
 build=$(cd "${1:?usage: install_test.sh BUILD_DIR}" && pwd)
@@ -60,8 +63,10 @@ share/doc/brooq/LICENSE
 share/doc/brooq/README.md
 share/doc/brooq/brooq-gateway.env.example
 share/doc/brooq/brooqctl.md
+share/doc/brooq/console.md
 share/doc/brooq/examples/brooq-dashboard.json
 share/doc/brooq/examples/brooq-rules.yml
+share/doc/brooq/examples/worker.c
 share/doc/brooq/operations.md
 share/doc/brooq/protocol.md
 share/doc/brooq/security.md
@@ -249,5 +254,29 @@ licence() {
   return $bad
 }
 check "LICENSE is MIT, like every SPDX line" licence
+
+# ---- 7. no source-tree path in what is installed ---------------------------------------------
+# A folder of the checkout followed by a file or folder, not inside another path
+# (share/doc/brooq/examples/..., /console/ are fine).
+tree_path='(^|[^A-Za-z0-9_/.~-])(deploy|gateway|client|docs|tests|proto|common|migrations|console|debian)/[A-Za-z0-9_.-]'
+no_tree_paths() {
+  local bad=0 f
+  for f in "$tmp"/*.[0-9].txt; do
+    grep -nHE "$tree_path" "$f" && bad=1
+  done
+  for f in "$p/share/doc/brooq/brooq-gateway.env.example" "$src/deploy/brooq-gateway.env"; do
+    grep -nHE "$tree_path" "$f" && bad=1
+  done
+  "$p/bin/brooq-gateway" --help >"$tmp/gw-help.txt"
+  "$p/bin/brooqctl" --help >"$tmp/ctl-help-all.txt"
+  "$p/bin/brooqctl" migrate --help >>"$tmp/ctl-help-all.txt"
+  for cmd in ping enqueue job cancel stats jobs retry schedule; do
+    "$p/bin/brooqctl" "$cmd" --help >>"$tmp/ctl-help-all.txt"
+  done
+  grep -nHE "$tree_path" "$tmp/gw-help.txt" "$tmp/ctl-help-all.txt" && bad=1
+  [ $(wc -l <"$tmp/ctl-help-all.txt") -gt 50 ] || { echo "brooqctl's help texts are missing"; bad=1; }
+  return $bad
+}
+check "no man page, --help text or env file names a source-tree path" no_tree_paths
 
 check_done

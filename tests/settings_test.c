@@ -547,6 +547,40 @@ Test(settings, the_env_example_shows_every_row_and_nothing_else)
 	free(text);
 }
 
+// The packaged settings file (deploy/brooq-gateway.env, the Debian conffile) is short:
+// it holds an admin's changes, the settings themselves are the man page's. What it
+// shows names rows only, each commented out at its documented default, and it sends
+// the reader to brooq-gateway(8).
+Test(settings, the_packaged_env_file_is_short_and_shows_only_rows_at_their_defaults)
+{
+	char             path[600];
+	struct doc_names dn = {{false}};
+	snprintf(path, sizeof(path), "%s/deploy/brooq-gateway.env", source_dir());
+	char *text = slurp(path);
+	cr_assert_lt(strlen(text), 1024, "%s: %zu bytes; the settings belong in brooq-gateway(8)", path,
+		     strlen(text));
+	cr_assert_not_null(strstr(text, "man 8 brooq-gateway"), "%s does not name the man page", path);
+	each_name(text, path, note_doc_name, &dn);
+	size_t n = 0;
+	for (char *line = text; line != NULL && *line != '\0';
+	     line       = strchr(line, '\n'), line += line != NULL) {
+		if (strncmp(line, "#BROOQ_", 7) != 0 && strncmp(line, "BROOQ_", 6) != 0)
+			continue;
+		cr_assert_eq(line[0], '#', "%s: an active setting: %.40s", path, line);
+		const char *eq = strchr(line, '=');
+		const char *nl = strchr(line, '\n');
+		cr_assert_not_null(eq);
+		const brq_setting *st = brq_setting_find(line + 1, (size_t) (eq - line - 1));
+		cr_assert_not_null(st);
+		int len = (int) ((nl != NULL ? nl : eq + strlen(eq)) - eq - 1);
+		cr_assert(strlen(st->dflt) == (size_t) len && strncmp(eq + 1, st->dflt, (size_t) len) == 0,
+			  "%s: %s=%.*s, the default is %s", path, st->name, len, eq + 1, st->dflt);
+		n++;
+	}
+	cr_assert_gt(n, 0);
+	free(text);
+}
+
 // The man page names only rows, and its CONFIGURATION section has an entry (a line
 // starting with "*NAME*") for each.
 Test(settings, the_man_page_describes_every_row_and_nothing_else)

@@ -6,7 +6,9 @@
 #   2. `systemd-analyze security --offline=true`: overall exposure at most 1.6, "OK";
 #   3. the unit is Type=notify with a watchdog and a SIGHUP reload, reads its settings
 #      with EnvironmentFile= (not the gateway's --env-file), and loads tokens with the
-#      directory form of LoadCredential=; a gateway that refuses the schema (exit 78,
+#      directory form of LoadCredential=, from the directory and with the names the
+#      gateway's --help, README, the man pages, console.md and the env files give
+#      (credentials_layout_test.sh); a gateway that refuses the schema (exit 78,
 #      gateway/main.c) is not restarted;
 #   4. `systemd-sysusers` on brooq.sysusers creates the brooq group.
 # Usage: systemd_deploy_test.sh PATH/TO/brooq-gateway
@@ -67,6 +69,8 @@ check "tokens through the directory form of LoadCredential=" \
 check "a refused schema (exit 78) is not restarted; other failures are" \
   bash -c "$(declare -f has); has \"\$1\" Restart=on-failure && has \"\$1\" RestartPreventExitStatus=78 &&
     grep -q '^#define EXIT_SCHEMA 78\$' \"\$2\"" _ "$unit" "$root/gateway/main.c"
+check "the documents and the programs name the credentials the unit loads" \
+  "$root/tests/credentials_layout_test.sh" "$(dirname "$gateway")/.."
 
 mkdir -p "$tmp/root/etc"
 check "systemd-sysusers creates the brooq group" \

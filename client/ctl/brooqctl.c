@@ -16,6 +16,7 @@
 #include "brq_version.h"
 #include "fmt.h"
 #include "migrate.h"
+#include "token.h"
 
 /* Set by client/CMakeLists.txt: the installed migrations (absolute), and the same
  * place relative to the installed brooqctl's directory. */
@@ -33,8 +34,10 @@ static const char common_help[] =
 	"  --url URL          gateway address (default $BROOQ_URL, else\n"
 	"                     ipc:///run/brooq/gateway.sock)\n"
 	"  --token-file FILE  bearer token file (default: the file named by\n"
-	"                     $BROOQ_TOKEN_FILE); a token is never accepted on the\n"
-	"                     command line\n"
+	"                     $BROOQ_TOKEN_FILE, else the oldest file of\n"
+	"                     " BRQ_CTL_ADMIN_TOKEN_DIR "/, a packaged\n"
+	"                     install's admin token, readable by root); a token is\n"
+	"                     never accepted on the command line\n"
 	"  --timeout D        per-call timeout, 1ms..24h (default 10s)\n"
 	"  --tls-ca FILE      tls+tcp:// URLs: CA certificates (PEM) the gateway's\n"
 	"                     certificate must chain to (default $BROOQ_TLS_CA_FILE)\n"
@@ -594,6 +597,29 @@ option_misplaced(const brq_ctl *ctl, const opts_seen *seen, const char *cmd)
 	return BRQ_EXIT_OK;
 }
 
+/* No --token-file and no $BROOQ_TOKEN_FILE: a packaged install's admin token
+ * (token.h), with root's rights. Without one it is a usage error, as before the
+ * default existed; one that exists but cannot be used is a permission error. */
+static int
+default_token(brq_ctl *ctl, char *buf, size_t cap)
+{
+	char why[4200];
+	int  err = brq_ctl_default_token(BRQ_CTL_ADMIN_TOKEN_DIR, buf, cap, why, sizeof(why));
+	if (err == 0) {
+		ctl->token_file = buf;
+		return BRQ_EXIT_OK;
+	}
+	if (err == ENOENT)
+		return brq_ctl_usage(ctl,
+				     "no token file: use --token-file FILE or set $BROOQ_TOKEN_FILE (the "
+				     "default is the oldest file of %s)",
+				     why);
+	return brq_ctl_fail(ctl, BRQ_EXIT_AUTH, "token", NULL,
+			    "no token file given (--token-file, $BROOQ_TOKEN_FILE) and the default "
+			    "cannot be used: %s",
+			    why);
+}
+
 /* The gateway commands: options anywhere, then the command and its arguments. */
 static int
 run_command(brq_ctl *ctl, int argc, char **argv)
@@ -628,12 +654,12 @@ run_command(brq_ctl *ctl, int argc, char **argv)
 	} else if ((rc = option_misplaced(ctl, &seen, pos[0])) != BRQ_EXIT_OK) {
 		/* reported */
 	} else {
+		char token_file[4096];
 		if (ctl->token_file == NULL)
 			ctl->token_file = env_nonempty("BROOQ_TOKEN_FILE");
 		if (ctl->token_file == NULL)
-			rc = brq_ctl_usage(ctl,
-					   "no token file: use --token-file FILE or set $BROOQ_TOKEN_FILE");
-		else
+			rc = default_token(ctl, token_file, sizeof(token_file));
+		if (rc == BRQ_EXIT_OK)
 			rc = commands[k].fn(ctl, npos - 1, pos + 1);
 	}
 	free(pos);

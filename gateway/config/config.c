@@ -27,6 +27,11 @@
 // Env files and DSN files larger than this are refused (they are small text files).
 #define DSN_FILE_MAX (64 * 1024)
 
+// What the "required" problems add about the unit's credentials (config_creds.c).
+#define NO_UNIT_DSN    "; the unit loads it from " BRQ_UNIT_CREDENTIALS_DIR "/dsn, which does not exist"
+#define NO_UNIT_TOKENS "; the unit loads them from " BRQ_UNIT_CREDENTIALS_DIR ", which does not exist"
+#define UNIT_TOKENS    ": files in worker-tokens/ or admin-tokens/"
+
 #define DEFAULT_LISTEN        "ipc:///run/brooq/gateway.sock"
 #define DEFAULT_HTTP_HOST     "127.0.0.1"
 #define DEFAULT_HTTP_PORT     8090
@@ -230,7 +235,7 @@ get_dsn(struct loader *L, brq_config *cfg)
 {
 	const char *dsn   = brq_cfg_src_get(&L->src, "BROOQ_DSN");
 	const char *file  = brq_cfg_src_get(&L->src, "BROOQ_DSN_FILE");
-	const char *creds = brq_cfg_src_get(&L->src, "CREDENTIALS_DIRECTORY");
+	const char *creds = brq_cfg_creds_dir(L);
 	const char *var   = "BROOQ_DSN";
 	char        path[4096];
 
@@ -252,9 +257,14 @@ get_dsn(struct loader *L, brq_config *cfg)
 		   access(path, F_OK) == 0) {
 		read_dsn_file(L, var, path, &cfg->dsn);
 	} else {
-		brq_config_problem_add(L->p,
-				       "BROOQ_DSN: required (set BROOQ_DSN or BROOQ_DSN_FILE, or provide the "
-				       "credential \"dsn\" via $CREDENTIALS_DIRECTORY)");
+		// Read as the unit lays it out, the credentials' own check named the missing file.
+		if (!L->is_unit_layout) {
+			brq_config_problem_add(
+				L->p,
+				"BROOQ_DSN: required (set BROOQ_DSN or BROOQ_DSN_FILE, or provide the "
+				"credential \"dsn\" via $CREDENTIALS_DIRECTORY%s)",
+				L->is_unit_default_absent ? NO_UNIT_DSN : "");
+		}
 		return;
 	}
 	if (cfg->dsn != NULL && !brq_db_dsn_valid(cfg->dsn)) {
@@ -265,9 +275,8 @@ get_dsn(struct loader *L, brq_config *cfg)
 
 // --- token file lists ---------------------------------------------------------------
 
-// Appends a copy of path[0, len) to the list unless already present.
-static void
-list_add(struct loader *L, char ***list, size_t *n, const char *path, size_t len)
+void
+brq_cfg_list_add(struct loader *L, char ***list, size_t *n, const char *path, size_t len)
 {
 	for (size_t i = 0; i < *n; i++) {
 		if (strlen((*list)[i]) == len && memcmp((*list)[i], path, len) == 0) {
@@ -309,81 +318,13 @@ get_path_list(struct loader *L, const char *name, char ***list, size_t *n)
 		if (a == b) {
 			brq_config_problem_add(L->p, "%s: empty path in the list", name);
 		} else {
-			list_add(L, list, n, a, (size_t) (b - a));
+			brq_cfg_list_add(L, list, n, a, (size_t) (b - a));
 		}
 		if (comma == NULL) {
 			break;
 		}
 		s = comma + 1;
 	}
-}
-
-static int
-cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
-// Adds $CREDENTIALS_DIRECTORY/{worker,admin}-token* regular files, in name order.
-static void
-scan_credentials(struct loader *L, brq_config *cfg)
-{
-	const char *dir = brq_cfg_src_get(&L->src, "CREDENTIALS_DIRECTORY");
-	if (dir == NULL) {
-		return;
-	}
-	DIR *d = opendir(dir);
-	if (d == NULL) {
-		brq_config_problem_add(L->p, "CREDENTIALS_DIRECTORY: cannot open %s: %s", dir,
-				       strerror(errno));
-		return;
-	}
-	char         **names = NULL;
-	size_t         n     = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		if (strncmp(de->d_name, "worker-token", 12) != 0 &&
-		    strncmp(de->d_name, "admin-token", 11) != 0) {
-			continue;
-		}
-		struct stat st;
-		size_t      plen = strlen(dir) + 1 + strlen(de->d_name) + 1;
-		char       *path = malloc(plen);
-		if (path == NULL) {
-			L->is_oom = true;
-			break;
-		}
-		snprintf(path, plen, "%s/%s", dir, de->d_name);
-		if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-			free(path);
-			continue;
-		}
-		char **nn = realloc(names, (n + 1) * sizeof(*nn));
-		if (nn == NULL) {
-			free(path);
-			L->is_oom = true;
-			break;
-		}
-		names      = nn;
-		names[n++] = path;
-	}
-	closedir(d);
-	if (n > 0) {
-		qsort(names, n, sizeof(*names), cmp_str);
-	}
-	size_t dlen = strlen(dir) + 1;
-	for (size_t i = 0; i < n; i++) {
-		bool is_admin = strncmp(names[i] + dlen, "admin-token", 11) == 0;
-		if (is_admin) {
-			list_add(L, &cfg->admin_token_files, &cfg->n_admin_token_files, names[i],
-				 strlen(names[i]));
-		} else {
-			list_add(L, &cfg->worker_token_files, &cfg->n_worker_token_files, names[i],
-				 strlen(names[i]));
-		}
-		free(names[i]);
-	}
-	free(names);
 }
 
 // --- public -------------------------------------------------------------------------
@@ -437,12 +378,15 @@ load_core(struct loader *L, brq_config *cfg)
 
 	get_path_list(L, "BROOQ_WORKER_TOKEN_FILES", &cfg->worker_token_files, &cfg->n_worker_token_files);
 	get_path_list(L, "BROOQ_ADMIN_TOKEN_FILES", &cfg->admin_token_files, &cfg->n_admin_token_files);
-	scan_credentials(L, cfg);
+	brq_cfg_creds_scan_tokens(L, cfg);
 	if (cfg->n_worker_token_files + cfg->n_admin_token_files == 0) {
 		brq_config_problem_add(
 			L->p,
 			"BROOQ_WORKER_TOKEN_FILES: no token configured (set BROOQ_WORKER_TOKEN_FILES "
-			"or BROOQ_ADMIN_TOKEN_FILES, or provide worker-token*/admin-token* credentials)");
+			"or BROOQ_ADMIN_TOKEN_FILES, or provide worker-token*/admin-token* credentials%s)",
+			L->is_unit_layout                   ? UNIT_TOKENS
+				: L->is_unit_default_absent ? NO_UNIT_TOKENS
+							    : "");
 	}
 	return base != GOT_BAD && bmax != GOT_BAD;
 }
@@ -600,6 +544,7 @@ brq_config_load_from(brq_config *cfg, const brq_config_sources *src, brq_config_
 		envp = environ;
 	}
 	brq_cfg_check_environ(&L, envp);
+	brq_cfg_creds_open(&L, src);
 
 	load_rest(&L, cfg, load_core(&L, cfg));
 	brq_cfg_env_entries_free(L.src.file, L.src.n_file);

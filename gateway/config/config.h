@@ -9,6 +9,19 @@
 //
 // Also read: CREDENTIALS_DIRECTORY (set by systemd LoadCredential=).
 //
+// Credentials (config_creds.c): the unit loads the secrets of a packaged install from
+// BRQ_UNIT_CREDENTIALS_DIR, laid out as brq_unit_credentials says (dsn, worker-tokens/NAME,
+// admin-tokens/NAME; tls-cert, tls-key, tls-ca, http-tls-cert, http-tls-key when their
+// commented-out lines are enabled), and systemd copies them into $CREDENTIALS_DIRECTORY
+// at start as dsn, worker-token_NAME, admin-token_NAME, ... Where this file says
+// $CREDENTIALS_DIRECTORY, a source's unit_credentials_dir (--credentials-dir) is read
+// instead, as the unit lays it out, and so is BRQ_UNIT_CREDENTIALS_DIR under
+// --check-config (is_unit_default) when CREDENTIALS_DIRECTORY is unset and that
+// directory exists: a check then reads what systemd will. Reading such a directory also
+// checks what would stop systemd at its CREDENTIALS step (dsn, worker-tokens/ or
+// admin-tokens/ missing) and what it would skip (a token that is a symbolic link), a
+// problem each; only its top-level token files count.
+//
 // DSN: exactly one source is used, in this order: BROOQ_DSN, BROOQ_DSN_FILE, the file
 // $CREDENTIALS_DIRECTORY/dsn if it exists. Setting both BROOQ_DSN and BROOQ_DSN_FILE is
 // an error. A DSN file is trimmed of surrounding whitespace. The DSN is checked with
@@ -255,6 +268,23 @@ struct brq_config {
 	uint64_t console_session_ttl_ms; // a console session's lifetime from sign-in
 };
 
+// Where the unit (deploy/systemd/brooq-gateway.service) loads credentials from.
+#define BRQ_UNIT_CREDENTIALS_DIR "/etc/brooq/credentials"
+
+typedef struct brq_unit_credential brq_unit_credential;
+
+// One LoadCredential= line of the unit: source under BRQ_UNIT_CREDENTIALS_DIR.
+struct brq_unit_credential {
+	const char *id;     // the credential's name (ID of LoadCredential=ID:PATH)
+	const char *source; // its file or directory, relative to the credentials directory
+	bool        is_dir; // the directory form: each file NAME is the credential ID_NAME
+	const char *doc;    // what it holds, for --help
+};
+
+// The unit's credentials, in the order of its lines (tests compare them with the unit).
+extern const brq_unit_credential brq_unit_credentials[];
+extern const size_t              brq_unit_credentials_count;
+
 typedef struct brq_config_problems brq_config_problems;
 
 // Problems found while loading: one line per problem, each naming the variable (or the
@@ -295,6 +325,12 @@ struct brq_config_sources {
 	// others. Adds its problems and returns 0, BRQ_EINVAL or BRQ_ENOMEM. May be NULL.
 	int (*check)(const brq_config *cfg, void *arg, brq_config_problems *problems);
 	void *check_arg;
+	// A directory laid out as the unit's credentials (--credentials-dir), read instead of
+	// $CREDENTIALS_DIRECTORY; NULL: none.
+	const char *unit_credentials_dir;
+	// --check-config: without unit_credentials_dir and CREDENTIALS_DIRECTORY, read
+	// BRQ_UNIT_CREDENTIALS_DIR as the unit lays it out, if it exists.
+	bool is_unit_default;
 };
 
 // Fills *cfg with defaults (no DSN, no tokens). Caller owns cfg's storage; the

@@ -27,7 +27,7 @@ static void
 get_file(struct loader *L, const char *var, const char *cred, char **out)
 {
 	const char *s   = brq_cfg_src_get(&L->src, var);
-	const char *dir = brq_cfg_src_get(&L->src, "CREDENTIALS_DIRECTORY");
+	const char *dir = brq_cfg_creds_dir(L);
 	char        path[4096];
 	if (s == NULL && dir != NULL &&
 	    snprintf(path, sizeof(path), "%s/%s", dir, cred) < (int) sizeof(path) &&

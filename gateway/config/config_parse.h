@@ -53,6 +53,13 @@ struct loader {
 	struct source        src;
 	brq_config_problems *p;
 	bool                 is_oom;
+	// The unit's credentials directory (config_creds.c): is_unit_layout when one is
+	// read instead of $CREDENTIALS_DIRECTORY, unit_dir its path once it could be
+	// opened (NULL before or when it could not); is_unit_default_absent when
+	// --check-config's default was looked for and does not exist.
+	bool        is_unit_layout;
+	const char *unit_dir;
+	bool        is_unit_default_absent;
 };
 
 // Appends elem to the array arr of n elements (lvalues: arr is realloc'd, n counts it).
@@ -103,6 +110,22 @@ void brq_cfg_load_env_file(struct loader *L, const char *path);
 void brq_cfg_check_environ(struct loader *L, char *const *envp);
 // The value of name (lookup first, then the file); NULL when unset or empty.
 const char *brq_cfg_src_get(const struct source *src, const char *name);
+
+// --- config.c ---
+// Appends a copy of path[0, len) to the list of *n paths unless already present.
+void brq_cfg_list_add(struct loader *L, char ***list, size_t *n, const char *path, size_t len);
+
+// --- config_creds.c ---
+// Chooses where credentials come from (src's unit directory, --check-config's default,
+// or $CREDENTIALS_DIRECTORY) and checks the unit's required files; problems go to L->p.
+// Call once the env file is read (it may set CREDENTIALS_DIRECTORY).
+void brq_cfg_creds_open(struct loader *L, const brq_config_sources *src);
+// The directory of the credentials with a fixed name (dsn, tls-cert, ...): the unit's
+// directory in use, else $CREDENTIALS_DIRECTORY; NULL: none.
+const char *brq_cfg_creds_dir(const struct loader *L);
+// Adds the token credentials to cfg's lists: the unit directory's worker-tokens/ and
+// admin-tokens/ files, or $CREDENTIALS_DIRECTORY's worker-token* / admin-token* files.
+void brq_cfg_creds_scan_tokens(struct loader *L, brq_config *cfg);
 
 // --- config_topics.c ---
 // Parses BROOQ_TOPIC_OVERRIDES into cfg->topic_overrides; problems go to L->p.

@@ -26,7 +26,7 @@ static void
 get_file(struct loader *L, const tls_var *v, char **out, char *name, size_t cap)
 {
 	const char *s   = brq_cfg_src_get(&L->src, v->var);
-	const char *dir = brq_cfg_src_get(&L->src, "CREDENTIALS_DIRECTORY");
+	const char *dir = brq_cfg_creds_dir(L);
 	char        path[4096];
 
 	snprintf(name, cap, "%s", v->var);
