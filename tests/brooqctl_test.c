@@ -769,3 +769,102 @@ Test(brooqctl, durations_share_the_gateways_syntax)
 		     1);
 	PQfinish(db);
 }
+
+/* The paragraph of a man page source that starts with `start` (up to the blank line),
+ * its lines joined with spaces (malloc'd). Fails the test when there is none. */
+static char *
+man_paragraph(const char *page, const char *start)
+{
+	char path[512], line[1024];
+	snprintf(path, sizeof(path), "%s/docs/man/%s", getenv("BROOQ_SOURCE_DIR"), page);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "cannot read %s", path);
+	char  *par = calloc(1, 8192);
+	bool   in  = false;
+	size_t n   = 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!in && strncmp(line, start, strlen(start)) != 0)
+			continue;
+		if (in && line[0] == '\0')
+			break;
+		in = true;
+		n += (size_t) snprintf(par + n, 8192 - n, "%s ", line);
+		cr_assert_lt(n, 8192);
+	}
+	fclose(f);
+	cr_assert(in, "%s has no paragraph starting \"%s\"", path, start);
+	return par;
+}
+
+/* The *bold* words of a man page paragraph made only of letters (a list of units),
+ * concatenated as "|ms|s|...|". */
+static void
+man_units(const char *par, char *out, size_t cap)
+{
+	snprintf(out, cap, "|");
+	for (const char *p = strchr(par, '*'); p != NULL; p = strchr(p, '*')) {
+		const char *end = strchr(p + 1, '*');
+		if (end == NULL)
+			break;
+		size_t len = (size_t) (end - p - 1), k = 0;
+		while (k < len && islower((unsigned char) p[1 + k]))
+			k++;
+		if (len > 0 && k == len)
+			snprintf(out + strlen(out), cap - strlen(out), "%.*s|", (int) len, p + 1);
+		p = end + 1;
+	}
+}
+
+/* brooqctl(1) says what the tool does with durations, and the same as brooq-gateway(8):
+ * every example and unit it lists is taken, a bare number other than 0 is refused. */
+Test(brooqctl, the_man_page_states_the_duration_syntax_it_takes)
+{
+	char *par  = man_paragraph("brooqctl.1.scd", "Durations _D_ ");
+	char *gpar = man_paragraph("brooq-gateway.8.scd", "Every setting is an environment variable");
+	char *gdur = strstr(gpar, "Durations need a unit"), *sizes = strstr(gpar, "Sizes need a unit");
+	char  units[128], gunits[128], *out, *err;
+	cr_assert(gdur != NULL && sizes != NULL, "brooq-gateway(8) on units: %s", gpar);
+	*sizes = '\0';
+	man_units(par, units, sizeof(units));
+	man_units(gdur, gunits, sizeof(gunits));
+	cr_assert_str_eq(units, gunits, "brooqctl(1) lists the units %s, brooq-gateway(8) %s", units, gunits);
+	cr_assert(strstr(par, "A bare number other than *0* is refused (exit 2)") != NULL,
+		  "brooqctl(1) no longer says bare numbers are refused: %s", par);
+
+	/* Every unit it lists, and every example it gives (*500ms*, ...), is taken. */
+	for (const char *u = strtok(units, "|"); u != NULL; u = strtok(NULL, "|")) {
+		char d[32];
+		snprintf(d, sizeof(d), "7%s", u);
+		cr_assert_eq(runs(&out, &err, W, "enqueue", "t.units", "{}", "--delay", d), 0, "%s: %s", d,
+			     err);
+		free(out);
+		free(err);
+	}
+	int examples = 0;
+	for (const char *p = strchr(par, '*'); p != NULL && strchr(p + 1, '*') != NULL;) {
+		const char *end = strchr(p + 1, '*');
+		char        d[32];
+		snprintf(d, sizeof(d), "%.*s", (int) (end - p - 1), p + 1);
+		if (isdigit((unsigned char) d[0]) && isalpha((unsigned char) d[strlen(d) - 1])) {
+			cr_assert_eq(runs(&out, &err, W, "enqueue", "t.units", "{}", "--delay", d), 0,
+				     "%s: %s", d, err);
+			free(out);
+			free(err);
+			examples++;
+		}
+		p = strchr(end + 1, '*');
+	}
+	cr_assert_geq(examples, 4, "brooqctl(1) gives %d examples of durations: %s", examples, par);
+
+	/* ... and the bare numbers as it says: 0 is zero, 5 is refused as a usage error. */
+	cr_assert_eq(runs(&out, &err, W, "enqueue", "t.units", "{}", "--delay", "5"), 2, "%s", out);
+	cr_assert(strstr(err, "duration needs a unit") != NULL, "%s", err);
+	free(out);
+	free(err);
+	cr_assert_eq(runs(&out, &err, W, "enqueue", "t.units", "{}", "--delay", "0"), 0, "%s", err);
+	free(out);
+	free(err);
+	free(par);
+	free(gpar);
+}

@@ -996,6 +996,16 @@ typedef struct later_opts {
 	uint64_t          added;
 } later_opts;
 
+/* The message of a refused options size names an initializer the header really has:
+ * declaring a variable with it fails the build if it does not. */
+#define ASSERT_HINT_NAMES(type, init)                                                                \
+	do {                                                                                         \
+		type hint_ = init;                                                                   \
+		(void) hint_;                                                                        \
+		cr_assert(strstr(brooq_last_message(), "(" #init ")") != NULL, "%s names no " #init, \
+			  brooq_last_message());                                                     \
+	} while (0)
+
 Test(client_offline, options_structs_are_read_by_their_size)
 {
 	char dir[] = "/tmp/brooq-ct.XXXXXX", path[64], url[96];
@@ -1008,6 +1018,7 @@ Test(client_offline, options_structs_are_read_by_their_size)
 	brooq_client_opts o = {.url = url, .token_file = path}; /* size left 0 */
 	cr_assert_eq(brooq_client_open(&o, &c), BROOQ_EINVAL);
 	cr_assert(strstr(brooq_last_message(), "brooq_client_opts.size") != NULL, "%s", brooq_last_message());
+	ASSERT_HINT_NAMES(brooq_client_opts, BROOQ_CLIENT_OPTS_INIT);
 	cr_assert_null(c);
 	/* Older than the first release (which ended with log_arg): impossible. */
 	o.size = offsetof(brooq_client_opts, log_arg);
@@ -1028,9 +1039,18 @@ Test(client_offline, options_structs_are_read_by_their_size)
 	brooq_job       *jobs;
 	size_t           n;
 	cr_assert_eq(brooq_claim(c, &co, &jobs, &n), BROOQ_EINVAL, "claim options without size");
+	ASSERT_HINT_NAMES(brooq_claim_opts, BROOQ_CLAIM_OPTS_INIT);
 	brooq_worker *w = NULL;
 	cr_assert_eq(brooq_worker_new(c, &(brooq_worker_opts) {.threads = 1}, &w), BROOQ_EINVAL);
+	ASSERT_HINT_NAMES(brooq_worker_opts, BROOQ_WORKER_OPTS_INIT);
 	cr_assert_null(w);
+	brooq_job_page *page = NULL;
+	cr_assert_eq(brooq_list(c, &(brooq_list_opts) {.limit = 1}, &page), BROOQ_EINVAL);
+	ASSERT_HINT_NAMES(brooq_list_opts, BROOQ_LIST_OPTS_INIT);
+	cr_assert_eq(brooq_schedule_add(c, &(brooq_schedule) {.name = "s", .topic = "t", .every_ms = 60000},
+					NULL, NULL),
+		     BROOQ_EINVAL);
+	ASSERT_HINT_NAMES(brooq_schedule, BROOQ_SCHEDULE_INIT);
 	OK(brooq_worker_new(c, &(brooq_worker_opts) BROOQ_WORKER_OPTS_INIT, &w));
 	brooq_worker_free(w);
 	brooq_client_close(c);
