@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -332,6 +333,36 @@ sandbox_init(sandbox *sb)
 		 "BROOQ_ADMIN_TOKEN_FILES=%s\n",
 		 sb->dsn_file, gw.dir, sb->worker_token, sb->admin_token);
 	write_file(sb->env_file, text);
+	/* What a page's relative paths name, in the directory its examples run in
+	 * (run_sh): an env file without secrets and a credentials directory laid out as
+	 * the unit loads it. */
+	char path[400];
+	snprintf(path, sizeof(path), "%s/test.env", gw.dir);
+	snprintf(text, sizeof(text), "BROOQ_LISTEN=ipc://%s/check2.sock\n", gw.dir);
+	write_file(path, text);
+	static const char *const dirs[] = {"credentials", "credentials/worker-tokens",
+					   "credentials/admin-tokens"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", gw.dir, dirs[i]);
+		cr_assert(mkdir(path, 0700) == 0, "mkdir %s", path);
+	}
+	snprintf(path, sizeof(path), "%s/credentials/dsn", gw.dir);
+	snprintf(text, sizeof(text), "%s\n", dsn);
+	write_file(path, text);
+	static const char *const roles[] = {"worker", "admin"};
+	for (size_t i = 0; i < 2; i++) {
+		char *token = slurp(i == 0 ? sb->worker_token : sb->admin_token);
+		snprintf(path, sizeof(path), "%s/credentials/%s-tokens/1", gw.dir, roles[i]);
+		write_file(path, token);
+		cr_assert(chmod(path, 0600) == 0);
+		free(token);
+	}
+	/* An operator's own token file in $HOME (run_sh sets HOME to the test's directory). */
+	char *admin = slurp(sb->admin_token);
+	snprintf(path, sizeof(path), "%s/.brooq-token", gw.dir);
+	write_file(path, admin);
+	cr_assert(chmod(path, 0600) == 0);
+	free(admin);
 }
 
 /* The sandbox's file for an installed path, by what its name says it holds; NULL when
@@ -392,10 +423,14 @@ static int
 run_sh(const char *page, const char *name, const sandbox *sb, char *log, size_t cap)
 {
 	char  script[400], e_url[400], e_token[400];
-	char *text = example_text(page, name), *sh = sandboxed(text, sb);
+	char *text = example_text(page, name), *sh = sandboxed(text, sb), *full = NULL;
 	snprintf(script, sizeof(script), "%s/%s.sh", gw.dir, name);
 	snprintf(log, cap, "%s/%s.log", gw.dir, name);
-	write_file(script, sh);
+	/* The operator's shell: relative paths and $HOME are the test's directory; sudo
+	 * (not installed here, and the test is root) runs the command as it is. */
+	cr_assert(asprintf(&full, "cd '%s'\nHOME='%s'\nsudo() { \"$@\"; }\n%s", gw.dir, gw.dir, sh) > 0);
+	write_file(script, full);
+	free(full);
 	snprintf(e_url, sizeof(e_url), "BROOQ_URL=%s", sb->url);
 	snprintf(e_token, sizeof(e_token), "BROOQ_TOKEN_FILE=%s", sb->admin_token);
 	const char *const argv[]  = {"/bin/sh", "-eux", script, NULL};
