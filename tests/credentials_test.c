@@ -17,6 +17,7 @@
 #include <sodium.h>
 
 #include "config/config.h"
+#include "gw.h"
 #include "testdb.h"
 
 static char                dir[64]; // the test's scratch directory
@@ -241,35 +242,12 @@ Test(creds, the_default_is_used_only_without_credentials_directory_and_when_it_e
 
 // --- brooq-gateway --check-config --credentials-dir ----------------------------------
 
-// Runs brooq-gateway ARGS with an empty environment; returns the exit status, *out
-// its stdout and stderr (static buffer).
+// Runs brooq-gateway ARGS with an empty environment (tests/support/gw.h).
 static int
 run_gateway(const char *const *args, const char **out)
 {
-	static char buf[16384];
-	char        path[] = "/tmp/brq-creds-out.XXXXXX";
-	int         fd     = mkstemp(path);
-	cr_assert_geq(fd, 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char       *argv[8] = {"brooq-gateway"};
-		char *const env[]   = {NULL};
-		for (int i = 0; args[i] != NULL && i < 6; i++)
-			argv[i + 1] = (char *) args[i];
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		execve(brq_testdb_bin("brooq-gateway"), argv, env);
-		_exit(127);
-	}
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	ssize_t n          = pread(fd, buf, sizeof(buf) - 1, 0);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
-	unlink(path);
-	*out = buf;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	static const char *const empty_env[] = {NULL};
+	return brq_gw_run_once(empty_env, args, out);
 }
 
 Test(creds, check_config_reads_the_units_layout_with_its_token_directories)

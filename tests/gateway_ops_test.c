@@ -463,36 +463,6 @@ Test(ops, tokens_from_the_units_credentials_dir_rotate_on_sighup)
 
 /* ---- start-up checks (--check-config: no database needed) -------------------------------- */
 
-/* Runs `brooq-gateway ARGS` with exactly the environment ENV (NULL-terminated) and
- * returns its exit status; *out gets stdout and stderr (static buffer). */
-static int
-run_gateway(const char *const *env, const char *const *args, const char **out)
-{
-	static char buf[16384];
-	char        path[] = "/tmp/brooq-gw-out.XXXXXX";
-	int         fd     = mkstemp(path);
-	cr_assert_geq(fd, 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char *argv[8] = {"brooq-gateway"};
-		for (int i = 0; args[i] != NULL && i < 6; i++)
-			argv[i + 1] = (char *) args[i];
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		execve(brq_testdb_bin("brooq-gateway"), argv, (char *const *) env);
-		_exit(127);
-	}
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	ssize_t n          = pread(fd, buf, sizeof(buf) - 1, 0);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
-	unlink(path);
-	*out = buf;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 Test(ops, a_token_file_readable_by_others_is_refused_at_start_group_readable_is_fine)
 {
 	char dir[] = "/tmp/brooq-mode.XXXXXX", tok[64], e_tok[96], hex[65];
@@ -505,17 +475,17 @@ Test(ops, a_token_file_readable_by_others_is_refused_at_start_group_readable_is_
 	const char *out;
 
 	write_file(tok, hex, 0640);
-	cr_assert_eq(run_gateway(env, args, &out), 0, "0640 refused: %s", out);
+	cr_assert_eq(brq_gw_run_once(env, args, &out), 0, "0640 refused: %s", out);
 	cr_assert(strstr(out, "configuration ok") != NULL, "%s", out);
 
 	write_file(tok, hex, 0644);
-	cr_assert_eq(run_gateway(env, args, &out), 2, "0644 accepted: %s", out);
+	cr_assert_eq(brq_gw_run_once(env, args, &out), 2, "0644 accepted: %s", out);
 	cr_assert(strstr(out, tok) != NULL && strstr(out, "mode 0644 lets others read or write it") != NULL,
 		  "%s", out);
 	cr_assert_null(strstr(out, hex), "the token was printed");
 
 	write_file(tok, hex, 0606);
-	cr_assert_eq(run_gateway(env, args, &out), 2, "0606 accepted: %s", out);
+	cr_assert_eq(brq_gw_run_once(env, args, &out), 2, "0606 accepted: %s", out);
 	cr_assert(strstr(out, "mode 0606") != NULL, "%s", out);
 	char cmd[96];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
@@ -540,7 +510,7 @@ Test(ops, every_configuration_problem_is_reported_in_one_round)
 	const char *args[] = {a_env, "--check-config", NULL};
 	const char *out;
 
-	cr_assert_eq(run_gateway(env, args, &out), 2, "%s", out);
+	cr_assert_eq(brq_gw_run_once(env, args, &out), 2, "%s", out);
 	static const char *const want[] = {
 		"BROOQ_LEASE: duration needs a unit",
 		"BROOQ_POOL_SIZE: must be between 1 and 256",
@@ -560,21 +530,22 @@ Test(ops, every_configuration_problem_is_reported_in_one_round)
 	write_file(envf, "; ok now\nBROOQ_POOL_SIZE=2\n", 0600);
 	snprintf(e_tok, sizeof(e_tok), "BROOQ_WORKER_TOKEN_FILES=%s", tok);
 	const char *env_ok[] = {"BROOQ_DSN=host=/x", e_tok, NULL};
-	cr_assert_eq(run_gateway(env_ok, args, &out), 0, "%s", out);
+	cr_assert_eq(brq_gw_run_once(env_ok, args, &out), 0, "%s", out);
 	const char *args2[] = {"--env-file", envf, "--check-config", NULL};
-	cr_assert_eq(run_gateway(env_ok, args2, &out), 0, "%s", out);
+	cr_assert_eq(brq_gw_run_once(env_ok, args2, &out), 0, "%s", out);
 	const char *args3[] = {"--env-file=", "--check-config", NULL};
-	cr_assert_eq(run_gateway(env_ok, args3, &out), 2, "an empty --env-file= must be refused: %s", out);
+	cr_assert_eq(brq_gw_run_once(env_ok, args3, &out), 2, "an empty --env-file= must be refused: %s",
+		     out);
 
 	/* A listed file that does not exist is a revoked token, not a problem: said, and the
 	 * gateway would start with the others; with no token left at all it would not. */
 	snprintf(e_tok, sizeof(e_tok), "BROOQ_WORKER_TOKEN_FILES=%s,%s/missing", tok, dir);
-	cr_assert_eq(run_gateway(env_ok, args, &out), 0, "%s", out);
+	cr_assert_eq(brq_gw_run_once(env_ok, args, &out), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "msg=token_file_missing role=worker path="), "%s", out);
 	cr_assert_not_null(strstr(out, "/missing effect=not_loaded"), "%s", out);
 	cr_assert_not_null(strstr(out, "configuration ok"), "%s", out);
 	snprintf(e_tok, sizeof(e_tok), "BROOQ_WORKER_TOKEN_FILES=%s/missing", dir);
-	cr_assert_eq(run_gateway(env_ok, args, &out), 2, "%s", out);
+	cr_assert_eq(brq_gw_run_once(env_ok, args, &out), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "auth: no token left: every token file is missing (1)"), "%s", out);
 	char cmd[96];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

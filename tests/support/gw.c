@@ -368,3 +368,31 @@ brq_gw_metric(uint16_t http_port, const char *sample)
 	const char *p = strstr(buf, key);
 	return p != NULL ? strtoll(p + strlen(key), NULL, 10) : -1;
 }
+
+int
+brq_gw_run_once(const char *const *env, const char *const *args, const char **out)
+{
+	static char buf[16384];
+	char        path[] = "/tmp/brooq-gw-out.XXXXXX";
+	int         fd     = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char *argv[8] = {"brooq-gateway"};
+		for (int i = 0; args[i] != NULL && i < 6; i++)
+			argv[i + 1] = (char *) args[i];
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		execve(brq_testdb_bin("brooq-gateway"), argv, (char *const *) env);
+		_exit(127);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	ssize_t n          = pread(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unlink(path);
+	*out = buf;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}

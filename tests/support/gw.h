@@ -63,6 +63,12 @@ bool brq_gw_answers(const brq_gw *gw, int timeout_ms);
 /* SIGTERM, waits (asserting a clean exit 0 unless `crash_ok`), removes the dir. */
 void brq_gw_stop(brq_gw *gw);
 
+/* Runs `brooq-gateway ARGS` (at most 6) once, with exactly the environment ENV (both
+ * NULL-terminated), and waits for it: --check-config, start-up refusals. Returns its
+ * exit status (-1: killed); *out gets its stdout and stderr (a static buffer, valid
+ * until the next call). */
+int brq_gw_run_once(const char *const *env, const char *const *args, const char **out);
+
 /* Sends raw bytes as one request and returns the reply bytes (malloc'd, caller
  * frees) or NULL on timeout/transport error. */
 void *brq_gw_raw(const brq_gw *gw, const void *req, size_t len, size_t *rep_len, int timeout_ms);
