@@ -126,19 +126,34 @@ brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env)
 	brq_gw_start_args(gw, dsn, extra_env, NULL);
 }
 
-uint16_t
-brq_gw_start_http(brq_gw *gw, char *dsn, const char *const *extra_env)
+/* brq_gw_start with `first` ("KEY=VALUE") added before extra_env. */
+static void
+start_with(brq_gw *gw, char *dsn, const char *first, const char *const *extra_env)
 {
-	char        listen[64];
 	const char *env[32];
-	int         n    = 0;
-	uint16_t    port = brq_t_free_port();
-	snprintf(listen, sizeof(listen), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", port);
-	env[n++] = listen;
+	int         n = 0;
+	env[n++]      = first;
 	for (int k = 0; extra_env != NULL && extra_env[k] != NULL && n < 31; k++)
 		env[n++] = extra_env[k];
 	env[n] = NULL;
 	brq_gw_start(gw, dsn, env); // the strings are read before it returns
+}
+
+void
+brq_gw_start_tcp(brq_gw *gw, char *dsn, const char *const *extra_env)
+{
+	char listen[64];
+	snprintf(listen, sizeof(listen), "BROOQ_LISTEN=tcp://127.0.0.1:%u", brq_t_free_port());
+	start_with(gw, dsn, listen, extra_env);
+}
+
+uint16_t
+brq_gw_start_http(brq_gw *gw, char *dsn, const char *const *extra_env)
+{
+	char     listen[64];
+	uint16_t port = brq_t_free_port();
+	snprintf(listen, sizeof(listen), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", port);
+	start_with(gw, dsn, listen, extra_env);
 	// The RPC listener answers before the HTTP endpoint is up (main.c starts the server
 	// first): wait for the endpoint too, so a test's first scrape finds it.
 	for (int i = 0; i < 3000; i++) {
