@@ -46,10 +46,7 @@ start(bool tcp)
 	/* A short send timeout, so that the test of a stalled reply does not wait 10 s. */
 	static const char *env[] = {"BROOQ_LOG_LEVEL=info", "BROOQ_SEND_TIMEOUT=1s", NULL};
 	dsn                      = brq_testdb_create(true);
-	if (tcp)
-		brq_gw_start_tcp(&gw, dsn, env);
-	else
-		brq_gw_start(&gw, dsn, env);
+	brq_gw_start_on(&gw, dsn, env, tcp);
 }
 
 static void

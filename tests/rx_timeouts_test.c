@@ -49,10 +49,7 @@ static void
 start(const char *const *env, bool tcp)
 {
 	dsn = brq_testdb_create(true);
-	if (tcp)
-		brq_gw_start_tcp(&gw, dsn, env);
-	else
-		brq_gw_start(&gw, dsn, env);
+	brq_gw_start_on(&gw, dsn, env, tcp);
 }
 
 static void
