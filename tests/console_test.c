@@ -3,13 +3,10 @@
  * API against a real gateway and PostgreSQL (sign-in, cookies, CSRF, read-only sessions,
  * headers, the operations and their refusals, HTTPS). The overview's speed with 1M jobs is
  * measured by the benchmark (tests/bench/run.sh, group console). */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +20,7 @@
 #include "console/console_json.h"
 #include "console/console_session.h"
 #include "gw.h"
+#include "rawhttp.h"
 #include "testdb.h"
 #include "tutil.h"
 
@@ -311,47 +309,6 @@ Test(settings, console_beyond_loopback_only_when_asked_and_over_https)
 
 /* ---- HTTP against a real gateway ----------------------------------------------------------- */
 
-typedef struct resp {
-	int  status;
-	char head[8192];
-	char body[1 << 16];
-} resp;
-
-/* One HTTP/1.1 request on a connection of its own; extra: header lines, each ending
- * in \r\n (may be ""). */
-static void
-http(uint16_t port, const char *method, const char *path, const char *extra, const char *body, resp *r)
-{
-	static char        buf[1 << 17];
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
-	int fd                = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	size_t blen = body != NULL ? strlen(body) : 0;
-	int    n    = snprintf(buf, sizeof(buf),
-			       "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n%s%s"
-				     "Content-Length: %zu\r\n\r\n%s",
-			       method, path, port, extra,
-                         body != NULL ? "Content-Type: application/x-www-form-urlencoded\r\n" : "", blen,
-                         body != NULL ? body : "");
-	cr_assert_eq(write(fd, buf, (size_t) n), n);
-	size_t  got = 0;
-	ssize_t k;
-	while ((k = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
-		got += (size_t) k;
-	close(fd);
-	buf[got]  = '\0';
-	char *sep = strstr(buf, "\r\n\r\n");
-	cr_assert_not_null(sep, "no HTTP reply: %s", buf);
-	*sep      = '\0';
-	size_t hl = strlen(buf), bl = strlen(sep + 4);
-	cr_assert_lt(hl, sizeof(r->head));
-	cr_assert_lt(bl, sizeof(r->body));
-	memcpy(r->head, buf, hl + 1);
-	memcpy(r->body, sep + 4, bl + 1);
-	r->status = atoi(buf + 9);
-}
-
 typedef struct console_gw {
 	brq_gw   gw;
 	char    *dsn;
@@ -393,34 +350,11 @@ cgw_stop(console_gw *c)
 	brq_testdb_drop(c->dsn);
 }
 
-/* The value of a JSON string field (naive: our replies are flat where it matters). */
+/* Signs in with token: the session's headers into c, the reply into r. */
 static void
-json_field(const char *body, const char *key, char *out, size_t cap)
+sign_in(console_gw *c, const char *token, brq_http_reply *r)
 {
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	const char *p = strstr(body, pat);
-	cr_assert_not_null(p, "%s not in %s", key, body);
-	p += strlen(pat);
-	size_t l = strcspn(p, "\"");
-	cr_assert_lt(l, cap);
-	memcpy(out, p, l);
-	out[l] = '\0';
-}
-
-static void
-sign_in(console_gw *c, const char *token, resp *r)
-{
-	char body[256], sid[64], csrf[64];
-	snprintf(body, sizeof(body), "token=%s", token);
-	http(c->port, "POST", "/console/api/login", "", body, r);
-	cr_assert_eq(r->status, 200, "%s", r->body);
-	const char *set = strstr(r->head, "Set-Cookie: brooq_session=");
-	cr_assert_not_null(set);
-	sscanf(set, "Set-Cookie: brooq_session=%63[^;]", sid);
-	json_field(r->body, "csrf", csrf, sizeof(csrf));
-	snprintf(c->cookie, sizeof(c->cookie), "Cookie: brooq_session=%s\r\n", sid);
-	snprintf(c->csrf_h, sizeof(c->csrf_h), "X-CSRF-Token: %s\r\n", csrf);
+	brq_http_sign_in(c->port, token, c->cookie, c->csrf_h, r);
 }
 
 /* Headers plus the session cookie and the CSRF header. */
@@ -445,10 +379,10 @@ job_count(const char *dsn, const char *where)
 
 Test(api, pages_carry_the_security_headers_and_no_inline_script)
 {
-	console_gw c;
-	resp       r;
+	console_gw     c;
+	brq_http_reply r;
 	cgw_start(&c, NULL);
-	http(c.port, "GET", "/console/", "", NULL, &r);
+	brq_http(c.port, "GET", "/console/", "", NULL, &r);
 	cr_assert_eq(r.status, 200);
 	cr_assert_not_null(strstr(r.head, "Content-Security-Policy: default-src 'none'; script-src 'self';"));
 	cr_assert_null(strstr(r.head, "unsafe-inline"));
@@ -459,50 +393,50 @@ Test(api, pages_carry_the_security_headers_and_no_inline_script)
 	for (const char *p = strstr(r.body, "<script"); p != NULL; p = strstr(p + 1, "<script"))
 		cr_assert_eq(strncmp(p, "<script src=", 12), 0, "inline script: %.40s", p);
 	cr_assert_null(strstr(r.body, " on"), "no inline event handler attributes");
-	http(c.port, "GET", "/console/app.js", "", NULL, &r);
+	brq_http(c.port, "GET", "/console/app.js", "", NULL, &r);
 	cr_assert_eq(r.status, 200);
 	cr_assert_not_null(strstr(r.head, "Content-Type: text/javascript; charset=utf-8"));
-	http(c.port, "GET", "/console/nope.js", "", NULL, &r);
+	brq_http(c.port, "GET", "/console/nope.js", "", NULL, &r);
 	cr_assert_eq(r.status, 404);
-	http(c.port, "GET", "/console/api/overview", "", NULL, &r);
+	brq_http(c.port, "GET", "/console/api/overview", "", NULL, &r);
 	cr_assert_eq(r.status, 401);
 	cr_assert_not_null(strstr(r.head, "X-Frame-Options: DENY"));
-	http(c.port, "GET", "/console/api/nothing", "", NULL, &r);
+	brq_http(c.port, "GET", "/console/api/nothing", "", NULL, &r);
 	cr_assert_eq(r.status, 404);
 	/* /metrics is where it was. */
-	http(c.port, "GET", "/metrics", "", NULL, &r);
+	brq_http(c.port, "GET", "/metrics", "", NULL, &r);
 	cr_assert_eq(r.status, 200);
 	cgw_stop(&c);
 }
 
 Test(api, sign_in_refuses_wrong_tokens_urls_and_other_sites)
 {
-	console_gw c;
-	resp       r;
-	char       path[256];
+	console_gw     c;
+	brq_http_reply r;
+	char           path[256];
 	cgw_start(&c, NULL);
-	http(c.port, "POST", "/console/api/login", "", "token=0123456789abcdef0123456789abcdef0123", &r);
+	brq_http(c.port, "POST", "/console/api/login", "", "token=0123456789abcdef0123456789abcdef0123", &r);
 	cr_assert_eq(r.status, 401);
 	cr_assert_null(strstr(r.head, "Set-Cookie"));
-	http(c.port, "GET", "/console/api/login", "", NULL, &r);
+	brq_http(c.port, "GET", "/console/api/login", "", NULL, &r);
 	cr_assert_eq(r.status, 405);
 	/* A token in a URL is refused on any path, and the URL is not logged. */
 	snprintf(path, sizeof(path), "/console/api/session?token=%s", c.gw.admin_token);
-	http(c.port, "GET", path, "", NULL, &r);
+	brq_http(c.port, "GET", path, "", NULL, &r);
 	cr_assert_eq(r.status, 400);
 	snprintf(path, sizeof(path), "/console/?x=1&Token=%s", c.gw.admin_token);
-	http(c.port, "GET", path, "", NULL, &r);
+	brq_http(c.port, "GET", path, "", NULL, &r);
 	cr_assert_eq(r.status, 400);
 	/* Another site's page cannot sign a browser in. */
 	char body[128];
 	snprintf(body, sizeof(body), "token=%s", c.gw.admin_token);
-	http(c.port, "POST", "/console/api/login", "Origin: http://evil.example\r\n", body, &r);
+	brq_http(c.port, "POST", "/console/api/login", "Origin: http://evil.example\r\n", body, &r);
 	cr_assert_eq(r.status, 403);
-	http(c.port, "POST", "/console/api/login", "Sec-Fetch-Site: cross-site\r\n", body, &r);
+	brq_http(c.port, "POST", "/console/api/login", "Sec-Fetch-Site: cross-site\r\n", body, &r);
 	cr_assert_eq(r.status, 403);
 	/* Trailing whitespace (a token file read whole) is not part of the token. */
 	snprintf(body, sizeof(body), "token=%s%%0A", c.gw.admin_token);
-	http(c.port, "POST", "/console/api/login", "", body, &r);
+	brq_http(c.port, "POST", "/console/api/login", "", body, &r);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	cr_assert_not_null(strstr(r.head, "; Path=/console; Max-Age=28800; HttpOnly; SameSite=Strict"), "%s",
 			   r.head);
@@ -510,15 +444,15 @@ Test(api, sign_in_refuses_wrong_tokens_urls_and_other_sites)
 	const char *log = brq_gw_log(&c.gw);
 	cr_assert_geq(brq_gw_count(log, "console_sign_in_failed"), 1);
 	cr_assert_eq(brq_gw_count(log, "console_token_in_url"), 2);
-	http(c.port, "GET", "/metrics", "", NULL, &r);
+	brq_http(c.port, "GET", "/metrics", "", NULL, &r);
 	cr_assert_not_null(strstr(r.body, "brooq_auth_failures_total 1\n"), "a failed sign-in is counted");
 	cgw_stop(&c);
 }
 
 Test(api, actions_need_the_csrf_token_and_an_admin_session)
 {
-	console_gw c;
-	resp       r;
+	console_gw     c;
+	brq_http_reply r;
 	cgw_start(&c, NULL);
 	PGconn   *pg = brq_testdb_connect(c.dsn);
 	long long id =
@@ -527,28 +461,28 @@ Test(api, actions_need_the_csrf_token_and_an_admin_session)
 	snprintf(body, sizeof(body), "id=%lld", id);
 	sign_in(&c, c.gw.admin_token, &r);
 
-	http(c.port, "POST", "/console/api/cancel", c.cookie, body, &r);
+	brq_http(c.port, "POST", "/console/api/cancel", c.cookie, body, &r);
 	cr_assert_eq(r.status, 403, "%s", r.body);
 	cr_assert_not_null(strstr(r.body, "X-CSRF-Token"));
 	char wrong[300];
 	snprintf(wrong, sizeof(wrong), "%sX-CSRF-Token: %s\r\n", c.cookie,
 		 "A23456789012345678901234567890123456789012");
-	http(c.port, "POST", "/console/api/cancel", wrong, body, &r);
+	brq_http(c.port, "POST", "/console/api/cancel", wrong, body, &r);
 	cr_assert_eq(r.status, 403);
 	cr_assert_eq(job_count(c.dsn, "state = 'pending'"), 1, "nothing changed");
 	/* A form body only: JSON bodies are not read as forms. */
-	http(c.port, "POST", "/console/api/cancel", authed(&c), NULL, &r);
+	brq_http(c.port, "POST", "/console/api/cancel", authed(&c), NULL, &r);
 	cr_assert_eq(r.status, 400);
 	cr_assert_not_null(strstr(r.body, "id: required"));
 
-	http(c.port, "POST", "/console/api/cancel", authed(&c), body, &r);
+	brq_http(c.port, "POST", "/console/api/cancel", authed(&c), body, &r);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	cr_assert_not_null(strstr(r.body, "\"state\":\"canceled\",\"canceled\":true"));
 	cr_assert_eq(job_count(c.dsn, "state = 'canceled'"), 1);
-	http(c.port, "POST", "/console/api/cancel", authed(&c), body, &r);
+	brq_http(c.port, "POST", "/console/api/cancel", authed(&c), body, &r);
 	cr_assert_eq(r.status, 200);
 	cr_assert_not_null(strstr(r.body, "\"canceled\":false"), "a terminal job is reported as it is");
-	http(c.port, "POST", "/console/api/cancel", authed(&c), "id=999999", &r);
+	brq_http(c.port, "POST", "/console/api/cancel", authed(&c), "id=999999", &r);
 	cr_assert_eq(r.status, 404);
 
 	/* A worker token's session reads but does not act. */
@@ -557,19 +491,19 @@ Test(api, actions_need_the_csrf_token_and_an_admin_session)
 	cr_assert_not_null(strstr(r.body, "\"role\":\"worker\",\"read_only\":true"));
 	char q[64];
 	snprintf(q, sizeof(q), "/console/api/job?id=%lld", id);
-	http(c.port, "GET", q, w.cookie, NULL, &r);
+	brq_http(c.port, "GET", q, w.cookie, NULL, &r);
 	cr_assert_eq(r.status, 200);
 	cr_assert_not_null(strstr(r.body, "\"state\":\"canceled\""));
-	http(c.port, "POST", "/console/api/enqueue", authed(&w), "topic=t.two&payload=%7B%7D", &r);
+	brq_http(c.port, "POST", "/console/api/enqueue", authed(&w), "topic=t.two&payload=%7B%7D", &r);
 	cr_assert_eq(r.status, 403);
 	cr_assert_not_null(strstr(r.body, "read-only"));
 	cr_assert_eq(job_count(c.dsn, "topic = 't.two'"), 0);
 
 	/* Sign-out ends the session. */
-	http(c.port, "POST", "/console/api/logout", authed(&c), "", &r);
+	brq_http(c.port, "POST", "/console/api/logout", authed(&c), "", &r);
 	cr_assert_eq(r.status, 200);
 	cr_assert_not_null(strstr(r.head, "Max-Age=0"));
-	http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 401);
 
 	const char *log = brq_gw_log(&c.gw);
@@ -585,14 +519,14 @@ Test(api, actions_need_the_csrf_token_and_an_admin_session)
 
 Test(api, enqueue_and_job_go_through_the_rpc_validation)
 {
-	console_gw c;
-	resp       r;
+	console_gw     c;
+	brq_http_reply r;
 	cgw_start(&c, NULL);
 	sign_in(&c, c.gw.admin_token, &r);
-	http(c.port, "POST", "/console/api/enqueue", authed(&c),
-	     "topic=mail.out&payload=%7B%22to%22%3A%22x%40y%22%7D&key=k-1&delay_ms=60000&max_attempts=3&"
-	     "priority=2",
-	     &r);
+	brq_http(c.port, "POST", "/console/api/enqueue", authed(&c),
+		 "topic=mail.out&payload=%7B%22to%22%3A%22x%40y%22%7D&key=k-1&delay_ms=60000&max_attempts=3&"
+		 "priority=2",
+		 &r);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	cr_assert_not_null(strstr(r.body, "\"created\":true"));
 	long long id = atoll(strstr(r.body, "\"id\":") + 5);
@@ -603,7 +537,8 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 			  "available_at > now() + interval '50 seconds' AND payload = '{\"to\":\"x@y\"}'"),
 		1);
 	/* The same key again: the same job, not created (invariant 8). */
-	http(c.port, "POST", "/console/api/enqueue", authed(&c), "topic=mail.out&payload=%7B%7D&key=k-1", &r);
+	brq_http(c.port, "POST", "/console/api/enqueue", authed(&c), "topic=mail.out&payload=%7B%7D&key=k-1",
+		 &r);
 	cr_assert_eq(r.status, 200);
 	cr_assert_not_null(strstr(r.body, "\"created\":false"));
 	cr_assert_eq(atoll(strstr(r.body, "\"id\":") + 5), id);
@@ -623,24 +558,24 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 		{"topic=m&payload=1&topic=n", "given twice", 400},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		http(c.port, "POST", "/console/api/enqueue", authed(&c), bad[i].body, &r);
+		brq_http(c.port, "POST", "/console/api/enqueue", authed(&c), bad[i].body, &r);
 		cr_assert_eq(r.status, bad[i].status, "%s: %d %s", bad[i].body, r.status, r.body);
 		cr_assert_not_null(strstr(r.body, bad[i].msg), "%s: %s", bad[i].body, r.body);
 	}
 	cr_assert_eq(job_count(c.dsn, "true"), 1, "nothing refused was written");
 	char q[64];
 	snprintf(q, sizeof(q), "/console/api/job?id=%lld", id);
-	http(c.port, "GET", q, c.cookie, NULL, &r);
+	brq_http(c.port, "GET", q, c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 200);
 	cr_assert_not_null(strstr(r.body, "\"payload\":{\"to\": \"x@y\"},\"key\":\"k-1\""), "%s", r.body);
-	http(c.port, "GET", "/console/api/job?id=abc", c.cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/job?id=abc", c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 400);
-	http(c.port, "GET", "/console/api/job?id=424242", c.cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/job?id=424242", c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 404);
 
 	/* The overview: depth from the monitor, no database on the request path. */
 	for (int i = 0; i < 50; i++) {
-		http(c.port, "GET", "/console/api/overview", c.cookie, NULL, &r);
+		brq_http(c.port, "GET", "/console/api/overview", c.cookie, NULL, &r);
 		if (strstr(r.body, "\"failed\":0,\"done\":0") != NULL &&
 		    strstr(r.body, "\"pending\":1") != NULL)
 			break;
@@ -653,8 +588,8 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 
 Test(api, issue15_operations_check_their_parameters)
 {
-	console_gw c;
-	resp       r;
+	console_gw     c;
+	brq_http_reply r;
 	cgw_start(&c, NULL);
 	sign_in(&c, c.gw.admin_token, &r);
 	const struct {
@@ -682,7 +617,7 @@ Test(api, issue15_operations_check_their_parameters)
 		{"GET", "/console/api/topics", NULL, 200, "{\"topics\":[]}"},
 	};
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
-		http(c.port, calls[i].method, calls[i].path, authed(&c), calls[i].body, &r);
+		brq_http(c.port, calls[i].method, calls[i].path, authed(&c), calls[i].body, &r);
 		cr_assert_eq(r.status, calls[i].status, "%s %s: %d %s", calls[i].method, calls[i].path,
 			     r.status, r.body);
 		cr_assert_not_null(strstr(r.body, calls[i].msg), "%s: %s", calls[i].path, r.body);
@@ -693,8 +628,8 @@ Test(api, issue15_operations_check_their_parameters)
 /* Issue 15's list, retry and delete through the console, answering docs/console.md's JSON. */
 Test(api, lists_retries_and_deletes_jobs)
 {
-	console_gw c;
-	resp       r;
+	console_gw     c;
+	brq_http_reply r;
 	cgw_start(&c, NULL);
 	sign_in(&c, c.gw.admin_token, &r);
 	PGconn *pg = brq_testdb_connect(c.dsn);
@@ -707,7 +642,7 @@ Test(api, lists_retries_and_deletes_jobs)
 	long long first = brq_testdb_int(pg, "SELECT min(id) FROM job");
 	PQfinish(pg);
 
-	http(c.port, "GET", "/console/api/jobs?topic=mail.out&state=dead&limit=1", c.cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/jobs?topic=mail.out&state=dead&limit=1", c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
 	char want[128];
 	snprintf(want, sizeof(want), "{\"jobs\":[{\"id\":%lld,\"topic\":\"mail.out\",\"state\":\"dead\"",
@@ -720,22 +655,22 @@ Test(api, lists_retries_and_deletes_jobs)
 	char  path[256];
 	snprintf(path, sizeof(path), "/console/api/jobs?topic=mail.out&state=dead&limit=1&cursor=%.*s",
 		 (int) strcspn(next, "\""), next);
-	http(c.port, "GET", path, c.cookie, NULL, &r);
+	brq_http(c.port, "GET", path, c.cookie, NULL, &r);
 	snprintf(want, sizeof(want), "{\"jobs\":[{\"id\":%lld,", first);
 	cr_assert_not_null(strstr(r.body, want), "%s", r.body);
 	cr_assert_not_null(strstr(r.body, "\"next\":null}"), "%s", r.body);
 	/* The done job's result, as JSON. */
-	http(c.port, "GET", "/console/api/jobs?topic=mail.out&state=done", c.cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/jobs?topic=mail.out&state=done", c.cookie, NULL, &r);
 	cr_assert_not_null(strstr(r.body, "\"result\":{\"sent\": 1},\"retry_of\":null"), "%s", r.body);
 
 	/* Retry one, then the rest in bulk; the originals stay. */
 	char body[64];
 	snprintf(body, sizeof(body), "id=%lld", first);
-	http(c.port, "POST", "/console/api/retry", authed(&c), body, &r);
+	brq_http(c.port, "POST", "/console/api/retry", authed(&c), body, &r);
 	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
 	snprintf(want, sizeof(want), "{\"retried\":1,\"ids\":[%lld]}", first + 5);
 	cr_assert_str_eq(r.body, want);
-	http(c.port, "POST", "/console/api/retry", authed(&c), "topic=mail.out&state=dead&limit=10", &r);
+	brq_http(c.port, "POST", "/console/api/retry", authed(&c), "topic=mail.out&state=dead&limit=10", &r);
 	snprintf(want, sizeof(want), "{\"retried\":1,\"ids\":[%lld]}", first + 6);
 	cr_assert_str_eq(r.body, want);
 	cr_assert_eq(job_count(c.dsn, "retry_of IS NOT NULL AND state = 'pending'"), 2);
@@ -744,11 +679,11 @@ Test(api, lists_retries_and_deletes_jobs)
 
 	/* Delete: a terminal job goes; a pending one is a conflict. */
 	snprintf(body, sizeof(body), "id=%lld", first + 2);
-	http(c.port, "POST", "/console/api/delete", authed(&c), body, &r);
+	brq_http(c.port, "POST", "/console/api/delete", authed(&c), body, &r);
 	snprintf(want, sizeof(want), "{\"id\":%lld,\"deleted\":true}", first + 2);
 	cr_assert_str_eq(r.body, want);
 	snprintf(body, sizeof(body), "id=%lld", first + 4);
-	http(c.port, "POST", "/console/api/delete", authed(&c), body, &r);
+	brq_http(c.port, "POST", "/console/api/delete", authed(&c), body, &r);
 	cr_assert_eq(r.status, 409, "%d %s", r.status, r.body);
 	cr_assert_not_null(strstr(r.body, "is pending; only done, dead or canceled"), "%s", r.body);
 	cr_assert_eq(job_count(c.dsn, "true"), 6);
@@ -757,16 +692,16 @@ Test(api, lists_retries_and_deletes_jobs)
 
 Test(api, sessions_expire_and_end_when_their_token_is_removed)
 {
-	console_gw  c;
-	resp        r;
-	const char *more[] = {"BROOQ_CONSOLE_SESSION_TTL=1s", NULL};
+	console_gw     c;
+	brq_http_reply r;
+	const char    *more[] = {"BROOQ_CONSOLE_SESSION_TTL=1s", NULL};
 	cgw_start(&c, more);
 	sign_in(&c, c.gw.admin_token, &r);
 	cr_assert_not_null(strstr(r.head, "Max-Age=1;"));
-	http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 200);
 	brq_t_sleep_ms(1100);
-	http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 401, "expired");
 	cgw_stop(&c);
 
@@ -778,7 +713,7 @@ Test(api, sessions_expire_and_end_when_their_token_is_removed)
 	fclose(f);
 	kill(c.gw.pid, SIGHUP);
 	brq_gw_await_log(&c.gw, "tokens_reloaded", 1, 5000);
-	http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 401, "a removed token's session ends");
 	cr_assert_eq(brq_gw_count(brq_gw_log(&c.gw), "console_session_revoked"), 1);
 	cgw_stop(&c);
@@ -816,15 +751,15 @@ Test(api, removing_a_token_file_and_reloading_revokes_it_console_sessions_includ
 	fclose(f);
 	cr_assert_eq(chmod(leaked_p, 0600) | chmod(kept_p, 0600), 0);
 	snprintf(e_list, sizeof(e_list), "BROOQ_WORKER_TOKEN_FILES=%s,%s", leaked_p, kept_p);
-	const char *more[] = {e_list, NULL};
-	console_gw  c;
-	resp        r;
-	char        leaked_cookie[128];
+	const char    *more[] = {e_list, NULL};
+	console_gw     c;
+	brq_http_reply r;
+	char           leaked_cookie[128];
 	cgw_start(&c, more);
 	sign_in(&c, leaked, &r);
 	memcpy(leaked_cookie, c.cookie, sizeof(leaked_cookie));
 	sign_in(&c, kept, &r);
-	http(c.port, "GET", "/console/api/session", leaked_cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/session", leaked_cookie, NULL, &r);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	cr_assert_eq(rpc_ping(&c.gw, leaked), BRQ_ST_OK);
 
@@ -839,14 +774,14 @@ Test(api, removing_a_token_file_and_reloading_revokes_it_console_sessions_includ
 	cr_assert_eq(brq_gw_count(log, "msg=console_session_revoked"), 1, "%s", log);
 	cr_assert_eq(rpc_ping(&c.gw, leaked), BRQ_ST_UNAUTHENTICATED);
 	cr_assert_eq(rpc_ping(&c.gw, kept), BRQ_ST_OK);
-	http(c.port, "GET", "/console/api/session", leaked_cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/session", leaked_cookie, NULL, &r);
 	cr_assert_eq(r.status, 401, "the revoked token's session still answers: %s", r.body);
-	http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
+	brq_http(c.port, "GET", "/console/api/session", c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 200, "the other token's session ended too: %s", r.body);
 	/* Signing in again with it is refused as well. */
 	char body[128];
 	snprintf(body, sizeof(body), "token=%s", leaked);
-	http(c.port, "POST", "/console/api/login", "", body, &r);
+	brq_http(c.port, "POST", "/console/api/login", "", body, &r);
 	cr_assert_eq(r.status, 401, "%d %s", r.status, r.body);
 	cr_assert_null(strstr(brq_gw_log(&c.gw), leaked), "the leaked token was logged");
 	cgw_stop(&c);
@@ -857,13 +792,13 @@ Test(api, removing_a_token_file_and_reloading_revokes_it_console_sessions_includ
 
 Test(api, console_off_serves_no_console)
 {
-	console_gw  c;
-	resp        r;
-	const char *more[] = {"BROOQ_CONSOLE=off", NULL};
+	console_gw     c;
+	brq_http_reply r;
+	const char    *more[] = {"BROOQ_CONSOLE=off", NULL};
 	cgw_start(&c, more);
-	http(c.port, "GET", "/console/", "", NULL, &r);
+	brq_http(c.port, "GET", "/console/", "", NULL, &r);
 	cr_assert_eq(r.status, 404);
-	http(c.port, "GET", "/metrics", "", NULL, &r);
+	brq_http(c.port, "GET", "/metrics", "", NULL, &r);
 	cr_assert_eq(r.status, 200, "the rest of the endpoint is served");
 	cgw_stop(&c);
 }
@@ -905,7 +840,7 @@ Test(api, https_endpoint_serves_the_console_with_secure_cookies)
 Test(api, schedules_lists_the_schedule_table)
 {
 	console_gw               c;
-	resp                     r;
+	brq_http_reply           r;
 	static const char *const more[] = {"BROOQ_SCHEDULE_TICK=0", NULL}; /* rows stay as written */
 	cgw_start(&c, more);
 	PGconn *db = brq_testdb_connect(c.dsn);
@@ -918,7 +853,7 @@ Test(api, schedules_lists_the_schedule_table)
 			" VALUES ('beat', 'ping', 30000, NULL, '2029-12-31T23:59:30Z', false)");
 	PQfinish(db);
 	sign_in(&c, c.gw.admin_token, &r);
-	http(c.port, "GET", "/console/api/schedules", authed(&c), NULL, &r);
+	brq_http(c.port, "GET", "/console/api/schedules", authed(&c), NULL, &r);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	cr_assert_not_null(
 		strstr(r.body,

@@ -6,11 +6,7 @@
  * peer with rate-limited log lines naming it; read-only sessions can neither evict admin
  * sessions nor take all the console's request slots. Every wait is for a state, with a
  * generous deadline; no assertion depends on how fast the machine is. */
-#define _GNU_SOURCE /* strcasestr */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
+#define _GNU_SOURCE
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +17,7 @@
 #include <criterion/criterion.h>
 
 #include "gw.h"
+#include "rawhttp.h"
 #include "testdb.h"
 #include "tutil.h"
 
@@ -45,153 +42,6 @@ typedef struct hgw {
 	char     csrf_h[128]; /* "X-CSRF-Token: ...\r\n" */
 } hgw;
 
-typedef struct resp {
-	int  status;
-	char head[4096];
-	char body[8192];
-} resp;
-
-static int
-dial(uint16_t port)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
-	int fd                = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0, "connect: %s", strerror(errno));
-	return fd;
-}
-
-/* Writes all of buf unless the peer closes (false then). */
-static bool
-send_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t k = send(fd, p, len, MSG_NOSIGNAL);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return false;
-		p += k;
-		len -= (size_t) k;
-	}
-	return true;
-}
-
-/* True when the server closed fd (EOF or reset) within timeout_ms; any reply bytes are
- * read and dropped. */
-static bool
-closed_within(int fd, int timeout_ms)
-{
-	char     buf[4096];
-	uint64_t end = brq_t_now_ms() + (uint64_t) timeout_ms;
-	for (;;) {
-		uint64_t now = brq_t_now_ms();
-		if (now >= end)
-			return false;
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		if (poll(&p, 1, (int) (end - now)) <= 0)
-			continue;
-		ssize_t k = recv(fd, buf, sizeof(buf), 0);
-		if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN))
-			return true;
-	}
-}
-
-/* Reads one reply (headers, then Content-Length bytes) from fd into r. */
-static void
-read_reply(int fd, resp *r)
-{
-	static char buf[1 << 16];
-	size_t      got = 0;
-	char       *sep = NULL;
-	long        cl  = -1;
-	uint64_t    end = brq_t_now_ms() + DEADLINE_MS;
-	for (;;) {
-		if (sep != NULL && cl >= 0 && got >= (size_t) (sep + 4 - buf) + (size_t) cl)
-			break;
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		cr_assert_lt(brq_t_now_ms(), end, "no whole reply: %.*s", (int) got, buf);
-		if (poll(&p, 1, 200) <= 0)
-			continue;
-		ssize_t k = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
-		cr_assert_gt(k, 0, "connection closed before a whole reply: %.*s", (int) got, buf);
-		got += (size_t) k;
-		buf[got] = '\0';
-		if (sep == NULL && (sep = strstr(buf, "\r\n\r\n")) != NULL) {
-			const char *c = strcasestr(buf, "\r\nContent-Length:");
-			cl            = c != NULL && c < sep ? atol(c + 17) : 0;
-		}
-	}
-	size_t hl = (size_t) (sep - buf);
-	cr_assert_lt(hl, sizeof(r->head));
-	cr_assert_lt((size_t) cl, sizeof(r->body));
-	memcpy(r->head, buf, hl);
-	r->head[hl] = '\0';
-	memcpy(r->body, sep + 4, (size_t) cl);
-	r->body[cl] = '\0';
-	r->status   = atoi(buf + 9);
-}
-
-/* Sends one request on fd (keep-alive unless extra says otherwise). */
-static void
-send_req(int fd, uint16_t port, const char *method, const char *path, const char *extra, const char *body)
-{
-	char   buf[4096];
-	size_t blen = body != NULL ? strlen(body) : 0;
-	int    n    = snprintf(buf, sizeof(buf),
-			       "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n%s%sContent-Length: %zu\r\n\r\n%s", method,
-			       path, port, extra,
-                         body != NULL ? "Content-Type: application/x-www-form-urlencoded\r\n" : "", blen,
-                         body != NULL ? body : "");
-	cr_assert_lt(n, (int) sizeof(buf));
-	cr_assert(send_all(fd, buf, (size_t) n));
-}
-
-/* One request on a connection of its own. */
-static void
-http(uint16_t port, const char *method, const char *path, const char *extra, const char *body, resp *r)
-{
-	int  fd = dial(port);
-	char hdrs[1024];
-	snprintf(hdrs, sizeof(hdrs), "Connection: close\r\n%s", extra);
-	send_req(fd, port, method, path, hdrs, body);
-	read_reply(fd, r);
-	close(fd);
-}
-
-static void
-json_field(const char *body, const char *key, char *out, size_t cap)
-{
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	const char *p = strstr(body, pat);
-	cr_assert_not_null(p, "%s not in %s", key, body);
-	p += strlen(pat);
-	size_t l = strcspn(p, "\"");
-	cr_assert_lt(l, cap);
-	memcpy(out, p, l);
-	out[l] = '\0';
-}
-
-/* Signs in with token; the session's headers into cookie and csrf_h. */
-static void
-sign_in_as(hgw *c, const char *token, char *cookie, char *csrf_h)
-{
-	char body[256], sid[64], csrf[64];
-	resp r;
-	snprintf(body, sizeof(body), "token=%s", token);
-	http(c->port, "POST", "/console/api/login", "", body, &r);
-	cr_assert_eq(r.status, 200, "%s", r.body);
-	const char *set = strstr(r.head, "Set-Cookie: brooq_session=");
-	cr_assert_not_null(set);
-	sscanf(set, "Set-Cookie: brooq_session=%63[^;]", sid);
-	json_field(r.body, "csrf", csrf, sizeof(csrf));
-	snprintf(cookie, 128, "Cookie: brooq_session=%s\r\n", sid);
-	snprintf(csrf_h, 128, "X-CSRF-Token: %s\r\n", csrf);
-}
-
 static void
 hgw_start(hgw *c, const char *const *more)
 {
@@ -203,7 +53,7 @@ hgw_start(hgw *c, const char *const *more)
 		env[n++] = more[i];
 	c->port = brq_gw_start_http(&c->gw, c->dsn, env);
 	brq_gw_await_log(&c->gw, "msg=console_ready", 1, DEADLINE_MS);
-	sign_in_as(c, c->gw.admin_token, c->cookie, c->csrf_h);
+	brq_http_sign_in(c->port, c->gw.admin_token, c->cookie, c->csrf_h, NULL);
 }
 
 static void
@@ -218,14 +68,14 @@ hgw_stop(hgw *c)
 static void
 assert_service(hgw *c)
 {
-	resp r;
+	brq_http_reply r;
 	for (uint64_t end = brq_t_now_ms() + DEADLINE_MS;; brq_t_sleep_ms(50)) {
-		http(c->port, "GET", "/healthz", "", NULL, &r);
+		brq_http(c->port, "GET", "/healthz", "", NULL, &r);
 		if (r.status == 200)
 			break;
 		cr_assert_lt(brq_t_now_ms(), end, "/healthz: %d %s", r.status, r.body);
 	}
-	http(c->port, "GET", "/console/api/session", c->cookie, NULL, &r);
+	brq_http(c->port, "GET", "/console/api/session", c->cookie, NULL, &r);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 }
 
@@ -243,11 +93,11 @@ hold_bodies(hgw *c, int *fds, int n, const char *path, const char *extra, size_t
 					     "POST %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n%sContent-Type: "
 							"application/x-www-form-urlencoded\r\nContent-Length: %zu\r\n\r\n",
 					     path, c->port, extra, announced);
-		fds[i]            = dial(c->port);
+		fds[i]            = brq_http_dial(c->port);
 		struct timeval tv = {.tv_sec = 5};
 		setsockopt(fds[i], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		if (send_all(fds[i], head, (size_t) hl))
-			(void) send_all(fds[i], junk, sent); /* refused bodies end in EPIPE */
+		if (brq_sock_send_all(fds[i], head, (size_t) hl) == 1)
+			(void) brq_sock_send_all(fds[i], junk, sent); /* refused bodies end in EPIPE */
 	}
 	free(junk);
 }
@@ -294,35 +144,38 @@ Test(http_limits, idle_half_open_and_flooding_connections_are_closed, .timeout =
 	hgw_start(&c, env);
 	assert_service(&c);
 	uint64_t t0   = brq_t_now_ms();
-	int      idle = dial(c.port);
-	int      half = dial(c.port);
-	cr_assert(send_all(half, "GET /healthz HTTP/1.1\r\nHost: x\r\n", 32));
+	int      idle = brq_http_dial(c.port);
+	int      half = brq_http_dial(c.port);
+	cr_assert_eq(brq_sock_send_all(half, "GET /healthz HTTP/1.1\r\nHost: x\r\n", 32), 1);
 	/* Answered once, then silent: the idle timeout. */
-	int  kept = dial(c.port);
-	resp r;
-	send_req(kept, c.port, "GET", "/healthz", "", NULL);
-	read_reply(kept, &r);
+	int            kept = brq_http_dial(c.port);
+	brq_http_reply r;
+	brq_http_send(kept, c.port, "GET", "/healthz", "", NULL);
+	brq_http_read(kept, &r, DEADLINE_MS);
 	cr_assert_eq(r.status, 200);
 	uint64_t t_kept = brq_t_now_ms();
 	/* Headers without end, as fast as the gateway reads: the header cap. */
-	int    flood = dial(c.port);
+	int    flood = brq_http_dial(c.port);
 	char   line[64];
 	size_t sent = 0;
 	snprintf(line, sizeof(line), "GET /healthz HTTP/1.1\r\nHost: x\r\n");
 	struct timeval tv = {.tv_sec = 5};
 	setsockopt(flood, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	bool open = send_all(flood, line, strlen(line));
+	bool open = brq_sock_send_all(flood, line, strlen(line)) == 1;
 	while (open && sent < (64u << 20)) {
-		open = send_all(flood, "X-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n", 59);
+		open = brq_sock_send_all(flood,
+					 "X-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+					 59) == 1;
 		sent += 59;
 	}
 	cr_assert_lt(sent, 64u << 20, "64 MiB of headers accepted");
-	cr_assert(closed_within(flood, DEADLINE_MS), "a header flood is closed");
+	cr_assert(brq_sock_closed_by(flood, brq_t_now_ms() + DEADLINE_MS), "a header flood is closed");
 
-	cr_assert(closed_within(idle, DEADLINE_MS), "a silent connection is closed");
+	cr_assert(brq_sock_closed_by(idle, brq_t_now_ms() + DEADLINE_MS), "a silent connection is closed");
 	cr_assert_geq(brq_t_now_ms() - t0, 900, "not before the header timeout");
-	cr_assert(closed_within(half, DEADLINE_MS), "a half-sent request is closed");
-	cr_assert(closed_within(kept, DEADLINE_MS), "an idle kept-alive connection is closed");
+	cr_assert(brq_sock_closed_by(half, brq_t_now_ms() + DEADLINE_MS), "a half-sent request is closed");
+	cr_assert(brq_sock_closed_by(kept, brq_t_now_ms() + DEADLINE_MS),
+		  "an idle kept-alive connection is closed");
 	cr_assert_geq(brq_t_now_ms() - t_kept, 1900, "not before the idle timeout");
 	close(idle);
 	close(half);
@@ -339,10 +192,10 @@ Test(http_limits, connections_beyond_the_cap_are_closed_and_open_ones_keep_worki
 			     "BROOQ_HTTP_IDLE_TIMEOUT=1h", NULL};
 	hgw_start(&c, env);
 	/* The admin's connection, kept alive. */
-	int  admin = dial(c.port);
-	resp r;
-	send_req(admin, c.port, "GET", "/console/api/session", c.cookie, NULL);
-	read_reply(admin, &r);
+	int            admin = brq_http_dial(c.port);
+	brq_http_reply r;
+	brq_http_send(admin, c.port, "GET", "/console/api/session", c.cookie, NULL);
+	brq_http_read(admin, &r, DEADLINE_MS);
 	cr_assert_eq(r.status, 200);
 
 	/* 20 silent connections: with a header timeout of 10 minutes, only the cap can
@@ -351,11 +204,11 @@ Test(http_limits, connections_beyond_the_cap_are_closed_and_open_ones_keep_worki
 	int  fds[N], n_closed = 0;
 	bool is_closed[N] = {false};
 	for (int i = 0; i < N; i++)
-		fds[i] = dial(c.port);
+		fds[i] = brq_http_dial(c.port);
 	for (uint64_t end = brq_t_now_ms() + DEADLINE_MS; n_closed < N - 7;) {
 		cr_assert_lt(brq_t_now_ms(), end, "connections beyond the cap: %d of %d closed", n_closed, N);
 		for (int i = 0; i < N; i++) {
-			if (!is_closed[i] && closed_within(fds[i], 1)) {
+			if (!is_closed[i] && brq_sock_closed_by(fds[i], brq_t_now_ms() + 1)) {
 				is_closed[i] = true;
 				n_closed++;
 			}
@@ -363,8 +216,8 @@ Test(http_limits, connections_beyond_the_cap_are_closed_and_open_ones_keep_worki
 	}
 
 	/* The admin keeps working on the open connection. */
-	send_req(admin, c.port, "GET", "/console/api/session", c.cookie, NULL);
-	read_reply(admin, &r);
+	brq_http_send(admin, c.port, "GET", "/console/api/session", c.cookie, NULL);
+	brq_http_read(admin, &r, DEADLINE_MS);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	/* Closing the silent ones frees their places: new connections work again. */
 	for (int i = 0; i < N; i++)
@@ -372,11 +225,11 @@ Test(http_limits, connections_beyond_the_cap_are_closed_and_open_ones_keep_worki
 	close(admin);
 	uint64_t end = brq_t_now_ms() + DEADLINE_MS;
 	for (;;) {
-		int           fd  = dial(c.port);
+		int           fd  = brq_http_dial(c.port);
 		const char   *get = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 		struct pollfd p   = {.fd = fd, .events = POLLIN};
 		char          b[16];
-		bool          ok = send_all(fd, get, strlen(get)) && poll(&p, 1, 5000) == 1 &&
+		bool          ok = brq_sock_send_all(fd, get, strlen(get)) == 1 && poll(&p, 1, 5000) == 1 &&
 			recv(fd, b, sizeof(b), MSG_PEEK) > 0;
 		close(fd);
 		if (ok)
@@ -392,12 +245,12 @@ Test(http_limits, failed_sign_ins_are_throttled_per_peer_and_logged_with_it, .ti
 	hgw c;
 	hgw_start(&c, NULL);
 	enum { N = 40 };
-	int      n401 = 0, n429 = 0;
-	uint64_t t0 = brq_t_now_ms();
-	resp     r;
+	int            n401 = 0, n429 = 0;
+	uint64_t       t0 = brq_t_now_ms();
+	brq_http_reply r;
 	for (int i = 0; i < N; i++) {
-		http(c.port, "POST", "/console/api/login", "", "token=0123456789abcdef0123456789abcdef0123",
-		     &r);
+		brq_http(c.port, "POST", "/console/api/login", "",
+			 "token=0123456789abcdef0123456789abcdef0123", &r);
 		if (r.status == 429) {
 			n429++;
 			cr_assert_not_null(strstr(r.head, "Retry-After: "), "%s", r.head);
@@ -427,7 +280,7 @@ Test(http_limits, failed_sign_ins_are_throttled_per_peer_and_logged_with_it, .ti
 	uint64_t end = brq_t_now_ms() + 60000;
 	snprintf(body, sizeof(body), "token=%s", c.gw.admin_token);
 	for (;;) {
-		http(c.port, "POST", "/console/api/login", "", body, &r);
+		brq_http(c.port, "POST", "/console/api/login", "", body, &r);
 		if (r.status == 200)
 			break;
 		cr_assert_eq(r.status, 429, "%s", r.body);
@@ -443,7 +296,7 @@ Test(http_limits, worker_sign_ins_never_end_admin_sessions, .timeout = 240)
 	hgw_start(&c, NULL);
 	char cookie[128], csrf[128];
 	for (int i = 0; i < 70; i++)
-		sign_in_as(&c, c.gw.worker_token, cookie, csrf);
+		brq_http_sign_in(c.port, c.gw.worker_token, cookie, csrf, NULL);
 	assert_service(&c);
 	/* The read-only sessions are bounded among themselves: the oldest ended. */
 	brq_gw_await_log(&c.gw, "msg=console_session_evicted", 1, DEADLINE_MS);
@@ -455,7 +308,7 @@ Test(http_limits, slow_read_only_requests_leave_admin_requests_their_slots, .tim
 	hgw c;
 	hgw_start(&c, NULL);
 	char wcookie[128], wcsrf[128];
-	sign_in_as(&c, c.gw.worker_token, wcookie, wcsrf);
+	brq_http_sign_in(c.port, c.gw.worker_token, wcookie, wcsrf, NULL);
 	/* Every list waits on a lock the test holds. */
 	PGconn *pg = brq_testdb_connect(c.dsn);
 	brq_testdb_exec(pg, "BEGIN");
@@ -463,8 +316,8 @@ Test(http_limits, slow_read_only_requests_leave_admin_requests_their_slots, .tim
 	enum { N = 40 };
 	int fds[N], n503 = 0;
 	for (int i = 0; i < N; i++) {
-		fds[i] = dial(c.port);
-		send_req(fds[i], c.port, "GET", "/console/api/jobs", wcookie, NULL);
+		fds[i] = brq_http_dial(c.port);
+		brq_http_send(fds[i], c.port, "GET", "/console/api/jobs", wcookie, NULL);
 	}
 	/* 24 are refused at once (the read-only sessions' 16 slots are taken); wait for them. */
 	bool done[N] = {false};
@@ -474,8 +327,8 @@ Test(http_limits, slow_read_only_requests_leave_admin_requests_their_slots, .tim
 			struct pollfd p = {.fd = fds[i], .events = POLLIN};
 			if (done[i] || poll(&p, 1, 0) != 1)
 				continue;
-			resp r;
-			read_reply(fds[i], &r);
+			brq_http_reply r;
+			brq_http_read(fds[i], &r, DEADLINE_MS);
 			cr_assert_eq(r.status, 503, "%s", r.body);
 			done[i] = true;
 			n503++;
@@ -483,16 +336,16 @@ Test(http_limits, slow_read_only_requests_leave_admin_requests_their_slots, .tim
 		brq_t_sleep_ms(20);
 	}
 	/* The admin's read still gets a slot: it waits for the lock, not 503. */
-	int  admin = dial(c.port);
-	resp r;
-	send_req(admin, c.port, "GET", "/console/api/jobs", c.cookie, NULL);
+	int            admin = brq_http_dial(c.port);
+	brq_http_reply r;
+	brq_http_send(admin, c.port, "GET", "/console/api/jobs", c.cookie, NULL);
 	brq_testdb_exec(pg, "COMMIT");
-	read_reply(admin, &r);
+	brq_http_read(admin, &r, DEADLINE_MS);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	close(admin);
 	for (int i = 0; i < N; i++) {
 		if (!done[i]) {
-			read_reply(fds[i], &r);
+			brq_http_read(fds[i], &r, DEADLINE_MS);
 			cr_assert_eq(r.status, 200, "%s", r.body);
 		}
 		close(fds[i]);

@@ -3,28 +3,25 @@
  * No single peer or token can take the gateway from the others (SPEC invariant 19,
  * issue 25; gateway/rpc/quota.h), real brooq-gateway and PostgreSQL.
  *
- * Each test runs one of issue 25's attacks from raw connections (a Unix socket
- * speaking SP by hand, as any local process could) while a legitimate client pings and
+ * Each test runs one of issue 25's attacks from raw connections (speaking SP by hand,
+ * tests/support/sp.h, as any process could) while a legitimate client pings and
  * enqueues; every one of its calls must succeed, and the attacker must end as the
  * design says: its connection closed, or its requests refused `resource_exhausted`.
  * Before the shares existed, the never-reading peer wedged the gateway (every work item
  * pinned behind a blocked send: pings timed out) and the stats flood of one token made
- * enqueues wait behind its whole queue.
+ * enqueues wait behind its whole queue. The gateway listens on ipc://; suite
+ * isolation_tcp runs the never-reading peers again on tcp://.
  *
  * The tests wait for states (a closed connection, a log line, a refusal), never for a
  * time; the legitimate client's per-call deadline (5 s) only tells "answered" from
  * "wedged", on a machine as busy as it may be.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -33,6 +30,7 @@
 
 #include "gw.h"
 #include "proto.h"
+#include "sp.h"
 #include "tclient.h"
 #include "testdb.h"
 #include "tutil.h"
@@ -40,13 +38,27 @@
 static char  *dsn;
 static brq_gw gw;
 
+/* The gateway on ipc://, or on tcp://127.0.0.1 (suite isolation_tcp: the never-reading
+ * peers again, through the other transport's send path). */
 static void
-setup(void)
+start(bool tcp)
 {
 	/* A short send timeout, so that the test of a stalled reply does not wait 10 s. */
 	static const char *env[] = {"BROOQ_LOG_LEVEL=info", "BROOQ_SEND_TIMEOUT=1s", NULL};
 	dsn                      = brq_testdb_create(true);
-	brq_gw_start(&gw, dsn, env);
+	brq_gw_start_on(&gw, dsn, env, tcp);
+}
+
+static void
+setup(void)
+{
+	start(false);
+}
+
+static void
+setup_tcp(void)
+{
+	start(true);
 }
 
 static void
@@ -57,100 +69,26 @@ teardown(void)
 }
 
 TestSuite(isolation, .init = setup, .fini = teardown, .timeout = 300);
+TestSuite(isolation_tcp, .init = setup_tcp, .fini = teardown, .timeout = 300);
 
 /* ---- a raw SP peer ---------------------------------------------------------------------- */
 
-/* Connects to the gateway's ipc socket and completes the SP handshake as a REQ peer. */
+/* A connection to the gateway past the SP handshake, as a REQ peer; sends and receives
+ * never time out (the gateway must end what it does not answer). */
 static int
 raw_connect(void)
 {
-	static const unsigned char sp_req[8] = {0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00};
-	struct sockaddr_un         a         = {.sun_family = AF_UNIX};
-	unsigned char              peer[8];
-	const char                *path = gw.url + strlen("ipc://");
-	cr_assert_lt(strlen(path), sizeof(a.sun_path));
-	memcpy(a.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(connect(fd, (struct sockaddr *) &a, sizeof(a)), 0, "connect: %s", strerror(errno));
-	cr_assert_eq(write(fd, sp_req, 8), 8);
-	cr_assert_eq(recv(fd, peer, 8, MSG_WAITALL), 8);
+	int fd = brq_sp_connect(gw.url, 0);
+	cr_assert_geq(fd, 0, "cannot connect to %s or no SP header", gw.url);
 	return fd;
 }
 
-/* One request as its frame, in out (malloc'd, *len bytes): type 1, 64-bit length, REQ's
- * request id (high bit set), then the encoded request (token, op, rid and fields set by
- * the caller). */
-static unsigned char *
-frame(brq_request *req, uint32_t id, size_t *len)
-{
-	brq_buf body;
-	brq_buf_init(&body, 0);
-	cr_assert_eq(brq_request_encode(&body, req), 0);
-	uint64_t       n = 4 + body.len;
-	unsigned char *f = malloc(9 + n);
-	cr_assert_not_null(f);
-	f[0] = 1;
-	for (int i = 0; i < 8; i++)
-		f[1 + i] = (unsigned char) (n >> (56 - 8 * i));
-	f[9] = (unsigned char) (0x80 | id >> 24), f[10] = (unsigned char) (id >> 16);
-	f[11] = (unsigned char) (id >> 8), f[12] = (unsigned char) id;
-	memcpy(f + 13, body.data, body.len);
-	*len = 9 + n;
-	brq_buf_fini(&body);
-	return f;
-}
-
-/* Sends all of p; false when the connection is gone (closed by the gateway). */
-static bool
-send_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-		if (w <= 0)
-			return false;
-		c += w;
-		n -= (size_t) w;
-	}
-	return true;
-}
-
-/* Reads one reply frame's body (after REQ's 4-byte request id) into buf (capacity
- * cap); *len its length. False at the end of the connection. */
-static bool
-recv_reply(int fd, unsigned char *buf, size_t cap, size_t *len)
-{
-	unsigned char h[9];
-	if (recv(fd, h, sizeof(h), MSG_WAITALL) != (ssize_t) sizeof(h))
-		return false;
-	uint64_t n = 0;
-	for (int i = 1; i < 9; i++)
-		n = n << 8 | h[i];
-	cr_assert(n >= 4 && n - 4 <= cap, "reply of %llu bytes", (unsigned long long) n);
-	unsigned char id[4];
-	if (recv(fd, id, 4, MSG_WAITALL) != 4 ||
-	    (n > 4 && recv(fd, buf, n - 4, MSG_WAITALL) != (ssize_t) (n - 4)))
-		return false;
-	*len = n - 4;
-	return true;
-}
-
-/* True once the gateway has closed fd (reads drain whatever it sent first). */
+/* True once the gateway has closed fd within timeout_ms (reads drain whatever it sent
+ * first). */
 static bool
 closed_by_gateway(int fd, int timeout_ms)
 {
-	double until = brq_t_now_ms() + timeout_ms;
-	char   sink[65536];
-	while (brq_t_now_ms() < until) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		if (poll(&p, 1, 100) <= 0)
-			continue;
-		ssize_t r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
-		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
-			return true;
-	}
-	return false;
+	return brq_sock_closed_by(fd, brq_t_now_ms() + timeout_ms);
 }
 
 /* ---- the legitimate client ---------------------------------------------------------------- */
@@ -215,15 +153,15 @@ pipeline_pings(int fd, const char *token, int n)
 	for (; sent < n; sent++) {
 		brq_request req = {.op = BRQ_OP_PING, .rid = (uint64_t) sent + 1};
 		req.token       = (brq_str) {token, strlen(token)};
-		size_t         len;
-		unsigned char *f  = frame(&req, (uint32_t) sent + 1, &len);
-		bool           ok = send_all(fd, f, len);
-		free(f);
-		if (!ok)
+		if (brq_sp_send_request(fd, (uint32_t) sent + 1, &req) != 1)
 			break;
 	}
 	return sent;
 }
+
+#define NO_TOKEN         "0000000000000000000000000000000000000000000000000000000000000000"
+#define NO_TOKEN_REASON  "too many requests without a valid token"
+#define SIGNED_IN_REASON "too many requests in the gateway from this connection"
 
 /* The peer's connection must end for its share (`reason`), not by the send timeout:
  * that is short here (1 s), and would hide items pinned for it (10 s by default) by
@@ -250,13 +188,22 @@ never_reads(const char *token, const char *reason)
 
 Test(isolation, a_peer_without_a_token_that_never_reads_loses_its_connection_not_everyones_service)
 {
-	never_reads("0000000000000000000000000000000000000000000000000000000000000000",
-		    "too many requests without a valid token");
+	never_reads(NO_TOKEN, NO_TOKEN_REASON);
 }
 
 Test(isolation, a_signed_in_peer_that_never_reads_loses_its_connection_not_everyones_service)
 {
-	never_reads(gw.worker_token, "too many requests in the gateway from this connection");
+	never_reads(gw.worker_token, SIGNED_IN_REASON);
+}
+
+Test(isolation_tcp, a_peer_without_a_token_that_never_reads_loses_its_connection_not_everyones_service)
+{
+	never_reads(NO_TOKEN, NO_TOKEN_REASON);
+}
+
+Test(isolation_tcp, a_signed_in_peer_that_never_reads_loses_its_connection_not_everyones_service)
+{
+	never_reads(gw.worker_token, SIGNED_IN_REASON);
 }
 
 /* ---- a reply that waits past the send timeout -------------------------------------------- */
@@ -285,10 +232,7 @@ Test(isolation, a_reply_stuck_behind_a_blocked_send_closes_its_connection_after_
 		brq_request req = {.op = BRQ_OP_JOB, .rid = i};
 		req.token       = (brq_str) {gw.worker_token, strlen(gw.worker_token)};
 		req.job.id      = r.id;
-		size_t         n;
-		unsigned char *f = frame(&req, i, &n);
-		cr_assert(send_all(fd, f, n));
-		free(f);
+		cr_assert_eq(brq_sp_send_request(fd, i, &req), 1);
 	}
 	brq_gw_await_log(&gw, "reason=\"reply not taken within the send timeout\"", 1, 30000);
 	cr_assert(closed_by_gateway(fd, 30000), "the connection outlived its stuck reply");
@@ -323,15 +267,13 @@ stats_reader(void *arg)
 		while (atomic_load(&reads_on) && in_air < READS_IN_AIR) {
 			brq_request req = {.op = BRQ_OP_STATS, .rid = ++id};
 			req.token       = (brq_str) {gw.worker_token, strlen(gw.worker_token)};
-			size_t         n;
-			unsigned char *f  = frame(&req, id, &n);
-			bool           ok = send_all(fd, f, n);
-			free(f);
-			if (!ok)
+			if (brq_sp_send_request(fd, id, &req) != 1)
 				goto out;
 			in_air++;
 		}
-		if (!recv_reply(fd, rep, cap, &len))
+		int got = brq_sp_recv_reply(fd, rep, cap, &len);
+		cr_assert_geq(got, 0, "a reply over %zu bytes", cap);
+		if (got == 0)
 			goto out;
 		in_air--;
 		brq_reply r;

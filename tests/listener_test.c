@@ -7,22 +7,15 @@
  * on tcp://, with the real gateway.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
 
 #include "gw.h"
+#include "rawsock.h"
 #include "tutil.h"
 #include "testdb.h"
 
@@ -78,33 +71,7 @@ ping_ms(const brq_gw *gw)
 static int
 raw_connect(const char *url)
 {
-	struct timeval tv = {.tv_sec = 8};
-	int            fd;
-	if (strncmp(url, "ipc://", 6) == 0) {
-		struct sockaddr_un sa = {.sun_family = AF_UNIX};
-		size_t             n  = strlen(url + 6);
-		cr_assert_lt(n, sizeof(sa.sun_path), "socket path too long: %s", url);
-		memcpy(sa.sun_path, url + 6, n + 1);
-		if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0)
-			return -1;
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0)
-			return fd;
-	} else {
-		char               host[64];
-		unsigned           port = 0;
-		struct sockaddr_in sa   = {.sin_family = AF_INET};
-		cr_assert_eq(sscanf(url, "tcp://%63[^:]:%u", host, &port), 2, "bad url %s", url);
-		cr_assert_eq(inet_pton(AF_INET, host, &sa.sin_addr), 1);
-		sa.sin_port = htons((uint16_t) port);
-		if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
-			return -1;
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0)
-			return fd;
-	}
-	close(fd);
-	return -1;
+	return brq_sock_dial(url, 8000);
 }
 
 /* FLOOD raw connect+close cycles, no byte sent or read; then the gateway must

@@ -23,9 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -33,6 +30,7 @@
 #include <brooq/brooq.h>
 
 #include "gw.h"
+#include "sp.h"
 #include "testdb.h"
 #include "tclient.h"
 #include "tutil.h"
@@ -167,111 +165,33 @@ static size_t      flood_len;
 static void
 make_flood_msg(void)
 {
-	static const unsigned char head[] = {0x85, 0xa1, 'v', 0x01, 0xa2, 'o',  'p', 0xa4, 'p',
-					     'i',  'n',  'g', 0xa3, 'r',  'i',  'd', 0x01, 0xa5,
-					     't',  'o',  'k', 'e',  'n',  0xd9, 64};
-	size_t                     pad    = FLOOD_BYTES - sizeof(head) - 64 - 4 - 5;
-	flood_len                         = sizeof(head) + 64 + 4 + 5 + pad;
-	unsigned char *m = malloc(flood_len), *p = m;
-	cr_assert_not_null(m);
-	memcpy(p, head, sizeof(head));
-	p += sizeof(head);
-	memset(p, 'f', 64); /* not a token the gateway knows */
-	p += 64;
-	memcpy(p, "\xa3pad", 4);
-	p += 4;
-	*p++ = 0xc6; /* bin 32 */
-	*p++ = (unsigned char) (pad >> 24);
-	*p++ = (unsigned char) (pad >> 16);
-	*p++ = (unsigned char) (pad >> 8);
-	*p++ = (unsigned char) pad;
-	memset(p, 'x', pad);
-	flood_msg = m;
+	static const char wrong[] = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+	brq_request       req     = {.op = BRQ_OP_PING, .rid = 1, .token = {wrong, sizeof(wrong) - 1}};
+	flood_msg                 = brq_sp_request(&req, FLOOD_BYTES, &flood_len);
+	cr_assert_not_null(flood_msg);
 }
 
-/* One attacker's connection, raw: a Unix socket speaking SP by hand (the 8-byte REQ
- * header, then framed messages), as any local process could; no NNG on this side. Sends
- * the big ping, reads the answer if any; on any error, connects again. */
-static int
-flood_connect(void)
-{
-	static const unsigned char sp_req[8] = {0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00};
-	struct sockaddr_un         a         = {.sun_family = AF_UNIX};
-	unsigned char              peer[8];
-	struct timeval             tv   = {.tv_sec = 2};
-	const char                *path = gw.url + strlen("ipc://");
-	if (strlen(path) >= sizeof(a.sun_path))
-		return -1;
-	memcpy(a.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *) &a, sizeof(a)) != 0 || write(fd, sp_req, 8) != 8 ||
-	    recv(fd, peer, 8, MSG_WAITALL) != 8) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Writes all of p, or fails. */
-static bool
-write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-		if (w <= 0)
-			return false;
-		c += w;
-		n -= (size_t) w;
-	}
-	return true;
-}
-
+/* One attacker's connection, raw (tests/support/sp.h: SP by hand, as any local process
+ * could; no NNG on this side): sends the big ping, reads the answer if any; on any error,
+ * connects again. */
 static void *
 flooder(void *arg)
 {
 	(void) arg;
 	int fd = -1;
 	while (atomic_load(&flood_on)) {
-		if (fd < 0 && (fd = flood_connect()) < 0) {
+		size_t rl;
+		if (fd < 0 && (fd = brq_sp_connect(gw.url, 2000)) < 0) {
 			brq_t_sleep_ms(5);
 			continue;
 		}
-		/* Frame: type 1, 64-bit big-endian length; body: REQ's request id (high bit
-		 * set), then the message. */
-		uint64_t      len = 4 + flood_len;
-		unsigned char fh[13];
-		fh[0] = 1;
-		for (int i = 0; i < 8; i++)
-			fh[1 + i] = (unsigned char) (len >> (56 - 8 * i));
-		fh[9] = 0x80, fh[10] = 0, fh[11] = 0, fh[12] = 1;
-		unsigned char rh[9];
-		if (!write_all(fd, fh, sizeof(fh)) || !write_all(fd, flood_msg, flood_len)) {
+		if (brq_sp_send(fd, 1, flood_msg, flood_len) != 1) {
 			close(fd);
 			fd = -1;
 			continue;
 		}
 		atomic_fetch_add(&flood_sent, 1);
-		if (recv(fd, rh, sizeof(rh), MSG_WAITALL) != (ssize_t) sizeof(rh)) {
-			close(fd);
-			fd = -1;
-			continue;
-		}
-		uint64_t rl = 0;
-		for (int i = 1; i < 9; i++)
-			rl = rl << 8 | rh[i];
-		char buf[4096];
-		while (rl > 0) {
-			ssize_t r = recv(fd, buf, rl < sizeof(buf) ? rl : sizeof(buf), 0);
-			if (r <= 0)
-				break;
-			rl -= (uint64_t) r;
-		}
-		if (rl != 0) {
+		if (brq_sp_recv_reply(fd, NULL, 0, &rl) != 1) {
 			close(fd);
 			fd = -1;
 			continue;
@@ -414,29 +334,15 @@ Test(memory_small, stalled_small_requests_stay_within_the_budget)
 	brq_t_sleep_ms(200);
 	long base = brq_t_proc_kib(small_gw.pid, "VmRSS");
 
-	static const unsigned char sp_req[8] = {0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00};
-	static unsigned char       body[SMALL_SENT];
+	static unsigned char body[SMALL_SENT];
 	memset(body, 'x', sizeof(body));
-	const char        *path = small_gw.url + strlen("ipc://");
-	struct sockaddr_un a    = {.sun_family = AF_UNIX};
-	memcpy(a.sun_path, path, strlen(path) + 1);
 	int fds[STALLED_SMALL], sent = 0;
 	for (int i = 0; i < STALLED_SMALL; i++) {
-		unsigned char  peer[8], fh[13];
-		struct timeval tv  = {.tv_sec = 5};
-		uint64_t       len = 4 + SMALL_BODY;
-		fds[i]             = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		cr_assert_geq(fds[i], 0);
-		setsockopt(fds[i], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		cr_assert_eq(connect(fds[i], (struct sockaddr *) &a, sizeof(a)), 0);
-		cr_assert(write_all(fds[i], sp_req, 8) && recv(fds[i], peer, 8, MSG_WAITALL) == 8);
-		fh[0] = 1;
-		for (int k = 0; k < 8; k++)
-			fh[1 + k] = (unsigned char) (len >> (56 - 8 * k));
-		fh[9] = 0x80, fh[10] = 0, fh[11] = 0, fh[12] = 1;
+		fds[i] = brq_sp_connect(small_gw.url, 5000);
+		cr_assert_geq(fds[i], 0, "cannot connect to %s or no SP header", small_gw.url);
 		/* Those beyond the budget are closed at once: their writes may fail. */
-		sent += write_all(fds[i], fh, sizeof(fh)) && write_all(fds[i], body, sizeof(body));
+		sent += brq_sp_send_head(fds[i], 1, SMALL_BODY) == 1 &&
+			brq_sock_send_all(fds[i], body, sizeof(body)) == 1;
 	}
 	/* The gateway reads what it admits at once; sample its RSS for a while. */
 	long peak = base;

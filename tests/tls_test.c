@@ -9,10 +9,7 @@
  * TLS; a SIGHUP checks replaced certificates and asks for a restart.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -20,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +26,7 @@
 #include <brooq/brooq.h>
 
 #include "gw.h"
+#include "rawhttp.h"
 #include "testdb.h"
 #include "tutil.h"
 
@@ -326,46 +323,21 @@ Test(tls, a_plain_tcp_client_to_the_tls_port_fails_cleanly, .init = setup, .fini
  * send blocked in the TLS handshake). */
 #define SILENT_BOUND_MS 30000
 
-/* Whether the gateway closed fd by `until` (brq_t_now_ms), dropping what it sends. */
-static bool
-closed_by(int fd, double until)
-{
-	char buf[4096];
-	for (;;) {
-		double        left = until - brq_t_now_ms();
-		struct pollfd p    = {.fd = fd, .events = POLLIN};
-		int           r    = poll(&p, 1, left > 0 ? (int) left + 1 : 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r == 0 && left <= 0)
-			return false;
-		if (r <= 0)
-			continue;
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			return true;
-	}
-}
-
 Test(tls, peers_that_never_begin_a_handshake_are_closed, .init = setup, .fini = teardown)
 {
 	const char *extra[] = {"BROOQ_HANDSHAKE_TIMEOUT=1s", NULL};
 	start_gw("server", extra);
-	unsigned           port = 0;
-	struct sockaddr_in sa   = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	cr_assert_eq(sscanf(url, "tls+tcp://127.0.0.1:%u", &port), 1);
-	sa.sin_port = htons((uint16_t) port);
-	int fds[SILENT_PEERS];
+	/* The same port without TLS: connections that send nothing at all. */
+	const char *tcp = url + strlen("tls+");
+	int         fds[SILENT_PEERS];
 	for (int i = 0; i < SILENT_PEERS; i++) {
-		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		cr_assert_geq(fds[i], 0);
-		cr_assert_eq(connect(fds[i], (struct sockaddr *) &sa, sizeof(sa)), 0, "connect: %s",
-			     strerror(errno));
+		fds[i] = brq_sock_dial(tcp, 0);
+		cr_assert_geq(fds[i], 0, "connect to %s: %s", tcp, strerror(errno));
 	}
 	double until  = brq_t_now_ms() + SILENT_BOUND_MS;
 	int    closed = 0;
 	for (int i = 0; i < SILENT_PEERS; i++) {
-		closed += closed_by(fds[i], until);
+		closed += brq_sock_closed_by(fds[i], until);
 		close(fds[i]);
 	}
 	fprintf(stderr, "tls_test: %d of %d peers that never began a handshake closed\n", closed,
@@ -472,20 +444,11 @@ Test(tls, a_client_certificate_revoked_by_the_cas_crl_is_refused, .init = setup,
 static int
 healthz(unsigned port)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port)};
-	sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
 	char buf[512];
-	int  status = 0, fd = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert(fd >= 0);
-	const char req[] = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0 &&
-	    write(fd, req, sizeof(req) - 1) == (ssize_t) sizeof(req) - 1) {
-		ssize_t n          = read(fd, buf, sizeof(buf) - 1);
-		buf[n > 0 ? n : 0] = '\0';
-		if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
-			status = 0;
-	}
-	close(fd);
+	int  status = 0;
+	if (brq_http_get((uint16_t) port, "/healthz", buf, sizeof(buf), 5000) <= 0 ||
+	    sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+		status = 0;
 	return status;
 }
 

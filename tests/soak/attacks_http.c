@@ -4,19 +4,14 @@
  * nothing; failed sign-ins. Raw sockets, bounded loops, counts only (the report says what
  * happened; docs/security.md "HTTP limits" says what should). */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
-#include <criterion/criterion.h>
-
+#include "rawhttp.h"
 #include "soak.h"
 #include "tutil.h"
 
@@ -25,42 +20,12 @@
 #define BODY_SEND     2900000
 #define CHUNK         65536
 
-/* A connection to the HTTP endpoint; sends time out after 1 s. -1 on failure. */
+/* A connection to the HTTP endpoint; sends and receives time out after 1 s. -1 on
+ * failure. */
 static int
 dial(void)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(soak.http_port)};
-	struct timeval     tv = {.tv_sec = 1};
-	sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
-	int fd                = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Sends all of p: 1 sent, 0 timed out (not read), -1 the connection is gone. */
-static int
-send_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t) w;
-	}
-	return 1;
+	return brq_sock_dial_port(soak.http_port, 1000);
 }
 
 /* The status of the reply waiting on fd, if one comes within timeout_ms (0: none, -1:
@@ -101,11 +66,11 @@ hold_body(soak_attack *a, int fd, const char *junk)
 			   "POST /console/api/enqueue HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n%sContent-Type: "
 			    "application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n",
 			   soak.http_port, a->kind == 1 ? soak.session : "", BODY_ANNOUNCE);
-	int  rv = send_all(fd, head, (size_t) hl);
+	int  rv = brq_sock_send_all(fd, head, (size_t) hl);
 	if (rv == 1)
 		atomic_fetch_add(&a->t.sent, 1);
 	for (size_t sent = 0; rv == 1 && sent < BODY_SEND && soak_running(); sent += CHUNK)
-		rv = send_all(fd, junk, CHUNK);
+		rv = brq_sock_send_all(fd, junk, CHUNK);
 	int st = reply_status(fd, rv == 1 ? 100 : 1000);
 	count_status(a, st);
 	return rv < 0 || st != 0 || soak_await_close(fd);
@@ -127,7 +92,7 @@ guess(soak_attack *a)
 			 "POST /console/api/login HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n"
 			 "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %zu\r\n\r\n%s",
 			 soak.http_port, sizeof(body) - 1, body);
-	if (send_all(fd, req, (size_t) n) == 1) {
+	if (brq_sock_send_all(fd, req, (size_t) n) == 1) {
 		atomic_fetch_add(&a->t.sent, 1);
 		int st = reply_status(fd, 5000);
 		if (st == 401)
@@ -166,84 +131,27 @@ soak_http(void *arg)
 	return NULL;
 }
 
-/* The value of "key":"..." in a JSON body, into out. */
-static void
-json_field(const char *body, const char *key, char *out, size_t cap)
-{
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	const char *p = strstr(body, pat);
-	cr_assert_not_null(p, "%s not in %s", key, body);
-	p += strlen(pat);
-	size_t l = strcspn(p, "\"");
-	cr_assert_lt(l, cap);
-	memcpy(out, p, l);
-	out[l] = '\0';
-}
-
 void
 soak_http_sign_in(void)
 {
-	char buf[8192], req[512], sid[64], csrf[64];
-	int  fd = dial();
-	cr_assert_geq(fd, 0, "the HTTP endpoint does not answer");
-	int n = snprintf(req, sizeof(req),
-			 "POST /console/api/login HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n"
-			 "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %zu\r\n\r\n"
-			 "token=%s",
-			 soak.http_port, strlen("token=") + 64, soak.gw.admin_token);
-	cr_assert_eq(send_all(fd, req, (size_t) n), 1);
-	struct timeval tv = {.tv_sec = 10};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	size_t got = 0;
-	for (ssize_t r; got < sizeof(buf) - 1 && (r = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0;)
-		got += (size_t) r;
-	close(fd);
-	buf[got]        = '\0';
-	const char *set = strstr(buf, "Set-Cookie: brooq_session=");
-	cr_assert_not_null(set, "sign-in refused: %s", buf);
-	sscanf(set, "Set-Cookie: brooq_session=%63[^;]", sid);
-	json_field(buf, "csrf", csrf, sizeof(csrf));
-	snprintf(soak.session, sizeof(soak.session), "Cookie: brooq_session=%s\r\nX-CSRF-Token: %s\r\n", sid,
-		 csrf);
-}
-
-/* One GET on a connection of its own, with 5 s to answer: the reply (up to cap - 1
- * bytes, NUL-terminated) into buf; its length, or -1 when there was none. */
-static long
-get(const char *path, char *buf, size_t cap)
-{
-	char req[256];
-	int  fd = dial();
-	if (fd < 0)
-		return -1;
-	struct timeval tv = {.tv_sec = 5};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	int    n   = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
-	size_t got = 0;
-	if (send_all(fd, req, (size_t) n) == 1)
-		for (ssize_t r; got < cap - 1 && (r = recv(fd, buf + got, cap - 1 - got, 0)) > 0;)
-			got += (size_t) r;
-	close(fd);
-	buf[got] = '\0';
-	return got > 0 ? (long) got : -1;
+	char cookie[128], csrf[128];
+	brq_http_sign_in(soak.http_port, soak.gw.admin_token, cookie, csrf, NULL);
+	snprintf(soak.session, sizeof(soak.session), "%s%s", cookie, csrf);
 }
 
 long long
 soak_metric(const char *sample)
 {
 	static char buf[1 << 18];
-	char        key[256];
-	if (get("/metrics", buf, sizeof(buf)) < 0)
+	if (brq_http_get(soak.http_port, "/metrics", buf, sizeof(buf), 5000) <= 0)
 		return -1;
-	snprintf(key, sizeof(key), "\n%s ", sample);
-	const char *p = strstr(buf, key);
-	return p != NULL ? strtoll(p + strlen(key), NULL, 10) : -1;
+	return brq_http_sample(buf, sample);
 }
 
 bool
 soak_http_answers(void)
 {
 	char buf[4096];
-	return get("/healthz", buf, sizeof(buf)) > 12 && strncmp(buf + 9, "200", 3) == 0;
+	return brq_http_get(soak.http_port, "/healthz", buf, sizeof(buf), 5000) > 12 &&
+		strncmp(buf + 9, "200", 3) == 0;
 }

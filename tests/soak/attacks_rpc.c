@@ -1,24 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* The soak's attacks on the RPC endpoint: raw connections speaking SP over the ipc
- * socket by hand (as any local process could), and libbrooq-client for the enqueues of
+/* The soak's attacks on the RPC endpoint: raw connections speaking SP by hand
+ * (tests/support/sp.h, as any local process could), and libbrooq-client for the enqueues of
  * huge JSON numbers. Each loop ends with the attack (soak_running) and is bounded in
  * connections; it counts what the gateway did to it and never asserts: the report says
  * what happened. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <brooq/brooq.h>
 
 #include "proto.h"
 #include "soak.h"
+#include "sp.h"
 #include "tutil.h"
 
 #define MAX_CONNS      100000 /* per thread: a bound on the reconnect loops */
@@ -45,96 +41,6 @@ soak_await_close(int fd)
 	return false;
 }
 
-/* Connects to the gateway's ipc socket and completes the SP handshake as a REQ peer;
- * sends and receives time out after timeout_ms. -1 on any failure. */
-static int
-sp_connect(int timeout_ms)
-{
-	static const unsigned char sp_req[8] = {0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00};
-	struct sockaddr_un         a         = {.sun_family = AF_UNIX};
-	unsigned char              peer[8];
-	struct timeval             tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-	const char                *path = soak.gw.url + strlen("ipc://");
-	if (strlen(path) >= sizeof(a.sun_path))
-		return -1;
-	memcpy(a.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *) &a, sizeof(a)) != 0 || write(fd, sp_req, 8) != 8 ||
-	    recv(fd, peer, 8, MSG_WAITALL) != 8) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* One request as its SP frame (malloc'd, *len bytes): type 1, 64-bit length, REQ's
- * request id with the high bit set, then the encoded request. NULL on failure. */
-static unsigned char *
-frame(const brq_request *req, uint32_t id, size_t *len)
-{
-	brq_buf body;
-	brq_buf_init(&body, 0);
-	unsigned char *f = NULL;
-	if (brq_request_encode(&body, req) != 0)
-		goto out;
-	uint64_t n = 4 + body.len;
-	if ((f = malloc(9 + n)) == NULL)
-		goto out;
-	f[0] = 1;
-	for (int i = 0; i < 8; i++)
-		f[1 + i] = (unsigned char) (n >> (56 - 8 * i));
-	f[9] = (unsigned char) (0x80 | id >> 24), f[10] = (unsigned char) (id >> 16);
-	f[11] = (unsigned char) (id >> 8), f[12] = (unsigned char) id;
-	memcpy(f + 13, body.data, body.len);
-	*len = 9 + n;
-out:
-	brq_buf_fini(&body);
-	return f;
-}
-
-/* Sends all of p: 1 when sent, 0 when the send timed out (the gateway is not reading),
- * -1 when the connection is gone. */
-static int
-send_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t) w;
-	}
-	return 1;
-}
-
-/* Reads one reply frame's body (after REQ's 4-byte id) into buf (capacity cap).
- * False at the end of the connection, on a timeout or a reply too big for buf. */
-static bool
-recv_reply(int fd, unsigned char *buf, size_t cap, size_t *len)
-{
-	unsigned char h[9], id[4];
-	if (recv(fd, h, sizeof(h), MSG_WAITALL) != (ssize_t) sizeof(h))
-		return false;
-	uint64_t n = 0;
-	for (int i = 1; i < 9; i++)
-		n = n << 8 | h[i];
-	if (n < 4 || n - 4 > cap || recv(fd, id, 4, MSG_WAITALL) != 4)
-		return false;
-	if (n > 4 && recv(fd, buf, n - 4, MSG_WAITALL) != (ssize_t) (n - 4))
-		return false;
-	*len = n - 4;
-	return true;
-}
-
 /* The connection ended: by the gateway (closed) or by the attack's end (open_end). */
 static void
 conn_ended(soak_attack *a, int fd, bool by_gateway)
@@ -148,13 +54,13 @@ conn_ended(soak_attack *a, int fd, bool by_gateway)
 void *
 soak_never_reads(void *arg)
 {
-	soak_attack   *a     = arg;
-	const char    *token = a->kind == 0 ? WRONG_TOKEN : soak.evil_token;
-	brq_request    req   = {.op = BRQ_OP_PING, .rid = 1, .token = {token, strlen(token)}};
-	size_t         len;
-	unsigned char *f = frame(&req, 1, &len);
-	for (int c = 0; f != NULL && c < MAX_CONNS && soak_running(); c++) {
-		int fd = sp_connect(200);
+	soak_attack *a     = arg;
+	const char  *token = a->kind == 0 ? WRONG_TOKEN : soak.evil_token;
+	brq_request  req   = {.op = BRQ_OP_PING, .rid = 1, .token = {token, strlen(token)}};
+	size_t       len;
+	void        *msg = brq_sp_request(&req, 0, &len);
+	for (int c = 0; msg != NULL && c < MAX_CONNS && soak_running(); c++) {
+		int fd = brq_sp_connect(soak.gw.url, 200);
 		if (fd < 0) {
 			atomic_fetch_add(&a->t.other, 1);
 			brq_t_sleep_ms(50);
@@ -163,13 +69,13 @@ soak_never_reads(void *arg)
 		atomic_fetch_add(&a->t.conns, 1);
 		int rv = 1;
 		for (int i = 0; i < PIPELINE && rv == 1 && soak_running(); i++)
-			if ((rv = send_all(fd, f, len)) == 1)
+			if ((rv = brq_sp_send(fd, 1, msg, len)) == 1)
 				atomic_fetch_add(&a->t.sent, 1);
 		/* Blocked (0) or all sent: the gateway must close it; gone (-1): it did. */
 		conn_ended(a, fd, rv < 0 || soak_await_close(fd));
 		brq_t_sleep_ms(20);
 	}
-	free(f);
+	free(msg);
 	return NULL;
 }
 
@@ -191,17 +97,13 @@ stats_conn(soak_attack *a, int fd, unsigned char *rep, size_t cap)
 		while (soak_running() && in_air < READS_IN_AIR) {
 			brq_request req = {.op = BRQ_OP_STATS, .rid = ++id};
 			req.token       = (brq_str) {soak.evil_token, strlen(soak.evil_token)};
-			size_t         n;
-			unsigned char *f  = frame(&req, id, &n);
-			int            rv = f != NULL ? send_all(fd, f, n) : -1;
-			free(f);
-			if (rv != 1)
+			if (brq_sp_send_request(fd, id, &req) != 1)
 				break;
 			atomic_fetch_add(&a->t.sent, 1);
 			in_air++;
 		}
 		size_t len;
-		if (!recv_reply(fd, rep, cap, &len)) {
+		if (brq_sp_recv_reply(fd, rep, cap, &len) != 1) {
 			gone = true;
 			break;
 		}
@@ -227,7 +129,7 @@ soak_stats_reader(void *arg)
 	size_t         cap = 1 << 20;
 	unsigned char *rep = malloc(cap);
 	for (int c = 0; rep != NULL && c < MAX_CONNS && soak_running(); c++) {
-		int fd = sp_connect(5000);
+		int fd = brq_sp_connect(soak.gw.url, 5000);
 		if (fd < 0) {
 			atomic_fetch_add(&a->t.other, 1);
 			brq_t_sleep_ms(50);
@@ -245,21 +147,16 @@ soak_stats_reader(void *arg)
 void *
 soak_stalled_body(void *arg)
 {
-	soak_attack  *a = arg;
-	unsigned char h[9];
-	uint64_t      n = BIG_BYTES;
-	h[0]            = 1;
-	for (int i = 0; i < 8; i++)
-		h[1 + i] = (unsigned char) (n >> (56 - 8 * i));
+	soak_attack *a = arg;
 	for (int c = 0; c < MAX_CONNS && soak_running(); c++) {
-		int fd = sp_connect(1000);
+		int fd = brq_sp_connect(soak.gw.url, 1000);
 		if (fd < 0) {
 			atomic_fetch_add(&a->t.other, 1);
 			brq_t_sleep_ms(STALL_PAUSE_MS);
 			continue;
 		}
 		atomic_fetch_add(&a->t.conns, 1);
-		int rv = send_all(fd, h, sizeof(h));
+		int rv = brq_sp_send_head(fd, 1, BIG_BYTES);
 		if (rv == 1)
 			atomic_fetch_add(&a->t.sent, 1);
 		conn_ended(a, fd, rv < 0 || soak_await_close(fd));
@@ -270,46 +167,24 @@ soak_stalled_body(void *arg)
 
 /* ---- 4. big requests with a wrong token (memory_test's flood) ------------------------ */
 
-static unsigned char *flood_frame;
-static size_t         flood_len;
+static void  *flood_msg;
+static size_t flood_len;
 
 void
 soak_flood_init(void)
 {
 	/* A ping with a wrong token and a big unknown key: the gateway must read all of it
 	 * before it can tell the token is wrong. */
-	static const unsigned char head[] = {0x85, 0xa1, 'v', 0x01, 0xa2, 'o',  'p', 0xa4, 'p',
-					     'i',  'n',  'g', 0xa3, 'r',  'i',  'd', 0x01, 0xa5,
-					     't',  'o',  'k', 'e',  'n',  0xd9, 64};
-	size_t                     body   = BIG_BYTES;
-	size_t                     pad    = body - sizeof(head) - 64 - 4 - 5;
-	flood_len                         = 13 + body;
-	unsigned char *p = flood_frame = malloc(flood_len);
-	if (p == NULL)
-		return;
-	uint64_t n = 4 + body;
-	*p++       = 1;
-	for (int i = 0; i < 8; i++)
-		*p++ = (unsigned char) (n >> (56 - 8 * i));
-	memcpy(p, "\x80\x00\x00\x01", 4);
-	p += 4;
-	memcpy(p, head, sizeof(head));
-	p += sizeof(head);
-	memset(p, 'f', 64); /* not a token the gateway knows */
-	p += 64;
-	memcpy(p, "\xa3pad", 4);
-	p += 4;
-	*p++ = 0xc6; /* bin 32 */
-	for (int i = 3; i >= 0; i--)
-		*p++ = (unsigned char) (pad >> (8 * i));
-	memset(p, 'x', pad);
+	static const char wrong[] = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+	brq_request       req     = {.op = BRQ_OP_PING, .rid = 1, .token = {wrong, sizeof(wrong) - 1}};
+	flood_msg                 = brq_sp_request(&req, BIG_BYTES, &flood_len);
 }
 
 void
 soak_flood_fini(void)
 {
-	free(flood_frame);
-	flood_frame = NULL;
+	free(flood_msg);
+	flood_msg = NULL;
 }
 
 /* Sends the big ping and reads its answer until the attack or the connection ends;
@@ -319,10 +194,10 @@ flood_conn(soak_attack *a, int fd, unsigned char *rep, size_t cap)
 {
 	while (soak_running()) {
 		size_t len;
-		if (send_all(fd, flood_frame, flood_len) != 1)
+		if (brq_sp_send(fd, 1, flood_msg, flood_len) != 1)
 			return soak_running();
 		atomic_fetch_add(&a->t.sent, 1);
-		if (!recv_reply(fd, rep, cap, &len))
+		if (brq_sp_recv_reply(fd, rep, cap, &len) != 1)
 			return soak_running();
 		atomic_fetch_add(&a->t.refused, 1); /* unauthenticated, or too large */
 	}
@@ -335,8 +210,8 @@ soak_big_flood(void *arg)
 	soak_attack   *a   = arg;
 	size_t         cap = 1 << 16;
 	unsigned char *rep = malloc(cap);
-	for (int c = 0; rep != NULL && flood_frame != NULL && c < MAX_CONNS && soak_running(); c++) {
-		int fd = sp_connect(2000);
+	for (int c = 0; rep != NULL && flood_msg != NULL && c < MAX_CONNS && soak_running(); c++) {
+		int fd = brq_sp_connect(soak.gw.url, 2000);
 		if (fd < 0) {
 			atomic_fetch_add(&a->t.other, 1);
 			brq_t_sleep_ms(5);

@@ -3,15 +3,12 @@
 #define _GNU_SOURCE
 #include "gw.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +19,7 @@
 #include <nng/supplemental/tls/tls.h>
 #include <sodium.h>
 
+#include "rawhttp.h"
 #include "testdb.h"
 #include "tutil.h"
 
@@ -126,30 +124,46 @@ brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env)
 	brq_gw_start_args(gw, dsn, extra_env, NULL);
 }
 
-uint16_t
-brq_gw_start_http(brq_gw *gw, char *dsn, const char *const *extra_env)
+/* brq_gw_start with `first` ("KEY=VALUE") added before extra_env. */
+static void
+start_with(brq_gw *gw, char *dsn, const char *first, const char *const *extra_env)
 {
-	char        listen[64];
 	const char *env[32];
-	int         n    = 0;
-	uint16_t    port = brq_t_free_port();
-	snprintf(listen, sizeof(listen), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", port);
-	env[n++] = listen;
+	int         n = 0;
+	env[n++]      = first;
 	for (int k = 0; extra_env != NULL && extra_env[k] != NULL && n < 31; k++)
 		env[n++] = extra_env[k];
 	env[n] = NULL;
 	brq_gw_start(gw, dsn, env); // the strings are read before it returns
+}
+
+void
+brq_gw_start_on(brq_gw *gw, char *dsn, const char *const *extra_env, bool tcp)
+{
+	char listen[64];
+	if (!tcp) {
+		brq_gw_start(gw, dsn, extra_env);
+		return;
+	}
+	snprintf(listen, sizeof(listen), "BROOQ_LISTEN=tcp://127.0.0.1:%u", brq_t_free_port());
+	start_with(gw, dsn, listen, extra_env);
+}
+
+uint16_t
+brq_gw_start_http(brq_gw *gw, char *dsn, const char *const *extra_env)
+{
+	char     listen[64];
+	uint16_t port = brq_t_free_port();
+	snprintf(listen, sizeof(listen), "BROOQ_HTTP_LISTEN=127.0.0.1:%u", port);
+	start_with(gw, dsn, listen, extra_env);
 	// The RPC listener answers before the HTTP endpoint is up (main.c starts the server
 	// first): wait for the endpoint too, so a test's first scrape finds it.
 	for (int i = 0; i < 3000; i++) {
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-		int                fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		sa.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
-		bool up               = fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
-		if (fd >= 0)
+		int fd = brq_sock_dial_port(port, 1000);
+		if (fd >= 0) {
 			close(fd);
-		if (up)
 			return port;
+		}
 		usleep(10 * 1000);
 	}
 	cr_assert_fail("the gateway's HTTP endpoint on 127.0.0.1:%u never accepted; see %s", port, gw->log);
@@ -351,22 +365,10 @@ brq_gw_send_open(const brq_gw *gw, brq_request *req)
 long long
 brq_gw_metric(uint16_t http_port, const char *sample)
 {
-	static char        buf[1 << 18];
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(http_port)};
-	int                fd = socket(AF_INET, SOCK_STREAM, 0);
-	size_t             n  = 0;
-	char               key[256];
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
-	cr_assert_eq(write(fd, req, sizeof(req) - 1), (ssize_t) sizeof(req) - 1);
-	for (ssize_t r; n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0;)
-		n += (size_t) r;
-	close(fd);
-	buf[n] = '\0';
-	snprintf(key, sizeof(key), "\n%s ", sample);
-	const char *p = strstr(buf, key);
-	return p != NULL ? strtoll(p + strlen(key), NULL, 10) : -1;
+	static char buf[1 << 18];
+	cr_assert_geq(brq_http_get(http_port, "/metrics", buf, sizeof(buf), 30000), 0,
+		      "the HTTP endpoint on 127.0.0.1:%u does not take connections", http_port);
+	return brq_http_sample(buf, sample);
 }
 
 int

@@ -37,6 +37,10 @@ typedef struct brq_gw {
  */
 void brq_gw_start(brq_gw *gw, char *dsn, const char *const *extra_env);
 
+/* brq_gw_start, listening on tcp://127.0.0.1 at a free port instead of ipc:// when tcp
+ * (gw->url says where): for the cases a test runs on both transports. */
+void brq_gw_start_on(brq_gw *gw, char *dsn, const char *const *extra_env, bool tcp);
+
 /* brq_gw_start with /metrics (BROOQ_HTTP_LISTEN) on a free loopback port, returned. */
 uint16_t brq_gw_start_http(brq_gw *gw, char *dsn, const char *const *extra_env);
 
