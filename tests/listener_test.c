@@ -129,8 +129,6 @@ flood_then_ping(const char *listen_env)
 	brq_testdb_drop(dsn);
 }
 
-/* A loopback TCP port nobody listens on right now. */
-
 Test(listener, survives_raw_connect_close_on_ipc, .timeout = 120)
 {
 	flood_then_ping(NULL);
