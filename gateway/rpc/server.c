@@ -203,6 +203,50 @@ admitted(brq_server *s, brq_work *w, bool is_read, bool is_long_poll)
 	return false;
 }
 
+// Answers watch w now, or parks it until there is something to say or its wait is over
+// (watch.h). On an NNG thread: no database is involved.
+static void
+watch_answer(brq_server *s, brq_work *w, bool final)
+{
+	brq_watch_rep rep;
+	uint64_t      now = brq_now_ms();
+	final             = final || now >= w->deadline_ms;
+	if (!brq_watches_answer(&s->watches, w, final, final ? 0 : w->deadline_ms - now, &rep))
+		return; // parked: its callback comes back here
+	brq_reply r = {.op = BRQ_OP_WATCH, .rid = w->req.rid, .code = BRQ_ST_OK, .watch = rep};
+	w->code     = BRQ_ST_OK;
+	if (brq_reply_encode(&w->out, &r) != 0) {
+		reply_error(s, w, BRQ_ST_INTERNAL, "watch: the reply could not be encoded");
+		return;
+	}
+	reply(s, w);
+}
+
+// A watch arrived (decoded, authenticated): it takes its shares (quota.h) and is
+// answered or parked.
+static void
+watch_start(brq_server *s, brq_work *w)
+{
+	const char *why = NULL;
+	if (!admitted(s, w, false, true))
+		return;
+	if (brq_quota_admit_watch(&s->quota, &w->quota, &why) != BRQ_QUOTA_OK) {
+		brq_metrics_quota_refused();
+		reply_error(s, w, BRQ_ST_RESOURCE_EXHAUSTED, "watch: %s", why);
+		return;
+	}
+	if (brq_watches_begin(&s->watches, w) != 0) {
+		reply_error(s, w, BRQ_ST_INTERNAL, "watch: out of memory");
+		return;
+	}
+	uint64_t wait  = w->req.watch.has_wait_ms ? w->req.watch.wait_ms : 0;
+	w->deadline_ms = brq_now_ms() + wait;
+	// The answer comes while its caller still waits for it.
+	if (w->caller_deadline_ms != 0 && w->caller_deadline_ms < w->deadline_ms)
+		w->deadline_ms = w->caller_deadline_ms;
+	watch_answer(s, w, wait == 0);
+}
+
 // A request arrived: decode, authenticate, validate, then answer at once (ping,
 // errors) or hand it to the pool. Runs on an NNG thread: nothing here blocks.
 static void
@@ -261,6 +305,10 @@ handle_request(brq_server *s, brq_work *w)
 	if (w->req.op == BRQ_OP_PING) {
 		brq_ops_ping(w);
 		reply(s, w);
+		return;
+	}
+	if (w->req.op == BRQ_OP_WATCH) {
+		watch_start(s, w);
 		return;
 	}
 	// Operator reads take the pool's capped lane: the hot path always finds a thread.
@@ -384,6 +432,16 @@ brq_server_work_cb(void *arg)
 		return;
 
 	case BRQ_W_PARK:
+		if (w->req.op == BRQ_OP_WATCH) {
+			// Woken by a cancel of its topics, the listener or the stop, or its wait
+			// is over: it answers with what there is now.
+			brq_watches_unpark(&s->watches, w);
+			if (atomic_load(&w->orphaned))
+				drop(s, w);
+			else
+				watch_answer(s, w, true);
+			return;
+		}
 		// Woken (NNG_ECANCELED), timer fired (0), or cut short (NNG_ETIMEDOUT).
 		if (atomic_load(&w->steal) != BRQ_STEAL_NONE && !taken_ready(s, w))
 			return; // taken by an enqueue: its taker hands it back
@@ -560,6 +618,7 @@ brq_server_pipe_removed(nng_pipe p, nng_pipe_ev ev, void *arg)
 	brq_server *s = arg;
 	(void) ev;
 	brq_waiters_pipe_gone(&s->waiters, (uint32_t) nng_pipe_id(p));
+	brq_watches_pipe_gone(&s->watches, (uint32_t) nng_pipe_id(p));
 }
 
 void
@@ -567,4 +626,20 @@ brq_server_wake_topic(void *arg, const char *topic, size_t topic_len)
 {
 	brq_server *s = arg;
 	brq_waiters_wake(&s->waiters, topic, topic_len, UINT32_MAX);
+}
+
+void
+brq_server_cancels_heard(void *arg, const uint64_t *ids, const brq_str *topics, size_t n)
+{
+	brq_server *s = arg;
+	brq_metrics_cancels_heard(n);
+	brq_watches_heard(&s->watches, ids, topics, n);
+}
+
+void
+brq_server_cancels_live(void *arg, bool live)
+{
+	brq_server *s = arg;
+	brq_metrics_listener_up_set(live);
+	brq_watches_live(&s->watches, live);
 }

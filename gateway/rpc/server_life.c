@@ -70,10 +70,11 @@ work_free(brq_server *s)
 static int
 work_alloc(brq_server *s)
 {
-	const brq_config *cfg = s->cfg;
-	s->n_work             = (int) cfg->max_waiters + (int) cfg->pool_size * SPARE_WORK_PER_CONN;
-	if (s->n_work < (int) cfg->max_waiters + SPARE_WORK_MIN)
-		s->n_work = (int) cfg->max_waiters + SPARE_WORK_MIN;
+	const brq_config *cfg    = s->cfg;
+	int               parked = (int) cfg->max_waiters + (int) cfg->max_watches;
+	s->n_work                = parked + (int) cfg->pool_size * SPARE_WORK_PER_CONN;
+	if (s->n_work < parked + SPARE_WORK_MIN)
+		s->n_work = parked + SPARE_WORK_MIN;
 	s->work = calloc((size_t) s->n_work, sizeof(*s->work));
 	if (s->work == NULL)
 		return BRQ_ENOMEM;
@@ -116,7 +117,8 @@ work_stop_free(brq_server *s)
 static int
 quota_init(brq_server *s)
 {
-	uint32_t       items   = (uint32_t) s->n_work - s->cfg->max_waiters;
+	uint32_t       items   = (uint32_t) s->n_work - s->cfg->max_waiters - s->cfg->max_watches;
+	uint32_t       watches = s->cfg->max_watches;
 	uint32_t       lane    = s->cfg->pool_size / 4 > 0 ? s->cfg->pool_size / 4 : 1;
 	uint32_t       reads   = items / 4 > 4 * lane ? items / 4 : 4 * lane;
 	uint32_t       reserve = items / 8 > 8 ? items / 8 : 8;
@@ -126,6 +128,9 @@ quota_init(brq_server *s)
 		      .token_max = s->cfg->token_max_requests > 0 ? s->cfg->token_max_requests : items - reserve,
 		      .token_max_reads = reads * 3 / 4,
 		      .reads_max       = reads,
+		      .watch_conn_max  = BRQ_WATCH_CONN_MAX,
+		      .watch_token_max = watches - watches / 8 > 0 ? watches - watches / 8 : 1,
+		      .watches_max     = watches,
         };
 	return brq_quota_init(&s->quota, &o);
 }
@@ -142,6 +147,8 @@ brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, con
 	s->lim.max_payload = (uint32_t) cfg->max_payload_bytes;
 	s->lim.max_request = (uint32_t) cfg->max_request_bytes;
 	s->lim.max_wait_ms = (uint32_t) cfg->max_wait_ms;
+	if (brq_watches_init(&s->watches) != 0)
+		return BRQ_ENOMEM;
 	brq_waiters_init(&s->waiters);
 	brq_figures_init(&s->figures);
 	s->ops = (brq_ops) {
@@ -149,6 +156,7 @@ brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, con
 
 	if ((rv = nng_rep0_open(&s->sock)) != 0) {
 		BRQ_LOG_ERROR("socket_failed", "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
+		brq_watches_fini(&s->watches);
 		brq_waiters_fini(&s->waiters);
 		brq_figures_fini(&s->figures);
 		return BRQ_EIO;
@@ -189,6 +197,7 @@ brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, con
 fail:
 	nng_close(s->sock);
 	work_stop_free(s);
+	brq_watches_fini(&s->watches);
 	brq_waiters_fini(&s->waiters);
 	brq_figures_fini(&s->figures);
 	brq_quota_fini(&s->quota);
@@ -201,8 +210,10 @@ brq_server_stop(brq_server *s)
 	// 1. Refuse new work: requests that arrive now are answered `unavailable`.
 	atomic_store(&s->stopping, true);
 
-	// 2. Answer parked long-polls (their claim runs once more and replies).
+	// 2. Answer parked long-polls (their claim runs once more and replies) and watches
+	// (with what they have; none parks from now on).
 	brq_waiters_wake_all(&s->waiters);
+	brq_watches_stop(&s->watches);
 
 	// 3. Let in-flight requests finish, within the grace period.
 	uint64_t until = brq_now_ms() + s->cfg->shutdown_grace_ms;
@@ -224,6 +235,7 @@ brq_server_stop(brq_server *s)
 
 	// 6. Stop every aio before freeing any, then free.
 	work_stop_free(s);
+	brq_watches_fini(&s->watches);
 	brq_waiters_fini(&s->waiters);
 	brq_figures_fini(&s->figures);
 	brq_quota_fini(&s->quota);
