@@ -332,15 +332,8 @@ Test(watch, a_connection_holds_at_most_sixteen_and_the_gateway_max_watches)
 {
 	nng_socket s = conn_open(&gw);
 	pending    p[17];
-	for (int i = 0; i < 16; i++)
-		watch_begin(&p[i], s, &gw, "t.q", "", 0 + 30000);
-	/* Without a cursor each is answered at once (resync): held ones need a cursor. */
-	char c[BRQ_CURSOR_MAX + 1];
-	for (int i = 0; i < 16; i++) {
-		cr_assert_eq(watch_end(&p[i]), BRQ_ST_OK);
-		strcpy(c, p[i].next);
-		pending_fini(&p[i]);
-	}
+	char       c[BRQ_CURSOR_MAX + 1];
+	fresh_cursor(s, &gw, "t.q", c); /* without a cursor a watch is answered at once */
 	for (int i = 0; i < 16; i++)
 		watch_begin(&p[i], s, &gw, "t.q", c, 30000);
 	cr_assert(wait_metric("brooq_watches", 16, 5000));

@@ -21,8 +21,10 @@ struct brq_cancel_listener {
 	brq_bgthread             bg;
 
 	// Owned by the thread.
-	bool     is_live;
-	uint64_t connects; // brq_store_connects when it last went live
+	bool is_live;
+	bool is_deaf; // the last echo did not come back
+
+	uint64_t connects; // brq_store_connects of the connection it listens on
 	size_t   n;        // cancels in the batch
 	uint64_t ids[BATCH_MAX];
 	brq_str  topics[BATCH_MAX];
@@ -58,8 +60,28 @@ set_live(brq_cancel_listener *l, bool live)
 	BRQ_LOG_INFO(live ? "cancel_listener_up" : "cancel_listener_down", "conn=%s", "listener");
 }
 
+// What this round's echo said (-1: none was sent).
+static void
+after_echo(brq_cancel_listener *l, int echo)
+{
+	if (echo == 1 && !l->is_live) {
+		l->is_deaf = false;
+		set_live(l, true);
+	} else if (echo == 0 && !l->is_deaf) {
+		l->is_deaf = true;
+		BRQ_LOG_WARN("cancel_listener_deaf", "hint=%s",
+			     BRQ_LOG_Q("LISTEN hears nothing on this connection (a pooler in transaction "
+				       "mode?): cancels reach running handlers at their heartbeats only"));
+		if (l->is_live)
+			set_live(l, false);
+	}
+}
+
 // One round (bgthread.h): connected, it listens until something is heard or the idle
-// time has passed (a round trip then), and hands over what came. Runs again at once.
+// time has passed, hands over what came, then proves with an echo that the connection
+// still hears (docs: store.h brq_store_listen). It says it listens only once a new
+// connection's echo came back: cancels announced before were not heard, and the RPC
+// side has its workers ask the database (a new epoch). Runs again at once.
 static uint64_t
 listener_round(void *arg)
 {
@@ -70,18 +92,26 @@ listener_round(void *arg)
 			set_live(l, false);
 		return brq_now_ms() + RETRY_MS;
 	}
-	// A new connection: it listens from its connect on, and what was announced before
-	// went unheard. Said before anything heard on it is handed on.
-	if (!l->is_live || brq_store_connects(c) != l->connects) {
+	if (brq_store_connects(c) != l->connects) {
 		l->connects = brq_store_connects(c);
-		set_live(l, true);
+		l->is_deaf  = false;
+		if (l->is_live)
+			set_live(l, false); // its epoch ended with the old connection
 	}
-	int rv = brq_store_listen(c, l->o.idle_ms, heard, l);
+	// Not listening yet: the echo at once. Deaf: ask again after the idle time.
+	uint64_t wait = l->is_live || l->is_deaf ? l->o.idle_ms : 0;
+	int      echo;
+	int      rv = brq_store_listen(c, wait, !l->is_live, heard, l, &echo);
 	flush(l);
-	if (rv != 0 && !brq_bgthread_is_stopping(&l->bg)) {
-		BRQ_LOG_WARN("cancel_listener_lost", "error=%s", BRQ_LOG_Q(brq_store_errmsg(c)));
-		set_live(l, false);
+	if (rv != 0) {
+		if (!brq_bgthread_is_stopping(&l->bg)) {
+			BRQ_LOG_WARN("cancel_listener_lost", "error=%s", BRQ_LOG_Q(brq_store_errmsg(c)));
+			if (l->is_live)
+				set_live(l, false);
+		}
+		return brq_now_ms();
 	}
+	after_echo(l, echo);
 	return brq_now_ms();
 }
 

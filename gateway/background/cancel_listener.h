@@ -6,12 +6,14 @@
 // whichever gateway it went through and whichever its worker waits on.
 //
 // The connection (store role BRQ_STORE_LISTENER, application_name "brooq-listener")
-// LISTENs from its connect on. Each (re)connect is reported (on_live true) before any
-// cancel heard on it, each loss (on_live false) at once: cancels announced while no
-// connection listened are not heard, so the RPC side then has its workers ask the
-// database (rpc/watch.h, resync). With nothing heard for a while, a round trip proves
-// the connection is still there. It reconnects with the store's backoff (100 ms doubling
-// to 5 s) and never exits on its own.
+// LISTENs from its connect on. Each new connection is reported (on_live true) once an
+// echo proved it hears the channel (a NOTIFY of its own, store.h brq_store_listen), each
+// loss (on_live false) at once: cancels announced while no connection listened are not
+// heard, so the RPC side then has its workers ask the database (rpc/watch.h, resync).
+// With nothing heard for a while (idle_ms) an echo proves the connection still hears; a
+// connection that does not (a pooler in transaction mode) is reported lost and logged
+// (cancel_listener_deaf), and asked again every idle_ms. It reconnects with the store's
+// backoff (100 ms doubling to 5 s) and never exits on its own.
 #ifndef BRQ_GATEWAY_CANCEL_LISTENER_H
 #define BRQ_GATEWAY_CANCEL_LISTENER_H
 

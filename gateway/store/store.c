@@ -45,8 +45,9 @@ const char *const brq_store_pool_session = SESSION_POOL;
 	"SET statement_timeout = %llu; SET lock_timeout = %llu;" \
 	" SET default_transaction_read_only = on; SET max_parallel_workers_per_gather = 0"
 // The listener: LISTEN from every connect on (a reconnect listens anew, store_listen.c);
-// its one statement is a ping. It never writes; notifications need a session of its own,
-// which a pooler in transaction mode does not give (docs/operations.md).
+// its one statement is its echo (a NOTIFY, allowed read-only). Notifications need a
+// session of its own, which a pooler in transaction mode does not give: the echo tells
+// (docs/operations.md).
 #define SESSION_LISTENER                                                        \
 	"SET statement_timeout = '5s'; SET default_transaction_read_only = on;" \
 	" LISTEN " BRQ_STORE_CANCEL_CHANNEL

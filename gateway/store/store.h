@@ -305,11 +305,14 @@ typedef void brq_store_cancel_fn(void *arg, uint64_t id, const char *topic, size
 
 // listen: on a BRQ_STORE_LISTENER connection (which LISTENs from its connect on, see
 // brq_store_connects), waits up to wait_ms for announced cancels and hands each to fn, in
-// the order the server sent them. When none came, one round trip (SELECT 1) proves the
-// connection is alive, and hands over those that came with it. Returns 0 (also when
+// the order the server sent them. Then, when none came or `prove`, proves that the
+// connection hears the channel: an echo, a NOTIFY of its own that a listening session
+// hears within the round trip (*echo 1; 0 when it did not: the session does not listen,
+// e.g. behind a pooler in transaction mode; -1: not tried). Returns 0 (also when
 // stopping), or BRQ_EUNAVAIL when the connection was lost: what was announced since is
 // lost with it, and the next connection starts listening anew.
-BRQ_MUSTCHECK int brq_store_listen(brq_store_conn *c, uint64_t wait_ms, brq_store_cancel_fn *fn, void *arg);
+BRQ_MUSTCHECK int brq_store_listen(brq_store_conn *c, uint64_t wait_ms, bool prove, brq_store_cancel_fn *fn,
+				   void *arg, int *echo);
 // How many times c has connected: a new value means a new LISTEN, and announcements
 // between the two connections were not heard.
 uint64_t brq_store_connects(const brq_store_conn *c);
