@@ -44,15 +44,16 @@ struct args {
 
 // Everything main starts, in start order; stopped in reverse.
 struct services {
-	brq_selfprobe *probe;
-	brq_store     *store;
-	brq_server     srv;
-	brq_janitor    jan;
-	brq_sched      sched;
-	brq_monitor   *mon;
-	brq_http      *http;
-	brq_console   *console;           // on http; freed after it stops
-	bool           is_schema_refused; // start failed on the database's schema (logged)
+	brq_selfprobe       *probe;
+	brq_store           *store;
+	brq_server           srv;
+	brq_janitor          jan;
+	brq_sched            sched;
+	brq_monitor         *mon;
+	brq_cancel_listener *listener;
+	brq_http            *http;
+	brq_console         *console;           // on http; freed after it stops
+	bool                 is_schema_refused; // start failed on the database's schema (logged)
 };
 
 // The credentials' layout comes from the table the loader reads (config.h), so that
@@ -263,11 +264,17 @@ start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 				  .figures      = &sv->srv.figures};
 	if (brq_monitor_start(sv->store, &mopts, &sv->mon) != 0)
 		goto out_sched;
+	// Cancels of running jobs, whichever gateway made them, reach the watches of their
+	// workers through it (rpc/watch.h).
+	brq_cancel_listener_opts lopts = {
+		.on_cancels = brq_server_cancels_heard, .on_live = brq_server_cancels_live, .arg = &sv->srv};
+	if (brq_cancel_listener_start(sv->store, &lopts, &sv->listener) != 0)
+		goto out_monitor;
 	brq_http_check checks[] = {{brq_monitor_healthy, sv->mon, "database unavailable"},
 				   {brq_selfprobe_healthy, sv->probe, "rpc listener not answering"}};
 	if (brq_selfprobe_start(sv->probe) != 0 ||
 	    (cfg->http_enabled && brq_http_start_checks(cfg, checks, 2, &sv->http) != 0))
-		goto out_monitor;
+		goto out_listener;
 	brq_console_env cenv = {
 		.cfg = cfg, .auth = auth, .pool = &sv->srv.pool, .ops = &sv->srv.ops, .lim = &sv->srv.lim};
 	if (sv->http != NULL && cfg->console_enabled && brq_console_start(sv->http, &cenv, &sv->console) != 0)
@@ -281,9 +288,11 @@ start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 out_http:
 	brq_http_stop(sv->http);
 	sv->http = NULL;
-out_monitor:
+out_listener:
 	brq_selfprobe_free(sv->probe);
 	sv->probe = NULL;
+	brq_cancel_listener_stop(sv->listener);
+out_monitor:
 	brq_monitor_stop(sv->mon);
 out_sched:
 	brq_sched_stop(&sv->sched);
@@ -304,6 +313,7 @@ stop(struct services *sv)
 	brq_http_stop(sv->http);       // waits for the console's requests on the pool
 	brq_console_free(sv->console); // after the HTTP endpoint: its handler points at it
 	brq_selfprobe_free(sv->probe); // before the server stops: no failed probe while it drains
+	brq_cancel_listener_stop(sv->listener);
 	brq_monitor_stop(sv->mon);
 	brq_sched_stop(&sv->sched);
 	brq_janitor_stop(&sv->jan);

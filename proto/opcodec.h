@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The codec of a family of operations (internal to proto/): what jobs.c (list, retry,
-// delete), policy.c (pause, resume, topic_limits, topics) and schedule.c (schedule_add,
-// schedule_list, schedule_remove) each provide, and the generic codecs (encode.c,
-// request_dec.c, reply_dec.c) call for those ops; opcodecs.c says which family serves an op.
+// delete), policy.c (pause, resume, topic_limits, topics), schedule.c (schedule_add,
+// schedule_list, schedule_remove) and watch.c (watch) each provide, and the generic
+// codecs (encode.c, request_dec.c, reply_dec.c) call for those ops; opcodecs.c says which
+// family serves an op.
 #ifndef BRQ_PROTO_OPCODEC_H
 #define BRQ_PROTO_OPCODEC_H
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-// The one place that says which family (jobs.c, policy.c, schedule.c) encodes and
+// The one place that says which family (jobs.c, policy.c, schedule.c, watch.c) encodes and
 // decodes an operation's fields.
 #include "opcodecs.h"
 
 #include "jobs.h"
 #include "policy_int.h"
 #include "schedule.h"
+#include "watch.h"
 
 const brq_op_codec *
 brq_op_codec_of(brq_op op)
@@ -21,6 +22,7 @@ brq_op_codec_of(brq_op op)
 	case BRQ_OP_SCHEDULE_ADD:
 	case BRQ_OP_SCHEDULE_LIST:
 	case BRQ_OP_SCHEDULE_REMOVE: return &brq_schedule_codec;
+	case BRQ_OP_WATCH: return &brq_watch_codec;
 	default: return NULL;
 	}
 }

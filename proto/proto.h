@@ -51,6 +51,7 @@
 #define BRQ_RETRY_MAX        1000                          // retry.limit upper bound (min 1)
 #define BRQ_RETRY_DEFAULT    100                           // retry.limit when absent
 #define BRQ_CURSOR_MAX       64                            // list.cursor / next bytes
+#define BRQ_WATCH_IDS_MAX    1000                          // watch reply: canceled ids at most
 
 // Bytes borrowed from elsewhere (usually the message buffer). Not NUL-terminated.
 typedef struct brq_str {
@@ -244,6 +245,15 @@ typedef struct brq_name_req {
 	brq_str name;
 } brq_name_req;
 
+// watch: the cancels of running jobs of `topics` after `cursor`, waiting up to wait_ms for one.
+typedef struct brq_watch_req {
+	brq_str *topics;
+	uint32_t n_topics; // 1..BRQ_TOPICS_MAX
+	brq_str  cursor;   // len 0: none (the first watch); else a reply's "next", 1..BRQ_CURSOR_MAX bytes
+	bool     has_wait_ms;
+	uint32_t wait_ms; // 0..max_wait_ms
+} brq_watch_req;
+
 // One request. Envelope first, then the fields of `op` in the matching union member.
 typedef struct brq_request {
 	uint64_t rid; // request id, echoed in the reply; 0 when absent
@@ -267,6 +277,7 @@ typedef struct brq_request {
 		brq_id_req           del; // op "delete"
 		brq_schedule         schedule_add;
 		brq_name_req         schedule_remove;
+		brq_watch_req        watch;
 	};
 	// Private to the decoder: the message that stage 1 checked (stage 2 reads it again).
 	const uint8_t *body_;
@@ -427,6 +438,15 @@ typedef struct brq_delete_rep {
 	bool     deleted;
 } brq_delete_rep;
 
+typedef struct brq_watch_rep {
+	uint64_t *canceled; // ids, oldest cancel first; at most BRQ_WATCH_IDS_MAX
+	uint32_t  n_canceled;
+	brq_str   next; // the cursor of the next watch (opaque, 1..BRQ_CURSOR_MAX bytes)
+	// The gateway cannot tell every cancel since the request's cursor (none given, another
+	// gateway's, too old, or its listener was away): the client checks its leases itself.
+	bool resync;
+} brq_watch_rep;
+
 // One reply. `op` is not on the wire: it selects the union member (the client knows what
 // it asked). Op fields are meaningful only when code == BRQ_ST_OK.
 typedef struct brq_reply {
@@ -463,6 +483,7 @@ typedef struct brq_reply {
 			brq_schedule *schedules; // by name
 			uint32_t      n_schedules;
 		} schedule_list;
+		brq_watch_rep watch;
 	};
 } brq_reply;
 

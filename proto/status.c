@@ -37,6 +37,7 @@ static const char *const op_names[BRQ_OP__COUNT] = {
 	[BRQ_OP_SCHEDULE_ADD]    = "schedule_add",
 	[BRQ_OP_SCHEDULE_LIST]   = "schedule_list",
 	[BRQ_OP_SCHEDULE_REMOVE] = "schedule_remove",
+	[BRQ_OP_WATCH]           = "watch",
 };
 
 static const char *const state_names[BRQ_STATE__COUNT] = {

@@ -44,6 +44,7 @@ typedef enum brq_op {
 	BRQ_OP_SCHEDULE_ADD,
 	BRQ_OP_SCHEDULE_LIST,
 	BRQ_OP_SCHEDULE_REMOVE,
+	BRQ_OP_WATCH,
 	BRQ_OP__COUNT
 } brq_op;
 

@@ -381,6 +381,7 @@ Test(auth, role_permissions_follow_the_table)
 		{"resume", true},       {"topic_limits", true},  {"topics", true},
 		{"list", true},         {"retry", true},         {"delete", true},
 		{"schedule_add", true}, {"schedule_list", true}, {"schedule_remove", true},
+		{"watch", false},
 	};
 	cr_assert_eq(sizeof(ops) / sizeof(ops[0]), BRQ_OP__COUNT - 1, "a new op needs a row here");
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {

@@ -30,9 +30,10 @@
 		}                                                                         \
 	} while (0)
 
-static brooq_client *wc;
+static brooq_client *wc, *ac;
 
-/* ---- the worker's timeouts: the paths that replace or discard a result ------------- */
+/* ---- the worker's timeouts and an operator's cancel: the paths that replace or discard a
+ * result (the cancel through the worker's watch) ---------------------------------------- */
 
 static atomic_int n_flagged;
 
@@ -59,18 +60,34 @@ worker_main(void *arg)
 static void
 worker_timeouts(void)
 {
-	brooq_job_spec       specs[2] = {{.topic = "vg.slow", .payload = "{}", .max_attempts = 1},
-					 {.topic = "vg.hang", .payload = "{}"}};
-	brooq_enqueue_result r[2];
-	CHECK(brooq_enqueue(wc, specs, 2, r));
-	brooq_worker_opts o = {.size = sizeof(o), .threads = 2, .lease_ms = 1000, .wait_ms = 200};
+	brooq_job_spec       specs[3] = {{.topic = "vg.slow", .payload = "{}", .max_attempts = 1},
+					 {.topic = "vg.hang", .payload = "{}"},
+					 {.topic = "vg.cancel", .payload = "{}"}};
+	brooq_enqueue_result r[3];
+	CHECK(brooq_enqueue(wc, specs, 3, r));
+	brooq_worker_opts o = {.size = sizeof(o), .threads = 3, .lease_ms = 1000, .wait_ms = 200};
 	brooq_worker     *w;
 	CHECK(brooq_worker_new(wc, &o, &w));
 	CHECK(brooq_worker_handle(w, "vg.slow", h_wait_flag, (void *) (intptr_t) BROOQ_CANCEL_TIMEOUT));
 	CHECK(brooq_worker_handle(w, "vg.hang", h_wait_flag, (void *) (intptr_t) BROOQ_CANCEL_MAX_EXECUTION));
+	CHECK(brooq_worker_handle(w, "vg.cancel", h_wait_flag, (void *) (intptr_t) BROOQ_CANCEL_OPERATOR));
 	pthread_t th;
 	pthread_create(&th, NULL, worker_main, w);
-	for (int i = 0; i < 20000 && atomic_load(&n_flagged) < 2; i++)
+	/* vg.cancel runs: an operator cancels it, and the worker's watch raises the flag (or
+	 * the next heartbeat, a third of a second later: the lease is short for vg.hang). */
+	brooq_job_info *j;
+	for (int i = 0; i < 2000; i++) {
+		CHECK(brooq_job_get(wc, r[2].id, &j));
+		bool running = j->state == BROOQ_PROCESSING;
+		brooq_job_info_free(j);
+		if (running)
+			break;
+		usleep(10000);
+	}
+	brooq_state cst;
+	bool        canceled;
+	CHECK(brooq_cancel(ac, r[2].id, &cst, &canceled));
+	for (int i = 0; i < 20000 && atomic_load(&n_flagged) < 3; i++)
 		usleep(1000);
 	usleep(300000); /* the timed-out result is settled */
 	brooq_worker_stop(w);
@@ -78,12 +95,11 @@ worker_timeouts(void)
 	brooq_worker_stats st;
 	brooq_worker_get_stats(w, &st);
 	brooq_worker_free(w);
-	brooq_job_info *j;
 	CHECK(brooq_job_get(wc, r[0].id, &j));
 	bool dead = j->state == BROOQ_DEAD && j->last_error != NULL &&
 		strncmp(j->last_error, "attempt timed out after 200 ms", 30) == 0;
 	brooq_job_info_free(j);
-	if (atomic_load(&n_flagged) != 2 || st.hung != 1 || !dead) {
+	if (atomic_load(&n_flagged) != 3 || st.hung != 1 || !dead) {
 		fprintf(stderr, "worker timeouts: flagged %d hung %llu dead %d\n", atomic_load(&n_flagged),
 			(unsigned long long) st.hung, dead);
 		exit(1);
@@ -115,7 +131,6 @@ main(int argc, char **argv)
 				.url        = argv[1],
 				.token_file = argv[3],
 				.timeout_ms = 20000};
-	brooq_client     *ac;
 	CHECK(brooq_client_open(&wo, &wc));
 	CHECK(brooq_client_open(&ao, &ac));
 

@@ -1363,7 +1363,7 @@ Test(config, example_env_file_shows_the_real_defaults)
 	}
 	fclose(in);
 	fclose(out);
-	cr_assert_eq(n_vars, 46, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
+	cr_assert_eq(n_vars, 47, "every variable but BROOQ_DSN_FILE and the TLS files appears once");
 
 	// As shipped (all commented): only defaults.
 	cr_assert_eq(load_file(path, minimal), 0);

@@ -330,3 +330,80 @@ Test(proto_admin, conflict_is_a_status_of_its_own)
 	cr_assert_eq(brq_op_lookup("retry", 5), BRQ_OP_RETRY);
 	cr_assert_eq(brq_op_lookup("delete", 6), BRQ_OP_DELETE);
 }
+
+/* watch (issue 27.7): a worker's long-poll for the cancels of its running jobs. */
+Test(proto_admin, watch_requests_and_replies_round_trip)
+{
+	brq_str     topics[2] = {brq_str_c("a.b"), brq_str_c("c")};
+	brq_request in        = {.op = BRQ_OP_WATCH, .rid = 3, .token = brq_str_c("t")};
+	in.watch              = (brq_watch_req) {.topics      = topics,
+						 .n_topics    = 2,
+						 .cursor      = brq_str_c("x.1"),
+						 .has_wait_ms = true,
+						 .wait_ms     = 0};
+	cr_assert_eq(brq_request_encode(&B, &in), 0);
+	brq_request out;
+	cr_assert_eq(decode(&out), BRQ_ST_OK, "%s", E);
+	cr_assert_eq(out.op, BRQ_OP_WATCH);
+	cr_assert_eq(out.watch.n_topics, 2);
+	cr_assert(brq_str_eq(out.watch.topics[1], "c"));
+	cr_assert(brq_str_eq(out.watch.cursor, "x.1"));
+	cr_assert(out.watch.has_wait_ms && out.watch.wait_ms == 0);
+	/* The first watch of a worker: no cursor, no wait. */
+	in.watch.cursor      = (brq_str) {NULL, 0};
+	in.watch.has_wait_ms = false;
+	cr_assert_eq(brq_request_encode(&B, &in), 0);
+	cr_assert_eq(decode(&out), BRQ_ST_OK, "%s", E);
+	cr_assert_eq(out.watch.cursor.len, 0);
+	cr_assert_not(out.watch.has_wait_ms);
+
+	uint64_t  ids[3] = {5, 9223372036854775807ull, 1};
+	brq_reply rin    = {.op = BRQ_OP_WATCH, .rid = 3, .watch = {ids, 3, brq_str_c("e.7"), true}}, rout;
+	cr_assert_eq(brq_reply_encode(&B, &rin), 0);
+	cr_assert_eq(brq_reply_decode(&rout, BRQ_OP_WATCH, B.data, B.len, &L, &A, E, sizeof E), BRQ_ST_OK,
+		     "%s", E);
+	cr_assert_eq(rout.watch.n_canceled, 3);
+	cr_assert_eq(rout.watch.canceled[1], 9223372036854775807ull);
+	cr_assert(brq_str_eq(rout.watch.next, "e.7"));
+	cr_assert(rout.watch.resync);
+	rin.watch = (brq_watch_rep) {NULL, 0, brq_str_c("e.8"), false};
+	cr_assert_eq(brq_reply_encode(&B, &rin), 0);
+	cr_assert_eq(brq_reply_decode(&rout, BRQ_OP_WATCH, B.data, B.len, &L, &A, E, sizeof E), BRQ_ST_OK);
+	cr_assert_eq(rout.watch.n_canceled, 0);
+	cr_assert_not(rout.watch.resync);
+}
+
+Test(proto_admin, watch_refuses_bad_fields_naming_them)
+{
+	begin("watch", 0);
+	EXPECT(IA, "watch.topics: required");
+	begin("watch", 1), brq_pack_key(&B, "topics"), brq_pack_array(&B, 0);
+	EXPECT(IA, "watch.topics: ");
+	begin("watch", 1), brq_pack_key(&B, "topics"), brq_pack_array(&B, 1), brq_pack_cstr(&B, "A");
+	EXPECT(IA, "watch.topics[0]: invalid topic");
+	begin("watch", 1), brq_pack_key(&B, "topics"), brq_pack_array(&B, 65);
+	for (int i = 0; i < 65; i++)
+		brq_pack_cstr(&B, "a");
+	EXPECT(IA, "watch.topics: ");
+	char longer[BRQ_CURSOR_MAX + 2];
+	memset(longer, '1', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	begin("watch", 2), brq_pack_key(&B, "topics"), brq_pack_array(&B, 1), brq_pack_cstr(&B, "a");
+	kv_s("cursor", longer);
+	EXPECT(IA, "watch.cursor: ");
+	begin("watch", 2), brq_pack_key(&B, "topics"), brq_pack_array(&B, 1), brq_pack_cstr(&B, "a");
+	kv_s("cursor", "");
+	EXPECT(IA, "watch.cursor: ");
+	/* Any other cursor is the gateway's to read (an unknown one gets resync). */
+	begin("watch", 2), brq_pack_key(&B, "topics"), brq_pack_array(&B, 1), brq_pack_cstr(&B, "a");
+	kv_s("cursor", "not-one-of-ours");
+	EXPECT(BRQ_ST_OK, NULL);
+	begin("watch", 2), brq_pack_key(&B, "topics"), brq_pack_array(&B, 1), brq_pack_cstr(&B, "a");
+	kv_u("wait_ms", (uint64_t) L.max_wait_ms + 1);
+	EXPECT(IA, "watch.wait_ms: must be 0..300000");
+	begin("watch", 2), brq_pack_key(&B, "topics"), brq_pack_array(&B, 1), brq_pack_cstr(&B, "a");
+	kv_u("wait_ms", L.max_wait_ms);
+	EXPECT(BRQ_ST_OK, NULL);
+	cr_assert_eq(brq_op_lookup("watch", 5), BRQ_OP_WATCH);
+	cr_assert_not(brq_op_admin_only(BRQ_OP_WATCH));
+}

@@ -62,6 +62,15 @@ brooq_err brq_call_array(brooq_client *c, brq_op op, brq_call_out_fn copy, void 
  * checked its other arguments: checks id, then runs it with copy(k, out, out2). */
 brooq_err brq_call_id(brooq_client *c, brq_op op, uint64_t id, brq_call_out_fn copy, void *out, void *out2);
 
+/* One watch (docs/protocol.md §7.17) over transport r: the cancels of running jobs of
+ * topics[0..n_topics) since `cursor` (NUL-terminated, "" for none), waiting up to wait_ms
+ * for one. On BROOQ_OK, cursor holds the reply's next cursor, *ids (malloc'd, the
+ * caller's to free; NULL when *n_ids is 0) the canceled ids and *resync whether the
+ * gateway could not tell them all; on failure nothing is written. */
+brooq_err brq_watch_via(brooq_client *c, brq_rpc *r, const char *const *topics, size_t n_topics,
+			char cursor[BRQ_CURSOR_MAX + 1], uint32_t wait_ms, uint64_t **ids, size_t *n_ids,
+			bool *resync);
+
 /* brooq_claim over transport r (c's own, or one from brq_client_rpc_open). */
 brooq_err brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_job **jobs,
 			size_t *n);

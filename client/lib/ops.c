@@ -401,6 +401,62 @@ brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_j
 	return brq_call_run(r, &k, rv, o.wait_ms, claim_out, &(claim_outs) {jobs, n, o.settled}, NULL);
 }
 
+/* ---- watch ------------------------------------------------------------------------------------ */
+
+typedef struct watch_outs {
+	char      *cursor; /* BRQ_CURSOR_MAX + 1 bytes */
+	uint64_t **ids;
+	size_t    *n_ids;
+	bool      *resync;
+} watch_outs;
+
+static int
+watch_out(const brq_call *k, void *out, void *out2)
+{
+	const brq_watch_rep *rep = &k->rep.watch;
+	const watch_outs    *o   = out;
+	uint64_t            *ids = NULL;
+	(void) out2;
+	if (rep->n_canceled > 0) {
+		if ((ids = malloc(rep->n_canceled * sizeof(*ids))) == NULL)
+			return brq_fail(BRQ_ENOMEM, "watch: out of memory");
+		memcpy(ids, rep->canceled, rep->n_canceled * sizeof(*ids));
+	}
+	memcpy(o->cursor, rep->next.ptr, rep->next.len); /* 1..BRQ_CURSOR_MAX: the decoder's check */
+	o->cursor[rep->next.len] = '\0';
+	*o->ids                  = ids;
+	*o->n_ids                = rep->n_canceled;
+	*o->resync               = rep->resync;
+	return 0;
+}
+
+brooq_err
+brq_watch_via(brooq_client *c, brq_rpc *r, const char *const *topics, size_t n_topics,
+	      char cursor[BRQ_CURSOR_MAX + 1], uint32_t wait_ms, uint64_t **ids, size_t *n_ids, bool *resync)
+{
+	brq_call k;
+	int      rv = 0;
+
+	brq_msg_clear();
+	if (c == NULL || r == NULL || topics == NULL || cursor == NULL || ids == NULL || n_ids == NULL ||
+	    resync == NULL)
+		return BRQ_ARG_FAIL("watch: client, transport, topics, cursor and outputs are required");
+	if (n_topics == 0 || n_topics > BRQ_TOPICS_MAX)
+		return BRQ_ARG_FAIL("watch: 1..%d topics", BRQ_TOPICS_MAX);
+	brq_call_init(&k, BRQ_OP_WATCH);
+	brq_watch_req *q = &k.req.watch;
+	q->n_topics      = (uint32_t) n_topics;
+	q->cursor        = brq_str_c(cursor);
+	q->has_wait_ms   = wait_ms > 0;
+	q->wait_ms       = wait_ms;
+	q->topics        = brq_arena_alloc(&k.arena, n_topics, sizeof(brq_str));
+	if (q->topics == NULL)
+		rv = brq_fail(BRQ_ENOMEM, "watch: out of memory");
+	for (size_t i = 0; rv == 0 && i < n_topics; i++)
+		q->topics[i] = brq_str_c(topics[i]);
+	return brq_call_run(r, &k, rv, wait_ms, watch_out, &(watch_outs) {cursor, ids, n_ids, resync}, NULL);
+}
+
 /* ---- heartbeat, settle -------------------------------------------------------------------------- */
 
 /* heartbeat's results into extended[0..n_leases) and why[0..n_leases) (why may be NULL). */

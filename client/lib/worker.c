@@ -15,6 +15,7 @@
 #include "log.h"
 #include "worker_job.h"
 #include "worker_lease.h"
+#include "worker_watch.h"
 
 #define DEFAULT_THREADS       4
 #define DEFAULT_WAIT_MS       30000
@@ -153,9 +154,10 @@ set_ds(brooq_worker *w, brq_dstate ds)
 	pthread_cond_signal(&w->settle_cv);
 }
 
-/* Takes the jobs of a claim's reply into the worker. Under w->mu. */
+/* Takes the jobs of a claim's reply into the worker; the claim was sent when the
+ * listener's watch_gen was gen_at_claim. Under w->mu. */
 static void
-jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n)
+jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n, uint64_t gen_at_claim)
 {
 	int64_t now = (int64_t) brq_now_ms(), wall = brq_wall_ms();
 	for (size_t i = 0; i < n; i++) {
@@ -183,6 +185,7 @@ jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n)
 			j->finished_ms = now;
 			brq_list_push(&w->finished, j);
 		}
+		brq_worker_watch_take(w, j, gen_at_claim, now); /* may free j */
 	}
 	if (n > 0) {
 		pthread_cond_broadcast(&w->work_cv);
@@ -243,6 +246,7 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 		return true;
 	}
 	set_ds(w, D_CLAIMING);
+	uint64_t gen = w->watch_gen;
 	pthread_mutex_unlock(&w->mu);
 
 	for (size_t i = 0; i < n_settle; i++)
@@ -285,7 +289,7 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 	if (n_settle > 0)
 		brq_worker_settle_done(w, b, n_settle, err, res, false, detail);
 	if (err == BROOQ_OK) {
-		jobs_take(w, jobs, n);
+		jobs_take(w, jobs, n, gen);
 	} else if (!atomic_load(&w->stop_requested)) {
 		w->st.errors++;
 		BRQ_LOG(w->c, BROOQ_LOG_WARN, "claim_failed", BRQ_LF_STR("err", brooq_strerror(err)),
@@ -306,20 +310,28 @@ count_active(const brooq_worker *w)
 	return n;
 }
 
-/* Tells the keeper and the settler to exit and joins them. Called with w->mu held;
- * returns with it released. */
+/* Tells the keeper, the settler and the listener to exit and joins them. The
+ * listener's watch in flight ends as the dispatcher's transport closes: nothing else
+ * uses it now (the dispatcher has stopped claiming). Called with w->mu held; returns
+ * with it released. */
 static void
 keepers_quit(brooq_worker *w)
 {
 	w->quit_keepers = true;
 	pthread_cond_broadcast(&w->keeper_cv);
 	pthread_cond_broadcast(&w->settle_cv);
+	pthread_cond_broadcast(&w->watch_cv);
 	pthread_mutex_unlock(&w->mu);
 	if (w->keeper_started)
 		pthread_join(w->keeper, NULL);
 	if (w->settler_started)
 		pthread_join(w->settler, NULL);
-	w->keeper_started = w->settler_started = false;
+	if (w->listener_started) {
+		if (w->poll_open)
+			brq_rpc_abort(&w->poll);
+		pthread_join(w->listener, NULL);
+	}
+	w->keeper_started = w->settler_started = w->listener_started = false;
 }
 
 /*
@@ -460,6 +472,9 @@ threads_start(brooq_worker *w)
 	if (pthread_create(&w->watcher, NULL, watcher_main, w) != 0)
 		return brq_fail(BRQ_ENOMEM, "worker_run: cannot start the stop watcher");
 	w->watcher_started = true;
+	if (pthread_create(&w->listener, NULL, brq_worker_watch_main, w) != 0)
+		return brq_fail(BRQ_ENOMEM, "worker_run: cannot start the cancel listener");
+	w->listener_started = true;
 	return 0;
 }
 
@@ -517,12 +532,16 @@ sync_init(brooq_worker *w)
 		goto fail_work;
 	if (brq_cond_init_monotonic(&w->settle_cv) != 0)
 		goto fail_keeper;
+	if (brq_cond_init_monotonic(&w->watch_cv) != 0)
+		goto fail_settle;
 	w->wake_rd = fds[0];
 	w->wake_wr = fds[1];
 	w->stop_rd = sfd[0];
 	w->stop_wr = sfd[1];
 	return 0;
 
+fail_settle:
+	pthread_cond_destroy(&w->settle_cv);
 fail_keeper:
 	pthread_cond_destroy(&w->keeper_cv);
 fail_work:
@@ -737,6 +756,7 @@ brooq_worker_free(brooq_worker *w)
 	close(w->wake_wr);
 	close(w->stop_rd);
 	close(w->stop_wr);
+	pthread_cond_destroy(&w->watch_cv);
 	pthread_cond_destroy(&w->settle_cv);
 	pthread_cond_destroy(&w->keeper_cv);
 	pthread_cond_destroy(&w->work_cv);

@@ -76,8 +76,8 @@ brq_worker_count_hung(brooq_worker *w, brooq_job_ctx *j)
  * maximum execution time), or it is about to run out unheard: its result is discarded
  * and the worker writes nothing for it. A handler still running past the maximum
  * execution time is hung by definition: counted at once. */
-static void
-lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now, brooq_cancel_reason reason)
+void
+brq_worker_lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now, brooq_cancel_reason reason)
 {
 	if (j->ph == PH_SETTLING || j->lost || j->abandoned)
 		return; /* a settle in flight answers for itself */
@@ -344,7 +344,8 @@ needs_heartbeat(const brooq_job_ctx *j)
  * 1. Snapshot (id, token) of every lease that needs upkeep.
  * 2. Send them, BRQ_W_BATCH_MAX per request (one request unless > BRQ_W_BATCH_MAX are held).
  * 3. Match answers back by (id, token): the job may have moved on meanwhile.
- *    Extended: next heartbeat lease/3 after this one was sent. Lost: lease_lost().
+ *    Extended: next heartbeat lease/3 after this one was sent. Lost:
+ *    brq_worker_lease_lost().
  *    Unanswered (an error): retried after the backoff, capped at lease/6 so that
  *    a short outage does not cost the lease.
  */
@@ -393,7 +394,7 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 		if (j == NULL)
 			continue;
 		if (!ext[i]) {
-			lease_lost(w, j, now, lost_reason_of(why[i]));
+			brq_worker_lease_lost(w, j, now, lost_reason_of(why[i]));
 		} else if (needs_heartbeat(j)) {
 			j->lease_end_ms = t0 + j->lease_ms;
 			j->next_hb_ms   = t0 + j->lease_ms / 3;
@@ -418,6 +419,16 @@ heartbeat_round(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	free(why);
 }
 
+void
+brq_worker_heartbeat_now(brooq_worker *w)
+{
+	int64_t now = (int64_t) brq_now_ms();
+	for (brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
+		if (needs_heartbeat(j) && j->next_hb_ms > now)
+			j->next_hb_ms = now;
+	pthread_cond_signal(&w->keeper_cv);
+}
+
 /* Looks after every held job (lease expiry, deadlines, hung handlers); whether a
  * heartbeat is due now, else *wake_at is when the next thing is due. */
 static bool
@@ -436,7 +447,7 @@ keeper_scan(brooq_worker *w, int64_t *wake_at)
 			if (expiry <= now) {
 				BRQ_LOG(w->c, BROOQ_LOG_WARN, "lease_expired", BRQ_LF_U64("job", j->lease.id),
 					BRQ_LF_STR("topic", j->topic));
-				lease_lost(w, j, now, BROOQ_CANCEL_LEASE_LOST);
+				brq_worker_lease_lost(w, j, now, BROOQ_CANCEL_LEASE_LOST);
 			} else {
 				next = brq_min64(next, expiry);
 			}

@@ -11,6 +11,13 @@ void *brq_worker_settler_main(void *w);
 /* Gives j's result up and raises its cancel flag with `reason` (remembers when).
  * Under w->mu. */
 void brq_worker_cancel_job(brooq_job_ctx *j, int64_t now, brooq_cancel_reason reason);
+/* The gateway says j's lease is gone (or it is about to run out unheard): the result
+ * is discarded, the cancel flag raised with `reason`; nothing is written for j. A
+ * result in a settle in flight answers for itself. Under w->mu. */
+void brq_worker_lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now, brooq_cancel_reason reason);
+/* Every held lease is heartbeated at once (the keeper is woken): the database says
+ * which are lost and why. Under w->mu. */
+void brq_worker_heartbeat_now(brooq_worker *w);
 /* Counts and logs j as hung (once). Under w->mu. */
 void brq_worker_count_hung(brooq_worker *w, brooq_job_ctx *j);
 /* Moves up to max finished results into b[] (phase SETTLING). Under w->mu. */

@@ -32,6 +32,10 @@
  *   watcher (worker.c): waits for the stop and then closes the dispatcher's own
  *       transport, so that a long-poll in flight ends at once: the gateway sees its
  *       peer go away and gives back whatever it was about to lease to it.
+ *   listener (worker_watch.c): keeps one `watch` parked at the gateway, on the
+ *       dispatcher's transport, and raises the cancel flag of a held job the moment
+ *       the gateway names it canceled (an operator's cancel reaches the handler in a
+ *       round trip, whatever the lease; the heartbeats stay the authority).
  *
  * Every job the worker holds is a brooq_job_ctx on w->held, in one phase:
  *   QUEUED   on w->runq, waiting for a handler thread: free threads' jobs for
@@ -58,6 +62,9 @@
  * max batch). A gateway configured lower answers too_large; settles then fall back
  * to one item per request. */
 #define BRQ_W_BATCH_MAX 1000
+/* Canceled ids the listener heard that the worker did not hold (yet: a claim's reply
+ * may still be on its way), kept to check the jobs of the claims that answer later. */
+#define BRQ_W_TOMBS 1024
 /* Results per settle request (and per claim that carries them). */
 #define BRQ_W_SETTLE_ITEMS_MAX 500
 /* The prefetch queue's default bound (brooq_worker_opts.prefetch_max 0): a claim
@@ -156,11 +163,14 @@ struct brooq_worker {
 	atomic_bool poll_waiting;
 	pthread_t   watcher; /* ends the long-poll in flight at stop (closes poll's socket) */
 	bool        watcher_started;
+	pthread_t   listener; /* the watch for cancels (worker_watch.c) */
+	bool        listener_started;
 
 	pthread_mutex_t mu;
 	pthread_cond_t  work_cv;   /* handler threads: runq non-empty, or quit_handlers */
 	pthread_cond_t  keeper_cv; /* keeper: new leases or cancels, or quit_keepers */
 	pthread_cond_t  settle_cv; /* settler: results or dispatcher state changed */
+	pthread_cond_t  watch_cv;  /* listener: quit_keepers (its waits between watches) */
 
 	/* Under mu. */
 	brq_list held, runq, finished;
@@ -175,6 +185,12 @@ struct brooq_worker {
 	bool               has_run, quit_keepers, quit_handlers;
 	int64_t            settle_retry_at_ms;
 	brooq_worker_stats st;
+	/* The listener's (worker_watch.c). watch_gen moves when a job's cancel may have gone
+	 * unheard (a resync: the gateway could not tell; a tombstone overwritten): the jobs of
+	 * a claim in flight meanwhile are heartbeated at once (jobs_take). */
+	uint64_t watch_gen;
+	uint64_t tombs[BRQ_W_TOMBS]; /* canceled ids heard while not held, the last BRQ_W_TOMBS */
+	uint64_t n_tombs;            /* ever added; the newest at tombs[(n_tombs - 1) % BRQ_W_TOMBS] */
 
 	pthread_t *threads;
 	int        n_started;

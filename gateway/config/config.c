@@ -479,6 +479,7 @@ load_rest(struct loader *L, brq_config *cfg, bool has_backoff)
 	enum got wait = brq_cfg_get_setting(L, BRQ_SET_MAX_WAIT, cfg);
 	get_conn_timeouts(L, cfg, wait);
 	brq_cfg_get_setting(L, BRQ_SET_MAX_WAITERS, cfg);
+	brq_cfg_get_setting(L, BRQ_SET_MAX_WATCHES, cfg);
 	brq_cfg_get_setting(L, BRQ_SET_CONN_MAX_REQUESTS, cfg);
 	brq_cfg_get_setting(L, BRQ_SET_CONN_MAX_REQUESTS_ANON, cfg);
 	brq_cfg_get_setting(L, BRQ_SET_TOKEN_MAX_REQUESTS, cfg);

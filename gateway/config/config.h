@@ -221,6 +221,7 @@ struct brq_config {
 	uint64_t idle_timeout_ms;
 	uint64_t max_wait_ms; // longest long-poll accepted, 0..1h
 	uint32_t max_waiters; // concurrent long-polls, 0..100000 (0: no long-poll)
+	uint32_t max_watches; // concurrent watches (op watch), 0..100000 (0: none)
 	// Each peer's share of the gateway (rpc/quota.h, docs/security.md): requests of one
 	// connection at once (after a valid token, and while it has shown none), of one
 	// token (0: all the non-long-poll work items but an eighth), and how long

@@ -378,6 +378,24 @@ brq_metrics_waiters_add(int64_t delta)
 }
 
 void
+brq_metrics_watches_add(int64_t delta)
+{
+	atomic_fetch_add_explicit(&M.watches, delta, memory_order_relaxed);
+}
+
+void
+brq_metrics_listener_up_set(int up)
+{
+	atomic_store_explicit(&M.listener_up, up ? 1 : 0, memory_order_relaxed);
+}
+
+void
+brq_metrics_cancels_heard(uint64_t n)
+{
+	atomic_fetch_add_explicit(&M.cancels_heard, n, memory_order_relaxed);
+}
+
+void
 brq_metrics_db_up_set(int up)
 {
 	atomic_store_explicit(&M.db_up, up ? 1 : 0, memory_order_relaxed);
@@ -522,6 +540,9 @@ brq_metrics_fini(void)
 		atomic_store(&M.pool[s], 0);
 	}
 	atomic_store(&M.waiters, 0);
+	atomic_store(&M.watches, 0);
+	atomic_store(&M.cancels_heard, 0);
+	atomic_store(&M.listener_up, 0);
 	atomic_store(&M.db_up, 0);
 	free(M.version);
 	M.version = NULL;

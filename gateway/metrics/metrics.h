@@ -98,6 +98,13 @@ void brq_metrics_pool_set(brq_pool_state st, int64_t n);
 void brq_metrics_waiters_set(int64_t n);
 void brq_metrics_waiters_add(int64_t delta);
 
+// brooq_watches: workers' watches for cancels parked right now (rpc/watch.c), by +1/-1.
+void brq_metrics_watches_add(int64_t delta);
+// brooq_cancel_listener_up: 1 while the cancel listener listens (background/listener.c).
+void brq_metrics_listener_up_set(int up);
+// brooq_cancels_heard_total: cancels of running jobs the listener heard (any gateway's).
+void brq_metrics_cancels_heard(uint64_t n);
+
 // brooq_db_up: 1 when the monitor's last database round trip succeeded recently
 // (the same verdict as /healthz), else 0. Written by monitor.c.
 void brq_metrics_db_up_set(int up);

@@ -102,6 +102,9 @@ struct brq_metrics_state {
 	_Atomic uint64_t attempt_count;
 	_Atomic int64_t  pool[BRQ_POOL__COUNT];
 	_Atomic int64_t  waiters;
+	_Atomic int64_t  watches;       // watches parked now
+	_Atomic uint64_t cancels_heard; // cancels of running jobs the listener heard
+	_Atomic int      listener_up;
 	_Atomic int      db_up;
 	char            *version; // owned; NULL before init
 	double           start_time_s;

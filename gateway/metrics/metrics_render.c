@@ -214,7 +214,7 @@ render_rpc(struct buf *b)
 	}
 	family(b, "brooq_rpc_duration_seconds", "histogram",
 	       "RPC latency from receipt to reply, by operation; long-poll claims that waited are "
-	       "op=\"claim_wait\".");
+	       "op=\"claim_wait\"; op=\"watch\" includes the watch's wait.");
 	for (int op = 0; op < BRQ_OP__COUNT; op++) {
 		if (op == BRQ_OP_NONE && hist_is_empty(&M.hist[op])) {
 			continue;
@@ -283,6 +283,9 @@ render_gateway(struct buf *b)
 		   "misfire policy skipped.",
 		   "outcome", "enqueued", atomic_load_explicit(&M.schedule_enqueued, memory_order_relaxed),
 		   "skipped", atomic_load_explicit(&M.schedule_skipped, memory_order_relaxed));
+	render_single(b, "brooq_cancels_heard_total", "counter",
+		      "Cancels of running jobs this gateway's listener heard, whichever gateway made them.",
+		      atomic_load_explicit(&M.cancels_heard, memory_order_relaxed));
 	render_single(b, "brooq_requests_expired_total", "counter",
 		      "Requests not run, or claims whose leases were given back, because the caller's "
 		      "timeout (the request's timeout_ms) had passed.",
@@ -312,6 +315,13 @@ render_gateway(struct buf *b)
 	family(b, "brooq_long_polls", "gauge", "Claims parked in a long poll right now.");
 	buf_printf(b, "brooq_long_polls %" PRId64 "\n",
 		   atomic_load_explicit(&M.waiters, memory_order_relaxed));
+	family(b, "brooq_watches", "gauge",
+	       "Workers' watches for the cancels of their running jobs parked right now.");
+	buf_printf(b, "brooq_watches %" PRId64 "\n", atomic_load_explicit(&M.watches, memory_order_relaxed));
+	family(b, "brooq_cancel_listener_up", "gauge",
+	       "1 while the gateway listens to the cancels of running jobs (LISTEN), else 0.");
+	buf_printf(b, "brooq_cancel_listener_up %d\n",
+		   atomic_load_explicit(&M.listener_up, memory_order_relaxed));
 }
 
 int

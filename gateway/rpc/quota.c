@@ -5,6 +5,9 @@
 
 #include <stdlib.h>
 
+#define BRQ_STR_(x) #x
+#define BRQ_STR(x)  BRQ_STR_(x)
+
 struct brq_tally_entry {
 	brq_tally_entry *next;
 	uint64_t         key;
@@ -93,7 +96,8 @@ brq_quota_init(brq_quota *q, const brq_quota_opts *o)
 	if (pthread_mutex_init(&q->mu, NULL) != 0)
 		return BRQ_ENOMEM;
 	q->live = true;
-	if (tally_init(&q->conns) != 0 || tally_init(&q->tokens) != 0 || tally_init(&q->reads) != 0) {
+	if (tally_init(&q->conns) != 0 || tally_init(&q->tokens) != 0 || tally_init(&q->reads) != 0 ||
+	    tally_init(&q->watch_conns) != 0 || tally_init(&q->watch_tokens) != 0) {
 		brq_quota_fini(q);
 		return BRQ_ENOMEM;
 	}
@@ -109,23 +113,9 @@ brq_quota_fini(brq_quota *q)
 	tally_fini(&q->conns);
 	tally_fini(&q->tokens);
 	tally_fini(&q->reads);
+	tally_fini(&q->watch_conns);
+	tally_fini(&q->watch_tokens);
 	pthread_mutex_destroy(&q->mu);
-}
-
-brq_quota_opts
-brq_quota_shares(uint32_t items, uint32_t pool_size, uint32_t conn_max, uint32_t conn_max_anon,
-		 uint32_t token_max)
-{
-	uint32_t lane    = pool_size / 4 > 0 ? pool_size / 4 : 1;
-	uint32_t reads   = items / 4 > 4 * lane ? items / 4 : 4 * lane;
-	uint32_t reserve = items / 8 > 8 ? items / 8 : 8;
-	return (brq_quota_opts) {
-		.conn_max        = conn_max,
-		.conn_max_anon   = conn_max_anon,
-		.token_max       = token_max > 0 ? token_max : items - reserve,
-		.token_max_reads = reads * 3 / 4,
-		.reads_max       = reads,
-	};
 }
 
 void
@@ -196,6 +186,32 @@ out:
 	return v;
 }
 
+brq_quota_verdict
+brq_quota_admit_watch(brq_quota *q, brq_quota_hold *h, const char **why)
+{
+	brq_quota_verdict v = BRQ_QUOTA_REFUSE;
+	pthread_mutex_lock(&q->mu);
+	if (q->watches_all >= q->o.watches_max)
+		*why = "too many watches waiting (BROOQ_MAX_WATCHES); cancels reach this worker at its "
+		       "heartbeats";
+	else if (tally_get(&q->watch_conns, h->pipe_id) >= q->o.watch_conn_max)
+		*why = "too many watches on this connection (" BRQ_STR(BRQ_WATCH_CONN_MAX) ")";
+	else if (tally_get(&q->watch_tokens, h->token_key) >= q->o.watch_token_max)
+		*why = "too many watches for this token (all of BROOQ_MAX_WATCHES but an eighth)";
+	else if (!tally_add(&q->watch_conns, h->pipe_id))
+		*why = "out of memory";
+	else if (!tally_add(&q->watch_tokens, h->token_key)) {
+		tally_sub(&q->watch_conns, h->pipe_id);
+		*why = "out of memory";
+	} else {
+		q->watches_all++;
+		h->held |= BRQ_QUOTA_WATCH;
+		v = BRQ_QUOTA_OK;
+	}
+	pthread_mutex_unlock(&q->mu);
+	return v;
+}
+
 // Gives back h's operator read (under q->mu).
 static void
 read_give(brq_quota *q, brq_quota_hold *h)
@@ -228,6 +244,11 @@ brq_quota_release(brq_quota *q, brq_quota_hold *h)
 		tally_sub(&q->tokens, h->token_key);
 	if (h->held & BRQ_QUOTA_CONN)
 		tally_sub(&q->conns, h->pipe_id);
+	if (h->held & BRQ_QUOTA_WATCH) {
+		tally_sub(&q->watch_conns, h->pipe_id);
+		tally_sub(&q->watch_tokens, h->token_key);
+		q->watches_all--;
+	}
 	h->held = 0;
 	pthread_mutex_unlock(&q->mu);
 }

@@ -26,7 +26,12 @@
 //     queued or running in all (a quarter of the items: the hot path keeps the rest),
 //     token_max_reads of them per token (so another token's read finds room); the lane
 //     runs only max(1, pool/4) at once, and a backlog beyond that is refused at once
-//     rather than holding items the hot path needs.
+//     rather than holding items the hot path needs;
+//   - watches (workers' long-polls for cancels, watch.h), which have items of their own
+//     (BROOQ_MAX_WATCHES): at most watch_conn_max of one connection (a worker keeps one;
+//     a process may run a few workers on one connection) and watch_token_max of one token
+//     (all but an eighth, so that another token's workers find some), watches_max in all;
+//     beyond, `resource_exhausted`, and the worker learns of cancels at its heartbeats.
 // Counts live in small hash tables under one lock, an entry only while its count is
 // above zero, so a table holds at most one entry per busy connection or token.
 #ifndef BRQ_GATEWAY_QUOTA_H
@@ -38,12 +43,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+// Watches one connection may hold at once (fixed: a worker keeps one).
+#define BRQ_WATCH_CONN_MAX 16
+
 typedef struct brq_quota_opts {
 	uint32_t conn_max;        // requests of one authenticated connection at once
 	uint32_t conn_max_anon;   // requests of a connection showing no valid token
 	uint32_t token_max;       // requests of one token at once (long-polls apart)
 	uint32_t token_max_reads; // operator reads of one token, queued or running
 	uint32_t reads_max;       // operator reads of all tokens, queued or running
+	uint32_t watch_conn_max;  // watches of one connection at once
+	uint32_t watch_token_max; // watches of one token at once
+	uint32_t watches_max;     // watches of all tokens at once (0: none)
 } brq_quota_opts;
 
 typedef struct brq_tally_entry brq_tally_entry;
@@ -57,9 +68,10 @@ typedef struct brq_tally {
 typedef struct brq_quota {
 	brq_quota_opts  o;
 	pthread_mutex_t mu;
-	brq_tally       conns, tokens, reads;
-	uint32_t        reads_all; // operator reads of all tokens
-	bool            live;      // initialised: brq_quota_fini has something to free
+	brq_tally       conns, tokens, reads, watch_conns, watch_tokens;
+	uint32_t        reads_all;   // operator reads of all tokens
+	uint32_t        watches_all; // watches of all tokens
+	bool            live;        // initialised: brq_quota_fini has something to free
 } brq_quota;
 
 // What an item holds (brq_work.quota_held), so that brq_quota_release gives back
@@ -68,6 +80,7 @@ enum {
 	BRQ_QUOTA_CONN  = 1u << 0,
 	BRQ_QUOTA_TOKEN = 1u << 2,
 	BRQ_QUOTA_READ  = 1u << 3,
+	BRQ_QUOTA_WATCH = 1u << 4,
 };
 
 typedef enum brq_quota_verdict {
@@ -82,14 +95,6 @@ typedef struct brq_quota_hold {
 	uint64_t token_key; // the token's identity (a prefix of its keyed hash), 0 = none
 	unsigned held;      // BRQ_QUOTA_* bits
 } brq_quota_hold;
-
-// The shares for `items` work items that are not long-polls and a pool of pool_size:
-// a token may hold all of them but an eighth (at least 8), which stay for the others
-// (token_max 0; else token_max); operator reads, which wait for a lane of
-// max(1, pool/4) threads, a quarter of them (at least 4 per lane thread), and one token
-// three quarters of that, so another token's read always finds room.
-brq_quota_opts brq_quota_shares(uint32_t items, uint32_t pool_size, uint32_t conn_max, uint32_t conn_max_anon,
-				uint32_t token_max);
 
 // 0 or BRQ_ENOMEM. Every share must be at least 1.
 BRQ_MUSTCHECK int brq_quota_init(brq_quota *q, const brq_quota_opts *o);
@@ -112,6 +117,10 @@ brq_quota_verdict brq_quota_admit_conn(brq_quota *q, const brq_quota_hold *h, bo
 // shares (held until release); REFUSE takes nothing more and sets *why.
 brq_quota_verdict brq_quota_admit(brq_quota *q, brq_quota_hold *h, bool is_read, bool is_long_poll,
 				  const char **why);
+
+// A watch's shares (after brq_quota_admit as a long-poll): OK takes them (held until
+// release); REFUSE takes nothing and sets *why.
+brq_quota_verdict brq_quota_admit_watch(brq_quota *q, brq_quota_hold *h, const char **why);
 
 // Gives back everything h holds (h->held becomes 0). Any thread.
 void brq_quota_release(brq_quota *q, brq_quota_hold *h);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The RPC server: one NNG rep0 socket, a fixed set of work items, the state machine of each.
-#include "server.h"
+// The RPC server's work items: the state machine of each, from a request to its reply
+// (the socket, the items and the start and stop: server_life.c).
+#include "server_int.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -8,33 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nng/protocol/reqrep0/rep.h>
-#include <nng/supplemental/util/platform.h>
-#include <nng/transport/ipc/ipc.h>
 #include <sodium.h>
 
 #include "brq_clock.h"
 #include "log/log.h"
 #include "metrics/metrics.h"
 #include "peer.h"
-#include "tls.h"
-
-// Items for requests that are not long-polls: enough to keep every pool thread
-// busy with a queue behind it.
-#define SPARE_WORK_PER_CONN 16
-#define SPARE_WORK_MIN      64
-// Room of the message kept per work item for an error reply when no other message
-// can be allocated.
-#define SPARE_MSG_BYTES 512
-// Requests over this size may not take the in-flight budget's reserve.
-#define BRQ_RX_SMALL_BYTES (64u * 1024u)
-// Warm storage kept beyond two per pool thread (stash.h).
-#define STASH_EXTRA 8
 
 int (*brq_server_msg_alloc)(nng_msg **m, size_t size) = nng_msg_alloc;
 void (*brq_server_handback_seam)(const brq_work *w);
-
-static void work_cb(void *arg);
 
 // ---- replies ------------------------------------------------------------------------
 
@@ -87,8 +70,8 @@ finish(brq_server *s, brq_work *w)
 // Waits for the next request. Also while stopping: requests that arrive during the
 // grace period get an `unavailable` answer rather than silence; the socket's close
 // ends the receives (NNG_ECLOSED, not re-armed).
-static void
-rearm(brq_work *w)
+void
+brq_server_rearm(brq_work *w)
 {
 	w->state = BRQ_W_RECV;
 	nng_ctx_recv(w->ctx, w->aio);
@@ -102,7 +85,7 @@ drop(brq_server *s, brq_work *w)
 	finish(s, w);
 	brq_quota_release(&s->quota, &w->quota);
 	atomic_fetch_sub(&s->inflight, 1);
-	rearm(w);
+	brq_server_rearm(w);
 }
 
 // Closes w's connection, whose peer went over its share (quota.h) or stopped reading,
@@ -227,6 +210,50 @@ admitted(brq_server *s, brq_work *w, bool is_read, bool is_long_poll)
 	return quota_ok(s, w, v, why);
 }
 
+// Answers watch w now, or parks it until there is something to say or its wait is over
+// (watch.h). On an NNG thread: no database is involved.
+static void
+watch_answer(brq_server *s, brq_work *w, bool final)
+{
+	brq_watch_rep rep;
+	uint64_t      now = brq_now_ms();
+	final             = final || now >= w->deadline_ms;
+	if (!brq_watches_answer(&s->watches, w, final, final ? 0 : w->deadline_ms - now, &rep))
+		return; // parked: its callback comes back here
+	brq_reply r = {.op = BRQ_OP_WATCH, .rid = w->req.rid, .code = BRQ_ST_OK, .watch = rep};
+	w->code     = BRQ_ST_OK;
+	if (brq_reply_encode(&w->out, &r) != 0) {
+		reply_error(s, w, BRQ_ST_INTERNAL, "watch: the reply could not be encoded");
+		return;
+	}
+	reply(s, w);
+}
+
+// A watch arrived (decoded, authenticated): it takes its shares (quota.h) and is
+// answered or parked.
+static void
+watch_start(brq_server *s, brq_work *w)
+{
+	const char *why = NULL;
+	if (!admitted(s, w, false, true))
+		return;
+	if (brq_quota_admit_watch(&s->quota, &w->quota, &why) != BRQ_QUOTA_OK) {
+		brq_metrics_quota_refused();
+		reply_error(s, w, BRQ_ST_RESOURCE_EXHAUSTED, "watch: %s", why);
+		return;
+	}
+	if (brq_watches_begin(&s->watches, w) != 0) {
+		reply_error(s, w, BRQ_ST_INTERNAL, "watch: out of memory");
+		return;
+	}
+	uint64_t wait  = w->req.watch.has_wait_ms ? w->req.watch.wait_ms : 0;
+	w->deadline_ms = brq_now_ms() + wait;
+	// The answer comes while its caller still waits for it.
+	if (w->caller_deadline_ms != 0 && w->caller_deadline_ms < w->deadline_ms)
+		w->deadline_ms = w->caller_deadline_ms;
+	watch_answer(s, w, wait == 0);
+}
+
 // A request arrived: decode, authenticate, validate, then answer at once (ping,
 // errors) or hand it to the pool. Runs on an NNG thread: nothing here blocks.
 static void
@@ -292,6 +319,10 @@ handle_request(brq_server *s, brq_work *w)
 	if (w->req.op == BRQ_OP_PING) {
 		brq_ops_ping(w);
 		reply(s, w);
+		return;
+	}
+	if (w->req.op == BRQ_OP_WATCH) {
+		watch_start(s, w);
 		return;
 	}
 	// Operator reads take the pool's capped lane: the hot path always finds a thread.
@@ -362,8 +393,8 @@ send_timed_out(brq_work *w)
 	nng_pipe_close(w->pipe);
 }
 
-static void
-work_cb(void *arg)
+void
+brq_server_work_cb(void *arg)
 {
 	brq_work   *w  = arg;
 	brq_server *s  = w->srv;
@@ -376,7 +407,7 @@ work_cb(void *arg)
 			if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
 				return;
 			BRQ_LOG_WARN("recv_failed", "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
-			rearm(w);
+			brq_server_rearm(w);
 			return;
 		}
 		w->msg = nng_aio_get_msg(w->aio);
@@ -386,7 +417,7 @@ work_cb(void *arg)
 			// did that to a receive begun inside its batch (deploy/nng/expire-race.patch
 			// fixes it). Never again a crash for it: wait for the next request.
 			BRQ_LOG_ERROR("recv_without_message", "action=%s", "rearm");
-			rearm(w);
+			brq_server_rearm(w);
 			return;
 		}
 		handle_request(s, w);
@@ -411,10 +442,20 @@ work_cb(void *arg)
 		atomic_fetch_sub(&s->inflight, 1);
 		if (rv == NNG_ECLOSED)
 			return;
-		rearm(w);
+		brq_server_rearm(w);
 		return;
 
 	case BRQ_W_PARK:
+		if (w->req.op == BRQ_OP_WATCH) {
+			// Woken by a cancel of its topics, the listener or the stop, or its wait
+			// is over: it answers with what there is now.
+			brq_watches_unpark(&s->watches, w);
+			if (atomic_load(&w->orphaned))
+				drop(s, w);
+			else
+				watch_answer(s, w, true);
+			return;
+		}
 		// Woken (NNG_ECANCELED), timer fired (0), or cut short (NNG_ETIMEDOUT).
 		if (atomic_load(&w->steal) != BRQ_STEAL_NONE && !taken_ready(s, w))
 			return; // taken by an enqueue: its taker hands it back
@@ -556,8 +597,8 @@ drop_expired(brq_server *s, brq_work *w, uint64_t *deadline_ms)
 
 // A request's run function on a pool thread (work.h brq_work_run_fn): one item, or
 // a group of enqueues.
-static void
-run_on_pool(brq_work *w, brq_store_conn *c)
+void
+brq_server_run_on_pool(brq_work *w, brq_store_conn *c)
 {
 	brq_server *s = w->srv;
 	uint64_t    deadline_ms;
@@ -585,12 +626,13 @@ run_on_pool(brq_work *w, brq_store_conn *c)
 }
 
 // A peer went away: its claims must not lease jobs nobody receives.
-static void
-pipe_removed(nng_pipe p, nng_pipe_ev ev, void *arg)
+void
+brq_server_pipe_removed(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
 	brq_server *s = arg;
 	(void) ev;
 	brq_waiters_pipe_gone(&s->waiters, (uint32_t) nng_pipe_id(p));
+	brq_watches_pipe_gone(&s->watches, (uint32_t) nng_pipe_id(p));
 }
 
 void
@@ -600,193 +642,18 @@ brq_server_wake_topic(void *arg, const char *topic, size_t topic_len)
 	brq_waiters_wake(&s->waiters, topic, topic_len, UINT32_MAX);
 }
 
-// ---- lifecycle -------------------------------------------------------------------------------
-
-static int
-listen_start(brq_server *s)
+void
+brq_server_cancels_heard(void *arg, const uint64_t *ids, const brq_str *topics, size_t n)
 {
-	int rv = nng_listener_create(&s->listener, s->sock, s->cfg->listen);
-	if (rv != 0)
-		goto fail;
-	if (strncmp(s->cfg->listen, "ipc://", 6) == 0) {
-		// Write-only, listener-only option (NNG-NOTES §2.3.10).
-		rv = nng_listener_set_int(s->listener, NNG_OPT_IPC_PERMISSIONS, (int) s->cfg->ipc_mode);
-		if (rv != 0)
-			goto fail;
-	}
-	if (brq_tls_listener_setup(s->listener, s->cfg) != 0) // tls+tcp:// only; logs why
-		return BRQ_EIO;
-	rv = nng_listener_start(s->listener, 0);
-	if (rv != 0)
-		goto fail;
-	return 0;
-fail:
-	BRQ_LOG_ERROR("listen_failed", "url=%s error=%s", BRQ_LOG_Q(s->cfg->listen),
-		      BRQ_LOG_Q(nng_strerror(rv)));
-	return BRQ_EIO;
-}
-
-// Frees the work items' resources; every aio must be stopped.
-static void
-work_free(brq_server *s)
-{
-	for (int i = 0; i < s->n_work; i++) {
-		brq_work *w = &s->work[i];
-		nng_msg_free(w->msg);
-		nng_msg_free(w->spare);
-		if (w->aio != NULL)
-			nng_ctx_close(w->ctx);
-		nng_aio_free(w->aio);
-		brq_arena_fini(&w->arena);
-		brq_buf_fini(&w->out);
-	}
-	free(s->work);
-	s->work = NULL;
-	brq_stash_fini(&s->stash);
-}
-
-// Allocates the work items with their aio, context and spare message.
-static int
-work_alloc(brq_server *s)
-{
-	const brq_config *cfg = s->cfg;
-	s->n_work             = (int) cfg->max_waiters + (int) cfg->pool_size * SPARE_WORK_PER_CONN;
-	if (s->n_work < (int) cfg->max_waiters + SPARE_WORK_MIN)
-		s->n_work = (int) cfg->max_waiters + SPARE_WORK_MIN;
-	s->work = calloc((size_t) s->n_work, sizeof(*s->work));
-	if (s->work == NULL)
-		return BRQ_ENOMEM;
-	// Busy items at once: one per pool thread, the ones being decoded or answered on
-	// NNG's threads, parked long-polls (they keep what they took while they wait).
-	if (brq_stash_init(&s->stash, (int) cfg->pool_size * 2 + STASH_EXTRA) != 0)
-		return BRQ_ENOMEM;
-	for (int i = 0; i < s->n_work; i++) {
-		brq_work *w = &s->work[i];
-		w->srv      = s;
-		w->run      = run_on_pool;
-		brq_arena_init(&w->arena);
-		// A reply larger than a request could ever be is a bug, not a payload.
-		brq_buf_init(&w->out, (size_t) cfg->max_request_bytes * 2 + 65536);
-		if (nng_aio_alloc(&w->aio, work_cb, w) != 0 || nng_ctx_open(&w->ctx, s->sock) != 0 ||
-		    brq_server_msg_alloc(&w->spare, SPARE_MSG_BYTES) != 0)
-			return BRQ_ENOMEM;
-		nng_msg_clear(w->spare);
-	}
-	return 0;
-}
-
-// Stops every aio before freeing any (nng_aio_stop(3)), then frees.
-static void
-work_stop_free(brq_server *s)
-{
-	for (int i = 0; i < s->n_work && s->work != NULL; i++)
-		if (s->work[i].aio != NULL)
-			nng_aio_stop(s->work[i].aio);
-	if (s->work != NULL)
-		work_free(s);
-}
-
-int
-brq_server_start(brq_server *s, const brq_config *cfg, const brq_auth *auth, const brq_store *st)
-{
-	int rv;
-	memset(s, 0, sizeof(*s));
-	s->cfg  = cfg;
-	s->auth = auth;
-	brq_limits_default(&s->lim);
-	s->lim.max_batch   = cfg->max_batch;
-	s->lim.max_payload = (uint32_t) cfg->max_payload_bytes;
-	s->lim.max_request = (uint32_t) cfg->max_request_bytes;
-	s->lim.max_wait_ms = (uint32_t) cfg->max_wait_ms;
-	brq_waiters_init(&s->waiters);
-	brq_figures_init(&s->figures);
-	s->ops = (brq_ops) {
-		.cfg = cfg, .waiters = &s->waiters, .stopping = &s->stopping, .figures = &s->figures};
-
-	if ((rv = nng_rep0_open(&s->sock)) != 0) {
-		BRQ_LOG_ERROR("socket_failed", "error=%s", BRQ_LOG_Q(nng_strerror(rv)));
-		brq_waiters_fini(&s->waiters);
-		brq_figures_fini(&s->figures);
-		return BRQ_EIO;
-	}
-	// The transport's hard ceiling, above the documented request limit: requests
-	// between the two get a `too_large` reply from the decoder; beyond it NNG
-	// drops the connection (NNG-NOTES §2.3.7). NNG counts the req0 header (the
-	// request id) with the body; the ceiling the protocol states is the body's.
-	// Set before any listener.
-	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ,
-			    (size_t) brq_config_recv_ceiling(cfg) + BRQ_SP_HEADER_BYTES);
-	// Every request is charged to one budget, from the transport reading its length
-	// (before anyone knows whose it is) to its end: a flood, authenticated or not,
-	// gets its connections closed beyond it. Requests over 64 KiB leave a reserve to
-	// the ordinary small ones (claims, settles, heartbeats). The timeouts close
-	// connections that stall in a handshake or a request, or sit idle; with them a
-	// stalled request holds its bytes for at most BROOQ_RECV_TIMEOUT. NNG patches
-	// deploy/nng/rx-budget.patch and rx-timeouts.patch.
-	nng_rx_budget_set((size_t) cfg->max_inflight_bytes, BRQ_RX_SMALL_BYTES,
-			  (size_t) brq_config_rx_reserve(cfg));
-	nng_rx_timeouts_set((nng_duration) cfg->handshake_timeout_ms, (nng_duration) cfg->recv_timeout_ms,
-			    (nng_duration) cfg->idle_timeout_ms);
-	nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, pipe_removed, s);
-
-	if ((rv = work_alloc(s)) != 0)
-		goto fail;
-	brq_quota_opts qo = brq_quota_shares((uint32_t) s->n_work - cfg->max_waiters, cfg->pool_size,
-					     cfg->conn_max_requests, cfg->conn_max_requests_anon,
-					     cfg->token_max_requests);
-	if ((rv = brq_quota_init(&s->quota, &qo)) != 0)
-		goto fail;
-	if ((rv = brq_pool_start(&s->pool, (int) cfg->pool_size, st)) != 0)
-		goto fail;
-	if ((rv = listen_start(s)) != 0) {
-		brq_pool_stop(&s->pool);
-		goto fail;
-	}
-	for (int i = 0; i < s->n_work; i++)
-		rearm(&s->work[i]);
-	BRQ_LOG_INFO("listening", "url=%s work_items=%d pool_size=%u", BRQ_LOG_Q(cfg->listen), s->n_work,
-		     cfg->pool_size);
-	return 0;
-fail:
-	nng_close(s->sock);
-	work_stop_free(s);
-	brq_waiters_fini(&s->waiters);
-	brq_figures_fini(&s->figures);
-	brq_quota_fini(&s->quota);
-	return rv;
+	brq_server *s = arg;
+	brq_metrics_cancels_heard(n);
+	brq_watches_heard(&s->watches, ids, topics, n);
 }
 
 void
-brq_server_stop(brq_server *s)
+brq_server_cancels_live(void *arg, bool live)
 {
-	// 1. Refuse new work: requests that arrive now are answered `unavailable`.
-	atomic_store(&s->stopping, true);
-
-	// 2. Answer parked long-polls (their claim runs once more and replies).
-	brq_waiters_wake_all(&s->waiters);
-
-	// 3. Let in-flight requests finish, within the grace period.
-	uint64_t until = brq_now_ms() + s->cfg->shutdown_grace_ms;
-	while (atomic_load(&s->inflight) > 0 && brq_now_ms() < until)
-		nng_msleep(10);
-	int left = atomic_load(&s->inflight);
-	if (left > 0) {
-		// What still runs in the database is canceled, so the pool's threads can be
-		// joined: the stop ends within the grace and ~100 ms, whatever was in flight.
-		BRQ_LOG_WARN("shutdown_grace_expired", "inflight=%d action=%s", left, "cancel_statements");
-		brq_pool_abort(&s->pool);
-	}
-
-	// 4. The pool threads may still send replies: join them before closing.
-	brq_pool_stop(&s->pool);
-
-	// 5. Close: pending receives complete with NNG_ECLOSED and are not re-armed.
-	nng_close(s->sock);
-
-	// 6. Stop every aio before freeing any, then free.
-	work_stop_free(s);
-	brq_waiters_fini(&s->waiters);
-	brq_figures_fini(&s->figures);
-	brq_quota_fini(&s->quota);
-	BRQ_LOG_INFO("stopped", "inflight_abandoned=%d", left);
+	brq_server *s = arg;
+	brq_metrics_listener_up_set(live);
+	brq_watches_live(&s->watches, live);
 }

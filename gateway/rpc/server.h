@@ -22,6 +22,7 @@
 #include "stash.h"
 #include "store/store.h"
 #include "waiters.h"
+#include "watch.h"
 #include "work.h"
 
 // A parked long-poll re-checks the database on its own at least this often, in
@@ -35,6 +36,7 @@ typedef struct brq_server {
 	brq_limits        lim;
 	brq_pool          pool;
 	brq_waiters       waiters;
+	brq_watches       watches; // workers' watches for cancels, and the cancels heard
 	brq_ops           ops;
 	brq_quota         quota; // each connection's and token's share of the work items
 
@@ -75,5 +77,11 @@ void brq_server_stop(brq_server *s);
 // The monitor's callback when its depth round finds jobs ready in `topic` (monitor.h
 // on_ready): wakes every parked long-poll that claims it. arg: the server.
 void brq_server_wake_topic(void *arg, const char *topic, size_t topic_len);
+
+// The cancel listener's callbacks (cancel_listener.h; arg: the server). cancels_heard: cancels
+// of running jobs, ids[i] of topics[i] (borrowed for the call), wake the watches of their
+// topics; cancels_live: the listener listens anew (true) or lost its connection.
+void brq_server_cancels_heard(void *arg, const uint64_t *ids, const brq_str *topics, size_t n);
+void brq_server_cancels_live(void *arg, bool live);
 
 #endif

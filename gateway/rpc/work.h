@@ -23,7 +23,8 @@
 typedef enum brq_work_state {
 	BRQ_W_RECV = 0, // waiting for a request on the context
 	BRQ_W_DB,       // queued for, or running on, a pool thread
-	BRQ_W_PARK,     // long-poll claim parked (nng_sleep_aio), in the waiters list
+	BRQ_W_PARK,     // long-poll claim parked (nng_sleep_aio), in the waiters list; or a
+			// watch parked in the watches' list (watch.h)
 	BRQ_W_SEND,     // reply being sent
 } brq_work_state;
 
@@ -78,8 +79,17 @@ struct brq_work {
 	const brq_claimed_job *claimed;
 	uint32_t               n_claimed;
 
+	// A watch (watch.h): its topics' keyed hashes (in the arena, one per topic) and their
+	// bloom bits, and the cursor it came with (has_cursor false: none, or not ours).
+	struct {
+		uint64_t *th;
+		uint64_t  bloom;
+		uint64_t  epoch, seq;
+		bool      has_cursor;
+	} watch;
+
 	brq_work *qnext;     // pool queue link
-	brq_link  park_link; // on the parked list (waiters.c)
+	brq_link  park_link; // on the parked list (waiters.c), or a watch's (watch.c)
 	bool      is_parked;
 	brq_link  track_link; // on the tracked claims (waiters.c)
 	bool      is_tracked;

@@ -317,6 +317,41 @@ lost:
 	return -1;
 }
 
+// Hands what libpq has parsed to fn. Returns how many.
+static int
+deliver_notifications(brq_db *db, brq_db_notify_fn *fn, void *arg)
+{
+	int       n = 0;
+	PGnotify *nt;
+	while ((nt = PQnotifies(db->conn)) != NULL) {
+		fn(arg, nt->relname, nt->extra != NULL ? nt->extra : "");
+		PQfreemem(nt);
+		n++;
+	}
+	return n;
+}
+
+int
+brq_db_notifications(brq_db *db, uint64_t wait_ms, brq_db_notify_fn *fn, void *arg)
+{
+	if (db->conn == NULL)
+		return -1;
+	int n = deliver_notifications(db, fn, arg);
+	if (n > 0)
+		return n;
+	int rv = wait_socket(db, POLLIN, brq_now_ms() + (wait_ms > 0 ? wait_ms : 1));
+	if (rv < 0 && is_stopping(db))
+		return 0;
+	if (rv < 0 || (rv > 0 && !PQconsumeInput(db->conn)) || PQstatus(db->conn) != CONNECTION_OK) {
+		set_errmsg(db, rv < 0 ? "poll failed" : PQerrorMessage(db->conn));
+		lose(db);
+		return -1;
+	}
+	if (rv > 0)
+		db->last_answer_ms = brq_now_ms();
+	return deliver_notifications(db, fn, arg);
+}
+
 int
 brq_db_command(brq_db *db, const char *sql)
 {
@@ -446,6 +481,7 @@ brq_db_ready(brq_db *db)
 	    setup_conn(db) == 0) {
 		BRQ_LOG_INFO("db_connected", "conn=%s", db->o.name);
 		db->backoff_ms = db->o.backoff_min_ms;
+		db->n_connects++;
 		return true;
 	}
 	BRQ_LOG_WARN("db_connect_failed", "conn=%s error=%s", db->o.name, BRQ_LOG_Q(db->errmsg));

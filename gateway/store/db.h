@@ -52,6 +52,7 @@ struct brq_db {
 	uint64_t    retry_at_ms;    // monotonic time before which no reconnect is tried
 	uint64_t    backoff_ms;     // current reconnect backoff
 	uint64_t    last_answer_ms; // monotonic ms of the last complete server answer; 0 = never
+	uint64_t    n_connects;     // successful connections so far (each one re-runs session_sql)
 	char        sqlstate[6];    // of the last failure ("" when the server gave none)
 	char        errmsg[256];    // the last failure, one line, for logs and replies
 };
@@ -113,6 +114,14 @@ PGresult *brq_db_query(brq_db *db, const char *sql, uint64_t deadline_ms);
 // Runs a command that returns no rows ("BEGIN", "COMMIT", "ROLLBACK"). Returns 0 or
 // the code of brq_db_error().
 BRQ_MUSTCHECK int brq_db_command(brq_db *db, const char *sql);
+
+// A notification (LISTEN/NOTIFY): channel and payload, borrowed for the call.
+typedef void brq_db_notify_fn(void *arg, const char *channel, const char *payload);
+
+// Hands every notification libpq holds to fn; when there was none, waits up to wait_ms
+// (or a stop) for the server to send some, and hands those over. Returns how many, or
+// -1 when the connection failed (dropped; db->errmsg says why) or there is none.
+int brq_db_notifications(brq_db *db, uint64_t wait_ms, brq_db_notify_fn *fn, void *arg);
 
 // True if r is a successful command or query result.
 bool brq_db_ok(const PGresult *r);

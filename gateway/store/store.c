@@ -44,6 +44,13 @@ const char *const brq_store_pool_session = SESSION_POOL;
 #define SESSION_MONITOR                                          \
 	"SET statement_timeout = %llu; SET lock_timeout = %llu;" \
 	" SET default_transaction_read_only = on; SET max_parallel_workers_per_gather = 0"
+// The listener: LISTEN from every connect on (a reconnect listens anew, store_listen.c);
+// its one statement is its echo (a NOTIFY, allowed read-only). Notifications need a
+// session of its own, which a pooler in transaction mode does not give: the echo tells
+// (docs/operations.md).
+#define SESSION_LISTENER                                                        \
+	"SET statement_timeout = '5s'; SET default_transaction_read_only = on;" \
+	" LISTEN " BRQ_STORE_CANCEL_CHANNEL
 
 // ---- the store's connections ----------------------------------------------------
 
@@ -56,13 +63,16 @@ brq_store_conn_init(brq_store_conn *c, const brq_store *st, const brq_store_conn
 		snprintf(c->session, sizeof(c->session), SESSION_MONITOR,
 			 (unsigned long long) (2 * o->budget_ms), (unsigned long long) o->budget_ms);
 	else
-		snprintf(c->session, sizeof(c->session), "%s", SESSION_POOL);
+		snprintf(c->session, sizeof(c->session), "%s",
+			 o->role == BRQ_STORE_LISTENER ? SESSION_LISTENER : SESSION_POOL);
 	brq_db_opts dbo = {
 		.name           = o->name,
-		.app_name       = o->role == BRQ_STORE_MONITOR ? "brooq-monitor" : "brooq-gateway",
+		.app_name       = o->role == BRQ_STORE_MONITOR ? "brooq-monitor"
+			      : o->role == BRQ_STORE_LISTENER  ? "brooq-listener"
+							       : "brooq-gateway",
 		.session_sql    = c->session,
 		.stmts          = st->stmts,
-		.n_stmts        = BRQ_STMT__COUNT,
+		.n_stmts        = o->role == BRQ_STORE_LISTENER ? 0 : BRQ_STMT__COUNT,
 		.backoff_min_ms = o->backoff_min_ms,
 		.backoff_max_ms = o->backoff_max_ms,
 		.stop           = o->stop,

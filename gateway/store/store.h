@@ -82,9 +82,10 @@ bool brq_store_schema_refused(const brq_store *st, brq_schema_state *out);
 
 // What a connection is for: its session settings.
 typedef enum brq_store_role {
-	BRQ_STORE_POOL,    // requests: statement_timeout 30 s, generic plans
-	BRQ_STORE_JANITOR, // reaper and retention: as the pool
-	BRQ_STORE_MONITOR, // depth counts: read-only, statements bounded by 2 x budget_ms
+	BRQ_STORE_POOL,     // requests: statement_timeout 30 s, generic plans
+	BRQ_STORE_JANITOR,  // reaper and retention: as the pool
+	BRQ_STORE_MONITOR,  // depth counts: read-only, statements bounded by 2 x budget_ms
+	BRQ_STORE_LISTENER, // LISTENs to the cancels of running jobs (brq_store_listen); no statements
 } brq_store_role;
 
 typedef struct brq_store_conn_opts {
@@ -330,6 +331,29 @@ void brq_store_policy_invalidate(const brq_store *st);
 
 // ping: one round trip (SELECT 1).
 BRQ_MUSTCHECK int brq_store_ping(brq_store_conn *c);
+
+// ---- the cancels of running jobs (store_listen.c) --------------------------------------
+
+// The channel a cancel of a running job is announced on (payload "<id> <topic>", sent
+// at the cancel's commit): every gateway's listener hears every gateway's cancels.
+#define BRQ_STORE_CANCEL_CHANNEL "brooq_cancel"
+
+// One announced cancel: job id and topic (borrowed for the call).
+typedef void brq_store_cancel_fn(void *arg, uint64_t id, const char *topic, size_t topic_len);
+
+// listen: on a BRQ_STORE_LISTENER connection (which LISTENs from its connect on, see
+// brq_store_connects), waits up to wait_ms for announced cancels and hands each to fn, in
+// the order the server sent them. Then, when none came or `prove`, proves that the
+// connection hears the channel: an echo, a NOTIFY of its own that a listening session
+// hears within the round trip (*echo 1; 0 when it did not: the session does not listen,
+// e.g. behind a pooler in transaction mode; -1: not tried). Returns 0 (also when
+// stopping), or BRQ_EUNAVAIL when the connection was lost: what was announced since is
+// lost with it, and the next connection starts listening anew.
+BRQ_MUSTCHECK int brq_store_listen(brq_store_conn *c, uint64_t wait_ms, bool prove, brq_store_cancel_fn *fn,
+				   void *arg, int *echo);
+// How many times c has connected: a new value means a new LISTEN, and announcements
+// between the two connections were not heard.
+uint64_t brq_store_connects(const brq_store_conn *c);
 
 // ---- schedules (store_schedule.c) ------------------------------------------------------
 

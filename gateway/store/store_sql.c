@@ -7,6 +7,7 @@
 #define _GNU_SOURCE // open_memstream
 #include "store_sql.h"
 
+#include "store.h" // BRQ_STORE_CANCEL_CHANNEL
 #include "store_sql_jobs.h"
 
 #include <stdio.h>
@@ -571,17 +572,28 @@ static const brq_sql_text fixed[BRQ_STMT__COUNT] = {
 			      BRQ_COLS(unclaim_cols)},
 	// $1 ids int8[]: topics of jobs whose lease was lost, for the metrics.
 	[BRQ_STMT_TOPICS_OF] = {"SELECT ", BRQ_COLS(topic_cols), " FROM job j WHERE j.id = ANY($1::int8[])"},
-	// $1 id. Terminal rows are left alone and reported as they are.
-	[BRQ_STMT_CANCEL] = {"WITH c AS ("
-			     " UPDATE job SET state = 'canceled', locked_by = NULL, locked_until = NULL,"
+	// $1 id. Terminal rows are left alone and reported as they are. A job that was
+	// running is announced on BRQ_STORE_CANCEL_CHANNEL ("<id> <topic>"), delivered at
+	// commit to every gateway's listener (store_listen.c), which wakes the watches of
+	// the workers of its topic (docs/architecture.md "Cancels"). The row is locked
+	// first, so `was` is the state the update replaced, whatever ran concurrently.
+	[BRQ_STMT_CANCEL] = {"WITH o AS (SELECT id, state FROM job WHERE id = $1 FOR NO KEY UPDATE),"
+			     " c AS ("
+			     " UPDATE job j SET state = 'canceled', locked_by = NULL, locked_until = NULL,"
 			     "  lease_token = NULL, updated_at = now()"
-			     " WHERE id = $1 AND state IN ('pending', 'failed', 'processing')"
-			     " RETURNING topic"
+			     " FROM o WHERE j.id = o.id AND o.state IN ('pending', 'failed', 'processing')"
+			     " RETURNING j.id, j.topic, o.state AS was"
+			     "), n AS (SELECT pg_notify('" BRQ_STORE_CANCEL_CHANNEL
+			     "', c.id::text || ' ' || c.topic)"
+			     " FROM c WHERE c.was = 'processing'"
 			     ") SELECT ",
 			     BRQ_COLS(cancel_cols),
 			     " FROM (SELECT 'canceled' AS state, true AS canceled, topic FROM c"
-			     " UNION ALL SELECT state, false, topic FROM job"
-			     " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM c)) x"},
+			     " UNION ALL SELECT j.state, false, j.topic FROM job j JOIN o ON o.id = j.id"
+			     " WHERE NOT EXISTS (SELECT 1 FROM c)) x"
+			     // n runs only when something reads it (a CTE without a write is
+			     // evaluated on demand): one row either way.
+			     " WHERE (SELECT count(*) FROM n) >= 0"},
 	[BRQ_STMT_JOB]    = {"SELECT ", BRQ_COLS(job_cols), " FROM job WHERE id = $1"},
 	// A full scan: an operator's question, not a hot path (docs/operations.md).
 	[BRQ_STMT_STATS] = {"SELECT ", BRQ_COLS(stats_cols), " FROM job GROUP BY topic ORDER BY topic"},

@@ -402,6 +402,24 @@ schedule_examples(void)
 	example(BRQ_OP_SCHEDULE_REMOVE, &(brq_request) {.schedule_remove.name = brq_str_c("nightly")}, NULL);
 }
 
+// watch (issue 27.7): a worker's long-poll for the cancels of its running jobs.
+static void
+watch_examples(void)
+{
+	brq_str  topics[2]   = {brq_str_c("email.send"), brq_str_c("report.build")};
+	uint64_t canceled[1] = {101};
+	example(BRQ_OP_WATCH,
+		&(brq_request) {.watch = {.topics      = topics,
+					  .n_topics    = 2,
+					  .cursor      = brq_str_c("9f86d081884c7d65.1041"),
+					  .has_wait_ms = true,
+					  .wait_ms     = 30000}},
+		&(brq_reply) {.watch = {.canceled   = canceled,
+					.n_canceled = 1,
+					.next       = brq_str_c("9f86d081884c7d65.1042"),
+					.resync     = false}});
+}
+
 int
 main(void)
 {
@@ -411,6 +429,7 @@ main(void)
 	policy_examples();
 	admin_examples();
 	schedule_examples();
+	watch_examples();
 
 	// An error reply, as the gateway answers a claim with n = 0.
 	brq_buf b;

@@ -198,6 +198,13 @@ fields_eq(const brq_reply *a, const brq_reply *b)
 		}
 		return true;
 	case BRQ_OP_SCHEDULE_REMOVE: return true;
+	case BRQ_OP_WATCH:
+		return a->watch.n_canceled == b->watch.n_canceled && a->watch.resync == b->watch.resync &&
+			a->watch.next.len == b->watch.next.len &&
+			memcmp(a->watch.next.ptr, b->watch.next.ptr, a->watch.next.len) == 0 &&
+			(a->watch.n_canceled == 0 ||
+			 memcmp(a->watch.canceled, b->watch.canceled,
+				a->watch.n_canceled * sizeof(uint64_t)) == 0);
 	default: return admin_eq(a, b); // list, retry, delete
 	}
 }

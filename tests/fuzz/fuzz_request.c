@@ -157,6 +157,17 @@ req_eq(const brq_request *a, const brq_request *b)
 			x->catch_up_max == y->catch_up_max && x->max_attempts == y->max_attempts;
 	}
 	case BRQ_OP_SCHEDULE_REMOVE: return str_eq(a->schedule_remove.name, b->schedule_remove.name);
+	case BRQ_OP_WATCH:
+		if (a->watch.n_topics != b->watch.n_topics || !str_eq(a->watch.cursor, b->watch.cursor) ||
+		    a->watch.has_wait_ms != b->watch.has_wait_ms || a->watch.wait_ms != b->watch.wait_ms) {
+			return false;
+		}
+		for (uint32_t i = 0; i < a->watch.n_topics; i++) {
+			if (!str_eq(a->watch.topics[i], b->watch.topics[i])) {
+				return false;
+			}
+		}
+		return true;
 	default: return true;
 	}
 }
@@ -293,6 +304,14 @@ check_request(const brq_request *req, const brq_limits *lim)
 	}
 	case BRQ_OP_SCHEDULE_REMOVE:
 		FUZZ_CHECK(brq_topic_valid(req->schedule_remove.name.ptr, req->schedule_remove.name.len));
+		break;
+	case BRQ_OP_WATCH:
+		FUZZ_CHECK(req->watch.n_topics >= 1 && req->watch.n_topics <= BRQ_TOPICS_MAX);
+		for (uint32_t i = 0; i < req->watch.n_topics; i++) {
+			FUZZ_CHECK(brq_topic_valid(req->watch.topics[i].ptr, req->watch.topics[i].len));
+		}
+		FUZZ_CHECK(req->watch.cursor.len <= BRQ_CURSOR_MAX);
+		FUZZ_CHECK(!req->watch.has_wait_ms || req->watch.wait_ms <= lim->max_wait_ms);
 		break;
 	default: break;
 	}
