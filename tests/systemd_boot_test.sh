@@ -19,7 +19,9 @@
 #   4. `systemctl stop` drains: exit 0, nothing abandoned, within the grace; the
 #      worker carries on once the gateway is back;
 #   5. an upgrade to packages of a higher version that bring a migration, with README's
-#      install and migrate steps (make_upgrade_debs, check_upgrade);
+#      install step: the running gateway is left running and the install says what
+#      finishes the upgrade; README's upgrade step (migrate up, restart) finishes it
+#      (make_upgrade_debs, check_upgrade);
 #   6. purge: the service stopped, the packages' files gone.
 # Skipped (exit 77) unless BROOQ_TEST_SYSTEMD=1 (tests/run.sh --systemd): it needs root,
 # builds a tree of about 600 MB once (minutes, network to the Debian mirror) and takes
@@ -84,7 +86,7 @@ token_path() {
 }
 readme_blocks() {
   local n
-  for n in install setup worker operator migrate; do
+  for n in install setup worker operator upgrade; do
     readme_steps "$readme" "$n" >/dev/null || return 1
   done
   worker_token=$(token_path worker)
@@ -97,7 +99,7 @@ readme_blocks() {
 worker_token=
 admin_token=
 touch "$srv/operator.env"
-check "README marks its install, setup, worker, operator and migrate blocks; the setup writes both tokens" readme_blocks
+check "README marks its install, setup, worker, operator and upgrade blocks; the setup writes both tokens" readme_blocks
 [ "$fail" -eq 0 ] || finish
 sed 's/^/     /' "$tmp/check.out"
 ctl() { brq_in bash -c '. /srv/brooq/operator.env; brooqctl "$@"' _ "$@"; }
@@ -108,7 +110,7 @@ ctl() { brq_in bash -c '. /srv/brooq/operator.env; brooqctl "$@"' _ "$@"; }
 deb_depends() { # the first alternative of every dependency of the packages, not ours
   local d
   for d in "$srv"/v1/dist/*.deb; do dpkg-deb -f "$d" Depends; done |
-    tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -v '^$' | grep -v '^libbrooq'
+    tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -v '^$' | grep -vE '^(libbrooq|brooq)'
 }
 mapfile -t tree_pkgs < <(deb_depends)
 tree_pkgs+=(sudo postgresql gcc libc6-dev pkg-config procps)
@@ -374,10 +376,22 @@ else
   check "packages repacked at $new_version, brooqctl with migration $upgrade_migration" make_upgrade_debs
 fi
 old_pid=$(brq_in systemctl show -p MainPID --value brooq-gateway)
-check "README's install block, with the new packages: apt upgrades them" run_readme install /srv/brooq/v2
-check "README's migrate block applies the new migration" run_readme migrate /root
-# check_upgrade: what the upgrade did to the running gateway (today: "An upgrade restarts
-# the gateway only if it is running", README) and to the schema.
+# README: "If the release brings migrations, the running gateway is left running (the
+# previous version ...) and the install prints the two commands that finish the upgrade".
+upgrade_install() {
+  local out pid
+  # dpkg writes through apt's pty: its lines end in CR LF.
+  out=$(run_readme install /srv/brooq/v2 2>&1 | tr -d '\r') || { echo "$out"; return 1; }
+  grep -A4 '^brooq-gateway: not restarted' <<<"$out"
+  pid=$(brq_in systemctl show -p MainPID --value brooq-gateway)
+  echo "gateway pid $old_pid before, $pid after; $(brq_in systemctl is-active brooq-gateway)"
+  grep -q "^brooq-gateway: not restarted: the database lacks migrations this version needs: $upgrade_migration" <<<"$out" &&
+    grep -q 'brooqctl migrate up$' <<<"$out" && grep -q 'systemctl restart brooq-gateway$' <<<"$out" &&
+    [ "$pid" = "$old_pid" ] && brq_in systemctl is-active brooq-gateway
+}
+check "README's install block, new packages: upgraded, the gateway left running, the rest said" upgrade_install
+check "README's upgrade block (migrate up, restart) runs" run_readme upgrade /root
+# check_upgrade: the gateway runs the new packages, on the migrated schema.
 check_upgrade() {
   local v pid
   v=$(brq_in dpkg-query -W -f='${Package} ${Version}\n' brooq-gateway brooqctl)
@@ -390,7 +404,7 @@ check_upgrade() {
     -c "SELECT max(version_id) FROM goose_db_version" -c "SELECT to_regclass('systemd_boot_test')" |
     tee /dev/stderr | tr '\n' ' ' | grep -qx "90000 systemd_boot_test "
 }
-check "the running gateway was restarted on the new packages; the schema migrated" check_upgrade
+check "the gateway was restarted on the new packages; the schema migrated" check_upgrade
 check "after the upgrade the worker does a job" job_done '{"n":3}'
 
 # ---- purge --------------------------------------------------------------------------------------
