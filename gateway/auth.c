@@ -334,7 +334,24 @@ find_entry(const brq_auth_set *s, const char *path, brq_role role)
 	return s->n;
 }
 
-// Logs the differences between two sets, file by file: paths and roles only.
+// Index in s of a token of e's role and hash whose path `other` does not hold, or s->n:
+// the same token under another path, as on the first reload that reads the tokens'
+// copy (reload.h) instead of $CREDENTIALS_DIRECTORY. Such a token moved; it was
+// neither added nor removed.
+static size_t
+find_moved(const brq_auth_set *s, const brq_auth_set *other, const brq_auth_entry *e)
+{
+	for (size_t k = 0; k < s->n; k++) {
+		if (s->entries[k].role == e->role && sodium_memcmp(s->entries[k].hash, e->hash, 32) == 0 &&
+		    find_entry(other, s->paths[k], e->role) == other->n) {
+			return k;
+		}
+	}
+	return s->n;
+}
+
+// Logs the differences between two sets, file by file: paths and roles only. A token
+// whose file moved (find_moved) is not a change.
 static void
 log_changes(const brq_auth_set *old, const brq_auth_set *cur)
 {
@@ -356,16 +373,17 @@ log_changes(const brq_auth_set *old, const brq_auth_set *cur)
 	for (size_t i = 0; i < cur->n; i++) {
 		const char *role = brq_auth_role_name(cur->entries[i].role);
 		size_t      j    = find_entry(old, cur->paths[i], cur->entries[i].role);
-		if (j == old->n) {
+		if (j == old->n && find_moved(old, cur, &cur->entries[i]) == old->n) {
 			added++;
 			BRQ_LOG_INFO("token_added", "role=%s path=%s", role, BRQ_LOG_Q(cur->paths[i]));
-		} else if (sodium_memcmp(old->entries[j].hash, cur->entries[i].hash, 32) != 0) {
+		} else if (j < old->n && sodium_memcmp(old->entries[j].hash, cur->entries[i].hash, 32) != 0) {
 			changed++;
 			BRQ_LOG_INFO("token_changed", "role=%s path=%s", role, BRQ_LOG_Q(cur->paths[i]));
 		}
 	}
 	for (size_t j = 0; j < old->n; j++) {
-		if (find_entry(cur, old->paths[j], old->entries[j].role) == cur->n) {
+		if (find_entry(cur, old->paths[j], old->entries[j].role) == cur->n &&
+		    find_moved(cur, old, &old->entries[j]) == cur->n) {
 			removed++;
 			BRQ_LOG_INFO("token_removed", "role=%s path=%s",
 				     brq_auth_role_name(old->entries[j].role), BRQ_LOG_Q(old->paths[j]));

@@ -23,6 +23,7 @@
 #include "metrics/metrics.h"
 #include "notify.h"
 #include "reload.h"
+#include "reload_creds.h"
 #include "rpc/rpc.h"
 #include "store/store.h"
 #include "brq_version.h"
@@ -38,6 +39,7 @@
 struct args {
 	const char *env_file;
 	const char *credentials_dir; // --credentials-dir
+	const char *reload_pid;      // --reload-credentials PID (reload_creds.h)
 	bool        is_check;
 	bool        is_journal; // stderr is systemd's journal stream
 };
@@ -64,6 +66,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: brooq-gateway [--env-file FILE] [--credentials-dir DIR] [--check-config]\n"
+		"       brooq-gateway --reload-credentials PID [--credentials-dir DIR]\n"
 		"       brooq-gateway --version | --help\n"
 		"Settings are BROOQ_* environment variables, or lines of the env file (every\n"
 		"setting: man 8 brooq-gateway). Secrets arrive as systemd credentials in\n"
@@ -79,8 +82,11 @@ usage(FILE *f)
 		"--check-config loads everything, prints every problem and exits 2, or prints\n"
 		"\"configuration ok\"; with neither --credentials-dir nor $CREDENTIALS_DIRECTORY it\n"
 		"reads the unit's %s, if it exists, as systemd will.\n"
-		"SIGHUP reloads token files and the log level; SIGTERM stops gracefully.\n",
-		BRQ_UNIT_CREDENTIALS_DIR);
+		"SIGHUP reloads token files and the log level; SIGTERM stops gracefully.\n"
+		"--reload-credentials (the unit's ExecReload=, as root) copies the token directories\n"
+		"of %s (or DIR) into $RUNTIME_DIRECTORY/%s for the gateway PID,\n"
+		"which systemd started, and sends it SIGHUP.\n",
+		BRQ_UNIT_CREDENTIALS_DIR, BRQ_UNIT_CREDENTIALS_DIR, BRQ_RELOAD_CREDS_NAME);
 }
 
 // `--NAME VALUE` or `--NAME=VALUE` (not empty) at argv[*i]: 1 and *out set (and *i
@@ -109,10 +115,13 @@ parse_args(int argc, char **argv, struct args *a)
 	for (int i = 1; i < argc; i++) {
 		int env = take_value(argc, argv, &i, "--env-file", &a->env_file);
 		int dir = env != 0 ? 0 : take_value(argc, argv, &i, "--credentials-dir", &a->credentials_dir);
-		if (env < 0 || dir < 0) {
+		int pid = env != 0 || dir != 0
+			? 0
+			: take_value(argc, argv, &i, "--reload-credentials", &a->reload_pid);
+		if (env < 0 || dir < 0 || pid < 0) {
 			usage(stderr);
 			return 2;
-		} else if (env > 0 || dir > 0) {
+		} else if (env > 0 || dir > 0 || pid > 0) {
 			continue;
 		} else if (strcmp(argv[i], "--check-config") == 0) {
 			a->is_check = true;
@@ -126,6 +135,11 @@ parse_args(int argc, char **argv, struct args *a)
 			usage(stderr);
 			return 2;
 		}
+	}
+	// The copy is a mode of its own: it reads no settings and starts nothing.
+	if (a->reload_pid != NULL && (a->is_check || a->env_file != NULL)) {
+		usage(stderr);
+		return 2;
 	}
 	return -1;
 }
@@ -397,6 +411,8 @@ main(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
+	if (a.reload_pid != NULL)
+		return brq_reload_creds_main(a.reload_pid, a.credentials_dir);
 	// Memory of a big request goes back to the system when it is freed. glibc raises
 	// its mmap threshold to the size of each mmapped block freed (up to 32 MiB), after
 	// which big requests come from the heap and stay there as free but resident

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "reload_creds.h"
 
 // The token check run inside the configuration load (config.h brq_config_sources).
 struct token_check {
@@ -34,7 +37,8 @@ brq_reload_load(const brq_reload_src *from, const brq_auth *auth, brq_config *cf
 				  .check                = check_tokens,
 				  .check_arg            = &tc,
 				  .unit_credentials_dir = from->credentials_dir,
-				  .is_unit_default      = from->is_check};
+				  .is_unit_default      = from->is_check,
+				  .tokens_dir           = from->tokens_dir};
 
 	*set   = NULL;
 	int rc = brq_config_load_from(cfg, &src, problems);
@@ -76,6 +80,19 @@ join_names(const char *const *names, size_t n, char *buf, size_t cap)
 	}
 }
 
+// Where this reload reads the tokens from (reload.h): the copy's path into buf, or NULL
+// for the sources of the start.
+static const char *
+tokens_copy(const brq_reload *r, char *buf, size_t cap)
+{
+	struct stat st;
+	if (r->src.credentials_dir != NULL || getenv("CREDENTIALS_DIRECTORY") == NULL ||
+	    brq_reload_creds_copy_path(buf, cap) != 0) {
+		return NULL;
+	}
+	return lstat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? buf : NULL;
+}
+
 int
 brq_reload_run(brq_reload *r)
 {
@@ -84,10 +101,14 @@ brq_reload_run(brq_reload *r)
 	brq_auth_set       *set = NULL;
 	brq_reload_diff     diff;
 	char                fixed[BRQ_SETTINGS_COUNT * 40]; // every name fits: the longest is 28
+	char                copy[4096];
+	brq_reload_src      src = r->src;
 
-	BRQ_LOG_INFO("reload_started", "env_file=%s",
-		     BRQ_LOG_Q(r->src.env_file != NULL ? r->src.env_file : "-"));
-	int rc = brq_reload_load(&r->src, r->auth, &cfg, &set, &problems);
+	src.tokens_dir = tokens_copy(r, copy, sizeof(copy));
+	BRQ_LOG_INFO("reload_started", "env_file=%s tokens_copy=%s",
+		     BRQ_LOG_Q(r->src.env_file != NULL ? r->src.env_file : "-"),
+		     BRQ_LOG_Q(src.tokens_dir != NULL ? src.tokens_dir : "-"));
+	int rc = brq_reload_load(&src, r->auth, &cfg, &set, &problems);
 	if (rc != 0) {
 		// Problems name variables and files, never secrets (config.h).
 		for (size_t i = 0; i < problems.count; i++) {

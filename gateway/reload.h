@@ -13,6 +13,13 @@
 // is simply no longer read. A reload with any problem (a token file too short or
 // readable by others, no token left at all, a bad value) changes nothing and logs each
 // problem; the gateway never exits because of a reload.
+//
+// Under the unit (CREDENTIALS_DIRECTORY set, no --credentials-dir) systemd's copy of the
+// credentials is the one of the start, so a reload reads the tokens from the copy that
+// `brooq-gateway --reload-credentials` (the unit's ExecReload=, reload_creds.h) makes
+// of the unit's directory, $RUNTIME_DIRECTORY/credentials, when it exists; the DSN and
+// TLS files still come from $CREDENTIALS_DIRECTORY (they apply at a restart). A bare
+// SIGHUP before any such copy reads $CREDENTIALS_DIRECTORY as before.
 #ifndef BRQ_GATEWAY_RELOAD_H
 #define BRQ_GATEWAY_RELOAD_H
 
@@ -27,6 +34,7 @@ typedef struct brq_reload_src {
 	const char *env_file;        // borrowed: --env-file, or NULL
 	const char *credentials_dir; // borrowed: --credentials-dir, or NULL
 	bool        is_check;        // --check-config: the unit's credentials by default (config.h)
+	const char *tokens_dir;      // borrowed: the tokens' copy (config.h), or NULL
 } brq_reload_src;
 
 typedef struct brq_reload {

@@ -490,6 +490,36 @@ Test(auth, publish_swaps_the_tokens_and_logs_each_change_by_file_never_the_token
 	cr_assert_null(strstr(out, "CHANGED"), "token leaked: %s", out);
 }
 
+// The same tokens under new paths (the first reload from the tokens' copy, reload.h),
+// but w2 dropped and w3 new.
+static void
+move_every_file(void)
+{
+	const char   *w[] = {TOKEN_FILE("moved-w1", W1 "\n", 0400),
+			     TOKEN_FILE("moved-w3", "worker-three-0123456789abcdefghijklm", 0400)};
+	const char   *a[] = {TOKEN_FILE("moved-a1", A1, 0400), TOKEN_FILE("moved-a2", A2 "\n", 0400)};
+	brq_auth_set *set = NULL;
+	cr_assert_eq(brq_auth_prepare(&auth, w, 2, a, 2, &set, &probs), 0);
+	brq_auth_publish(&auth, set);
+}
+
+Test(auth, a_token_whose_file_moved_is_neither_added_nor_removed)
+{
+	load_standard();
+	const char *out = logged_during(move_every_file);
+	cr_log_info("%s", out);
+	cr_assert_eq(check(W1), BRQ_ROLE_WORKER);
+	cr_assert_eq(check(W2), BRQ_ROLE_NONE);
+	cr_assert(strstr(out, "msg=token_added role=worker path=") && strstr(out, "/moved-w3\n"), "%s", out);
+	cr_assert(strstr(out, "msg=token_removed role=worker path=") && strstr(out, "/w2\n"), "%s", out);
+	int lines = 0;
+	for (const char *at = out; (at = strstr(at, "msg=token_")) != NULL; at++)
+		lines++;
+	cr_assert_eq(lines, 2, "only w2 and w3 changed: %s", out);
+	cr_assert_not_null(strstr(out, "msg=tokens_reloaded worker=2 admin=2 added=1 removed=1 changed=0\n"),
+			   "%s", out);
+}
+
 static void
 bad_reload(void)
 {

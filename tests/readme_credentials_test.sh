@@ -4,7 +4,8 @@
 # cannot drift) as root in a private mount namespace (unshare: a tmpfs over /etc and
 # /run, the machine's own files linked back in), with systemd's part played by hand:
 #   1. the credential lines write /etc/brooq/credentials as the admin would (the DSN
-#      placeholder replaced by the test database's), `brooqctl migrate up` migrates;
+#      replaced by the test database's; the lines that install PostgreSQL and make its
+#      role and database are the harness's part), `brooqctl migrate up` migrates;
 #   2. `brooq-gateway --env-file ... --check-config`, with neither --credentials-dir nor
 #      $CREDENTIALS_DIRECTORY, reads that directory as the unit loads it: ok;
 #   3. `systemctl enable --now` becomes the gateway started as the unit would start it
@@ -12,7 +13,7 @@
 #      socket /run/brooq/gateway.sock;
 #   4. `brooqctl stats` with no option and no BROOQ_* variable works, and so does an
 #      admin-only command: brooqctl found the admin token by itself; a token added
-#      later (not yet loaded by a restart) is not the one it picks;
+#      later (not yet loaded by a reload) is not the one it picks;
 #   5. a token directory removed: --check-config says so (exit 2), as systemd would
 #      refuse to start.
 # Exit 77 (skipped) where no mount namespace can be made (a user namespace too, unless root).
@@ -58,11 +59,14 @@ if [ "${1:-}" = --inside ]; then
     sed '1d;$d' >"$tmp/steps"
   [ "$(wc -l <"$tmp/steps")" -ge 8 ] || { echo "README's steps not found"; exit 1; }
   check "README has the credential steps" grep -q '^head .*>/etc/brooq/credentials/admin-tokens/' "$tmp/steps"
+  check "README writes the DSN of the password it made" \
+    grep -qF 'echo "postgresql://brooq:$pw@localhost:5432/brooq" >/etc/brooq/credentials/dsn' "$tmp/steps"
   while IFS= read -r line; do
     case $line in
       'systemctl enable --now brooq-gateway') check "README: $line (the gateway, as the unit starts it)" start_gateway ;;
       systemctl\ * | journalctl\ * | editor\ *) echo "skip $line" ;;
-      *) check "README: $line" bash -c "$(echo "$line" | sed "s|postgresql://brooq:PASSWORD@localhost:5432/brooq|$dsn|")" ;;
+      'apt install postgresql' | pw=* | *'sudo -u postgres '*) echo "skip $line (the harness's database)" ;;
+      *) check "README: $line" bash -c "$(echo "$line" | sed "s|postgresql://brooq:[$]pw@localhost:5432/brooq|$dsn|")" ;;
     esac
   done <"$tmp/steps"
 
@@ -76,9 +80,9 @@ if [ "${1:-}" = --inside ]; then
   newer() {
     sleep 1
     (umask 077 && head -c 32 /dev/urandom | base64 >/etc/brooq/credentials/admin-tokens/2)
-    brooqctl topics # the new token is not loaded (no restart): the old one must be used
+    brooqctl topics # the new token is not loaded (no reload): the old one must be used
   }
-  check "a token added for rotation is not used before a restart (the oldest is)" newer
+  check "a token added for rotation is not used before a reload (the oldest is)" newer
   check "the gateway refused no request (brooqctl's token was a loaded one)" bash -c '
     ! grep -q "msg=auth_failed" "$1" && grep -q "msg=tokens_loaded worker=1 admin=1" "$1"' _ "$tmp/gateway.log"
   missing_dir() {

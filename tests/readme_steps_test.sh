@@ -61,7 +61,7 @@ marked() { # marked NAME: README has a non-empty NAME block
   local out
   out=$(readme_steps "$src/README.md" "$1") && echo "$out" && [ -n "$out" ]
 }
-for n in install setup operator migrate; do
+for n in install setup worker operator upgrade; do
   check "README marks its '$n' block" marked "$n"
 done
 check_done

@@ -5,17 +5,23 @@
 # tree, cached, booted with systemd-nspawn --boot), with PostgreSQL from Debian.
 #   1. README's install and setup steps, word for word (the blocks README marks with
 #      `<!-- test: NAME -->`, read by tests/support/readme_steps.sh): the packages
-#      install, `systemctl enable --now brooq-gateway` starts the unit, and it is
-#      active with the status it sent over sd_notify (READY=1, Type=notify);
-#   2. the example worker (client/examples/worker.c, built against the -dev package)
-#      runs as a user in the brooq group with a copy of the worker token, and does a
-#      job enqueued with brooqctl in README's operator environment; brooqctl stats;
-#   3. `systemctl reload` rotates the admin token: the new one is accepted, the old
-#      one refused;
+#      install, PostgreSQL gets the role and database, `systemctl enable --now
+#      brooq-gateway` starts the unit, and it is active with the status it sent over
+#      sd_notify (READY=1, Type=notify);
+#   2. README's worker block builds the example worker against the -dev package (with
+#      pkg-config); it runs as a user in the brooq group with a copy of the worker
+#      token (README's words), and does a job enqueued with brooqctl in README's
+#      operator environment; brooqctl stats;
+#   3. `systemctl reload` rotates the admin token as docs/operations.md says: a token
+#      file added is accepted after a reload, the old file removed and reloaded is
+#      refused; the copy the reload makes in /run/brooq is the service's user's alone
+#      (a worker of group brooq cannot read it);
 #   4. `systemctl stop` drains: exit 0, nothing abandoned, within the grace; the
 #      worker carries on once the gateway is back;
 #   5. an upgrade to packages of a higher version that bring a migration, with README's
-#      install and migrate steps (make_upgrade_debs, check_upgrade);
+#      install step: the running gateway is left running and the install says what
+#      finishes the upgrade; README's upgrade step (migrate up, restart) finishes it
+#      (make_upgrade_debs, check_upgrade);
 #   6. purge: the service stopped, the packages' files gone.
 # Skipped (exit 77) unless BROOQ_TEST_SYSTEMD=1 (tests/run.sh --systemd): it needs root,
 # builds a tree of about 600 MB once (minutes, network to the Debian mirror) and takes
@@ -70,7 +76,6 @@ mkdir -p "$srv/v1/dist" "$srv/v2/dist" "$srv/steps"
 for p in "${pkgs[@]}"; do
   cp "$build/debs/${p}_${version}_${arch}.deb" "$srv/v1/dist/"
 done
-cp "$src/client/examples/worker.c" "$srv/worker.c"
 
 # ---- README's marked blocks ------------------------------------------------------------------
 # From the setup block, the files it writes the tokens to (the first of each role);
@@ -81,7 +86,7 @@ token_path() {
 }
 readme_blocks() {
   local n
-  for n in install setup operator migrate; do
+  for n in install setup worker operator upgrade; do
     readme_steps "$readme" "$n" >/dev/null || return 1
   done
   worker_token=$(token_path worker)
@@ -94,7 +99,7 @@ readme_blocks() {
 worker_token=
 admin_token=
 touch "$srv/operator.env"
-check "README marks its install, setup, operator and migrate blocks; the setup writes both tokens" readme_blocks
+check "README marks its install, setup, worker, operator and upgrade blocks; the setup writes both tokens" readme_blocks
 [ "$fail" -eq 0 ] || finish
 sed 's/^/     /' "$tmp/check.out"
 ctl() { brq_in bash -c '. /srv/brooq/operator.env; brooqctl "$@"' _ "$@"; }
@@ -105,7 +110,7 @@ ctl() { brq_in bash -c '. /srv/brooq/operator.env; brooqctl "$@"' _ "$@"; }
 deb_depends() { # the first alternative of every dependency of the packages, not ours
   local d
   for d in "$srv"/v1/dist/*.deb; do dpkg-deb -f "$d" Depends; done |
-    tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -v '^$' | grep -v '^libbrooq'
+    tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -v '^$' | grep -vE '^(libbrooq|brooq)'
 }
 mapfile -t tree_pkgs < <(deb_depends)
 tree_pkgs+=(sudo postgresql gcc libc6-dev pkg-config procps)
@@ -145,16 +150,11 @@ dump_gateway() { # what an administrator would look at
 }
 
 phase "install and set up, as README says"
-# README's prerequisite, said in words: a database brooq owned by a role brooq that logs
-# in with a password; the password is README's placeholder, so its DSN works unchanged.
-check "PostgreSQL is up; role and database brooq created (README's prerequisite)" brq_in bash -ec '
-  systemctl is-active postgresql@15-main
-  runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 \
-    -c "CREATE ROLE brooq LOGIN PASSWORD '\''PASSWORD'\''" -c "CREATE DATABASE brooq OWNER brooq"'
 check "README's install block: apt installs the packages" run_readme install /srv/brooq/v1
 check "the unit is installed disabled and stopped" brq_in bash -c '
   [ "$(systemctl is-enabled brooq-gateway)" = disabled ] && ! systemctl is-active brooq-gateway'
-check "README's setup block runs to its end (enable --now, status, journal)" run_readme setup /root
+check "README's setup block runs to its end (database, credentials, enable --now, status, journal)" \
+  run_readme setup /root
 ready() {
   local out
   out=$(brq_in systemctl show -p ActiveState -p SubState -p Type -p StatusText -p NRestarts brooq-gateway)
@@ -172,11 +172,15 @@ fi
 
 # ---- the example worker and a job --------------------------------------------------------------
 phase "worker"
-# The worker's host: the library packages, and README's "a worker's user joins that
-# group (usermod -aG brooq USER) and gets a copy of the worker token".
-check "the library packages install; the example worker builds with pkg-config" brq_in bash -ec '
-  cd /srv/brooq/v1 && apt-get install -y -q ./dist/libbrooq-client0_*.deb ./dist/libbrooq-client-dev_*.deb
-  cc -Wall -Werror -o /usr/local/bin/example-worker /srv/brooq/worker.c $(pkg-config --cflags --libs brooq-client)'
+# README's worker block, in a directory with the packages beside it (as README's
+# install block has them), writable for the program it builds.
+build_worker() {
+  brq_in bash -ec 'mkdir -p /opt/brooq-worker && cp -r /srv/brooq/v1/dist /opt/brooq-worker/' &&
+    run_readme worker /opt/brooq-worker && brq_in test -x /opt/brooq-worker/example-worker
+}
+check "README's worker block: the library packages install, the example worker builds" build_worker
+# README's words: a worker's user "joins that group (usermod -aG brooq USER) and gets a
+# copy of a worker token"; it runs as a service, so that it outlives this step.
 # shellcheck disable=SC2016
 check "a worker user in group brooq with a copy of the worker token runs example-worker" brq_in bash -ec '
   useradd -m worker
@@ -185,7 +189,7 @@ check "a worker user in group brooq with a copy of the worker token runs example
   . /srv/brooq/operator.env
   systemd-run --unit=example-worker -p User=worker \
     -p Environment="BROOQ_URL=${BROOQ_URL:-ipc:///run/brooq/gateway.sock}" \
-    -p Environment=BROOQ_TOKEN_FILE=/home/worker/worker-token /usr/local/bin/example-worker
+    -p Environment=BROOQ_TOKEN_FILE=/home/worker/worker-token /opt/brooq-worker/example-worker
   systemctl is-active example-worker' _ "$worker_token"
 # job_done PAYLOAD: enqueues demo.hello with brooqctl and waits (20 s) for its state
 # done and the worker's line about it.
@@ -219,24 +223,43 @@ stats() {
 check "brooqctl stats: the topic, with one job pending" stats
 
 # ---- systemctl reload rotates a token ----------------------------------------------------------
-# By content: the admin token's file (README's setup) gets a new token, the gateway is
-# reloaded; brooqctl reads that file. Keep the old token to try it after.
+# As docs/operations.md ("Token rotation") says: a new file beside the old one and a
+# reload (both valid), then the old file removed and a reload (the old one refused).
+# brooqctl run by root uses the oldest file of admin-tokens/: the old one, then the new.
 phase "reload"
 pid_before_reload=$(brq_in systemctl show -p MainPID --value brooq-gateway)
-rotate_admin_token() {
+new_admin_token=$(dirname "$admin_token")/rotated
+# stats_ok [TOKEN_FILE]: brooqctl stats (with that token file, else as root's default)
+# succeeds within 10 s: a reload ends with a signal, which the gateway applies just after.
+stats_ok() {
   local rc
-  brq_in bash -ec 'cp "$1" /root/old-admin-token; head -c 32 /dev/urandom | base64 >"$1"' _ "$admin_token" || return 1
-  brq_in systemctl reload brooq-gateway || return 1
-  # A reload is a signal: the gateway applies it just after.
   for _ in $(seq 50); do
     rc=0
-    ctl stats >/dev/null 2>&1 || rc=$?
+    # shellcheck disable=SC2016
+    brq_in bash -c '. /srv/brooq/operator.env; if [ -n "$1" ]; then export BROOQ_TOKEN_FILE=$1; fi
+      brooqctl stats' _ "${1:-}" >/dev/null 2>&1 || rc=$?
     [ $rc -eq 0 ] && break
     sleep 0.2
   done
-  echo "brooqctl stats with the new token: exit $rc"
-  brq_in journalctl -u brooq-gateway -o cat --no-pager | grep -E 'msg=(reload|token)' | tail -n 5
+  echo "brooqctl stats (${1:-the default token}): exit $rc"
   [ $rc -eq 0 ]
+}
+reload_log() {
+  brq_in journalctl -u brooq-gateway -o cat --no-pager | grep -E 'reload-credentials|msg=(reload|token)' | tail -n "$1"
+}
+add_token_and_reload() {
+  # shellcheck disable=SC2016
+  brq_in bash -ec 'cp "$1" /root/old-admin-token; (umask 077; head -c 32 /dev/urandom | base64 >"$2")' _ \
+    "$admin_token" "$new_admin_token" || return 1
+  brq_in systemctl reload brooq-gateway || { reload_log 10; return 1; }
+  stats_ok "$new_admin_token" && stats_ok || { reload_log 10; return 1; }
+  reload_log 6
+}
+remove_token_and_reload() {
+  brq_in rm "$admin_token" || return 1
+  brq_in systemctl reload brooq-gateway || { reload_log 10; return 1; }
+  stats_ok || { reload_log 10; return 1; }
+  reload_log 6
 }
 old_token_refused() {
   local rc=0
@@ -244,7 +267,23 @@ old_token_refused() {
   echo "exit $rc"
   [ $rc -eq 4 ] # authentication (docs/brooqctl.md)
 }
-check "systemctl reload: the new admin token is accepted" rotate_admin_token
+# The copy in /run/brooq (0750, group brooq: the workers reach the socket there) is the
+# gateway's dynamic user's alone.
+copy_is_private() {
+  # shellcheck disable=SC2016
+  brq_in bash -ec '
+    uid=$(awk "/^Uid:/ { print \$3 }" /proc/$(systemctl show -p MainPID --value brooq-gateway)/status)
+    stat -c "%a %u %n" /run/brooq /run/brooq/credentials /run/brooq/credentials/*-tokens /run/brooq/credentials/*-tokens/*
+    [ "$(stat -c "%a %u" /run/brooq/credentials /run/brooq/credentials/*-tokens | sort -u)" = "700 $uid" ]
+    [ "$(stat -c "%a %u" /run/brooq/credentials/*-tokens/* | sort -u)" = "400 $uid" ]
+    [ "$(ls /run/brooq/credentials/admin-tokens)" = rotated ]
+    runuser -u worker -- test -S /run/brooq/gateway.sock
+    ! runuser -u worker -- ls /run/brooq/credentials'
+}
+check "systemctl reload: a token file added is accepted, the old one still is" add_token_and_reload
+check "systemctl reload: the old file removed, the new token is brooqctl's default" remove_token_and_reload
+check "systemctl reload: the old admin token is refused" old_token_refused
+check "the reload's copy in /run/brooq: 0700/0400, the gateway's user's; a worker cannot read it" copy_is_private
 same_gateway() {
   local out
   out=$(brq_in systemctl show -p MainPID -p NRestarts -p ActiveState brooq-gateway)
@@ -252,7 +291,6 @@ same_gateway() {
   grep -qx "MainPID=$pid_before_reload" <<<"$out" && grep -qx NRestarts=0 <<<"$out" &&
     grep -qx ActiveState=active <<<"$out"
 }
-check "systemctl reload: the old admin token is refused" old_token_refused
 check "the reload kept the gateway (same PID, no restart)" same_gateway
 if ! ctl stats >/dev/null 2>&1; then
   # So that the steps below still run: a restart loads the new token (the unit's way).
@@ -338,10 +376,22 @@ else
   check "packages repacked at $new_version, brooqctl with migration $upgrade_migration" make_upgrade_debs
 fi
 old_pid=$(brq_in systemctl show -p MainPID --value brooq-gateway)
-check "README's install block, with the new packages: apt upgrades them" run_readme install /srv/brooq/v2
-check "README's migrate block applies the new migration" run_readme migrate /root
-# check_upgrade: what the upgrade did to the running gateway (today: "An upgrade restarts
-# the gateway only if it is running", README) and to the schema.
+# README: "If the release brings migrations, the running gateway is left running (the
+# previous version ...) and the install prints the two commands that finish the upgrade".
+upgrade_install() {
+  local out pid
+  # dpkg writes through apt's pty: its lines end in CR LF.
+  out=$(run_readme install /srv/brooq/v2 2>&1 | tr -d '\r') || { echo "$out"; return 1; }
+  grep -A4 '^brooq-gateway: not restarted' <<<"$out"
+  pid=$(brq_in systemctl show -p MainPID --value brooq-gateway)
+  echo "gateway pid $old_pid before, $pid after; $(brq_in systemctl is-active brooq-gateway)"
+  grep -q "^brooq-gateway: not restarted: the database lacks migrations this version needs: $upgrade_migration" <<<"$out" &&
+    grep -q 'brooqctl migrate up$' <<<"$out" && grep -q 'systemctl restart brooq-gateway$' <<<"$out" &&
+    [ "$pid" = "$old_pid" ] && brq_in systemctl is-active brooq-gateway
+}
+check "README's install block, new packages: upgraded, the gateway left running, the rest said" upgrade_install
+check "README's upgrade block (migrate up, restart) runs" run_readme upgrade /root
+# check_upgrade: the gateway runs the new packages, on the migrated schema.
 check_upgrade() {
   local v pid
   v=$(brq_in dpkg-query -W -f='${Package} ${Version}\n' brooq-gateway brooqctl)
@@ -354,7 +404,7 @@ check_upgrade() {
     -c "SELECT max(version_id) FROM goose_db_version" -c "SELECT to_regclass('systemd_boot_test')" |
     tee /dev/stderr | tr '\n' ' ' | grep -qx "90000 systemd_boot_test "
 }
-check "the running gateway was restarted on the new packages; the schema migrated" check_upgrade
+check "the gateway was restarted on the new packages; the schema migrated" check_upgrade
 check "after the upgrade the worker does a job" job_done '{"n":3}'
 
 # ---- purge --------------------------------------------------------------------------------------

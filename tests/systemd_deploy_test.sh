@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Checks deploy/systemd as systemd itself reads it:
-#   1. `systemd-analyze verify` on the unit (ExecStart pointed at the built binary, the
-#      one thing that differs from an installed unit), with no complaint at all;
+#   1. `systemd-analyze verify` on the unit (ExecStart and ExecReload pointed at the
+#      built binary, the one thing that differs from an installed unit), with no
+#      complaint at all;
 #   2. `systemd-analyze security --offline=true`: overall exposure at most 1.6, "OK";
-#   3. the unit is Type=notify with a watchdog and a SIGHUP reload, reads its settings
+#   3. the unit is Type=notify with a watchdog, reloads with the gateway's own
+#      `--reload-credentials $MAINPID` run as root ('+': systemd copies credentials
+#      only at start, so the mode copies the tokens into the RuntimeDirectory= and sends
+#      SIGHUP; gateway/reload_creds.h), reads its settings
 #      with EnvironmentFile= (not the gateway's --env-file), and loads tokens with the
 #      directory form of LoadCredential=, from the directory and with the names the
 #      gateway's --help, README, the man pages, console.md and the env files give
@@ -37,9 +41,10 @@ check() { # check NAME COMMAND...
 
 command -v systemd-analyze >/dev/null || { echo "systemd-analyze not found (deploy/deps.sh installs systemd)"; exit 1; }
 
-sed "s|^ExecStart=[^ ]*|ExecStart=$gateway|" "$unit" >"$tmp/brooq-gateway.service"
-check "the test copy differs only in ExecStart" \
-  bash -c '[ "$(diff "$1" "$2" | grep -c "^[<>]")" -eq 2 ]' _ "$unit" "$tmp/brooq-gateway.service"
+sed "s|^ExecStart=[^ ]*|ExecStart=$gateway|; s|^ExecReload=+[^ ]*|ExecReload=+$gateway|" "$unit" \
+  >"$tmp/brooq-gateway.service"
+check "the test copy differs only in ExecStart and ExecReload" \
+  bash -c '[ "$(diff "$1" "$2" | grep -c "^[<>]")" -eq 4 ]' _ "$unit" "$tmp/brooq-gateway.service"
 check "systemd-analyze verify: no complaint" \
   bash -c 'out=$(systemd-analyze verify "$1" 2>&1); rc=$?; echo "$out"; [ $rc -eq 0 ] && [ -z "$out" ]' _ \
   "$tmp/brooq-gateway.service"
@@ -55,9 +60,15 @@ check "systemd-analyze security --offline=true: exposure <= 1.6, OK" \
 
 has() { grep -qxF -- "$2" "$1" || { echo "missing line: $2"; return 1; }; }
 lacks() { ! grep -qE -- "$2" "$1" || { echo "unexpected: $(grep -E -- "$2" "$1")"; return 1; }; }
-check "Type=notify, watchdog, SIGHUP reload" \
+check "Type=notify, watchdog" \
   bash -c "$(declare -f has); has \"\$1\" Type=notify && has \"\$1\" NotifyAccess=main &&
-    has \"\$1\" 'ExecReload=/bin/kill -HUP \$MAINPID' && grep -qE '^WatchdogSec=[0-9]+s$' \"\$1\"" _ "$unit"
+    grep -qE '^WatchdogSec=[0-9]+s$' \"\$1\"" _ "$unit"
+check "reload: the gateway's --reload-credentials as root, into its RuntimeDirectory=" \
+  bash -c "$(declare -f has); has \"\$1\" 'ExecStart=/usr/local/bin/brooq-gateway' &&
+    has \"\$1\" 'ExecReload=+/usr/local/bin/brooq-gateway --reload-credentials \$MAINPID' &&
+    has \"\$1\" RuntimeDirectory=brooq && has \"\$1\" RuntimeDirectoryMode=0750 &&
+    ! grep -q '^RuntimeDirectoryPreserve=' \"\$1\" &&
+    \"\$2\" --help | grep -qF -- '--reload-credentials PID'" _ "$unit" "$gateway"
 check "settings through EnvironmentFile=, not the gateway's --env-file" \
   bash -c "$(declare -f has lacks); has \"\$1\" EnvironmentFile=-/etc/brooq/brooq-gateway.env &&
     lacks \"\$1\" '^ExecStart=.*--env-file'" _ "$unit"

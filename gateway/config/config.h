@@ -21,6 +21,9 @@
 // checks what would stop systemd at its CREDENTIALS step (dsn, worker-tokens/ or
 // admin-tokens/ missing) and what it would skip (a token that is a symbolic link), a
 // problem each; only its top-level token files count.
+// A source's tokens_dir (a reload under the unit, reload_creds.h) replaces only
+// $CREDENTIALS_DIRECTORY's token files: its worker-tokens/ and admin-tokens/ are read
+// as the unit's directory's are.
 //
 // DSN: exactly one source is used, in this order: BROOQ_DSN, BROOQ_DSN_FILE, the file
 // $CREDENTIALS_DIRECTORY/dsn if it exists. Setting both BROOQ_DSN and BROOQ_DSN_FILE is
@@ -332,6 +335,12 @@ struct brq_config_sources {
 	// --check-config: without unit_credentials_dir and CREDENTIALS_DIRECTORY, read
 	// BRQ_UNIT_CREDENTIALS_DIR as the unit lays it out, if it exists.
 	bool is_unit_default;
+	// A copy of the unit's token directories (worker-tokens/NAME, admin-tokens/NAME) whose
+	// files are the tokens instead of $CREDENTIALS_DIRECTORY's worker-token* /
+	// admin-token* files; everything else still comes from $CREDENTIALS_DIRECTORY. A
+	// reload under the unit, after `--reload-credentials` (reload_creds.h). NULL: none;
+	// ignored with unit_credentials_dir.
+	const char *tokens_dir;
 };
 
 // Fills *cfg with defaults (no DSN, no tokens). Caller owns cfg's storage; the

@@ -119,9 +119,9 @@ scan_flat(struct loader *L, brq_config *cfg, const char *dir)
 // it: its regular files, hidden ones skipped, in name order. What systemd would skip or
 // refuse is a problem here, named.
 static void
-scan_token_dir(struct loader *L, brq_config *cfg, const brq_unit_credential *uc)
+scan_token_dir(struct loader *L, brq_config *cfg, const char *base, const brq_unit_credential *uc)
 {
-	char *dir = join(L, L->unit_dir, uc->source);
+	char *dir = join(L, base, uc->source);
 	if (dir == NULL) {
 		return;
 	}
@@ -209,6 +209,7 @@ brq_cfg_creds_open(struct loader *L, const brq_config_sources *src)
 		}
 	}
 	if (dir == NULL) {
+		L->tokens_dir = src->tokens_dir;
 		return;
 	}
 	L->is_unit_layout = true;
@@ -237,16 +238,17 @@ brq_cfg_creds_dir(const struct loader *L)
 void
 brq_cfg_creds_scan_tokens(struct loader *L, brq_config *cfg)
 {
-	if (!L->is_unit_layout) {
+	const char *base = L->is_unit_layout ? L->unit_dir : L->tokens_dir;
+	if (!L->is_unit_layout && base == NULL) {
 		const char *dir = brq_cfg_src_get(&L->src, "CREDENTIALS_DIRECTORY");
 		if (dir != NULL) {
 			scan_flat(L, cfg, dir);
 		}
 		return;
 	}
-	for (size_t i = 0; L->unit_dir != NULL && i < brq_unit_credentials_count; i++) {
+	for (size_t i = 0; base != NULL && i < brq_unit_credentials_count; i++) {
 		if (brq_unit_credentials[i].is_dir) {
-			scan_token_dir(L, cfg, &brq_unit_credentials[i]);
+			scan_token_dir(L, cfg, base, &brq_unit_credentials[i]);
 		}
 	}
 }

@@ -60,6 +60,9 @@ struct loader {
 	bool        is_unit_layout;
 	const char *unit_dir;
 	bool        is_unit_default_absent;
+	// A source's tokens_dir (borrowed), when the tokens come from there instead of
+	// $CREDENTIALS_DIRECTORY's files; NULL otherwise.
+	const char *tokens_dir;
 };
 
 // Appends elem to the array arr of n elements (lvalues: arr is realloc'd, n counts it).
@@ -124,7 +127,8 @@ void brq_cfg_creds_open(struct loader *L, const brq_config_sources *src);
 // directory in use, else $CREDENTIALS_DIRECTORY; NULL: none.
 const char *brq_cfg_creds_dir(const struct loader *L);
 // Adds the token credentials to cfg's lists: the unit directory's worker-tokens/ and
-// admin-tokens/ files, or $CREDENTIALS_DIRECTORY's worker-token* / admin-token* files.
+// admin-tokens/ files (of the unit's directory, or of a source's tokens_dir), or
+// $CREDENTIALS_DIRECTORY's worker-token* / admin-token* files.
 void brq_cfg_creds_scan_tokens(struct loader *L, brq_config *cfg);
 
 // --- config_topics.c ---
