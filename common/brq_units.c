@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The one syntax for durations and sizes (brq_units.h).
+// The one syntax for durations and sizes, and the one text form of an instant (brq_units.h).
 #include "brq_units.h"
 
 #include <stdio.h>
@@ -150,4 +150,34 @@ const char *
 brq_fmt_size(char *buf, size_t cap, uint64_t b)
 {
 	return fmt_units(buf, cap, b, size_units, N_OF(size_units));
+}
+
+const char *
+brq_fmt_time_ms(char *buf, size_t cap, int64_t unix_ms)
+{
+	// Floor division, so that an instant before 1970 still counts its milliseconds
+	// forwards from the second it falls in.
+	int64_t ms = unix_ms % 1000, secs = unix_ms / 1000;
+	if (ms < 0) {
+		ms += 1000;
+		secs--;
+	}
+	int64_t sod = secs % 86400, days = secs / 86400;
+	if (sod < 0) {
+		sod += 86400;
+		days--;
+	}
+	// Days since 1970-01-01 to the proleptic Gregorian date (H. Hinnant's
+	// civil_from_days), in eras of 400 years.
+	int64_t z   = days + 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+	int64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+	int64_t y = yoe + era * 400 + (m <= 2);
+	snprintf(buf, cap, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ", (long long) y, (long long) m,
+		 (long long) d, (long long) (sod / 3600), (long long) (sod / 60 % 60), (long long) (sod % 60),
+		 (long long) ms);
+	return buf;
 }

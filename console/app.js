@@ -7,7 +7,7 @@
   const API = '/console/api/';
   const STATES = ['pending', 'failed', 'processing', 'done', 'dead', 'canceled'];
   const TERMINAL = ['done', 'dead', 'canceled'];
-  let session = null; // {role, read_only, csrf, token_fp, expires_at_ms}
+  let session = null; // {role, read_only, csrf, token_fp, expires_at_ms, expires_at}
   let timer = null;   // the current page's auto-refresh
 
   const $ = (id) => document.getElementById(id);
@@ -47,12 +47,15 @@
     let body = null;
     try { body = await res.json(); } catch (e) { body = null; }
     if (res.status === 401 && path !== 'login') { signedOut(); throw new ApiError(401, 'signed out'); }
-    if (!res.ok) throw new ApiError(res.status, (body && body.error) || res.statusText);
+    // Errors are the protocol's error reply in JSON: {code, msg} (docs/protocol.md §11).
+    if (!res.ok) throw new ApiError(res.status, (body && body.msg) || res.statusText);
     return body;
   }
 
-  function fmtAge(s) {
-    if (s === null || s === undefined) return '—';
+  // An age or duration in ms (every duration of the JSON form is an integer of ms).
+  function fmtAge(ms) {
+    if (ms === null || ms === undefined) return '—';
+    const s = ms / 1000;
     if (s < 1) return '0 s';
     if (s < 120) return Math.round(s) + ' s';
     if (s < 7200) return Math.round(s / 60) + ' min';
@@ -141,7 +144,7 @@
         const o = await api('overview');
         wrap.replaceChildren(overviewTable(o, topicsMeta));
         note.textContent = 'Depth from the monitor’s last count; rates over the last ' +
-          (o.rate_window_s === null ? '— (measuring)' : Math.round(o.rate_window_s) + ' s') +
+          (o.rate_window_ms === null ? '— (measuring)' : Math.round(o.rate_window_ms / 1000) + ' s') +
           '. Updated ' + new Date(o.at_ms).toLocaleTimeString() + '.';
       } catch (e) { if (e.status !== 401) note.textContent = 'Refresh failed: ' + e.message; }
       timer = setTimeout(refresh, 2000);
@@ -159,12 +162,12 @@
       el('th', { scope: 'col' }, 'Status'));
     const rows = o.topics.map((t) => {
       // Only paused or limited topics are listed: any other topic is neither.
-      const m = meta && (meta.get(t.topic) || { topic: t.topic, paused: false, concurrency: null, rate: null });
+      const m = meta && (meta.get(t.topic) || { topic: t.topic, paused: false, max_running: null, rate_per_s: null });
       const status = el('td', {});
       if (m) {
         if (m.paused) status.append(el('span', { class: 'badge paused' }, 'paused'));
-        if (m.concurrency) status.append(' ≤' + m.concurrency + ' running');
-        if (m.rate) status.append(' ≤' + m.rate + '/s');
+        if (m.max_running) status.append(' ≤' + m.max_running + ' running');
+        if (m.rate_per_s) status.append(' ≤' + m.rate_per_s + '/s');
         if (session && !session.read_only) {
           status.append(' ', el('button', { type: 'button', class: 'secondary', on: { click: () => pauseTopic(t.topic, !m.paused) } },
             (m.paused ? 'Resume ' : 'Pause ') + t.topic));
@@ -172,8 +175,8 @@
       }
       return el('tr', { 'data-topic': t.topic },
         el('th', { scope: 'row' }, el('a', { href: '#/jobs?topic=' + encodeURIComponent(t.topic) }, t.topic)),
-        ...STATES.map((s) => el('td', { class: 'num', 'data-state': s }, t.jobs[s])),
-        el('td', { class: 'num' }, fmtAge(t.ready_oldest_age_s)),
+        ...STATES.map((s) => el('td', { class: 'num', 'data-state': s }, t[s])),
+        el('td', { class: 'num' }, fmtAge(t.oldest_ready_age_ms)),
         el('td', { class: 'num' }, fmtRate(t.started_per_min)),
         el('td', { class: 'num' }, fmtRate(t.finished_per_min)),
         status);
@@ -218,7 +221,7 @@
       el('dt', {}, 'Attempts'), el('dd', {}, j.attempts + ' of ' + j.max_attempts),
       // Leases that ran out without an outcome: the crash-loop quarantine's count.
       el('dt', {}, 'Lost leases'), el('dd', { id: 'job-lost-leases' }, String(j.lost_leases)),
-      el('dt', {}, 'Priority'), el('dd', {}, String(j.priority)),
+      el('dt', {}, 'Priority'), el('dd', {}, j.priority === null ? '—' : String(j.priority)),
       el('dt', {}, 'Idempotency key'), el('dd', {}, j.key === null ? '—' : j.key),
       el('dt', {}, 'Created'), el('dd', {}, fmtTime(j.created_at_ms)),
       // A terminal job's last update is when it finished.
@@ -245,7 +248,7 @@
     }
     box.replaceChildren(dl, acts, el('h2', {}, 'Payload'),
       el('pre', { tabindex: '0', 'aria-label': 'Payload' }, JSON.stringify(j.payload, null, 2)));
-    if (j.result !== undefined) {
+    if (j.result !== null) {
       box.append(el('h2', {}, 'Result'), el('pre', { tabindex: '0', 'aria-label': 'Result' }, JSON.stringify(j.result, null, 2)));
     }
   }
@@ -357,8 +360,9 @@
     const v = view('Schedules');
     try {
       const r = await api('schedules');
-      const rows = r.schedules.map((s) => el('tr', {}, el('td', {}, s.name), el('td', {}, s.topic), el('td', {}, s.spec),
-        el('td', {}, s.time_zone || ''), el('td', {}, fmtTime(s.next_at_ms)), el('td', {}, fmtTime(s.last_at_ms))));
+      const rows = r.schedules.map((s) => el('tr', {}, el('td', {}, s.name), el('td', {}, s.topic),
+        el('td', {}, s.cron !== null ? s.cron : 'every ' + fmtAge(s.every_ms)),
+        el('td', {}, s.tz || ''), el('td', {}, fmtTime(s.next_slot_ms)), el('td', {}, fmtTime(s.last_slot_ms))));
       v.append(el('div', { class: 'scroll', role: 'region', 'aria-label': 'Schedules', tabindex: '0' },
         el('table', { id: 'schedules' }, el('caption', {}, 'Periodic jobs'),
           el('thead', {}, el('tr', {}, ...['Name', 'Topic', 'Schedule', 'Time zone', 'Next', 'Last'].map((h) => el('th', { scope: 'col' }, h)))),

@@ -836,7 +836,7 @@ Test(brooqctl, jobs_lists_a_page_as_json_and_as_a_table_with_the_next_cursor)
 	cr_assert_not_null(strstr(out, "{\"jobs\":[{\"id\":"), "%s", out);
 	cr_assert_not_null(strstr(out, want), "%s", out);
 	cr_assert_eq(brq_gw_count(out, "\"state\":\"dead\""), 2, "%s", out);
-	cr_assert_not_null(strstr(out, "\"result\":null,\"retry_of\":null}"), "%s", out);
+	cr_assert_not_null(strstr(out, "\"result\":null,\"retry_of\":null,\"claimed_at_ms\":"), "%s", out);
 	char *next = strstr(out, "\"next\":\"");
 	cr_assert_not_null(next, "%s", out);
 	char cursor[64];

@@ -290,21 +290,28 @@ Test(brooqctl, json_output_is_one_object_with_the_key_fields)
 	cr_assert(strstr(out, "\"created\":true") != NULL, "%s", out);
 	free(out);
 
-	char ids[32];
+	char ids[32], want_id[64];
 	snprintf(ids, sizeof(ids), "%llu", id);
 	cr_assert_eq(run(&out, W, "job", ids, "--json"), 0, "%s", out);
 	assert_one_json_object(out);
+	/* The job reply's JSON form (docs/protocol.md §11): the job under "job", each
+	 * instant as its *_ms integer and its RFC 3339 text. */
+	snprintf(want_id, sizeof(want_id), "{\"job\":{\"id\":%llu,", id);
+	cr_assert(strncmp(out, want_id, strlen(want_id)) == 0, "%s", out);
 	static const char *const want[] = {
 		"\"topic\":\"report.build\"",
 		"\"state\":\"pending\"",
 		"\"attempts\":0",
 		"\"locked_by\":null",
-		"\"locked_until\":null",
+		"\"locked_until_ms\":null,\"locked_until\":null",
 		"\"last_error\":null",
 		"\"payload\":{\"q\": [1, 2]}",
 		"\"key\":\"quote\\\"back\\\\slash\\nnl\"",
+		"\"available_at_ms\":",
 		"\"available_at\":\"20",
 		"Z\"",
+		"\"result\":null,\"retry_of\":null",
+		"\"lost_leases\":0}}",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_assert(strstr(out, want[i]) != NULL, "'%s' missing from: %s", want[i], out);
@@ -312,7 +319,8 @@ Test(brooqctl, json_output_is_one_object_with_the_key_fields)
 
 	cr_assert_eq(run(&out, W, "stats", "--json"), 0, "%s", out);
 	assert_one_json_object(out);
-	cr_assert(strstr(out, "{\"topics\":[{\"topic\":\"report.build\",\"pending\":1,") != NULL, "%s", out);
+	cr_assert(strncmp(out, "{\"terminal_age_ms\":", 19) == 0, "%s", out);
+	cr_assert(strstr(out, ",\"topics\":[{\"topic\":\"report.build\",\"pending\":1,") != NULL, "%s", out);
 	free(out);
 
 	cr_assert_eq(run(&out, W, "ping", "--json"), 0, "%s", out);
@@ -322,7 +330,7 @@ Test(brooqctl, json_output_is_one_object_with_the_key_fields)
 
 	/* Errors are objects too (and the message still goes to stderr). */
 	cr_assert_eq(run(&out, W, "--json", "job", "777777"), 1, "%s", out);
-	cr_assert(strstr(out, "{\"error\":\"not_found\"") != NULL, "%s", out);
+	cr_assert(strstr(out, "{\"code\":\"not_found\"") != NULL, "%s", out);
 	free(out);
 }
 
@@ -422,7 +430,7 @@ Test(brooqctl, a_gateway_nobody_runs_is_unreachable_exit_3_without_waiting_out_t
 	free(err);
 	cr_assert_eq(run(&out, "--url", url, "--token-file", gw.worker_token_file, "--json", "stats"), 3,
 		     "%s", out);
-	cr_assert(strstr(out, "{\"error\":\"unreachable\",") != NULL, "%s", out);
+	cr_assert(strstr(out, "{\"code\":\"unreachable\",") != NULL, "%s", out);
 	free(out);
 }
 
@@ -545,6 +553,8 @@ Test(brooqctl, url_and_token_file_come_from_the_environment)
 	free(out);
 }
 
+static void assert_json_error(const char *out, int rc, const char *name);
+
 Test(brooqctl, migrate_still_works)
 {
 	char *out;
@@ -552,6 +562,21 @@ Test(brooqctl, migrate_still_works)
 	free(out);
 	cr_assert_eq(run(&out, "migrate"), 2, "%s", out);
 	free(out);
+	/* --json too (migrate_test checks its objects): one object, errors as well. */
+	char *err;
+	cr_assert_eq(runs(&out, &err, "migrate", "status", "--dsn", dsn, "--json"), 0, "%s", err);
+	assert_one_json_object(out);
+	cr_assert(strncmp(out, "{\"version\":", 11) == 0, "%s", out);
+	cr_assert(strstr(out,
+			 ",\"migrations\":[{\"version\":1,\"name\":\"00001_job.sql\",\"applied\":true,"
+			 "\"applied_at_ms\":") != NULL,
+		  "%s", out);
+	free(out);
+	free(err);
+	cr_assert_eq(runs(&out, &err, "--json", "migrate"), 2);
+	assert_json_error(out, 2, "usage");
+	free(out);
+	free(err);
 }
 
 /* ---- conventions: --version, --help, --json on every error, write errors ------------------ */
@@ -613,7 +638,7 @@ assert_json_error(const char *out, int rc, const char *name)
 {
 	char want[96];
 	assert_one_json_object(out);
-	snprintf(want, sizeof(want), "{\"error\":\"%s\",\"message\":\"", name);
+	snprintf(want, sizeof(want), "{\"code\":\"%s\",\"msg\":\"", name);
 	cr_assert(strncmp(out, want, strlen(want)) == 0, "want %s...: %s", want, out);
 	snprintf(want, sizeof(want), ",\"exit\":%d", rc);
 	cr_assert(strstr(out, want) != NULL, "exit %d not in %s", rc, out);

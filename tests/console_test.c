@@ -567,7 +567,11 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 	snprintf(q, sizeof(q), "/console/api/job?id=%lld", id);
 	brq_http(c.port, "GET", q, c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 200);
-	cr_assert_not_null(strstr(r.body, "\"payload\":{\"to\": \"x@y\"},\"key\":\"k-1\""), "%s", r.body);
+	/* The job's JSON form (docs/protocol.md §11): the protocol's keys in its order. */
+	cr_assert_not_null(strstr(r.body, "\"payload\":{\"to\": \"x@y\"},\"state\":\"pending\""), "%s",
+			   r.body);
+	cr_assert_not_null(strstr(r.body, "\"key\":\"k-1\",\"created_at_ms\":"), "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "\"priority\":2,\"result\":null,\"retry_of\":null,"), "%s", r.body);
 	brq_http(c.port, "GET", "/console/api/job?id=abc", c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 400);
 	brq_http(c.port, "GET", "/console/api/job?id=424242", c.cookie, NULL, &r);
@@ -581,7 +585,9 @@ Test(api, enqueue_and_job_go_through_the_rpc_validation)
 			break;
 		brq_t_sleep_ms(100);
 	}
-	cr_assert_not_null(strstr(r.body, "{\"topic\":\"mail.out\",\"jobs\":{\"pending\":1,"), "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "{\"topic\":\"mail.out\",\"pending\":1,\"processing\":0,"), "%s",
+			   r.body);
+	cr_assert_not_null(strstr(r.body, "\"canceled\":0,\"oldest_ready_age_ms\":"), "%s", r.body);
 	cr_assert_not_null(strstr(r.body, "\"enqueued_total\":1"), "%s", r.body);
 	cgw_stop(&c);
 }
@@ -597,7 +603,8 @@ Test(api, issue15_operations_check_their_parameters)
 		int         status;
 		const char *msg;
 	} calls[] = {
-		{"GET", "/console/api/jobs?state=zombie", NULL, 400, "state: must be"},
+		{"GET", "/console/api/jobs?state=zombie", NULL, 400,
+		 "{\"code\":\"invalid_argument\",\"msg\":\"state: must be"},
 		{"GET", "/console/api/jobs?limit=201", NULL, 400, "limit: must be"},
 		{"GET", "/console/api/jobs?created_after_ms=5&created_before_ms=4", NULL, 400,
 		 "created_after_ms"},
@@ -607,13 +614,19 @@ Test(api, issue15_operations_check_their_parameters)
 		{"POST", "/console/api/retry", "id=7", 404, "job 7 not found"},
 		{"POST", "/console/api/retry", "topic=a&state=done", 400, "dead or canceled"},
 		{"POST", "/console/api/delete", "id=x", 400, "id: must be"},
-		{"POST", "/console/api/delete", "id=7", 404, "job 7 not found"},
+		{"POST", "/console/api/delete", "id=7", 404,
+		 "{\"code\":\"not_found\",\"msg\":\"delete: job 7 not found\"}"},
 		{"POST", "/console/api/pause", "topic=A", 400, "topic"},
-		{"POST", "/console/api/pause", "topic=a", 200, "{\"topic\":\"a\",\"paused\":true}"},
+		{"POST", "/console/api/pause", "topic=a", 200,
+		 "{\"policy\":{\"topic\":\"a\",\"paused\":true,\"max_running\":null,\"rate_per_s\":null,"
+		 "\"running\":0}}"},
 		{"GET", "/console/api/topics", NULL, 200,
-		 "{\"topics\":[{\"topic\":\"a\",\"paused\":true,\"concurrency\":null,\"rate\":null}]}"},
+		 "{\"topics\":[{\"topic\":\"a\",\"paused\":true,\"max_running\":null,\"rate_per_s\":null,"
+		 "\"running\":0}]}"},
 		{"POST", "/console/api/resume", "", 400, "topic: required"},
-		{"POST", "/console/api/resume", "topic=a", 200, "{\"topic\":\"a\",\"paused\":false}"},
+		{"POST", "/console/api/resume", "topic=a", 200,
+		 "{\"policy\":{\"topic\":\"a\",\"paused\":false,\"max_running\":null,\"rate_per_s\":null,"
+		 "\"running\":0}}"},
 		{"GET", "/console/api/topics", NULL, 200, "{\"topics\":[]}"},
 	};
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
@@ -645,11 +658,13 @@ Test(api, lists_retries_and_deletes_jobs)
 	brq_http(c.port, "GET", "/console/api/jobs?topic=mail.out&state=dead&limit=1", c.cookie, NULL, &r);
 	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
 	char want[128];
-	snprintf(want, sizeof(want), "{\"jobs\":[{\"id\":%lld,\"topic\":\"mail.out\",\"state\":\"dead\"",
+	snprintf(want, sizeof(want),
+		 "{\"jobs\":[{\"id\":%lld,\"topic\":\"mail.out\",\"payload\":{},\"state\":\"dead\"",
 		 first + 1);
 	cr_assert_not_null(strstr(r.body, want), "%s", r.body);
 	/* The crash-loop quarantine's count (SPEC invariant 18), for the job page. */
-	cr_assert_not_null(strstr(r.body, "\"max_attempts\":5,\"lost_leases\":5,"), "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "\"max_attempts\":5,\"available_at_ms\":"), "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "\"lost_leases\":5}"), "%s", r.body);
 	cr_assert_not_null(strstr(r.body, "\"next\":\"v1."), "%s", r.body);
 	char *next = strstr(r.body, "\"next\":\"") + 8;
 	char  path[256];
@@ -857,15 +872,20 @@ Test(api, schedules_lists_the_schedule_table)
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	cr_assert_not_null(
 		strstr(r.body,
-		       "{\"name\":\"beat\",\"topic\":\"ping\",\"spec\":\"every 30000 ms\","
-		       "\"time_zone\":null,\"missed\":\"skip\",\"catch_up_max\":1,\"enabled\":false,"
-		       "\"next_at_ms\":null,\"last_at_ms\":1893455970000,\"source\":\"admin\"}"),
+		       "{\"name\":\"beat\",\"topic\":\"ping\",\"payload\":{},\"cron\":null,\"tz\":null,"
+		       "\"every_ms\":30000,\"misfire\":\"skip\",\"catch_up_max\":1,\"max_attempts\":null,"
+		       "\"enabled\":false,\"next_slot_ms\":null,\"next_slot\":null,\"last_slot_ms\":"
+		       "1893455970000,"
+		       "\"last_slot\":\"2029-12-31T23:59:30.000Z\",\"source\":\"admin\"}"),
 		"%s", r.body);
 	cr_assert_not_null(
 		strstr(r.body,
-		       "{\"name\":\"nightly\",\"topic\":\"report\",\"spec\":\"30 2 * * *\","
-		       "\"time_zone\":\"Europe/Berlin\",\"missed\":\"catch_up\",\"catch_up_max\":3,"
-		       "\"enabled\":true,\"next_at_ms\":1893461400000,\"last_at_ms\":null"),
+		       "{\"name\":\"nightly\",\"topic\":\"report\",\"payload\":{},\"cron\":\"30 2 * * *\","
+		       "\"tz\":\"Europe/"
+		       "Berlin\",\"every_ms\":null,\"misfire\":\"catch_up\",\"catch_up_max\":3,"
+		       "\"max_attempts\":null,\"enabled\":true,\"next_slot_ms\":1893461400000,"
+		       "\"next_slot\":\"2030-01-01T01:30:00.000Z\",\"last_slot_ms\":null,\"last_slot\":null,"
+		       "\"source\":\"admin\"}"),
 		"%s", r.body);
 	cgw_stop(&c);
 }

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* Migration tests: brooqctl migrate round-trips every migration and keeps goose's bookkeeping. */
 #define _GNU_SOURCE /* asprintf */
+#include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <criterion/criterion.h>
 
+#include "brq_units.h"
 #include "migrate.h"
 #include "testdb.h"
 
@@ -198,6 +202,135 @@ Test(migrate, reports_an_unreachable_database)
 	dsn         = saved;
 	cr_assert_eq(rc, 1);
 	cr_assert_not_null(strstr(out, "cannot connect"), "%s", out);
+	free(out);
+}
+
+static bool
+starts(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* How many migrations the source has (NNNNN_name.sql files). */
+static int
+migration_files(void)
+{
+	char path[4096];
+	int  n = 0;
+	snprintf(path, sizeof(path), "%s/migrations", getenv("BROOQ_SOURCE_DIR"));
+	DIR *d = opendir(path);
+	cr_assert_not_null(d, "%s", path);
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		n += strlen(e->d_name) > 4 && strcmp(e->d_name + strlen(e->d_name) - 4, ".sql") == 0;
+	closedir(d);
+	return n;
+}
+
+/* `brooqctl migrate ARGS --json` with the DSN in the environment: stdout only. */
+static int
+brooqctl_json(const char *args, char **out)
+{
+	char *cmd = NULL;
+	cr_assert(asprintf(&cmd,
+			   "BROOQ_DSN='%s' BROOQ_MIGRATIONS_DIR='%s/migrations' %s migrate %s --json "
+			   "2>/dev/null",
+			   dsn, getenv("BROOQ_SOURCE_DIR"), brq_testdb_bin("brooqctl"), args) > 0);
+	int rc = brq_testdb_run(cmd, out);
+	free(cmd);
+	return rc;
+}
+
+/* The migration `name` in a --json object: checks it reads as the JSON form's migration
+ * (docs/protocol.md §11) with `applied`, and when applied, an applied_at_ms within a
+ * minute of now whose text twin is the same instant in RFC 3339 UTC with milliseconds. */
+static void
+assert_migration(const char *out, long long version, const char *name, bool applied)
+{
+	char want[256];
+	snprintf(want, sizeof(want), "{\"version\":%lld,\"name\":\"%s\",\"applied\":%s,", version, name,
+		 applied ? "true" : "false");
+	const char *p = strstr(out, want);
+	cr_assert_not_null(p, "%s not in %s", want, out);
+	p += strlen(want);
+	if (!applied) {
+		cr_assert(starts(p, "\"applied_at_ms\":null,\"applied_at\":null}"), "%s", p);
+		return;
+	}
+	long long ms;
+	char      text[64], t[BRQ_TIME_TEXT_MAX];
+	cr_assert_eq(sscanf(p, "\"applied_at_ms\":%lld,\"applied_at\":\"%63[^\"]\"}", &ms, text), 2, "%s", p);
+	long long now = (long long) time(NULL) * 1000;
+	cr_assert(ms > now - 60000 && ms < now + 60000, "applied_at_ms %lld is not now (%lld): %s", ms, now,
+		  out);
+	cr_assert_str_eq(text, brq_fmt_time_ms(t, sizeof(t), ms));
+	int y, mo, d, h, mi, sec, frac, n = 0;
+	cr_assert_eq(sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &y, &mo, &d, &h, &mi, &sec, &frac, &n),
+		     7);
+	cr_assert_eq((size_t) n, strlen(text), "%s", text);
+}
+
+Test(migrate, json_gives_each_migration_with_when_it_was_applied_in_utc)
+{
+	char *out = NULL;
+	/* A database whose clock reads 14 hours ahead of UTC: goose's tstamp is local time
+	 * there, and applied_at must still be the instant it was applied. */
+	char *name = brq_testdb_value(db, "SELECT current_database()");
+	brq_testdb_exec(db, "SET client_min_messages = warning");
+	char sql[256];
+	snprintf(sql, sizeof(sql), "ALTER DATABASE %s SET timezone = 'Pacific/Kiritimati'", name);
+	brq_testdb_exec(db, sql);
+	free(name);
+
+	cr_assert_eq(brooqctl_json("up-to 2", &out), 0, "%s", out);
+	cr_assert(starts(out, "{\"version\":2,\"migrations\":[{\"version\":1,"), "%s", out);
+	assert_migration(out, 1, "00001_job.sql", true);
+	assert_migration(out, 2, "00002_idempotency.sql", true);
+	cr_assert_null(strstr(out, "00003"), "up-to 2 lists what it applied only: %s", out);
+	cr_assert_eq(out[strlen(out) - 1], '\n');
+	free(out);
+
+	cr_assert_eq(brooqctl_json("status", &out), 0, "%s", out);
+	assert_migration(out, 1, "00001_job.sql", true);
+	assert_migration(out, 3, "00003_retention.sql", false);
+	int listed = 0;
+	for (const char *p = out; (p = strstr(p, "\"name\":")) != NULL; p++)
+		listed++;
+	cr_assert_eq(listed, migration_files(), "status lists every migration: %s", out);
+	free(out);
+
+	cr_assert_eq(brooqctl_json("down", &out), 0, "%s", out);
+	cr_assert_str_eq(out,
+			 "{\"version\":1,\"migrations\":[{\"version\":2,\"name\":\"00002_idempotency.sql\","
+			 "\"applied\":false,\"applied_at_ms\":null,\"applied_at\":null}]}\n");
+	free(out);
+	cr_assert_eq(brooqctl_json("version", &out), 0, "%s", out);
+	cr_assert_str_eq(out, "{\"version\":1}\n");
+	free(out);
+	cr_assert_eq(brooqctl_json("up-to 1", &out), 0, "%s", out);
+	cr_assert_str_eq(out, "{\"version\":1,\"migrations\":[]}\n", "nothing to apply");
+	free(out);
+}
+
+Test(migrate, json_errors_are_one_object_with_their_exit_code)
+{
+	char *out   = NULL;
+	char *saved = dsn;
+	dsn         = "host=/nonexistent dbname=x";
+	int rc      = brooqctl_json("status", &out);
+	dsn         = saved;
+	cr_assert_eq(rc, 1);
+	cr_assert(starts(out, "{\"code\":\"database\",\"msg\":\"cannot connect: "), "%s", out);
+	cr_assert_not_null(strstr(out, "\",\"exit\":1}\n"), "%s", out);
+	free(out);
+	cr_assert_eq(brooqctl_json("sideways", &out), 2);
+	cr_assert(starts(out, "{\"code\":\"usage\","), "%s", out);
+	free(out);
+	char *cmd = NULL;
+	cr_assert(asprintf(&cmd, "BROOQ_DSN='%s' %s migrate up --dir /nonexistent --json 2>/dev/null", dsn,
+			   brq_testdb_bin("brooqctl")) > 0);
+	cr_assert_eq(brq_testdb_run(cmd, &out), 1);
+	free(cmd);
+	cr_assert(starts(out, "{\"code\":\"migration\",\"msg\":\"cannot open /nonexistent: "), "%s", out);
 	free(out);
 }
 

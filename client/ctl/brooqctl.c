@@ -59,11 +59,14 @@ static const char common_help[] =
 
 static const char migrate_help[] =
 	"usage: brooqctl migrate up|up-to N|down|down-to N|status|version\n"
-	"                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
+	"                [--dsn DSN | --dsn-file FILE] [--dir DIR] [--json]\n"
 	"\n"
 	"Applies the schema to PostgreSQL directly (the gateway never does). The DSN\n"
 	"comes from --dsn-file, --dsn, $BROOQ_DSN_FILE or $BROOQ_DSN (in that order).\n"
 	"Prefer a file: a password on the command line is visible to every user.\n"
+	"--json: one object, the schema's version and the migrations (each with its\n"
+	"version, name, applied, applied_at): all of them (status), those the command\n"
+	"changed (up, down, ...); errors too.\n"
 	"Exit codes: 0 ok; 1 database or migration error; 2 usage error.\n";
 
 static const struct {
@@ -224,7 +227,7 @@ usage(FILE *f, const char *cmd)
 	      "       brooqctl [OPTIONS] delete ID          (admin token)\n"
 	      "       brooqctl [OPTIONS] schedule list|add|remove ...  (admin token)\n"
 	      "       brooqctl migrate up|up-to N|down|down-to N|status|version\n"
-	      "                [--dsn DSN | --dsn-file FILE] [--dir DIR]\n"
+	      "                [--dsn DSN | --dsn-file FILE] [--dir DIR] [--json]\n"
 	      "       brooqctl --version | [COMMAND] --help\n"
 	      "\n",
 	      f);
@@ -277,7 +280,7 @@ cmd_migrate(brq_ctl *ctl, int argc, char **argv)
 		else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
 			dir = argv[++i];
 		else if (strcmp(argv[i], "--json") == 0)
-			return brq_ctl_usage(ctl, "--json is not supported (the output is text)");
+			ctl->json = true;
 		else if (sub == NULL && argv[i][0] != '-')
 			sub = argv[i];
 		else if (sub != NULL && target < 0 && argv[i][0] != '-') {
@@ -310,7 +313,7 @@ cmd_migrate(brq_ctl *ctl, int argc, char **argv)
 		default_migrations_dir(default_dir, sizeof(default_dir));
 		dir = default_dir;
 	}
-	int rc = brq_migrate_run(dsn, dir, sub, target, stdout);
+	int rc = brq_migrate_run(dsn, dir, sub, target, stdout, ctl->json);
 	free(owned);
 	return rc;
 }

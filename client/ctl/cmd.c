@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "brq_clock.h"
+#include "brq_units.h"
 #include "fmt.h"
 
 /* Largest payload read from stdin ("-"); the gateway enforces its own limit. */
@@ -33,7 +34,8 @@ exit_code(brooq_err err)
 	}
 }
 
-/* Stable names for --json error objects. */
+/* Stable names for --json error objects' "code": the protocol's status code where the
+ * gateway gave one (docs/protocol.md §6), else what failed on this side. */
 static const char *
 err_name(brooq_err err)
 {
@@ -83,7 +85,8 @@ vfail(const brq_ctl *ctl, int exit_code, const char *name, const char *desc, con
 	brq_ctl_print_safe(stderr, msg[0] != '\0' ? msg : desc != NULL ? desc : "failed");
 	fputc('\n', stderr);
 	if (ctl->json) {
-		printf("{\"error\":\"%s\",\"message\":", name);
+		/* The protocol's error reply, code and msg, and the exit code. */
+		printf("{\"code\":\"%s\",\"msg\":", name);
 		brq_ctl_json_cstr(stdout, msg[0] != '\0' ? msg : desc != NULL ? desc : "failed");
 		printf(",\"exit\":%d}\n", exit_code);
 	}
@@ -184,16 +187,18 @@ brq_ctl_ping(const brq_ctl *ctl, int argc, char **argv)
 		return rc;
 	uint64_t  t0  = brq_now_us();
 	brooq_err err = brooq_ping(c, server, sizeof(server));
-	double    rtt = (double) (brq_now_us() - t0) / 1000.0;
+	uint64_t  rtt = brq_now_us() - t0;
 	if (err != BROOQ_OK) {
 		rc = brq_ctl_report(ctl, err);
 	} else if (ctl->json) {
+		/* Integers only, as every duration of the JSON form; a round trip is well under
+		 * a millisecond on one machine, so microseconds. */
 		fputs("{\"server\":", stdout);
 		brq_ctl_json_cstr(stdout, server);
-		printf(",\"rtt_ms\":%.3f}\n", rtt);
+		printf(",\"rtt_us\":%llu}\n", (unsigned long long) rtt);
 	} else {
 		brq_ctl_print_safe(stdout, server);
-		printf(" (%.1f ms)\n", rtt);
+		printf(" (%.1f ms)\n", (double) rtt / 1000.0);
 	}
 	brooq_client_close(c);
 	return rc;
@@ -286,53 +291,47 @@ brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv)
 
 /* ---- job ------------------------------------------------------------------------------------------ */
 
+/* JSON text as the gateway's jsonb printed it (a payload, a result): embedded as it is;
+ * null when there is none. */
 static void
-json_time(const char *name, int64_t ms, bool has)
+json_text(const char *name, const char *text)
 {
-	char t[32];
+	printf(",\"%s\":%s", name, text != NULL && text[0] != '\0' ? text : "null");
+}
+
+/* ,"NAME":"text" or ,"NAME":null. */
+static void
+json_member(const char *name, const char *s)
+{
 	printf(",\"%s\":", name);
-	if (!has) {
-		fputs("null", stdout);
-		return;
-	}
-	brq_ctl_iso8601(ms, t, sizeof(t));
-	printf("\"%s\"", t);
+	brq_ctl_json_cstr(stdout, s);
 }
 
 void
 brq_ctl_print_job_json(const brooq_job_info *j)
 {
-	printf("{\"id\":%" PRIu64 ",\"topic\":", j->id);
-	brq_ctl_json_cstr(stdout, j->topic);
-	printf(",\"state\":\"%s\",\"attempts\":%" PRIu32 ",\"max_attempts\":%" PRIu32
-	       ",\"lost_leases\":%" PRIu32,
-	       brooq_state_name(j->state), j->attempts, j->max_attempts, j->lost_leases);
-	if (j->priority > 0)
-		printf(",\"priority\":%" PRIu32, j->priority);
-	json_time("available_at", j->available_at_ms, true);
-	fputs(",\"locked_by\":", stdout);
-	brq_ctl_json_cstr(stdout, j->locked_by);
-	json_time("locked_until", j->locked_until_ms, j->locked_until_ms != 0);
-	fputs(",\"last_error\":", stdout);
-	brq_ctl_json_cstr(stdout, j->last_error);
-	fputs(",\"key\":", stdout);
-	brq_ctl_json_cstr(stdout, j->key);
-	json_time("created_at", j->created_at_ms, true);
-	json_time("updated_at", j->updated_at_ms, true);
-	json_time("claimed_at", j->claimed_at_ms, j->claimed_at_ms != 0);
-	json_time("attempt_deadline", j->attempt_deadline_ms, j->attempt_deadline_ms != 0);
-	json_time("max_execution_deadline", j->max_execution_deadline_ms, j->max_execution_deadline_ms != 0);
-	/* The payload is JSON as the database stored it (jsonb text): embedded as is. */
-	fputs(",\"payload\":", stdout);
-	fputs(j->payload != NULL && j->payload[0] != '\0' ? j->payload : "null", stdout);
-	/* The result is JSON too (jsonb text), or null when the job has none. */
-	fputs(",\"result\":", stdout);
-	fputs(j->result != NULL && j->result[0] != '\0' ? j->result : "null", stdout);
-	if (j->retry_of != 0)
-		printf(",\"retry_of\":%" PRIu64, j->retry_of);
-	else
-		fputs(",\"retry_of\":null", stdout);
-	fputs("}", stdout);
+	/* The job map of docs/protocol.md §7.8, every key in its order, in its JSON form
+	 * (§11): each instant twice, nil and absent keys null (the library's 0). */
+	printf("{\"id\":%" PRIu64, j->id);
+	json_member("topic", j->topic);
+	json_text("payload", j->payload);
+	printf(",\"state\":\"%s\",\"attempts\":%" PRIu32 ",\"max_attempts\":%" PRIu32,
+	       brooq_state_name(j->state), j->attempts, j->max_attempts);
+	brq_ctl_json_instant(stdout, "available_at", j->available_at_ms, true);
+	json_member("locked_by", j->locked_by);
+	brq_ctl_json_instant(stdout, "locked_until", j->locked_until_ms, j->locked_until_ms != 0);
+	json_member("last_error", j->last_error);
+	json_member("key", j->key);
+	brq_ctl_json_instant(stdout, "created_at", j->created_at_ms, true);
+	brq_ctl_json_instant(stdout, "updated_at", j->updated_at_ms, true);
+	brq_ctl_json_opt_u64(stdout, "priority", j->priority, j->priority > 0);
+	json_text("result", j->result);
+	brq_ctl_json_opt_u64(stdout, "retry_of", j->retry_of, j->retry_of != 0);
+	brq_ctl_json_instant(stdout, "claimed_at", j->claimed_at_ms, j->claimed_at_ms != 0);
+	brq_ctl_json_instant(stdout, "attempt_deadline", j->attempt_deadline_ms, j->attempt_deadline_ms != 0);
+	brq_ctl_json_instant(stdout, "max_execution_deadline", j->max_execution_deadline_ms,
+			     j->max_execution_deadline_ms != 0);
+	printf(",\"lost_leases\":%" PRIu32 "}", j->lost_leases);
 }
 
 static void
@@ -346,10 +345,8 @@ row(const char *name, const char *value)
 static void
 row_time(const char *name, int64_t ms, bool has)
 {
-	char t[32];
-	if (has)
-		brq_ctl_iso8601(ms, t, sizeof(t));
-	row(name, has ? t : NULL);
+	char t[BRQ_TIME_TEXT_MAX];
+	row(name, has ? brq_fmt_time_ms(t, sizeof(t), ms) : NULL);
 }
 
 static void
@@ -401,8 +398,10 @@ job_show(const brq_ctl *ctl, brooq_client *c, uint64_t id)
 	if (err != BROOQ_OK)
 		return brq_ctl_report(ctl, err);
 	if (ctl->json) {
+		/* The reply's form: the job under "job", as the console gives it. */
+		fputs("{\"job\":", stdout);
 		brq_ctl_print_job_json(j);
-		fputc('\n', stdout);
+		fputs("}\n", stdout);
 	} else {
 		print_job_table(j);
 	}
@@ -435,7 +434,7 @@ cancel_one(const brq_ctl *ctl, brooq_client *c, uint64_t id)
 			"brooqctl: cancel: not cancelable: job %" PRIu64 " is already %s; nothing changed\n",
 			id, brooq_state_name(st));
 		if (ctl->json)
-			printf("{\"error\":\"not_cancelable\",\"message\":\"job %" PRIu64
+			printf("{\"code\":\"not_cancelable\",\"msg\":\"job %" PRIu64
 			       " is already %s; nothing changed\",\"exit\":%d,\"id\":%" PRIu64
 			       ",\"state\":\"%s\",\"canceled\":false}\n",
 			       id, brooq_state_name(st), rc, id, brooq_state_name(st));
@@ -464,21 +463,27 @@ static const brooq_state state_order[] = {BROOQ_PENDING, BROOQ_PROCESSING, BROOQ
 					  BROOQ_DONE,    BROOQ_DEAD,       BROOQ_CANCELED};
 #define N_STATES (sizeof(state_order) / sizeof(state_order[0]))
 
+/* The stats reply's JSON form (docs/protocol.md §7.9, §11): every key of each topic, the
+ * policy keys too (false and null for a topic without a policy). */
 static void
-print_stats_json(const brooq_topic_stats *s, size_t n)
+print_stats_json(const brooq_topic_stats *s, size_t n, uint64_t terminal_age_ms)
 {
-	fputs("{\"topics\":[", stdout);
+	fputs("{", stdout);
+	if (terminal_age_ms != BROOQ_AGE_UNKNOWN)
+		printf("\"terminal_age_ms\":%" PRIu64, terminal_age_ms);
+	else
+		fputs("\"terminal_age_ms\":null", stdout);
+	fputs(",\"topics\":[", stdout);
 	for (size_t i = 0; i < n; i++) {
 		fputs(i > 0 ? ",{\"topic\":" : "{\"topic\":", stdout);
 		brq_ctl_json_cstr(stdout, s[i].topic);
 		for (size_t k = 0; k < N_STATES; k++)
 			printf(",\"%s\":%" PRIu64, brooq_state_name(state_order[k]),
 			       s[i].count[state_order[k]]);
-		printf(",\"oldest_ready_age_ms\":%" PRIu64, s[i].oldest_ready_age_ms);
-		/* A topic's policy, when it has one (brooqctl topics lists them all). */
-		if (s[i].paused || s[i].max_running > 0 || s[i].rate_per_s > 0)
-			printf(",\"paused\":%s,\"max_running\":%" PRIu32 ",\"rate_per_s\":%" PRIu32,
-			       s[i].paused ? "true" : "false", s[i].max_running, s[i].rate_per_s);
+		printf(",\"oldest_ready_age_ms\":%" PRIu64 ",\"paused\":%s", s[i].oldest_ready_age_ms,
+		       s[i].paused ? "true" : "false");
+		brq_ctl_json_opt_u64(stdout, "max_running", s[i].max_running, s[i].max_running > 0);
+		brq_ctl_json_opt_u64(stdout, "rate_per_s", s[i].rate_per_s, s[i].rate_per_s > 0);
 		fputs("}", stdout);
 	}
 	fputs("]}\n", stdout);
@@ -523,12 +528,13 @@ brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv)
 
 	if ((rc = open_noargs(ctl, argc, &c)) != BRQ_EXIT_OK)
 		return rc;
-	brooq_err err = brooq_stats(c, &s, &n);
+	uint64_t  age;
+	brooq_err err = brooq_stats_aged(c, &s, &n, &age);
 	if (err != BROOQ_OK) {
 		rc = brq_ctl_report(ctl, err);
 	} else {
 		if (ctl->json)
-			print_stats_json(s, n);
+			print_stats_json(s, n, age);
 		else
 			print_stats_table(s, n);
 		brooq_stats_free(s, n);

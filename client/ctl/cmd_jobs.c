@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "brq_units.h"
 #include "fmt.h"
 
 /* Unix ms now (the --since/--until bounds are relative to it). */
@@ -43,8 +44,8 @@ print_page_table(const brq_ctl *ctl, const brooq_job_page *p)
 	       "LAST_ERROR");
 	for (size_t i = 0; i < p->n; i++) {
 		const brooq_job_info *j = p->jobs[i];
-		char                  t[32], att[24], err[61] = "";
-		brq_ctl_iso8601(j->created_at_ms, t, sizeof(t));
+		char                  t[BRQ_TIME_TEXT_MAX], att[24], err[61] = "";
+		brq_fmt_time_ms(t, sizeof(t), j->created_at_ms);
 		snprintf(att, sizeof(att), "%" PRIu32 "/%" PRIu32, j->attempts, j->max_attempts);
 		if (j->last_error != NULL)
 			snprintf(err, sizeof(err), "%s", j->last_error);

@@ -18,14 +18,16 @@ limit_text(uint32_t v, char *buf, size_t cap)
 	return buf;
 }
 
+/* A policy map of docs/protocol.md §7.10 in its JSON form: a limit of 0 is none, null. */
 static void
 print_policy_json(const brooq_topic_policy *p)
 {
 	fputs("{\"topic\":", stdout);
 	brq_ctl_json_cstr(stdout, p->topic);
-	printf(",\"paused\":%s,\"max_running\":%" PRIu32 ",\"rate_per_s\":%" PRIu32 ",\"running\":%" PRIu64
-	       "}",
-	       p->paused ? "true" : "false", p->max_running, p->rate_per_s, p->running);
+	printf(",\"paused\":%s", p->paused ? "true" : "false");
+	brq_ctl_json_opt_u64(stdout, "max_running", p->max_running, p->max_running > 0);
+	brq_ctl_json_opt_u64(stdout, "rate_per_s", p->rate_per_s, p->rate_per_s > 0);
+	printf(",\"running\":%" PRIu64 "}", p->running);
 }
 
 static void
@@ -64,8 +66,10 @@ change(const brq_ctl *ctl, int argc, char **argv, const char *what)
 	if (err != BROOQ_OK) {
 		rc = brq_ctl_report(ctl, err);
 	} else if (ctl->json) {
+		/* The reply's form: the policy under "policy". */
+		fputs("{\"policy\":", stdout);
 		print_policy_json(&p);
-		fputc('\n', stdout);
+		fputs("}\n", stdout);
 	} else {
 		print_policy_line(what, &p);
 	}

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* brooqctl output and argument helpers: integers, JSON strings, UTC timestamps. */
+/* brooqctl output and argument helpers: integers, JSON strings and members. */
 #include "fmt.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "brq_units.h"
 
@@ -73,21 +72,24 @@ brq_ctl_print_safe(FILE *f, const char *s)
 }
 
 void
-brq_ctl_iso8601(int64_t ms, char *buf, size_t cap)
+brq_ctl_json_instant(FILE *f, const char *name, int64_t ms, bool has)
 {
-	int64_t   sec = ms / 1000, rem = ms % 1000;
-	struct tm tm;
-	if (rem < 0) {
-		rem += 1000;
-		sec -= 1;
-	}
-	time_t t = (time_t) sec;
-	if (gmtime_r(&t, &tm) == NULL) {
-		snprintf(buf, cap, "%lld", (long long) ms);
+	char t[BRQ_TIME_TEXT_MAX];
+	if (!has) {
+		fprintf(f, ",\"%s_ms\":null,\"%s\":null", name, name);
 		return;
 	}
-	snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int) rem);
+	fprintf(f, ",\"%s_ms\":%lld,\"%s\":\"%s\"", name, (long long) ms, name,
+		brq_fmt_time_ms(t, sizeof(t), ms));
+}
+
+void
+brq_ctl_json_opt_u64(FILE *f, const char *name, uint64_t v, bool has)
+{
+	if (has)
+		fprintf(f, ",\"%s\":%llu", name, (unsigned long long) v);
+	else
+		fprintf(f, ",\"%s\":null", name);
 }
 
 void

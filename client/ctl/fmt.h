@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* brooqctl output and argument helpers: integers, JSON strings, UTC timestamps.
- * (Durations: common/brq_units.h, the gateway's syntax.) */
+/* brooqctl output and argument helpers: integers, JSON strings and members. (Durations
+ * and instants: common/brq_units.h, the gateway's syntax and the one time form.) */
 #ifndef BRQ_CTL_FMT_H
 #define BRQ_CTL_FMT_H
 
@@ -26,8 +26,12 @@ void brq_ctl_json_cstr(FILE *f, const char *s);
  * the queue cannot drive the terminal; "-" for NULL. */
 void brq_ctl_print_safe(FILE *f, const char *s);
 
-/* "2024-05-01T12:34:56.789Z" for unix milliseconds. buf needs 32 bytes. */
-void brq_ctl_iso8601(int64_t ms, char *buf, size_t cap);
+/* An instant's two members of the JSON form (docs/protocol.md, "JSON form"), after a
+ * comma: ,"NAME_ms":N,"NAME":"2026-12-02T04:31:39.521Z" for unix ms, both null when !has.
+ * name is the protocol's key without its "_ms". */
+void brq_ctl_json_instant(FILE *f, const char *name, int64_t ms, bool has);
+/* ,"NAME":N for a count or limit, or ,"NAME":null when !has. */
+void brq_ctl_json_opt_u64(FILE *f, const char *name, uint64_t v, bool has);
 
 /* "850ms", "12.3s", "4m12s", "3h05m" for a duration in ms. buf needs 32 bytes. */
 void brq_ctl_human_ms(uint64_t ms, char *buf, size_t cap);

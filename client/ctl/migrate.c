@@ -4,11 +4,15 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <libpq-fe.h>
+
+#include "brq_units.h"
+#include "fmt.h"
 
 /* Serialises concurrent migrators (two deploys at once) on one database. */
 #define MIGRATE_LOCK_KEY "7264918370145538817"
@@ -229,11 +233,35 @@ cmp_migration(const void *a, const void *b)
 	return (x->version > y->version) - (x->version < y->version);
 }
 
+/* One run of brq_migrate_run: where its output goes and its last failure, which --json
+ * prints as the error object (the same line went to stderr). */
+typedef struct mig_run {
+	FILE       *out;
+	bool        json;
+	const char *code; /* the failure's kind: "migration" (the files), "database"; NULL: none */
+	char        msg[1024];
+} mig_run;
+
+/* Reports a failure: "migrate: TEXT" on stderr, and kept (without the trailing newline
+ * libpq's messages have) for --json. */
+static void __attribute__((format(printf, 3, 4))) fail(mig_run *r, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	va_end(ap);
+	size_t n = strlen(r->msg);
+	while (n > 0 && (r->msg[n - 1] == '\n' || r->msg[n - 1] == ' '))
+		r->msg[--n] = '\0';
+	r->code = code;
+	fprintf(stderr, "migrate: %s\n", r->msg);
+}
+
 /* Loads every NNNNN_name.sql in dir, sorted by version. Caller frees with
- * free_migrations(). Returns 0, or BRQ_EINVAL after printing why (a directory or
+ * free_migrations(). Returns 0, or BRQ_EINVAL after reporting why (a directory or
  * file that cannot be read or used counts as bad input here). */
 static int
-load_migrations(const char *dir, brq_migration **out, int *n_out)
+load_migrations(mig_run *r, const char *dir, brq_migration **out, int *n_out)
 {
 	DIR           *d = opendir(dir);
 	struct dirent *e;
@@ -241,7 +269,7 @@ load_migrations(const char *dir, brq_migration **out, int *n_out)
 	int            n = 0, cap = 0;
 
 	if (d == NULL) {
-		fprintf(stderr, "migrate: cannot open %s: %s\n", dir, strerror(errno));
+		fail(r, "migration", "cannot open %s: %s", dir, strerror(errno));
 		return BRQ_EINVAL;
 	}
 	while ((e = readdir(d)) != NULL) {
@@ -252,7 +280,7 @@ load_migrations(const char *dir, brq_migration **out, int *n_out)
 			continue;
 		long long ver = strtoll(e->d_name, &endp, 10);
 		if (endp == e->d_name || *endp != '_' || ver <= 0) {
-			fprintf(stderr, "migrate: %s: name must be NNNNN_name.sql\n", e->d_name);
+			fail(r, "migration", "%s: name must be NNNNN_name.sql", e->d_name);
 			goto fail;
 		}
 		if (n == cap) {
@@ -265,14 +293,14 @@ load_migrations(const char *dir, brq_migration **out, int *n_out)
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		char *sql = read_file(path);
 		if (sql == NULL) {
-			fprintf(stderr, "migrate: cannot read %s\n", path);
+			fail(r, "migration", "cannot read %s", path);
 			goto fail;
 		}
 		memset(&v[n], 0, sizeof(v[n]));
 		int rc = brq_migration_parse(sql, &v[n], err, sizeof(err));
 		free(sql);
 		if (rc != 0) {
-			fprintf(stderr, "migrate: %s: %s\n", e->d_name, err);
+			fail(r, "migration", "%s: %s", e->d_name, err);
 			goto fail;
 		}
 		v[n].version = ver;
@@ -284,8 +312,8 @@ load_migrations(const char *dir, brq_migration **out, int *n_out)
 	qsort(v, (size_t) n, sizeof(*v), cmp_migration);
 	for (int i = 1; i < n; i++) {
 		if (v[i].version == v[i - 1].version) {
-			fprintf(stderr, "migrate: duplicate version %lld (%s, %s)\n", v[i].version,
-				v[i - 1].name, v[i].name);
+			fail(r, "migration", "duplicate version %lld (%s, %s)", v[i].version, v[i - 1].name,
+			     v[i].name);
 			goto fail;
 		}
 	}
@@ -309,60 +337,77 @@ free_migrations(brq_migration *v, int n)
 	free(v);
 }
 
-/* Runs one command; prints the server's message on failure. */
+/* Runs one command; reports the server's message on failure. */
 static bool
-exec_ok(PGconn *c, const char *sql, const char *what)
+exec_ok(mig_run *r, PGconn *c, const char *sql, const char *what)
 {
-	PGresult *r  = PQexec(c, sql);
-	bool      ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+	PGresult *res = PQexec(c, sql);
+	bool      ok  = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!ok)
-		fprintf(stderr, "migrate: %s: %s", what, PQerrorMessage(c));
-	PQclear(r);
+		fail(r, "database", "%s: %s", what, PQerrorMessage(c));
+	PQclear(res);
 	return ok;
 }
 
-/* Reads which versions are applied: goose's rule is that the newest row for a
- * version decides. Returns a malloc'd array of booleans indexed like `v`. */
-static bool *
-applied_set(PGconn *c, const brq_migration *v, int n)
+/* A migration's state in the database. */
+typedef struct mig_state {
+	bool    applied;
+	bool    has_at; /* applied, and goose_db_version says when */
+	int64_t at_ms;  /* when it was applied (unix ms) */
+} mig_state;
+
+/* Reads which versions are applied, and when: goose's rule is that the newest row for
+ * a version decides. Returns a malloc'd array indexed like `v`, or NULL (reported).
+ * goose_db_version.tstamp is a timestamp without time zone that PostgreSQL filled
+ * with now() in the session's zone (goose and this runner alike leave it to its
+ * default), so it is read back in the database's zone setting to make an instant. */
+static mig_state *
+applied_set(mig_run *r, PGconn *c, const brq_migration *v, int n)
 {
-	bool     *set = calloc((size_t) n + 1, sizeof(bool));
-	PGresult *r;
-	if (set == NULL)
+	mig_state *set = calloc((size_t) n + 1, sizeof(*set));
+	PGresult  *res;
+	if (set == NULL) {
+		fail(r, "database", "out of memory");
 		return NULL;
-	r = PQexec(c,
-		   "SELECT DISTINCT ON (version_id) version_id, is_applied"
-		   " FROM goose_db_version ORDER BY version_id, id DESC");
-	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		fprintf(stderr, "migrate: reading goose_db_version: %s", PQerrorMessage(c));
-		PQclear(r);
+	}
+	res = PQexec(c,
+		     "SELECT DISTINCT ON (version_id) version_id, is_applied,"
+		     " round(extract(epoch FROM tstamp AT TIME ZONE current_setting('TimeZone')) * 1000)"
+		     " FROM goose_db_version ORDER BY version_id, id DESC");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		fail(r, "database", "reading goose_db_version: %s", PQerrorMessage(c));
+		PQclear(res);
 		free(set);
 		return NULL;
 	}
-	for (int row = 0; row < PQntuples(r); row++) {
-		long long ver = strtoll(PQgetvalue(r, row, 0), NULL, 10);
-		bool      on  = PQgetvalue(r, row, 1)[0] == 't';
-		for (int i = 0; i < n; i++)
-			if (v[i].version == ver)
-				set[i] = on;
+	for (int row = 0; row < PQntuples(res); row++) {
+		long long ver = strtoll(PQgetvalue(res, row, 0), NULL, 10);
+		bool      on  = PQgetvalue(res, row, 1)[0] == 't';
+		for (int i = 0; i < n; i++) {
+			if (v[i].version != ver)
+				continue;
+			set[i].applied = on;
+			set[i].has_at  = on && !PQgetisnull(res, row, 2);
+			set[i].at_ms   = set[i].has_at ? strtoll(PQgetvalue(res, row, 2), NULL, 10) : 0;
+		}
 	}
-	PQclear(r);
+	PQclear(res);
 	return set;
 }
 
 /* Applies (up) or rolls back (down) one migration and records it, in one
  * transaction unless the file says NO TRANSACTION. */
 static bool
-apply_one(PGconn *c, const brq_migration *m, bool up, FILE *out)
+apply_one(mig_run *r, PGconn *c, const brq_migration *m, bool up)
 {
 	char   rec[128];
 	char **stmts = up ? m->up : m->down;
 	int    n     = up ? m->n_up : m->n_down;
 
-	if (!m->no_tx && !exec_ok(c, "BEGIN", "begin"))
+	if (!m->no_tx && !exec_ok(r, c, "BEGIN", "begin"))
 		return false;
 	for (int i = 0; i < n; i++) {
-		if (!exec_ok(c, stmts[i], m->name))
+		if (!exec_ok(r, c, stmts[i], m->name))
 			goto fail;
 	}
 	if (up)
@@ -372,15 +417,19 @@ apply_one(PGconn *c, const brq_migration *m, bool up, FILE *out)
 	else
 		snprintf(rec, sizeof(rec), "DELETE FROM goose_db_version WHERE version_id = %lld",
 			 m->version);
-	if (!exec_ok(c, rec, "recording version"))
+	if (!exec_ok(r, c, rec, "recording version"))
 		goto fail;
-	if (!m->no_tx && !exec_ok(c, "COMMIT", "commit"))
+	if (!m->no_tx && !exec_ok(r, c, "COMMIT", "commit"))
 		goto fail;
-	fprintf(out, "%s %s\n", up ? "OK   " : "UNDO ", m->name);
+	if (!r->json)
+		fprintf(r->out, "%s %s\n", up ? "OK   " : "UNDO ", m->name);
 	return true;
 fail:
-	if (!m->no_tx)
-		exec_ok(c, "ROLLBACK", "rollback");
+	if (!m->no_tx) {
+		/* The statement's failure is the one --json reports, not the rollback's. */
+		mig_run scratch = *r;
+		(void) exec_ok(&scratch, c, "ROLLBACK", "rollback");
+	}
 	return false;
 }
 
@@ -388,18 +437,18 @@ fail:
  * as goose creates it for PostgreSQL, so the real goose tool sees the same state,
  * seeded with version 0 as goose does). NULL on failure (reported). */
 static PGconn *
-connect_locked(const char *dsn)
+connect_locked(mig_run *r, const char *dsn)
 {
 	PGconn *c = PQconnectdb(dsn);
 	if (PQstatus(c) != CONNECTION_OK) {
-		fprintf(stderr, "migrate: cannot connect: %s", PQerrorMessage(c));
+		fail(r, "database", "cannot connect: %s", PQerrorMessage(c));
 		PQfinish(c);
 		return NULL;
 	}
 	PQsetNoticeProcessor(c, NULL, NULL);
-	if (!exec_ok(c, "SELECT pg_advisory_lock(" MIGRATE_LOCK_KEY ")", "lock") ||
+	if (!exec_ok(r, c, "SELECT pg_advisory_lock(" MIGRATE_LOCK_KEY ")", "lock") ||
 	    !exec_ok(
-		    c,
+		    r, c,
 		    "DO $$ BEGIN IF to_regclass('goose_db_version') IS NULL THEN "
 		    "EXECUTE $q$ CREATE TABLE goose_db_version (id serial NOT NULL, version_id bigint NOT "
 		    "NULL,"
@@ -413,49 +462,118 @@ connect_locked(const char *dsn)
 	return c;
 }
 
-/* up / up-to target: applies the pending migrations in order. */
+/* up / up-to target: applies the pending migrations in order, noting each in done[]. */
 static bool
-migrate_up(PGconn *c, const brq_migration *v, const bool *set, int n, bool to, long long target, FILE *out)
+migrate_up(mig_run *r, PGconn *c, const brq_migration *v, const mig_state *set, int n, bool to,
+	   long long target, bool *done)
 {
 	int applied = 0;
 	for (int i = 0; i < n; i++) {
-		if (set[i] || (to && v[i].version > target))
+		if (set[i].applied || (to && v[i].version > target))
 			continue;
-		if (!apply_one(c, &v[i], true, out))
+		if (!apply_one(r, c, &v[i], true))
 			return false;
+		done[i] = true;
 		applied++;
 	}
-	if (applied == 0)
-		fprintf(out, "no migrations to apply\n");
+	if (applied == 0 && !r->json)
+		fprintf(r->out, "no migrations to apply\n");
 	return true;
 }
 
-/* down (the last one) / down-to target (every one above it), newest first. */
+/* down (the last one) / down-to target (every one above it), newest first, noting
+ * each in done[]. */
 static bool
-migrate_down(PGconn *c, const brq_migration *v, const bool *set, int n, bool to, long long target, FILE *out)
+migrate_down(mig_run *r, PGconn *c, const brq_migration *v, const mig_state *set, int n, bool to,
+	     long long target, bool *done)
 {
 	int undone = 0;
 	for (int i = n - 1; i >= 0; i--) {
-		if (!set[i] || (to && v[i].version <= target))
+		if (!set[i].applied || (to && v[i].version <= target))
 			continue;
-		if (!apply_one(c, &v[i], false, out))
+		if (!apply_one(r, c, &v[i], false))
 			return false;
+		done[i] = true;
 		undone++;
 		if (!to)
 			break;
 	}
-	if (undone == 0)
-		fprintf(out, "no migrations to roll back\n");
+	if (undone == 0 && !r->json)
+		fprintf(r->out, "no migrations to roll back\n");
 	return true;
 }
 
-int
-brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long target, FILE *out)
+/* The schema's version: the newest migration applied (0: none). */
+static long long
+current_version(const brq_migration *v, const mig_state *set, int n)
 {
-	brq_migration *v   = NULL;
-	bool          *set = NULL;
+	long long cur = 0;
+	for (int i = 0; i < n; i++)
+		if (set[i].applied)
+			cur = v[i].version;
+	return cur;
+}
+
+/* --json: the migrations pick[i] names (all when pick is NULL), each as the JSON form's
+ * migration (docs/protocol.md, "JSON form"): version, name, applied, applied_at_ms,
+ * applied_at. Those of down and down-to newest first, as they ran. */
+static void
+json_migrations(FILE *f, const brq_migration *v, const mig_state *set, int n, const bool *pick,
+		bool newest_first)
+{
+	char t[BRQ_TIME_TEXT_MAX];
+	bool first = true;
+	fputs("\"migrations\":[", f);
+	for (int k = 0; k < n; k++) {
+		int i = newest_first ? n - 1 - k : k;
+		if (pick != NULL && !pick[i])
+			continue;
+		fprintf(f, "%s{\"version\":%lld,\"name\":", first ? "" : ",", v[i].version);
+		brq_ctl_json_cstr(f, v[i].name);
+		fprintf(f, ",\"applied\":%s", set[i].applied ? "true" : "false");
+		if (set[i].has_at)
+			fprintf(f, ",\"applied_at_ms\":%lld,\"applied_at\":\"%s\"}", (long long) set[i].at_ms,
+				brq_fmt_time_ms(t, sizeof(t), set[i].at_ms));
+		else
+			fputs(",\"applied_at_ms\":null,\"applied_at\":null}", f);
+		first = false;
+	}
+	fputs("]", f);
+}
+
+/* --json's one object: after a failure the error (code, msg, exit) with the migrations
+ * changed before it; else the version and the migrations the command is about. set may
+ * be NULL (nothing could be read). */
+static void
+json_result(mig_run *r, int rc, const char *cmd, const brq_migration *v, const mig_state *set, int n,
+	    const bool *done)
+{
+	bool down = strncmp(cmd, "down", 4) == 0, all = strcmp(cmd, "status") == 0;
+	bool list = set != NULL && strcmp(cmd, "version") != 0;
+	fputc('{', r->out);
+	if (rc != 0) {
+		fprintf(r->out, "\"code\":\"%s\",\"msg\":", r->code != NULL ? r->code : "database");
+		brq_ctl_json_cstr(r->out, r->msg[0] != '\0' ? r->msg : "failed");
+		fprintf(r->out, ",\"exit\":%d", rc);
+	} else {
+		fprintf(r->out, "\"version\":%lld", current_version(v, set, n));
+	}
+	if (list) {
+		fputc(',', r->out);
+		json_migrations(r->out, v, set, n, all ? NULL : done, down);
+	}
+	fputs("}\n", r->out);
+}
+
+int
+brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long target, FILE *out, bool json)
+{
+	brq_migration *v    = NULL;
+	mig_state     *set  = NULL;
+	bool          *done = NULL;
 	int            n = 0, rc = 1;
 	PGconn        *c = NULL;
+	mig_run        r = {.out = out, .json = json};
 
 	bool is_up = strcmp(cmd, "up") == 0, is_up_to = strcmp(cmd, "up-to") == 0;
 	bool is_down = strcmp(cmd, "down") == 0, is_down_to = strcmp(cmd, "down-to") == 0;
@@ -464,31 +582,47 @@ brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long tar
 		fprintf(stderr,
 			"migrate: unknown command '%s' (up, up-to N, down, down-to N, status, version)\n",
 			cmd);
+		if (json)
+			fprintf(out,
+				"{\"code\":\"usage\",\"msg\":\"unknown command (up, up-to N, down, "
+				"down-to N, status, version)\",\"exit\":2}\n");
 		return 2;
 	}
-	if (load_migrations(dir, &v, &n) != 0)
-		return 1;
-	if ((c = connect_locked(dsn)) == NULL || (set = applied_set(c, v, n)) == NULL)
+	if (load_migrations(&r, dir, &v, &n) != 0)
+		goto out;
+	if ((done = calloc((size_t) n + 1, sizeof(*done))) == NULL) {
+		fail(&r, "database", "out of memory");
+		goto out;
+	}
+	if ((c = connect_locked(&r, dsn)) == NULL || (set = applied_set(&r, c, v, n)) == NULL)
 		goto out;
 
 	if (is_status || is_version) {
-		long long cur = 0;
-		for (int i = 0; i < n; i++) {
-			if (set[i])
-				cur = v[i].version;
-			if (is_status)
-				fprintf(out, "%-8s %s\n", set[i] ? "applied" : "pending", v[i].name);
-		}
-		fprintf(out, "version %lld\n", cur);
+		for (int i = 0; is_status && !json && i < n; i++)
+			fprintf(out, "%-8s %s\n", set[i].applied ? "applied" : "pending", v[i].name);
+		if (!json)
+			fprintf(out, "version %lld\n", current_version(v, set, n));
 		rc = 0;
 	} else if (is_up || is_up_to) {
-		rc = migrate_up(c, v, set, n, is_up_to, target, out) ? 0 : 1;
+		rc = migrate_up(&r, c, v, set, n, is_up_to, target, done) ? 0 : 1;
 	} else {
-		rc = migrate_down(c, v, set, n, is_down_to, target, out) ? 0 : 1;
+		rc = migrate_down(&r, c, v, set, n, is_down_to, target, done) ? 0 : 1;
+	}
+	if (json && !is_status && !is_version) {
+		/* Read back what changed, with the database's own times; after a failure,
+		 * keeping that failure's message. */
+		mig_run    scratch = r;
+		mig_state *now     = applied_set(rc == 0 ? &r : &scratch, c, v, n);
+		free(set);
+		set = now;
+		rc  = now != NULL ? rc : 1;
 	}
 out:
+	if (json)
+		json_result(&r, rc, cmd, v, set, n, done);
 	PQfinish(c);
 	free(set);
+	free(done);
 	free_migrations(v, n);
 	return rc;
 }

@@ -3,6 +3,7 @@
 #ifndef BRQ_MIGRATE_H
 #define BRQ_MIGRATE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "brq_base.h"
@@ -30,11 +31,17 @@ int  brq_migration_parse(const char *sql, brq_migration *m, char *err, size_t er
 void brq_migration_fini(brq_migration *m);
 
 /*
- * Runs `cmd` ("up", "down", "status", "up-to N", "down-to N") against the
- * database named by the libpq connection string `dsn`, with migrations read
- * from directory `dir`. Progress goes to `out`, errors to stderr.
+ * Runs `cmd` ("up", "down", "status", "version", "up-to", "down-to" with `target`)
+ * against the database named by the libpq connection string `dsn`, with migrations
+ * read from directory `dir`. Progress goes to `out` as text lines, errors to stderr;
+ * with `json`, `out` gets one JSON object instead (docs/protocol.md, "JSON form"):
+ * {"version":N,"migrations":[{"version","name","applied","applied_at_ms","applied_at"}]}
+ * with every migration (status), those the command changed (up, down, ...) or none
+ * (version), and after a failure {"code":"migration"|"database"|"usage","msg":...,
+ * "exit":N} with the migrations changed before it.
  * Returns a process exit code: 0 ok, 1 database/migration error, 2 usage.
  */
-int brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long target, FILE *out);
+int brq_migrate_run(const char *dsn, const char *dir, const char *cmd, long long target, FILE *out,
+		    bool json);
 
 #endif

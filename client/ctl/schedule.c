@@ -19,6 +19,8 @@ when(const brooq_schedule_info *s, char *buf, size_t cap)
 		snprintf(buf, cap, "every %s", brq_fmt_duration(d, sizeof(d), s->every_ms));
 }
 
+/* A schedule of schedule_list (docs/protocol.md §7.15) in its JSON form: every key, null
+ * where the reply has none; the payload embedded as JSON, as a job's. */
 static void
 print_json_entry(const brooq_schedule_info *s)
 {
@@ -26,20 +28,19 @@ print_json_entry(const brooq_schedule_info *s)
 	brq_ctl_json_cstr(stdout, s->name);
 	fputs(",\"topic\":", stdout);
 	brq_ctl_json_cstr(stdout, s->topic);
-	fputs(",\"payload\":", stdout);
-	brq_ctl_json_cstr(stdout, s->payload);
+	printf(",\"payload\":%s", s->payload != NULL && s->payload[0] != '\0' ? s->payload : "null");
 	fputs(",\"cron\":", stdout);
 	brq_ctl_json_cstr(stdout, s->cron);
 	fputs(",\"tz\":", stdout);
 	brq_ctl_json_cstr(stdout, s->tz);
-	if (s->every_ms > 0)
-		printf(",\"every_ms\":%" PRIu64, s->every_ms);
-	else
-		fputs(",\"every_ms\":null", stdout);
-	printf(",\"misfire\":\"%s\",\"catch_up_max\":%" PRIu32 ",\"max_attempts\":%" PRIu32
-	       ",\"enabled\":%s,\"next_slot_ms\":%" PRId64 ",\"last_slot_ms\":%" PRId64 ",\"source\":",
-	       s->misfire == BROOQ_MISFIRE_CATCH_UP ? "catch_up" : "skip", s->catch_up_max, s->max_attempts,
-	       s->enabled ? "true" : "false", s->next_slot_ms, s->last_slot_ms);
+	brq_ctl_json_opt_u64(stdout, "every_ms", s->every_ms, s->every_ms > 0);
+	printf(",\"misfire\":\"%s\",\"catch_up_max\":%" PRIu32,
+	       s->misfire == BROOQ_MISFIRE_CATCH_UP ? "catch_up" : "skip", s->catch_up_max);
+	brq_ctl_json_opt_u64(stdout, "max_attempts", s->max_attempts, s->max_attempts > 0);
+	printf(",\"enabled\":%s", s->enabled ? "true" : "false");
+	brq_ctl_json_instant(stdout, "next_slot", s->next_slot_ms, s->next_slot_ms != 0);
+	brq_ctl_json_instant(stdout, "last_slot", s->last_slot_ms, s->last_slot_ms != 0);
+	fputs(",\"source\":", stdout);
 	brq_ctl_json_cstr(stdout, s->source);
 	fputs("}", stdout);
 }
@@ -54,14 +55,14 @@ print_table(const brooq_schedule_info *s, size_t n)
 	printf("%-20s %-20s %-36s %-14s %-24s %-24s %s\n", "NAME", "TOPIC", "WHEN", "MISFIRE", "NEXT", "LAST",
 	       "SOURCE");
 	for (size_t i = 0; i < n; i++) {
-		char w[320], next[40] = "-", last[40] = "-", mis[24];
+		char w[320], next[BRQ_TIME_TEXT_MAX] = "-", last[BRQ_TIME_TEXT_MAX] = "-", mis[24];
 		when(&s[i], w, sizeof(w));
 		if (s[i].next_slot_ms != 0 && s[i].enabled)
-			brq_ctl_iso8601(s[i].next_slot_ms, next, sizeof(next));
+			brq_fmt_time_ms(next, sizeof(next), s[i].next_slot_ms);
 		else if (!s[i].enabled)
 			snprintf(next, sizeof(next), "disabled");
 		if (s[i].last_slot_ms != 0)
-			brq_ctl_iso8601(s[i].last_slot_ms, last, sizeof(last));
+			brq_fmt_time_ms(last, sizeof(last), s[i].last_slot_ms);
 		if (s[i].misfire == BROOQ_MISFIRE_CATCH_UP)
 			snprintf(mis, sizeof(mis), "catch_up(%" PRIu32 ")", s[i].catch_up_max);
 		else
@@ -118,16 +119,17 @@ cmd_add(const brq_ctl *ctl, brooq_client *c, const char *name, const char *topic
 		return brq_ctl_usage(ctl, "schedule add needs exactly one of --cron and --every");
 	bool      created;
 	int64_t   next;
-	char      iso[40];
+	char      iso[BRQ_TIME_TEXT_MAX];
 	brooq_err err = brooq_schedule_add(c, &s, &created, &next);
 	if (err != BROOQ_OK)
 		return brq_ctl_report(ctl, err);
-	brq_ctl_iso8601(next, iso, sizeof(iso));
+	brq_fmt_time_ms(iso, sizeof(iso), next);
 	if (ctl->json) {
 		fputs("{\"name\":", stdout);
 		brq_ctl_json_cstr(stdout, name);
-		printf(",\"created\":%s,\"next_slot_ms\":%" PRId64 ",\"next_slot\":\"%s\"}\n",
-		       created ? "true" : "false", next, iso);
+		printf(",\"created\":%s", created ? "true" : "false");
+		brq_ctl_json_instant(stdout, "next_slot", next, true);
+		fputs("}\n", stdout);
 	} else {
 		printf("schedule ");
 		brq_ctl_print_safe(stdout, name);

@@ -667,8 +667,32 @@ stats_out(const brq_call *k, void *out, void *n)
 	return 0;
 }
 
+/* brooq_stats_aged's two outputs, through the call's one output pointer. */
+typedef struct stats_outs {
+	brooq_topic_stats **topics;
+	uint64_t           *terminal_age_ms; /* may be NULL */
+} stats_outs;
+
+static int
+stats_aged_out(const brq_call *k, void *outs, void *n)
+{
+	const stats_outs *o  = outs;
+	int               rv = stats_out(k, o->topics, n);
+	if (rv == 0 && o->terminal_age_ms != NULL)
+		*o->terminal_age_ms =
+			k->rep.stats.has_terminal_age ? k->rep.stats.terminal_age_ms : BROOQ_AGE_UNKNOWN;
+	return rv;
+}
+
+brooq_err
+brooq_stats_aged(brooq_client *c, brooq_topic_stats **out, size_t *n, uint64_t *terminal_age_ms)
+{
+	stats_outs o = {.topics = out, .terminal_age_ms = terminal_age_ms};
+	return brq_call_array(c, BRQ_OP_STATS, stats_aged_out, out != NULL ? &o : NULL, n);
+}
+
 brooq_err
 brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t *n)
 {
-	return brq_call_array(c, BRQ_OP_STATS, stats_out, out, n);
+	return brooq_stats_aged(c, out, n, NULL);
 }

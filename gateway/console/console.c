@@ -165,7 +165,7 @@ session_json(brq_jw *j, const brq_console_who *who)
 	brq_jw_kv_bool(j, "read_only", who->role != BRQ_ROLE_ADMIN);
 	brq_jw_kv_cstr(j, "csrf", who->csrf);
 	brq_jw_kv_cstr(j, "token_fp", who->token_fp);
-	brq_jw_kv_u64(j, "expires_at_ms", who->expires_wall_ms);
+	brq_jw_kv_instant(j, "expires_at", (int64_t) who->expires_wall_ms, true);
 	brq_jw_end(j);
 }
 
@@ -546,20 +546,22 @@ rate(brq_jw *out, const char *key, uint64_t now_count, const uint64_t *then_coun
 	}
 }
 
+// One topic of the overview: the stats reply's topic in its JSON form (docs/protocol.md
+// §7.9, §11; its counts and oldest_ready_age_ms, from the monitor's last count, not its
+// policy keys), then this gateway's rates and totals.
 static void
 topic_json(brq_jw *out, const brq_metrics_topic_view *t, const brq_metrics_topic_view *then,
 	   uint64_t window_ms)
 {
 	brq_jw_obj(out);
 	brq_jw_kv_str(out, "topic", t->topic, t->topic_len);
-	brq_jw_key(out, "jobs");
-	brq_jw_obj(out);
+	// The states in the protocol's order (pending, processing, failed, done, dead, canceled).
 	for (int s = 0; s < BRQ_STATE__COUNT; s++) {
-		brq_jw_key(out, brq_state_name((brq_state) s));
-		brq_jw_u64(out, t->jobs[s]);
+		brq_jw_kv_u64(out, brq_state_name((brq_state) s), t->jobs[s]);
 	}
-	brq_jw_end(out);
-	brq_jw_kv_dbl(out, "ready_oldest_age_s", t->oldest_ready_age_s);
+	// The gauge is in seconds (Prometheus's unit); the JSON form counts ms, rounded.
+	double age_ms = t->oldest_ready_age_s > 0 ? t->oldest_ready_age_s * 1000.0 + 0.5 : 0;
+	brq_jw_kv_u64(out, "oldest_ready_age_ms", age_ms < 1e18 ? (uint64_t) age_ms : 0);
 	rate(out, "started_per_min", t->claimed, then != NULL ? &then->claimed : NULL, window_ms);
 	rate(out, "finished_per_min", t->settled, then != NULL ? &then->settled : NULL, window_ms);
 	brq_jw_kv_u64(out, "enqueued_total", t->enqueued);
@@ -582,13 +584,8 @@ brq_console_overview(brq_console *con, brq_jw *out)
 	const brq_console_sample *base      = baseline(con, now);
 	uint64_t                  window_ms = base != NULL ? now - base->at_ms : 0;
 	brq_jw_obj(out);
-	brq_jw_kv_i64(out, "at_ms", brq_wall_ms());
-	brq_jw_key(out, "rate_window_s");
-	if (base != NULL) {
-		brq_jw_dbl(out, (double) window_ms / 1000.0);
-	} else {
-		brq_jw_null(out);
-	}
+	brq_jw_kv_instant(out, "at", brq_wall_ms(), true);
+	brq_jw_kv_opt_u64(out, "rate_window_ms", window_ms, base != NULL);
 	brq_jw_key(out, "topics");
 	brq_jw_arr(out);
 	for (size_t i = 0; i < n; i++) {

@@ -102,7 +102,7 @@ run_item(brq_work *w, brq_store_conn *c)
 			BRQ_LOG_ERROR("console_op_failed", "path=%s status=%d reason=%s", it->route->path,
 				      status, BRQ_LOG_Q(call.err));
 		}
-		brq_console_reply_error(con, it->aio, (uint16_t) status, call.err);
+		brq_console_reply_error_code(con, it->aio, (uint16_t) status, call.code, call.err);
 	}
 	item_free(it); // the item's own memory only
 }

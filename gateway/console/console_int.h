@@ -75,9 +75,17 @@ struct brq_console {
 // console's security headers, and a Set-Cookie when cookie is not NULL.
 void brq_console_reply(brq_console *con, nng_aio *aio, uint16_t status, const char *type, const void *body,
 		       size_t len, const char *cookie);
-// {"error": msg} with status.
+// The protocol's error reply in its JSON form (docs/protocol.md §11), {"code": c, "msg":
+// msg}, with status; c is the protocol's status code for the HTTP status (400
+// invalid_argument, 401 unauthenticated, 403 permission_denied, 404 not_found, 409
+// conflict, 413 too_large, 429 resource_exhausted, 503 unavailable, 500 internal; 405
+// method_not_allowed and 501 unimplemented, which the RPC has not).
 void brq_console_reply_error(brq_console *con, nng_aio *aio, uint16_t status, const char *msg);
-// The same with a Retry-After header of retry_after_s seconds (429, 503).
+// The same with the code given (an RPC refusal's own; NULL: the status's).
+void brq_console_reply_error_code(brq_console *con, nng_aio *aio, uint16_t status, const char *code,
+				  const char *msg);
+// The same with a Retry-After header of retry_after_s seconds (429, 503), code
+// resource_exhausted: a share of the console is spent.
 void brq_console_reply_error_retry(brq_console *con, nng_aio *aio, uint16_t status, const char *msg,
 				   uint64_t retry_after_s);
 // The JSON in j with status (500 when j failed).

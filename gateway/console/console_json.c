@@ -9,6 +9,7 @@
 #include <sodium.h>
 
 #include "brq_grow.h"
+#include "brq_units.h"
 
 void
 brq_jw_init(brq_jw *j, size_t limit)
@@ -232,6 +233,33 @@ JW_KV(int64_t, i64)
 JW_KV(double, dbl)
 JW_KV(bool, bool)
 #undef JW_KV
+
+void
+brq_jw_kv_instant(brq_jw *j, const char *name, int64_t ms, bool has)
+{
+	char key[64], text[BRQ_TIME_TEXT_MAX];
+	snprintf(key, sizeof(key), "%s_ms", name);
+	brq_jw_key(j, key);
+	if (!has) {
+		brq_jw_null(j);
+		brq_jw_key(j, name);
+		brq_jw_null(j);
+		return;
+	}
+	brq_jw_i64(j, ms);
+	brq_jw_kv_cstr(j, name, brq_fmt_time_ms(text, sizeof(text), ms));
+}
+
+void
+brq_jw_kv_opt_u64(brq_jw *j, const char *key, uint64_t v, bool has)
+{
+	brq_jw_key(j, key);
+	if (has) {
+		brq_jw_u64(j, v);
+	} else {
+		brq_jw_null(j);
+	}
+}
 
 // ---- forms -------------------------------------------------------------------------------
 

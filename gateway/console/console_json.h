@@ -53,6 +53,12 @@ void brq_jw_kv_u64(brq_jw *j, const char *key, uint64_t v);
 void brq_jw_kv_i64(brq_jw *j, const char *key, int64_t v);
 void brq_jw_kv_dbl(brq_jw *j, const char *key, double v);
 void brq_jw_kv_bool(brq_jw *j, const char *key, bool v);
+// An instant's two members of the JSON form (docs/protocol.md §11): "NAME_ms": unix ms
+// and "NAME": "2026-12-02T04:31:39.521Z" (brq_fmt_time_ms), both null when !has. name
+// is the protocol's key without its "_ms".
+void brq_jw_kv_instant(brq_jw *j, const char *name, int64_t ms, bool has);
+// "key": v, or null when !has (a nil of the reply: no limit, no retry, ...).
+void brq_jw_kv_opt_u64(brq_jw *j, const char *key, uint64_t v, bool has);
 
 // One parsed form: names and values URL-decoded ('+' is a space), in order.
 #define BRQ_FORM_MAX 24

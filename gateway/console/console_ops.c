@@ -91,22 +91,8 @@ opt_str(brq_jw *out, const char *key, bool has, brq_str s)
 	}
 }
 
-// An integer, or null when !has.
-static void
-opt_i64(brq_jw *out, const char *key, bool has, int64_t v)
-{
-	brq_jw_key(out, key);
-	if (has) {
-		brq_jw_i64(out, v);
-	} else {
-		brq_jw_null(out);
-	}
-}
-
-// JSON text as the database printed it (jsonb: a payload, a result). Checked all the same,
-// so that nothing can break the reply's own syntax; else it goes as a string.
-static void
-json_text(brq_jw *out, const char *key, brq_str s)
+void
+brq_console_json_text(brq_jw *out, const char *key, brq_str s)
 {
 	brq_jw_key(out, key);
 	if (brq_json_valid(s.ptr, s.len, 512, 0, NULL)) {
@@ -119,37 +105,37 @@ json_text(brq_jw *out, const char *key, brq_str s)
 void
 brq_console_json_job(brq_jw *out, const brq_job_info *j)
 {
+	// Every key of the job map (docs/protocol.md §7.8) in its order, in the JSON form
+	// (§11): each instant twice, nil and absent keys null.
 	brq_jw_obj(out);
 	brq_jw_kv_u64(out, "id", j->id);
 	brq_jw_kv_str(out, "topic", j->topic.ptr, j->topic.len);
+	brq_console_json_text(out, "payload", j->payload);
 	brq_jw_kv_cstr(out, "state", brq_state_name(j->state));
 	brq_jw_kv_u64(out, "attempts", j->attempts);
 	brq_jw_kv_u64(out, "max_attempts", j->max_attempts);
-	brq_jw_kv_u64(out, "lost_leases", j->lost_leases);
-	brq_jw_kv_u64(out, "priority", j->priority);
-	json_text(out, "payload", j->payload);
-	opt_str(out, "key", j->has_key, j->key);
-	brq_jw_kv_i64(out, "available_at_ms", j->available_at_ms);
+	brq_jw_kv_instant(out, "available_at", j->available_at_ms, true);
 	opt_str(out, "locked_by", j->has_locked_by, j->locked_by);
-	opt_i64(out, "locked_until_ms", j->has_locked_until_ms, j->locked_until_ms);
+	brq_jw_kv_instant(out, "locked_until", j->locked_until_ms, j->has_locked_until_ms);
 	opt_str(out, "last_error", j->has_last_error, j->last_error);
-	brq_jw_kv_i64(out, "created_at_ms", j->created_at_ms);
-	brq_jw_kv_i64(out, "updated_at_ms", j->updated_at_ms);
-	// The handler's result (JSON, like the payload), only when there is one.
+	opt_str(out, "key", j->has_key, j->key);
+	brq_jw_kv_instant(out, "created_at", j->created_at_ms, true);
+	brq_jw_kv_instant(out, "updated_at", j->updated_at_ms, true);
+	brq_jw_kv_opt_u64(out, "priority", j->priority, j->priority > 0);
+	// The handler's result (JSON, like the payload); null when there is none.
 	if (j->has_result) {
-		json_text(out, "result", j->result);
-	}
-	brq_jw_key(out, "retry_of");
-	if (j->has_retry_of) {
-		brq_jw_u64(out, j->retry_of);
+		brq_console_json_text(out, "result", j->result);
 	} else {
+		brq_jw_key(out, "result");
 		brq_jw_null(out);
 	}
+	brq_jw_kv_opt_u64(out, "retry_of", j->retry_of, j->has_retry_of);
 	// The latest claim, and while processing the running attempt's deadlines (null: none).
-	opt_i64(out, "claimed_at_ms", j->has_claimed_at_ms, j->claimed_at_ms);
-	opt_i64(out, "attempt_deadline_ms", j->attempt_deadline_ms != 0, j->attempt_deadline_ms);
-	opt_i64(out, "max_execution_deadline_ms", j->max_execution_deadline_ms != 0,
-		j->max_execution_deadline_ms);
+	brq_jw_kv_instant(out, "claimed_at", j->claimed_at_ms, j->has_claimed_at_ms);
+	brq_jw_kv_instant(out, "attempt_deadline", j->attempt_deadline_ms, j->attempt_deadline_ms != 0);
+	brq_jw_kv_instant(out, "max_execution_deadline", j->max_execution_deadline_ms,
+			  j->max_execution_deadline_ms != 0);
+	brq_jw_kv_u64(out, "lost_leases", j->lost_leases);
 	brq_jw_end(out);
 }
 
@@ -195,7 +181,8 @@ brq_console_rpc(brq_console_call *call, brq_request *req, brq_reply *rep)
 	brq_status st =
 		brq_request_decode(&w->req, enc.data, enc.len, call->lim, &w->arena, err, sizeof(err));
 	if (st != BRQ_ST_OK) {
-		status = brq_console_fail(call, http_status(st), "%s", err);
+		status     = brq_console_fail(call, http_status(st), "%s", err);
+		call->code = brq_status_name(st);
 		goto out;
 	}
 	// Never a long-poll here (no claim): the operation always replies.
@@ -208,6 +195,7 @@ brq_console_rpc(brq_console_call *call, brq_request *req, brq_reply *rep)
 	status = http_status(rep->code);
 	if (status != 200) {
 		brq_console_fail(call, status, "%.*s", (int) rep->msg.len, rep->msg.ptr);
+		call->code = brq_status_name(rep->code);
 	}
 out:
 	brq_buf_fini(&enc);

@@ -44,11 +44,15 @@ typedef struct brq_console_call {
 	// Who asks, for the log line of an action: "role=admin token_fp=1a2b3c4d session=9f8e7d6c"
 	const char *actor;
 	char        err[BRQ_CONSOLE_ERR_MAX]; // the message of any other status
+	// The protocol's status code of a refusal the RPC gave (brq_status_name: static), for
+	// the error reply's "code"; NULL: the one the HTTP status stands for.
+	const char *code;
 } brq_console_call;
 
 // An operation: returns the HTTP status. 200: the op wrote the members of the reply's
-// object into out. Any other: err holds a one-line message (the HTTP side wraps it as
-// {"error": err}) and out is discarded.
+// object into out, in the JSON form of docs/protocol.md §11 (the protocol's keys, each
+// instant as NAME_ms and NAME). Any other: err holds a one-line message (the HTTP side
+// wraps it as {"code": code, "msg": err}) and out is discarded.
 typedef int (*brq_console_op_fn)(brq_console_call *call);
 
 // ---- wired (console_ops.c) ----------------------------------------------------------------
@@ -76,9 +80,13 @@ int brq_console_fail(brq_console_call *call, int status, const char *fmt, ...)
 // status of a refusal with call->err set.
 int brq_console_rpc(brq_console_call *call, brq_request *req, brq_reply *rep);
 
-// A job as the console's JSON object (docs/console.md "job"): the list's rows and the
-// job page use it alike.
+// A job in its JSON form (docs/protocol.md §11, the job map of §7.8): the list's rows
+// and the job page use it alike.
 void brq_console_json_job(brq_jw *out, const brq_job_info *j);
+// "key": JSON text as the database printed it (jsonb: a payload, a result), embedded as
+// it is. Checked all the same, so that nothing can break the reply's own syntax; text
+// that is not JSON goes as a string.
+void brq_console_json_text(brq_jw *out, const char *key, brq_str s);
 
 // Parameter checks shared by the operations; each returns 0 or 400 with call->err set
 // naming the field. Optional fields leave *out untouched when absent.

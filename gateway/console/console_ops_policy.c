@@ -8,20 +8,21 @@
 
 #include "log/log.h"
 
-// A limit as the console shows it: null when unlimited.
+// A policy map of docs/protocol.md §7.10 in its JSON form: a limit of 0 is none, null.
 static void
-json_limit(brq_jw *out, const char *key, uint32_t v)
+json_policy(brq_jw *out, const brq_topic_policy *p)
 {
-	brq_jw_key(out, key);
-	if (v == 0) {
-		brq_jw_null(out);
-	} else {
-		brq_jw_u64(out, v);
-	}
+	brq_jw_obj(out);
+	brq_jw_kv_str(out, "topic", p->topic.ptr, p->topic.len);
+	brq_jw_kv_bool(out, "paused", p->paused);
+	brq_jw_kv_opt_u64(out, "max_running", p->max_running, p->max_running > 0);
+	brq_jw_kv_opt_u64(out, "rate_per_s", p->rate_per_s, p->rate_per_s > 0);
+	brq_jw_kv_u64(out, "running", p->running);
+	brq_jw_end(out);
 }
 
-// GET /console/api/topics. 200: {"topics":[{"topic", "paused", "concurrency", "rate"}]}
-// (concurrency and rate null when unlimited): the RPC's `topics`.
+// GET /console/api/topics. 200: {"topics":[policy...]}, the RPC's `topics` in its JSON form:
+// the topics that are paused or limited.
 int
 brq_console_op_topics(brq_console_call *call)
 {
@@ -33,20 +34,14 @@ brq_console_op_topics(brq_console_call *call)
 	brq_jw_key(call->out, "topics");
 	brq_jw_arr(call->out);
 	for (uint32_t i = 0; i < rep.topics.n_topics; i++) {
-		const brq_topic_policy *p = &rep.topics.topics[i];
-		brq_jw_obj(call->out);
-		brq_jw_kv_str(call->out, "topic", p->topic.ptr, p->topic.len);
-		brq_jw_kv_bool(call->out, "paused", p->paused);
-		json_limit(call->out, "concurrency", p->max_running);
-		json_limit(call->out, "rate", p->rate_per_s);
-		brq_jw_end(call->out);
+		json_policy(call->out, &rep.topics.topics[i]);
 	}
 	brq_jw_end(call->out);
 	return 200;
 }
 
-// POST /console/api/pause and /resume: topic. 200: {"topic": t, "paused": true|false},
-// through the RPC's `pause` and `resume`.
+// POST /console/api/pause and /resume: topic. 200: {"policy": policy}, the topic's policy
+// after the change, through the RPC's `pause` and `resume`.
 static int
 pause_resume(brq_console_call *call, brq_op op)
 {
@@ -68,8 +63,8 @@ pause_resume(brq_console_call *call, brq_op op)
 	const brq_topic_policy *p = &rep.policy.policy;
 	BRQ_LOG_INFO("console_action", "action=%s topic=%.*s %s", brq_op_name(op), (int) p->topic.len,
 		     p->topic.ptr, call->actor);
-	brq_jw_kv_str(call->out, "topic", p->topic.ptr, p->topic.len);
-	brq_jw_kv_bool(call->out, "paused", p->paused);
+	brq_jw_key(call->out, "policy");
+	json_policy(call->out, p);
 	return 200;
 }
 

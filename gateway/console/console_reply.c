@@ -59,15 +59,35 @@ brq_console_reply(brq_console *con, nng_aio *aio, uint16_t status, const char *t
 	reply_with(con, aio, status, type, body, len, cookie != NULL ? "Set-Cookie" : NULL, cookie);
 }
 
-// {"error": msg}, with the extra header hname: hval when hname is not NULL.
+// The protocol's status code an HTTP status stands for (console_int.h).
+static const char *
+code_of(uint16_t status)
+{
+	switch (status) {
+	case 400: return "invalid_argument";
+	case 401: return "unauthenticated";
+	case 403: return "permission_denied";
+	case 404: return "not_found";
+	case 405: return "method_not_allowed";
+	case 409: return "conflict";
+	case 413: return "too_large";
+	case 429: return "resource_exhausted";
+	case 501: return "unimplemented";
+	case 503: return "unavailable";
+	default: return "internal";
+	}
+}
+
+// {"code": code, "msg": msg}, with the extra header hname: hval when hname is not NULL.
 static void
-error_with(brq_console *con, nng_aio *aio, uint16_t status, const char *msg, const char *hname,
-	   const char *hval)
+error_with(brq_console *con, nng_aio *aio, uint16_t status, const char *code, const char *msg,
+	   const char *hname, const char *hval)
 {
 	brq_jw j;
 	brq_jw_init(&j, 4096);
 	brq_jw_obj(&j);
-	brq_jw_kv_cstr(&j, "error", msg);
+	brq_jw_kv_cstr(&j, "code", code != NULL ? code : code_of(status));
+	brq_jw_kv_cstr(&j, "msg", msg);
 	brq_jw_end(&j);
 	if (j.err != 0) {
 		reply_with(con, aio, status, BRQ_CONSOLE_TEXT_TYPE, msg, strlen(msg), hname, hval);
@@ -80,7 +100,14 @@ error_with(brq_console *con, nng_aio *aio, uint16_t status, const char *msg, con
 void
 brq_console_reply_error(brq_console *con, nng_aio *aio, uint16_t status, const char *msg)
 {
-	error_with(con, aio, status, msg, NULL, NULL);
+	error_with(con, aio, status, NULL, msg, NULL, NULL);
+}
+
+void
+brq_console_reply_error_code(brq_console *con, nng_aio *aio, uint16_t status, const char *code,
+			     const char *msg)
+{
+	error_with(con, aio, status, code, msg, NULL, NULL);
 }
 
 void
@@ -89,7 +116,7 @@ brq_console_reply_error_retry(brq_console *con, nng_aio *aio, uint16_t status, c
 {
 	char secs[24];
 	snprintf(secs, sizeof(secs), "%llu", (unsigned long long) retry_after_s);
-	error_with(con, aio, status, msg, "Retry-After", secs);
+	error_with(con, aio, status, "resource_exhausted", msg, "Retry-After", secs);
 }
 
 void

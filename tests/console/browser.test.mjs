@@ -153,6 +153,27 @@ test('enqueue a job from the page', async () => {
   assert.equal(psql(db, `SELECT count(*) FROM job WHERE topic = 'page.made'`), '1');
 });
 
+// The pages read the API's JSON form (docs/protocol.md §11): a schedule's cron or every_ms,
+// tz and next_slot_ms; a policy's max_running and rate_per_s.
+test('the schedules page and a limited topic read the JSON form\'s names', async () => {
+  psql(db, `INSERT INTO schedule (name, topic, cron, tz, misfire, catch_up_max, next_slot)
+            VALUES ('nightly', 'report.build', '30 2 * * *', 'Europe/Berlin', 'catch_up', 3, '2030-01-01T01:30:00Z');
+            INSERT INTO schedule (name, topic, every_ms, next_slot) VALUES ('beat', 'ping', 30000, '2030-01-01T00:00:30Z');
+            INSERT INTO topic_policy (topic, max_running, rate_per_s) VALUES ('report.build', 2, 7)`);
+  await page.goto(gw.url + '/console/#/schedules');
+  await page.waitForFunction(() => document.querySelectorAll('#schedules tbody tr').length === 2, { timeout: 30000 });
+  const rows = await page.$$eval('#schedules tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  assert.deepEqual(rows, [
+    ['beat', 'ping', 'every 30 s', '', '2030-01-01 00:00:30.000 UTC', '—'],
+    ['nightly', 'report.build', '30 2 * * *', 'Europe/Berlin', '2030-01-01 01:30:00.000 UTC', '—'],
+  ]);
+  await page.goto(gw.url + '/console/#/overview');
+  await page.waitForFunction(
+    () => /≤2 running ≤7\/s/.test(document.querySelector('#topics tr[data-topic="report.build"]')?.textContent || ''),
+    { timeout: 30000 });
+  psql(db, `DELETE FROM schedule; DELETE FROM topic_policy`);
+});
+
 test('a POST without the CSRF token is refused and changes nothing', async () => {
   const status = await page.evaluate(async (id) => {
     const r = await fetch('/console/api/cancel', { method: 'POST', credentials: 'same-origin',

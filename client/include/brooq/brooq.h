@@ -386,6 +386,15 @@ BROOQ_API brooq_err brooq_topics(brooq_client *c, brooq_topic_policy **out, size
 
 /* Per-topic counts. *out belongs to the caller: brooq_stats_free(*out, *n). */
 BROOQ_API brooq_err brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t *n);
+/* brooq_stats_aged's age when the gateway does not say (a gateway before the monitor). */
+#define BROOQ_AGE_UNKNOWN UINT64_MAX
+/* brooq_stats(), and how old the counts of the terminal states (done, dead, canceled)
+ * are, in ms: the gateway's monitor counts them once a minute (the reply's
+ * terminal_age_ms, docs/protocol.md §7.9); 0 when they were counted for this call,
+ * BROOQ_AGE_UNKNOWN when the gateway does not say. terminal_age_ms may be NULL; it is
+ * written on success only. */
+BROOQ_API brooq_err brooq_stats_aged(brooq_client *c, brooq_topic_stats **out, size_t *n,
+				     uint64_t *terminal_age_ms);
 BROOQ_API void      brooq_stats_free(brooq_topic_stats *s, size_t n);
 
 /* ---- operators: list, retry, delete (admin token) ---------------------------------- */
