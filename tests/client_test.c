@@ -116,15 +116,6 @@ token_is_zero(const uint8_t *t)
 	return true;
 }
 
-static void
-write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* ---- ping, enqueue ---------------------------------------------------------------- */
 
 Test(client, ping_names_the_gateway)
@@ -660,7 +651,7 @@ Test(client, a_wrong_token_is_unauthenticated)
 {
 	char path[320];
 	snprintf(path, sizeof(path), "%s/wrong-token", gw.dir);
-	write_file(path, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n");
+	brq_t_write_file(path, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n", 0600);
 	brooq_client *c = brq_t_client_open(gw.url, path, 5000);
 	char          server[64];
 	cr_assert_eq(brooq_ping(c, server, sizeof(server)), BROOQ_EUNAUTHENTICATED);
@@ -676,7 +667,7 @@ Test(client_offline, a_too_short_or_missing_token_file_fails_to_open)
 	char dir[] = "/tmp/brooq-ct.XXXXXX", path[64];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/short", dir);
-	write_file(path, "sixteen-byte-tok\n\n");
+	brq_t_write_file(path, "sixteen-byte-tok\n\n", 0600);
 
 	brooq_client_opts o = {
 		.size = sizeof(brooq_client_opts), .url = "ipc:///nonexistent/x.sock", .token_file = path};
@@ -704,7 +695,7 @@ Test(client_offline, a_bad_url_fails_to_open_with_einval)
 	char dir[] = "/tmp/brooq-ct.XXXXXX", path[64];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/token", dir);
-	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	brq_t_write_file(path, "0123456789abcdef0123456789abcdef\n", 0600);
 	brooq_client_opts o = {
 		.size = sizeof(brooq_client_opts), .url = "carrier-pigeon://coop", .token_file = path};
 	brooq_client *c = NULL;
@@ -720,7 +711,7 @@ Test(client_offline, a_call_to_an_ipc_socket_nobody_listens_on_fails_at_once_unr
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/token", dir);
 	snprintf(url, sizeof(url), "ipc://%s/nobody.sock", dir);
-	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	brq_t_write_file(path, "0123456789abcdef0123456789abcdef\n", 0600);
 
 	/* Opens although nothing listens; each call finds nobody and sends nothing. */
 	brooq_client *c = brq_t_client_open(url, path, 5000);
@@ -760,7 +751,7 @@ Test(client_offline, a_request_sent_but_never_answered_times_out_and_may_have_ru
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/token", dir);
 	snprintf(url, sizeof(url), "ipc://%s/silent.sock", dir);
-	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	brq_t_write_file(path, "0123456789abcdef0123456789abcdef\n", 0600);
 	/* A REP socket that listens and never answers. */
 	nng_socket rep;
 	cr_assert_eq(nng_rep0_open(&rep), 0);
@@ -786,7 +777,7 @@ Test(client_offline, a_call_over_tcp_with_nobody_listening_fails_unreachable_wit
 	char dir[] = "/tmp/brooq-ct.XXXXXX", path[64], url[96];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/token", dir);
-	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	brq_t_write_file(path, "0123456789abcdef0123456789abcdef\n", 0600);
 	/* A loopback port nobody listens on: bound, read, closed. */
 	struct sockaddr_in sa  = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t          len = sizeof(sa);
@@ -1012,7 +1003,7 @@ Test(client_offline, options_structs_are_read_by_their_size)
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/token", dir);
 	snprintf(url, sizeof(url), "ipc://%s/nobody.sock", dir);
-	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	brq_t_write_file(path, "0123456789abcdef0123456789abcdef\n", 0600);
 	brooq_client *c = NULL;
 
 	brooq_client_opts o = {.url = url, .token_file = path}; /* size left 0 */

@@ -39,24 +39,6 @@ TestSuite(ops, .timeout = 120);
 /* ---- helpers --------------------------------------------------------------------------- */
 
 static void
-write_file(const char *path, const char *content, mode_t mode)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	cr_assert(fd >= 0, "cannot write %s: %s", path, strerror(errno));
-	cr_assert_eq(write(fd, content, strlen(content)), (ssize_t) strlen(content));
-	cr_assert_eq(fchmod(fd, mode), 0);
-	close(fd);
-}
-
-static void
-new_token(char hex[65])
-{
-	unsigned char raw[32];
-	randombytes_buf(raw, sizeof(raw));
-	sodium_bin2hex(hex, 65, raw, sizeof(raw));
-}
-
-static void
 assert_alive(const brq_gw *gw)
 {
 	int st;
@@ -139,9 +121,9 @@ Test(ops, sighup_rotates_token_files_without_dropping_connections)
 	cr_assert_eq(client_ping(&c, gw.worker_token), BRQ_ST_OK);
 
 	char fresh[65], old[65];
-	new_token(fresh);
+	brq_gw_new_token(fresh);
 	memcpy(old, gw.worker_token, sizeof(old));
-	write_file(gw.worker_token_file, fresh, 0600);
+	brq_t_write_file(gw.worker_token_file, fresh, 0600);
 	reload_and_wait(&gw, "msg=reload_done", 1);
 
 	cr_assert_eq(client_ping(&c, old), BRQ_ST_UNAUTHENTICATED, "the rotated-out token still works");
@@ -172,16 +154,16 @@ Test(ops, a_bad_reload_keeps_the_old_tokens_and_says_why)
 	struct client c;
 	client_open(&c, &gw);
 	char fresh[65];
-	new_token(fresh);
+	brq_gw_new_token(fresh);
 
 	/* A missing file revokes its token (revocation tests below); one present but bad
 	 * is a mistake: the old token stays. */
-	write_file(gw.worker_token_file, "short\n", 0600);
+	brq_t_write_file(gw.worker_token_file, "short\n", 0600);
 	reload_and_wait(&gw, "msg=reload_failed", 1);
 	cr_assert(strstr(brq_gw_log(&gw), "/worker-token: token too short") != NULL);
 	cr_assert_eq(client_ping(&c, gw.worker_token), BRQ_ST_OK);
 
-	write_file(gw.worker_token_file, fresh, 0644);
+	brq_t_write_file(gw.worker_token_file, fresh, 0644);
 	reload_and_wait(&gw, "msg=reload_failed", 2);
 	cr_assert(strstr(brq_gw_log(&gw), "/worker-token: mode 0644 lets others read or write it") != NULL);
 	cr_assert_eq(client_ping(&c, gw.worker_token), BRQ_ST_OK);
@@ -206,11 +188,11 @@ static void
 two_worker_files(const char *dir, char leaked[65], char kept[65], char *leaked_path, char *e_list, size_t cap)
 {
 	char kept_path[128];
-	new_token(leaked), new_token(kept);
+	brq_gw_new_token(leaked), brq_gw_new_token(kept);
 	snprintf(leaked_path, 128, "%s/leaked", dir);
 	snprintf(kept_path, sizeof(kept_path), "%s/kept", dir);
-	write_file(leaked_path, leaked, 0600);
-	write_file(kept_path, kept, 0600);
+	brq_t_write_file(leaked_path, leaked, 0600);
+	brq_t_write_file(kept_path, kept, 0600);
 	snprintf(e_list, cap, "BROOQ_WORKER_TOKEN_FILES=%s,%s", leaked_path, kept_path);
 }
 
@@ -285,11 +267,11 @@ Test(ops, a_reload_that_would_leave_no_token_is_refused_and_keeps_the_tokens)
 	cr_assert_eq(client_ping(&c, gw.admin_token), BRQ_ST_OK);
 
 	/* One file back: that one is accepted, the other revoked. */
-	write_file(gw.admin_token_file, gw.admin_token, 0600);
+	brq_t_write_file(gw.admin_token_file, gw.admin_token, 0600);
 	reload_and_wait(&gw, "msg=reload_done", 1);
 	cr_assert_eq(client_ping(&c, gw.worker_token), BRQ_ST_UNAUTHENTICATED);
 	cr_assert_eq(client_ping(&c, gw.admin_token), BRQ_ST_OK);
-	write_file(gw.worker_token_file, gw.worker_token, 0600); /* brq_gw_stop pings with it */
+	brq_t_write_file(gw.worker_token_file, gw.worker_token, 0600); /* brq_gw_stop pings with it */
 	nng_close(c.s);
 	brq_gw_stop(&gw);
 	brq_testdb_drop(dsn);
@@ -305,14 +287,14 @@ Test(ops, sighup_rereads_the_env_file_for_the_log_level_and_names_what_needs_a_r
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(envf, sizeof(envf), "%s/gateway.env", dir);
 	snprintf(arg, sizeof(arg), "--env-file=%s", envf);
-	write_file(envf, "; systemd-style comment\nBROOQ_LOG_LEVEL=info\n", 0600);
+	brq_t_write_file(envf, "; systemd-style comment\nBROOQ_LOG_LEVEL=info\n", 0600);
 	const char *env[]  = {"BROOQ_LOG_LEVEL=", NULL}; /* empty: unset, the file decides */
 	const char *args[] = {arg, NULL};
 	brq_gw_start_args(&gw, dsn, env, args);
 
 	/* The self-probe's period once went unnamed (settings_test walks every setting). */
-	write_file(envf, "BROOQ_LOG_LEVEL=\"de\"'bug'\nBROOQ_MAX_BATCH=7\nBROOQ_SELFPROBE_INTERVAL=0\n",
-		   0600);
+	brq_t_write_file(envf, "BROOQ_LOG_LEVEL=\"de\"'bug'\nBROOQ_MAX_BATCH=7\nBROOQ_SELFPROBE_INTERVAL=0\n",
+			 0600);
 	reload_and_wait(&gw, "msg=reload_done", 1);
 	const char *log = brq_gw_log(&gw);
 	cr_assert(strstr(log, "msg=log_level_changed from=info to=debug") != NULL, "%s", log);
@@ -321,11 +303,11 @@ Test(ops, sighup_rereads_the_env_file_for_the_log_level_and_names_what_needs_a_r
 			 "kept=running_values") != NULL,
 		  "%s", log);
 
-	write_file(envf, "BROOQ_LOG_LEVEL=loud\n", 0600);
+	brq_t_write_file(envf, "BROOQ_LOG_LEVEL=loud\n", 0600);
 	reload_and_wait(&gw, "msg=reload_failed", 1);
 	cr_assert(strstr(brq_gw_log(&gw), "BROOQ_LOG_LEVEL: must be debug, info, warn or error") != NULL);
 	/* Debug stayed on: a good reload at debug changes no level. */
-	write_file(envf, "BROOQ_LOG_LEVEL=debug\n", 0600);
+	brq_t_write_file(envf, "BROOQ_LOG_LEVEL=debug\n", 0600);
 	reload_and_wait(&gw, "msg=reload_done", 2);
 	cr_assert_eq(brq_gw_count(brq_gw_log(&gw), "msg=log_level_changed"), 1, "%s", brq_gw_log(&gw));
 	cr_assert_eq(brq_gw_count(brq_gw_log(&gw), "msg=reload_done log_level=debug"), 2);
@@ -347,7 +329,7 @@ add_credential(const char *creds, const char *name, const char *content)
 	char path[512];
 	snprintf(path, sizeof(path), "%s/%s", creds, name);
 	cr_assert_eq(chmod(creds, 0700), 0);
-	write_file(path, content, 0400);
+	brq_t_write_file(path, content, 0400);
 	cr_assert_eq(chmod(creds, 0500), 0);
 }
 
@@ -360,7 +342,7 @@ Test(ops, tokens_from_a_credentials_directory_rotate_on_sighup)
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(creds, sizeof(creds), "%s/credentials", dir);
 	cr_assert_eq(mkdir(creds, 0500), 0);
-	new_token(ta), new_token(tb), new_token(tc), new_token(adm);
+	brq_gw_new_token(ta), brq_gw_new_token(tb), brq_gw_new_token(tc), brq_gw_new_token(adm);
 	add_credential(creds, "dsn", dsn);
 	add_credential(creds, "worker-token_a", ta);
 	add_credential(creds, "worker-token_b", tb);
@@ -418,17 +400,17 @@ Test(ops, tokens_from_the_units_credentials_dir_rotate_on_sighup)
 	char   ta[65], tb[65], adm[65];
 	brq_gw gw;
 	cr_assert_not_null(mkdtemp(dir));
-	new_token(ta), new_token(tb), new_token(adm);
+	brq_gw_new_token(ta), brq_gw_new_token(tb), brq_gw_new_token(adm);
 	snprintf(path, sizeof(path), "%s/worker-tokens", dir);
 	cr_assert_eq(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/admin-tokens", dir);
 	cr_assert_eq(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/dsn", dir);
-	write_file(path, dsn, 0600);
+	brq_t_write_file(path, dsn, 0600);
 	snprintf(path, sizeof(path), "%s/worker-tokens/1", dir);
-	write_file(path, ta, 0600);
+	brq_t_write_file(path, ta, 0600);
 	snprintf(path, sizeof(path), "%s/admin-tokens/1", dir);
-	write_file(path, adm, 0600);
+	brq_t_write_file(path, adm, 0600);
 	/* Nothing but the directory: no DSN, no token file lists. */
 	const char *env[]  = {"BROOQ_DSN=", "BROOQ_WORKER_TOKEN_FILES=", "BROOQ_ADMIN_TOKEN_FILES=", NULL};
 	const char *args[] = {"--credentials-dir", dir, NULL};
@@ -442,7 +424,7 @@ Test(ops, tokens_from_the_units_credentials_dir_rotate_on_sighup)
 		  brq_gw_log(&gw));
 
 	snprintf(path, sizeof(path), "%s/worker-tokens/2", dir);
-	write_file(path, tb, 0600);
+	brq_t_write_file(path, tb, 0600);
 	reload_and_wait(&gw, "msg=reload_done", 1);
 	cr_assert_eq(client_ping(&c, tb), BRQ_ST_OK);
 	cr_assert_eq(client_ping(&c, ta), BRQ_ST_OK);
@@ -469,22 +451,22 @@ Test(ops, a_token_file_readable_by_others_is_refused_at_start_group_readable_is_
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(tok, sizeof(tok), "%s/worker-token", dir);
 	snprintf(e_tok, sizeof(e_tok), "BROOQ_WORKER_TOKEN_FILES=%s", tok);
-	new_token(hex);
+	brq_gw_new_token(hex);
 	const char *env[]  = {"BROOQ_DSN=host=/nonexistent dbname=x", e_tok, NULL};
 	const char *args[] = {"--check-config", NULL};
 	const char *out;
 
-	write_file(tok, hex, 0640);
+	brq_t_write_file(tok, hex, 0640);
 	cr_assert_eq(brq_gw_run_once(env, args, &out), 0, "0640 refused: %s", out);
 	cr_assert(strstr(out, "configuration ok") != NULL, "%s", out);
 
-	write_file(tok, hex, 0644);
+	brq_t_write_file(tok, hex, 0644);
 	cr_assert_eq(brq_gw_run_once(env, args, &out), 2, "0644 accepted: %s", out);
 	cr_assert(strstr(out, tok) != NULL && strstr(out, "mode 0644 lets others read or write it") != NULL,
 		  "%s", out);
 	cr_assert_null(strstr(out, hex), "the token was printed");
 
-	write_file(tok, hex, 0606);
+	brq_t_write_file(tok, hex, 0606);
 	cr_assert_eq(brq_gw_run_once(env, args, &out), 2, "0606 accepted: %s", out);
 	cr_assert(strstr(out, "mode 0606") != NULL, "%s", out);
 	char cmd[96];
@@ -500,11 +482,11 @@ Test(ops, every_configuration_problem_is_reported_in_one_round)
 	snprintf(envf, sizeof(envf), "%s/gateway.env", dir);
 	snprintf(e_tok, sizeof(e_tok), "BROOQ_WORKER_TOKEN_FILES=%s,%s/missing,%s/mode", tok, dir, dir);
 	snprintf(a_env, sizeof(a_env), "--env-file=%s", envf);
-	write_file(tok, "too-short\n", 0600);
-	new_token(hex);
+	brq_t_write_file(tok, "too-short\n", 0600);
+	brq_gw_new_token(hex);
 	snprintf(mode_f, sizeof(mode_f), "%s/mode", dir);
-	write_file(mode_f, hex, 0644);
-	write_file(envf, "; a systemd comment\nBROOQ_POOL_SIZE=0\nBROOQ_LEASEE=1s\n", 0600);
+	brq_t_write_file(mode_f, hex, 0644);
+	brq_t_write_file(envf, "; a systemd comment\nBROOQ_POOL_SIZE=0\nBROOQ_LEASEE=1s\n", 0600);
 	const char *env[]  = {"BROOQ_DSN=host=/x password=hunter2", "BROOQ_LEASE=120", "BROOQ_TYPO=1", e_tok,
 			      NULL};
 	const char *args[] = {a_env, "--check-config", NULL};
@@ -525,9 +507,9 @@ Test(ops, every_configuration_problem_is_reported_in_one_round)
 	cr_assert_null(strstr(out, "hunter2"), "the DSN password was printed");
 
 	/* Fixed, --env-file=FILE and --env-file FILE both load the same file. */
-	new_token(hex);
-	write_file(tok, hex, 0600);
-	write_file(envf, "; ok now\nBROOQ_POOL_SIZE=2\n", 0600);
+	brq_gw_new_token(hex);
+	brq_t_write_file(tok, hex, 0600);
+	brq_t_write_file(envf, "; ok now\nBROOQ_POOL_SIZE=2\n", 0600);
 	snprintf(e_tok, sizeof(e_tok), "BROOQ_WORKER_TOKEN_FILES=%s", tok);
 	const char *env_ok[] = {"BROOQ_DSN=host=/x", e_tok, NULL};
 	cr_assert_eq(brq_gw_run_once(env_ok, args, &out), 0, "%s", out);

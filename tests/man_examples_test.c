@@ -208,15 +208,6 @@ stop(void)
 
 TestSuite(man_examples, .timeout = 120);
 
-/* Writes text to path; fails the test on error. */
-static void
-write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f, "cannot write %s", path);
-	cr_assert_eq(fputs(text, f) >= 0 && fclose(f) == 0, true, "cannot write %s", path);
-}
-
 /* Compiles the C example `name` (text) with deliver_c beside it, as a user of the
  * library would (its header, the shared library, C11, every warning an error), into
  * gw.dir/NAME; its path into bin. Fails the test, showing the compiler's output. */
@@ -227,8 +218,8 @@ compile_c(const char *name, const char *text, char *bin, size_t cap)
 	snprintf(src, sizeof(src), "%s/%s.c", gw.dir, name);
 	snprintf(harness, sizeof(harness), "%s/deliver.c", gw.dir);
 	snprintf(bin, cap, "%s/%s", gw.dir, name);
-	write_file(src, text);
-	write_file(harness, deliver_c);
+	brq_t_write_file(src, text, 0600);
+	brq_t_write_file(harness, deliver_c, 0600);
 	snprintf(libdir, sizeof(libdir), "%s", BRQ_EX_LIB);
 	*strrchr(libdir, '/') = '\0';
 	snprintf(cmd, sizeof(cmd),
@@ -327,19 +318,19 @@ sandbox_init(sandbox *sb)
 	snprintf(sb->dsn_file, sizeof(sb->dsn_file), "%s/dsn", gw.dir);
 	snprintf(sb->env_file, sizeof(sb->env_file), "%s/brooq-gateway.env", gw.dir);
 	snprintf(text, sizeof(text), "%s\n", dsn);
-	write_file(sb->dsn_file, text);
+	brq_t_write_file(sb->dsn_file, text, 0600);
 	snprintf(text, sizeof(text),
 		 "BROOQ_DSN_FILE=%s\nBROOQ_LISTEN=ipc://%s/check.sock\nBROOQ_WORKER_TOKEN_FILES=%s\n"
 		 "BROOQ_ADMIN_TOKEN_FILES=%s\n",
 		 sb->dsn_file, gw.dir, sb->worker_token, sb->admin_token);
-	write_file(sb->env_file, text);
+	brq_t_write_file(sb->env_file, text, 0600);
 	/* What a page's relative paths name, in the directory its examples run in
 	 * (run_sh): an env file without secrets and a credentials directory laid out as
 	 * the unit loads it. */
 	char path[400];
 	snprintf(path, sizeof(path), "%s/test.env", gw.dir);
 	snprintf(text, sizeof(text), "BROOQ_LISTEN=ipc://%s/check2.sock\n", gw.dir);
-	write_file(path, text);
+	brq_t_write_file(path, text, 0600);
 	static const char *const dirs[] = {"credentials", "credentials/worker-tokens",
 					   "credentials/admin-tokens"};
 	for (size_t i = 0; i < 3; i++) {
@@ -348,19 +339,19 @@ sandbox_init(sandbox *sb)
 	}
 	snprintf(path, sizeof(path), "%s/credentials/dsn", gw.dir);
 	snprintf(text, sizeof(text), "%s\n", dsn);
-	write_file(path, text);
+	brq_t_write_file(path, text, 0600);
 	static const char *const roles[] = {"worker", "admin"};
 	for (size_t i = 0; i < 2; i++) {
 		char *token = slurp(i == 0 ? sb->worker_token : sb->admin_token);
 		snprintf(path, sizeof(path), "%s/credentials/%s-tokens/1", gw.dir, roles[i]);
-		write_file(path, token);
+		brq_t_write_file(path, token, 0600);
 		cr_assert(chmod(path, 0600) == 0);
 		free(token);
 	}
 	/* An operator's own token file in $HOME (run_sh sets HOME to the test's directory). */
 	char *admin = slurp(sb->admin_token);
 	snprintf(path, sizeof(path), "%s/.brooq-token", gw.dir);
-	write_file(path, admin);
+	brq_t_write_file(path, admin, 0600);
 	cr_assert(chmod(path, 0600) == 0);
 	free(admin);
 }
@@ -429,7 +420,7 @@ run_sh(const char *page, const char *name, const sandbox *sb, char *log, size_t 
 	/* The operator's shell: relative paths and $HOME are the test's directory; sudo
 	 * (not installed here, and the test is root) runs the command as it is. */
 	cr_assert(asprintf(&full, "cd '%s'\nHOME='%s'\nsudo() { \"$@\"; }\n%s", gw.dir, gw.dir, sh) > 0);
-	write_file(script, full);
+	brq_t_write_file(script, full, 0600);
 	free(full);
 	snprintf(e_url, sizeof(e_url), "BROOQ_URL=%s", sb->url);
 	snprintf(e_token, sizeof(e_token), "BROOQ_TOKEN_FILE=%s", sb->admin_token);

@@ -24,28 +24,11 @@
 
 #include "gw.h"
 #include "testdb.h"
+#include "tutil.h"
 
 /* One suite only: Criterion's runner leaks when a run mixes a suite that forks
  * brooq-gateway with other suites (see tests/CMakeLists.txt). */
 TestSuite(reload_creds, .timeout = 120);
-
-static void
-write_file(const char *path, const char *content, mode_t mode)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	cr_assert(fd >= 0, "cannot write %s: %s", path, strerror(errno));
-	cr_assert_eq(write(fd, content, strlen(content)), (ssize_t) strlen(content));
-	cr_assert_eq(fchmod(fd, mode), 0);
-	close(fd);
-}
-
-static void
-new_token(char hex[65])
-{
-	unsigned char raw[32];
-	randombytes_buf(raw, sizeof(raw));
-	sodium_bin2hex(hex, 65, raw, sizeof(raw));
-}
 
 static void
 path_of(char *buf, size_t cap, const char *dir, const char *rel)
@@ -73,25 +56,25 @@ fixture_init(struct fixture *f, const char *dsn)
 	path_of(f->etc, sizeof(f->etc), f->dir, "etc");
 	path_of(f->creds, sizeof(f->creds), f->dir, "creds");
 	path_of(f->run, sizeof(f->run), f->dir, "run");
-	new_token(f->ta), new_token(f->tb), new_token(f->adm);
+	brq_gw_new_token(f->ta), brq_gw_new_token(f->tb), brq_gw_new_token(f->adm);
 	cr_assert_eq(mkdir(f->etc, 0700), 0);
 	path_of(p, sizeof(p), f->etc, "worker-tokens");
 	cr_assert_eq(mkdir(p, 0700), 0);
 	path_of(p, sizeof(p), f->etc, "admin-tokens");
 	cr_assert_eq(mkdir(p, 0700), 0);
 	path_of(p, sizeof(p), f->etc, "dsn");
-	write_file(p, dsn, 0600);
+	brq_t_write_file(p, dsn, 0600);
 	path_of(p, sizeof(p), f->etc, "worker-tokens/a");
-	write_file(p, f->ta, 0600);
+	brq_t_write_file(p, f->ta, 0600);
 	path_of(p, sizeof(p), f->etc, "admin-tokens/1");
-	write_file(p, f->adm, 0600);
+	brq_t_write_file(p, f->adm, 0600);
 	cr_assert_eq(mkdir(f->creds, 0700), 0);
 	path_of(p, sizeof(p), f->creds, "dsn");
-	write_file(p, dsn, 0400);
+	brq_t_write_file(p, dsn, 0400);
 	path_of(p, sizeof(p), f->creds, "worker-token_a");
-	write_file(p, f->ta, 0400);
+	brq_t_write_file(p, f->ta, 0400);
 	path_of(p, sizeof(p), f->creds, "admin-token_1");
-	write_file(p, f->adm, 0400);
+	brq_t_write_file(p, f->adm, 0400);
 	cr_assert_eq(chmod(f->creds, 0500), 0);
 	cr_assert_eq(mkdir(f->run, 0750), 0);
 }
@@ -233,7 +216,7 @@ Test(reload_creds, a_token_added_to_the_units_directory_and_one_removed_apply_at
 
 	/* Rotation in the unit's directory: b added, a removed; then `systemctl reload`. */
 	path_of(p, sizeof(p), f.etc, "worker-tokens/b");
-	write_file(p, f.tb, 0600);
+	brq_t_write_file(p, f.tb, 0600);
 	path_of(p, sizeof(p), f.etc, "worker-tokens/a");
 	cr_assert_eq(unlink(p), 0);
 	cr_assert_eq(reload_gw(&gw, &f, &out), 0, "%s", out);
@@ -281,7 +264,7 @@ Test(reload_creds, a_token_added_to_the_units_directory_and_one_removed_apply_at
 	/* A copy with a problem (made by hand: the mode refuses such a token) read by a
 	 * bare SIGHUP: the reload fails and the tokens in force stay. */
 	path_of(p, sizeof(p), f.run, "credentials/worker-tokens/bad");
-	write_file(p, "short", 0400);
+	brq_t_write_file(p, "short", 0400);
 	cr_assert_eq(kill(gw.pid, SIGHUP), 0);
 	brq_gw_await_log(&gw, "msg=reload_failed", 1, 10000);
 	cr_assert(strstr(brq_gw_log(&gw), "/credentials/worker-tokens/bad: token too short") != NULL, "%s",
@@ -327,7 +310,7 @@ Test(reload_creds, a_symbolic_link_or_a_bad_token_is_refused_and_changes_nothing
 	/* A link to a file holding a token: systemd would not load it; a root process must
 	 * not read a file it points to. */
 	path_of(target, sizeof(target), f.dir, "elsewhere");
-	write_file(target, f.tb, 0600);
+	brq_t_write_file(target, f.tb, 0600);
 	path_of(p, sizeof(p), f.etc, "worker-tokens/b");
 	cr_assert_eq(symlink(target, p), 0);
 	assert_refused(&gw, &f, "worker-tokens/b: a symbolic link, which systemd does not load", 1);
@@ -335,7 +318,7 @@ Test(reload_creds, a_symbolic_link_or_a_bad_token_is_refused_and_changes_nothing
 	cr_assert_eq(unlink(p), 0);
 
 	/* A token the gateway would refuse is refused here, named by the unit's path. */
-	write_file(p, "short", 0600);
+	brq_t_write_file(p, "short", 0600);
 	assert_refused(&gw, &f, "worker token file ", 1);
 	cr_assert(strstr(out, f.etc) != NULL && strstr(out, "/worker-tokens/b: token too short") != NULL,
 		  "%s", out);
@@ -348,7 +331,7 @@ Test(reload_creds, a_symbolic_link_or_a_bad_token_is_refused_and_changes_nothing
 	cr_assert_eq(rmdir(target), 0);
 	assert_refused(&gw, &f, "admin-tokens: No such file or directory (the unit loads it with", 1);
 	cr_assert_eq(mkdir(target, 0700), 0);
-	write_file(p, f.adm, 0600);
+	brq_t_write_file(p, f.adm, 0600);
 
 	/* Not a regular file (a directory): skipped as systemd skips it; the rest applies. */
 	path_of(p, sizeof(p), f.etc, "worker-tokens/sub");

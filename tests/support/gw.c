@@ -398,3 +398,11 @@ brq_gw_run_once(const char *const *env, const char *const *args, const char **ou
 	*out = buf;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+void
+brq_gw_new_token(char hex[65])
+{
+	unsigned char raw[32];
+	randombytes_buf(raw, sizeof(raw));
+	sodium_bin2hex(hex, 65, raw, sizeof(raw));
+}

@@ -67,6 +67,9 @@ bool brq_gw_answers(const brq_gw *gw, int timeout_ms);
 /* SIGTERM, waits (asserting a clean exit 0 unless `crash_ok`), removes the dir. */
 void brq_gw_stop(brq_gw *gw);
 
+/* A fresh random token as 64 hex digits and a NUL, into hex. */
+void brq_gw_new_token(char hex[65]);
+
 /* Runs `brooq-gateway ARGS` (at most 6) once, with exactly the environment ENV (both
  * NULL-terminated), and waits for it: --check-config, start-up refusals. Returns its
  * exit status (-1: killed); *out gets its stdout and stderr (a static buffer, valid

@@ -5,11 +5,14 @@
 #define BRQ_TEST_TUTIL_H
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,6 +84,18 @@ brq_t_proc_kib(pid_t pid, const char *field)
 		}
 	fclose(f);
 	return v;
+}
+
+/* Writes content to path (created or truncated) with exactly that mode, whatever the
+ * umask; fails the test on any error. */
+static inline void
+brq_t_write_file(const char *path, const char *content, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert(fd >= 0, "cannot write %s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, content, strlen(content)), (ssize_t) strlen(content), "cannot write %s", path);
+	cr_assert_eq(fchmod(fd, mode), 0);
+	cr_assert_eq(close(fd), 0);
 }
 
 #endif
