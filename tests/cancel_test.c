@@ -119,36 +119,19 @@ enqueue(const char *topic)
 }
 
 /* A worker of one thread on topic over client c, running on its own thread. */
-typedef struct runner {
-	brooq_worker *w;
-	pthread_t     th;
-	brooq_err     rc;
-} runner;
-
-static void *
-run_main(void *arg)
-{
-	runner *r = arg;
-	r->rc     = brooq_worker_run(r->w);
-	return NULL;
-}
+typedef brq_t_runner runner;
 
 static void
 runner_start(runner *r, brooq_client *c, const char *topic, uint32_t lease_ms)
 {
 	brooq_worker_opts o = {.size = sizeof(o), .threads = 1, .lease_ms = lease_ms};
-	OK(brooq_worker_new(c, &o, &r->w));
-	OK(brooq_worker_handle(r->w, topic, h_until_canceled, NULL));
-	cr_assert_eq(pthread_create(&r->th, NULL, run_main, r), 0);
+	brooq_worker     *w = NULL;
+	OK(brooq_worker_new(c, &o, &w));
+	OK(brooq_worker_handle(w, topic, h_until_canceled, NULL));
+	brq_t_runner_start(r, w);
 }
 
-static void
-runner_stop(runner *r)
-{
-	brooq_worker_stop(r->w);
-	pthread_join(r->th, NULL);
-	cr_assert_eq(r->rc, BROOQ_OK);
-}
+#define runner_stop brq_t_runner_stop
 
 /* Cancels id over client c; returns when the cancel has committed (its answer). */
 static void

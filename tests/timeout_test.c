@@ -305,19 +305,7 @@ Test(timeouts, a_heartbeat_tells_a_canceled_job_from_a_lease_that_is_gone)
 
 /* ---- the worker runtime ---------------------------------------------------------------- */
 
-typedef struct runner {
-	brooq_worker *w;
-	pthread_t     th;
-	brooq_err     rc;
-} runner;
-
-static void *
-run_main(void *arg)
-{
-	runner *r = arg;
-	r->rc     = brooq_worker_run(r->w);
-	return NULL;
-}
+typedef brq_t_runner runner;
 
 static void
 run_worker(runner *r, const char *topic, brooq_handler fn, uint32_t lease_ms, uint32_t hung_grace_ms)
@@ -328,19 +316,17 @@ run_worker(runner *r, const char *topic, brooq_handler fn, uint32_t lease_ms, ui
 			       .wait_ms       = 300,
 			       .hung_grace_ms = hung_grace_ms,
 			       .prefetch_max  = -1};
-	memset(r, 0, sizeof(*r));
-	OK(brooq_worker_new(wc, &o, &r->w));
-	OK(brooq_worker_handle(r->w, topic, fn, NULL));
-	cr_assert_eq(pthread_create(&r->th, NULL, run_main, r), 0);
+	brooq_worker     *w = NULL;
+	OK(brooq_worker_new(wc, &o, &w));
+	OK(brooq_worker_handle(w, topic, fn, NULL));
+	brq_t_runner_start(r, w);
 }
 
 static brooq_worker_stats
 stop_worker(runner *r)
 {
 	brooq_worker_stats st;
-	brooq_worker_stop(r->w);
-	pthread_join(r->th, NULL);
-	cr_assert_eq(r->rc, BROOQ_OK);
+	brq_t_runner_stop(r);
 	brooq_worker_get_stats(r->w, &st);
 	brooq_worker_free(r->w);
 	return st;

@@ -21,6 +21,7 @@
 
 #include "gw.h"
 #include "tutil.h"
+#include "tclient.h"
 #include "testdb.h"
 
 static char         *dsn;
@@ -129,21 +130,7 @@ stats_of(brooq_worker *w)
 
 /* ---- a worker on its own thread --------------------------------------------------------- */
 
-typedef struct runner {
-	brooq_worker *w;
-	pthread_t     th;
-	brooq_err     rc;
-	atomic_bool   returned;
-} runner;
-
-static void *
-run_main(void *arg)
-{
-	runner *r = arg;
-	r->rc     = brooq_worker_run(r->w);
-	atomic_store(&r->returned, true);
-	return NULL;
-}
+typedef brq_t_runner runner;
 
 static brooq_worker *
 worker_new(brooq_client *c, brooq_worker_opts o)
@@ -153,22 +140,14 @@ worker_new(brooq_client *c, brooq_worker_opts o)
 	return w;
 }
 
-static void
-runner_start(runner *r, brooq_worker *w)
-{
-	r->w = w;
-	atomic_init(&r->returned, false);
-	cr_assert_eq(pthread_create(&r->th, NULL, run_main, r), 0);
-}
+#define runner_start brq_t_runner_start
 
 /* brooq_worker_stop, then waits for brooq_worker_run to return; the stop's duration in ms. */
 static double
 runner_stop(runner *r)
 {
 	int64_t t0 = now_us();
-	brooq_worker_stop(r->w);
-	pthread_join(r->th, NULL);
-	cr_assert_eq(r->rc, BROOQ_OK, "worker_run: %s", brooq_strerror(r->rc));
+	brq_t_runner_stop(r);
 	return (double) (now_us() - t0) / 1000.0;
 }
 
