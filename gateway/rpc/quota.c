@@ -124,15 +124,14 @@ brq_quota_arrive(brq_quota *q, brq_quota_hold *h)
 	pthread_mutex_lock(&q->mu);
 	if (tally_add(&q->conns, h->pipe_id))
 		h->held |= BRQ_QUOTA_CONN;
+	h->conn_n = tally_get(&q->conns, h->pipe_id);
 	pthread_mutex_unlock(&q->mu);
 }
 
 brq_quota_verdict
-brq_quota_admit_conn(brq_quota *q, const brq_quota_hold *h, bool authed, const char **why)
+brq_quota_admit_conn(const brq_quota *q, const brq_quota_hold *h, bool authed, const char **why)
 {
-	pthread_mutex_lock(&q->mu);
-	uint32_t n = tally_get(&q->conns, h->pipe_id);
-	pthread_mutex_unlock(&q->mu);
+	uint32_t n = h->conn_n;
 	if (!authed) {
 		*why = "too many requests without a valid token on one connection";
 		return n > q->o.conn_max_anon ? BRQ_QUOTA_CLOSE : BRQ_QUOTA_OK;

@@ -94,6 +94,7 @@ typedef struct brq_quota_hold {
 	uint32_t pipe_id;
 	uint64_t token_key; // the token's identity (a prefix of its keyed hash), 0 = none
 	unsigned held;      // BRQ_QUOTA_* bits
+	uint32_t conn_n;    // its connection's requests in the gateway as it arrived, itself included
 } brq_quota_hold;
 
 // 0 or BRQ_ENOMEM. Every share must be at least 1.
@@ -102,14 +103,18 @@ BRQ_MUSTCHECK int brq_quota_init(brq_quota *q, const brq_quota_opts *o);
 void brq_quota_fini(brq_quota *q);
 
 // A request arrived on h->pipe_id: counts it on its connection (always: its item is
-// held until brq_quota_release). Then, once its token is known, brq_quota_admit.
+// held until brq_quota_release) and notes that count in h->conn_n, which
+// brq_quota_admit_conn judges without taking the lock again. Then, once its token is
+// known, brq_quota_admit.
 void brq_quota_arrive(brq_quota *q, brq_quota_hold *h);
 
 // The connection's verdict on a request once authentication has run (authed: it showed
 // a valid token), before anything answers it: every request is counted, those answered
 // at once (ping, errors) too, since an unread answer pins its item just the same.
-// Takes nothing; REFUSE and CLOSE set *why (a static text for the reply or the log).
-brq_quota_verdict brq_quota_admit_conn(brq_quota *q, const brq_quota_hold *h, bool authed, const char **why);
+// Judges h->conn_n (brq_quota_arrive); takes nothing and no lock; REFUSE and CLOSE set *why
+// (a static text for the reply or the log).
+brq_quota_verdict brq_quota_admit_conn(const brq_quota *q, const brq_quota_hold *h, bool authed,
+				       const char **why);
 
 // The verdict of an authenticated request bound for the pool, after brq_quota_admit_conn:
 // whether it is an operator read and whether it is a long-poll (which gives its
