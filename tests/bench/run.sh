@@ -88,12 +88,29 @@ export BROOQ_BENCH_GW_PID
 # gw_start POOL [OVERRIDES]: a gateway with defaults but for the pool size, long-polls
 # up to 1,000 (the default) and metrics on a free loopback port (the driver reads the
 # RPC counters: how full the workers' claims were); OVERRIDES: BROOQ_TOPIC_OVERRIDES.
+# The port is drawn below the kernel's ephemeral range (32768-60999 here), where no
+# outgoing connection can hold it; a port that is free when probed can still be taken
+# before the gateway binds it (tests run in parallel), so a gateway that exits with
+# "Address in use" is started again on another port.
 export BROOQ_BENCH_METRICS
 gw_start() {
+  local try mark
+  : >>"$out_dir/gateway.log"
+  for try in 1 2 3 4 5; do
+    mark=$(($(wc -c <"$out_dir/gateway.log") + 1))
+    gw_try_start "$@" && return 0
+    tail -c "+$mark" "$out_dir/gateway.log" | grep -q 'http_start_failed.*Address in use' || break
+    echo "run.sh: metrics port $BROOQ_BENCH_METRICS was taken (try $try); another" >&2
+  done
+  cat "$out_dir/gateway.log" >&2
+  exit 1
+}
+# gw_try_start POOL [OVERRIDES]: 0 once the gateway answers, 1 if it exited.
+gw_try_start() {
   gw_stop
   local port
   for _ in $(seq 20); do
-    port=$((20000 + RANDOM % 20000))
+    port=$((10000 + RANDOM % 22000))
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
   done
   BROOQ_BENCH_METRICS=127.0.0.1:$port
@@ -104,7 +121,11 @@ gw_start() {
   BROOQ_BENCH_GW_PID=$gw_pid
   for _ in $(seq 100); do
     "$bench" ping --producers 1 --seconds 0.05 >/dev/null 2>&1 && return 0
-    kill -0 "$gw_pid" 2>/dev/null || { cat "$out_dir/gateway.log" >&2; exit 1; }
+    if ! kill -0 "$gw_pid" 2>/dev/null; then
+      wait "$gw_pid" 2>/dev/null || true
+      gw_pid=
+      return 1
+    fi
     sleep 0.1
   done
   echo "run.sh: the gateway does not answer" >&2
