@@ -94,6 +94,14 @@ Test(metrics, every_family_has_help_and_type_and_counters_end_in_total)
 		{"brooq_request_bytes_in_flight", "gauge"},
 		{"brooq_requests_expired_total", "counter"},
 		{"brooq_request_budget_refused_total", "counter"},
+		{"brooq_job_table_dead_tuples", "gauge"},
+		{"brooq_job_table_live_tuples", "gauge"},
+		{"brooq_job_table_size_bytes", "gauge"},
+		{"brooq_job_table_index_size_bytes", "gauge"},
+		{"brooq_job_table_last_autovacuum_age_seconds", "gauge"},
+		{"brooq_job_table_last_vacuum_age_seconds", "gauge"},
+		{"brooq_job_table_autovacuums_total", "counter"},
+		{"brooq_db_oldest_transaction_age_seconds", "gauge"},
 	};
 	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
 		char want[256];
@@ -402,6 +410,41 @@ Test(metrics, concurrent_updates_sum_exactly)
 	free(t);
 }
 
+/* The table gauges have no sample until the monitor's first read (no made-up 0), then
+ * the last figures it set. */
+Test(metrics, table_gauges_appear_with_the_first_read_and_follow_it)
+{
+	char *t = render();
+	cr_assert_eq(sample(t, "brooq_job_table_dead_tuples"), -1);
+	cr_assert_eq(sample(t, "brooq_db_oldest_transaction_age_seconds"), -1);
+	cr_assert_not_null(strstr(t, "# TYPE brooq_job_table_dead_tuples gauge\n"));
+	free(t);
+	brq_table_stats ts = {.dead_tuples       = 12345,
+			      .live_tuples       = 678,
+			      .bytes             = 8 << 20,
+			      .index_bytes       = 3 << 20,
+			      .autovacuums       = 4,
+			      .autovacuum_age_s  = 61.5,
+			      .vacuum_age_s      = 7200,
+			      .oldest_xact_age_s = 0.25};
+	brq_metrics_table_set(&ts);
+	t = render();
+	cr_assert_eq(sample(t, "brooq_job_table_dead_tuples"), 12345);
+	cr_assert_eq(sample(t, "brooq_job_table_live_tuples"), 678);
+	cr_assert_eq(sample(t, "brooq_job_table_size_bytes"), 8 << 20);
+	cr_assert_eq(sample(t, "brooq_job_table_index_size_bytes"), 3 << 20);
+	cr_assert_eq(sample(t, "brooq_job_table_autovacuums_total"), 4);
+	cr_assert_eq(sample(t, "brooq_job_table_last_autovacuum_age_seconds"), 61.5);
+	cr_assert_eq(sample(t, "brooq_job_table_last_vacuum_age_seconds"), 7200);
+	cr_assert_eq(sample(t, "brooq_db_oldest_transaction_age_seconds"), 0.25);
+	free(t);
+	ts.dead_tuples = 0;
+	brq_metrics_table_set(&ts);
+	t = render();
+	cr_assert_eq(sample(t, "brooq_job_table_dead_tuples"), 0);
+	free(t);
+}
+
 /* Touches every series once and prints the exposition (see the file comment). */
 static int
 dump_exposition(void)
@@ -436,6 +479,14 @@ dump_exposition(void)
 		row.count[s] = (uint64_t) s + 1;
 	}
 	brq_metrics_depth_set(&row, 1);
+	brq_metrics_table_set(&(brq_table_stats) {.dead_tuples       = 10,
+						  .live_tuples       = 100,
+						  .bytes             = 1 << 20,
+						  .index_bytes       = 1 << 19,
+						  .autovacuums       = 2,
+						  .autovacuum_age_s  = 30,
+						  .vacuum_age_s      = 3600,
+						  .oldest_xact_age_s = 1.5});
 
 	char  *out;
 	size_t len;

@@ -133,7 +133,10 @@ cat >"$tmp/dbwide.py" <<'PY'
 import json, re, sys
 
 # Gauges that describe the whole database: each gateway reports the same value.
-DB_WIDE = ("brooq_jobs", "brooq_ready_oldest_age_seconds")
+DB_WIDE = ("brooq_jobs", "brooq_ready_oldest_age_seconds", "brooq_job_table_dead_tuples",
+           "brooq_job_table_live_tuples", "brooq_job_table_size_bytes", "brooq_job_table_index_size_bytes",
+           "brooq_job_table_last_autovacuum_age_seconds", "brooq_job_table_last_vacuum_age_seconds",
+           "brooq_db_oldest_transaction_age_seconds")
 dash_path, rules_path = sys.argv[1:3]
 
 exprs = []

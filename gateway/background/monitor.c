@@ -59,6 +59,7 @@ struct brq_monitor {
 	struct rows terminal;          // last terminal counts (only done/dead/canceled filled)
 	double      sample_pct;        // terminal count: 100 = exact, else TABLESAMPLE percentage
 	bool        is_depth_slow;     // the active count timed out; logged once until it recovers
+	bool        is_table_failed;   // the table stats failed; logged once until they recover
 	bool        was_terminal_last; // the last count run was the terminal one
 	uint64_t    next_depth_ms;
 	uint64_t    next_terminal_ms;
@@ -322,6 +323,36 @@ publish_policies(brq_monitor *m)
 	free(rows);
 }
 
+// The job table's upkeep and the oldest transaction, for the table gauges, read with
+// the active count under the same budget (statistics and file sizes: well under a
+// millisecond, whatever the table holds). A failure leaves the gauges as they were.
+static void
+publish_table(brq_monitor *m)
+{
+	brq_store_table_figures t;
+	brq_store_set_deadline(&m->bg.conn, brq_now_ms() + m->budget_ms);
+	int rv = brq_store_table_stats(&m->bg.conn, &t);
+	brq_store_set_deadline(&m->bg.conn, 0);
+	if (rv != 0) {
+		if (!m->is_table_failed)
+			BRQ_LOG_WARN("monitor_table_stats_failed", "error=%s reason=%s", brq_err_name(rv),
+				     BRQ_LOG_Q(brq_store_errmsg(&m->bg.conn)));
+		m->is_table_failed = true;
+		return;
+	}
+	m->is_table_failed = false;
+	brq_metrics_table_set(&(brq_table_stats) {
+		.dead_tuples       = t.dead_tuples > 0 ? (uint64_t) t.dead_tuples : 0,
+		.live_tuples       = t.live_tuples > 0 ? (uint64_t) t.live_tuples : 0,
+		.bytes             = t.bytes > 0 ? (uint64_t) t.bytes : 0,
+		.index_bytes       = t.index_bytes > 0 ? (uint64_t) t.index_bytes : 0,
+		.autovacuums       = t.autovacuums > 0 ? (uint64_t) t.autovacuums : 0,
+		.autovacuum_age_s  = t.autovacuum_age_s,
+		.vacuum_age_s      = t.vacuum_age_s,
+		.oldest_xact_age_s = t.oldest_xact_age_s,
+	});
+}
+
 // Tells the stats operation's figures which topics have active rows now, so that one
 // whose jobs all end before the next terminal count stays in `stats` (figures.h). Out
 // of memory: logged; stats may miss such a topic until the next count.
@@ -376,6 +407,7 @@ depth_count(brq_monitor *m)
 	}
 	rows_clear(&active);
 	publish_policies(m);
+	publish_table(m);
 	return 0;
 }
 

@@ -9,7 +9,9 @@
 //   - the active count: counts per topic and state of pending, failed and
 //     processing rows plus the oldest ready age per topic, read through the partial
 //     indexes job_claim_priority_idx and job_running_idx, so it costs what the
-//     backlog costs, not what the table's history costs;
+//     backlog costs, not what the table's history costs; with it, the topics'
+//     policies and the job table's upkeep (dead tuples, size, last vacuums, the
+//     oldest open transaction: statistics, not rows);
 //   - every terminal_interval (default 60 s) instead, the terminal count (done, dead,
 //     canceled: the bulk of the table). Exact while it fits the budget; when it
 //     does not, an estimate from a TABLESAMPLE SYSTEM page sample whose size adapts

@@ -490,6 +490,15 @@ brq_metrics_policy_set(const brq_policy_row *rows, size_t n)
 	snapshot_end(policy_reset, gen);
 }
 
+void
+brq_metrics_table_set(const brq_table_stats *t)
+{
+	pthread_mutex_lock(&M.reg.depth_mu);
+	M.reg.table     = *t;
+	M.reg.has_table = true;
+	pthread_mutex_unlock(&M.reg.depth_mu);
+}
+
 // ---- lifecycle ------------------------------------------------------------
 
 int
@@ -523,6 +532,9 @@ brq_metrics_fini(void)
 	r->other                    = NULL;
 	atomic_store(&r->is_overflow_logged, false);
 	pthread_rwlock_unlock(&r->rw);
+	pthread_mutex_lock(&r->depth_mu);
+	r->has_table = false;
+	pthread_mutex_unlock(&r->depth_mu);
 
 	memset((void *) M.rpc, 0, sizeof(M.rpc));
 	memset((void *) M.hist, 0, sizeof(M.hist));

@@ -127,6 +127,21 @@ typedef struct brq_policy_row {
 // have a policy; the others report 0 (not paused, unlimited).
 void brq_metrics_policy_set(const brq_policy_row *rows, size_t n);
 
+// The job table's upkeep and the oldest open transaction of the database, as the
+// monitor last read them (PostgreSQL's statistics, not a count of rows).
+typedef struct brq_table_stats {
+	uint64_t dead_tuples, live_tuples; // brooq_job_table_{dead,live}_tuples
+	uint64_t bytes, index_bytes;       // brooq_job_table_size_bytes, ..._index_size_bytes
+	uint64_t autovacuums;              // brooq_job_table_autovacuums_total
+	double   autovacuum_age_s;         // brooq_job_table_last_autovacuum_age_seconds
+	double   vacuum_age_s;             // brooq_job_table_last_vacuum_age_seconds
+	double   oldest_xact_age_s;        // brooq_db_oldest_transaction_age_seconds
+} brq_table_stats;
+
+// Replaces the table gauges above with *t (copied). Until the first call they have no
+// sample: no figure rather than a made-up 0.
+void brq_metrics_table_set(const brq_table_stats *t);
+
 // Renders the whole exposition (text format 0.0.4) into a malloc'd buffer.
 // On success *out (NUL-terminated) and *len belong to the caller (free()).
 BRQ_MUSTCHECK int brq_metrics_render(char **out, size_t *len);

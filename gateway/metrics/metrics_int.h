@@ -84,6 +84,9 @@ struct registry {
 	pthread_mutex_t depth_mu;
 	uint64_t        depth_gen;
 	uint64_t        policy_gen;
+	// The table gauges (brq_metrics_table_set), under depth_mu too.
+	brq_table_stats table;
+	bool            has_table; // false until the monitor's first read
 };
 
 struct brq_metrics_state {

@@ -169,6 +169,59 @@ render_depth(struct buf *b, struct topic_entry **v, size_t n)
 	pthread_mutex_unlock(&M.reg.depth_mu);
 }
 
+// A gauge of one sample without labels, or without a sample while is_known is false.
+static void
+render_gauge(struct buf *b, const char *name, const char *help, bool is_known, int decimals, double v)
+{
+	family(b, name, "gauge", help);
+	if (is_known) {
+		buf_printf(b, "%s %.*f\n", name, decimals, v);
+	}
+}
+
+// The job table's upkeep and the oldest transaction: what a vacuum falling behind
+// looks like before the claims slow down (docs/operations.md, section 6).
+static void
+render_table(struct buf *b)
+{
+	pthread_mutex_lock(&M.reg.depth_mu);
+	const brq_table_stats *t  = &M.reg.table;
+	bool                   ok = M.reg.has_table;
+	render_gauge(b, "brooq_job_table_dead_tuples",
+		     "Dead row versions in the job table that vacuum has not removed yet "
+		     "(pg_stat_user_tables.n_dead_tup, an estimate).",
+		     ok, 0, (double) t->dead_tuples);
+	render_gauge(b, "brooq_job_table_live_tuples",
+		     "Live rows in the job table (pg_stat_user_tables.n_live_tup, an estimate).", ok, 0,
+		     (double) t->live_tuples);
+	render_gauge(b, "brooq_job_table_size_bytes",
+		     "Size on disk of the job table with its indexes and TOAST "
+		     "(pg_total_relation_size).",
+		     ok, 0, (double) t->bytes);
+	render_gauge(b, "brooq_job_table_index_size_bytes",
+		     "Size on disk of the job table's indexes (pg_indexes_size).", ok, 0,
+		     (double) t->index_bytes);
+	render_gauge(b, "brooq_job_table_last_autovacuum_age_seconds",
+		     "Seconds since autovacuum last finished on the job table (never since the server "
+		     "started: since its start).",
+		     ok, 3, t->autovacuum_age_s);
+	render_gauge(b, "brooq_job_table_last_vacuum_age_seconds",
+		     "Seconds since a manual VACUUM last finished on the job table (never since the "
+		     "server started: since its start).",
+		     ok, 3, t->vacuum_age_s);
+	family(b, "brooq_job_table_autovacuums_total", "counter",
+	       "Autovacuum runs on the job table since PostgreSQL's statistics began "
+	       "(pg_stat_user_tables.autovacuum_count).");
+	if (ok) {
+		buf_printf(b, "brooq_job_table_autovacuums_total %" PRIu64 "\n", t->autovacuums);
+	}
+	render_gauge(b, "brooq_db_oldest_transaction_age_seconds",
+		     "Age of the oldest transaction in the database that holds a snapshot or a "
+		     "transaction id (what keeps vacuum from removing dead rows); 0 when none.",
+		     ok, 3, t->oldest_xact_age_s);
+	pthread_mutex_unlock(&M.reg.depth_mu);
+}
+
 static void
 render_histogram(struct buf *b, const char *op, const struct histogram *h)
 {
@@ -346,6 +399,7 @@ brq_metrics_render(char **out, size_t *len)
 	buf_printf(&b, "brooq_start_time_seconds %.3f\n", M.start_time_s);
 
 	render_depth(&b, v, n);
+	render_table(&b);
 	render_topic_counter(
 		&b, v, n, "brooq_enqueued_total",
 		"Jobs created by enqueue and by chained jobs of settle done (idempotent repeats excluded).",

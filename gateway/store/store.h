@@ -294,6 +294,22 @@ typedef enum brq_store_depth_kind {
 BRQ_MUSTCHECK int brq_store_depth(brq_store_conn *c, brq_store_depth_kind kind, double sample_pct,
 				  brq_store_depth_row **rows, size_t *n);
 
+// The job table's upkeep as PostgreSQL's statistics see it, and what holds vacuum
+// back: the monitor's vacuum gauges (docs/operations.md, section 6).
+typedef struct brq_store_table_figures {
+	int64_t dead_tuples, live_tuples; // pg_stat_user_tables estimates
+	int64_t bytes;                    // table, its indexes and TOAST
+	int64_t index_bytes;              // its indexes alone
+	double  autovacuum_age_s;         // since the last autovacuum (or the server's start)
+	double  vacuum_age_s;             // since the last manual VACUUM (or the server's start)
+	int64_t autovacuums;              // autovacuum runs on it since the statistics began
+	double  oldest_xact_age_s;        // oldest transaction holding a snapshot or an id; 0: none
+} brq_store_table_figures;
+
+// table_stats: reads PostgreSQL's statistics and file sizes (never a row of job), so
+// its cost does not grow with the table. 0 or the store's failure.
+BRQ_MUSTCHECK int brq_store_table_stats(brq_store_conn *c, brq_store_table_figures *out);
+
 // ---- per-topic policy (store_policy.c) -------------------------------------------
 
 typedef enum brq_policy_change {

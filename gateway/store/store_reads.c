@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The store's reads: a job, stats, the topics of lost leases, the monitor's depth counts,
-// a connection's ping.
+// The store's reads: a job, stats, the topics of lost leases, the monitor's depth counts
+// and table stats, a connection's ping.
 #include "store_int.h"
 
 #include <inttypes.h>
@@ -143,6 +143,28 @@ brq_store_depth(brq_store_conn *c, brq_store_depth_kind kind, double sample_pct,
 		};
 	}
 	*n = k;
+	return 0;
+}
+
+int
+brq_store_table_stats(brq_store_conn *c, brq_store_table_figures *out)
+{
+	PGresult *r;
+	int       rv = brq_store_run(c, BRQ_STMT_TABLE_STATS, NULL, NULL, NULL, TABLE__N, &r);
+	if (rv != 0)
+		return rv;
+	if (PQntuples(r) != 1)
+		return brq_store_fail(c, BRQ_EINTERNAL, "table stats: %d rows", PQntuples(r));
+	*out = (brq_store_table_figures) {
+		.dead_tuples       = brq_store_int(r, 0, TABLE_DEAD_TUPLES),
+		.live_tuples       = brq_store_int(r, 0, TABLE_LIVE_TUPLES),
+		.bytes             = brq_store_int(r, 0, TABLE_BYTES),
+		.index_bytes       = brq_store_int(r, 0, TABLE_INDEX_BYTES),
+		.autovacuum_age_s  = brq_store_double(r, 0, TABLE_AUTOVACUUM_AGE_S),
+		.vacuum_age_s      = brq_store_double(r, 0, TABLE_VACUUM_AGE_S),
+		.autovacuums       = brq_store_int(r, 0, TABLE_AUTOVACUUMS),
+		.oldest_xact_age_s = brq_store_double(r, 0, TABLE_OLDEST_XACT_S),
+	};
 	return 0;
 }
 

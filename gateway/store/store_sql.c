@@ -26,6 +26,7 @@ static const char *const cancel_cols[]  = {CANCEL_COLS(BRQ_COL_EXPR)};
 static const char *const job_cols[]     = {JOB_COLS(BRQ_COL_EXPR)};
 static const char *const stats_cols[]   = {STATS_COLS(BRQ_COL_EXPR)};
 static const char *const depth_cols[]   = {DEPTH_COLS(BRQ_COL_EXPR)};
+static const char *const table_cols[]   = {TABLE_COLS(BRQ_COL_EXPR)};
 static const char *const policy_cols[]  = {POLICY_COLS(BRQ_COL_EXPR)};
 static const char *const lost_cols[]    = {LOST_COLS(BRQ_COL_EXPR)};
 static const char *const sched_cols[]   = {SCHED_COLS(BRQ_COL_EXPR)};
@@ -49,6 +50,7 @@ static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_DEPTH_ACTIVE]          = "brq_depth_active",
 	[BRQ_STMT_DEPTH_TERMINAL]        = "brq_depth_terminal",
 	[BRQ_STMT_DEPTH_TERMINAL_SAMPLE] = "brq_depth_terminal_sample",
+	[BRQ_STMT_TABLE_STATS]           = "brq_table_stats",
 	[BRQ_STMT_CLAIM_POLICY]          = "brq_claim_policy",
 	[BRQ_STMT_CLAIM_MULTI]           = "brq_claim_multi",
 	[BRQ_STMT_POLICY_LOCK]           = "brq_policy_lock",
@@ -93,6 +95,7 @@ static const int nparams[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_SCHED_TZ] = 2,       [BRQ_STMT_SCHED_ZONE_NOW] = 2,
 	[BRQ_STMT_SCHED_ADVANCE] = 3,  [BRQ_STMT_SCHED_UPSERT] = 11,
 	[BRQ_STMT_SCHED_LIST] = 0,     [BRQ_STMT_SCHED_REMOVE] = 1,
+	[BRQ_STMT_TABLE_STATS] = 0,
 };
 
 // LEASE_GUARD: how heartbeat, settle and unclaim find their rows. Each joins the
@@ -606,6 +609,11 @@ static const brq_sql_text fixed[BRQ_STMT__COUNT] = {
 				   " FROM job WHERE state IN ('pending', 'failed') GROUP BY topic, state"
 				   " UNION ALL SELECT topic, 'processing', count(*), 0::float8"
 				   " FROM job WHERE state = 'processing' GROUP BY topic ORDER BY 1"},
+	// Statistics and file sizes only, no row of job read: well under a millisecond
+	// however big the table (docs/operations.md, section 3).
+	[BRQ_STMT_TABLE_STATS] = {"SELECT ", BRQ_COLS(table_cols),
+				  " FROM (SELECT to_regclass('job') AS oid) t"
+				  " LEFT JOIN pg_stat_user_tables s ON s.relid = t.oid"},
 	// $1 topics text[]: locks the rows of the limited topics among them, in topic
 	// order (every claim locks in the same order: no deadlock between two claims
 	// of several limited topics). Paused topics need no turn.

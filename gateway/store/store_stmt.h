@@ -28,6 +28,7 @@ typedef enum brq_stmt {
 	BRQ_STMT_DEPTH_ACTIVE,
 	BRQ_STMT_DEPTH_TERMINAL,
 	BRQ_STMT_DEPTH_TERMINAL_SAMPLE,
+	BRQ_STMT_TABLE_STATS,
 	BRQ_STMT_CLAIM_POLICY,
 	BRQ_STMT_CLAIM_MULTI,
 	BRQ_STMT_POLICY_LOCK,
@@ -187,6 +188,32 @@ enum stats_col { STATS_COLS(BRQ_COL_ENUM) STATS__N };
 	  "coalesce(extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())), " \
 	  "0)::float8")
 enum depth_col { DEPTH_COLS(BRQ_COL_ENUM) DEPTH__N };
+
+// table stats (the monitor's vacuum gauges): one row about `job` (t: to_regclass, so
+// that a table made again after the PREPARE is still found; s: its pg_stat_user_tables
+// row) and the open transactions of this database. A table never vacuumed since the
+// server started counts from the start (a lower bound: statistics before a crash are
+// lost). The oldest transaction: snapshots and transaction ids held, which keep
+// vacuum from removing row versions (autovacuum workers' own are ignored by other
+// vacuums, and the monitor's is its own), and prepared transactions.
+#define TABLE_AGE(ts) "extract(epoch FROM now() - coalesce(" ts ", pg_postmaster_start_time()))::float8"
+#define TABLE_COLS(X)                                                                       \
+	X(TABLE_DEAD_TUPLES, "coalesce(s.n_dead_tup, 0)")                                   \
+	X(TABLE_LIVE_TUPLES, "coalesce(s.n_live_tup, 0)")                                   \
+	X(TABLE_BYTES, "coalesce(pg_total_relation_size(t.oid), 0)")                        \
+	X(TABLE_INDEX_BYTES, "coalesce(pg_indexes_size(t.oid), 0)")                         \
+	X(TABLE_AUTOVACUUM_AGE_S, TABLE_AGE("s.last_autovacuum"))                           \
+	X(TABLE_VACUUM_AGE_S, TABLE_AGE("s.last_vacuum"))                                   \
+	X(TABLE_AUTOVACUUMS, "coalesce(s.autovacuum_count, 0)")                             \
+	X(TABLE_OLDEST_XACT_S,                                                              \
+	  "(SELECT greatest(coalesce(extract(epoch FROM now() - min(x.at)), 0), 0)::float8" \
+	  " FROM (SELECT a.xact_start FROM pg_stat_activity a"                              \
+	  " WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()"             \
+	  " AND a.backend_type <> 'autovacuum worker'"                                      \
+	  " AND (a.backend_xmin IS NOT NULL OR a.backend_xid IS NOT NULL)"                  \
+	  " UNION ALL SELECT p.prepared FROM pg_prepared_xacts p"                           \
+	  " WHERE p.database = current_database()) x(at))")
+enum table_col { TABLE_COLS(BRQ_COL_ENUM) TABLE__N };
 
 // topic policy (set, list): one row per topic with a policy; limits 0 = unlimited.
 #define POLICY_COLS(X)                                          \
