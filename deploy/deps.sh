@@ -31,6 +31,8 @@ packages=(
   postgresql-15 postgresql-client-15 tzdata
   # promtool and a real Prometheus for the observability tests
   prometheus
+  # the charts of the benchmark's soak (tests/bench/run.sh --soak)
+  gnuplot-nox
   # the web console's tests: a real browser (tests/console/, driven by puppeteer-core
   # from npm: tests/console/setup.sh), a font for its screenshots, curl for HTTPS
   chromium fonts-dejavu-core curl nodejs

@@ -26,16 +26,17 @@ typedef struct bench_opts {
 	int         run;        // repetition number, for the results file
 
 	// Scenario parameters (meaning depends on the subcommand; 0: its default).
-	int         producers; // enqueue/ping: concurrent callers; raw: connections
-	int         batch;     // jobs per RPC / per statement
-	double      seconds;   // time-bounded scenarios
-	long        jobs;      // drain: jobs to process
-	int         procs;     // worker processes
-	int         threads;   // handler threads per worker process
-	double      rate;      // latency: jobs per second
-	int         polls;     // longpoll: concurrent long-polls
-	long        gw_pid;    // longpoll: gateway process id (for its RSS)
-	long        terminal;  // growth: terminal rows present during the drain
+	int    producers;      // enqueue/ping: concurrent callers; raw: connections
+	int    batch;          // jobs per RPC / per statement
+	double seconds;        // time-bounded scenarios
+	long   jobs;           // drain: jobs to process
+	int    procs;          // worker processes
+	int    threads;        // handler threads per worker process
+	double rate;           // latency: jobs per second
+	int    polls;          // longpoll: concurrent long-polls
+	long   gw_pid;         // longpoll: gateway process id (for its RSS)
+	long   terminal;       // growth: terminal rows present during the drain (> 0: keep
+			       // the rows bench_db_keep keeps instead of emptying the table)
 	long        ready;     // growth: ready rows present while measuring claims
 	bool        hold_xmin; // growth: a transaction holds back vacuum meanwhile
 	bool        cross;     // claim-ready: the ready rows are another topic's
@@ -43,6 +44,9 @@ typedef struct bench_opts {
 	const char *lever;     // raw-drain: an optimisation to try (see raw.c); NULL: none
 	const char *label;     // overrides the scenario name in the results
 	const char *json_out;  // report: where the JSON summary goes
+	const char *url2;      // drain: a second gateway; odd-numbered worker processes use it
+	double      interval;  // soak: seconds between two rows of the minute series
+	const char *csv;       // soak: where the minute series goes
 } bench_opts;
 
 // ---- clocks -----------------------------------------------------------------------
@@ -90,6 +94,10 @@ int64_t bench_db_int(PGconn *c, const char *sql);
 
 // Empties the job table and checkpoints, so each run starts from the same state.
 void bench_db_reset(PGconn *c);
+// Growth runs: deletes every row but those made for the run's whole length (topics
+// bench.old*: terminal rows; bench.held*: pending rows not due yet or paused), then
+// VACUUM ANALYZE and CHECKPOINT.
+void bench_db_keep(PGconn *c);
 // Inserts n ready no-op jobs on topic in one statement, then VACUUM ANALYZE.
 void bench_db_fill(PGconn *c, const char *topic, long n);
 // Inserts n terminal ('done') rows, aged 1 day, on a topic no worker claims.
@@ -110,6 +118,7 @@ void bench_db_wait_drained(PGconn *c, const char *topic, long n, bool discarded)
 // alive: snapshots must be taken while the connections measured are open.
 typedef struct bench_cpu {
 	double  gw, pg, self, children;
+	double  gw2;     // a second gateway ($BROOQ_BENCH_GW2_PID), when there is one
 	double  busy;    // the whole machine's busy CPU seconds (/proc/stat)
 	int64_t wall_ns; // when taken
 } bench_cpu;
@@ -141,8 +150,19 @@ typedef struct bench_shm {
 	uint64_t         lat_cap; // room in lat_ns
 	int              record_latency;
 	char             pad2[44];
-	int64_t          lat_ns[]; // enqueue -> handler start, ns
+	// The soak's lost/doubled check: handler calls per job sequence number ("s" in the
+	// payload), seen_cap counters of one byte after lat_ns[lat_cap] (0: not counted).
+	uint64_t seen_cap;
+	char     pad3[56];
+	int64_t  lat_ns[]; // enqueue -> handler start, ns
 } bench_shm;
+
+// The counters of sequence numbers after the latency samples.
+static inline _Atomic uint8_t *
+bench_shm_seen(bench_shm *shm)
+{
+	return (_Atomic uint8_t *) (void *) (shm->lat_ns + shm->lat_cap);
+}
 
 typedef struct bench_workers {
 	char       path[128]; // shm file
@@ -156,6 +176,9 @@ typedef struct bench_workers {
 // worker processes with `threads` handler threads each, handling `topic`.
 void bench_workers_start(bench_workers *w, const bench_opts *o, const char *topic, int procs, int threads,
 			 uint64_t lat_cap);
+// The same with room for seen_cap sequence numbers' counters (bench_shm_seen).
+void bench_workers_start_seen(bench_workers *w, const bench_opts *o, const char *topic, int procs,
+			      int threads, uint64_t lat_cap, uint64_t seen_cap);
 // SIGTERM to every worker, waits for them (SIGKILL after 15 s), removes the shm.
 void bench_workers_stop(bench_workers *w);
 
@@ -174,6 +197,8 @@ int bench_floor(const bench_opts *o);
 int bench_socket_floor(const bench_opts *o);
 int bench_growth_claim(const bench_opts *o);
 int bench_report(const bench_opts *o, const char *in);
+int bench_explain_claim(const bench_opts *o, const char *topic);
+int bench_soak(const bench_opts *o);
 
 // Shared by the drain scenarios (gateway and raw): the drain itself, after the
 // caller has reset and filled the table. Returns jobs/s.

@@ -34,6 +34,11 @@ static const char usage[] =
 	"  terminal     --terminal M                          empty the table, add M done rows\n"
 	"  claim-ready  --ready N [--cross]                   claim latency with N ready jobs\n"
 	"               (--cross: the N are another topic's, enqueued before ours)\n"
+	"  explain-claim --batch B                            EXPLAIN (ANALYZE, BUFFERS) of the claim\n"
+	"               of bench.drain, as the gateway runs it (rolled back), on stdout\n"
+	"  soak         --seconds S --rate R --producers P --batch B --procs X --threads T\n"
+	"               --interval I --csv FILE: enqueue at R jobs/s, a row of figures every\n"
+	"               I s into FILE, no job lost or doubled at the end\n"
 	"  report FILE  [--json OUT]                          markdown table (+ JSON summary)\n"
 	"common: --out FILE --run R --label NAME; environment: BROOQ_BENCH_URL,\n"
 	"  BROOQ_BENCH_TOKEN_FILE, BROOQ_BENCH_DSN, BROOQ_BENCH_WORKER\n";
@@ -63,7 +68,8 @@ main(int argc, char **argv)
 			   .threads   = 8,
 			   .rate      = 200,
 			   .polls     = 1000,
-			   .run       = 1};
+			   .run       = 1,
+			   .interval  = 60};
 	enum {
 		O_PROD = 1,
 		O_BATCH,
@@ -83,7 +89,9 @@ main(int argc, char **argv)
 		O_XMIN,
 		O_LEVER,
 		O_CROSS,
-		O_DISCARD
+		O_DISCARD,
+		O_INTERVAL,
+		O_CSV
 	};
 	static const struct option lo[] = {
 		{"producers", required_argument, NULL, O_PROD},
@@ -105,6 +113,8 @@ main(int argc, char **argv)
 		{"lever", required_argument, NULL, O_LEVER},
 		{"cross", no_argument, NULL, O_CROSS},
 		{"discard", no_argument, NULL, O_DISCARD},
+		{"interval", required_argument, NULL, O_INTERVAL},
+		{"csv", required_argument, NULL, O_CSV},
 		{NULL, 0, NULL, 0},
 	};
 	optind = 2;
@@ -130,11 +140,13 @@ main(int argc, char **argv)
 		case O_LEVER: o.lever = optarg; break;
 		case O_CROSS: o.cross = true; break;
 		case O_DISCARD: o.discard = true; break;
+		case O_INTERVAL: o.interval = atof(optarg); break;
+		case O_CSV: o.csv = optarg; break;
 		default: fputs(usage, stderr); return 2;
 		}
 	}
 	if (o.producers < 1 || o.batch < 1 || o.seconds <= 0 || o.jobs < 1 || o.procs < 1 || o.threads < 1 ||
-	    o.rate <= 0 || o.polls < 1)
+	    o.rate <= 0 || o.polls < 1 || o.interval <= 0)
 		bench_die("bad option value");
 
 	if (strcmp(cmd, "report") == 0) {
@@ -156,6 +168,8 @@ main(int argc, char **argv)
 		return bench_socket_floor(&o);
 	if (strcmp(cmd, "claim-ready") == 0)
 		return bench_growth_claim(&o);
+	if (strcmp(cmd, "explain-claim") == 0)
+		return bench_explain_claim(&o, "bench.drain");
 	if (strcmp(cmd, "terminal") == 0) {
 		PGconn *db = bench_db_connect(o.dsn);
 		bench_db_reset(db);
@@ -166,6 +180,10 @@ main(int argc, char **argv)
 	o.url        = env_or_die("BROOQ_BENCH_URL");
 	o.token_file = env_or_die("BROOQ_BENCH_TOKEN_FILE");
 	o.worker_bin = getenv("BROOQ_BENCH_WORKER");
+	// A second gateway (run.sh --gateways): every other worker process uses it.
+	o.url2 = getenv("BROOQ_BENCH_URL2") != NULL && *getenv("BROOQ_BENCH_URL2") != '\0'
+		? getenv("BROOQ_BENCH_URL2")
+		: NULL;
 	if (strcmp(cmd, "enqueue") == 0)
 		return bench_gw_enqueue(&o);
 	if (strcmp(cmd, "ping") == 0)
@@ -186,6 +204,8 @@ main(int argc, char **argv)
 		return bench_gw_drain(&o);
 	if (strcmp(cmd, "latency") == 0)
 		return bench_gw_latency(&o);
+	if (strcmp(cmd, "soak") == 0)
+		return bench_soak(&o);
 	fputs(usage, stderr);
 	return 2;
 }

@@ -540,9 +540,7 @@ bench_raw_drain(const bench_opts *o)
 	sql_init(o->discard);
 	PGconn *db = bench_db_connect(o->dsn);
 	if (o->terminal > 0) {
-		bench_db_exec(db, "DELETE FROM job WHERE topic <> 'bench.old'");
-		bench_db_exec(db, "VACUUM ANALYZE job");
-		bench_db_exec(db, "CHECKPOINT");
+		bench_db_keep(db);
 	} else {
 		bench_db_reset(db);
 	}

@@ -8,6 +8,15 @@
 #   tests/bench/run.sh --smoke    every scenario once, tiny sizes (~10 s of measuring; CI)
 #   tests/bench/run.sh --growth   how cost grows: terminal rows, ready rows, held-back vacuum
 #   tests/bench/run.sh --levers   optimisations tried on the raw loop; gateway pool sizes
+#   tests/bench/run.sh --soak MINUTES   steady load: a fixed enqueue rate, retention on,
+#                                 a row of figures a minute (CSV + PNG chart), no job lost
+#   tests/bench/run.sh --gateways the drain through one gateway, then two sharing the database
+#
+# Growth knobs: --growth-rows N (terminal rows of the big-table runs, default 10,000,000;
+# N/10 pending rows held back), --only GROUPS (terminal, ready, longpoll, xmin, big).
+# Soak knobs: --soak-rate R (jobs/s, default 10000), --soak-batch B (jobs per enqueue,
+# default 10), --soak-interval S (seconds per row, default 60), --soak-ttl D (retention,
+# default 5m). PostgreSQL settings for a run: BRQ_PG_OPTS="-c autovacuum_naptime=10s".
 #
 # Options: --runs N, --bin-dir DIR (use programs built already), --out-dir DIR,
 # --only GROUPS (comma-separated: enqueue, drain, latency, ping, console, memory; full and
@@ -18,16 +27,24 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mode=full runs=3 bin_dir='' out_dir='' only=''
+growth_rows=10000000 soak_minutes=30 soak_rate=10000 soak_batch=10 soak_interval=60 soak_ttl=5m
 while [ $# -gt 0 ]; do
   case $1 in
     --smoke) mode=smoke; runs=1 ;;
     --growth) mode=growth ;;
     --levers) mode=levers ;;
+    --soak) mode=soak soak_minutes=$2 runs=1; shift ;;
+    --gateways) mode=gateways ;;
+    --growth-rows) growth_rows=$2; shift ;;
+    --soak-rate) soak_rate=$2; shift ;;
+    --soak-batch) soak_batch=$2; shift ;;
+    --soak-interval) soak_interval=$2; shift ;;
+    --soak-ttl) soak_ttl=$2; shift ;;
     --runs) runs=$2; shift ;;
     --bin-dir) bin_dir=$2; shift ;;
     --out-dir) out_dir=$2; shift ;;
     --only) only=$2; shift ;;
-    *) echo "usage: $0 [--smoke|--growth|--levers] [--runs N] [--bin-dir DIR] [--out-dir DIR] [--only GROUPS]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--smoke|--growth|--levers|--soak MINUTES|--gateways] [--runs N] [--bin-dir DIR] [--out-dir DIR] [--only GROUPS]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -61,8 +78,18 @@ gw_stop() {
     gw_pid=
   fi
 }
+# A second gateway (--gateways), and its stop.
+gw2_pid=
+gw2_stop() {
+  if [ -n "$gw2_pid" ]; then
+    kill "$gw2_pid" 2>/dev/null || true
+    wait "$gw2_pid" 2>/dev/null || true
+    gw2_pid=
+  fi
+}
 cleanup() {
   gw_stop
+  gw2_stop
   brq_pg_stop "$work"
   rm -rf "$work"
 }
@@ -207,6 +234,175 @@ console_overview() {
   pg "TRUNCATE job"
 }
 
+# ---- issue 30: cost as the work grows ------------------------------------------------
+
+# targets: the issue's targets beside the figures of the big-table runs (medians), also
+# into targets.md.
+targets() {
+  python3 - "$results" <<'PY' | tee -a "$out_dir/targets.md"
+import json, statistics, sys
+v = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    v.setdefault((r["scenario"], r["metric"]), []).append(r["value"])
+med = lambda s, m: statistics.median(v[(s, m)]) if (s, m) in v else None
+base = med("drain_c32_empty", "rate")
+print("| table | drain jobs/s | x empty (target >= 0.9) | start p99 ms (target <= 1.5) |")
+print("|---|---|---|---|")
+for tag in ("empty", "terminal", "held_later", "held_paused"):
+    d, p = med("drain_c32_" + tag, "rate"), med("latency_" + tag, "start_p99")
+    if d is None:
+        continue
+    ratio = "%.2f %s" % (d / base, "ok" if d / base >= 0.9 else "MISSED") if base else "-"
+    p99 = "%.2f %s" % (p / 1000, "ok" if p / 1000 <= 1.5 else "MISSED") if p is not None else "-"
+    print("| %s | %.0f | %s | %s |" % (tag, d, ratio, p99))
+PY
+}
+
+# growth_big RUNS: issue 30.1. The drain (c32) and enqueue->start (200/s, c8) on an
+# empty table, then with $growth_rows terminal rows over 100 topics, then with those and
+# $growth_rows/10 pending rows not due for a day, then as many in paused topics instead;
+# the EXPLAIN (ANALYZE, BUFFERS) of the claim at each size goes to explain_claim_*.txt.
+growth_big() {
+  local n=$growth_rows held=$((growth_rows / 10)) run tag
+  echo "== growth: drain and enqueue->start, empty table"
+  for run in $(seq "$1"); do
+    # shellcheck disable=SC2086
+    BROOQ_BENCH_EMPTY_TABLE=1 b drain --run "$run" --jobs "$jobs" $c32 --label drain_c32_empty
+    # shellcheck disable=SC2086
+    BROOQ_BENCH_EMPTY_TABLE=1 b latency --run "$run" --rate 200 --seconds "$lat_sec" $c8 --label latency_empty
+  done
+  echo "== growth: $n terminal rows over 100 topics (INSERT ... generate_series)"
+  pg "TRUNCATE job"
+  pg "DELETE FROM topic_policy WHERE topic LIKE 'bench.held%'"
+  pg "INSERT INTO job (topic, payload, state, attempts, created_at, updated_at, available_at)
+      SELECT 'bench.old.' || (g % 100), jsonb_build_object('i', g),
+        CASE WHEN g % 50 = 0 THEN 'dead' ELSE 'done' END, 1,
+        now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
+      FROM generate_series(1, $n) g"
+  pg "VACUUM ANALYZE job"
+  for tag in terminal held_later held_paused; do
+    case $tag in
+    held_later)
+      echo "== growth: + $held pending rows due in a day"
+      pg "INSERT INTO job (topic, payload, available_at)
+          SELECT 'bench.held.later.' || (g % 10), jsonb_build_object('i', g), now() + interval '1 day'
+          FROM generate_series(1, $held) g"
+      pg "VACUUM ANALYZE job" ;;
+    held_paused)
+      echo "== growth: the $held pending rows in paused topics instead"
+      pg "DELETE FROM job WHERE topic LIKE 'bench.held%'"
+      pg "INSERT INTO topic_policy (topic, paused) SELECT 'bench.held.paused.' || g, true FROM generate_series(0, 9) g"
+      pg "INSERT INTO job (topic, payload) SELECT 'bench.held.paused.' || (g % 10), jsonb_build_object('i', g)
+          FROM generate_series(1, $held) g"
+      pg "VACUUM ANALYZE job" ;;
+    esac
+    for run in $(seq "$1"); do
+      # shellcheck disable=SC2086
+      b drain --run "$run" --jobs "$jobs" $c32 --terminal "$n" --label "drain_c32_$tag"
+      # shellcheck disable=SC2086
+      b latency --run "$run" --rate 200 --seconds "$lat_sec" $c8 --terminal "$n" --label "latency_$tag"
+    done
+    # The claim of a batch of 32 among 100k ready jobs of its topic, at this size.
+    pg "INSERT INTO job (topic, payload) SELECT 'bench.drain', jsonb_build_object('i', g) FROM generate_series(1, 100000) g"
+    pg "ANALYZE job"
+    "$bench" explain-claim --batch 32 >"$out_dir/explain_claim_$tag.txt"
+    pg "DELETE FROM job WHERE topic = 'bench.drain'"
+  done
+  pg "DELETE FROM topic_policy WHERE topic LIKE 'bench.held%'"
+  pg "TRUNCATE job"
+  echo "== growth: targets (issue 30.1)"
+  targets
+}
+
+# soak_run: issue 30.2. A gateway with retention after $soak_ttl, producers at
+# $soak_rate jobs/s and 2 x 16 workers for $soak_minutes minutes; soak.csv (a row every
+# $soak_interval s), its chart soak.png, and the autovacuum settings it ran with.
+soak_run() {
+  BROOQ_RETENTION_TTL=$soak_ttl gw_start "$pool"
+  echo "== soak: $soak_rate jobs/s for $soak_minutes min, retention $soak_ttl, a row every $soak_interval s"
+  b soak --seconds "$((soak_minutes * 60))" --rate "$soak_rate" --producers 4 --batch "$soak_batch" \
+    --procs 2 --threads 16 --interval "$soak_interval" --csv "$out_dir/soak.csv"
+  {
+    pg "SELECT name || '=' || setting FROM pg_settings WHERE name LIKE 'autovacuum%' ORDER BY 1"
+    pg "SELECT 'job: ' || array_to_string(reloptions, ' ') FROM pg_class WHERE relname = 'job'"
+  } >"$out_dir/soak_autovacuum_settings.txt"
+  soak_chart "$out_dir/soak.csv" "$out_dir/soak.png"
+  gw_start "$pool"
+}
+
+# soak_chart CSV PNG: four panels over the minutes: rates, enqueue->start, sizes, vacuum.
+soak_chart() {
+  command -v gnuplot >/dev/null || { echo "run.sh: no gnuplot (deploy/deps.sh installs gnuplot-nox): no chart" >&2; return 0; }
+  local cols
+  cols=$(head -n 1 "$1" | tr ',' '\n' | wc -l)
+  gnuplot <<GNUPLOT
+set terminal pngcairo size 1200,900 font ",10"
+set output "$2"
+set datafile separator ","
+set key left top noenhanced
+set xlabel "minute"
+set grid
+set multiplot layout 2,2 title "brooq soak: $soak_rate jobs/s, retention $soak_ttl" noenhanced
+set title "rates (jobs/s)"
+plot "$1" using 1:2 with lines lw 2 title "enqueued", "" using 1:3 with lines lw 2 title "drained"
+set title "enqueue -> start (ms)"
+plot "$1" using 1:4 with lines lw 2 title "p50", "" using 1:5 with lines lw 2 title "p99"
+set title "sizes (MiB)"
+plot for [c=6:7] "$1" using 1:(column(c)/1048576) with lines lw 2 title columnhead(c), \
+     for [c=13:$cols] "$1" using 1:(column(c)/1048576) with lines title columnhead(c)
+set title "vacuum"
+set y2tics
+plot "$1" using 1:9 with lines lw 2 title "dead tuples", \
+     "" using 1:10 axes x1y2 with steps title "autovacuum runs (right)", \
+     "" using 1:12 axes x1y2 with lines title "oldest transaction, s (right)"
+unset multiplot
+GNUPLOT
+}
+
+# gw2_start: a second gateway on the same database, its own socket, no HTTP; its pid in
+# BROOQ_BENCH_GW2_PID (the CPU accounting) and its URL in BROOQ_BENCH_URL2 (every other
+# worker process uses it).
+gw2_start() {
+  gw2_stop
+  export BROOQ_BENCH_URL2="ipc://$work/gw/gateway2.sock" BROOQ_BENCH_GW2_PID
+  BROOQ_DSN=$BROOQ_BENCH_DSN BROOQ_LISTEN=$BROOQ_BENCH_URL2 BROOQ_WORKER_TOKEN_FILES=$BROOQ_BENCH_TOKEN_FILE \
+    BROOQ_POOL_SIZE=$pool BROOQ_HTTP_LISTEN=off BROOQ_MAX_WAITERS=1000 BROOQ_LOG_LEVEL=warn \
+    "$bin_dir/brooq-gateway" 2>>"$out_dir/gateway2.log" &
+  gw2_pid=$!
+  BROOQ_BENCH_GW2_PID=$gw2_pid
+  for _ in $(seq 100); do
+    BROOQ_BENCH_URL=$BROOQ_BENCH_URL2 "$bench" ping --producers 1 --seconds 0.05 >/dev/null 2>&1 && return 0
+    kill -0 "$gw2_pid" 2>/dev/null || { cat "$out_dir/gateway2.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "run.sh: the second gateway does not answer" >&2
+  exit 1
+}
+
+# gateways_run RUNS: issue 30.4. The drain at c32 (2 worker processes x 16) through one
+# gateway, then through two sharing the database (one worker process each), alternating
+# which goes first; PostgreSQL's and each gateway's CPU per job (cpu_postgres,
+# cpu_gateway, cpu_gateway2).
+gateways_run() {
+  local run
+  for run in $(seq "$1"); do
+    if [ $((run % 2)) -eq 1 ]; then
+      # shellcheck disable=SC2086
+      b drain --run "$run" --jobs "$jobs" $c32 --label drain_c32_1gw
+    fi
+    gw2_start
+    # shellcheck disable=SC2086
+    b drain --run "$run" --jobs "$jobs" $c32 --label drain_c32_2gw
+    gw2_stop
+    unset BROOQ_BENCH_URL2 BROOQ_BENCH_GW2_PID
+    if [ $((run % 2)) -eq 0 ]; then
+      # shellcheck disable=SC2086
+      b drain --run "$run" --jobs "$jobs" $c32 --label drain_c32_1gw
+    fi
+  done
+}
+
 # want GROUP: whether --only (if given) lists GROUP.
 want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
 
@@ -262,6 +458,7 @@ full | smoke)
   done
   ;;
 growth)
+  if want terminal; then
   echo "== growth: drain 100k at concurrency 32 with 0, 1M, 5M terminal rows"
   for m in 0 1000000 5000000; do
     [ "$m" -gt 0 ] && "$bench" terminal --terminal "$m" >>"$out_dir/bench.log" 2>&1
@@ -272,6 +469,8 @@ growth)
         pair "$run" drain --jobs 100000 $c32 --terminal "$m" --label "drain_c32_terminal_$m"
     done
   done
+  fi
+  if want ready; then
   echo "== growth: claim latency with 10k and 1M ready jobs (ours, or another topic's)"
   for run in $(seq "$runs"); do
     b claim-ready --run "$run" --ready 10000
@@ -279,8 +478,12 @@ growth)
     b claim-ready --run "$run" --ready 100000 --cross
     b claim-ready --run "$run" --ready 1000000 --cross
   done
+  fi
+  if want longpoll; then
   echo "== growth: 1,000 parked long-polls while another topic has 100k ready jobs"
   b longpoll --run 1 --polls 1000 --ready 100000 --gw-pid "$gw_pid"
+  fi
+  if want xmin; then
   echo "== growth: a transaction holding back vacuum during a 20k drain"
   for run in $(seq "$runs"); do
     # shellcheck disable=SC2086
@@ -288,6 +491,15 @@ growth)
     # shellcheck disable=SC2086
     pair "$run" drain --jobs 20000 $c32 --hold-xmin --label drain_c32_20k_xmin_held
   done
+  fi
+  if want big; then growth_big "$runs"; fi
+  ;;
+soak)
+  soak_run
+  ;;
+gateways)
+  echo "== gateways: drain c32 through one gateway, then two sharing the database"
+  gateways_run "$runs"
   ;;
 levers)
   echo "== levers: the raw claim loop sent differently (c32, 100k jobs)"

@@ -187,6 +187,15 @@ bench_db_reset(PGconn *c)
 }
 
 void
+bench_db_keep(PGconn *c)
+{
+	bench_db_exec(c,
+		      "DELETE FROM job WHERE topic NOT LIKE 'bench.old%' AND topic NOT LIKE 'bench.held%'");
+	bench_db_exec(c, "VACUUM ANALYZE job");
+	bench_db_exec(c, "CHECKPOINT");
+}
+
+void
 bench_db_fill(PGconn *c, const char *topic, long n)
 {
 	char sql[512];
@@ -225,10 +234,15 @@ bench_db_wait_drained(PGconn *c, const char *topic, long n, bool discarded)
 	// counts cheap once the queue is nearly empty.
 	int64_t until = bench_now_ns() + 60 * 1000000000LL;
 	for (;;) {
-		int64_t left =
-			bench_db_int(c,
-				     "SELECT (SELECT count(*) FROM job WHERE state IN ('pending', 'failed'))"
-				     " + (SELECT count(*) FROM job WHERE state = 'processing')");
+		// This topic's only: the growth runs keep other topics' pending rows (not due
+		// yet, or paused) in the table meanwhile.
+		char q[320];
+		snprintf(q, sizeof(q),
+			 "SELECT (SELECT count(*) FROM job WHERE topic = '%s' AND state IN ('pending', "
+			 "'failed'))"
+			 " + (SELECT count(*) FROM job WHERE topic = '%s' AND state = 'processing')",
+			 topic, topic);
+		int64_t left = bench_db_int(c, q);
 		if (left == 0)
 			break;
 		if (bench_now_ns() > until)
@@ -290,6 +304,9 @@ bench_cpu_now(bench_cpu *c)
 	long gw = env_pid("BROOQ_BENCH_GW_PID"), pm = env_pid("BROOQ_BENCH_PG_PID");
 	if (gw > 0)
 		(void) proc_cpu(gw, &c->gw, NULL);
+	long gw2 = env_pid("BROOQ_BENCH_GW2_PID");
+	if (gw2 > 0)
+		(void) proc_cpu(gw2, &c->gw2, NULL);
 	if (pm > 0) {
 		DIR           *d = opendir("/proc");
 		struct dirent *e;
@@ -331,12 +348,17 @@ bench_cpu_report(const bench_opts *o, const char *scenario, const char *variant,
 		bench_result(o, scenario, variant, "cpu_postgres", "us/job", (b->pg - a->pg) * 1e6 / jobs);
 	if (strcmp(variant, "gateway") == 0 && env_pid("BROOQ_BENCH_GW_PID") > 0)
 		bench_result(o, scenario, variant, "cpu_gateway", "us/job", (b->gw - a->gw) * 1e6 / jobs);
+	if (strcmp(variant, "gateway") == 0 && env_pid("BROOQ_BENCH_GW2_PID") > 0)
+		bench_result(o, scenario, variant, "cpu_gateway2", "us/job", (b->gw2 - a->gw2) * 1e6 / jobs);
 	bench_result(o, scenario, variant, "cpu_clients", "us/job",
 		     (b->self - a->self + b->children - a->children) * 1e6 / jobs);
 	if (strcmp(variant, "gateway") == 0 && env_pid("BROOQ_BENCH_GW_PID") > 0)
-		bench_result(o, scenario, variant, "cpu_gateway_clients", "us/job",
-			     (b->gw - a->gw + b->self - a->self + b->children - a->children) * 1e6 / jobs);
-	double ours  = (b->gw - a->gw) + (b->pg - a->pg) + (b->self - a->self) + (b->children - a->children);
+		bench_result(
+			o, scenario, variant, "cpu_gateway_clients", "us/job",
+			(b->gw - a->gw + b->gw2 - a->gw2 + b->self - a->self + b->children - a->children) *
+				1e6 / jobs);
+	double ours = (b->gw - a->gw) + (b->gw2 - a->gw2) + (b->pg - a->pg) + (b->self - a->self) +
+		(b->children - a->children);
 	double other = (b->busy - a->busy) - ours;
 	double wall  = (double) (b->wall_ns - a->wall_ns) / 1e9;
 	if (b->busy > 0 && wall > 0)
@@ -411,9 +433,16 @@ void
 bench_workers_start(bench_workers *w, const bench_opts *o, const char *topic, int procs, int threads,
 		    uint64_t lat_cap)
 {
+	bench_workers_start_seen(w, o, topic, procs, threads, lat_cap, 0);
+}
+
+void
+bench_workers_start_seen(bench_workers *w, const bench_opts *o, const char *topic, int procs, int threads,
+			 uint64_t lat_cap, uint64_t seen_cap)
+{
 	memset(w, 0, sizeof(*w));
 	snprintf(w->path, sizeof(w->path), "/dev/shm/brooq-bench-%ld", (long) getpid());
-	w->shm_len = sizeof(bench_shm) + lat_cap * sizeof(int64_t);
+	w->shm_len = sizeof(bench_shm) + lat_cap * sizeof(int64_t) + seen_cap;
 	int fd     = open(w->path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 || ftruncate(fd, (off_t) w->shm_len) != 0)
 		bench_die("shm %s: %s", w->path, strerror(errno));
@@ -423,6 +452,7 @@ bench_workers_start(bench_workers *w, const bench_opts *o, const char *topic, in
 		bench_die("mmap %s: %s", w->path, strerror(errno));
 	w->shm->lat_cap        = lat_cap;
 	w->shm->record_latency = lat_cap > 0;
+	w->shm->seen_cap       = seen_cap;
 
 	w->pids = calloc((size_t) procs, sizeof(*w->pids));
 	if (w->pids == NULL)
@@ -434,7 +464,9 @@ bench_workers_start(bench_workers *w, const bench_opts *o, const char *topic, in
 		if (pid < 0)
 			bench_die("fork: %s", strerror(errno));
 		if (pid == 0) {
-			execl(o->worker_bin, o->worker_bin, "--url", o->url, "--token-file", o->token_file,
+			// With a second gateway, every other process is its (the --gateways drain).
+			const char *url = o->url2 != NULL && i % 2 == 1 ? o->url2 : o->url;
+			execl(o->worker_bin, o->worker_bin, "--url", url, "--token-file", o->token_file,
 			      "--topic", topic, "--threads", th, "--shm", w->path, (char *) NULL);
 			fprintf(stderr, "brooq-bench: exec %s: %s\n", o->worker_bin, strerror(errno));
 			_exit(127);

@@ -4,7 +4,8 @@
 // Usage: brooq-bench-worker --url URL --token-file FILE --topic TOPIC --threads N --shm PATH
 // Runs until SIGTERM/SIGINT. Each handler call bumps the shared `handled` counter; when
 // the driver asks for latencies, a payload {"t": <CLOCK_MONOTONIC ns>} written by the
-// producer just before its enqueue gives enqueue -> handler start.
+// producer just before its enqueue gives enqueue -> handler start; when it counts jobs
+// (the soak), "s": <sequence number> says which job this call ran.
 #include "bench.h"
 
 #include <errno.h>
@@ -36,7 +37,7 @@ handler(brooq_job_ctx *job, void *arg)
 	int64_t    now  = bench_now_ns();
 	int64_t    zero = 0;
 	atomic_compare_exchange_strong(&shm->first_ns, &zero, now);
-	if (shm->record_latency) {
+	if (shm->record_latency || shm->seen_cap > 0) {
 		size_t      len = 0;
 		const char *p   = brooq_job_payload(job, &len);
 		char        buf[64];
@@ -44,13 +45,19 @@ handler(brooq_job_ctx *job, void *arg)
 			if (len >= sizeof(buf))
 				len = sizeof(buf) - 1;
 			memcpy(buf, p, len);
-			buf[len]        = '\0';
-			const char *col = strchr(buf, ':');
-			if (col != NULL) {
-				int64_t  t = strtoll(col + 1, NULL, 10);
+			buf[len]      = '\0';
+			const char *t = strstr(buf, "\"t\":");
+			if (t != NULL && shm->record_latency) {
 				uint64_t i = atomic_fetch_add(&shm->lat_n, 1);
 				if (i < shm->lat_cap)
-					shm->lat_ns[i] = now - t;
+					shm->lat_ns[i] = now - strtoll(t + 4, NULL, 10);
+			}
+			// The soak numbers its jobs: one more handler call for this one.
+			const char *s = strstr(buf, "\"s\":");
+			if (s != NULL && shm->seen_cap > 0) {
+				uint64_t k = strtoull(s + 4, NULL, 10);
+				if (k < shm->seen_cap)
+					atomic_fetch_add(&bench_shm_seen(shm)[k], 1);
 			}
 		}
 	}
