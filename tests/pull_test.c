@@ -218,6 +218,23 @@ Test(pull, a_stop_gives_back_the_queue_at_once_and_lets_the_held_job_finish)
 	brooq_worker_free(w);
 }
 
+Test(pull, a_cancel_with_an_error_stores_why)
+{
+	brq_t_runner   r;
+	brooq_worker  *w  = pull_worker("p.why", 1, 0, &r);
+	uint64_t       id = enqueue("p.why", "{}");
+	brooq_job_ctx *j  = next_job(w);
+	brooq_job_cancel_error(j, "no longer wanted");
+	brooq_job_finish(j);
+	cr_assert_eq(wait_int(1, 20000,
+			      "SELECT count(*) FROM job WHERE id = %" PRIu64
+			      " AND state = 'canceled' AND last_error = 'no longer wanted'",
+			      id),
+		     1);
+	brq_t_runner_stop(&r);
+	brooq_worker_free(w);
+}
+
 static void
 h_nothing(brooq_job_ctx *job, void *arg)
 {

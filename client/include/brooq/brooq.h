@@ -562,6 +562,8 @@ BROOQ_API void brooq_job_fail(brooq_job_ctx *j, const char *error);
 BROOQ_API void brooq_job_delay(brooq_job_ctx *j, uint64_t delay_ms);
 BROOQ_API void brooq_job_preserve(brooq_job_ctx *j, const char *error);
 BROOQ_API void brooq_job_cancel(brooq_job_ctx *j);
+/* brooq_job_cancel(), with why stored in the job's last_error (NULL: as brooq_job_cancel). */
+BROOQ_API void brooq_job_cancel_error(brooq_job_ctx *j, const char *error);
 
 /* A handler runs on one of the worker's threads, one job at a time. */
 typedef void (*brooq_handler)(brooq_job_ctx *job, void *arg);
