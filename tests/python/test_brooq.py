@@ -112,6 +112,28 @@ def test_produce_and_consume_stores_results(gw, producer, run_worker):
     assert seen[ids[0]] == ("py.double", 1, 5, None, False)
 
 
+def test_done_with_chained_jobs(gw, producer, run_worker):
+    w = new_worker(gw)
+
+    @w.handler("py.parent")
+    def parent(job):
+        return brooq.Done({"children": 2}, chain=[{"topic": "py.child", "payload": {"parent": job.id, "i": i}}
+                                                  for i in range(2)])
+
+    @w.handler("py.child")
+    def child(job):
+        return job.payload
+
+    jid = producer.enqueue("py.parent", {}).id
+    run_worker(w)
+    assert wait_for(lambda: state_of(producer, jid, "done"))["result"] == {"children": 2}
+    with brooq.Client(gw.url, gw.admin_token_file) as a:
+        kids = wait_for(lambda: [j for j in a.list(topic="py.child").jobs if j["state"] == "done"]
+                        if len(a.list(topic="py.child", state="done").jobs) == 2 else None)
+    assert sorted(k["result"]["i"] for k in kids) == [0, 1]
+    assert {k["result"]["parent"] for k in kids} == {jid}
+
+
 def test_a_raising_handler_records_type_message_and_traceback(gw, producer, run_worker):
     w = new_worker(gw)
 
@@ -283,3 +305,70 @@ def test_a_handler_that_kills_its_process_returns_via_the_reaper(gw, producer, r
     run_worker(w)
     j = wait_for(lambda: state_of(producer, jid, "done"), what="the job back via the reaper and done")
     assert j["result"] == {"attempt": 2} and j["lost_leases"] == 1
+
+
+def test_the_example_worker_runs_the_demo_jobs(gw, producer, admin):
+    import subprocess
+    import sys
+
+    example = os.path.join(os.environ["BROOQ_SOURCE_DIR"], "client/examples/python/worker.py")
+    env = dict(os.environ, BROOQ_URL=gw.url, BROOQ_TOKEN_FILE=gw.worker_token_file)
+    hello = producer.enqueue("demo.hello", {"greeting": "hello, brooq"}).id
+    flaky = producer.enqueue("demo.flaky", {}).id
+    chain = producer.enqueue("demo.chain", {}).id
+    slow = producer.enqueue("demo.slow", {}).id
+    p = subprocess.Popen([sys.executable, example, "--concurrency", "4"], env=env, stdout=subprocess.PIPE, text=True)
+    out = []
+    reader = threading.Thread(target=lambda: out.extend(p.stdout), daemon=True)
+    reader.start()
+    try:
+        assert wait_for(lambda: state_of(producer, hello, "done"))["result"] == {"printed": {"greeting": "hello, brooq"}}
+        f = wait_for(lambda: state_of(producer, flaky, "done"))
+        assert f["attempts"] == 3 and f["last_error"].startswith("RuntimeError: flaky: attempt 2")
+        wait_for(lambda: state_of(producer, chain, "done"))
+        child = wait_for(lambda: [j for j in admin.list(topic="demo.hello", state="done").jobs
+                                  if (j["payload"] or {}).get("parent") == chain])
+        assert child
+        wait_for(lambda: state_of(producer, slow, "processing"))
+        admin.cancel(slow)
+        # Heard through the runtime's watch, before any stop (a cancel racing a stop is
+        # heard at the next heartbeat only: the stop ends the watch).
+        wait_for(lambda: any("topic=demo.slow canceled" in ln and "reason=operator" in ln for ln in out),
+                 what="the example's demo.slow to see the operator's cancel")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(60) == 0
+        reader.join(10)
+
+
+def test_pip_installs_the_package_offline_and_the_quick_start_runs(gw, tmp_path):
+    """`pip install --no-index ./client/python` into a venv that sees Debian's cffi, then
+    the installed package (not the source tree) enqueues and runs a job."""
+    import subprocess
+    import sys
+
+    src = os.path.join(os.environ["BROOQ_SOURCE_DIR"], "client/python")
+    venv = tmp_path / "venv"
+    # Without pip in the venv (seeding it takes most of the time): Debian's pip installs
+    # into it (--python).
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    py = str(venv / "bin/python")
+    subprocess.run([sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-index", src], check=True)
+    script = """
+import brooq, os, sys
+assert os.path.dirname(brooq.__file__).startswith(sys.prefix), brooq.__file__
+with brooq.Client() as c:
+    jid, created = c.enqueue("py.quick", {"hello": "world"})
+w = brooq.Worker(concurrency=2)
+@w.handler("py.quick")
+def quick(job):
+    w.stop()
+    return job.payload
+w.run()
+with brooq.Client() as c:
+    print(c.job(jid)["state"], c.job(jid)["result"])
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(BROOQ_URL=gw.url, BROOQ_TOKEN_FILE=gw.worker_token_file)
+    out = subprocess.run([py, "-c", script], env=env, check=True, capture_output=True, text=True, cwd=str(tmp_path))
+    assert out.stdout.strip() == "done {'hello': 'world'}", out

@@ -39,7 +39,7 @@ from .errors import (
     Unauthenticated,
     Unavailable,
 )
-from .worker import CancelEvent, Job, Worker, describe_exception
+from .worker import CancelEvent, Done, Job, Worker, describe_exception
 
 __version__ = "0.1.0"
 
@@ -50,7 +50,7 @@ def library_version() -> str:
 
 
 __all__ = [
-    "AsyncClient", "Cancel", "CancelEvent", "Canceled", "Client", "Conflict", "ConnectFailed",
+    "AsyncClient", "Cancel", "CancelEvent", "Canceled", "Client", "Conflict", "ConnectFailed", "Done",
     "Enqueued", "Error", "Internal", "InvalidArgument", "Job", "NotFound", "OutOfMemory", "Page",
     "PermissionDenied", "Preserve", "ProtocolError", "ResourceExhausted", "Retried", "Retry",
     "Timeout", "TokenError", "TooLarge", "Unauthenticated", "Unavailable", "Worker",

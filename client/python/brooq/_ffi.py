@@ -58,7 +58,7 @@ brooq_err brooq_client_open(const brooq_client_opts *opts, brooq_client **out);
 void brooq_client_close(brooq_client *c);
 brooq_err brooq_ping(brooq_client *c, char *server, size_t cap);
 
-/* layout: brooq_job_spec (an array of them is passed to brooq_enqueue) */
+/* layout: brooq_job_spec (arrays passed to brooq_enqueue and brooq_job_done_chain) */
 typedef struct brooq_job_spec {
     const char *topic;
     const char *payload;
@@ -139,6 +139,7 @@ bool brooq_job_canceled(const brooq_job_ctx *j);
 brooq_cancel_reason brooq_job_cancel_reason(const brooq_job_ctx *j);
 int64_t brooq_job_deadline(const brooq_job_ctx *j);
 void brooq_job_done(brooq_job_ctx *j);
+void brooq_job_done_chain(brooq_job_ctx *j, const brooq_job_spec *chain, size_t n);
 void brooq_job_done_result(brooq_job_ctx *j, const char *json, size_t len);
 void brooq_job_fail(brooq_job_ctx *j, const char *error);
 void brooq_job_delay(brooq_job_ctx *j, uint64_t delay_ms);

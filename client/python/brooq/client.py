@@ -102,6 +102,31 @@ def job_dict(j) -> Dict[str, Any]:
     }
 
 
+_SPEC_KEYS = {"topic", "payload", "key", "priority", "run_at", "delay", "max_attempts"}
+
+
+def job_specs(jobs: List[Dict[str, Any]]):
+    """A brooq_job_spec[] for jobs (dicts with enqueue()'s argument names), and the
+    list of C strings it points into: keep both alive while the library uses them."""
+    specs = ffi.new("brooq_job_spec[]", len(jobs))
+    keep = []
+    for i, j in enumerate(jobs):
+        unknown = set(j) - _SPEC_KEYS
+        if unknown or "topic" not in j:
+            raise InvalidArgument("job %d: unknown keys %s or no topic" % (i, sorted(unknown)))
+        payload = j.get("payload")
+        text = json.dumps({} if payload is None else payload, separators=(",", ":")).encode()
+        c_topic, c_payload, c_key = _enc(j["topic"]), ffi.new("char[]", text), _enc(j.get("key"))
+        keep += [c_topic, c_payload, c_key]
+        s = specs[i]
+        s.topic, s.payload, s.payload_len, s.key = c_topic, c_payload, len(text), c_key
+        s.delay_ms = _ms(j.get("delay"))
+        s.run_at_ms = _unix_ms(j.get("run_at"))
+        s.max_attempts = j.get("max_attempts") or 0
+        s.priority = j.get("priority") or 0
+    return specs, keep
+
+
 class Client:
     """A connection to brooq-gateway, for producers and operators.
 
@@ -192,23 +217,7 @@ class Client:
         n = len(jobs)
         if n == 0:
             return []
-        specs = ffi.new("brooq_job_spec[]", n)
-        keep = []
-        for i, j in enumerate(jobs):
-            unknown = set(j) - {"topic", "payload", "key", "priority", "run_at", "delay",
-                                "max_attempts"}
-            if unknown or "topic" not in j:
-                raise InvalidArgument("enqueue: job %d: unknown keys %s or no topic" % (i, sorted(unknown)))
-            payload = j.get("payload")
-            text = json.dumps({} if payload is None else payload, separators=(",", ":")).encode()
-            c_topic, c_payload, c_key = _enc(j["topic"]), ffi.new("char[]", text), _enc(j.get("key"))
-            keep += [c_topic, c_payload, c_key]
-            s = specs[i]
-            s.topic, s.payload, s.payload_len, s.key = c_topic, c_payload, len(text), c_key
-            s.delay_ms = _ms(j.get("delay"))
-            s.run_at_ms = _unix_ms(j.get("run_at"))
-            s.max_attempts = j.get("max_attempts") or 0
-            s.priority = j.get("priority") or 0
+        specs, keep = job_specs(jobs)
         res = ffi.new("brooq_enqueue_result[]", n)
         check(lib.brooq_enqueue(self.handle, specs, n, res), "enqueue")
         return [Enqueued(res[i].id, bool(res[i].created)) for i in range(n)]

@@ -20,7 +20,7 @@ import traceback
 from typing import Any, Callable, Dict, Optional
 
 from ._ffi import cstr, ffi, lib
-from .client import Client
+from .client import Client, job_specs
 from .errors import Cancel, InvalidArgument, Preserve, Retry, check
 
 log = logging.getLogger("brooq")
@@ -99,6 +99,20 @@ class Job:
 
     def __repr__(self) -> str:
         return "<brooq.Job %d %s attempt %d/%d>" % (self.id, self.topic, self.attempt, self.max_attempts)
+
+
+class Done:
+    """What a handler may return to be done with chained jobs: ``chain`` is a list
+    of dicts with the keys of Client.enqueue's arguments (topic, payload, key,
+    priority, delay, run_at, max_attempts), enqueued in the same transaction as the
+    job's settle (if they cannot be, the job is not done either and runs again);
+    ``result`` is stored as the job's result."""
+
+    __slots__ = ("result", "chain")
+
+    def __init__(self, result: Any = None, chain: Optional[list] = None) -> None:
+        self.result = result
+        self.chain = list(chain or [])
 
 
 def describe_exception(e: BaseException, frames: int = TRACEBACK_FRAMES) -> str:
@@ -277,14 +291,21 @@ class Worker:
         """Records the handler's outcome and hands the job back to the runtime."""
         ctx = job._ctx
         if exc is None:
-            if result is None:
-                lib.brooq_job_done(ctx)
-            else:
-                try:
+            try:
+                chain = None
+                if isinstance(result, Done):
+                    result, chain = result.result, result.chain
+                if chain:
+                    specs, keep = job_specs(chain)
+                    lib.brooq_job_done_chain(ctx, specs, len(chain))
+                if result is None:
+                    if not chain:
+                        lib.brooq_job_done(ctx)
+                else:
                     text = json.dumps(result).encode()
                     lib.brooq_job_done_result(ctx, text, len(text))
-                except (TypeError, ValueError) as e:
-                    lib.brooq_job_fail(ctx, ("worker: result: " + describe_exception(e, 0)).encode())
+            except (TypeError, ValueError) as e:
+                lib.brooq_job_fail(ctx, ("worker: result: " + describe_exception(e, 0)).encode())
         elif isinstance(exc, Retry):
             if exc.delay is not None:
                 lib.brooq_job_delay(ctx, max(0, int(exc.delay * 1000)))
