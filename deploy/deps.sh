@@ -26,6 +26,11 @@ packages=(
   stress-ng
   # the test scripts' checks (layout_test.sh, observability_test.sh, install_test.sh)
   python3
+  # the Python package (client/python: cffi in ABI mode, no compiler at install) and its
+  # pytest suite (tests/python); pip/venv/setuptools/wheel install it as docs/python.md says
+  python3-cffi python3-pytest python3-pip python3-venv python3-setuptools python3-wheel
+  # the benchmark's Python comparison (tests/bench/python): Celery and RQ on Redis
+  python3-celery python3-rq python3-redis redis-server
   # the private PostgreSQL for tests, benchmarks and the demo; tzdata: the time zones
   # PostgreSQL reads for schedules' cron slots (and BROOQ_SCHEDULES's check)
   postgresql-15 postgresql-client-15 tzdata

@@ -13,6 +13,7 @@
 #include "brq_clock.h"
 #include "err.h"
 #include "log.h"
+#include "worker_handler.h"
 #include "worker_job.h"
 #include "worker_lease.h"
 #include "worker_watch.h"
@@ -50,101 +51,6 @@ wait_wake(brooq_worker *w, int timeout_ms)
 	(void) poll(&p, 1, timeout_ms);
 }
 
-/* ---- handler threads ------------------------------------------------------------------- */
-
-static const brq_topic_handler *
-handler_of(const brooq_worker *w, const char *topic)
-{
-	for (size_t i = 0; i < w->n_handlers; i++)
-		if (strcmp(w->handlers[i].topic, topic) == 0)
-			return &w->handlers[i];
-	return NULL;
-}
-
-/* Whether the dispatcher should claim: a thread would otherwise go idle, or the
- * prefetch queue fell to half its target. Under w->mu. */
-static bool
-is_claim_due(const brooq_worker *w)
-{
-	return w->n_busy < w->n_threads + (int) (w->prefetch + 1) / 2;
-}
-
-/* j's handler returned. Under w->mu. */
-static void
-handler_returned(brooq_worker *w, brooq_job_ctx *j)
-{
-	w->n_busy--;
-	w->n_running--;
-	w->n_returned++;
-	/* A handler that overstayed its cancel flag and was not caught by the keeper
-	 * (e.g. after run returned) is counted now. */
-	if (j->raised_at_ms != 0 && !j->hung_counted &&
-	    (int64_t) brq_now_ms() - j->raised_at_ms >= (int64_t) w->hung_grace_ms)
-		brq_worker_count_hung(w, j);
-	if (j->cancel_at_ms != 0) {
-		/* Lost or abandoned: the result is discarded. */
-		brq_list_del(&w->held, j);
-		brq_job_ctx_free(j);
-	} else {
-		if (j->timed_out)
-			brq_job_timed_out_outcome(j);
-		j->ph          = PH_FINISHED;
-		j->finished_ms = (int64_t) brq_now_ms();
-		brq_list_push(&w->finished, j);
-		// The settler decides from the oldest result: only the first one is news.
-		if (w->finished.n == 1)
-			pthread_cond_signal(&w->settle_cv);
-	}
-	// A write(2) per job would be most of a fast handler's cost: wake the
-	// dispatcher only when it waits for exactly this (or for the stop to end).
-	if (w->ds == D_STOPPING || (w->claim_due && is_claim_due(w))) {
-		w->claim_due = false;
-		brq_worker_wake(w);
-	}
-}
-
-static void *
-handler_main(void *arg)
-{
-	brooq_worker *w = arg;
-
-	pthread_mutex_lock(&w->mu);
-	for (;;) {
-		while (w->runq.head == NULL && !w->quit_handlers)
-			pthread_cond_wait(&w->work_cv, &w->mu);
-		brooq_job_ctx *j = brq_list_pop(&w->runq);
-		if (j == NULL)
-			break;
-		if (j->lost) {
-			/* Lost before it started (or abandoned at stop): never run it. */
-			w->n_busy--;
-			brq_list_del(&w->held, j);
-			brq_job_ctx_free(j);
-			brq_worker_wake(w);
-			continue;
-		}
-		if (j->timed_out) {
-			/* Its deadline passed while it waited for a thread: not run, failed. */
-			w->n_busy--;
-			brq_job_timed_out_outcome(j);
-			j->ph          = PH_FINISHED;
-			j->finished_ms = (int64_t) brq_now_ms();
-			brq_list_push(&w->finished, j);
-			pthread_cond_signal(&w->settle_cv);
-			brq_worker_wake(w);
-			continue;
-		}
-		j->ph = PH_RUNNING;
-		w->n_running++;
-		pthread_mutex_unlock(&w->mu);
-		j->h->fn(j, j->h->arg);
-		pthread_mutex_lock(&w->mu);
-		handler_returned(w, j);
-	}
-	pthread_mutex_unlock(&w->mu);
-	return NULL;
-}
-
 /* ---- the dispatcher --------------------------------------------------------------------- */
 
 static void
@@ -171,7 +77,7 @@ jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n, uint64_t gen_at_clai
 			continue;
 		}
 		brq_list_push_front(&w->held, j);
-		j->h = handler_of(w, j->topic);
+		j->h = brq_worker_handler_of(w, j->topic);
 		if (j->h != NULL) {
 			j->ph = PH_QUEUED;
 			brq_list_push(&w->runq, j);
@@ -189,6 +95,7 @@ jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n, uint64_t gen_at_clai
 	}
 	if (n > 0) {
 		pthread_cond_broadcast(&w->work_cv);
+		brq_worker_pull_notify(w);
 		pthread_cond_signal(&w->keeper_cv);
 		pthread_cond_signal(&w->settle_cv);
 	}
@@ -234,10 +141,11 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 
 	pthread_mutex_lock(&w->mu);
 	pace_update(w, &pace[0], &pace[1], rate);
-	size_t n_settle = is_claim_due(w) ? brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, false) : 0;
+	size_t n_settle =
+		brq_worker_claim_due(w) ? brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, false) : 0;
 	long want = (long) w->n_threads + (long) w->prefetch - w->n_busy - (long) (w->n_settling - n_settle) -
 		(long) w->finished.n;
-	if (!is_claim_due(w) || want <= 0) {
+	if (!brq_worker_claim_due(w) || want <= 0) {
 		brq_worker_give_back(w, b, n_settle);
 		set_ds(w, D_FULL);
 		w->claim_due = true;
@@ -355,6 +263,13 @@ stop_phase(brooq_worker *w)
 	int64_t grace_end  = (int64_t) brq_now_ms() + w->stop_grace_ms;
 	bool    grace_over = false;
 	size_t  abandoned  = 0;
+	// A puller's queue is given back at once: no caller waits on a thread of ours
+	// to free up, and another worker may run them while this one drains.
+	if (w->pull) {
+		size_t n = brq_worker_pull_give_back(w);
+		if (n > 0)
+			BRQ_LOG(w->c, BROOQ_LOG_INFO, "prefetch_given_back", BRQ_LF_U64("jobs", n));
+	}
 	for (;;) {
 		pthread_mutex_unlock(&w->mu);
 		drain_wake(w);
@@ -396,8 +311,7 @@ stop_phase(brooq_worker *w)
 	keepers_quit(w); /* unlocks */
 
 	pthread_mutex_lock(&w->mu);
-	w->quit_handlers = true;
-	pthread_cond_broadcast(&w->work_cv);
+	brq_worker_handlers_quit(w);
 	BRQ_LOG(w->c, BROOQ_LOG_INFO, "worker_stopped", BRQ_LF_U64("claimed", w->st.claimed),
 		BRQ_LF_U64("settled", w->st.settled), BRQ_LF_U64("lease_lost", w->st.lease_lost),
 		BRQ_LF_U64("abandoned", abandoned));
@@ -441,8 +355,7 @@ static void
 threads_quit(brooq_worker *w)
 {
 	pthread_mutex_lock(&w->mu);
-	w->quit_handlers = true;
-	pthread_cond_broadcast(&w->work_cv);
+	brq_worker_handlers_quit(w);
 	keepers_quit(w); /* unlocks */
 }
 
@@ -455,8 +368,9 @@ threads_start(brooq_worker *w)
 		return brq_fail(BRQ_ENOMEM, "worker_run: out of memory");
 	for (size_t i = 0; i < w->n_handlers; i++)
 		w->topics[i] = w->handlers[i].topic;
-	for (; w->n_started < w->n_threads; w->n_started++)
-		if (pthread_create(&w->threads[w->n_started], NULL, handler_main, w) != 0)
+	// Pull mode: the caller's threads run the jobs.
+	for (; !w->pull && w->n_started < w->n_threads; w->n_started++)
+		if (pthread_create(&w->threads[w->n_started], NULL, brq_worker_handler_main, w) != 0)
 			return brq_fail(BRQ_ENOMEM, "worker_run: cannot start handler thread %d",
 					w->n_started);
 	if (pthread_create(&w->keeper, NULL, brq_worker_keeper_main, w) != 0)
@@ -534,12 +448,17 @@ sync_init(brooq_worker *w)
 		goto fail_keeper;
 	if (brq_cond_init_monotonic(&w->watch_cv) != 0)
 		goto fail_settle;
+	if (brq_cond_init_monotonic(&w->cancel_cv) != 0)
+		goto fail_watch;
 	w->wake_rd = fds[0];
 	w->wake_wr = fds[1];
 	w->stop_rd = sfd[0];
 	w->stop_wr = sfd[1];
+	w->pull_rd = w->pull_wr = -1;
 	return 0;
 
+fail_watch:
+	pthread_cond_destroy(&w->watch_cv);
 fail_settle:
 	pthread_cond_destroy(&w->settle_cv);
 fail_keeper:
@@ -600,10 +519,17 @@ handler_add(brooq_worker *w, const char *topic, brooq_handler fn, void *arg)
 {
 	if (w->has_run)
 		return brq_fail(BRQ_EINVAL, "worker_handle: the worker has already run");
-	if (handler_of(w, topic) != NULL)
+	if (brq_worker_handler_of(w, topic) != NULL)
 		return brq_fail(BRQ_EINVAL, "worker_handle: topic %s already has a handler", topic);
 	if (w->n_handlers == BRQ_TOPICS_MAX)
 		return brq_fail(BRQ_EINVAL, "worker_handle: at most %d topics", BRQ_TOPICS_MAX);
+	// One worker, one mode: its threads either run handlers or are the caller's.
+	if (w->n_handlers > 0 && w->pull != (fn == NULL))
+		return brq_fail(BRQ_EINVAL, "worker_handle: a worker either pulls every topic or none");
+	int rv = fn == NULL ? brq_worker_pull_open(w) : 0;
+	if (rv != 0)
+		return rv;
+	w->pull              = fn == NULL;
 	brq_topic_handler *h = realloc(w->handlers, (w->n_handlers + 1) * sizeof(*h));
 	if (h != NULL)
 		w->handlers = h;
@@ -625,6 +551,22 @@ brooq_worker_handle(brooq_worker *w, const char *topic, brooq_handler fn, void *
 				    BRQ_TOPIC_MAX);
 	pthread_mutex_lock(&w->mu);
 	int rv = handler_add(w, topic, fn, arg);
+	pthread_mutex_unlock(&w->mu);
+	return brq_err_public(rv);
+}
+
+brooq_err
+brooq_worker_handle_pull(brooq_worker *w, const char *topic)
+{
+	brq_msg_clear();
+	if (w == NULL || topic == NULL)
+		return BRQ_ARG_FAIL("worker_handle_pull: worker and topic are required");
+	if (!brq_topic_valid(topic, strlen(topic)))
+		return BRQ_ARG_FAIL(
+			"worker_handle_pull: invalid topic (want [a-z0-9][a-z0-9._-]*, 1..%d bytes)",
+			BRQ_TOPIC_MAX);
+	pthread_mutex_lock(&w->mu);
+	int rv = handler_add(w, topic, NULL, NULL);
 	pthread_mutex_unlock(&w->mu);
 	return brq_err_public(rv);
 }
@@ -662,8 +604,12 @@ brooq_worker_run(brooq_worker *w)
 		return BRQ_ARG_FAIL("worker_run: worker is NULL");
 	if ((rv = run_once(w)) != 0)
 		return brq_err_public(rv);
-	if (atomic_load(&w->stop_requested))
+	if (atomic_load(&w->stop_requested)) {
+		pthread_mutex_lock(&w->mu);
+		brq_worker_handlers_quit(w); /* pullers waiting already get no job */
+		pthread_mutex_unlock(&w->mu);
 		return BROOQ_OK;
+	}
 	if ((rv = threads_start(w)) != 0) {
 		threads_quit(w);
 		watcher_quit(w);
@@ -756,6 +702,11 @@ brooq_worker_free(brooq_worker *w)
 	close(w->wake_wr);
 	close(w->stop_rd);
 	close(w->stop_wr);
+	if (w->pull_rd >= 0) {
+		close(w->pull_rd);
+		close(w->pull_wr);
+	}
+	pthread_cond_destroy(&w->cancel_cv);
 	pthread_cond_destroy(&w->watch_cv);
 	pthread_cond_destroy(&w->settle_cv);
 	pthread_cond_destroy(&w->keeper_cv);

@@ -365,3 +365,9 @@ brooq_job_cancel(brooq_job_ctx *j)
 	brq_job_outcome_clear(j);
 	j->outcome = BROOQ_OUTCOME_CANCEL;
 }
+
+void
+brooq_job_cancel_error(brooq_job_ctx *j, const char *error)
+{
+	set_error_outcome(j, BROOQ_OUTCOME_CANCEL, error);
+}

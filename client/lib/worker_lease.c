@@ -9,6 +9,7 @@
 #include "brq_clock.h"
 #include "err.h"
 #include "log.h"
+#include "worker_handler.h"
 #include "worker_job.h"
 
 /* How long the settler leaves a result to the dispatcher while it claims or waits
@@ -37,8 +38,12 @@ static void
 raise_flag(brooq_job_ctx *j, brooq_cancel_reason reason, int64_t now)
 {
 	int cur = atomic_load(&j->cancel_reason);
-	if (cur == BROOQ_CANCEL_NONE || (cur == BROOQ_CANCEL_TIMEOUT && reason != BROOQ_CANCEL_TIMEOUT))
+	if (cur == BROOQ_CANCEL_NONE || (cur == BROOQ_CANCEL_TIMEOUT && reason != BROOQ_CANCEL_TIMEOUT)) {
 		atomic_store(&j->cancel_reason, (int) reason);
+		// A pulled job's holder learns of it by brooq_worker_wait_cancels / the fd.
+		if (j->w->pull && j->ph == PH_RUNNING)
+			brq_worker_pull_canceled(j->w);
+	}
 	if (j->raised_at_ms == 0)
 		j->raised_at_ms = now > 0 ? now : 1;
 }

@@ -22,7 +22,10 @@
  *   dispatcher (the caller of brooq_worker_run, worker.c): claims jobs for free
  *       handler threads, settling finished results in the same round trip; drives
  *       the graceful stop.
- *   handler threads (opts.threads, worker.c): run one job at a time.
+ *   handler threads (opts.threads, worker_handler.c): run one job at a time. In pull
+ *       mode (brooq_worker_handle_pull) there are none: the caller's own threads (or
+ *       event loop) take jobs with brooq_worker_next and hand them back with
+ *       brooq_job_finish, at most opts.threads at once; everything else is the same.
  *   keeper (worker_lease.c): heartbeats every held lease every lease/3 in one
  *       batched call, turns "lost" answers into cancel flags, and counts hung
  *       handlers. Its own thread: the dispatcher may sit in a long-poll.
@@ -40,7 +43,8 @@
  * Every job the worker holds is a brooq_job_ctx on w->held, in one phase:
  *   QUEUED   on w->runq, waiting for a handler thread: free threads' jobs for
  *            microseconds, the prefetch queue's for about PREFETCH_WINDOW_MS;
- *   RUNNING  its handler runs; the handler thread owns the outcome fields;
+ *   RUNNING  its handler runs (or, in pull mode, the caller holds it); the handler
+ *            thread owns the outcome fields;
  *   FINISHED on w->finished, the result waiting to be settled;
  *   SETTLING in a settle request (plain or carried by a claim), owned by the
  *            thread that sent it until the answer is processed.
@@ -92,7 +96,7 @@ typedef enum brq_dstate {
 
 typedef struct brq_topic_handler {
 	char         *topic;
-	brooq_handler fn;
+	brooq_handler fn; /* NULL: pulled (brooq_worker_handle_pull) */
 	void         *arg;
 } brq_topic_handler;
 
@@ -171,6 +175,13 @@ struct brooq_worker {
 	pthread_cond_t  keeper_cv; /* keeper: new leases or cancels, or quit_keepers */
 	pthread_cond_t  settle_cv; /* settler: results or dispatcher state changed */
 	pthread_cond_t  watch_cv;  /* listener: quit_keepers (its waits between watches) */
+	pthread_cond_t  cancel_cv; /* brooq_worker_wait_cancels: cancel_seq moved, or quit_handlers */
+
+	/* Pull mode (worker_handler.c). pull is set before run and never changes. */
+	bool     pull;
+	int      pull_rd, pull_wr; /* self-pipe behind brooq_worker_fd; -1 until pull mode */
+	bool     pull_armed;       /* under mu: the pipe is empty; the next event writes a byte */
+	uint64_t cancel_seq;       /* under mu: cancel flags raised on jobs handed out */
 
 	/* Under mu. */
 	brq_list held, runq, finished;

@@ -562,6 +562,8 @@ BROOQ_API void brooq_job_fail(brooq_job_ctx *j, const char *error);
 BROOQ_API void brooq_job_delay(brooq_job_ctx *j, uint64_t delay_ms);
 BROOQ_API void brooq_job_preserve(brooq_job_ctx *j, const char *error);
 BROOQ_API void brooq_job_cancel(brooq_job_ctx *j);
+/* brooq_job_cancel(), with why stored in the job's last_error (NULL: as brooq_job_cancel). */
+BROOQ_API void brooq_job_cancel_error(brooq_job_ctx *j, const char *error);
 
 /* A handler runs on one of the worker's threads, one job at a time. */
 typedef void (*brooq_handler)(brooq_job_ctx *job, void *arg);
@@ -622,6 +624,65 @@ BROOQ_API brooq_err brooq_worker_run(brooq_worker *w);
  * once).
  */
 BROOQ_API void brooq_worker_stop(brooq_worker *w);
+/*
+ * Pull mode, for bindings and event loops: the worker claims, prefetches, heartbeats,
+ * hears cancels, times attempts out and settles exactly as above, but hands each job
+ * to the caller instead of running a handler on a thread of its own. The worker
+ * starts no handler threads; opts.threads is how many jobs may be handed out at once.
+ *
+ *   brooq_worker_handle_pull(w, "email.send");     (every topic: a worker pulls all or none)
+ *   thread A: brooq_worker_run(w);
+ *   threads B: while (brooq_worker_next(w, -1, &job) == BROOQ_OK && job != NULL) {
+ *                  ... brooq_job_done_result(job, ...) or _fail, _delay, ...;
+ *                  brooq_job_finish(job);
+ *              }
+ *
+ * At stop, jobs queued and not yet handed out are given back at once (settled as
+ * `preserve` without an error: the attempt is returned and the job is available again
+ * after the topic's first backoff step); jobs handed out have stop_grace_ms to be
+ * finished, after which their cancel flag is raised (BROOQ_CANCEL_STOP) and their
+ * results are discarded. brooq_worker_free may be called only once every job handed
+ * out has been finished.
+ */
+
+/* Registers topic as pulled (before brooq_worker_run): its jobs come out of
+ * brooq_worker_next. BROOQ_EINVAL for a worker that already has a brooq_worker_handle
+ * handler, and for the reasons brooq_worker_handle gives. */
+BROOQ_API brooq_err brooq_worker_handle_pull(brooq_worker *w, const char *topic);
+/*
+ * Hands the caller the next job to run, waiting up to timeout_ms for one (0: do not
+ * wait; negative: no limit). Any thread, several at once.
+ *   BROOQ_OK with *job set: the job is the caller's until brooq_job_finish(*job); use
+ *     the brooq_job_* functions on it meanwhile, from any one thread at a time.
+ *   BROOQ_OK with *job NULL: the worker has stopped (brooq_worker_run returned or is
+ *     returning, or a stop came before it ran): no job will come any more.
+ *   BROOQ_ETIMEDOUT: none within timeout_ms, or threads jobs are out already.
+ *   BROOQ_EINVAL: w is not a pull worker.
+ * A job whose deadline passed or whose lease was lost while it waited in the queue is
+ * never handed out (it is failed or dropped as with handler threads).
+ */
+BROOQ_API brooq_err brooq_worker_next(brooq_worker *w, int timeout_ms, brooq_job_ctx **job);
+/* Hands a job from brooq_worker_next back, its outcome set (nothing set: done): the
+ * worker settles it (or discards it, when its lease was lost). job is invalid
+ * afterwards. The counterpart of a handler's return. */
+BROOQ_API void brooq_job_finish(brooq_job_ctx *job);
+/*
+ * A descriptor for poll/epoll/asyncio (pull mode; -1 otherwise), owned by the worker:
+ * readable when brooq_worker_next may have a job, when the worker has stopped, or when
+ * brooq_worker_wait_cancels's count moved. Never read it: brooq_worker_next empties it
+ * when it answers BROOQ_ETIMEDOUT, so a loop that calls brooq_worker_next(w, 0, ...)
+ * until BROOQ_ETIMEDOUT and then looks at the cancel count misses nothing.
+ */
+BROOQ_API int brooq_worker_fd(brooq_worker *w);
+/*
+ * How many times a cancel flag was raised (or its reason changed) on a job handed out
+ * by brooq_worker_next, since the worker was made. Waits up to timeout_ms (0: not;
+ * negative: no limit) for the count to differ from seen, returning at once when the
+ * worker has stopped. A binding keeps the last count it saw and, when it moves,
+ * reads brooq_job_cancel_reason() of the jobs it holds.
+ */
+BROOQ_API uint64_t brooq_worker_wait_cancels(brooq_worker *w, uint64_t seen, int timeout_ms);
+
 /* Counters since start. */
 typedef struct brooq_worker_stats {
 	uint64_t claimed, settled, lease_lost, hung, errors;
