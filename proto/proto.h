@@ -418,6 +418,7 @@ typedef struct brq_stats_rep {
 	uint32_t         n_topics;
 	bool             has_terminal_age; // the optional terminal_age_ms was sent
 	uint64_t         terminal_age_ms;  // age of the terminal counts; 0: counted for this reply
+	bool terminal_estimated;           // the terminal counts are a page sample's estimate (absent: false)
 } brq_stats_rep;
 
 typedef struct brq_list_rep {
