@@ -8,20 +8,75 @@
   const STATES = ['pending', 'failed', 'processing', 'done', 'dead', 'canceled'];
   const TERMINAL = ['done', 'dead', 'canceled'];
   let session = null; // {role, read_only, csrf, token_fp, expires_at_ms, expires_at}
-  let timer = null;   // the current page's auto-refresh
+  let viewGen = 0;    // bumped by route(): a view's refresh loop ends when it changes
+  let viewPoll = null; // the current view's refresh loop (poll()), if it has one
+  let expired = false; // the session ended under an open view: it is kept for after sign-in
+  let keptRole = null; // the role of that session: the view is kept for the same role only
 
   const $ = (id) => document.getElementById(id);
 
-  // el('td', {class: 'num'}, 'text', childNode, ...)
+  // ---- shown text ------------------------------------------------------------------------
+  // Bidi controls in job data would reorder what is shown around them (an RLO makes
+  // "gpj.exe" read "exe.jpg"): every text the page shows has them written out as \u202E.
+  const BIDI = /[\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+  function shown(s) {
+    return String(s).replace(BIDI, (c) => '\\u' + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0'));
+  }
+
+  // el('td', {class: 'num'}, 'text', childNode, ...). Texts (kids, title, aria-label) go
+  // through shown(); data-* attributes keep the value as it is, for lookups.
   function el(tag, attrs, ...kids) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === false || v === null || v === undefined) continue;
       if (k === 'on') { for (const [ev, fn] of Object.entries(v)) e.addEventListener(ev, fn); }
+      else if (k === 'title' || k === 'aria-label') e.setAttribute(k, shown(v));
       else e.setAttribute(k, v === true ? '' : String(v));
     }
-    for (const k of kids) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
+    for (const k of kids) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : shown(k));
     return e;
+  }
+
+  // Sets an element's text only when it changed: a redraw that writes the same text
+  // would still drop a selection inside it.
+  function setText(e, text) {
+    const t = shown(text);
+    if (e.textContent !== t) e.textContent = t;
+  }
+
+  // A long value in one line, cut with an ellipsis: the whole (up to max characters) in
+  // its title for the mouse, and shown in full while it has the focus (Tab reaches it).
+  function clip(value, cls, max) {
+    const v = String(value);
+    const title = v.length > (max || 2000) ? v.slice(0, max || 2000) + '…' : v;
+    return el('span', { class: 'clip ' + (cls || ''), tabindex: '0', title }, v);
+  }
+
+  // ---- one refresh loop per view ---------------------------------------------------------
+  // fn runs now and then every ms while the view that started it is shown and the
+  // session lasts; it returns false to stop (a finished job). now() runs it at once
+  // (after an action) without starting a second loop: there is one timer, and a run
+  // asked for during a run happens right after it.
+  function poll(fn, ms) {
+    const gen = viewGen;
+    let t = null, running = false, again = false;
+    async function tick() {
+      clearTimeout(t);
+      t = null;
+      if (gen !== viewGen || !session) return;
+      if (running) { again = true; return; }
+      running = true;
+      let go = true;
+      try { go = (await fn()) !== false; } catch (e) { go = true; }
+      running = false;
+      if (gen !== viewGen || !session) return;
+      if (again) { again = false; tick(); return; }
+      if (go && t === null) t = setTimeout(tick, ms);
+    }
+    const p = { now: tick, gen };
+    viewPoll = p;
+    tick();
+    return p;
   }
 
   function say(text) { $('status').textContent = text; }
@@ -46,7 +101,7 @@
     const res = await fetch(url, opts);
     let body = null;
     try { body = await res.json(); } catch (e) { body = null; }
-    if (res.status === 401 && path !== 'login') { signedOut(); throw new ApiError(401, 'signed out'); }
+    if (res.status === 401 && path !== 'login') { sessionEnded(); throw new ApiError(401, 'signed out'); }
     // Errors are the protocol's error reply in JSON: {code, msg} (docs/protocol.md §11).
     if (!res.ok) throw new ApiError(res.status, (body && body.msg) || res.statusText);
     return body;
@@ -56,7 +111,7 @@
   function fmtAge(ms) {
     if (ms === null || ms === undefined) return '—';
     const s = ms / 1000;
-    if (s < 1) return '0 s';
+    if (s < 1) return '< 1 s';
     if (s < 120) return Math.round(s) + ' s';
     if (s < 7200) return Math.round(s / 60) + ' min';
     return (s / 3600).toFixed(1) + ' h';
@@ -84,10 +139,29 @@
 
   function signedOut() {
     session = null;
-    clearTimeout(timer);
+    expired = false;
+    viewGen++;
     $('nav').hidden = true;
     $('who').hidden = true;
     $('view').hidden = true;
+    $('signin-note').textContent = '';
+    $('signin').hidden = false;
+    $('token').value = '';
+  }
+
+  // A request answered 401 while signed in: the session expired (or was revoked). Says
+  // so, and keeps the view as it is (a half-filled form included), hidden until the
+  // next sign-in shows it again.
+  function sessionEnded() {
+    if (!session) return;
+    keptRole = session.role;
+    session = null;
+    expired = true;
+    $('nav').hidden = true;
+    $('who').hidden = true;
+    $('view').hidden = true;
+    $('signin-note').textContent = 'Your session has ended (expired or revoked). Sign in again to go on: ' +
+      'the page you were on, and what you typed in it, is kept.';
     $('signin').hidden = false;
     $('token').value = '';
   }
@@ -95,12 +169,20 @@
   function signedIn(s) {
     session = s;
     $('signin').hidden = true;
+    $('signin-note').textContent = '';
     $('nav').hidden = false;
     $('who').hidden = false;
     $('view').hidden = false;
     const role = $('role');
     role.replaceChildren('Signed in: ' + s.role + ' (token ' + s.token_fp + ')');
     if (s.read_only) role.append(' ', el('span', { class: 'badge ro' }, 'read-only'));
+    // After an expiry the kept view goes on where it was (its loop, if any, runs again).
+    if (expired && keptRole === s.role && $('view').childElementCount > 0) {
+      expired = false;
+      if (viewPoll && viewPoll.gen === viewGen) viewPoll.now();
+      return;
+    }
+    expired = false;
     route();
   }
 
@@ -129,67 +211,133 @@
 
   async function overview() {
     const v = view('Overview');
-    const note = el('p', { class: 'note', id: 'ov-note' }, 'Loading…');
+    const note = el('p', { class: 'note', id: 'ov-note', role: 'status' }, 'Loading…');
     const wrap = el('div', { class: 'scroll', role: 'region', 'aria-label': 'Topics', tabindex: '0' });
     v.append(findJobForm(), note, wrap);
-    let topicsMeta = null; // pause state and limits, when the gateway has them
+    const ov = { table: null, rows: new Map(), meta: null, note, wrap, lastOk: null };
+    const loop = poll(() => overviewRefresh(ov), 2000);
+    ov.loop = loop;
+  }
+
+  // One refresh of the overview: the topics' settings (pause, limits) and the figures,
+  // written into the table in place (a focused Pause button stays focused).
+  async function overviewRefresh(ov) {
     try {
       const t = await api('topics');
-      topicsMeta = new Map(t.topics.map((x) => [x.topic, x]));
-    } catch (e) { if (e.status !== 501) note.textContent = 'Topic settings: ' + e.message; }
-
-    async function refresh() {
-      if (location.hash !== '#/overview' && location.hash !== '' && location.hash !== '#/') return;
-      try {
-        const o = await api('overview');
-        wrap.replaceChildren(overviewTable(o, topicsMeta));
-        note.textContent = 'Depth from the monitor’s last count; rates over the last ' +
-          (o.rate_window_ms === null ? '— (measuring)' : Math.round(o.rate_window_ms / 1000) + ' s') +
-          '. Updated ' + new Date(o.at_ms).toLocaleTimeString() + '.';
-      } catch (e) { if (e.status !== 401) note.textContent = 'Refresh failed: ' + e.message; }
-      timer = setTimeout(refresh, 2000);
+      ov.meta = new Map(t.topics.map((x) => [x.topic, x]));
+    } catch (e) { if (e.status === 401) return; /* 501: no policies; else the last ones stay */ }
+    try {
+      const o = await api('overview');
+      ov.lastOk = o;
+      if (!ov.table) { ov.table = overviewTable(); ov.wrap.replaceChildren(ov.table); }
+      overviewRows(ov, o);
+      overviewNote(ov.note, o, null);
+    } catch (e) {
+      if (e.status !== 401) overviewNote(ov.note, ov.lastOk, e);
     }
-    refresh();
   }
 
-  function overviewTable(o, meta) {
+  // What the figures are worth: their age when the database is away or the monitor is
+  // late (never a fresh "Updated" time over old counts), the rate window, estimates.
+  function overviewNote(note, o, err) {
+    note.classList.remove('stale');
+    if (!o) { setText(note, 'Refresh failed: ' + (err ? err.message : '')); note.classList.add('stale'); return; }
+    const age = o.counted_at_ms === null ? null : Math.max(0, o.at_ms - o.counted_at_ms);
+    const parts = [];
+    if (err) {
+      parts.push('Refresh failed (' + err.message + '): data from ' + fmtTime(o.at_ms) + '.');
+    } else if (!o.database_up) {
+      parts.push(age === null ? 'No data yet: database unreachable.' : 'Data from ' + fmtAge(age) + ' ago, database unreachable.');
+    } else if (age === null) {
+      parts.push('Waiting for the monitor’s first count.');
+    } else if (age > 10000) {
+      parts.push('Data from ' + fmtAge(age) + ' ago: the monitor’s count is late.');
+    } else {
+      parts.push('Updated ' + fmtTime(o.counted_at_ms) + '.');
+    }
+    if (err || !o.database_up || age === null || age > 10000) note.classList.add('stale');
+    parts.push('Depth from the monitor’s last count' + (o.terminal_estimated ? '; ≈ marks done, dead and canceled counts estimated from a sample of the table' : '') +
+      '; rates over the last ' + (o.rate_window_ms === null ? '— (measuring)' : Math.round(o.rate_window_ms / 1000) + ' s') + '.');
+    setText(note, parts.join(' '));
+  }
+
+  const OV_COLS = [...STATES, 'Oldest ready', 'Started / min', 'Finished / min'];
+
+  function overviewTable() {
     const head = el('tr', {},
       el('th', { scope: 'col' }, 'Topic'),
-      ...STATES.map((s) => el('th', { scope: 'col', class: 'num' }, s)),
-      el('th', { scope: 'col', class: 'num' }, 'Oldest ready'),
-      el('th', { scope: 'col', class: 'num' }, 'Started / min'),
-      el('th', { scope: 'col', class: 'num' }, 'Finished / min'),
+      ...OV_COLS.map((c) => el('th', { scope: 'col', class: 'num' }, c)),
       el('th', { scope: 'col' }, 'Status'));
-    const rows = o.topics.map((t) => {
-      // Only paused or limited topics are listed: any other topic is neither.
-      const m = meta && (meta.get(t.topic) || { topic: t.topic, paused: false, max_running: null, rate_per_s: null });
-      const status = el('td', {});
-      if (m) {
-        if (m.paused) status.append(el('span', { class: 'badge paused' }, 'paused'));
-        if (m.max_running) status.append(' ≤' + m.max_running + ' running');
-        if (m.rate_per_s) status.append(' ≤' + m.rate_per_s + '/s');
-        if (session && !session.read_only) {
-          status.append(' ', el('button', { type: 'button', class: 'secondary', on: { click: () => pauseTopic(t.topic, !m.paused) } },
-            (m.paused ? 'Resume ' : 'Pause ') + t.topic));
-        }
-      }
-      return el('tr', { 'data-topic': t.topic },
-        el('th', { scope: 'row' }, el('a', { href: '#/jobs?topic=' + encodeURIComponent(t.topic) }, t.topic)),
-        ...STATES.map((s) => el('td', { class: 'num', 'data-state': s }, t[s])),
-        el('td', { class: 'num' }, fmtAge(t.oldest_ready_age_ms)),
-        el('td', { class: 'num' }, fmtRate(t.started_per_min)),
-        el('td', { class: 'num' }, fmtRate(t.finished_per_min)),
-        status);
-    });
-    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 11 }, 'No topics yet.')));
-    return el('table', { id: 'topics' }, el('caption', {}, 'Jobs per topic and state'), el('thead', {}, head), el('tbody', {}, ...rows));
+    return el('table', { id: 'topics', class: 'cards' }, el('caption', {}, 'Jobs per topic and state'),
+      el('thead', {}, head), el('tbody', {}));
   }
 
-  async function pauseTopic(topic, pause) {
+  // The rows, keyed by topic: cells are updated, rows added and removed, never redrawn.
+  function overviewRows(ov, o) {
+    const tbody = ov.table.tBodies[0];
+    const seen = new Set();
+    for (const t of o.topics) {
+      seen.add(t.topic);
+      let r = ov.rows.get(t.topic);
+      if (!r) { r = overviewRow(t.topic); ov.rows.set(t.topic, r); }
+      if (r.tr.parentNode !== tbody || r.tr !== tbody.children[seen.size - 1]) tbody.insertBefore(r.tr, tbody.children[seen.size - 1] || null);
+      for (const st of STATES) {
+        const est = o.terminal_estimated && TERMINAL.includes(st);
+        setText(r.cells[st], (est ? '≈ ' : '') + t[st]);
+        if (est) r.cells[st].title = 'estimated from a sample of the table'; else r.cells[st].removeAttribute('title');
+      }
+      setText(r.cells.age, fmtAge(t.oldest_ready_age_ms));
+      setText(r.cells.started, fmtRate(t.started_per_min));
+      setText(r.cells.finished, fmtRate(t.finished_per_min));
+      overviewStatus(ov, r, t.topic);
+    }
+    for (const [topic, r] of ov.rows) if (!seen.has(topic)) { r.tr.remove(); ov.rows.delete(topic); }
+    const empty = tbody.querySelector('tr.empty');
+    if (!o.topics.length && !empty) tbody.append(el('tr', { class: 'empty' }, el('td', { colspan: 11 }, 'No topics yet.')));
+    if (o.topics.length && empty) empty.remove();
+  }
+
+  function overviewRow(topic) {
+    const cells = {};
+    const tds = STATES.map((s) => (cells[s] = el('td', { class: 'num', 'data-state': s, 'data-label': s })));
+    cells.age = el('td', { class: 'num', 'data-label': 'Oldest ready' });
+    cells.started = el('td', { class: 'num', 'data-label': 'Started / min' });
+    cells.finished = el('td', { class: 'num', 'data-label': 'Finished / min' });
+    cells.status = el('td', { class: 'status-cell', 'data-label': 'Status' });
+    const tr = el('tr', { 'data-topic': topic },
+      el('th', { scope: 'row', class: 'topic' }, el('a', { href: '#/jobs?topic=' + encodeURIComponent(topic), title: topic }, topic)),
+      ...tds, cells.age, cells.started, cells.finished, cells.status);
+    return { tr, cells, state: null };
+  }
+
+  // Pause state, limits and the Pause/Resume button: redrawn only when they change.
+  function overviewStatus(ov, r, topic) {
+    if (!ov.meta) return;
+    // Only paused or limited topics are listed: any other topic is neither.
+    const m = ov.meta.get(topic) || { topic, paused: false, max_running: null, rate_per_s: null };
+    const key = [m.paused, m.max_running, m.rate_per_s, !!(session && !session.read_only)].join('/');
+    if (r.state === key) return;
+    r.state = key;
+    const kids = [];
+    if (m.paused) kids.push(el('span', { class: 'badge paused' }, 'paused'));
+    if (m.max_running) kids.push(' ≤' + m.max_running + ' running');
+    if (m.rate_per_s) kids.push(' ≤' + m.rate_per_s + '/s');
+    if (session && !session.read_only) {
+      kids.push(' ', el('button', { type: 'button', class: 'secondary', 'aria-label': (m.paused ? 'Resume ' : 'Pause ') + topic,
+        on: { click: () => pauseTopic(ov, topic, !m.paused) } }, m.paused ? 'Resume' : 'Pause'));
+    }
+    const had = r.cells.status.contains(document.activeElement);
+    r.cells.status.replaceChildren(...kids);
+    const b = r.cells.status.querySelector('button');
+    if (had && b) b.focus();
+  }
+
+  async function pauseTopic(ov, topic, pause) {
+    if (pause && !window.confirm('Pause topic ' + shown(topic) + '? No worker claims its jobs until it is resumed.')) return;
     try {
       await api(pause ? 'pause' : 'resume', { topic }, 'POST');
-      say((pause ? 'Paused ' : 'Resumed ') + topic);
-      overview();
+      say((pause ? 'Paused ' : 'Resumed ') + shown(topic));
+      ov.loop.now(); // the view's one loop, at once: no second loop
     } catch (e) { say('Failed: ' + e.message); }
   }
 
@@ -199,73 +347,127 @@
     const v = view('Job ' + id);
     const body = el('div', { id: 'job' });
     const msg = el('p', { class: 'error', role: 'alert', id: 'job-msg' });
-    v.append(body, msg);
-    async function refresh(first) {
-      if (location.hash !== '#/job/' + id) return;
+    const done = el('p', { id: 'job-done', role: 'status' });
+    v.append(body, msg, done);
+    const jp = { id, body, msg, done, f: null, state: null };
+    let first = true;
+    // A finished job does not change (but by a delete or a retry, which redraw): its
+    // page stops asking.
+    jp.loop = poll(async () => {
       try {
         const r = await api('job', { id });
-        renderJob(body, r.job, msg);
+        renderJob(jp, r.job);
+        return !TERMINAL.includes(r.job.state);
       } catch (e) {
-        if (e.status === 401) return;
-        if (first) body.replaceChildren(el('p', {}, e.status === 404 ? 'No job ' + id + '.' : 'Failed: ' + e.message));
-      }
-      timer = setTimeout(refresh, 3000);
-    }
-    await refresh(true);
+        if (e.status !== 401 && first) body.replaceChildren(el('p', {}, e.status === 404 ? 'No job ' + id + '.' : 'Failed: ' + e.message));
+        return e.status !== 404;
+      } finally { first = false; }
+    }, 3000);
   }
 
-  function renderJob(box, j, msg) {
-    const dl = el('dl', {},
-      el('dt', {}, 'State'), el('dd', { id: 'job-state' }, stateBadge(j.state)),
-      el('dt', {}, 'Topic'), el('dd', {}, j.topic),
-      el('dt', {}, 'Attempts'), el('dd', {}, j.attempts + ' of ' + j.max_attempts),
+  // The job's fields as shown: [id, label, text]; the label of "updated" says whether
+  // the job has finished.
+  function jobFields(j) {
+    const opt = (x) => (x === null || x === undefined ? '—' : String(x));
+    return [
+      ['topic', 'Topic', j.topic],
+      ['attempts', 'Attempts', j.attempts + ' of ' + j.max_attempts],
       // Leases that ran out without an outcome: the crash-loop quarantine's count.
-      el('dt', {}, 'Lost leases'), el('dd', { id: 'job-lost-leases' }, String(j.lost_leases)),
-      el('dt', {}, 'Priority'), el('dd', {}, j.priority === null ? '—' : String(j.priority)),
-      el('dt', {}, 'Idempotency key'), el('dd', {}, j.key === null ? '—' : j.key),
-      el('dt', {}, 'Created'), el('dd', {}, fmtTime(j.created_at_ms)),
-      // A terminal job's last update is when it finished.
-      el('dt', {}, ['done', 'dead', 'canceled'].includes(j.state) ? 'Finished' : 'Updated'),
-      el('dd', {}, fmtTime(j.updated_at_ms)),
-      el('dt', {}, 'Available at'), el('dd', {}, fmtTime(j.available_at_ms)),
-      el('dt', {}, 'Lease holder'), el('dd', {}, j.locked_by === null ? '—' : j.locked_by),
-      el('dt', {}, 'Lease until'), el('dd', {}, fmtTime(j.locked_until_ms)),
-      el('dt', {}, 'Claimed'), el('dd', {}, fmtTime(j.claimed_at_ms)),
-      el('dt', {}, 'Attempt deadline'), el('dd', {}, fmtTime(j.attempt_deadline_ms)),
-      el('dt', {}, 'Max execution ends'), el('dd', {}, fmtTime(j.max_execution_deadline_ms)),
-      el('dt', {}, 'Last error'), el('dd', {}, j.last_error === null ? '—' : j.last_error));
-    const acts = el('div', { class: 'actions' });
-    if (session && !session.read_only) {
-      if (!TERMINAL.includes(j.state)) {
-        acts.append(el('button', { type: 'button', class: 'danger', id: 'cancel-job', on: { click: () => act('cancel', j.id, msg) } }, 'Cancel job'));
+      ['lost-leases', 'Lost leases', String(j.lost_leases)],
+      ['priority', 'Priority', opt(j.priority)],
+      ['key', 'Idempotency key', opt(j.key)],
+      ['created', 'Created', fmtTime(j.created_at_ms)],
+      ['updated', TERMINAL.includes(j.state) ? 'Finished' : 'Updated', fmtTime(j.updated_at_ms)],
+      ['available', 'Available at', fmtTime(j.available_at_ms)],
+      ['locked-by', 'Lease holder', opt(j.locked_by)],
+      ['locked-until', 'Lease until', fmtTime(j.locked_until_ms)],
+      ['claimed', 'Claimed', fmtTime(j.claimed_at_ms)],
+      ['attempt-deadline', 'Attempt deadline', fmtTime(j.attempt_deadline_ms)],
+      ['max-execution', 'Max execution ends', fmtTime(j.max_execution_deadline_ms)],
+      ['retry-of', 'Retry of', j.retry_of],
+    ];
+  }
+
+  // Draws the job once, then on each refresh writes only the fields that changed, so a
+  // selection or the focus inside the page survives the refresh.
+  function renderJob(jp, j) {
+    if (!jp.f) {
+      const f = (jp.f = { dd: {}, dt: {} });
+      const dl = el('dl', {}, el('dt', {}, 'State'), (f.state = el('dd', { id: 'job-state' })));
+      for (const [id, label] of jobFields(j)) {
+        dl.append((f.dt[id] = el('dt', {}, label)), (f.dd[id] = el('dd', { id: 'job-' + id })));
       }
-      if (j.state === 'dead' || j.state === 'canceled') {
-        acts.append(el('button', { type: 'button', id: 'retry-job', on: { click: () => act('retry', j.id, msg) } }, 'Retry job'));
-      }
-      if (TERMINAL.includes(j.state)) {
-        acts.append(el('button', { type: 'button', class: 'secondary', id: 'delete-job', on: { click: () => act('delete', j.id, msg) } }, 'Delete job'));
-      }
+      f.errH = el('h2', {}, 'Last error');
+      f.err = el('pre', { class: 'errtext', id: 'job-error', tabindex: '0', 'aria-label': 'Last error' });
+      f.acts = el('div', { class: 'actions' });
+      f.resultBox = el('div', {});
+      jp.body.replaceChildren(dl, f.acts, f.errH, f.err, el('h2', {}, 'Payload'),
+        el('pre', { tabindex: '0', 'aria-label': 'Payload' }, JSON.stringify(j.payload, null, 2)), f.resultBox);
     }
-    box.replaceChildren(dl, acts, el('h2', {}, 'Payload'),
-      el('pre', { tabindex: '0', 'aria-label': 'Payload' }, JSON.stringify(j.payload, null, 2)));
-    if (j.result !== null) {
-      box.append(el('h2', {}, 'Result'), el('pre', { tabindex: '0', 'aria-label': 'Result' }, JSON.stringify(j.result, null, 2)));
+    const f = jp.f;
+    if (jp.state !== j.state) {
+      f.state.replaceChildren(stateBadge(j.state));
+      jobActions(jp, j);
+      jp.state = j.state;
+    }
+    for (const [id, label, text] of jobFields(j)) {
+      setText(f.dt[id], label);
+      if (id === 'retry-of') {
+        if (text === null) setText(f.dd[id], '—');
+        else if (!f.dd[id].querySelector('a')) f.dd[id].replaceChildren(el('a', { href: '#/job/' + text }, 'job ' + text));
+      } else setText(f.dd[id], text);
+    }
+    // Errors keep their line breaks, in a block that scrolls (errors run to 64 KiB).
+    setText(f.err, j.last_error === null ? '—' : j.last_error);
+    if (j.result !== null && !f.resultBox.childElementCount) {
+      f.resultBox.append(el('h2', {}, 'Result'), el('pre', { tabindex: '0', 'aria-label': 'Result' }, JSON.stringify(j.result, null, 2)));
     }
   }
 
-  async function act(what, id, msg) {
+  function jobActions(jp, j) {
+    const acts = jp.f.acts;
+    acts.replaceChildren();
+    if (!session || session.read_only) return;
+    if (!TERMINAL.includes(j.state)) {
+      acts.append(el('button', { type: 'button', class: 'danger', id: 'cancel-job', on: { click: () => act(jp, 'cancel') } }, 'Cancel job'));
+    }
+    if (j.state === 'dead' || j.state === 'canceled') {
+      acts.append(el('button', { type: 'button', id: 'retry-job', on: { click: () => act(jp, 'retry') } }, 'Retry job'));
+    }
+    if (TERMINAL.includes(j.state)) {
+      acts.append(el('button', { type: 'button', class: 'secondary', id: 'delete-job', on: { click: () => act(jp, 'delete') } }, 'Delete job'));
+    }
+  }
+
+  async function act(jp, what) {
+    const id = jp.id;
     if (!window.confirm(what[0].toUpperCase() + what.slice(1) + ' job ' + id + '?')) return;
-    msg.textContent = '';
+    jp.msg.textContent = '';
+    jp.done.replaceChildren();
     try {
       const r = await api(what, { id }, 'POST');
-      say(what + ' job ' + id + ': ' + (r.state || (r.deleted ? 'deleted' : 'done')));
-      if (what === 'delete' && r.deleted) { location.hash = '#/overview'; return; }
-      clearTimeout(timer);
-      jobPage(id);
-    } catch (e) { msg.textContent = what + ' failed: ' + e.message; }
+      if (what === 'delete' && r.deleted) { say('Deleted job ' + id); location.hash = '#/overview'; return; }
+      if (what === 'retry') {
+        // One id: ids holds the new job, or the retry that already existed (retried 0).
+        const n = r.ids[0];
+        jp.done.append(r.retried > 0 ? 'Retried: new ' : 'Already retried: ',
+          el('a', { href: '#/job/' + n, id: 'retry-link' }, 'job ' + n), r.retried > 0 ? '.' : ' (no job created).');
+        say(r.retried > 0 ? 'Retried job ' + id + ' as job ' + n : 'Job ' + id + ' was already retried: job ' + n);
+      } else {
+        say(what + ' job ' + id + ': ' + (r.state || (r.deleted ? 'deleted' : 'done')));
+      }
+      jp.loop.now(); // the view's one loop, at once
+    } catch (e) { jp.msg.textContent = what + ' failed: ' + e.message; }
   }
 
   // ---- the job list -----------------------------------------------------------------------
+
+  // The filters live in the URL (#/jobs?topic=..&state=..&key=..&after=..&before=..): a
+  // link to the page is the filtered list, and Back returns to the previous filters.
+  // Times are UTC, as everywhere on the page: 2026-12-01T08:24 in a field is 08:24 UTC.
+  const FILTERS = ['topic', 'state', 'key', 'after', 'before'];
+
+  function utcToMs(v) { return v ? Date.parse(v.length === 16 ? v + ':00Z' : v + 'Z') : ''; }
 
   async function jobsPage(query) {
     const v = view('Jobs');
@@ -274,18 +476,17 @@
       field('f-topic', 'Topic', el('input', { id: 'f-topic', name: 'topic', value: p.get('topic') || '' })),
       field('f-state', 'State', el('select', { id: 'f-state', name: 'state' },
         el('option', { value: '' }, 'any'), ...STATES.map((s) => el('option', { value: s, selected: p.get('state') === s }, s)))),
-      field('f-key', 'Idempotency key', el('input', { id: 'f-key', name: 'key', value: p.get('key') || '' })),
-      field('f-after', 'Created after', el('input', { id: 'f-after', name: 'created_after', type: 'datetime-local' })),
-      field('f-before', 'Created before', el('input', { id: 'f-before', name: 'created_before', type: 'datetime-local' })),
+      field('f-key', 'Idempotency key (any topic)', el('input', { id: 'f-key', name: 'key', value: p.get('key') || '' })),
+      field('f-after', 'Created after (UTC)', el('input', { id: 'f-after', name: 'after', type: 'datetime-local', value: p.get('after') || '' })),
+      field('f-before', 'Created before (UTC)', el('input', { id: 'f-before', name: 'before', type: 'datetime-local', value: p.get('before') || '' })),
       el('button', { type: 'submit' }, 'Filter'));
     const out = el('div', { id: 'jobs-out' });
     v.append(f, out);
     let cursor = null;
     const load = async (more) => {
       const params = {
-        topic: $('f-topic').value.trim(), state: $('f-state').value, key: $('f-key').value,
-        created_after_ms: $('f-after').value ? Date.parse($('f-after').value) : '',
-        created_before_ms: $('f-before').value ? Date.parse($('f-before').value) : '',
+        topic: (p.get('topic') || '').trim(), state: p.get('state') || '', key: p.get('key') || '',
+        created_after_ms: utcToMs(p.get('after')), created_before_ms: utcToMs(p.get('before')),
         limit: 50, cursor: more ? cursor : '',
       };
       try {
@@ -293,11 +494,18 @@
         cursor = r.next;
         renderList(out, r.jobs, more, cursor ? () => load(true) : null);
       } catch (e) {
+        if (e.status === 401) return;
         out.replaceChildren();
         if (!notAvailable(out, e, 'The job list')) out.append(el('p', { class: 'error', role: 'alert' }, e.message));
       }
     };
-    f.addEventListener('submit', (ev) => { ev.preventDefault(); load(false); });
+    f.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const q = new URLSearchParams();
+      for (const k of FILTERS) { const x = k === 'key' ? f.elements[k].value : f.elements[k].value.trim(); if (x) q.set(k, x); }
+      const h = '#/jobs' + ([...q].length ? '?' + q.toString() : '');
+      if (location.hash === h) route(); else location.hash = h; // hashchange routes
+    });
     load(false);
   }
 
@@ -308,15 +516,21 @@
     if (!append || !tbody) {
       tbody = el('tbody');
       out.replaceChildren(el('div', { class: 'scroll', role: 'region', 'aria-label': 'Job list', tabindex: '0' },
-        el('table', { id: 'jobs' }, el('caption', {}, 'Jobs, newest first'),
-          el('thead', {}, el('tr', {}, ...['Id', 'Topic', 'State', 'Attempts', 'Created', 'Last error'].map((h) => el('th', { scope: 'col' }, h)))),
+        el('table', { id: 'jobs', class: 'cards' }, el('caption', {}, 'Jobs, newest first (times in UTC)'),
+          el('thead', {}, el('tr', {}, ...['Id', 'Topic', 'State', 'Attempts', 'Created', 'Key', 'Last error'].map((h) => el('th', { scope: 'col' }, h)))),
           tbody)));
     }
     for (const j of jobs) {
+      // The first line of the error (the whole in its title and on focus).
+      const err = j.last_error === null ? '' : j.last_error;
       tbody.append(el('tr', { 'data-id': j.id },
-        el('td', {}, el('a', { href: '#/job/' + j.id }, String(j.id))), el('td', {}, j.topic), el('td', {}, stateBadge(j.state)),
-        el('td', { class: 'num' }, j.attempts + '/' + j.max_attempts), el('td', {}, fmtTime(j.created_at_ms)),
-        el('td', {}, j.last_error === null ? '' : j.last_error.slice(0, 80))));
+        el('td', { 'data-label': 'Id' }, el('a', { href: '#/job/' + j.id }, String(j.id))),
+        el('td', { class: 'topic', 'data-label': 'Topic' }, j.topic),
+        el('td', { 'data-label': 'State' }, stateBadge(j.state)),
+        el('td', { class: 'num', 'data-label': 'Attempts' }, j.attempts + '/' + j.max_attempts),
+        el('td', { class: 'time', 'data-label': 'Created' }, fmtTime(j.created_at_ms)),
+        el('td', { class: 'long', 'data-label': 'Key' }, j.key === null ? '—' : clip(j.key, 'key')),
+        el('td', { class: 'long', 'data-label': 'Last error' }, err === '' ? '—' : clip(err, 'err'))));
     }
     const old = out.querySelector('#more');
     if (old) old.remove();
@@ -388,7 +602,8 @@
 
   function route() {
     if (!session) return;
-    clearTimeout(timer);
+    viewGen++; // ends the last view's refresh loop
+    viewPoll = null;
     const h = location.hash || '#/overview';
     for (const a of document.querySelectorAll('nav a')) {
       if (h.startsWith(a.getAttribute('href'))) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');

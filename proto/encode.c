@@ -210,11 +210,13 @@ brq_reply_encode(brq_buf *b, const brq_reply *rep)
 		brq_pack_job_info(b, &rep->job.job);
 		break;
 	case BRQ_OP_STATS:
-		brq_reply_begin(b, rep->rid, 1 + rep->stats.has_terminal_age);
+		brq_reply_begin(b, rep->rid, 1 + rep->stats.has_terminal_age + rep->stats.terminal_estimated);
 		if (rep->stats.has_terminal_age) {
 			brq_pack_key(b, "terminal_age_ms");
 			brq_pack_uint(b, rep->stats.terminal_age_ms);
 		}
+		if (rep->stats.terminal_estimated)
+			kv_bool(b, "terminal_estimated", true);
 		KV_ARRAY(b, "topics", rep->stats.topics, rep->stats.n_topics, brq_pack_topic_stats);
 		break;
 	default: return BRQ_EINVAL;

@@ -168,9 +168,6 @@ decode_list(brq_dec *d, brq_rd *top, brq_list_req *q)
 	if (!brq_utf8_valid(q->key.ptr, q->key.len, true)) {
 		return brq_dec_failf(d, BAD, P, "key", "must be valid UTF-8 without NUL");
 	}
-	if (q->key.len > 0 && q->topic.len == 0) {
-		return brq_dec_failf(d, BAD, P, "key", "needs topic (a key is unique per topic)");
-	}
 	TRY(brq_dec_str(d, &f[L_CURSOR], P, false, false, 0, BRQ_CURSOR_MAX, BAD, &q->cursor, NULL));
 	q->before_id = 0;
 	if (q->cursor.len > 0 && !cursor_parse(q->cursor, &q->before_id)) {

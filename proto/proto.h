@@ -202,7 +202,7 @@ typedef struct brq_list_req {
 	int64_t   created_after_ms;
 	bool      has_created_before_ms; // created_at < before
 	int64_t   created_before_ms;
-	brq_str   key;       // len 0: any; needs topic (keys are unique per topic)
+	brq_str   key;       // len 0: any; without topic, in every topic
 	brq_str   cursor;    // len 0: the first page; else a "next" of an earlier page
 	uint64_t  before_id; // decoded from cursor: rows with id < before_id; 0: no cursor
 	uint32_t  limit;     // 1..BRQ_LIST_MAX
@@ -418,6 +418,7 @@ typedef struct brq_stats_rep {
 	uint32_t         n_topics;
 	bool             has_terminal_age; // the optional terminal_age_ms was sent
 	uint64_t         terminal_age_ms;  // age of the terminal counts; 0: counted for this reply
+	bool terminal_estimated;           // the terminal counts are a page sample's estimate (absent: false)
 } brq_stats_rep;
 
 typedef struct brq_list_rep {

@@ -214,6 +214,7 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 	case BRQ_OP_STATS:
 		f[0].name = "topics";
 		f[1].name = "terminal_age_ms";
+		f[2].name = "terminal_estimated";
 		break;
 	default: return brq_dec_fail(d, BRQ_ST_INTERNAL, "reply decode: no operation given");
 	}
@@ -251,6 +252,7 @@ decode_fields(brq_dec *d, brq_rd *top, brq_reply *rep)
 	case BRQ_OP_STATS:
 		TRY(brq_dec_uint(d, &f[1], op, false, 0, UINT64_MAX, &rep->stats.terminal_age_ms,
 				 &rep->stats.has_terminal_age));
+		TRY(brq_dec_bool(d, &f[2], op, false, &rep->stats.terminal_estimated, NULL));
 		return brq_dec_list(d, &f[0], op, true, sizeof(brq_topic_stats), topic_stats,
 				    (void **) &rep->stats.topics, &rep->stats.n_topics, NULL);
 	default: return BRQ_ST_INTERNAL;

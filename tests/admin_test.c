@@ -492,11 +492,32 @@ Test(list, filters_by_key_and_creation_time)
 	cr_assert_str_eq(p->jobs[0]->key, "order-7");
 	brooq_job_page_free(p);
 
-	/* A key without its topic is refused: keys are unique per topic only. */
+	/* A key without a topic (issue 28.8): the job with that key in every topic (keys are
+	 * unique per topic only), newest first. */
+	brooq_job_spec       s8[2] = {{.topic = "b", .payload = "{}", .key = "order-8"},
+				      {.topic = "c", .payload = "{}", .key = "order-8"}};
+	brooq_enqueue_result r8[2];
+	OK(brooq_enqueue(wc, s8, 2, r8));
 	brooq_list_opts k = BROOQ_LIST_OPTS_INIT;
-	k.key             = "order-7";
-	cr_assert_eq(brooq_list(ac, &k, &p), BROOQ_EINVALID_ARGUMENT);
-	cr_assert_not_null(strstr(brooq_last_message(), "list.key: needs topic"), "%s", brooq_last_message());
+	k.key             = "order-8";
+	p                 = list(k);
+	cr_assert_eq(p->n, 2);
+	cr_assert_eq(p->jobs[0]->id, r8[1].id);
+	cr_assert_eq(p->jobs[1]->id, r8[0].id);
+	brooq_job_page_free(p);
+	k.key = "order-7";
+	p     = list(k);
+	cr_assert_eq(p->n, 1);
+	cr_assert_eq(p->jobs[0]->id, r.id);
+	brooq_job_page_free(p);
+	/* ... with the other filters: a state it is not in finds nothing. */
+	k.state     = BROOQ_DEAD;
+	k.has_state = true;
+	p           = list(k);
+	cr_assert_eq(p->n, 0);
+	brooq_job_page_free(p);
+	brq_testdb_exec(
+		db, "DELETE FROM job WHERE idempotency_key = 'order-8'"); /* out of the time range's count */
 
 	/* Time range: one old job (created a day ago) in, the new ones out, and back. */
 	brq_testdb_exec(

@@ -17,6 +17,7 @@
 #include "auth.h"
 #include "brq_clock.h"
 #include "config/config.h"
+#include "console/console_rate.h"
 #include "console/console_json.h"
 #include "console/console_session.h"
 #include "gw.h"
@@ -126,6 +127,31 @@ auth_with(brq_auth *a, const char *dir, const char *admin, const char *worker)
 
 #define ADMIN_T  "admin-token-0123456789abcdef0123456789abcdef"
 #define WORKER_T "worker-token-0123456789abcdef0123456789abcde"
+
+/* The overview's rate window (docs/console.md: at most 80 s): the baseline is the oldest
+ * sample between 5 and 80 s old; samples further back, left from before a pause in
+ * watching, are never used (they made a rate average over ~1,000 s, issue 28). */
+Test(rate, window_is_between_five_and_eighty_seconds)
+{
+	const uint64_t now = 10000000;
+	/* Watched all along: samples every 6 s, the oldest 96 s back. */
+	uint64_t at[BRQ_CONSOLE_SAMPLES];
+	for (size_t i = 0; i < BRQ_CONSOLE_SAMPLES; i++)
+		at[i] = now - 6000 * (BRQ_CONSOLE_SAMPLES - i);
+	size_t b = brq_console_rate_baseline(at, BRQ_CONSOLE_SAMPLES, now);
+	cr_assert_lt(b, (size_t) BRQ_CONSOLE_SAMPLES);
+	cr_assert_eq(now - at[b], 78000, "the oldest within 80 s: %llu", (unsigned long long) (now - at[b]));
+	/* A pause in watching: one sample from 1,000 s ago, one from 3 s ago. No rate. */
+	uint64_t gap[3] = {now - 1000000, now - 3000, 0};
+	cr_assert_eq(brq_console_rate_baseline(gap, 3, now), 3);
+	/* Then one 5 s old: that one, never the 1,000 s old one. */
+	gap[2] = now - 5000;
+	cr_assert_eq(brq_console_rate_baseline(gap, 3, now), 2);
+	/* Exactly 80 s is inside, 80.001 s is not; empty slots (0) never count. */
+	uint64_t edge[3] = {now - 80001, now - 80000, 0};
+	cr_assert_eq(brq_console_rate_baseline(edge, 3, now), 1);
+	cr_assert_eq(brq_console_rate_baseline(edge, 0, now), 0);
+}
 
 Test(session, signs_in_by_role_expires_evicts_and_revokes)
 {

@@ -565,10 +565,15 @@ Test(vocab, stats_policy_and_schedules_have_the_documented_keys)
 	cr_assert_str_eq(h->keys[0], "at_ms");
 	cr_assert_str_eq(h->keys[1], "at");
 	cr_assert_str_eq(h->keys[2], "rate_window_ms");
-	cr_assert_str_eq(h->keys[3], "topics");
-	cr_assert_eq(h->n, 4);
+	cr_assert_str_eq(h->keys[3], "counted_at_ms");
+	cr_assert_str_eq(h->keys[4], "counted_at");
+	cr_assert_str_eq(h->keys[5], "terminal_estimated");
+	cr_assert_str_eq(h->keys[6], "database_up");
+	cr_assert_str_eq(h->keys[7], "topics");
+	cr_assert_eq(h->n, 8);
 	assert_keys(jv_get(h, "topics")->vals[0], "overview topic (console)", NULL, "console overview");
-	cr_assert_eq(assert_times(h, "console overview"), 1);
+	/* at and counted_at: the topic was counted, so counted_at is set. */
+	cr_assert_eq(assert_times(h, "console overview"), 2);
 	jv_free(h);
 	/* The overview's topic is the stats topic's counts under their names, then its own. */
 	const keylist *st = doc_row("stats topic"), *ov = doc_row("overview topic (console)");

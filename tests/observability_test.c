@@ -401,6 +401,7 @@ Test(monitor, depth_gauges_follow_the_table)
 	cr_assert(age >= 100 && age < 200, "age %f", age);
 	cr_assert_eq(sample(t, "brooq_ready_oldest_age_seconds{topic=\"b\"}"), 0);
 	cr_assert_eq(sample(t, "brooq_db_up"), 1);
+	cr_assert_eq(sample(t, "brooq_jobs_estimated"), 0, "exact counts are not marked estimates");
 	free(t);
 
 	/* Work drains: a's ready rows become done; nothing ready means age 0. */
@@ -451,8 +452,11 @@ Test(monitor, terminal_counts_fall_back_to_an_estimate_when_over_budget)
 	brq_testdb_exec(db, "INSERT INTO job (topic, state) VALUES ('big', 'pending')");
 	brq_testdb_exec(db, "VACUUM ANALYZE job");
 
-	brq_monitor_opts o = {.interval_ms = 100, .terminal_interval_ms = 100, .budget_ms = 30};
-	brq_monitor     *m = start_monitor_opts(dsn, &o);
+	brq_figures fig;
+	brq_figures_init(&fig);
+	brq_monitor_opts o = {
+		.interval_ms = 100, .terminal_interval_ms = 100, .budget_ms = 30, .figures = &fig};
+	brq_monitor *m = start_monitor_opts(dsn, &o);
 
 	/* The active count (1 row) is unaffected and exact. */
 	cr_assert_eq(await_sample("brooq_jobs{topic=\"big\",state=\"pending\"}", 1, 10000), 1);
@@ -472,9 +476,24 @@ Test(monitor, terminal_counts_fall_back_to_an_estimate_when_over_budget)
 	}
 	cr_assert(done > 300000 * 0.5 && done < 300000 * 1.5, "done estimate %f", done);
 	cr_assert(dead > 100000 * 0.5 && dead < 100000 * 1.5, "dead estimate %f", dead);
+	/* ... and it says so (issue 28.3): the flag is set before the estimate is published. */
+	char *t = render();
+	cr_assert_eq(sample(t, "brooq_jobs_estimated"), 1, "an estimate is marked as one");
+	free(t);
+	/* The stats reply's terminal counts (figures.h) carry the same flag. */
+	brq_arena        a;
+	brq_figures_row *rows;
+	size_t           n;
+	uint64_t         at_ms;
+	bool             estimated = false;
+	brq_arena_init(&a);
+	cr_assert_eq(brq_figures_get(&fig, &a, &rows, &n, &at_ms, &estimated), 0);
+	cr_assert(at_ms != 0 && estimated, "stats' terminal counts are marked estimated");
+	brq_arena_fini(&a);
 	/* Timed-out counts are answers: the database stays healthy. */
 	cr_assert(brq_monitor_healthy(m));
 	stop_monitor(m);
+	brq_figures_fini(&fig);
 }
 
 Test(monitor, is_unhealthy_until_the_database_answers_and_stops_promptly)

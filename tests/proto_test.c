@@ -482,7 +482,7 @@ sample_replies(brq_reply out[N_SAMPLE_REP])
 					     .updated_at_ms       = 3,
 					     .lost_leases         = 4};
 	out[10].op         = BRQ_OP_STATS;
-	out[10].stats      = (brq_stats_rep) {TSTATS, 2, true, 20000};
+	out[10].stats      = (brq_stats_rep) {TSTATS, 2, true, 20000, true};
 	out[11].op         = BRQ_OP_STATS;
 	out[11].stats      = (brq_stats_rep) {NULL, 0};
 	out[12].op         = BRQ_OP_CLAIM;
@@ -692,6 +692,7 @@ expect_reply(const brq_reply *a, const brq_reply *b)
 		cr_assert_eq(a->stats.n_topics, b->stats.n_topics);
 		cr_expect_eq(a->stats.has_terminal_age, b->stats.has_terminal_age);
 		cr_expect_eq(a->stats.terminal_age_ms, b->stats.terminal_age_ms);
+		cr_expect_eq(a->stats.terminal_estimated, b->stats.terminal_estimated);
 		for (uint32_t i = 0; i < a->stats.n_topics; i++) {
 			expect_str(a->stats.topics[i].topic, b->stats.topics[i].topic, "topic");
 			for (int s = 0; s < BRQ_STATE__COUNT; s++) {

@@ -120,7 +120,7 @@ static const struct {
 	 "Lists jobs, newest first, one page at a time (every filter optional):\n"
 	 "  --topic T    jobs of topic T\n"
 	 "  --state S    pending, processing, failed, done, dead or canceled\n"
-	 "  --key K      the job with idempotency key K (needs --topic)\n"
+	 "  --key K      the job with idempotency key K (in every topic without --topic)\n"
 	 "  --since D    created in the last D (e.g. 1h)\n"
 	 "  --until D    created more than D ago\n"
 	 "  --limit N    jobs per page, 1..1000 (default 50)\n"

@@ -114,7 +114,7 @@ rows_with_seen(const brq_figures_row *rows, size_t n, const brq_figures_row *see
 }
 
 int
-brq_figures_set(brq_figures *f, const brq_figures_row *rows, size_t n)
+brq_figures_set(brq_figures *f, const brq_figures_row *rows, size_t n, bool estimated)
 {
 	pthread_mutex_lock(&f->mu);
 	size_t           n_new;
@@ -125,11 +125,12 @@ brq_figures_set(brq_figures *f, const brq_figures_row *rows, size_t n)
 	}
 	brq_figures_row *old = f->rows, *old_seen = f->seen;
 	size_t           old_n = f->n, old_n_seen = f->n_seen;
-	f->rows   = copy;
-	f->n      = n_new;
-	f->seen   = NULL;
-	f->n_seen = 0;
-	f->at_ms  = brq_now_ms();
+	f->rows      = copy;
+	f->n         = n_new;
+	f->seen      = NULL;
+	f->n_seen    = 0;
+	f->at_ms     = brq_now_ms();
+	f->estimated = estimated;
 	pthread_mutex_unlock(&f->mu);
 	rows_free(old, old_n); // outside the lock: a stats reader waits for a copy, not a free
 	rows_free(old_seen, old_n_seen);
@@ -185,11 +186,11 @@ group_active(const brq_store_depth_row *active, size_t n_active, brq_topic_stats
 
 int
 brq_figures_stats(brq_figures *f, brq_arena *a, const brq_store_depth_row *active, size_t n_active,
-		  brq_topic_stats **out, uint32_t *n_out, uint64_t *at_ms)
+		  brq_topic_stats **out, uint32_t *n_out, uint64_t *at_ms, bool *estimated)
 {
 	brq_figures_row *term;
 	size_t           n_term, n_act;
-	int              rv = brq_figures_get(f, a, &term, &n_term, at_ms);
+	int              rv = brq_figures_get(f, a, &term, &n_term, at_ms, estimated);
 	if (rv != 0)
 		return rv;
 	brq_topic_stats *act = brq_arena_alloc(a, n_active + 1, sizeof(*act));
@@ -226,7 +227,8 @@ brq_figures_stats(brq_figures *f, brq_arena *a, const brq_store_depth_row *activ
 }
 
 int
-brq_figures_get(brq_figures *f, brq_arena *a, brq_figures_row **rows, size_t *n, uint64_t *at_ms)
+brq_figures_get(brq_figures *f, brq_arena *a, brq_figures_row **rows, size_t *n, uint64_t *at_ms,
+		bool *estimated)
 {
 	int rv = 0;
 	pthread_mutex_lock(&f->mu);
@@ -243,9 +245,10 @@ brq_figures_get(brq_figures *f, brq_arena *a, brq_figures_row **rows, size_t *n,
 		}
 		memcpy(out[i].topic, f->rows[i].topic, f->rows[i].len + 1);
 	}
-	*rows  = out;
-	*n     = f->n;
-	*at_ms = f->at_ms;
+	*rows      = out;
+	*n         = f->n;
+	*at_ms     = f->at_ms;
+	*estimated = f->estimated;
 out:
 	pthread_mutex_unlock(&f->mu);
 	return rv;

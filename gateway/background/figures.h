@@ -39,7 +39,8 @@ typedef struct brq_figures {
 	size_t           n;
 	brq_figures_row *seen; // topics seen active since the last count, sorted; counts 0
 	size_t           n_seen;
-	uint64_t         at_ms; // monotonic ms of the count; 0 = none yet
+	uint64_t         at_ms;     // monotonic ms of the count; 0 = none yet
+	bool             estimated; // that count was a page sample's estimate, not exact
 } brq_figures;
 
 void brq_figures_init(brq_figures *f);
@@ -47,14 +48,15 @@ void brq_figures_fini(brq_figures *f);
 
 // Replaces the terminal counts with n rows (topic, count[] of which the terminal
 // states are read), sorted by topic bytes, plus a zero row for each topic seen active
-// since the last count that they lack. Copies them. 0 or BRQ_ENOMEM (the old counts
-// stay).
-BRQ_MUSTCHECK int brq_figures_set(brq_figures *f, const brq_figures_row *rows, size_t n);
+// since the last count that they lack; estimated says they are a page sample's
+// estimate. Copies them. 0 or BRQ_ENOMEM (the old counts stay).
+BRQ_MUSTCHECK int brq_figures_set(brq_figures *f, const brq_figures_row *rows, size_t n, bool estimated);
 
 // A copy of the terminal counts in arena a (topics too): *rows sorted by topic, *n
-// of them, *at_ms when they were counted (0: never yet, *n is 0). 0 or BRQ_ENOMEM.
+// of them, *at_ms when they were counted (0: never yet, *n is 0), *estimated whether
+// they are an estimate. 0 or BRQ_ENOMEM.
 BRQ_MUSTCHECK int brq_figures_get(brq_figures *f, brq_arena *a, brq_figures_row **rows, size_t *n,
-				  uint64_t *at_ms);
+				  uint64_t *at_ms, bool *estimated);
 
 // Notes the n topics seen active now (any order; duplicates allowed): each gets a
 // zero row when the counts lack it (after the first count: before it, stats counts
@@ -65,9 +67,10 @@ BRQ_MUSTCHECK int brq_figures_note(brq_figures *f, const brq_str *topics, size_t
 // The stats reply's topics: the n_active fresh (topic, state) rows of the active
 // states (any order; brq_store_depth's), merged with the terminal counts, one entry
 // per topic in topic byte order, in arena a. *at_ms: when the terminal counts were
-// taken (0: not yet; they are 0 then). Notes the active topics (brq_figures_note).
-// 0 or BRQ_ENOMEM.
+// taken (0: not yet; they are 0 then), *estimated whether they are a page sample's
+// estimate. Notes the active topics (brq_figures_note). 0 or BRQ_ENOMEM.
 BRQ_MUSTCHECK int brq_figures_stats(brq_figures *f, brq_arena *a, const brq_store_depth_row *active,
-				    size_t n_active, brq_topic_stats **out, uint32_t *n_out, uint64_t *at_ms);
+				    size_t n_active, brq_topic_stats **out, uint32_t *n_out, uint64_t *at_ms,
+				    bool *estimated);
 
 #endif

@@ -57,6 +57,7 @@ struct brq_monitor {
 	// Owned by the thread.
 	bool        is_down;           // an outage was logged; the next success logs the recovery
 	struct rows terminal;          // last terminal counts (only done/dead/canceled filled)
+	bool        is_estimated;      // they came from a page sample, not an exact count
 	double      sample_pct;        // terminal count: 100 = exact, else TABLESAMPLE percentage
 	bool        is_depth_slow;     // the active count timed out; logged once until it recovers
 	bool        is_table_failed;   // the table stats failed; logged once until they recover
@@ -206,6 +207,9 @@ publish(brq_monitor *m, const struct rows *active)
 			j++;
 		}
 	}
+	// The flag first: a scrape between the two calls sees an estimate marked as one
+	// one round early rather than an estimate marked exact.
+	brq_metrics_depth_estimated_set(m->is_estimated);
 	brq_metrics_depth_set(out, n);
 	for (size_t k = 0; m->on_ready != NULL && k < n; k++)
 		if (out[k].oldest_ready_age_s > 0)
@@ -229,7 +233,7 @@ share_terminal(brq_monitor *m)
 						     .len   = m->terminal.v[i].len};
 			memcpy(rows[i].count, m->terminal.v[i].count, sizeof(rows[i].count));
 		}
-		rv = brq_figures_set(m->figures, rows, m->terminal.n);
+		rv = brq_figures_set(m->figures, rows, m->terminal.n, m->is_estimated);
 	}
 	free(rows);
 	if (rv != 0)
@@ -291,7 +295,8 @@ terminal_count(brq_monitor *m)
 		return 0;
 	}
 	rows_clear(&m->terminal);
-	m->terminal = term;
+	m->terminal     = term;
+	m->is_estimated = pct < 100;
 	share_terminal(m);
 	m->next_terminal_ms = c.t0 + max_u64(m->terminal_interval_ms, THROTTLE * c.took_ms);
 	// Well inside the budget: try a bigger sample (eventually exact) next time.

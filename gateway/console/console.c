@@ -486,20 +486,31 @@ sample_free(brq_console_sample *s)
 	memset(s, 0, sizeof(*s));
 }
 
-// The sample to compare now's counters with: the oldest in the ring taken at least
-// BRQ_CONSOLE_SAMPLE_MS ago (under sample_mu). NULL when none is.
-static const brq_console_sample *
-baseline(brq_console *con, uint64_t now)
+size_t
+brq_console_rate_baseline(const uint64_t *at_ms, size_t n, uint64_t now)
 {
-	const brq_console_sample *best = NULL;
-	for (size_t i = 0; i < BRQ_CONSOLE_SAMPLES; i++) {
-		const brq_console_sample *s = &con->samples[i];
-		if (s->at_ms != 0 && now - s->at_ms >= BRQ_CONSOLE_SAMPLE_MS &&
-		    (best == NULL || s->at_ms < best->at_ms)) {
-			best = s;
+	size_t best = n;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t age = now >= at_ms[i] ? now - at_ms[i] : 0;
+		if (at_ms[i] != 0 && age >= BRQ_CONSOLE_SAMPLE_MS && age <= BRQ_CONSOLE_RATE_WINDOW_MS &&
+		    (best == n || at_ms[i] < at_ms[best])) {
+			best = i;
 		}
 	}
 	return best;
+}
+
+// The sample to compare now's counters with (brq_console_rate_baseline; under
+// sample_mu). NULL when none is.
+static const brq_console_sample *
+baseline(brq_console *con, uint64_t now)
+{
+	uint64_t at[BRQ_CONSOLE_SAMPLES];
+	for (size_t i = 0; i < BRQ_CONSOLE_SAMPLES; i++) {
+		at[i] = con->samples[i].at_ms;
+	}
+	size_t i = brq_console_rate_baseline(at, BRQ_CONSOLE_SAMPLES, now);
+	return i < BRQ_CONSOLE_SAMPLES ? &con->samples[i] : NULL;
 }
 
 // Keeps a copy of t as a sample when the last one is older than the sample period
@@ -560,8 +571,10 @@ topic_json(brq_jw *out, const brq_metrics_topic_view *t, const brq_metrics_topic
 		brq_jw_kv_u64(out, brq_state_name((brq_state) s), t->jobs[s]);
 	}
 	// The gauge is in seconds (Prometheus's unit); the JSON form counts ms, rounded.
+	// Nothing ready is null, not 0 (the gauge's 0): "none" is never a number (§11).
 	double age_ms = t->oldest_ready_age_s > 0 ? t->oldest_ready_age_s * 1000.0 + 0.5 : 0;
-	brq_jw_kv_u64(out, "oldest_ready_age_ms", age_ms < 1e18 ? (uint64_t) age_ms : 0);
+	brq_jw_kv_opt_u64(out, "oldest_ready_age_ms", age_ms < 1e18 ? (uint64_t) age_ms : 0,
+			  t->oldest_ready_age_s > 0);
 	rate(out, "started_per_min", t->claimed, then != NULL ? &then->claimed : NULL, window_ms);
 	rate(out, "finished_per_min", t->settled, then != NULL ? &then->settled : NULL, window_ms);
 	brq_jw_kv_u64(out, "enqueued_total", t->enqueued);
@@ -583,9 +596,17 @@ brq_console_overview(brq_console *con, brq_jw *out)
 	uint64_t                  now       = brq_now_ms();
 	const brq_console_sample *base      = baseline(con, now);
 	uint64_t                  window_ms = base != NULL ? now - base->at_ms : 0;
+	uint64_t                  counted_at;
+	bool                      estimated, db_up;
+	brq_metrics_depth_info(&counted_at, &estimated, &db_up);
 	brq_jw_obj(out);
 	brq_jw_kv_instant(out, "at", brq_wall_ms(), true);
 	brq_jw_kv_opt_u64(out, "rate_window_ms", window_ms, base != NULL);
+	// When the counts were taken, and whether they can be trusted as they stand: the
+	// page shows their age, not "now", while the database is away (docs/console.md).
+	brq_jw_kv_instant(out, "counted_at", (int64_t) counted_at, counted_at != 0);
+	brq_jw_kv_bool(out, "terminal_estimated", estimated);
+	brq_jw_kv_bool(out, "database_up", db_up);
 	brq_jw_key(out, "topics");
 	brq_jw_arr(out);
 	for (size_t i = 0; i < n; i++) {

@@ -11,6 +11,7 @@
 #include "console.h"
 #include "console_json.h"
 #include "console_ops.h"
+#include "console_rate.h"
 #include "console_session.h"
 #include "metrics/metrics.h"
 
@@ -44,9 +45,7 @@ typedef struct brq_console_route {
 	brq_console_op_fn op;               // BRQ_CK_POOL
 } brq_console_route;
 
-// The per-minute rates of the overview come from samples of the counters.
-#define BRQ_CONSOLE_SAMPLES       16
-#define BRQ_CONSOLE_SAMPLE_MS     5000
+// At most this many topics in one sample of the counters (console_rate.h).
 #define BRQ_CONSOLE_SAMPLE_TOPICS 1000
 
 typedef struct brq_console_sample {

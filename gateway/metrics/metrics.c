@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "brq_clock.h"
 #include "log/log.h"
 #include "metrics_int.h"
 
@@ -471,6 +472,21 @@ brq_metrics_depth_set(const brq_depth_row *rows, size_t n)
 		}
 	}
 	snapshot_end(depth_reset, gen);
+	atomic_store_explicit(&M.depth_at_ms, brq_wall_ms(), memory_order_relaxed);
+}
+
+void
+brq_metrics_depth_estimated_set(bool estimated)
+{
+	atomic_store_explicit(&M.jobs_estimated, estimated ? 1 : 0, memory_order_relaxed);
+}
+
+void
+brq_metrics_depth_info(uint64_t *at_wall_ms, bool *estimated, bool *db_up)
+{
+	*at_wall_ms = atomic_load_explicit(&M.depth_at_ms, memory_order_relaxed);
+	*estimated  = atomic_load_explicit(&M.jobs_estimated, memory_order_relaxed) != 0;
+	*db_up      = atomic_load_explicit(&M.db_up, memory_order_relaxed) != 0;
 }
 
 void
@@ -556,6 +572,8 @@ brq_metrics_fini(void)
 	atomic_store(&M.cancels_heard, 0);
 	atomic_store(&M.listener_up, 0);
 	atomic_store(&M.db_up, 0);
+	atomic_store(&M.jobs_estimated, 0);
+	atomic_store(&M.depth_at_ms, 0);
 	free(M.version);
 	M.version = NULL;
 }

@@ -114,6 +114,16 @@ void brq_metrics_db_up_set(int up);
 // absent from the snapshot report 0.
 void brq_metrics_depth_set(const brq_depth_row *rows, size_t n);
 
+// brooq_jobs_estimated: 1 while the terminal counts of brooq_jobs (done, dead, canceled)
+// are an estimate from a page sample (the table was too big for the monitor's budget),
+// 0 when they are exact. Written by monitor.c before each brq_metrics_depth_set.
+void brq_metrics_depth_estimated_set(bool estimated);
+
+// What the console shows beside the depth gauges (no database): *at_wall_ms, the wall
+// clock ms of the last brq_metrics_depth_set (0: none yet); *estimated, the flag above;
+// *db_up, brooq_db_up.
+void brq_metrics_depth_info(uint64_t *at_wall_ms, bool *estimated, bool *db_up);
+
 // One topic's policy (pause and limits; 0: unlimited), for the policy gauges.
 typedef struct brq_policy_row {
 	const char *topic; // borrowed for the duration of the call

@@ -109,7 +109,9 @@ struct brq_metrics_state {
 	_Atomic uint64_t cancels_heard; // cancels of running jobs the listener heard
 	_Atomic int      listener_up;
 	_Atomic int      db_up;
-	char            *version; // owned; NULL before init
+	_Atomic int      jobs_estimated; // brooq_jobs' terminal counts are a sample's estimate
+	_Atomic uint64_t depth_at_ms;    // wall clock ms of the last depth snapshot; 0 = none
+	char            *version;        // owned; NULL before init
 	double           start_time_s;
 };
 

@@ -140,6 +140,11 @@ render_depth(struct buf *b, struct topic_entry **v, size_t n)
 				   v[i]->jobs[s]);
 		}
 	}
+	family(b, "brooq_jobs_estimated", "gauge",
+	       "1 while brooq_jobs' done, dead and canceled counts are estimates from a page sample (the "
+	       "table outgrew the monitor's budget), 0 while they are exact.");
+	buf_printf(b, "brooq_jobs_estimated %d\n",
+		   atomic_load_explicit(&M.jobs_estimated, memory_order_relaxed));
 	family(b, "brooq_ready_oldest_age_seconds", "gauge",
 	       "Age of the oldest ready job (pending or failed, available_at <= now()) per topic; 0 when "
 	       "nothing is ready.");

@@ -520,10 +520,12 @@ op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 	uint32_t             n;
 	brq_store_depth_row *active;
 	size_t               n_active;
-	uint64_t             at_ms = 0;
-	int                  rv    = brq_store_depth(c, BRQ_DEPTH_ACTIVE, 100, &active, &n_active);
+	uint64_t             at_ms     = 0;
+	bool                 estimated = false;
+	int                  rv        = brq_store_depth(c, BRQ_DEPTH_ACTIVE, 100, &active, &n_active);
 	if (rv == 0)
-		rv = brq_figures_stats(o->figures, &w->arena, active, n_active, &topics, &n, &at_ms);
+		rv = brq_figures_stats(o->figures, &w->arena, active, n_active, &topics, &n, &at_ms,
+				       &estimated);
 	if (rv == 0 && at_ms == 0)
 		rv = brq_store_stats(c, &topics, &n);
 	if (rv == 0)
@@ -531,11 +533,18 @@ op_stats(const brq_ops *o, brq_store_conn *c, brq_work *w, brq_op_res *r)
 	if (rv != 0)
 		return brq_ops_store_fail(r, c, rv, "stats");
 	brq_buf *b = &w->out;
-	brq_reply_begin(b, w->req.rid, 2);
+	// Until the first terminal count everything was counted exactly for this reply.
+	estimated = estimated && at_ms != 0;
+	brq_reply_begin(b, w->req.rid, 2 + estimated);
 	// How old the terminal counts are (0: exact, counted now); an unknown key to
 	// clients that do not read it.
 	brq_pack_key(b, "terminal_age_ms");
 	brq_pack_uint(b, at_ms == 0 ? 0 : brq_now_ms() - at_ms);
+	// Sent only when true (absent: exact), so a reply of exact counts is unchanged.
+	if (estimated) {
+		brq_pack_key(b, "terminal_estimated");
+		brq_pack_bool(b, true);
+	}
 	brq_pack_key(b, "topics");
 	brq_pack_array(b, n);
 	for (uint32_t i = 0; i < n; i++)

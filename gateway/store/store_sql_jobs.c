@@ -79,9 +79,23 @@ brq_store_sql_list(FILE *f, brq_stmt st)
 		      f);
 		break;
 	case BRQ_STMT_LIST_KEY:
-		// (topic, key) is unique: job_idempotency_uq finds the one row.
-		fputs(" FROM job WHERE topic = $1::text AND idempotency_key = $5::text"
-		      " AND state = ANY($2::text[])" LIST_FILTERS,
+		// (topic, key) is unique: job_idempotency_uq finds the one row. Without a
+		// topic (issue 28.8), the topics that have keyed rows are found by skipping
+		// through the same index (one probe per topic, as LIST_STATE does), and each
+		// is probed for the key: no other index, the cost follows the topics. Each
+		// branch is gated on $1 alone, so only one of them reads.
+		fputs(" FROM ((SELECT * FROM job WHERE topic = $1::text AND idempotency_key = $5::text"
+		      "  AND state = ANY($2::text[])" LIST_FILTERS ")"
+		      " UNION ALL (WITH RECURSIVE t(topic) AS ("
+		      "  (SELECT topic::text FROM job WHERE idempotency_key IS NOT NULL AND $1::text IS NULL"
+		      "   ORDER BY topic LIMIT 1)"
+		      "  UNION ALL SELECT (SELECT j.topic::text FROM job j"
+		      "   WHERE j.idempotency_key IS NOT NULL AND j.topic > t.topic"
+		      "   ORDER BY j.topic LIMIT 1) FROM t WHERE t.topic IS NOT NULL)"
+		      "  SELECT l.* FROM t CROSS JOIN LATERAL ("
+		      "   SELECT * FROM job WHERE topic = t.topic AND idempotency_key = $5::text"
+		      "   AND state = ANY($2::text[])" LIST_FILTERS ") l"
+		      "  WHERE t.topic IS NOT NULL)) x",
 		      f);
 		break;
 	case BRQ_STMT_LIST_TOPIC:

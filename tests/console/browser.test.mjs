@@ -85,7 +85,7 @@ test('open a job, cancel it, and see its row change in PostgreSQL', async () => 
   await page.waitForFunction((id) => location.hash === '#/job/' + id, {}, ids.a);
   await page.waitForSelector('#job-state .badge');
   assert.equal(await textOf(page, '#job-state'), 'pending');
-  assert.match(await page.$eval('#job pre', (e) => e.textContent), /"to": "a@example.org"/);
+  assert.match(await page.$eval('#job pre[aria-label="Payload"]', (e) => e.textContent), /"to": "a@example.org"/);
   assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.a}`), 'pending');
   await clickWhen(page, '#cancel-job'); // a job's page redraws every 3 s: see clickWhen
   await page.waitForFunction(() => document.querySelector('#job-state')?.textContent === 'canceled', { timeout: 30000 });
@@ -97,9 +97,17 @@ test('retry the canceled job from its page; delete a done job from its page', as
   // ids.a was canceled by the test above.
   await page.goto(gw.url + `/console/#/job/${ids.a}`);
   await clickWhen(page, '#retry-job');
-  await page.waitForFunction(() => /retry job \d+: done/.test(document.body.textContent), { timeout: 30000 });
+  // The page names the new job and links it (issue 28.8), never a bare "done".
+  await page.waitForSelector('#retry-link', { timeout: 30000 });
   const retry = psql(db, `SELECT id FROM job WHERE retry_of = ${ids.a} AND state = 'pending'`);
   assert.match(retry, /^\d+$/, 'a new pending job re-runs it');
+  assert.equal(await textOf(page, '#job-done'), `Retried: new job ${retry}.`);
+  assert.equal(await page.$eval('#retry-link', (a) => a.getAttribute('href')), `#/job/${retry}`);
+  // Asked again: nothing is created, and the page says which job already re-runs it.
+  await clickWhen(page, '#retry-job');
+  await page.waitForFunction(() => /^Already retried/.test(document.querySelector('#job-done')?.textContent || ''), { timeout: 30000 });
+  assert.equal(await textOf(page, '#job-done'), `Already retried: job ${retry} (no job created).`);
+  assert.equal(psql(db, `SELECT count(*) FROM job WHERE retry_of = ${ids.a}`), '1');
   assert.equal(psql(db, `SELECT state FROM job WHERE id = ${ids.a}`), 'canceled', 'the original is kept');
   assert.match(gw.log(), new RegExp(`console_action action=retry id=${ids.a} topic= retried=1 role=admin`));
   const done = psql(db, `INSERT INTO job (topic, payload, state, result) VALUES ('report.build', '{}', 'done', '{"pages": 3}') RETURNING id`);
