@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds the Debian packages (brooq-gateway, brooqctl, libbrooq-client0,
+# Builds the Debian packages (brooq-gateway, brooqctl, libbrooq-client1,
 # libbrooq-client-dev) from this checkout with debian/ and dpkg-buildpackage, and
 # checks them with lintian (tags explained in debian/*.lintian-overrides).
 #

@@ -22,6 +22,8 @@ packages=(
   # (systemd: systemd-analyze and systemd-sysusers check deploy/systemd, and its
   # environment.d generator is the reference for the env file syntax)
   libcriterion-dev valgrind util-linux procps systemd
+  # the client library's ABI check (tests/abi_test.sh: abidw, abidiff)
+  abigail-tools
   # tests/run.sh --under-load: a CPU burner on every core while the suite runs
   stress-ng
   # the test scripts' checks (layout_test.sh, observability_test.sh, install_test.sh)

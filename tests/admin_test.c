@@ -69,19 +69,20 @@ TestSuite(brooqctl, .init = setup, .fini = teardown, .timeout = 120);
 static uint64_t
 enqueue1(const char *topic, const char *payload)
 {
-	brooq_job_spec       s = {.topic = topic, .payload = payload};
-	brooq_enqueue_result r;
+	brooq_job_spec       s = {.size = sizeof(brooq_job_spec), .topic = topic, .payload = payload};
+	brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, &s, 1, &r));
 	return r.id;
 }
 
-/* Claims exactly one job of topic (failing the test otherwise); caller frees. */
-static brooq_job *
+/* Claims exactly one job of topic (failing the test otherwise): the claim's array, its
+ * one job at [0]; caller frees (brooq_jobs_free). */
+static brooq_job **
 claim1(const char *topic)
 {
 	const char      *topics[1] = {topic};
 	brooq_claim_opts o         = {.size = sizeof(o), .topics = topics, .n_topics = 1, .max_jobs = 1};
-	brooq_job       *jobs      = NULL;
+	brooq_job      **jobs      = NULL;
 	size_t           n         = 0;
 	OK(brooq_claim(wc, &o, &jobs, &n));
 	cr_assert_eq(n, 1, "claimed %zu jobs", n);
@@ -100,16 +101,18 @@ sql_value(const char *fmt, uint64_t id)
 
 Test(result, attached_at_done_is_stored_in_the_row_and_returned_by_the_lookup)
 {
-	uint64_t            id   = enqueue1("calc", "{\"a\":1,\"b\":2}");
-	brooq_job          *j    = claim1("calc");
-	brooq_settle_item   it   = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	uint64_t          id = enqueue1("calc", "{\"a\":1,\"b\":2}");
+	brooq_job       **jv = claim1("calc");
+	brooq_job        *j  = jv[0];
+	brooq_settle_item it = {
+		.size = sizeof(brooq_settle_item), .lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
 	const char         *res  = "{\"sum\":3,\"note\":\"ok\"}";
 	const char *const   rs[] = {res};
-	brooq_settle_result out;
+	brooq_settle_result out  = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle_results(wc, &it, rs, 1, &out));
 	cr_assert(out.applied);
 	cr_assert_eq(out.state, BROOQ_DONE);
-	brooq_jobs_free(j, 1);
+	brooq_jobs_free(jv, 1);
 
 	char *stored = sql_value("SELECT result::text FROM job WHERE id = %" PRIu64, id);
 	cr_assert_str_eq(stored, "{\"sum\": 3, \"note\": \"ok\"}");
@@ -124,12 +127,14 @@ Test(result, attached_at_done_is_stored_in_the_row_and_returned_by_the_lookup)
 
 Test(result, a_job_settled_without_one_has_none)
 {
-	uint64_t            id = enqueue1("calc", "{}");
-	brooq_job          *j  = claim1("calc");
-	brooq_settle_item   it = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
-	brooq_settle_result out;
+	uint64_t          id = enqueue1("calc", "{}");
+	brooq_job       **jv = claim1("calc");
+	brooq_job        *j  = jv[0];
+	brooq_settle_item it = {
+		.size = sizeof(brooq_settle_item), .lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result out = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(wc, &it, 1, &out));
-	brooq_jobs_free(j, 1);
+	brooq_jobs_free(jv, 1);
 	brooq_job_info *info = NULL;
 	OK(brooq_job_get(ac, id, &info));
 	cr_assert_null(info->result);
@@ -138,15 +143,17 @@ Test(result, a_job_settled_without_one_has_none)
 
 Test(result, invalid_json_is_refused_and_nothing_changes)
 {
-	uint64_t            id   = enqueue1("calc", "{}");
-	brooq_job          *j    = claim1("calc");
-	brooq_settle_item   it   = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	uint64_t          id = enqueue1("calc", "{}");
+	brooq_job       **jv = claim1("calc");
+	brooq_job        *j  = jv[0];
+	brooq_settle_item it = {
+		.size = sizeof(brooq_settle_item), .lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
 	const char *const   rs[] = {"{\"sum\":"};
-	brooq_settle_result out;
+	brooq_settle_result out  = BROOQ_SETTLE_RESULT_INIT;
 	cr_assert_eq(brooq_settle_results(wc, &it, rs, 1, &out), BROOQ_EINVALID_ARGUMENT);
 	cr_assert_not_null(strstr(brooq_last_message(), "settle.items[0].result: invalid JSON"), "%s",
 			   brooq_last_message());
-	brooq_jobs_free(j, 1);
+	brooq_jobs_free(jv, 1);
 	char *st = sql_value(
 		"SELECT state || ':' || coalesce(result::text, 'null') FROM job WHERE id = %" PRIu64, id);
 	cr_assert_str_eq(st, "processing:null", "the refused settle changed the row");
@@ -155,17 +162,19 @@ Test(result, invalid_json_is_refused_and_nothing_changes)
 
 Test(result, over_max_payload_is_refused_and_nothing_changes)
 {
-	uint64_t   id  = enqueue1("calc", "{}");
-	brooq_job *j   = claim1("calc");
-	size_t     len = 4096 + 1; /* BROOQ_MAX_PAYLOAD=4KiB in setup */
-	char      *big = malloc(len + 1);
+	uint64_t    id  = enqueue1("calc", "{}");
+	brooq_job **jv  = claim1("calc");
+	brooq_job  *j   = jv[0];
+	size_t      len = 4096 + 1; /* BROOQ_MAX_PAYLOAD=4KiB in setup */
+	char       *big = malloc(len + 1);
 	memset(big, 'x', len);
-	big[0]                   = '"';
-	big[len - 1]             = '"';
-	big[len]                 = '\0';
-	brooq_settle_item   it   = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	big[0]               = '"';
+	big[len - 1]         = '"';
+	big[len]             = '\0';
+	brooq_settle_item it = {
+		.size = sizeof(brooq_settle_item), .lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
 	const char *const   rs[] = {big};
-	brooq_settle_result out;
+	brooq_settle_result out  = BROOQ_SETTLE_RESULT_INIT;
 	cr_assert_eq(brooq_settle_results(wc, &it, rs, 1, &out), BROOQ_ETOO_LARGE);
 	cr_assert_not_null(strstr(brooq_last_message(), "result: 4097 bytes exceeds max_payload 4096"), "%s",
 			   brooq_last_message());
@@ -175,7 +184,7 @@ Test(result, over_max_payload_is_refused_and_nothing_changes)
 	OK(brooq_settle_results(wc, &it, rs, 1, &out));
 	cr_assert(out.applied);
 	free(big);
-	brooq_jobs_free(j, 1);
+	brooq_jobs_free(jv, 1);
 	cr_assert_eq(brq_testdb_int(db, "SELECT octet_length(result #>> '{}') FROM job"), 4094);
 	(void) id;
 }
@@ -183,10 +192,14 @@ Test(result, over_max_payload_is_refused_and_nothing_changes)
 Test(result, on_an_outcome_other_than_done_is_refused)
 {
 	enqueue1("calc", "{}");
-	brooq_job          *j    = claim1("calc");
-	brooq_settle_item   it   = {.lease = j->lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "x"};
+	brooq_job         **jv   = claim1("calc");
+	brooq_job          *j    = jv[0];
+	brooq_settle_item   it   = {.size    = sizeof(brooq_settle_item),
+				    .lease   = j->lease,
+				    .outcome = BROOQ_OUTCOME_FAIL,
+				    .error   = "x"};
 	const char *const   rs[] = {"{}"};
-	brooq_settle_result out;
+	brooq_settle_result out  = BROOQ_SETTLE_RESULT_INIT;
 	/* The library refuses it before sending ... */
 	cr_assert_eq(brooq_settle_results(wc, &it, rs, 1, &out), BROOQ_EINVAL);
 	/* ... and so does the gateway, for a client that sends it anyway. */
@@ -208,31 +221,33 @@ Test(result, on_an_outcome_other_than_done_is_refused)
 	free(keep);
 	brq_arena_fini(&arena);
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job WHERE state = 'processing'"), 1);
-	brooq_jobs_free(j, 1);
+	brooq_jobs_free(jv, 1);
 }
 
 Test(result, rides_on_a_claim_that_settles)
 {
-	uint64_t            id        = enqueue1("calc", "{}");
-	brooq_job          *j         = claim1("calc");
-	brooq_settle_item   it        = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	uint64_t          id = enqueue1("calc", "{}");
+	brooq_job       **jv = claim1("calc");
+	brooq_job        *j  = jv[0];
+	brooq_settle_item it = {
+		.size = sizeof(brooq_settle_item), .lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
 	const char *const   rs[]      = {"[1,2,3]"};
 	const char         *topics[1] = {"calc"};
-	brooq_settle_result settled;
-	brooq_claim_opts    o    = {.size           = sizeof(o),
-				    .topics         = topics,
-				    .n_topics       = 1,
-				    .max_jobs       = 1,
-				    .settle         = &it,
-				    .n_settle       = 1,
-				    .settled        = &settled,
-				    .settle_results = rs};
-	brooq_job          *more = NULL;
-	size_t              n    = 0;
+	brooq_settle_result settled   = BROOQ_SETTLE_RESULT_INIT;
+	brooq_claim_opts    o         = {.size           = sizeof(o),
+					 .topics         = topics,
+					 .n_topics       = 1,
+					 .max_jobs       = 1,
+					 .settle         = &it,
+					 .n_settle       = 1,
+					 .settled        = &settled,
+					 .settle_results = rs};
+	brooq_job         **more      = NULL;
+	size_t              n         = 0;
 	OK(brooq_claim(wc, &o, &more, &n));
 	cr_assert(settled.applied);
 	brooq_jobs_free(more, n);
-	brooq_jobs_free(j, 1);
+	brooq_jobs_free(jv, 1);
 	char *stored = sql_value("SELECT result::text FROM job WHERE id = %" PRIu64, id);
 	cr_assert_str_eq(stored, "[1, 2, 3]");
 	free(stored);
@@ -414,13 +429,17 @@ Test(list, shows_held_and_failed_jobs_of_a_topic_with_the_rest)
 	insert_rows("a", "done", 2);
 	enqueue1("a", "{}");
 	enqueue1("a", "{}");
-	brooq_job          *j  = claim1("a"); /* processing */
-	brooq_settle_item   it = {.lease = j->lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "boom"};
-	brooq_settle_result r;
+	brooq_job         **jv = claim1("a"); /* processing */
+	brooq_job          *j  = jv[0];
+	brooq_settle_item   it = {.size    = sizeof(brooq_settle_item),
+				  .lease   = j->lease,
+				  .outcome = BROOQ_OUTCOME_FAIL,
+				  .error   = "boom"};
+	brooq_settle_result r  = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(wc, &it, 1, &r)); /* failed */
-	brooq_jobs_free(j, 1);
-	j = claim1("a"); /* the other one: processing */
-	brooq_jobs_free(j, 1);
+	brooq_jobs_free(jv, 1);
+	jv = claim1("a"); /* the other one: processing */
+	brooq_jobs_free(jv, 1);
 	brooq_list_opts o    = BROOQ_LIST_OPTS_INIT;
 	o.topic              = "a";
 	brooq_job_page *p    = list(o);
@@ -479,8 +498,8 @@ Test(list, refuses_a_cursor_it_did_not_make)
 
 Test(list, filters_by_key_and_creation_time)
 {
-	brooq_job_spec       s = {.topic = "a", .payload = "{}", .key = "order-7"};
-	brooq_enqueue_result r;
+	brooq_job_spec s = {.size = sizeof(brooq_job_spec), .topic = "a", .payload = "{}", .key = "order-7"};
+	brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, &s, 1, &r));
 	enqueue1("a", "{}");
 	brooq_list_opts o = BROOQ_LIST_OPTS_INIT;
@@ -640,15 +659,20 @@ Test(list, needs_the_admin_role)
 static uint64_t
 dead_job(const char *topic, const char *payload)
 {
-	brooq_job_spec       s = {.topic = topic, .payload = payload, .max_attempts = 1};
-	brooq_enqueue_result r;
+	brooq_job_spec s = {
+		.size = sizeof(brooq_job_spec), .topic = topic, .payload = payload, .max_attempts = 1};
+	brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, &s, 1, &r));
-	brooq_job          *j  = claim1(topic);
-	brooq_settle_item   it = {.lease = j->lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "gave up"};
-	brooq_settle_result out;
+	brooq_job         **jv  = claim1(topic);
+	brooq_job          *j   = jv[0];
+	brooq_settle_item   it  = {.size    = sizeof(brooq_settle_item),
+				   .lease   = j->lease,
+				   .outcome = BROOQ_OUTCOME_FAIL,
+				   .error   = "gave up"};
+	brooq_settle_result out = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(wc, &it, 1, &out));
 	cr_assert_eq(out.state, BROOQ_DEAD);
-	brooq_jobs_free(j, 1);
+	brooq_jobs_free(jv, 1);
 	return r.id;
 }
 
@@ -686,9 +710,10 @@ Test(retry, runs_a_dead_job_again_as_a_new_job_and_keeps_the_original)
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 2);
 
 	/* The retry runs: a worker claims it. */
-	brooq_job *j = claim1("mail");
+	brooq_job **jv = claim1("mail");
+	brooq_job  *j  = jv[0];
 	cr_assert_eq(j->lease.id, new_id);
-	brooq_jobs_free(j, 1);
+	brooq_jobs_free(jv, 1);
 }
 
 Test(retry, refuses_a_job_that_is_not_dead_or_canceled)
@@ -817,8 +842,9 @@ Test(retry, the_original_may_be_retried_again_once_its_retry_is_deleted)
 /* docs/protocol.md §7.1: idempotency lasts as long as the row; delete frees the key. */
 Test(delete, frees_the_jobs_idempotency_key)
 {
-	brooq_job_spec       s = {.topic = "a", .payload = "{}", .key = "order-9"};
-	brooq_enqueue_result r1, r2, r3;
+	brooq_job_spec s = {.size = sizeof(brooq_job_spec), .topic = "a", .payload = "{}", .key = "order-9"};
+	brooq_enqueue_result r1 = BROOQ_ENQUEUE_RESULT_INIT, r2 = BROOQ_ENQUEUE_RESULT_INIT,
+			     r3 = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, &s, 1, &r1));
 	OK(brooq_enqueue(wc, &s, 1, &r2));
 	cr_assert_not(r2.created);
@@ -888,14 +914,16 @@ Test(brooqctl, jobs_lists_a_page_as_json_and_as_a_table_with_the_next_cursor)
 
 Test(brooqctl, retry_and_delete_and_job_shows_the_result_and_the_link)
 {
-	uint64_t            dead = dead_job("mail", "{}");
-	uint64_t            id   = enqueue1("calc", "{}");
-	brooq_job          *j    = claim1("calc");
-	brooq_settle_item   it   = {.lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
+	uint64_t          dead = dead_job("mail", "{}");
+	uint64_t          id   = enqueue1("calc", "{}");
+	brooq_job       **jv   = claim1("calc");
+	brooq_job        *j    = jv[0];
+	brooq_settle_item it   = {
+		  .size = sizeof(brooq_settle_item), .lease = j->lease, .outcome = BROOQ_OUTCOME_DONE};
 	const char *const   rs[] = {"{\"total\":42}"};
-	brooq_settle_result r;
+	brooq_settle_result r    = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle_results(wc, &it, rs, 1, &r));
-	brooq_jobs_free(j, 1);
+	brooq_jobs_free(jv, 1);
 
 	char *out, args[128];
 	snprintf(args, sizeof(args), "job %" PRIu64, id);

@@ -112,8 +112,8 @@ wait_metric(const char *sample, long long want, int timeout_ms)
 static uint64_t
 enqueue(const char *topic)
 {
-	brooq_job_spec       j = {.topic = topic, .payload = "{}"};
-	brooq_enqueue_result r;
+	brooq_job_spec       j = {.size = sizeof(brooq_job_spec), .topic = topic, .payload = "{}"};
+	brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, &j, 1, &r));
 	return r.id;
 }
@@ -210,7 +210,7 @@ Test(cancel, a_hundred_cancels_reach_their_handlers_within_a_second_at_the_99th_
 	}
 	long long hb_after = heartbeats();
 	runner_stop(&r);
-	brooq_worker_stats st;
+	brooq_worker_stats st = BROOQ_WORKER_STATS_INIT;
 	brooq_worker_get_stats(r.w, &st);
 	brooq_worker_free(r.w);
 	qsort(lat, N, sizeof(lat[0]), cmp_double);

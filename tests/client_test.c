@@ -67,8 +67,8 @@ TestSuite(client_offline, .timeout = 120);
 static uint64_t
 enqueue1(const char *topic, const char *payload, const char *key, bool *created)
 {
-	brooq_job_spec       j = {.topic = topic, .payload = payload, .key = key};
-	brooq_enqueue_result r;
+	brooq_job_spec j = {.size = sizeof(brooq_job_spec), .topic = topic, .payload = payload, .key = key};
+	brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, &j, 1, &r));
 	if (created != NULL)
 		*created = r.created;
@@ -76,7 +76,7 @@ enqueue1(const char *topic, const char *payload, const char *key, bool *created)
 }
 
 static size_t
-claim(const char *topic, uint32_t max, uint32_t wait_ms, brooq_job **jobs)
+claim(const char *topic, uint32_t max, uint32_t wait_ms, brooq_job ***jobs)
 {
 	const char      *topics[] = {topic};
 	brooq_claim_opts o        = {.size     = sizeof(brooq_claim_opts),
@@ -141,11 +141,13 @@ Test(client, enqueue_returns_an_id_per_job_aligned_with_the_batch)
 	cr_assert(created);
 
 	brooq_job_spec jobs[3] = {
-		{.topic = "batch.a", .payload = "{\"n\":1}"},
-		{.topic = "batch.b", .payload = "[1,2,3]", .max_attempts = 7},
-		{.topic = "batch.c", .payload = NULL},
+		{.size = sizeof(brooq_job_spec), .topic = "batch.a", .payload = "{\"n\":1}"},
+		{.size = sizeof(brooq_job_spec), .topic = "batch.b", .payload = "[1,2,3]", .max_attempts = 7},
+		{.size = sizeof(brooq_job_spec), .topic = "batch.c", .payload = NULL},
 	};
 	brooq_enqueue_result r[3];
+	for (size_t i_ = 0; i_ < 3; i_++)
+		r[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, jobs, 3, r));
 	for (int i = 0; i < 3; i++) {
 		cr_assert(r[i].created);
@@ -219,12 +221,12 @@ Test(client, a_large_payload_round_trips_through_enqueue_claim_and_job)
 		payload[i] = (char) ('a' + i % 26);
 	payload[len - 1] = '"';
 	payload[len]     = '\0';
-	uint64_t   id    = enqueue1("big", payload, NULL, NULL);
-	brooq_job *jobs;
+	uint64_t    id   = enqueue1("big", payload, NULL, NULL);
+	brooq_job **jobs;
 	cr_assert_eq(claim("big", 1, 0, &jobs), 1);
-	cr_assert_eq(jobs[0].lease.id, id);
-	cr_assert_eq(jobs[0].payload_len, len);
-	cr_assert(memcmp(jobs[0].payload, payload, len) == 0);
+	cr_assert_eq(jobs[0]->lease.id, id);
+	cr_assert_eq(jobs[0]->payload_len, len);
+	cr_assert(memcmp(jobs[0]->payload, payload, len) == 0);
 	brooq_jobs_free(jobs, 1);
 	brooq_job_info *j = job(id);
 	cr_assert_str_eq(j->payload, payload);
@@ -234,13 +236,13 @@ Test(client, a_large_payload_round_trips_through_enqueue_claim_and_job)
 
 Test(client, a_gateway_refusal_carries_its_status_and_message)
 {
-	brooq_job_spec       bad = {.topic = "Not A Topic", .payload = "{}"};
-	brooq_enqueue_result r   = {.id = 99};
+	brooq_job_spec       bad = {.size = sizeof(brooq_job_spec), .topic = "Not A Topic", .payload = "{}"};
+	brooq_enqueue_result r   = {.size = sizeof(r), .id = 99};
 	cr_assert_eq(brooq_enqueue(wc, &bad, 1, &r), BROOQ_EINVALID_ARGUMENT);
 	cr_assert(strstr(brooq_last_message(), "topic") != NULL, "message: %s", brooq_last_message());
 	cr_assert_eq(r.id, 99, "outputs are written only on success");
 
-	brooq_job_spec not_json = {.topic = "t", .payload = "{nope"};
+	brooq_job_spec not_json = {.size = sizeof(brooq_job_spec), .topic = "t", .payload = "{nope"};
 	cr_assert_eq(brooq_enqueue(wc, &not_json, 1, &r), BROOQ_EINVALID_ARGUMENT);
 	cr_assert_str_not_empty(brooq_last_message());
 
@@ -256,9 +258,9 @@ Test(client, a_gateway_refusal_carries_its_status_and_message)
 
 Test(client, bad_arguments_fail_locally_with_einval)
 {
-	brooq_job_spec       spec = {.topic = "t"};
-	brooq_enqueue_result r;
-	brooq_job           *jobs     = NULL;
+	brooq_job_spec       spec     = {.size = sizeof(brooq_job_spec), .topic = "t"};
+	brooq_enqueue_result r        = BROOQ_ENQUEUE_RESULT_INIT;
+	brooq_job          **jobs     = NULL;
 	size_t               n        = 0;
 	const char          *topics[] = {"t"};
 	bool                 ext;
@@ -271,9 +273,9 @@ Test(client, bad_arguments_fail_locally_with_einval)
 	cr_assert_eq(brooq_enqueue(NULL, &spec, 1, &r), BROOQ_EINVAL);
 	if (sizeof(size_t) > sizeof(uint32_t))
 		cr_assert_eq(brooq_enqueue(wc, &spec, (size_t) UINT32_MAX + 1, &r), BROOQ_EINVAL);
-	brooq_job_spec no_topic = {.payload = "{}"};
+	brooq_job_spec no_topic = {.size = sizeof(brooq_job_spec), .payload = "{}"};
 	cr_assert_eq(brooq_enqueue(wc, &no_topic, 1, &r), BROOQ_EINVAL);
-	brooq_job_spec both = {.topic = "t", .delay_ms = 5, .run_at_ms = 5};
+	brooq_job_spec both = {.size = sizeof(brooq_job_spec), .topic = "t", .delay_ms = 5, .run_at_ms = 5};
 	cr_assert_eq(brooq_enqueue(wc, &both, 1, &r), BROOQ_EINVAL);
 
 	brooq_claim_opts o = {
@@ -289,10 +291,13 @@ Test(client, bad_arguments_fail_locally_with_einval)
 
 	cr_assert_eq(brooq_heartbeat(wc, &lease, 0, 0, &ext), BROOQ_EINVAL);
 	cr_assert_eq(brooq_heartbeat(wc, &lease, 1, 0, NULL), BROOQ_EINVAL);
-	brooq_settle_item   s = {.outcome = (brooq_outcome) 42};
-	brooq_settle_result sr;
+	brooq_settle_item   s  = {.size = sizeof(brooq_settle_item), .outcome = (brooq_outcome) 42};
+	brooq_settle_result sr = BROOQ_SETTLE_RESULT_INIT;
 	cr_assert_eq(brooq_settle(wc, &s, 1, &sr), BROOQ_EINVAL);
-	brooq_settle_item chained_fail = {.outcome = BROOQ_OUTCOME_FAIL, .chain = &spec, .n_chain = 1};
+	brooq_settle_item chained_fail = {.size    = sizeof(brooq_settle_item),
+					  .outcome = BROOQ_OUTCOME_FAIL,
+					  .chain   = &spec,
+					  .n_chain = 1};
 	cr_assert_eq(brooq_settle(wc, &chained_fail, 1, &sr), BROOQ_EINVAL);
 	cr_assert_eq(brooq_settle(wc, &s, 0, &sr), BROOQ_EINVAL);
 
@@ -316,21 +321,21 @@ Test(client, claim_returns_lease_tokens_and_counts_the_attempt)
 	uint64_t b      = enqueue1("img.resize", "{\"w\":128}", NULL, NULL);
 	int64_t  before = (int64_t) time(NULL) * 1000;
 
-	brooq_job *jobs = NULL;
-	size_t     n    = claim("img.resize", 5, 0, &jobs);
+	brooq_job **jobs = NULL;
+	size_t      n    = claim("img.resize", 5, 0, &jobs);
 	cr_assert_eq(n, 2);
-	cr_assert_eq(jobs[0].lease.id, a, "order is by available_at, then id");
-	cr_assert_eq(jobs[1].lease.id, b);
+	cr_assert_eq(jobs[0]->lease.id, a, "order is by available_at, then id");
+	cr_assert_eq(jobs[1]->lease.id, b);
 	for (size_t i = 0; i < n; i++) {
-		cr_assert_eq(jobs[i].attempts, 1);
-		cr_assert_not(token_is_zero(jobs[i].lease.token));
-		cr_assert_str_eq(jobs[i].topic, "img.resize");
-		cr_assert(jobs[i].lease_until_ms > before);
-		cr_assert(jobs[i].created_at_ms > 0);
+		cr_assert_eq(jobs[i]->attempts, 1);
+		cr_assert_not(token_is_zero(jobs[i]->lease.token));
+		cr_assert_str_eq(jobs[i]->topic, "img.resize");
+		cr_assert(jobs[i]->lease_until_ms > before);
+		cr_assert(jobs[i]->created_at_ms > 0);
 	}
-	cr_assert_str_eq(jobs[0].payload, "{\"w\": 64}");
-	cr_assert_eq(jobs[0].payload_len, strlen(jobs[0].payload));
-	cr_assert(memcmp(jobs[0].lease.token, jobs[1].lease.token, BROOQ_LEASE_LEN) != 0);
+	cr_assert_str_eq(jobs[0]->payload, "{\"w\": 64}");
+	cr_assert_eq(jobs[0]->payload_len, strlen(jobs[0]->payload));
+	cr_assert(memcmp(jobs[0]->lease.token, jobs[1]->lease.token, BROOQ_LEASE_LEN) != 0);
 
 	brooq_job_info *j = job(a);
 	cr_assert_eq(j->state, BROOQ_PROCESSING);
@@ -341,7 +346,7 @@ Test(client, claim_returns_lease_tokens_and_counts_the_attempt)
 	brooq_jobs_free(jobs, n);
 
 	/* Nothing left, and no wait: an empty answer at once. */
-	jobs = (brooq_job *) 1;
+	jobs = (brooq_job **) 1;
 	n    = claim("img.resize", 5, 0, &jobs);
 	cr_assert_eq(n, 0);
 	cr_assert_null(jobs);
@@ -353,8 +358,8 @@ Test(client, claim_without_a_worker_name_uses_host_and_pid)
 	const char      *topics[] = {"t"};
 	brooq_claim_opts o        = {
 		       .size = sizeof(brooq_claim_opts), .topics = topics, .n_topics = 1, .max_jobs = 1};
-	brooq_job *jobs;
-	size_t     n;
+	brooq_job **jobs;
+	size_t      n;
 	OK(brooq_claim(wc, &o, &jobs, &n));
 	cr_assert_eq(n, 1);
 	brooq_job_info *j = job(id);
@@ -367,11 +372,11 @@ Test(client, claim_without_a_worker_name_uses_host_and_pid)
 
 Test(client, heartbeat_extends_a_held_lease_and_reports_it_lost_after_cancel)
 {
-	uint64_t   id = enqueue1("t", "{}", NULL, NULL);
-	brooq_job *jobs;
+	uint64_t    id = enqueue1("t", "{}", NULL, NULL);
+	brooq_job **jobs;
 	cr_assert_eq(claim("t", 1, 0, &jobs), 1);
-	brooq_lease lease = jobs[0].lease;
-	int64_t     until = jobs[0].lease_until_ms;
+	brooq_lease lease = jobs[0]->lease;
+	int64_t     until = jobs[0]->lease_until_ms;
 	brooq_jobs_free(jobs, 1);
 
 	bool ext = false;
@@ -404,49 +409,68 @@ Test(client, settle_outcomes_lead_to_their_states)
 {
 	brooq_job_spec specs[5];
 	for (int i = 0; i < 5; i++)
-		specs[i] = (brooq_job_spec) {.topic = "settle.me", .payload = "{}", .max_attempts = 3};
+		specs[i] = (brooq_job_spec) {.size         = sizeof(brooq_job_spec),
+					     .topic        = "settle.me",
+					     .payload      = "{}",
+					     .max_attempts = 3};
 	brooq_enqueue_result ids[5];
+	for (size_t i_ = 0; i_ < 5; i_++)
+		ids[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, specs, 5, ids));
-	brooq_job *jobs;
+	brooq_job **jobs;
 	cr_assert_eq(claim("settle.me", 5, 0, &jobs), 5);
 
 	int64_t           t0       = (int64_t) time(NULL) * 1000;
 	brooq_settle_item items[5] = {
-		{.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE},
-		{.lease = jobs[1].lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "boom"},
-		{.lease = jobs[2].lease, .outcome = BROOQ_OUTCOME_DELAY, .delay_ms = 30000},
-		{.lease = jobs[3].lease, .outcome = BROOQ_OUTCOME_PRESERVE, .error = "not my fault"},
-		{.lease = jobs[4].lease, .outcome = BROOQ_OUTCOME_CANCEL},
+		{.size = sizeof(brooq_settle_item), .lease = jobs[0]->lease, .outcome = BROOQ_OUTCOME_DONE},
+		{.size    = sizeof(brooq_settle_item),
+		 .lease   = jobs[1]->lease,
+		 .outcome = BROOQ_OUTCOME_FAIL,
+		 .error   = "boom"},
+		{.size     = sizeof(brooq_settle_item),
+		 .lease    = jobs[2]->lease,
+		 .outcome  = BROOQ_OUTCOME_DELAY,
+		 .delay_ms = 30000},
+		{.size    = sizeof(brooq_settle_item),
+		 .lease   = jobs[3]->lease,
+		 .outcome = BROOQ_OUTCOME_PRESERVE,
+		 .error   = "not my fault"},
+		{.size = sizeof(brooq_settle_item), .lease = jobs[4]->lease, .outcome = BROOQ_OUTCOME_CANCEL},
 	};
 	brooq_settle_result res[5];
+	for (size_t i_ = 0; i_ < 5; i_++)
+		res[i_] = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(wc, items, 5, res));
 	const brooq_state want[5] = {BROOQ_DONE, BROOQ_FAILED, BROOQ_FAILED, BROOQ_FAILED, BROOQ_CANCELED};
 	for (int i = 0; i < 5; i++) {
-		cr_assert_eq(res[i].id, jobs[i].lease.id);
+		cr_assert_eq(res[i].id, jobs[i]->lease.id);
 		cr_assert(res[i].applied, "item %d not applied", i);
 		cr_assert_eq(res[i].state, want[i], "item %d: %s", i, brooq_state_name(res[i].state));
-		cr_assert_eq(state_of(jobs[i].lease.id), want[i], "item %d read back", i);
+		cr_assert_eq(state_of(jobs[i]->lease.id), want[i], "item %d read back", i);
 	}
-	brooq_job_info *j = job(jobs[1].lease.id);
+	brooq_job_info *j = job(jobs[1]->lease.id);
 	cr_assert_str_eq(j->last_error, "boom");
 	cr_assert_eq(j->attempts, 1);
 	cr_assert_null(j->locked_by, "a settled job has no lease");
 	cr_assert_eq(j->locked_until_ms, 0);
 	brooq_job_info_free(j);
-	j = job(jobs[2].lease.id);
+	j = job(jobs[2]->lease.id);
 	cr_assert(j->available_at_ms >= t0 + 25000, "delay moves available_at");
 	cr_assert_eq(j->attempts, 1, "the attempt stays spent");
 	brooq_job_info_free(j);
-	j = job(jobs[3].lease.id);
+	j = job(jobs[3]->lease.id);
 	cr_assert_eq(j->attempts, 0, "preserve gives the attempt back");
 	cr_assert_str_eq(j->last_error, "not my fault");
 	brooq_job_info_free(j);
 
 	/* Settling again: the lease is gone, nothing is written. */
-	brooq_settle_item again = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "late"};
+	brooq_settle_item again = {.size    = sizeof(brooq_settle_item),
+				   .lease   = jobs[0]->lease,
+				   .outcome = BROOQ_OUTCOME_FAIL,
+				   .error   = "late"};
 	OK(brooq_settle(wc, &again, 1, res));
 	cr_assert_not(res[0].applied);
-	cr_assert_eq(state_of(jobs[0].lease.id), BROOQ_DONE);
+	cr_assert_eq(state_of(jobs[0]->lease.id), BROOQ_DONE);
 	brooq_jobs_free(jobs, 5);
 }
 
@@ -454,13 +478,13 @@ Test(client, settle_outcomes_lead_to_their_states)
 static uint64_t
 claim_and_settle(const char *topic, brooq_settle_item item)
 {
-	brooq_job          *jobs;
-	brooq_settle_result res;
+	brooq_job         **jobs;
+	brooq_settle_result res = BROOQ_SETTLE_RESULT_INIT;
 	cr_assert_eq(claim(topic, 1, 2000, &jobs), 1);
-	item.lease = jobs[0].lease;
+	item.lease = jobs[0]->lease;
 	OK(brooq_settle(wc, &item, 1, &res));
 	cr_assert(res.applied);
-	uint64_t id = jobs[0].lease.id;
+	uint64_t id = jobs[0]->lease.id;
 	brooq_jobs_free(jobs, 1);
 	return id;
 }
@@ -471,7 +495,8 @@ Test(client, settle_stores_its_error_with_every_outcome_and_keeps_the_last_witho
 {
 	uint64_t a = enqueue1("err.done", "{}", NULL, NULL);
 	cr_assert_eq(claim_and_settle("err.done",
-				      (brooq_settle_item) {.outcome = BROOQ_OUTCOME_DONE,
+				      (brooq_settle_item) {.size    = sizeof(brooq_settle_item),
+							   .outcome = BROOQ_OUTCOME_DONE,
 							   .error   = "done, with a note"}),
 		     a);
 	brooq_job_info *j = job(a);
@@ -481,10 +506,14 @@ Test(client, settle_stores_its_error_with_every_outcome_and_keeps_the_last_witho
 
 	/* delay 0 with an error, then done without one: the first error stays. */
 	uint64_t b = enqueue1("err.keep", "{}", NULL, NULL);
+	claim_and_settle("err.keep",
+			 (brooq_settle_item) {.size     = sizeof(brooq_settle_item),
+					      .outcome  = BROOQ_OUTCOME_DELAY,
+					      .delay_ms = 0,
+					      .error    = "first"});
 	claim_and_settle(
 		"err.keep",
-		(brooq_settle_item) {.outcome = BROOQ_OUTCOME_DELAY, .delay_ms = 0, .error = "first"});
-	claim_and_settle("err.keep", (brooq_settle_item) {.outcome = BROOQ_OUTCOME_DONE});
+		(brooq_settle_item) {.size = sizeof(brooq_settle_item), .outcome = BROOQ_OUTCOME_DONE});
 	j = job(b);
 	cr_assert_eq(j->state, BROOQ_DONE);
 	cr_assert_eq(j->attempts, 2);
@@ -493,7 +522,9 @@ Test(client, settle_stores_its_error_with_every_outcome_and_keeps_the_last_witho
 
 	uint64_t c = enqueue1("err.cancel", "{}", NULL, NULL);
 	claim_and_settle("err.cancel",
-			 (brooq_settle_item) {.outcome = BROOQ_OUTCOME_CANCEL, .error = "moot"});
+			 (brooq_settle_item) {.size    = sizeof(brooq_settle_item),
+					      .outcome = BROOQ_OUTCOME_CANCEL,
+					      .error   = "moot"});
 	j = job(c);
 	cr_assert_eq(j->state, BROOQ_CANCELED);
 	cr_assert_str_eq(j->last_error, "moot");
@@ -503,22 +534,26 @@ Test(client, settle_stores_its_error_with_every_outcome_and_keeps_the_last_witho
 /* The behaviours docs/protocol.md states beside the fields. */
 Test(client, a_past_run_at_stores_the_enqueue_time_and_a_terminal_job_has_no_lease)
 {
-	brooq_job_spec       spec = {.topic = "past", .payload = "{}", .run_at_ms = 1000}; /* 1970 */
-	brooq_enqueue_result r;
+	brooq_job_spec       spec = {.size      = sizeof(brooq_job_spec),
+				     .topic     = "past",
+				     .payload   = "{}",
+				     .run_at_ms = 1000}; /* 1970 */
+	brooq_enqueue_result r    = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, &spec, 1, &r));
 	brooq_job_info *j = job(r.id);
 	cr_assert_eq(j->available_at_ms, j->created_at_ms, "available_at %lld, created_at %lld",
 		     (long long) j->available_at_ms, (long long) j->created_at_ms);
 	brooq_job_info_free(j);
 
-	brooq_job *jobs;
+	brooq_job **jobs;
 	cr_assert_eq(claim("past", 1, 0, &jobs), 1);
 	j = job(r.id);
 	cr_assert_str_eq(j->locked_by, "client-test", "a processing job names its holder");
 	cr_assert_gt(j->locked_until_ms, 0);
 	brooq_job_info_free(j);
-	brooq_settle_item   it = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE};
-	brooq_settle_result res;
+	brooq_settle_item it = {
+		.size = sizeof(brooq_settle_item), .lease = jobs[0]->lease, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result res = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(wc, &it, 1, &res));
 	brooq_jobs_free(jobs, 1);
 	j = job(r.id);
@@ -534,10 +569,11 @@ Test(client, a_failed_job_waits_the_documented_backoff)
 	uint64_t        id = enqueue1("backoff", "{}", NULL, NULL);
 	brooq_job_info *j;
 	for (int attempt = 1; attempt <= 2; attempt++) {
-		cr_assert_eq(
-			claim_and_settle("backoff",
-					 (brooq_settle_item) {.outcome = BROOQ_OUTCOME_FAIL, .error = "x"}),
-			id);
+		cr_assert_eq(claim_and_settle("backoff",
+					      (brooq_settle_item) {.size    = sizeof(brooq_settle_item),
+								   .outcome = BROOQ_OUTCOME_FAIL,
+								   .error   = "x"}),
+			     id);
 		j           = job(id);
 		int64_t d   = 1000LL << (attempt - 1);
 		int64_t got = j->available_at_ms - j->updated_at_ms;
@@ -551,13 +587,17 @@ Test(client, a_failed_job_waits_the_documented_backoff)
 
 Test(client, a_failure_on_the_last_attempt_is_dead)
 {
-	brooq_job_spec       spec = {.topic = "once", .payload = "{}", .max_attempts = 1};
-	brooq_enqueue_result r;
+	brooq_job_spec spec = {
+		.size = sizeof(brooq_job_spec), .topic = "once", .payload = "{}", .max_attempts = 1};
+	brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, &spec, 1, &r));
-	brooq_job *jobs;
+	brooq_job **jobs;
 	cr_assert_eq(claim("once", 1, 0, &jobs), 1);
-	brooq_settle_item   s = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "fatal"};
-	brooq_settle_result res;
+	brooq_settle_item   s   = {.size    = sizeof(brooq_settle_item),
+				   .lease   = jobs[0]->lease,
+				   .outcome = BROOQ_OUTCOME_FAIL,
+				   .error   = "fatal"};
+	brooq_settle_result res = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(wc, &s, 1, &res));
 	cr_assert(res.applied);
 	cr_assert_eq(res.state, BROOQ_DEAD);
@@ -568,44 +608,49 @@ Test(client, a_failure_on_the_last_attempt_is_dead)
 Test(client, done_may_chain_jobs_enqueued_in_the_same_transaction)
 {
 	enqueue1("step.one", "{}", NULL, NULL);
-	brooq_job *jobs;
+	brooq_job **jobs;
 	cr_assert_eq(claim("step.one", 1, 0, &jobs), 1);
-	brooq_job_spec    next = {.topic = "step.two", .payload = "{\"from\":1}"};
-	brooq_settle_item s    = {
-		   .lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE, .chain = &next, .n_chain = 1};
-	brooq_settle_result res;
+	brooq_job_spec next = {
+		.size = sizeof(brooq_job_spec), .topic = "step.two", .payload = "{\"from\":1}"};
+	brooq_settle_item   s   = {.size    = sizeof(brooq_settle_item),
+				   .lease   = jobs[0]->lease,
+				   .outcome = BROOQ_OUTCOME_DONE,
+				   .chain   = &next,
+				   .n_chain = 1};
+	brooq_settle_result res = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(wc, &s, 1, &res));
 	cr_assert(res.applied);
 	brooq_jobs_free(jobs, 1);
 	cr_assert_eq(claim("step.two", 1, 0, &jobs), 1);
-	cr_assert_str_eq(jobs[0].payload, "{\"from\": 1}");
+	cr_assert_str_eq(jobs[0]->payload, "{\"from\": 1}");
 	brooq_jobs_free(jobs, 1);
 }
 
 Test(client, claim_can_settle_the_previous_job_in_the_same_round_trip)
 {
-	uint64_t   a = enqueue1("pipe", "{}", NULL, NULL);
-	uint64_t   b = enqueue1("pipe", "{}", NULL, NULL);
-	brooq_job *first;
+	uint64_t    a = enqueue1("pipe", "{}", NULL, NULL);
+	uint64_t    b = enqueue1("pipe", "{}", NULL, NULL);
+	brooq_job **first;
 	cr_assert_eq(claim("pipe", 1, 0, &first), 1);
-	cr_assert_eq(first[0].lease.id, a);
+	cr_assert_eq(first[0]->lease.id, a);
 
-	const char         *topics[] = {"pipe"};
-	brooq_settle_item   s        = {.lease = first[0].lease, .outcome = BROOQ_OUTCOME_DONE};
-	brooq_settle_result settled  = {0};
-	brooq_claim_opts    o        = {.size     = sizeof(brooq_claim_opts),
-					.worker   = "w",
-					.topics   = topics,
-					.n_topics = 1,
-					.max_jobs = 1,
-					.settle   = &s,
-					.n_settle = 1,
-					.settled  = &settled};
-	brooq_job          *jobs;
+	const char       *topics[] = {"pipe"};
+	brooq_settle_item s        = {
+		       .size = sizeof(brooq_settle_item), .lease = first[0]->lease, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result settled = BROOQ_SETTLE_RESULT_INIT;
+	brooq_claim_opts    o       = {.size     = sizeof(brooq_claim_opts),
+				       .worker   = "w",
+				       .topics   = topics,
+				       .n_topics = 1,
+				       .max_jobs = 1,
+				       .settle   = &s,
+				       .n_settle = 1,
+				       .settled  = &settled};
+	brooq_job         **jobs;
 	size_t              n;
 	OK(brooq_claim(wc, &o, &jobs, &n));
 	cr_assert_eq(n, 1);
-	cr_assert_eq(jobs[0].lease.id, b);
+	cr_assert_eq(jobs[0]->lease.id, b);
 	cr_assert_eq(settled.id, a);
 	cr_assert(settled.applied);
 	cr_assert_eq(settled.state, BROOQ_DONE);
@@ -631,11 +676,12 @@ Test(client, a_worker_token_cannot_cancel_and_changes_nothing)
 
 Test(client, cancel_of_a_terminal_job_answers_its_state_and_changes_nothing)
 {
-	uint64_t   id = enqueue1("t", "{}", NULL, NULL);
-	brooq_job *jobs;
+	uint64_t    id = enqueue1("t", "{}", NULL, NULL);
+	brooq_job **jobs;
 	cr_assert_eq(claim("t", 1, 0, &jobs), 1);
-	brooq_settle_item   s = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE};
-	brooq_settle_result res;
+	brooq_settle_item s = {
+		.size = sizeof(brooq_settle_item), .lease = jobs[0]->lease, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result res = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(wc, &s, 1, &res));
 	brooq_jobs_free(jobs, 1);
 
@@ -656,8 +702,8 @@ Test(client, a_wrong_token_is_unauthenticated)
 	char          server[64];
 	cr_assert_eq(brooq_ping(c, server, sizeof(server)), BROOQ_EUNAUTHENTICATED);
 	cr_assert_str_not_empty(brooq_last_message());
-	brooq_job_spec       spec = {.topic = "t"};
-	brooq_enqueue_result r;
+	brooq_job_spec       spec = {.size = sizeof(brooq_job_spec), .topic = "t"};
+	brooq_enqueue_result r    = BROOQ_ENQUEUE_RESULT_INIT;
 	cr_assert_eq(brooq_enqueue(c, &spec, 1, &r), BROOQ_EUNAUTHENTICATED);
 	brooq_client_close(c);
 }
@@ -733,7 +779,7 @@ Test(client_offline, a_call_to_an_ipc_socket_nobody_listens_on_fails_at_once_unr
 				     .n_topics = 1,
 				     .max_jobs = 1,
 				     .wait_ms  = 2000};
-	brooq_job       *jobs;
+	brooq_job      **jobs;
 	size_t           n;
 	t0 = brq_t_now_ms();
 	e  = brooq_claim(c, &o, &jobs, &n);
@@ -819,8 +865,8 @@ enqueue_many(void *p)
 	char     payload[64];
 	for (int i = 0; i < PER_THREAD; i++) {
 		snprintf(payload, sizeof(payload), "{\"t\":%d,\"i\":%d}", a->t, i);
-		brooq_job_spec       spec = {.topic = "conc", .payload = payload};
-		brooq_enqueue_result r;
+		brooq_job_spec spec = {.size = sizeof(brooq_job_spec), .topic = "conc", .payload = payload};
+		brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 		brooq_err            e = brooq_enqueue(wc, &spec, 1, &r);
 		if (e != BROOQ_OK) {
 			if (a->failures++ == 0)
@@ -860,21 +906,21 @@ Test(client, many_threads_share_one_client_handle)
 	for (int i = 1; i < N_THREADS * PER_THREAD; i++)
 		cr_assert_neq(all[i], all[i - 1], "id %llu handed out twice", (unsigned long long) all[i]);
 
-	brooq_topic_stats *s;
-	size_t             n;
+	brooq_topic_stats **s;
+	size_t              n;
 	OK(brooq_stats(wc, &s, &n));
 	cr_assert_eq(n, 1);
-	cr_assert_str_eq(s[0].topic, "conc");
-	cr_assert_eq(s[0].count[BROOQ_PENDING], N_THREADS * PER_THREAD);
+	cr_assert_str_eq(s[0]->topic, "conc");
+	cr_assert_eq(s[0]->count[BROOQ_PENDING], N_THREADS * PER_THREAD);
 	brooq_stats_free(s, n);
 }
 
 typedef struct poll_arg {
-	double     returned_ms;
-	brooq_err  err;
-	size_t     n;
-	brooq_job *jobs;
-	char       msg[512]; /* brooq_last_message() of the polling thread */
+	double      returned_ms;
+	brooq_err   err;
+	size_t      n;
+	brooq_job **jobs;
+	char        msg[512]; /* brooq_last_message() of the polling thread */
 } poll_arg;
 
 static void *
@@ -906,7 +952,7 @@ Test(client, a_long_poll_claim_returns_as_soon_as_a_job_is_enqueued)
 	pthread_join(th, NULL);
 	cr_assert_eq(a.err, BROOQ_OK, "%s", brooq_strerror(a.err));
 	cr_assert_eq(a.n, 1);
-	cr_assert_eq(a.jobs[0].lease.id, id);
+	cr_assert_eq(a.jobs[0]->lease.id, id);
 	cr_assert(a.returned_ms - t0 >= 450, "the claim did not wait (%.0f ms)", a.returned_ms - t0);
 	cr_assert(a.returned_ms - t_enq < 1000, "woke %.0f ms after the enqueue", a.returned_ms - t_enq);
 	brooq_jobs_free(a.jobs, a.n);
@@ -920,7 +966,7 @@ Test(client, a_long_poll_with_nothing_to_claim_returns_empty_after_its_wait)
 				     .n_topics = 1,
 				     .max_jobs = 3,
 				     .wait_ms  = 400};
-	brooq_job       *jobs     = (brooq_job *) 1;
+	brooq_job      **jobs     = (brooq_job **) 1;
 	size_t           n        = 9;
 	double           t0       = brq_t_now_ms();
 	OK(brooq_claim(wc, &o, &jobs, &n));
@@ -935,23 +981,23 @@ Test(client, stats_count_jobs_per_topic_and_state)
 	enqueue1("s.a", "{}", NULL, NULL);
 	enqueue1("s.a", "{}", NULL, NULL);
 	enqueue1("s.b", "{}", NULL, NULL);
-	brooq_job *jobs;
+	brooq_job **jobs;
 	cr_assert_eq(claim("s.b", 1, 0, &jobs), 1);
 	brooq_jobs_free(jobs, 1);
 
-	brooq_topic_stats *s = NULL;
-	size_t             n = 0;
+	brooq_topic_stats **s = NULL;
+	size_t              n = 0;
 	OK(brooq_stats(ac, &s, &n));
 	cr_assert_eq(n, 2);
 	for (size_t i = 0; i < n; i++) {
-		if (strcmp(s[i].topic, "s.a") == 0) {
-			cr_assert_eq(s[i].count[BROOQ_PENDING], 2);
-			cr_assert_eq(s[i].count[BROOQ_PROCESSING], 0);
+		if (strcmp(s[i]->topic, "s.a") == 0) {
+			cr_assert_eq(s[i]->count[BROOQ_PENDING], 2);
+			cr_assert_eq(s[i]->count[BROOQ_PROCESSING], 0);
 		} else {
-			cr_assert_str_eq(s[i].topic, "s.b");
-			cr_assert_eq(s[i].count[BROOQ_PENDING], 0);
-			cr_assert_eq(s[i].count[BROOQ_PROCESSING], 1);
-			cr_assert_eq(s[i].oldest_ready_age_ms, 0, "nothing ready in s.b");
+			cr_assert_str_eq(s[i]->topic, "s.b");
+			cr_assert_eq(s[i]->count[BROOQ_PENDING], 0);
+			cr_assert_eq(s[i]->count[BROOQ_PROCESSING], 1);
+			cr_assert_eq(s[i]->oldest_ready_age_ms, 0, "nothing ready in s.b");
 		}
 	}
 	brooq_stats_free(s, n);
@@ -1027,7 +1073,7 @@ Test(client_offline, options_structs_are_read_by_their_size)
 	OK(brooq_client_open(&o, &c));
 	const char      *topics[] = {"t"};
 	brooq_claim_opts co       = {.topics = topics, .n_topics = 1, .max_jobs = 1};
-	brooq_job       *jobs;
+	brooq_job      **jobs;
 	size_t           n;
 	cr_assert_eq(brooq_claim(c, &co, &jobs, &n), BROOQ_EINVAL, "claim options without size");
 	ASSERT_HINT_NAMES(brooq_claim_opts, BROOQ_CLAIM_OPTS_INIT);
@@ -1191,4 +1237,87 @@ Test(client_restart, a_call_in_flight_when_the_gateway_dies_fails_and_is_never_r
 	uint64_t id = enqueue1("x", "{}", NULL, NULL);
 	usleep(500000);
 	cr_assert_eq(state_of(id), BROOQ_PENDING, "a re-sent claim took the job");
+}
+
+/* ---- ABI: size-versioned structs in arrays, library-allocated results ---------------- */
+
+/* A later header's job spec and enqueue result: one field more than this library knows,
+ * so arrays of them have a larger stride. */
+typedef struct later_spec {
+	brooq_job_spec s;
+	uint64_t       added;
+} later_spec;
+typedef struct later_result {
+	brooq_enqueue_result r;
+	uint64_t             added;
+} later_result;
+
+Test(client, arrays_are_stepped_by_their_elements_size)
+{
+	later_spec   specs[2] = {{.s = {.size = sizeof(later_spec), .topic = "abi.a", .payload = "{}"}},
+				 {.s = {.size = sizeof(later_spec), .topic = "abi.b", .payload = "{}"}}};
+	later_result res[2]   = {{.r = {.size = sizeof(later_result)}, .added = 7},
+				 {.r = {.size = sizeof(later_result)}, .added = 8}};
+	OK(brooq_enqueue(wc, &specs[0].s, 2, &res[0].r));
+	cr_assert(res[0].r.created && res[1].r.created);
+	cr_assert_neq(res[0].r.id, res[1].r.id);
+	cr_assert_eq(res[0].added, 7, "a field this library does not know was written");
+	cr_assert_eq(res[1].added, 8, "a field this library does not know was written");
+	brooq_job_info *a = job(res[0].r.id), *b = job(res[1].r.id);
+	cr_assert_str_eq(a->topic, "abi.a");
+	cr_assert_str_eq(b->topic, "abi.b", "the second spec was not read at the caller's stride");
+	brooq_job_info_free(a);
+	brooq_job_info_free(b);
+
+	/* A later field set: refused, nothing enqueued. */
+	specs[1].added = 1;
+	cr_assert_eq(brooq_enqueue(wc, &specs[0].s, 2, &res[0].r), BROOQ_EINVAL);
+	cr_assert(strstr(brooq_last_message(), "does not know") != NULL, "%s", brooq_last_message());
+	specs[1].added = 0;
+	/* Sizes that differ within one array, a size of 0, a result array without sizes. */
+	specs[1].s.size = sizeof(brooq_job_spec);
+	cr_assert_eq(brooq_enqueue(wc, &specs[0].s, 2, &res[0].r), BROOQ_EINVAL);
+	cr_assert(strstr(brooq_last_message(), "brooq_job_spec[1].size") != NULL, "%s", brooq_last_message());
+	brooq_job_spec       zero = {.topic = "abi.a"};
+	brooq_enqueue_result r    = BROOQ_ENQUEUE_RESULT_INIT;
+	cr_assert_eq(brooq_enqueue(wc, &zero, 1, &r), BROOQ_EINVAL);
+	ASSERT_HINT_NAMES(brooq_job_spec, BROOQ_JOB_SPEC_INIT);
+	brooq_job_spec       one = {.size = sizeof(one), .topic = "abi.a"};
+	brooq_enqueue_result bad = {.id = 5};
+	cr_assert_eq(brooq_enqueue(wc, &one, 1, &bad), BROOQ_EINVAL);
+	ASSERT_HINT_NAMES(brooq_enqueue_result, BROOQ_ENQUEUE_RESULT_INIT);
+
+	/* Settle items and results likewise. */
+	brooq_job **jobs;
+	cr_assert_eq(claim("abi.a", 1, 0, &jobs), 1);
+	brooq_settle_item   it = {.lease = jobs[0]->lease, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result sr = BROOQ_SETTLE_RESULT_INIT;
+	cr_assert_eq(brooq_settle(wc, &it, 1, &sr), BROOQ_EINVAL);
+	ASSERT_HINT_NAMES(brooq_settle_item, BROOQ_SETTLE_ITEM_INIT);
+	it.size                 = sizeof(it);
+	brooq_settle_result nos = {.id = 1};
+	cr_assert_eq(brooq_settle(wc, &it, 1, &nos), BROOQ_EINVAL);
+	ASSERT_HINT_NAMES(brooq_settle_result, BROOQ_SETTLE_RESULT_INIT);
+	OK(brooq_settle(wc, &it, 1, &sr));
+	cr_assert(sr.applied);
+	cr_assert_eq(sr.size, sizeof(sr), "the library wrote the size field");
+	brooq_jobs_free(jobs, 1);
+}
+
+Test(client, a_claim_is_one_allocation_of_pointers_jobs_and_strings)
+{
+	enqueue1("abi.claim", "{\"n\": 1}", NULL, NULL);
+	enqueue1("abi.claim", "{\"n\": 2}", NULL, NULL);
+	brooq_job **jobs;
+	cr_assert_eq(claim("abi.claim", 2, 0, &jobs), 2);
+	/* The jobs and their strings live inside the array's own block, right after the
+	 * pointers: freeing the array frees them all (client_valgrind checks no leak). */
+	const char *lo = (const char *) jobs, *hi = lo + 2 * sizeof(brooq_job *) + 2 * sizeof(brooq_job);
+	for (int i = 0; i < 2; i++) {
+		cr_assert((const char *) jobs[i] >= lo + 2 * sizeof(brooq_job *) &&
+			  (const char *) jobs[i] < hi);
+		cr_assert(jobs[i]->topic >= hi && jobs[i]->payload >= hi);
+		cr_assert_str_eq(jobs[i]->topic, "abi.claim");
+	}
+	brooq_jobs_free(jobs, 2);
 }

@@ -63,10 +63,13 @@ worker_main(void *arg)
 static void
 worker_timeouts(void)
 {
-	brooq_job_spec       specs[3] = {{.topic = "vg.slow", .payload = "{}", .max_attempts = 1},
-					 {.topic = "vg.hang", .payload = "{}"},
-					 {.topic = "vg.cancel", .payload = "{}"}};
+	brooq_job_spec specs[3] = {
+		{.size = sizeof(brooq_job_spec), .topic = "vg.slow", .payload = "{}", .max_attempts = 1},
+		{.size = sizeof(brooq_job_spec), .topic = "vg.hang", .payload = "{}"},
+		{.size = sizeof(brooq_job_spec), .topic = "vg.cancel", .payload = "{}"}};
 	brooq_enqueue_result r[3];
+	for (size_t i_ = 0; i_ < 3; i_++)
+		r[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	CHECK(brooq_enqueue(wc, specs, 3, r));
 	brooq_worker_opts o = {.size = sizeof(o), .threads = 3, .lease_ms = 1000, .wait_ms = 200};
 	brooq_worker     *w;
@@ -91,7 +94,7 @@ worker_timeouts(void)
 	usleep(300000); /* the timed-out result is settled */
 	brooq_worker_stop(w);
 	pthread_join(th, NULL);
-	brooq_worker_stats st;
+	brooq_worker_stats st = BROOQ_WORKER_STATS_INIT;
 	brooq_worker_get_stats(w, &st);
 	brooq_worker_free(w);
 	CHECK(brooq_job_get(wc, r[0].id, &j));
@@ -143,10 +146,13 @@ main(int argc, char **argv)
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 
-	brooq_job_spec       specs[3] = {{.topic = "vg", .payload = "{\"a\":1}", .key = "k"},
-					 {.topic = "vg", .payload = "[]"},
-					 {.topic = "vg.next", .payload = NULL}};
+	brooq_job_spec specs[3] = {
+		{.size = sizeof(brooq_job_spec), .topic = "vg", .payload = "{\"a\":1}", .key = "k"},
+		{.size = sizeof(brooq_job_spec), .topic = "vg", .payload = "[]"},
+		{.size = sizeof(brooq_job_spec), .topic = "vg.next", .payload = NULL}};
 	brooq_enqueue_result r[3];
+	for (size_t i_ = 0; i_ < 3; i_++)
+		r[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	CHECK(brooq_enqueue(wc, specs, 3, r));
 
 	const char      *topics[] = {"vg"};
@@ -155,29 +161,35 @@ main(int argc, char **argv)
 				     .n_topics = 1,
 				     .max_jobs = 1,
 				     .wait_ms  = 100};
-	brooq_job       *jobs;
+	brooq_job      **jobs;
 	size_t           n;
 	CHECK(brooq_claim(wc, &o, &jobs, &n));
 	if (n != 1)
 		return 1;
 
 	bool ext;
-	CHECK(brooq_heartbeat(wc, &jobs[0].lease, 1, 0, &ext));
+	CHECK(brooq_heartbeat(wc, &jobs[0]->lease, 1, 0, &ext));
 
 	/* Claim the second job while settling the first (with a chained job). */
-	brooq_job_spec    chain = {.topic = "vg.chain", .payload = "{}"};
-	brooq_settle_item s     = {
-		    .lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE, .chain = &chain, .n_chain = 1};
-	brooq_settle_result settled;
-	o.settle   = &s;
-	o.n_settle = 1;
-	o.settled  = &settled;
-	brooq_job *more;
-	size_t     m;
+	brooq_job_spec      chain   = {.size = sizeof(brooq_job_spec), .topic = "vg.chain", .payload = "{}"};
+	brooq_settle_item   s       = {.size    = sizeof(brooq_settle_item),
+				       .lease   = jobs[0]->lease,
+				       .outcome = BROOQ_OUTCOME_DONE,
+				       .chain   = &chain,
+				       .n_chain = 1};
+	brooq_settle_result settled = BROOQ_SETTLE_RESULT_INIT;
+	o.settle                    = &s;
+	o.n_settle                  = 1;
+	o.settled                   = &settled;
+	brooq_job **more;
+	size_t      m;
 	CHECK(brooq_claim(wc, &o, &more, &m));
 	brooq_jobs_free(jobs, n);
 
-	brooq_settle_item fail = {.lease = more[0].lease, .outcome = BROOQ_OUTCOME_FAIL, .error = "nope"};
+	brooq_settle_item fail = {.size    = sizeof(brooq_settle_item),
+				  .lease   = more[0]->lease,
+				  .outcome = BROOQ_OUTCOME_FAIL,
+				  .error   = "nope"};
 	CHECK(brooq_settle(wc, &fail, 1, &settled));
 	brooq_jobs_free(more, m);
 
@@ -192,11 +204,11 @@ main(int argc, char **argv)
 	CHECK(brooq_cancel(ac, r[2].id, &st, &canceled));
 	EXPECT(brooq_cancel(wc, r[2].id, &st, &canceled), BROOQ_EPERMISSION_DENIED);
 	EXPECT(brooq_job_get(wc, 999999, &j), BROOQ_ENOT_FOUND);
-	brooq_job_spec bad = {.topic = "Bad Topic"};
+	brooq_job_spec bad = {.size = sizeof(brooq_job_spec), .topic = "Bad Topic"};
 	EXPECT(brooq_enqueue(wc, &bad, 1, r), BROOQ_EINVALID_ARGUMENT);
 
-	brooq_topic_stats *ts;
-	size_t             nt;
+	brooq_topic_stats **ts;
+	size_t              nt;
 	CHECK(brooq_stats(wc, &ts, &nt));
 	brooq_stats_free(ts, nt);
 

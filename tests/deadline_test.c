@@ -62,8 +62,8 @@ static void
 enqueue_n(const char *topic, int n)
 {
 	for (int i = 0; i < n; i++) {
-		brooq_job_spec       spec = {.topic = topic, .payload = "{}"};
-		brooq_enqueue_result r;
+		brooq_job_spec       spec = {.size = sizeof(brooq_job_spec), .topic = topic, .payload = "{}"};
+		brooq_enqueue_result r    = BROOQ_ENQUEUE_RESULT_INIT;
 		BRQ_OK(brooq_enqueue(wc, &spec, 1, &r));
 	}
 }
@@ -77,7 +77,7 @@ Test(deadline, a_claim_that_timed_out_behind_a_lock_leases_nothing)
 
 	const char      *topics[] = {"locked"};
 	brooq_claim_opts o        = {.size = sizeof(o), .topics = topics, .n_topics = 1, .max_jobs = 10};
-	brooq_job       *jobs     = NULL;
+	brooq_job      **jobs     = NULL;
 	size_t           n        = 0;
 	int64_t          t0       = brq_t_now_us();
 	brooq_err        e        = brooq_claim(wc, &o, &jobs, &n);

@@ -34,7 +34,7 @@ trap cleanup EXIT
 version=$(sed -n 's/^#define BROOQ_VERSION *"\(.*\)"/\1/p' "$build/common/brq_version.h")
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-pkgs=(brooq-gateway brooqctl libbrooq-client0 libbrooq-client-dev)
+pkgs=(brooq-gateway brooqctl libbrooq-client1 libbrooq-client-dev)
 debs=()
 for p in "${pkgs[@]}"; do debs+=("$build/debs/${p}_${version}_${arch}.deb"); done
 r=$tmp/root
@@ -130,7 +130,7 @@ pc_build() {
   # shellcheck disable=SC2086
   cc -Wall -Werror -o "$tmp/app" "$tmp/app.c" $flags
   LD_LIBRARY_PATH=$r/usr/lib/$ma "$tmp/app" || return 1
-  LD_LIBRARY_PATH=$r/usr/lib/$ma ldd "$tmp/app" | grep -F "$r/usr/lib/$ma/libbrooq-client.so.0"
+  LD_LIBRARY_PATH=$r/usr/lib/$ma ldd "$tmp/app" | grep -F "$r/usr/lib/$ma/libbrooq-client.so.1"
 }
 check "a program builds with the unpacked .pc (relocatable) and runs on the unpacked library" pc_build
 cmake_build() {
@@ -164,7 +164,7 @@ check "the settings file is a registered conffile" bash -c '
   dpkg-query --admindir="$1/var/lib/dpkg" -W -f="\${Conffiles}\n" brooq-gateway | grep -E "^ /etc/brooq/brooq-gateway.env [0-9a-f]{32}$"' _ "$d"
 check "installing again (the upgrade path) works" dpkg_root -i "${debs[0]}"
 purge() {
-  dpkg_root --purge libbrooq-client-dev libbrooq-client0 brooqctl brooq-gateway
+  dpkg_root --purge libbrooq-client-dev libbrooq-client1 brooqctl brooq-gateway
   [ ! -e "$d/etc/brooq/brooq-gateway.env" ] && [ ! -e "$d/usr/bin/brooq-gateway" ] &&
     [ -z "$(dpkg-query --admindir="$d/var/lib/dpkg" -W -f='${db:Status-Abbrev}\n' 2>/dev/null | grep -v '^un')" ]
 }

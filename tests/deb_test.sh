@@ -39,7 +39,7 @@ sed -n '/^== lintian/,$p' "$tmp/check.out" | sed 's/^/     /'
 # ---- 1. packages and version ------------------------------------------------------------------
 check "debian/changelog's version is the project's ($version)" \
   bash -c '[ "$(dpkg-parsechangelog -l "$1/debian/changelog" -S Version)" = "$2" ]' _ "$src" "$version"
-for p in brooq-gateway brooqctl libbrooq-client0 libbrooq-client-dev; do
+for p in brooq-gateway brooqctl libbrooq-client1 libbrooq-client-dev; do
   check "$p: built, version $version" \
     bash -c '[ "$(dpkg-deb -f "$1" Package Version | tr "\n" " ")" = "Package: $2 Version: $3 " ]' \
     _ "$(deb $p)" "$p" "$version"
@@ -81,11 +81,11 @@ usr/share/doc/brooqctl/changelog.gz
 usr/share/doc/brooqctl/copyright
 usr/share/man/man1/brooqctl.1.gz
 LIST
-check "libbrooq-client0: the shared library alone" same_contents libbrooq-client0 <<LIST
-usr/lib/$ma/libbrooq-client.so.0
+check "libbrooq-client1: the shared library alone" same_contents libbrooq-client1 <<LIST
+usr/lib/$ma/libbrooq-client.so.1
 usr/lib/$ma/libbrooq-client.so.$version
-usr/share/doc/libbrooq-client0/changelog.gz
-usr/share/doc/libbrooq-client0/copyright
+usr/share/doc/libbrooq-client1/changelog.gz
+usr/share/doc/libbrooq-client1/copyright
 LIST
 check "libbrooq-client-dev: header, .so link, static library, .pc, CMake package, brooq(3), protocol, example" \
   same_contents libbrooq-client-dev <<LIST
@@ -104,9 +104,9 @@ usr/share/doc/libbrooq-client-dev/protocol.md
 usr/share/man/man3/brooq.3.gz
 LIST
 check "the .so links point at the soname and the library" bash -c '
-  dpkg-deb -c "$1" | grep -F "libbrooq-client.so.0 -> libbrooq-client.so.$3" &&
-  dpkg-deb -c "$2" | grep -F "libbrooq-client.so -> libbrooq-client.so.0"' \
-  _ "$(deb libbrooq-client0)" "$(deb libbrooq-client-dev)" "$version"
+  dpkg-deb -c "$1" | grep -F "libbrooq-client.so.1 -> libbrooq-client.so.$3" &&
+  dpkg-deb -c "$2" | grep -F "libbrooq-client.so -> libbrooq-client.so.1"' \
+  _ "$(deb libbrooq-client1)" "$(deb libbrooq-client-dev)" "$version"
 check "the settings file is 0644 root:root, the programs 0755" bash -c '
   dpkg-deb -c "$1" | grep -E "^-rw-r--r-- root/root .* \./etc/brooq/brooq-gateway.env$" &&
   dpkg-deb -c "$1" | grep -E "^-rwxr-xr-x root/root .* \./usr/bin/brooq-gateway$" &&
@@ -124,17 +124,17 @@ check "brooq-gateway depends on the libraries it links (shlibs) and on systemd-s
   _ "$(deb brooq-gateway)" "$build/bin/brooq-gateway"
 check "brooq-gateway depends on brooqctl of its own version (the migrations it needs)" bash -c '
   dpkg-deb -f "$1" Depends | tr "," "\n" | grep -Fx " brooqctl (= $2)"' _ "$(deb brooq-gateway)" "$version"
-check "brooqctl depends on what it links, not on libbrooq-client0 (static)" bash -c '
+check "brooqctl depends on what it links, not on libbrooq-client1 (static)" bash -c '
   d=$(dpkg-deb -f "$1" Depends); echo "$d"
   case $d in *libpq5*) ;; *) exit 1 ;; esac
   case $d in *libbrooq*) exit 1 ;; esac' _ "$(deb brooqctl)"
 check "libbrooq-client-dev depends on its library at the same version" \
-  bash -c 'dpkg-deb -f "$1" Depends | grep -F "libbrooq-client0 (= $2)"' _ "$(deb libbrooq-client-dev)" "$version"
-check "libbrooq-client0: Section libs, Multi-Arch same, shlibs and symbols files" bash -c '
+  bash -c 'dpkg-deb -f "$1" Depends | grep -F "libbrooq-client1 (= $2)"' _ "$(deb libbrooq-client-dev)" "$version"
+check "libbrooq-client1: Section libs, Multi-Arch same, shlibs and symbols files" bash -c '
   [ "$(dpkg-deb -f "$1" Section)" = libs ] && [ "$(dpkg-deb -f "$1" Multi-Arch)" = same ] &&
-  dpkg-deb -I "$1" shlibs | grep -Fx "libbrooq-client 0 libbrooq-client0 (>= $2)" &&
+  dpkg-deb -I "$1" shlibs | grep -Fx "libbrooq-client 1 libbrooq-client1 (>= $2)" &&
   [ "$(dpkg-deb -I "$1" symbols | grep -c "^ brooq_.*@Base")" -eq "$(grep -c "BROOQ_API.*brooq_[a-z_]*(" "$3")" ]' \
-  _ "$(deb libbrooq-client0)" "$version" "$src/client/include/brooq/brooq.h"
+  _ "$(deb libbrooq-client1)" "$version" "$src/client/include/brooq/brooq.h"
 check "/etc/brooq/brooq-gateway.env is a conffile" \
   bash -c '[ "$(dpkg-deb -I "$1" conffiles)" = /etc/brooq/brooq-gateway.env ]' _ "$(deb brooq-gateway)"
 scripts() { # scripts PACKAGE: its maintainer scripts, concatenated

@@ -61,10 +61,14 @@ enqueue(const char *topic, size_t n, const uint32_t *max_attempts)
 {
 	brooq_job_spec       j[8];
 	brooq_enqueue_result r[8];
+	for (size_t i_ = 0; i_ < 8; i_++)
+		r[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	cr_assert(n <= 8);
 	for (size_t i = 0; i < n; i++)
-		j[i] = (brooq_job_spec) {
-			.topic = topic, .payload = "{}", .max_attempts = max_attempts ? max_attempts[i] : 0};
+		j[i] = (brooq_job_spec) {.size         = sizeof(brooq_job_spec),
+					 .topic        = topic,
+					 .payload      = "{}",
+					 .max_attempts = max_attempts ? max_attempts[i] : 0};
 	OK(brooq_enqueue(c1, j, n, r));
 }
 
@@ -79,11 +83,11 @@ claim(brooq_client *c, const char *topic, size_t n, brooq_lease *out)
 	o.n_topics           = 1;
 	o.max_jobs           = 1;
 	for (size_t i = 0; i < n; i++) {
-		brooq_job *jobs = NULL;
-		size_t     got  = 0;
+		brooq_job **jobs = NULL;
+		size_t      got  = 0;
 		OK(brooq_claim(c, &o, &jobs, &got));
 		cr_assert_eq(got, 1, "%s: claim %zu got nothing", topic, i);
-		out[i] = jobs[0].lease;
+		out[i] = jobs[0]->lease;
 		brooq_jobs_free(jobs, got);
 	}
 }
@@ -120,10 +124,15 @@ Test(discard, done_rows_of_the_topic_go_every_other_outcome_and_topic_keeps_its_
 	static const brooq_state   want[8] = {BROOQ_DONE,     BROOQ_DONE,   BROOQ_FAILED, BROOQ_DEAD,
 					      BROOQ_CANCELED, BROOQ_FAILED, BROOQ_DONE,   BROOQ_DONE};
 	for (size_t i = 0; i < 8; i++)
-		it[i] = (brooq_settle_item) {.lease = l[i], .outcome = oc[i], .delay_ms = 60000};
+		it[i] = (brooq_settle_item) {.size     = sizeof(brooq_settle_item),
+					     .lease    = l[i],
+					     .outcome  = oc[i],
+					     .delay_ms = 60000};
 	/* A result on a discarded done job goes with its row. */
 	const char         *results[8] = {NULL, "{\"n\": 1}", NULL, NULL, NULL, NULL, "{\"n\": 2}", NULL};
 	brooq_settle_result res[8];
+	for (size_t i_ = 0; i_ < 8; i_++)
+		res[i_] = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle_results(c1, it, results, 8, res));
 	for (size_t i = 0; i < 8; i++) {
 		cr_assert(res[i].applied, "item %zu not applied", i);
@@ -158,9 +167,12 @@ Test(discard, the_other_gateway_deletes_them_by_id)
 	enqueue("gone", 2, NULL);
 	brooq_lease l[2];
 	claim(c1, "gone", 2, l);
-	brooq_settle_item   it[2] = {{.lease = l[0], .outcome = BROOQ_OUTCOME_DONE},
-				     {.lease = l[1], .outcome = BROOQ_OUTCOME_DONE}};
+	brooq_settle_item it[2] = {
+		{.size = sizeof(brooq_settle_item), .lease = l[0], .outcome = BROOQ_OUTCOME_DONE},
+		{.size = sizeof(brooq_settle_item), .lease = l[1], .outcome = BROOQ_OUTCOME_DONE}};
 	brooq_settle_result res[2];
+	for (size_t i_ = 0; i_ < 2; i_++)
+		res[i_] = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(c2, it, 2, res));
 	cr_assert(res[0].applied && res[1].applied);
 	cr_assert_eq(res[0].state, BROOQ_DONE);
@@ -176,8 +188,8 @@ Test(discard, a_lost_lease_deletes_nothing)
 	claim(c1, "gone", 1, &l);
 	/* Another holder's lease now (as after a reap and a new claim). */
 	brq_testdb_exec(db, "UPDATE job SET lease_token = gen_random_uuid()");
-	brooq_settle_item   it  = {.lease = l, .outcome = BROOQ_OUTCOME_DONE};
-	brooq_settle_result res = {0};
+	brooq_settle_item it = {.size = sizeof(brooq_settle_item), .lease = l, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result res = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(c1, &it, 1, &res));
 	cr_assert_not(res.applied);
 	OK(brooq_settle(c2, &it, 1, &res));
@@ -192,19 +204,22 @@ Test(discard, the_settle_of_a_claim_round_trip_discards_too)
 	enqueue("gone", 3, NULL);
 	brooq_lease l[2];
 	claim(c1, "gone", 2, l);
-	brooq_settle_item   it[2] = {{.lease = l[0], .outcome = BROOQ_OUTCOME_DONE},
-				     {.lease = l[1], .outcome = BROOQ_OUTCOME_FAIL}};
+	brooq_settle_item it[2] = {
+		{.size = sizeof(brooq_settle_item), .lease = l[0], .outcome = BROOQ_OUTCOME_DONE},
+		{.size = sizeof(brooq_settle_item), .lease = l[1], .outcome = BROOQ_OUTCOME_FAIL}};
 	brooq_settle_result settled[2];
-	brooq_claim_opts    o   = BROOQ_CLAIM_OPTS_INIT;
-	const char         *t[] = {"gone"};
-	o.topics                = t;
-	o.n_topics              = 1;
-	o.max_jobs              = 5;
-	o.settle                = it;
-	o.n_settle              = 2;
-	o.settled               = settled;
-	brooq_job *jobs         = NULL;
-	size_t     got          = 0;
+	for (size_t i_ = 0; i_ < 2; i_++)
+		settled[i_] = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
+	brooq_claim_opts o   = BROOQ_CLAIM_OPTS_INIT;
+	const char      *t[] = {"gone"};
+	o.topics             = t;
+	o.n_topics           = 1;
+	o.max_jobs           = 5;
+	o.settle             = it;
+	o.n_settle           = 2;
+	o.settled            = settled;
+	brooq_job **jobs     = NULL;
+	size_t      got      = 0;
 	OK(brooq_claim(c2, &o, &jobs, &got));
 	cr_assert_eq(got, 1);
 	cr_assert(settled[0].applied && settled[1].applied);
@@ -220,16 +235,24 @@ Test(discard, the_settle_of_a_claim_round_trip_discards_too)
  * is not. */
 Test(discard, a_discarded_jobs_key_is_free_again_a_kept_ones_is_not)
 {
-	brooq_job_spec       j[2] = {{.topic = "gone", .payload = "{}", .key = "k"},
-				     {.topic = "kept", .payload = "{}", .key = "k"}};
+	brooq_job_spec j[2] = {
+		{.size = sizeof(brooq_job_spec), .topic = "gone", .payload = "{}", .key = "k"},
+		{.size = sizeof(brooq_job_spec), .topic = "kept", .payload = "{}", .key = "k"}};
 	brooq_enqueue_result r[2], again[2];
+	for (size_t i_ = 0; i_ < 2; i_++)
+		r[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
+	for (size_t i_ = 0; i_ < 2; i_++)
+		again[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(c1, j, 2, r));
 	brooq_lease l[2];
 	claim(c1, "gone", 1, &l[0]);
 	claim(c1, "kept", 1, &l[1]);
-	brooq_settle_item   it[2] = {{.lease = l[0], .outcome = BROOQ_OUTCOME_DONE},
-				     {.lease = l[1], .outcome = BROOQ_OUTCOME_DONE}};
+	brooq_settle_item it[2] = {
+		{.size = sizeof(brooq_settle_item), .lease = l[0], .outcome = BROOQ_OUTCOME_DONE},
+		{.size = sizeof(brooq_settle_item), .lease = l[1], .outcome = BROOQ_OUTCOME_DONE}};
 	brooq_settle_result res[2];
+	for (size_t i_ = 0; i_ < 2; i_++)
+		res[i_] = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(c1, it, 2, res));
 	OK(brooq_enqueue(c1, j, 2, again));
 	cr_assert(again[0].created, "the discarded job's key was not free");
@@ -245,9 +268,13 @@ Test(discard, a_discarded_jobs_chained_job_is_enqueued)
 	enqueue("gone", 1, NULL);
 	brooq_lease l;
 	claim(c1, "gone", 1, &l);
-	brooq_job_spec      next = {.topic = "kept", .payload = "{\"step\": 2}"};
-	brooq_settle_item   it   = {.lease = l, .outcome = BROOQ_OUTCOME_DONE, .chain = &next, .n_chain = 1};
-	brooq_settle_result res  = {0};
+	brooq_job_spec next = {.size = sizeof(brooq_job_spec), .topic = "kept", .payload = "{\"step\": 2}"};
+	brooq_settle_item   it  = {.size    = sizeof(brooq_settle_item),
+				   .lease   = l,
+				   .outcome = BROOQ_OUTCOME_DONE,
+				   .chain   = &next,
+				   .n_chain = 1};
+	brooq_settle_result res = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(c1, &it, 1, &res));
 	cr_assert(res.applied);
 	cr_assert_eq(rows_of(l.id), 0);

@@ -54,7 +54,7 @@ $libdir/cmake/brooq-client/brooq-clientConfigVersion.cmake
 $libdir/cmake/brooq-client/brooq-clientTargets.cmake
 $libdir/libbrooq-client.a
 $libdir/libbrooq-client.so
-$libdir/libbrooq-client.so.0
+$libdir/libbrooq-client.so.1
 $libdir/libbrooq-client.so.$version
 $libdir/pkgconfig/brooq-client.pc
 lib/systemd/system/brooq-gateway.service
@@ -222,7 +222,7 @@ pc_shared() {
   # shellcheck disable=SC2046
   cc -Wall -Werror -o "$tmp/app-shared" "$tmp/app.c" $(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs brooq-client)
   LD_LIBRARY_PATH=$p/$libdir "$tmp/app-shared" || return 1
-  LD_LIBRARY_PATH=$p/$libdir ldd "$tmp/app-shared" | grep -F "$p/$libdir/libbrooq-client.so.0"
+  LD_LIBRARY_PATH=$p/$libdir ldd "$tmp/app-shared" | grep -F "$p/$libdir/libbrooq-client.so.1"
 }
 check "a program builds with pkg-config and runs on the installed shared library" pc_shared
 cmake_static() {

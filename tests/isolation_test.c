@@ -103,9 +103,9 @@ legit_loop(void *arg)
 	(void) arg;
 	brooq_client *c = brq_t_client_open(gw.url, gw.worker_token_file, 5000);
 	while (atomic_load(&legit_on)) {
-		char                 server[64];
-		brooq_job_spec       spec = {.topic = "iso.ok", .payload = "{}"};
-		brooq_enqueue_result r;
+		char           server[64];
+		brooq_job_spec spec    = {.size = sizeof(brooq_job_spec), .topic = "iso.ok", .payload = "{}"};
+		brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 		bool                 ok = brooq_ping(c, server, sizeof(server)) == BROOQ_OK &&
 			brooq_enqueue(c, &spec, 1, &r) == BROOQ_OK;
 		if (!ok)
@@ -221,8 +221,8 @@ Test(isolation, a_reply_stuck_behind_a_blocked_send_closes_its_connection_after_
 	memset(pl + 1, 'x', len);
 	pl[len + 1]               = '"';
 	pl[len + 2]               = '\0';
-	brooq_job_spec       spec = {.topic = "iso.big", .payload = pl};
-	brooq_enqueue_result r;
+	brooq_job_spec       spec = {.size = sizeof(brooq_job_spec), .topic = "iso.big", .payload = pl};
+	brooq_enqueue_result r    = BROOQ_ENQUEUE_RESULT_INIT;
 	BRQ_OK(brooq_enqueue(c, &spec, 1, &r));
 	brooq_client_close(c);
 	free(pl);

@@ -97,9 +97,9 @@ enqueue_times(void)
 {
 	static int64_t us[SAMPLES];
 	for (int i = 0; i < SAMPLES; i++) {
-		brooq_job_spec       spec = {.topic = "hot", .payload = "{}"};
-		brooq_enqueue_result r;
-		int64_t              t0 = brq_t_now_us();
+		brooq_job_spec       spec = {.size = sizeof(brooq_job_spec), .topic = "hot", .payload = "{}"};
+		brooq_enqueue_result r    = BROOQ_ENQUEUE_RESULT_INIT;
+		int64_t              t0   = brq_t_now_us();
 		BRQ_OK(brooq_enqueue(wc, &spec, 1, &r));
 		us[i] = brq_t_now_us() - t0;
 		brq_t_sleep_ms(2);
@@ -112,13 +112,13 @@ enqueue_times(void)
 static int64_t
 stats_history_done(void)
 {
-	brooq_topic_stats *s    = NULL;
-	size_t             n    = 0;
-	int64_t            done = -1;
+	brooq_topic_stats **s    = NULL;
+	size_t              n    = 0;
+	int64_t             done = -1;
 	BRQ_OK(brooq_stats(ac, &s, &n));
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(s[i].topic, "history") == 0)
-			done = (int64_t) s[i].count[BROOQ_DONE];
+		if (strcmp(s[i]->topic, "history") == 0)
+			done = (int64_t) s[i]->count[BROOQ_DONE];
 	brooq_stats_free(s, n);
 	return done;
 }
@@ -129,9 +129,9 @@ stats_alone_us(void)
 {
 	int64_t us[5];
 	for (int i = 0; i < 5; i++) {
-		brooq_topic_stats *s  = NULL;
-		size_t             n  = 0;
-		int64_t            t0 = brq_t_now_us();
+		brooq_topic_stats **s  = NULL;
+		size_t              n  = 0;
+		int64_t             t0 = brq_t_now_us();
 		BRQ_OK(brooq_stats(ac, &s, &n));
 		us[i] = brq_t_now_us() - t0;
 		brooq_stats_free(s, n);
@@ -161,9 +161,9 @@ operator_reads(void *arg)
 			e                    = brooq_job_get(c, 1 + (uint64_t) (rand() % HISTORY), &info);
 			brooq_job_info_free(info);
 		} else {
-			brooq_topic_stats *s = NULL;
-			size_t             n = 0;
-			e                    = brooq_stats(c, &s, &n);
+			brooq_topic_stats **s = NULL;
+			size_t              n = 0;
+			e                     = brooq_stats(c, &s, &n);
 			brooq_stats_free(s, n);
 			atomic_fetch_add(&n_stats, 1);
 		}
@@ -184,17 +184,17 @@ Test(lanes, enqueues_do_not_wait_while_operators_loop_on_stats)
 	int64_t until = brq_t_now_us() + 60 * 1000000;
 	while (stats_history_done() != HISTORY && brq_t_now_us() < until)
 		brq_t_sleep_ms(100);
-	brooq_topic_stats *s = NULL;
-	size_t             n = 0;
+	brooq_topic_stats **s = NULL;
+	size_t              n = 0;
 	BRQ_OK(brooq_stats(ac, &s, &n));
 	bool seen_history = false, seen_backlog = false;
 	for (size_t i = 0; i < n; i++) {
-		if (strcmp(s[i].topic, "history") == 0) {
-			cr_expect_eq(s[i].count[BROOQ_DONE], HISTORY);
+		if (strcmp(s[i]->topic, "history") == 0) {
+			cr_expect_eq(s[i]->count[BROOQ_DONE], HISTORY);
 			seen_history = true;
-		} else if (strcmp(s[i].topic, "backlog") == 0) {
-			cr_expect_eq(s[i].count[BROOQ_PENDING], BACKLOG);
-			cr_expect_gt(s[i].oldest_ready_age_ms, 0);
+		} else if (strcmp(s[i]->topic, "backlog") == 0) {
+			cr_expect_eq(s[i]->count[BROOQ_PENDING], BACKLOG);
+			cr_expect_gt(s[i]->oldest_ready_age_ms, 0);
 			seen_backlog = true;
 		}
 	}

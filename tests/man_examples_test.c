@@ -499,8 +499,11 @@ enqueue(const char *topic, const char *payload, uint32_t max_attempts)
 {
 	brooq_client_opts    o = {.size = sizeof(o), .url = gw.url, .token_file = gw.worker_token_file};
 	brooq_client        *c;
-	brooq_job_spec       spec = {.topic = topic, .payload = payload, .max_attempts = max_attempts};
-	brooq_enqueue_result r;
+	brooq_job_spec       spec = {.size         = sizeof(brooq_job_spec),
+				     .topic        = topic,
+				     .payload      = payload,
+				     .max_attempts = max_attempts};
+	brooq_enqueue_result r    = BROOQ_ENQUEUE_RESULT_INIT;
 	BRQ_OK(brooq_client_open(&o, &c));
 	BRQ_OK(brooq_enqueue(c, &spec, 1, &r));
 	brooq_client_close(c);

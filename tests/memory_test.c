@@ -81,13 +81,18 @@ soak_loop(void *arg)
 	const char          *topics[] = {"soak"};
 	brooq_job_spec       specs[SOAK_BATCH];
 	brooq_enqueue_result res[SOAK_BATCH];
-	brooq_settle_item    items[SOAK_BATCH];
-	brooq_settle_result  sres[SOAK_BATCH];
+	for (size_t i_ = 0; i_ < SOAK_BATCH; i_++)
+		res[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
+	brooq_settle_item   items[SOAK_BATCH];
+	brooq_settle_result sres[SOAK_BATCH];
+	for (size_t i_ = 0; i_ < SOAK_BATCH; i_++)
+		sres[i_] = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
 	for (int i = 0; i < SOAK_BATCH; i++)
-		specs[i] = (brooq_job_spec) {.topic = "soak", .payload = "{\"n\":1}"};
+		specs[i] = (brooq_job_spec) {
+			.size = sizeof(brooq_job_spec), .topic = "soak", .payload = "{\"n\":1}"};
 	while (atomic_load(&soak_done) < soak_total && atomic_load(&soak_fails) == 0) {
 		int64_t          t0   = brq_t_now_us();
-		brooq_job       *jobs = NULL;
+		brooq_job      **jobs = NULL;
 		size_t           n    = 0;
 		brooq_claim_opts o    = {
 			   .size = sizeof(o), .topics = topics, .n_topics = 1, .max_jobs = SOAK_BATCH};
@@ -98,8 +103,9 @@ soak_loop(void *arg)
 			break;
 		}
 		for (size_t i = 0; i < n; i++)
-			items[i] =
-				(brooq_settle_item) {.lease = jobs[i].lease, .outcome = BROOQ_OUTCOME_DONE};
+			items[i] = (brooq_settle_item) {.size    = sizeof(brooq_settle_item),
+							.lease   = jobs[i]->lease,
+							.outcome = BROOQ_OUTCOME_DONE};
 		if (n > 0 && brooq_settle(c, items, n, sres) != BROOQ_OK) {
 			fprintf(stderr, "memory_test: soak settle: %s\n", brooq_last_message());
 			atomic_fetch_add(&soak_fails, 1);
@@ -214,17 +220,19 @@ authenticated(void *arg)
 	brooq_client *c        = open_client(gw.worker_token_file);
 	const char   *topics[] = {"flood.ok"};
 	while (atomic_load(&flood_on)) {
-		int64_t              t0   = brq_t_now_us();
-		brooq_job_spec       spec = {.topic = "flood.ok", .payload = "{}"};
-		brooq_enqueue_result r;
-		brooq_job           *jobs = NULL;
+		int64_t        t0   = brq_t_now_us();
+		brooq_job_spec spec = {.size = sizeof(brooq_job_spec), .topic = "flood.ok", .payload = "{}"};
+		brooq_enqueue_result r    = BROOQ_ENQUEUE_RESULT_INIT;
+		brooq_job          **jobs = NULL;
 		size_t               n    = 0;
-		brooq_claim_opts     o = {.size = sizeof(o), .topics = topics, .n_topics = 1, .max_jobs = 1};
-		brooq_settle_result  sr;
+		brooq_claim_opts     o  = {.size = sizeof(o), .topics = topics, .n_topics = 1, .max_jobs = 1};
+		brooq_settle_result  sr = BROOQ_SETTLE_RESULT_INIT;
 		bool                 ok = brooq_enqueue(c, &spec, 1, &r) == BROOQ_OK &&
 			brooq_claim(c, &o, &jobs, &n) == BROOQ_OK && n == 1;
 		if (ok) {
-			brooq_settle_item it = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE};
+			brooq_settle_item it = {.size    = sizeof(brooq_settle_item),
+						.lease   = jobs[0]->lease,
+						.outcome = BROOQ_OUTCOME_DONE};
 			ok                   = brooq_settle(c, &it, 1, &sr) == BROOQ_OK && sr.applied;
 		}
 		if (!ok)

@@ -70,8 +70,12 @@ TestSuite(policy, .init = setup, .fini = teardown, .timeout = 180);
 static uint64_t
 enqueue_p(brooq_client *c, const char *topic, uint32_t priority, uint64_t delay_ms)
 {
-	brooq_job_spec j = {.topic = topic, .payload = "{}", .priority = priority, .delay_ms = delay_ms};
-	brooq_enqueue_result r;
+	brooq_job_spec       j = {.size     = sizeof(brooq_job_spec),
+				  .topic    = topic,
+				  .payload  = "{}",
+				  .priority = priority,
+				  .delay_ms = delay_ms};
+	brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(c, &j, 1, &r));
 	return r.id;
 }
@@ -82,17 +86,20 @@ enqueue_many(const char *topic, int n)
 {
 	brooq_job_spec       j[500];
 	brooq_enqueue_result r[500];
+	for (size_t i_ = 0; i_ < 500; i_++)
+		r[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	for (int done = 0; done < n;) {
 		int k = n - done < 500 ? n - done : 500;
 		for (int i = 0; i < k; i++)
-			j[i] = (brooq_job_spec) {.topic = topic, .payload = "{}"};
+			j[i] = (brooq_job_spec) {
+				.size = sizeof(brooq_job_spec), .topic = topic, .payload = "{}"};
 		OK(brooq_enqueue(wc, j, (size_t) k, r));
 		done += k;
 	}
 }
 
 static size_t
-claim_on(brooq_client *c, const char *topic, uint32_t max, uint32_t wait_ms, brooq_job **jobs)
+claim_on(brooq_client *c, const char *topic, uint32_t max, uint32_t wait_ms, brooq_job ***jobs)
 {
 	const char      *topics[] = {topic};
 	brooq_claim_opts o        = {.size     = sizeof(brooq_claim_opts),
@@ -108,14 +115,18 @@ claim_on(brooq_client *c, const char *topic, uint32_t max, uint32_t wait_ms, bro
 }
 
 static void
-settle_done(brooq_client *c, const brooq_job *jobs, size_t n)
+settle_done(brooq_client *c, brooq_job *const *jobs, size_t n)
 {
 	if (n == 0)
 		return;
 	brooq_settle_item   *it = calloc(n, sizeof(*it));
 	brooq_settle_result *r  = calloc(n, sizeof(*r));
-	for (size_t i = 0; i < n; i++)
-		it[i] = (brooq_settle_item) {.lease = jobs[i].lease, .outcome = BROOQ_OUTCOME_DONE};
+	for (size_t i = 0; i < n; i++) {
+		it[i] = (brooq_settle_item) {.size    = sizeof(brooq_settle_item),
+					     .lease   = jobs[i]->lease,
+					     .outcome = BROOQ_OUTCOME_DONE};
+		r[i]  = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
+	}
 	OK(brooq_settle(c, it, n, r));
 	free(it);
 	free(r);
@@ -148,12 +159,12 @@ Test(policy, claims_by_priority_then_age_then_id)
 	enqueue_p(wc, "prio", 1, 60000);
 	uint64_t want[] = {pd, p1, p3, p5, p9};
 	/* A batch takes the first ones (the reply's array has no order). */
-	brooq_job *jobs;
-	size_t     n = claim_on(wc, "prio", 3, 0, &jobs);
+	brooq_job **jobs;
+	size_t      n = claim_on(wc, "prio", 3, 0, &jobs);
 	cr_assert_eq(n, 3);
 	for (size_t i = 0; i < n; i++)
-		cr_assert(jobs[i].lease.id == pd || jobs[i].lease.id == p1 || jobs[i].lease.id == p3,
-			  "job %" PRIu64 " is not among the first three", jobs[i].lease.id);
+		cr_assert(jobs[i]->lease.id == pd || jobs[i]->lease.id == p1 || jobs[i]->lease.id == p3,
+			  "job %" PRIu64 " is not among the first three", jobs[i]->lease.id);
 	brooq_jobs_free(jobs, n);
 	/* One at a time: exactly that order. */
 	brq_testdb_exec(db,
@@ -161,8 +172,8 @@ Test(policy, claims_by_priority_then_age_then_id)
 			" lease_token = NULL WHERE state = 'processing'");
 	for (size_t i = 0; i < 5; i++) {
 		cr_assert_eq(claim_on(wc, "prio", 1, 0, &jobs), 1);
-		cr_assert_eq(jobs[0].lease.id, want[i], "claim %zu: job %" PRIu64 ", want %" PRIu64, i,
-			     jobs[0].lease.id, want[i]);
+		cr_assert_eq(jobs[0]->lease.id, want[i], "claim %zu: job %" PRIu64 ", want %" PRIu64, i,
+			     jobs[0]->lease.id, want[i]);
 		brooq_jobs_free(jobs, 1);
 	}
 	cr_assert_eq(claim_on(wc, "prio", 1, 0, &jobs), 0, "the delayed job waits");
@@ -182,8 +193,8 @@ Test(policy, a_batch_spans_priorities_in_order)
 	for (int p = 9; p >= 1; p--)
 		for (int i = 0; i < 3; i++)
 			enqueue_p(wc, "span", (uint32_t) p, 0);
-	brooq_job *jobs;
-	size_t     n = claim_on(wc, "span", 7, 0, &jobs);
+	brooq_job **jobs;
+	size_t      n = claim_on(wc, "span", 7, 0, &jobs);
 	cr_assert_eq(n, 7);
 	brooq_jobs_free(jobs, n);
 	/* Priorities 1 and 2 (3 each) and one of 3. */
@@ -200,9 +211,12 @@ Test(policy, a_batch_spans_priorities_in_order)
 
 Test(policy, a_priority_out_of_range_is_refused_and_nothing_is_written)
 {
-	brooq_job_spec       j[2] = {{.topic = "prio", .payload = "{}", .priority = 1},
-				     {.topic = "prio", .payload = "{}", .priority = 10}};
+	brooq_job_spec j[2] = {
+		{.size = sizeof(brooq_job_spec), .topic = "prio", .payload = "{}", .priority = 1},
+		{.size = sizeof(brooq_job_spec), .topic = "prio", .payload = "{}", .priority = 10}};
 	brooq_enqueue_result r[2];
+	for (size_t i_ = 0; i_ < 2; i_++)
+		r[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	cr_assert_eq(brooq_enqueue(wc, j, 2, r), BROOQ_EINVALID_ARGUMENT);
 	cr_assert_not_null(strstr(brooq_last_message(), "priority"), "%s", brooq_last_message());
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 0);
@@ -215,16 +229,16 @@ Test(policy, strict_priority_lets_a_flood_of_urgent_jobs_starve_the_rest_until_i
 	uint64_t low = enqueue_p(wc, "flood", 9, 0);
 	for (int round = 0; round < 20; round++) {
 		enqueue_p(wc, "flood", 1, 0);
-		brooq_job *jobs;
-		size_t     n = claim_on(wc, "flood", 1, 0, &jobs);
+		brooq_job **jobs;
+		size_t      n = claim_on(wc, "flood", 1, 0, &jobs);
 		cr_assert_eq(n, 1);
-		cr_assert_neq(jobs[0].lease.id, low, "the low priority job ran during the flood");
+		cr_assert_neq(jobs[0]->lease.id, low, "the low priority job ran during the flood");
 		settle_done(wc, jobs, n);
 		brooq_jobs_free(jobs, n);
 	}
-	brooq_job *jobs;
+	brooq_job **jobs;
 	cr_assert_eq(claim_on(wc, "flood", 1, 0, &jobs), 1);
-	cr_assert_eq(jobs[0].lease.id, low);
+	cr_assert_eq(jobs[0]->lease.id, low);
 	brooq_jobs_free(jobs, 1);
 }
 
@@ -250,8 +264,8 @@ typedef struct poller {
 static void *
 poll_once(void *arg)
 {
-	poller    *p = arg;
-	brooq_job *jobs;
+	poller     *p = arg;
+	brooq_job **jobs;
 	p->n           = claim_on(p->c, p->topic, 1, p->wait_ms, &jobs);
 	p->returned_ms = now_ms();
 	settle_done(p->c, jobs, p->n);
@@ -264,13 +278,13 @@ Test(policy, a_paused_topic_is_claimed_by_no_gateway_takes_enqueues_and_resume_w
 	start_gw2();
 	brooq_client *wc2 = open_client(&gw2, false);
 	enqueue_many("paws", 3);
-	brooq_topic_policy p;
+	brooq_topic_policy p = BROOQ_TOPIC_POLICY_INIT;
 	OK(brooq_pause(ac, "paws", &p));
 	cr_assert(p.paused);
 	cr_assert_str_eq(p.topic, "paws");
 	/* Neither gateway claims it, at once (the other one's cache does not know yet:
 	 * its claim statement's guard does). */
-	brooq_job *jobs;
+	brooq_job **jobs;
 	cr_assert_eq(claim_on(wc, "paws", 10, 0, &jobs), 0);
 	cr_assert_eq(claim_on(wc2, "paws", 10, 0, &jobs), 0);
 	usleep(400 * 1000); /* both caches know now */
@@ -293,18 +307,18 @@ Test(policy, a_paused_topic_is_claimed_by_no_gateway_takes_enqueues_and_resume_w
 	cr_assert_eq(p2.returned_ms, 0, "a parked claim of a paused topic returned");
 	cr_assert_eq(count("SELECT count(*) FROM job WHERE topic = 'paws' AND state <> 'pending'"), 0);
 	/* stats and topics show it. */
-	brooq_topic_stats *st;
-	size_t             n_st;
+	brooq_topic_stats **st;
+	size_t              n_st;
 	OK(brooq_stats(wc, &st, &n_st));
 	cr_assert_eq(n_st, 1);
-	cr_assert(st[0].paused);
+	cr_assert(st[0]->paused);
 	brooq_stats_free(st, n_st);
-	brooq_topic_policy *all;
-	size_t              n_all;
+	brooq_topic_policy **all;
+	size_t               n_all;
 	OK(brooq_topics(ac, &all, &n_all));
 	cr_assert_eq(n_all, 1);
-	cr_assert(all[0].paused);
-	free(all);
+	cr_assert(all[0]->paused);
+	brooq_topics_free(all, n_all);
 	/* Resume through the first gateway: its parked claim starts at once, the other
 	 * gateway's within its poll interval (200 ms here). */
 	int64_t t0 = now_ms();
@@ -328,15 +342,21 @@ Test(policy, a_paused_topic_is_claimed_by_no_gateway_takes_enqueues_and_resume_w
 
 Test(policy, policy_ops_need_the_admin_token_and_bad_arguments_change_nothing)
 {
-	brooq_topic_policy p;
+	brooq_topic_policy p = BROOQ_TOPIC_POLICY_INIT;
 	cr_assert_eq(brooq_pause(wc, "t", &p), BROOQ_EPERMISSION_DENIED);
 	cr_assert_eq(brooq_topic_limits(wc, "t", 3, 0, &p), BROOQ_EPERMISSION_DENIED);
-	brooq_topic_policy *all;
-	size_t              n;
+	brooq_topic_policy **all;
+	size_t               n;
 	cr_assert_eq(brooq_topics(wc, &all, &n), BROOQ_EPERMISSION_DENIED);
 	cr_assert_eq(brooq_pause(ac, "Bad Topic", &p), BROOQ_EINVALID_ARGUMENT);
 	cr_assert_not_null(strstr(brooq_last_message(), "topic"), "%s", brooq_last_message());
 	cr_assert_eq(brooq_topic_limits(ac, "t", 1000001, BROOQ_LIMIT_KEEP, &p), BROOQ_EINVAL);
+	/* The caller's room for the policy without its size: refused before it is sent. */
+	brooq_topic_policy nosize = {.max_running = 1};
+	cr_assert_eq(brooq_pause(ac, "t", &nosize), BROOQ_EINVAL);
+	cr_assert_not_null(strstr(brooq_last_message(), "BROOQ_TOPIC_POLICY_INIT"), "%s",
+			   brooq_last_message());
+	cr_assert_eq(brooq_topic_limits(ac, "t", 3, 0, &nosize), BROOQ_EINVAL);
 	cr_assert_eq(count("SELECT count(*) FROM topic_policy"), 0);
 	/* The gateway's own checks, past the library's. */
 	OK(brooq_topic_limits(ac, "t", 5, BROOQ_LIMIT_KEEP, &p));
@@ -428,8 +448,8 @@ crowd_worker(void *arg)
 	worker_arg *w  = arg;
 	crowd      *cr = w->cr;
 	while (now_ms() < cr->until_ms) {
-		brooq_job *jobs;
-		size_t     n = claim_on(w->c, cr->topic, cr->batch, cr->wait_ms, &jobs);
+		brooq_job **jobs;
+		size_t      n = claim_on(w->c, cr->topic, cr->batch, cr->wait_ms, &jobs);
 		if (n == 0)
 			continue;
 		int now = atomic_fetch_add(&cr->inflight, (int) n) + (int) n;
@@ -492,7 +512,7 @@ Test(policy, a_concurrency_limit_holds_across_two_gateways_and_many_workers)
 {
 	start_gw2();
 	enum { N = 3 };
-	brooq_topic_policy p;
+	brooq_topic_policy p = BROOQ_TOPIC_POLICY_INIT;
 	/* Set through the second gateway: the first learns it from the database. */
 	brooq_client *ac2 = open_client(&gw2, true);
 	OK(brooq_topic_limits(ac2, "conc", N, BROOQ_LIMIT_KEEP, &p));
@@ -512,11 +532,11 @@ Test(policy, a_concurrency_limit_holds_across_two_gateways_and_many_workers)
 	cr_assert_eq(atomic_load(&cr.max_inflight), N);
 	cr_assert_gt(atomic_load(&cr.done), 100, "only %d jobs done", atomic_load(&cr.done));
 	/* stats and topics show the limit. */
-	brooq_topic_stats *st;
-	size_t             n_st;
+	brooq_topic_stats **st;
+	size_t              n_st;
 	OK(brooq_stats(wc, &st, &n_st));
 	cr_assert_eq(n_st, 1, "%zu topics in stats", n_st);
-	cr_assert_eq(st[0].max_running, N, "stats of %s: max_running %u", st[0].topic, st[0].max_running);
+	cr_assert_eq(st[0]->max_running, N, "stats of %s: max_running %u", st[0]->topic, st[0]->max_running);
 	brooq_stats_free(st, n_st);
 	brq_gw_stop(&gw2);
 }
@@ -525,7 +545,7 @@ Test(policy, a_rate_limit_holds_across_two_gateways_within_one_batch_per_second)
 {
 	start_gw2();
 	enum { R = 20, BATCH = 5, SECONDS = 4 };
-	brooq_topic_policy p;
+	brooq_topic_policy p = BROOQ_TOPIC_POLICY_INIT;
 	OK(brooq_topic_limits(ac, "rate", BROOQ_LIMIT_KEEP, R, &p));
 	cr_assert_eq(p.rate_per_s, R);
 	enqueue_many("rate", 1000);
@@ -562,13 +582,13 @@ Test(policy, configured_limits_are_written_at_start_and_an_admin_may_change_them
 		     1);
 	/* rate=0: no limit, so no row. */
 	cr_assert_eq(count("SELECT count(*) FROM topic_policy WHERE topic = 'cfg.b'"), 0);
-	brooq_topic_policy p;
+	brooq_topic_policy p = BROOQ_TOPIC_POLICY_INIT;
 	OK(brooq_topic_limits(ac, "cfg.a", 5, BROOQ_LIMIT_KEEP, &p));
 	cr_assert_eq(p.max_running, 5);
 	cr_assert_eq(p.rate_per_s, 30);
 	/* Enforced by the gateway that was not configured, too. */
 	enqueue_many("cfg.a", 10);
-	brooq_job *jobs;
+	brooq_job **jobs;
 	cr_assert_eq(claim_on(wc, "cfg.a", 10, 0, &jobs), 5);
 	brooq_jobs_free(jobs, 5);
 	brq_gw_stop(&gw2);
@@ -583,10 +603,10 @@ Test(policy, a_settle_under_a_concurrency_limit_starts_a_parked_claim_at_once)
 	brooq_client      *a   = open_client(&gw2, false);
 	brooq_client      *b   = open_client(&gw2, false);
 	brooq_client      *ac2 = open_client(&gw2, true);
-	brooq_topic_policy p;
+	brooq_topic_policy p   = BROOQ_TOPIC_POLICY_INIT;
 	OK(brooq_topic_limits(ac2, "one", 1, BROOQ_LIMIT_KEEP, &p));
 	enqueue_many("one", 3);
-	brooq_job *held;
+	brooq_job **held;
 	cr_assert_eq(claim_on(a, "one", 5, 0, &held), 1, "the limit gives one");
 	poller pb = {.c = b, .topic = "one", .wait_ms = 20000};
 	pthread_create(&pb.th, NULL, poll_once, &pb);
@@ -614,13 +634,13 @@ Test(policy, a_claim_of_several_topics_takes_the_lowest_priority_number_first)
 	const char      *topics[] = {"multi.a", "multi.b"};
 	brooq_claim_opts o        = {
 		       .size = sizeof(o), .worker = "w", .topics = topics, .n_topics = 2, .max_jobs = 2};
-	brooq_job *jobs;
-	size_t     n;
+	brooq_job **jobs;
+	size_t      n;
 	OK(brooq_claim(wc, &o, &jobs, &n));
 	cr_assert_eq(n, 2);
-	cr_assert(jobs[0].lease.id != a5 && jobs[1].lease.id != a5, "priority 5 went before 2 and 3");
-	cr_assert((jobs[0].lease.id == b1 || jobs[1].lease.id == b1) &&
-		  (jobs[0].lease.id == a2 || jobs[1].lease.id == a2));
+	cr_assert(jobs[0]->lease.id != a5 && jobs[1]->lease.id != a5, "priority 5 went before 2 and 3");
+	cr_assert((jobs[0]->lease.id == b1 || jobs[1]->lease.id == b1) &&
+		  (jobs[0]->lease.id == a2 || jobs[1]->lease.id == a2));
 	brooq_jobs_free(jobs, n);
 }
 

@@ -53,8 +53,10 @@ TestSuite(pull, .init = setup, .fini = teardown, .timeout = 120);
 static uint64_t
 enqueue(const char *topic, const char *payload)
 {
-	brooq_job_spec       j = {.topic = topic, .payload = payload};
-	brooq_enqueue_result r;
+	brooq_job_spec       j = BROOQ_JOB_SPEC_INIT;
+	brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
+	j.topic                = topic;
+	j.payload              = payload;
 	OK(brooq_enqueue(wc, &j, 1, &r));
 	return r.id;
 }

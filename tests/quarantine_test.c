@@ -388,8 +388,9 @@ Test(quarantine_e2e, a_handler_that_kills_its_worker_ends_dead_with_the_reason_u
 			       .timeout_ms = 5000};
 	brooq_client     *c = NULL;
 	BRQ_OK(brooq_client_open(&o, &c));
-	brooq_job_spec       spec = {.topic = "crash.loop", .payload = "{}", .max_attempts = 2};
-	brooq_enqueue_result er;
+	brooq_job_spec spec = {
+		.size = sizeof(brooq_job_spec), .topic = "crash.loop", .payload = "{}", .max_attempts = 2};
+	brooq_enqueue_result er = BROOQ_ENQUEUE_RESULT_INIT;
 	BRQ_OK(brooq_enqueue(c, &spec, 1, &er));
 
 	/* A supervisor's loop (systemd Restart=always): start a worker whenever the last

@@ -55,14 +55,16 @@ enqueue(size_t n)
 {
 	brooq_job_spec       j[8];
 	brooq_enqueue_result r[8];
+	for (size_t i_ = 0; i_ < 8; i_++)
+		r[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	cr_assert(n <= 8);
 	for (size_t i = 0; i < n; i++)
-		j[i] = (brooq_job_spec) {.topic = "addr", .payload = "{}"};
+		j[i] = (brooq_job_spec) {.size = sizeof(brooq_job_spec), .topic = "addr", .payload = "{}"};
 	OK(brooq_enqueue(c1, j, n, r));
 }
 
 /* Claims exactly n jobs of "addr" through c. */
-static brooq_job *
+static brooq_job **
 claim(brooq_client *c, size_t n)
 {
 	brooq_claim_opts o   = BROOQ_CLAIM_OPTS_INIT;
@@ -70,8 +72,8 @@ claim(brooq_client *c, size_t n)
 	o.topics             = t;
 	o.n_topics           = 1;
 	o.max_jobs           = (uint32_t) n;
-	brooq_job *jobs      = NULL;
-	size_t     got       = 0;
+	brooq_job **jobs     = NULL;
+	size_t      got      = 0;
 	OK(brooq_claim(c, &o, &jobs, &got));
 	cr_assert_eq(got, n);
 	return jobs;
@@ -79,13 +81,17 @@ claim(brooq_client *c, size_t n)
 
 /* Settles jobs[0..n) done through c; asserts each was applied. */
 static void
-settle_done(brooq_client *c, const brooq_job *jobs, size_t n)
+settle_done(brooq_client *c, brooq_job *const *jobs, size_t n)
 {
 	brooq_settle_item   it[8];
 	brooq_settle_result res[8];
+	for (size_t i_ = 0; i_ < 8; i_++)
+		res[i_] = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
 	cr_assert(n <= 8);
 	for (size_t i = 0; i < n; i++)
-		it[i] = (brooq_settle_item) {.lease = jobs[i].lease, .outcome = BROOQ_OUTCOME_DONE};
+		it[i] = (brooq_settle_item) {.size    = sizeof(brooq_settle_item),
+					     .lease   = jobs[i]->lease,
+					     .outcome = BROOQ_OUTCOME_DONE};
 	OK(brooq_settle(c, it, n, res));
 	for (size_t i = 0; i < n; i++) {
 		cr_assert(res[i].applied, "item %zu not applied", i);
@@ -106,7 +112,7 @@ lookups(uint16_t port, const char *by)
 Test(settle_address, the_claiming_gateway_settles_by_the_address_its_claim_returned)
 {
 	enqueue(3);
-	brooq_job *jobs = claim(c1, 3);
+	brooq_job **jobs = claim(c1, 3);
 	settle_done(c1, jobs, 3);
 	cr_assert_eq(lookups(port1, "address"), 3);
 	cr_assert_eq(lookups(port1, "id"), 0);
@@ -120,21 +126,22 @@ Test(settle_address, the_claiming_gateway_settles_by_the_address_its_claim_retur
 Test(settle_address, rows_moved_since_the_claim_are_settled_by_id_exactly_once)
 {
 	enqueue(3);
-	brooq_job *jobs = claim(c1, 3);
-	bool       extended;
-	OK(brooq_heartbeat(c2, &jobs[0].lease, 1, 30000, &extended));
+	brooq_job **jobs = claim(c1, 3);
+	bool        extended;
+	OK(brooq_heartbeat(c2, &jobs[0]->lease, 1, 30000, &extended));
 	cr_assert(extended);
 	char sql[128];
 	snprintf(sql, sizeof(sql), "UPDATE job SET updated_at = updated_at WHERE id = %llu",
-		 (unsigned long long) jobs[1].lease.id);
+		 (unsigned long long) jobs[1]->lease.id);
 	brq_testdb_exec(db, sql);
 	settle_done(c1, jobs, 3);
 	cr_assert_eq(lookups(port1, "address"), 1);
 	cr_assert_eq(lookups(port1, "id"), 2);
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state = 'done' AND attempts = 1"), 3);
 	/* Settled once: a second settle of the same leases finds them gone. */
-	brooq_settle_item   it  = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE};
-	brooq_settle_result res = {0};
+	brooq_settle_item it = {
+		.size = sizeof(brooq_settle_item), .lease = jobs[0]->lease, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result res = BROOQ_SETTLE_RESULT_INIT;
 	OK(brooq_settle(c1, &it, 1, &res));
 	cr_assert_not(res.applied);
 	brooq_jobs_free(jobs, 3);
@@ -145,12 +152,12 @@ Test(settle_address, rows_moved_since_the_claim_are_settled_by_id_exactly_once)
 Test(settle_address, a_lease_claimed_through_another_gateway_is_found_by_id)
 {
 	enqueue(2);
-	brooq_job *jobs = claim(c1, 2);
+	brooq_job **jobs = claim(c1, 2);
 	settle_done(c2, &jobs[0], 1);
 	cr_assert_eq(lookups(port2, "id"), 1);
 	cr_assert_eq(lookups(port2, "address"), 0);
 	bool extended;
-	OK(brooq_heartbeat(c2, &jobs[1].lease, 1, 30000, &extended));
+	OK(brooq_heartbeat(c2, &jobs[1]->lease, 1, 30000, &extended));
 	cr_assert(extended);
 	settle_done(c2, &jobs[1], 1);
 	cr_assert_eq(lookups(port2, "address"), 1);

@@ -24,7 +24,14 @@ if nm -D --defined-only "$build/client/libbrooq-client.so" | grep -w -E 'nng_[a-
   fail "libbrooq-client.so exports NNG symbols"
 fi
 echo "ok: libbrooq-client.so exports no nng_* symbol"
-ar t "$build/client/libbrooq-client.a" | grep -q '^ipc.c.o$' || fail "libbrooq-client.a does not carry NNG's objects"
+# The static library is one relocatable object with NNG's and proto/'s objects inside and
+# only brooq_* global (client/lib/static_one.cmake): an application's own NNG cannot clash.
+lib="$build/client/libbrooq-client.a"
+nm --defined-only "$lib" >"$tmp/nm.txt"
+grep -q ' [tT] nng_close$' "$tmp/nm.txt" || fail "libbrooq-client.a does not carry NNG's objects"
+others=$(nm -g --defined-only "$lib" | awk 'NF == 3 {print $3}' | grep -v '^brooq_' || true)
+[ -z "$others" ] || fail "libbrooq-client.a exports more than brooq_*: $(echo "$others" | head -5 | tr '\n' ' ')"
+echo "ok: libbrooq-client.a exports brooq_* only ($(nm -g --defined-only "$lib" | awk 'NF == 3' | wc -l) symbols)"
 
 # Install, then build a consumer of the static library both ways and run it.
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
@@ -50,6 +57,39 @@ no_libnng "$tmp/app_pc"
 readelf -d "$tmp/app_pc" | grep -q 'NEEDED.*libbrooq-client' && fail "app_pc is not static in brooq-client"
 "$tmp/app_pc" >/dev/null || fail "app_pc does not run"
 echo "ok: static link from brooq-client.pc ($libs)"
+
+# An application with an NNG of its own (here: its own nng_close, and a brq_str_c, both
+# aborting) links with the static library, and the library keeps calling its own.
+cat >"$tmp/own.c" <<'EOF'
+#include <brooq/brooq.h>
+#include <stdio.h>
+#include <stdlib.h>
+int nng_close(unsigned s) { (void) s; fputs("the application's nng_close ran\n", stderr); abort(); }
+void *brq_str_c(const char *s) { (void) s; abort(); }
+int
+main(int argc, char **argv)
+{
+	brooq_client_opts o = BROOQ_CLIENT_OPTS_INIT;
+	o.url = "ipc:///nonexistent/brooq.sock";
+	o.token_file = argc > 1 ? argv[1] : NULL;
+	brooq_client *c = NULL;
+	brooq_err rc = brooq_client_open(&o, &c);
+	if (rc != BROOQ_OK) {
+		printf("open: %s: %s\n", brooq_strerror(rc), brooq_last_message());
+		return 1;
+	}
+	char server[64];
+	rc = brooq_ping(c, server, sizeof(server)); /* nothing listens: a clean BROOQ_ECONNECT */
+	brooq_client_close(c);
+	printf("ping: %s\n", brooq_strerror(rc));
+	return rc == BROOQ_ECONNECT ? 0 : 1;
+}
+EOF
+head -c 48 /dev/urandom | base64 | tr -d '\n' >"$tmp/token"
+"$cc" -o "$tmp/own" "$tmp/own.c" $(pkg-config --cflags brooq-client) \
+  "$tmp/prefix/lib/libbrooq-client.a" ${libs//-lbrooq-client/} || fail "an application with its own nng_close does not link"
+"$tmp/own" "$tmp/token" || fail "an application with its own nng_close does not run"
+echo "ok: an application defining its own nng_close and brq_str_c links the static library and runs"
 
 mkdir "$tmp/cm"
 cat >"$tmp/cm/CMakeLists.txt" <<'EOF'

@@ -55,7 +55,7 @@ trap 'exit 1' INT TERM
 
 version=$(sed -n 's/^#define BROOQ_VERSION *"\(.*\)"/\1/p' "$build/common/brq_version.h")
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
-pkgs=(brooq-gateway brooqctl libbrooq-client0 libbrooq-client-dev)
+pkgs=(brooq-gateway brooqctl libbrooq-client1 libbrooq-client-dev)
 # BROOQ_TEST_README: another README to follow (a candidate, before it is committed).
 readme=${BROOQ_TEST_README:-$src/README.md}
 t0=$SECONDS
@@ -411,7 +411,7 @@ check "after the upgrade the worker does a job" job_done '{"n":3}'
 phase "purge"
 check "apt-get purge of the four packages" brq_in bash -ec '
   systemctl stop example-worker
-  apt-get purge -y -q brooq-gateway brooqctl libbrooq-client-dev libbrooq-client0'
+  apt-get purge -y -q brooq-gateway brooqctl libbrooq-client-dev libbrooq-client1'
 purged() {
   local left
   brq_in systemctl is-active brooq-gateway && return 1

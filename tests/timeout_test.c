@@ -92,8 +92,11 @@ TestSuite(timeouts, .init = setup, .fini = teardown, .timeout = 60);
 static uint64_t
 enqueue(const char *topic, uint32_t max_attempts)
 {
-	brooq_job_spec       j = {.topic = topic, .payload = "{}", .max_attempts = max_attempts};
-	brooq_enqueue_result r;
+	brooq_job_spec       j = {.size         = sizeof(brooq_job_spec),
+				  .topic        = topic,
+				  .payload      = "{}",
+				  .max_attempts = max_attempts};
+	brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, &j, 1, &r));
 	return r.id;
 }
@@ -169,12 +172,12 @@ Test(timeouts, a_claim_carries_the_topics_timeouts_and_none_where_there_are_none
 	enqueue("t.slow", 0);
 	const char      *t = "t.slow";
 	brooq_claim_opts o = {.size = sizeof(o), .topics = &t, .n_topics = 1, .max_jobs = 1};
-	brooq_job       *jobs;
+	brooq_job      **jobs;
 	size_t           n;
 	OK(brooq_claim(wc, &o, &jobs, &n));
 	cr_assert_eq(n, 1);
-	cr_assert_eq(jobs[0].attempt_timeout_ms, 300);
-	cr_assert_eq(jobs[0].max_execution_ms, 5000);
+	cr_assert_eq(jobs[0]->attempt_timeout_ms, 300);
+	cr_assert_eq(jobs[0]->max_execution_ms, 5000);
 	brooq_jobs_free(jobs, n);
 }
 
@@ -257,8 +260,9 @@ Test(timeouts, the_job_shows_its_claim_and_the_running_attempts_deadlines)
 	cr_assert_eq(j->max_execution_deadline_ms, claimed + 5000);
 	brooq_job_info_free(j);
 	/* Not processing: no deadlines, the claim stays. */
-	brooq_settle_item   it = {.lease = {.id = l.id}, .outcome = BROOQ_OUTCOME_DONE};
-	brooq_settle_result res;
+	brooq_settle_item it = {
+		.size = sizeof(brooq_settle_item), .lease = {.id = l.id}, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result res = BROOQ_SETTLE_RESULT_INIT;
 	memcpy(it.lease.token, l.lease, BROOQ_LEASE_LEN);
 	OK(brooq_settle(wc, &it, 1, &res));
 	cr_assert(res.applied);
@@ -325,7 +329,7 @@ run_worker(runner *r, const char *topic, brooq_handler fn, uint32_t lease_ms, ui
 static brooq_worker_stats
 stop_worker(runner *r)
 {
-	brooq_worker_stats st;
+	brooq_worker_stats st = BROOQ_WORKER_STATS_INIT;
 	brq_t_runner_stop(r);
 	brooq_worker_get_stats(r->w, &st);
 	brooq_worker_free(r->w);
@@ -461,7 +465,7 @@ Test(timeouts, a_handler_running_past_the_maximum_execution_time_loses_its_lease
 		after);
 	cr_assert_geq(after, 1400.0, "flag after %.1f ms", after);
 	cr_assert_leq(after, 1500.0 + 333.0 + 1000.0, "flag after %.1f ms", after);
-	brooq_worker_stats st;
+	brooq_worker_stats st = BROOQ_WORKER_STATS_INIT;
 	brooq_worker_get_stats(r.w, &st);
 	cr_assert_eq(st.hung, 1, "the watchdog did not count it");
 	cr_assert_eq(st.lease_lost, 1);
@@ -554,7 +558,7 @@ Test(timeouts, a_handler_reads_a_lost_lease_as_its_reason)
 		     brooq_cancel_reason_name((brooq_cancel_reason) atomic_load(&reason[1])));
 	brooq_worker_stop(r.w);
 	pthread_join(r.th, NULL);
-	brooq_worker_stats st;
+	brooq_worker_stats st = BROOQ_WORKER_STATS_INIT;
 	brooq_worker_get_stats(r.w, &st);
 	brooq_worker_free(r.w);
 	cr_assert_eq(st.lease_lost, 1);

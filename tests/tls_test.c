@@ -169,11 +169,12 @@ assert_serves_good_clients(void)
 
 Test(tls, a_client_with_the_ca_connects_and_real_rpcs_work, .init = setup, .fini = teardown)
 {
-	brooq_client        *c;
-	const char          *topics[] = {"tls.job"};
-	brooq_job_spec       spec     = {.topic = "tls.job", .payload = "{\"over\":\"tls\"}"};
-	brooq_enqueue_result res;
-	brooq_job           *jobs = NULL;
+	brooq_client  *c;
+	const char    *topics[] = {"tls.job"};
+	brooq_job_spec spec     = {
+		    .size = sizeof(brooq_job_spec), .topic = "tls.job", .payload = "{\"over\":\"tls\"}"};
+	brooq_enqueue_result res  = BROOQ_ENQUEUE_RESULT_INIT;
+	brooq_job          **jobs = NULL;
 	size_t               n    = 0;
 	brooq_job_info      *info = NULL;
 
@@ -185,9 +186,10 @@ Test(tls, a_client_with_the_ca_connects_and_real_rpcs_work, .init = setup, .fini
 		.size = sizeof(brooq_claim_opts), .topics = topics, .n_topics = 1, .max_jobs = 1};
 	cr_assert_eq(brooq_claim(c, &o, &jobs, &n), BROOQ_OK, "%s", brooq_last_message());
 	cr_assert_eq(n, 1);
-	cr_assert_eq(jobs[0].lease.id, res.id);
-	brooq_settle_item   s = {.lease = jobs[0].lease, .outcome = BROOQ_OUTCOME_DONE};
-	brooq_settle_result sr;
+	cr_assert_eq(jobs[0]->lease.id, res.id);
+	brooq_settle_item s = {
+		.size = sizeof(brooq_settle_item), .lease = jobs[0]->lease, .outcome = BROOQ_OUTCOME_DONE};
+	brooq_settle_result sr = BROOQ_SETTLE_RESULT_INIT;
 	cr_assert_eq(brooq_settle(c, &s, 1, &sr), BROOQ_OK, "%s", brooq_last_message());
 	cr_assert(sr.applied);
 	cr_assert_eq(brooq_job_get(c, res.id, &info), BROOQ_OK, "%s", brooq_last_message());
@@ -226,12 +228,15 @@ Test(tls, a_worker_runs_jobs_over_tls, .init = setup, .fini = teardown)
 	void                *rv;
 	brooq_job_spec       specs[5];
 	brooq_enqueue_result res[5];
+	for (size_t i_ = 0; i_ < 5; i_++)
+		res[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 
 	start_gw("server", NULL);
 	brq_gw_await_log(&gw, "msg=tls_ready", 1, 5000);
 	cr_assert_eq(open_client(url, cert("ca.pem"), NULL, NULL, &c), BROOQ_OK, "%s", brooq_last_message());
 	for (int i = 0; i < 5; i++)
-		specs[i] = (brooq_job_spec) {.topic = "tls.work", .payload = "{}"};
+		specs[i] = (brooq_job_spec) {
+			.size = sizeof(brooq_job_spec), .topic = "tls.work", .payload = "{}"};
 	cr_assert_eq(brooq_enqueue(c, specs, 5, res), BROOQ_OK, "%s", brooq_last_message());
 	brooq_worker_opts o = {.size = sizeof(o), .threads = 2, .wait_ms = 500};
 	cr_assert_eq(brooq_worker_new(c, &o, &w), BROOQ_OK, "%s", brooq_last_message());
@@ -245,7 +250,7 @@ Test(tls, a_worker_runs_jobs_over_tls, .init = setup, .fini = teardown)
 	cr_assert_eq((intptr_t) rv, BROOQ_OK);
 	cr_assert_eq(atomic_load(&tls_handled), 5, "the worker ran %d of 5 jobs over TLS",
 		     atomic_load(&tls_handled));
-	brooq_worker_stats st;
+	brooq_worker_stats st = BROOQ_WORKER_STATS_INIT;
 	brooq_worker_get_stats(w, &st);
 	cr_assert_eq(st.settled, 5, "settled %llu of 5", (unsigned long long) st.settled);
 	brooq_worker_free(w);
@@ -408,9 +413,9 @@ Test(tls, with_client_auth_required_only_a_certificate_from_the_ca_gets_in, .ini
 
 	/* A real RPC with the certificate, and the token still decides the role. */
 	brooq_client  *c;
-	brooq_job_spec spec = {.topic = "tls.mtls"};
+	brooq_job_spec spec = {.size = sizeof(brooq_job_spec), .topic = "tls.mtls"};
 	cr_assert_eq(open_client(url, cert("ca.pem"), cert("client.pem"), cert("client.key"), &c), BROOQ_OK);
-	brooq_enqueue_result res;
+	brooq_enqueue_result res = BROOQ_ENQUEUE_RESULT_INIT;
 	cr_assert_eq(brooq_enqueue(c, &spec, 1, &res), BROOQ_OK, "%s", brooq_last_message());
 	brooq_state st;
 	bool        canceled;

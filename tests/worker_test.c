@@ -96,8 +96,11 @@ TestSuite(worker_api, .timeout = 30);
 static uint64_t
 enqueue(const char *topic, const char *payload, uint32_t max_attempts)
 {
-	brooq_job_spec       j = {.topic = topic, .payload = payload, .max_attempts = max_attempts};
-	brooq_enqueue_result r;
+	brooq_job_spec       j = {.size         = sizeof(brooq_job_spec),
+				  .topic        = topic,
+				  .payload      = payload,
+				  .max_attempts = max_attempts};
+	brooq_enqueue_result r = BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, &j, 1, &r));
 	return r.id;
 }
@@ -123,7 +126,7 @@ wait_atomic(atomic_llong *flag, long long want, int timeout_ms)
 static brooq_worker_stats
 stats_of(brooq_worker *w)
 {
-	brooq_worker_stats st;
+	brooq_worker_stats st = BROOQ_WORKER_STATS_INIT;
 	brooq_worker_get_stats(w, &st);
 	return st;
 }
@@ -255,7 +258,7 @@ h_parent(brooq_job_ctx *job, void *arg)
 	(void) arg;
 	char payload[64];
 	snprintf(payload, sizeof(payload), "{\"parent\": %" PRIu64 "}", brooq_job_id(job));
-	brooq_job_spec child = {.topic = "t.child", .payload = payload};
+	brooq_job_spec child = {.size = sizeof(brooq_job_spec), .topic = "t.child", .payload = payload};
 	brooq_job_done_chain(job, &child, 1);
 	if (strstr(brooq_job_payload(job, NULL), "fail") != NULL)
 		brooq_job_fail(job, "parent failed");
@@ -338,9 +341,12 @@ run_two_topics(int prefetch_max)
 	for (int i = 0; i < 2 * N; i++) {
 		const char *topic = i % 2 ? "t.beta" : "t.alpha";
 		snprintf(payloads[i], sizeof(payloads[i]), "{\"topic\": \"%s\", \"i\": %d}", topic, i);
-		specs[i] = (brooq_job_spec) {.topic = topic, .payload = payloads[i]};
+		specs[i] = (brooq_job_spec) {
+			.size = sizeof(brooq_job_spec), .topic = topic, .payload = payloads[i]};
 	}
 	brooq_enqueue_result res[2 * N];
+	for (size_t i_ = 0; i_ < 2 * N; i_++)
+		res[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, specs, 2 * N, res));
 
 	brooq_worker *w = worker_new(wc,
@@ -711,9 +717,13 @@ Test(worker, stops_gracefully_settling_what_finished_and_losing_nothing)
 {
 	static const char *const env[] = {"BROOQ_REAPER_INTERVAL=200ms", NULL};
 	start(env);
-	brooq_job_spec first[] = {
-		{.topic = "t.short"}, {.topic = "t.short"}, {.topic = "t.long"}, {.topic = "t.long"}};
+	brooq_job_spec       first[] = {{.size = sizeof(brooq_job_spec), .topic = "t.short"},
+					{.size = sizeof(brooq_job_spec), .topic = "t.short"},
+					{.size = sizeof(brooq_job_spec), .topic = "t.long"},
+					{.size = sizeof(brooq_job_spec), .topic = "t.long"}};
 	brooq_enqueue_result res[4];
+	for (size_t i_ = 0; i_ < 4; i_++)
+		res[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	OK(brooq_enqueue(wc, first, 4, res));
 
 	brooq_worker *w = worker_new(wc,
@@ -727,8 +737,10 @@ Test(worker, stops_gracefully_settling_what_finished_and_losing_nothing)
 	runner r;
 	runner_start(&r, w);
 	cr_assert(wait_atomic(&started, 4, 5000), "not all four jobs started");
-	brooq_job_spec more[] = {
-		{.topic = "t.short"}, {.topic = "t.short"}, {.topic = "t.short"}, {.topic = "t.short"}};
+	brooq_job_spec more[] = {{.size = sizeof(brooq_job_spec), .topic = "t.short"},
+				 {.size = sizeof(brooq_job_spec), .topic = "t.short"},
+				 {.size = sizeof(brooq_job_spec), .topic = "t.short"},
+				 {.size = sizeof(brooq_job_spec), .topic = "t.short"}};
 	OK(brooq_enqueue(wc, more, 4, res)); /* pending: no free thread to claim them */
 
 	/* Stop while all four run: the short ones finish within the grace (and must be

@@ -241,7 +241,7 @@ int
 brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv)
 {
 	brooq_client        *c;
-	brooq_enqueue_result r;
+	brooq_enqueue_result r     = BROOQ_ENQUEUE_RESULT_INIT;
 	char                *owned = NULL;
 	size_t               plen  = 0;
 	int                  rc;
@@ -263,6 +263,7 @@ brq_ctl_enqueue(const brq_ctl *ctl, int argc, char **argv)
 		return brq_ctl_usage(ctl, "the JSON payload is empty");
 	}
 	brooq_job_spec spec = {
+		.size         = sizeof(brooq_job_spec),
 		.topic        = argv[0],
 		.payload      = payload,
 		.payload_len  = plen,
@@ -466,7 +467,7 @@ static const brooq_state state_order[] = {BROOQ_PENDING, BROOQ_PROCESSING, BROOQ
 /* The stats reply's JSON form (docs/protocol.md §7.9, §11): every key of each topic, the
  * policy keys too (false and null for a topic without a policy). */
 static void
-print_stats_json(const brooq_topic_stats *s, size_t n, uint64_t terminal_age_ms)
+print_stats_json(brooq_topic_stats *const *s, size_t n, uint64_t terminal_age_ms)
 {
 	fputs("{", stdout);
 	if (terminal_age_ms != BROOQ_AGE_UNKNOWN)
@@ -476,25 +477,25 @@ print_stats_json(const brooq_topic_stats *s, size_t n, uint64_t terminal_age_ms)
 	fputs(",\"topics\":[", stdout);
 	for (size_t i = 0; i < n; i++) {
 		fputs(i > 0 ? ",{\"topic\":" : "{\"topic\":", stdout);
-		brq_ctl_json_cstr(stdout, s[i].topic);
+		brq_ctl_json_cstr(stdout, s[i]->topic);
 		for (size_t k = 0; k < N_STATES; k++)
 			printf(",\"%s\":%" PRIu64, brooq_state_name(state_order[k]),
-			       s[i].count[state_order[k]]);
-		printf(",\"oldest_ready_age_ms\":%" PRIu64 ",\"paused\":%s", s[i].oldest_ready_age_ms,
-		       s[i].paused ? "true" : "false");
-		brq_ctl_json_opt_u64(stdout, "max_running", s[i].max_running, s[i].max_running > 0);
-		brq_ctl_json_opt_u64(stdout, "rate_per_s", s[i].rate_per_s, s[i].rate_per_s > 0);
+			       s[i]->count[state_order[k]]);
+		printf(",\"oldest_ready_age_ms\":%" PRIu64 ",\"paused\":%s", s[i]->oldest_ready_age_ms,
+		       s[i]->paused ? "true" : "false");
+		brq_ctl_json_opt_u64(stdout, "max_running", s[i]->max_running, s[i]->max_running > 0);
+		brq_ctl_json_opt_u64(stdout, "rate_per_s", s[i]->rate_per_s, s[i]->rate_per_s > 0);
 		fputs("}", stdout);
 	}
 	fputs("]}\n", stdout);
 }
 
 static void
-print_stats_table(const brooq_topic_stats *s, size_t n)
+print_stats_table(brooq_topic_stats *const *s, size_t n)
 {
 	int w = 5;
 	for (size_t i = 0; i < n; i++) {
-		int len = (int) strlen(s[i].topic);
+		int len = (int) strlen(s[i]->topic);
 		w       = len > w ? len : w;
 	}
 	if (n == 0) {
@@ -505,13 +506,13 @@ print_stats_table(const brooq_topic_stats *s, size_t n)
 	       "DONE", "DEAD", "CANCELED", "OLDEST_READY");
 	for (size_t i = 0; i < n; i++) {
 		char age[32];
-		brq_ctl_human_ms(s[i].oldest_ready_age_ms, age, sizeof(age));
-		brq_ctl_print_safe(stdout, s[i].topic);
-		printf("%*s", w - (int) strlen(s[i].topic), "");
+		brq_ctl_human_ms(s[i]->oldest_ready_age_ms, age, sizeof(age));
+		brq_ctl_print_safe(stdout, s[i]->topic);
+		printf("%*s", w - (int) strlen(s[i]->topic), "");
 		for (size_t k = 0; k < N_STATES; k++)
-			printf(" %10" PRIu64, s[i].count[state_order[k]]);
-		printf("  %s", s[i].oldest_ready_age_ms > 0 ? age : "-");
-		if (s[i].paused)
+			printf(" %10" PRIu64, s[i]->count[state_order[k]]);
+		printf("  %s", s[i]->oldest_ready_age_ms > 0 ? age : "-");
+		if (s[i]->paused)
 			printf("  (paused)");
 		fputc('\n', stdout);
 	}
@@ -520,10 +521,10 @@ print_stats_table(const brooq_topic_stats *s, size_t n)
 int
 brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv)
 {
-	brooq_client      *c;
-	brooq_topic_stats *s;
-	size_t             n;
-	int                rc;
+	brooq_client       *c;
+	brooq_topic_stats **s;
+	size_t              n;
+	int                 rc;
 	(void) argv;
 
 	if ((rc = open_noargs(ctl, argc, &c)) != BRQ_EXIT_OK)

@@ -46,7 +46,7 @@ static int
 change(const brq_ctl *ctl, int argc, char **argv, const char *what)
 {
 	brooq_client      *c;
-	brooq_topic_policy p;
+	brooq_topic_policy p = BROOQ_TOPIC_POLICY_INIT;
 	int                rc;
 	brooq_err          err;
 
@@ -98,10 +98,10 @@ brq_ctl_limits(const brq_ctl *ctl, int argc, char **argv)
 int
 brq_ctl_topics(const brq_ctl *ctl, int argc, char **argv)
 {
-	brooq_client       *c;
-	brooq_topic_policy *all;
-	size_t              n;
-	int                 rc;
+	brooq_client        *c;
+	brooq_topic_policy **all;
+	size_t               n;
+	int                  rc;
 	(void) argv;
 
 	if (argc != 0)
@@ -115,7 +115,7 @@ brq_ctl_topics(const brq_ctl *ctl, int argc, char **argv)
 		fputs("{\"topics\":[", stdout);
 		for (size_t i = 0; i < n; i++) {
 			fputs(i > 0 ? "," : "", stdout);
-			print_policy_json(&all[i]);
+			print_policy_json(all[i]);
 		}
 		fputs("]}\n", stdout);
 	} else if (n == 0) {
@@ -125,14 +125,14 @@ brq_ctl_topics(const brq_ctl *ctl, int argc, char **argv)
 		       "RUNNING");
 		for (size_t i = 0; i < n; i++) {
 			char a[16], b[16];
-			brq_ctl_print_safe(stdout, all[i].topic);
-			int len = (int) strlen(all[i].topic);
+			brq_ctl_print_safe(stdout, all[i]->topic);
+			int len = (int) strlen(all[i]->topic);
 			printf("%*s %-6s %11s %10s %8" PRIu64 "\n", len < 24 ? 24 - len : 0, "",
-			       all[i].paused ? "yes" : "no", limit_text(all[i].max_running, a, sizeof(a)),
-			       limit_text(all[i].rate_per_s, b, sizeof(b)), all[i].running);
+			       all[i]->paused ? "yes" : "no", limit_text(all[i]->max_running, a, sizeof(a)),
+			       limit_text(all[i]->rate_per_s, b, sizeof(b)), all[i]->running);
 		}
 	}
-	free(all);
+	brooq_topics_free(all, n);
 	brooq_client_close(c);
 	return rc;
 }

@@ -46,7 +46,7 @@ print_json_entry(const brooq_schedule_info *s)
 }
 
 static void
-print_table(const brooq_schedule_info *s, size_t n)
+print_table(brooq_schedule_info *const *s, size_t n)
 {
 	if (n == 0) {
 		printf("no schedules\n");
@@ -56,40 +56,40 @@ print_table(const brooq_schedule_info *s, size_t n)
 	       "SOURCE");
 	for (size_t i = 0; i < n; i++) {
 		char w[320], next[BRQ_TIME_TEXT_MAX] = "-", last[BRQ_TIME_TEXT_MAX] = "-", mis[24];
-		when(&s[i], w, sizeof(w));
-		if (s[i].next_slot_ms != 0 && s[i].enabled)
-			brq_fmt_time_ms(next, sizeof(next), s[i].next_slot_ms);
-		else if (!s[i].enabled)
+		when(s[i], w, sizeof(w));
+		if (s[i]->next_slot_ms != 0 && s[i]->enabled)
+			brq_fmt_time_ms(next, sizeof(next), s[i]->next_slot_ms);
+		else if (!s[i]->enabled)
 			snprintf(next, sizeof(next), "disabled");
-		if (s[i].last_slot_ms != 0)
-			brq_fmt_time_ms(last, sizeof(last), s[i].last_slot_ms);
-		if (s[i].misfire == BROOQ_MISFIRE_CATCH_UP)
-			snprintf(mis, sizeof(mis), "catch_up(%" PRIu32 ")", s[i].catch_up_max);
+		if (s[i]->last_slot_ms != 0)
+			brq_fmt_time_ms(last, sizeof(last), s[i]->last_slot_ms);
+		if (s[i]->misfire == BROOQ_MISFIRE_CATCH_UP)
+			snprintf(mis, sizeof(mis), "catch_up(%" PRIu32 ")", s[i]->catch_up_max);
 		else
 			snprintf(mis, sizeof(mis), "skip");
-		brq_ctl_print_safe(stdout, s[i].name);
-		printf("%*s ", 20 - (int) strlen(s[i].name) > 0 ? 20 - (int) strlen(s[i].name) : 0, "");
-		brq_ctl_print_safe(stdout, s[i].topic);
-		printf("%*s ", 20 - (int) strlen(s[i].topic) > 0 ? 20 - (int) strlen(s[i].topic) : 0, "");
+		brq_ctl_print_safe(stdout, s[i]->name);
+		printf("%*s ", 20 - (int) strlen(s[i]->name) > 0 ? 20 - (int) strlen(s[i]->name) : 0, "");
+		brq_ctl_print_safe(stdout, s[i]->topic);
+		printf("%*s ", 20 - (int) strlen(s[i]->topic) > 0 ? 20 - (int) strlen(s[i]->topic) : 0, "");
 		brq_ctl_print_safe(stdout, w);
 		printf("%*s %-14s %-24s %-24s %s\n", 36 - (int) strlen(w) > 0 ? 36 - (int) strlen(w) : 0, "",
-		       mis, next, last, s[i].source);
+		       mis, next, last, s[i]->source);
 	}
 }
 
 static int
 cmd_list(const brq_ctl *ctl, brooq_client *c)
 {
-	brooq_schedule_info *s;
-	size_t               n;
-	brooq_err            err = brooq_schedule_list(c, &s, &n);
+	brooq_schedule_info **s;
+	size_t                n;
+	brooq_err             err = brooq_schedule_list(c, &s, &n);
 	if (err != BROOQ_OK)
 		return brq_ctl_report(ctl, err);
 	if (ctl->json) {
 		fputs("{\"schedules\":[", stdout);
 		for (size_t i = 0; i < n; i++) {
 			fputs(i > 0 ? "," : "", stdout);
-			print_json_entry(&s[i]);
+			print_json_entry(s[i]);
 		}
 		fputs("]}\n", stdout);
 	} else {

@@ -74,7 +74,7 @@ chain(brooq_job_ctx *job, void *arg)
 	(void) arg;
 	char payload[64];
 	snprintf(payload, sizeof(payload), "{\"parent\":%" PRIu64 "}", brooq_job_id(job));
-	brooq_job_spec next = {.topic = "demo.hello", .payload = payload};
+	brooq_job_spec next = {.size = sizeof(brooq_job_spec), .topic = "demo.hello", .payload = payload};
 	brooq_job_done_chain(job, &next, 1);
 	printf("job=%" PRIu64 " topic=demo.chain chained=demo.hello\n", brooq_job_id(job));
 }
@@ -132,7 +132,7 @@ main(int argc, char **argv)
 
 	err = brooq_worker_run(worker); /* until SIGTERM/SIGINT */
 
-	brooq_worker_stats st;
+	brooq_worker_stats st = BROOQ_WORKER_STATS_INIT;
 	brooq_worker_get_stats(worker, &st);
 	printf("stopped: claimed=%" PRIu64 " settled=%" PRIu64 " lease_lost=%" PRIu64 " hung=%" PRIu64
 	       " errors=%" PRIu64 "\n",

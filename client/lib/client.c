@@ -2,7 +2,6 @@
 /* Client handle: open/close, the bearer token, options structs, ping, names and the version. */
 #include "client.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -105,37 +104,6 @@ env_nonempty(const char *name)
 {
 	const char *v = getenv(name);
 	return (v != NULL && v[0] != '\0') ? v : NULL;
-}
-
-/* ---- options structs -------------------------------------------------------------------- */
-
-int
-brq_opts_copy(void *dst, size_t dst_size, const void *src, size_t v1_size, const char *what)
-{
-	memset(dst, 0, dst_size);
-	if (src == NULL)
-		return 0;
-	size_t size = *(const size_t *) src;
-	if (size < v1_size) {
-		/* The hint names the header's initializer, which is the struct's name in
-		 * capitals: brooq_worker_opts -> BROOQ_WORKER_OPTS_INIT (client_test checks
-		 * every one against the header). */
-		char   macro[64];
-		size_t n = 0;
-		for (; what[n] != '\0' && n + 1 < sizeof(macro); n++)
-			macro[n] = (char) toupper((unsigned char) what[n]);
-		macro[n] = '\0';
-		return brq_fail(BRQ_EINVAL, "%s.size: %zu; set it to sizeof(%s) (%s_INIT)", what, size, what,
-				macro);
-	}
-	/* A later header's struct: the fields it added must be unset (zero) here. */
-	for (size_t i = dst_size; i < size; i++)
-		if (((const unsigned char *) src)[i] != 0)
-			return brq_fail(BRQ_EINVAL,
-					"%s: sets a field this library (libbrooq-client %s) does not know",
-					what, BROOQ_VERSION);
-	memcpy(dst, src, size < dst_size ? size : dst_size);
-	return 0;
 }
 
 /* ---- open / close ------------------------------------------------------------------- */

@@ -7,14 +7,8 @@
 
 #include <stddef.h>
 
+#include "abi.h"
 #include "rpc.h"
-
-/* The first released layout of each options struct: what a caller must at least
- * pass (brq_opts_copy). Frozen: a field added later does not change these. */
-#define BRQ_CLIENT_OPTS_V1 (offsetof(brooq_client_opts, log_arg) + sizeof(void *))
-#define BRQ_CLAIM_OPTS_V1  (offsetof(brooq_claim_opts, settled) + sizeof(void *))
-#define BRQ_WORKER_OPTS_V1 (offsetof(brooq_worker_opts, hung_grace_ms) + sizeof(uint32_t))
-#define BRQ_LIST_OPTS_V1   (offsetof(brooq_list_opts, limit) + sizeof(uint32_t))
 
 struct brooq_client {
 	brq_rpc      rpc;
@@ -23,15 +17,6 @@ struct brooq_client {
 	brooq_log_fn log;       /* never NULL */
 	void        *log_arg;
 };
-
-/*
- * Copies the caller's options struct `src` (NULL: all defaults) into dst[0..dst_size),
- * zeroed first, reading only the src->size bytes the caller's header knew. `what`
- * names the struct in messages. Returns 0, or BRQ_EINVAL (message set) when size is
- * below v1_size, or above dst_size with a field this library does not know set.
- */
-int brq_opts_copy(void *dst, size_t dst_size, const void *src, size_t v1_size,
-		  const char *what) BRQ_MUSTCHECK;
 
 /* Opens *out: a transport of its own to c's gateway (same URL, timeout, token and TLS; its
  * own socket, so its own connection). Closing its socket is what the gateway sees as
@@ -54,7 +39,7 @@ brooq_err brq_heartbeat_why(brooq_client *c, const brooq_lease *leases, size_t n
 			    bool *extended, brq_lost_reason *why);
 
 /* A public call op without arguments (stats, topics, schedule_list): checks c, out (the
- * caller's T **) and n, then runs it with copy(k, out, n), which on success sets *out
+ * caller's T ***) and n, then runs it with copy(k, out, n), which on success sets *out
  * to a library-allocated array (or NULL) and *n to its length. */
 brooq_err brq_call_array(brooq_client *c, brq_op op, brq_call_out_fn copy, void *out, size_t *n);
 
@@ -72,7 +57,7 @@ brooq_err brq_watch_via(brooq_client *c, brq_rpc *r, const char *const *topics, 
 			bool *resync);
 
 /* brooq_claim over transport r (c's own, or one from brq_client_rpc_open). */
-brooq_err brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_job **jobs,
+brooq_err brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_job ***jobs,
 			size_t *n);
 
 #endif

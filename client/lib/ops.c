@@ -83,7 +83,7 @@ spec_from(const brooq_job_spec *in, brq_job_spec *out, const char *what, size_t 
 	return 0;
 }
 
-/* Wire specs for jobs[0..n), from the call's arena. */
+/* Wire specs for the caller's jobs[0..n) (stepped by their size), from the call's arena. */
 static int
 specs_from(brq_call *k, const brooq_job_spec *jobs, size_t n, const char *what, brq_job_spec **out)
 {
@@ -91,8 +91,9 @@ specs_from(brq_call *k, const brooq_job_spec *jobs, size_t n, const char *what, 
 	if (v == NULL)
 		return brq_fail(BRQ_ENOMEM, "%s: out of memory", what);
 	for (size_t i = 0; i < n; i++) {
-		int rv = spec_from(&jobs[i], &v[i], what, i);
-		if (rv != 0)
+		brooq_job_spec in;
+		int            rv = brq_abi_in(&in, sizeof(in), jobs, i, BRQ_JOB_SPEC_V1, "brooq_job_spec");
+		if (rv != 0 || (rv = spec_from(&in, &v[i], what, i)) != 0)
 			return rv;
 	}
 	*out = v;
@@ -124,8 +125,12 @@ settles_from(brq_call *k, const brooq_settle_item *items, const char *const *res
 	if (v == NULL)
 		return brq_fail(BRQ_ENOMEM, "%s: out of memory", what);
 	for (size_t i = 0; i < n; i++) {
-		const brooq_settle_item *in = &items[i];
+		brooq_settle_item        copy;
+		const brooq_settle_item *in = &copy;
 		brq_settle_item         *it = &v[i];
+		int rv = brq_abi_in(&copy, sizeof(copy), items, i, BRQ_SETTLE_ITEM_V1, "brooq_settle_item");
+		if (rv != 0)
+			return rv;
 		if ((unsigned) in->outcome > (unsigned) BROOQ_OUTCOME_CANCEL)
 			return brq_fail(BRQ_EINVAL, "%s[%zu].outcome: unknown outcome %d", what, i,
 					(int) in->outcome);
@@ -147,8 +152,7 @@ settles_from(brq_call *k, const brooq_settle_item *items, const char *const *res
 		}
 		if (in->outcome == BROOQ_OUTCOME_DELAY)
 			it->delay_ms = in->delay_ms;
-		int rv = result_from(res != NULL ? res[i] : NULL, in, it, what, i);
-		if (rv != 0)
+		if ((rv = result_from(res != NULL ? res[i] : NULL, in, it, what, i)) != 0)
 			return rv;
 		if (in->n_chain > 0) {
 			it->has_chain = true;
@@ -161,13 +165,18 @@ settles_from(brq_call *k, const brooq_settle_item *items, const char *const *res
 	return 0;
 }
 
+/* The results into the caller's out[0..n) (checked by brq_abi_out_check). */
 static void
 settle_results_out(const brq_settle_result *in, size_t n, brooq_settle_result *out)
 {
 	for (size_t i = 0; i < n; i++) {
-		out[i].id      = in[i].id;
-		out[i].applied = in[i].applied;
-		out[i].state   = in[i].applied ? (brooq_state) in[i].state : BROOQ_PROCESSING;
+		brooq_settle_result r = {
+			.size    = sizeof(r),
+			.id      = in[i].id,
+			.applied = in[i].applied,
+			.state   = in[i].applied ? (brooq_state) in[i].state : BROOQ_PROCESSING,
+		};
+		brq_abi_out(out, i, &r, sizeof(r));
 	}
 }
 
@@ -219,8 +228,9 @@ enqueue_out(const brq_call *k, void *out, void *unused)
 	if (rep->n_results != k->req.enqueue.n_jobs)
 		return count_mismatch("enqueue", rep->n_results, k->req.enqueue.n_jobs);
 	for (uint32_t i = 0; i < rep->n_results; i++) {
-		results[i].id      = rep->results[i].id;
-		results[i].created = rep->results[i].created;
+		brooq_enqueue_result r = {
+			.size = sizeof(r), .id = rep->results[i].id, .created = rep->results[i].created};
+		brq_abi_out(results, i, &r, sizeof(r));
 	}
 	return 0;
 }
@@ -248,6 +258,8 @@ brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n, brooq_enque
 
 	if (e != BROOQ_OK)
 		return e;
+	if (brq_abi_out_check(results, n, BRQ_ENQUEUE_RES_V1, "brooq_enqueue_result") != 0)
+		return BROOQ_EINVAL;
 	brq_call_init(&k, BRQ_OP_ENQUEUE);
 	k.req.enqueue.n_jobs = (uint32_t) n;
 	rv                   = specs_from(&k, jobs, n, "enqueue.jobs", &k.req.enqueue.jobs);
@@ -257,53 +269,45 @@ brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n, brooq_enque
 /* ---- claim ------------------------------------------------------------------------------------ */
 
 void
-brooq_jobs_free(brooq_job *jobs, size_t n)
+brooq_jobs_free(brooq_job **jobs, size_t n)
 {
-	if (jobs == NULL)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		free(jobs[i].topic);
-		free(jobs[i].payload);
-	}
+	(void) n; /* one allocation: the pointers, the jobs and their strings */
 	free(jobs);
 }
 
-/* Library-allocated copies of the claimed jobs; each string is its own allocation
- * (a caller may take one and NULL it before brooq_jobs_free). */
+/* The claimed jobs as the caller gets them: one allocation (brq_abi_list) of pointers,
+ * jobs and strings, so a claim costs one malloc however many jobs it brings. */
 static int
-jobs_out(const brq_claimed_job *in, uint32_t n, brooq_job **out)
+jobs_out(const brq_claimed_job *in, uint32_t n, brooq_job ***out)
 {
-	brooq_job *v;
-
-	*out = NULL;
-	if (n == 0)
-		return 0;
-	if ((v = calloc(n, sizeof(*v))) == NULL)
-		return brq_fail(BRQ_ENOMEM, "claim: out of memory");
+	brq_abi_list l;
+	size_t       strs = 0;
+	for (uint32_t i = 0; i < n; i++)
+		strs += (size_t) in[i].topic.len + 1 + (size_t) in[i].payload.len + 1;
+	int rv = brq_abi_list_new(&l, n, sizeof(brooq_job), strs, "claim");
+	if (rv != 0)
+		return rv;
 	for (uint32_t i = 0; i < n; i++) {
-		v[i].lease.id = in[i].id;
-		memcpy(v[i].lease.token, in[i].lease, BROOQ_LEASE_LEN);
-		v[i].topic              = brq_strdup(in[i].topic);
-		v[i].payload            = brq_strdup(in[i].payload);
-		v[i].payload_len        = in[i].payload.len;
-		v[i].attempts           = in[i].attempts;
-		v[i].max_attempts       = in[i].max_attempts;
-		v[i].lease_until_ms     = in[i].lease_until_ms;
-		v[i].created_at_ms      = in[i].created_at_ms;
-		v[i].attempt_timeout_ms = in[i].attempt_timeout_ms;
-		v[i].max_execution_ms   = in[i].max_execution_ms;
-		if (v[i].topic == NULL || v[i].payload == NULL) {
-			brooq_jobs_free(v, i + 1);
-			return brq_fail(BRQ_ENOMEM, "claim: out of memory");
-		}
+		brooq_job *j = l.ptrs[i];
+		j->lease.id  = in[i].id;
+		memcpy(j->lease.token, in[i].lease, BROOQ_LEASE_LEN);
+		j->topic              = brq_abi_list_str(&l, in[i].topic);
+		j->payload            = brq_abi_list_str(&l, in[i].payload);
+		j->payload_len        = in[i].payload.len;
+		j->attempts           = in[i].attempts;
+		j->max_attempts       = in[i].max_attempts;
+		j->lease_until_ms     = in[i].lease_until_ms;
+		j->created_at_ms      = in[i].created_at_ms;
+		j->attempt_timeout_ms = in[i].attempt_timeout_ms;
+		j->max_execution_ms   = in[i].max_execution_ms;
 	}
-	*out = v;
+	*out = (brooq_job **) l.ptrs;
 	return 0;
 }
 
 /* Where claim's results go: settled has the request's n_settle entries. */
 typedef struct claim_outs {
-	brooq_job          **jobs;
+	brooq_job         ***jobs;
 	size_t              *n;
 	brooq_settle_result *settled;
 } claim_outs;
@@ -338,6 +342,9 @@ claim_check(const brooq_claim_opts *o)
 		return brq_fail(BRQ_EINVAL, "claim.settle: settle and settled are required with n_settle");
 	if (o->n_settle > UINT32_MAX)
 		return brq_fail(BRQ_EINVAL, "claim.n_settle: too large");
+	if (o->n_settle > 0 &&
+	    brq_abi_out_check(o->settled, o->n_settle, BRQ_SETTLE_RES_V1, "brooq_settle_result") != 0)
+		return BRQ_EINVAL;
 	for (size_t i = 0; i < o->n_topics; i++) {
 		if (o->topics[i] == NULL)
 			return brq_fail(BRQ_EINVAL, "claim.topics[%zu]: NULL", i);
@@ -370,13 +377,13 @@ claim_fill(brq_call *k, const brooq_claim_opts *o, const char *worker)
 }
 
 brooq_err
-brooq_claim(brooq_client *c, const brooq_claim_opts *opts, brooq_job **jobs, size_t *n)
+brooq_claim(brooq_client *c, const brooq_claim_opts *opts, brooq_job ***jobs, size_t *n)
 {
 	return brq_claim_via(c, c != NULL ? &c->rpc : NULL, opts, jobs, n);
 }
 
 brooq_err
-brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_job **jobs, size_t *n)
+brq_claim_via(brooq_client *c, brq_rpc *r, const brooq_claim_opts *opts, brooq_job ***jobs, size_t *n)
 {
 	brooq_claim_opts o;
 	brq_call         k;
@@ -538,6 +545,8 @@ brooq_settle_results(brooq_client *c, const brooq_settle_item *items, const char
 
 	if (e != BROOQ_OK)
 		return e;
+	if (brq_abi_out_check(results, n, BRQ_SETTLE_RES_V1, "brooq_settle_result") != 0)
+		return BROOQ_EINVAL;
 	brq_call_init(&k, BRQ_OP_SETTLE);
 	k.req.settle.n_items = (uint32_t) n;
 	rv                   = settles_from(&k, items, item_results, n, "settle.items", &k.req.settle.items);
@@ -632,45 +641,43 @@ brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out)
 }
 
 void
-brooq_stats_free(brooq_topic_stats *s, size_t n)
+brooq_stats_free(brooq_topic_stats **s, size_t n)
 {
-	if (s == NULL)
-		return;
-	for (size_t i = 0; i < n; i++)
-		free(s[i].topic);
+	(void) n; /* one allocation: the pointers, the topics and their names */
 	free(s);
 }
 
-/* Library-allocated copies of the reply's topics (NULL for none) into *out, n of them. */
+/* The reply's topics, library-allocated (brq_abi_list; NULL for none), into *out, n of them. */
 static int
 stats_out(const brq_call *k, void *out, void *n)
 {
 	const brq_topic_stats *in = k->rep.stats.topics;
 	uint32_t               m  = k->rep.stats.n_topics;
-	brooq_topic_stats     *v  = m > 0 ? calloc(m, sizeof(*v)) : NULL;
-	if (m > 0 && v == NULL)
-		return brq_fail(BRQ_ENOMEM, "stats: out of memory");
+	brq_abi_list           l;
+	size_t                 strs = 0;
+	for (uint32_t i = 0; i < m; i++)
+		strs += (size_t) in[i].topic.len + 1;
+	int rv = brq_abi_list_new(&l, m, sizeof(brooq_topic_stats), strs, "stats");
+	if (rv != 0)
+		return rv;
 	for (uint32_t i = 0; i < m; i++) {
-		v[i].topic = brq_strdup(in[i].topic);
-		memcpy(v[i].count, in[i].count, sizeof(v[i].count));
-		v[i].oldest_ready_age_ms = in[i].oldest_ready_age_ms;
-		v[i].paused              = in[i].paused;
-		v[i].max_running         = in[i].max_running;
-		v[i].rate_per_s          = in[i].rate_per_s;
-		if (v[i].topic == NULL) {
-			brooq_stats_free(v, i + 1);
-			return brq_fail(BRQ_ENOMEM, "stats: out of memory");
-		}
+		brooq_topic_stats *t = l.ptrs[i];
+		t->topic             = brq_abi_list_str(&l, in[i].topic);
+		memcpy(t->count, in[i].count, sizeof(t->count));
+		t->oldest_ready_age_ms = in[i].oldest_ready_age_ms;
+		t->paused              = in[i].paused;
+		t->max_running         = in[i].max_running;
+		t->rate_per_s          = in[i].rate_per_s;
 	}
-	*(brooq_topic_stats **) out = v;
-	*(size_t *) n               = m;
+	*(brooq_topic_stats ***) out = (brooq_topic_stats **) l.ptrs;
+	*(size_t *) n                = m;
 	return 0;
 }
 
 /* brooq_stats_aged's two outputs, through the call's one output pointer. */
 typedef struct stats_outs {
-	brooq_topic_stats **topics;
-	uint64_t           *terminal_age_ms; /* may be NULL */
+	brooq_topic_stats ***topics;
+	uint64_t            *terminal_age_ms; /* may be NULL */
 } stats_outs;
 
 static int
@@ -685,14 +692,14 @@ stats_aged_out(const brq_call *k, void *outs, void *n)
 }
 
 brooq_err
-brooq_stats_aged(brooq_client *c, brooq_topic_stats **out, size_t *n, uint64_t *terminal_age_ms)
+brooq_stats_aged(brooq_client *c, brooq_topic_stats ***out, size_t *n, uint64_t *terminal_age_ms)
 {
 	stats_outs o = {.topics = out, .terminal_age_ms = terminal_age_ms};
 	return brq_call_array(c, BRQ_OP_STATS, stats_aged_out, out != NULL ? &o : NULL, n);
 }
 
 brooq_err
-brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t *n)
+brooq_stats(brooq_client *c, brooq_topic_stats ***out, size_t *n)
 {
 	return brooq_stats_aged(c, out, n, NULL);
 }

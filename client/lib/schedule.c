@@ -6,9 +6,6 @@
 
 #include "err.h"
 
-/* The first released layout of brooq_schedule (frozen, as client.h's _V1 sizes). */
-#define BRQ_SCHEDULE_V1 (offsetof(brooq_schedule, max_attempts) + sizeof(uint32_t))
-
 _Static_assert((int) BROOQ_MISFIRE_SKIP == 0 && (int) BROOQ_MISFIRE_CATCH_UP == 1, "misfire values");
 
 /* schedule_add's results into *created and *next_slot_ms (each may be NULL). */
@@ -54,36 +51,41 @@ brooq_schedule_add(brooq_client *c, const brooq_schedule *in, bool *created, int
 }
 
 void
-brooq_schedule_list_free(brooq_schedule_info *s, size_t n)
+brooq_schedule_list_free(brooq_schedule_info **s, size_t n)
 {
-	if (s == NULL)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		free(s[i].name);
-		free(s[i].topic);
-		free(s[i].payload);
-		free(s[i].cron);
-		free(s[i].tz);
-		free(s[i].source);
-	}
+	(void) n; /* one allocation: the pointers, the schedules and their strings */
 	free(s);
 }
 
-/* Library-allocated copies of the reply's schedules (NULL for none) into *out, n of them. */
+/* A copy of s in l's string area, or NULL when !has. */
+static char *
+str_opt(brq_abi_list *l, bool has, brq_str s)
+{
+	return has ? brq_abi_list_str(l, s) : NULL;
+}
+
+/* The reply's schedules, library-allocated (brq_abi_list; NULL for none), into *out, n of
+ * them. */
 static int
 list_out(const brq_call *k, void *out, void *n)
 {
-	const brq_schedule  *in = k->rep.schedule_list.schedules;
-	uint32_t             m  = k->rep.schedule_list.n_schedules;
-	brooq_schedule_info *v  = m > 0 ? calloc(m, sizeof(*v)) : NULL;
-	bool                 ok = m == 0 || v != NULL;
-	for (uint32_t i = 0; ok && i < m; i++) {
-		v[i] = (brooq_schedule_info) {
-			.name         = brq_strdup_opt(true, in[i].name, &ok),
-			.topic        = brq_strdup_opt(true, in[i].topic, &ok),
-			.payload      = brq_strdup_opt(true, in[i].payload, &ok),
-			.cron         = brq_strdup_opt(in[i].cron.len > 0, in[i].cron, &ok),
-			.tz           = brq_strdup_opt(in[i].cron.len > 0 && in[i].tz.len > 0, in[i].tz, &ok),
+	const brq_schedule *in = k->rep.schedule_list.schedules;
+	uint32_t            m  = k->rep.schedule_list.n_schedules;
+	brq_abi_list        l;
+	size_t              strs = 0;
+	for (uint32_t i = 0; i < m; i++)
+		strs += (size_t) in[i].name.len + in[i].topic.len + in[i].payload.len + in[i].cron.len +
+			in[i].tz.len + in[i].source.len + 6;
+	int rv = brq_abi_list_new(&l, m, sizeof(brooq_schedule_info), strs, "schedule_list");
+	if (rv != 0)
+		return rv;
+	for (uint32_t i = 0; i < m; i++) {
+		*(brooq_schedule_info *) l.ptrs[i] = (brooq_schedule_info) {
+			.name         = str_opt(&l, true, in[i].name),
+			.topic        = str_opt(&l, true, in[i].topic),
+			.payload      = str_opt(&l, true, in[i].payload),
+			.cron         = str_opt(&l, in[i].cron.len > 0, in[i].cron),
+			.tz           = str_opt(&l, in[i].cron.len > 0 && in[i].tz.len > 0, in[i].tz),
 			.every_ms     = in[i].every_ms,
 			.misfire      = in[i].catch_up ? BROOQ_MISFIRE_CATCH_UP : BROOQ_MISFIRE_SKIP,
 			.catch_up_max = in[i].catch_up_max,
@@ -91,20 +93,16 @@ list_out(const brq_call *k, void *out, void *n)
 			.enabled      = in[i].enabled,
 			.next_slot_ms = in[i].next_slot_ms,
 			.last_slot_ms = in[i].last_slot_ms,
-			.source       = brq_strdup_opt(true, in[i].source, &ok),
+			.source       = str_opt(&l, true, in[i].source),
 		};
 	}
-	if (!ok) {
-		brooq_schedule_list_free(v, m);
-		return brq_fail(BRQ_ENOMEM, "schedule_list: out of memory");
-	}
-	*(brooq_schedule_info **) out = v;
-	*(size_t *) n                 = m;
+	*(brooq_schedule_info ***) out = (brooq_schedule_info **) l.ptrs;
+	*(size_t *) n                  = m;
 	return 0;
 }
 
 brooq_err
-brooq_schedule_list(brooq_client *c, brooq_schedule_info **out, size_t *n)
+brooq_schedule_list(brooq_client *c, brooq_schedule_info ***out, size_t *n)
 {
 	return brq_call_array(c, BRQ_OP_SCHEDULE_LIST, list_out, out, n);
 }

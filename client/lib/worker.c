@@ -63,16 +63,16 @@ set_ds(brooq_worker *w, brq_dstate ds)
 /* Takes the jobs of a claim's reply into the worker; the claim was sent when the
  * listener's watch_gen was gen_at_claim. Under w->mu. */
 static void
-jobs_take(brooq_worker *w, const brooq_job *jobs, size_t n, uint64_t gen_at_claim)
+jobs_take(brooq_worker *w, brooq_job *const *jobs, size_t n, uint64_t gen_at_claim)
 {
 	int64_t now = (int64_t) brq_now_ms(), wall = brq_wall_ms();
 	for (size_t i = 0; i < n; i++) {
 		w->st.claimed++;
-		brooq_job_ctx *j = brq_job_ctx_new(w, &jobs[i], now, wall);
+		brooq_job_ctx *j = brq_job_ctx_new(w, jobs[i], now, wall);
 		if (j == NULL) {
 			/* Not lost: the lease expires and the reaper hands the job out again. */
 			w->st.errors++;
-			BRQ_LOG(w->c, BROOQ_LOG_ERROR, "job_dropped", BRQ_LF_U64("job", jobs[i].lease.id),
+			BRQ_LOG(w->c, BROOQ_LOG_ERROR, "job_dropped", BRQ_LF_U64("job", jobs[i]->lease.id),
 				BRQ_LF_STR("reason", "out_of_memory"));
 			continue;
 		}
@@ -135,7 +135,7 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 	brooq_settle_item   items[BRQ_W_SETTLE_ITEMS_MAX];
 	const char         *results[BRQ_W_SETTLE_ITEMS_MAX];
 	brooq_settle_result res[BRQ_W_SETTLE_ITEMS_MAX];
-	brooq_job          *jobs                   = NULL;
+	brooq_job         **jobs                   = NULL;
 	size_t              n                      = 0;
 	char                detail[BRQ_DETAIL_MAX] = "";
 
@@ -157,8 +157,10 @@ dispatch_step(brooq_worker *w, uint64_t pace[2], double *rate)
 	uint64_t gen = w->watch_gen;
 	pthread_mutex_unlock(&w->mu);
 
-	for (size_t i = 0; i < n_settle; i++)
+	for (size_t i = 0; i < n_settle; i++) {
 		brq_job_settle_fill(&items[i], &results[i], b[i]);
+		res[i] = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
+	}
 	brooq_claim_opts o = {
 		.size     = sizeof(o),
 		.worker   = w->name,
@@ -665,9 +667,12 @@ brooq_worker_get_stats(brooq_worker *w, brooq_worker_stats *out)
 {
 	if (w == NULL || out == NULL)
 		return;
+	if (brq_abi_out_check(out, 1, BRQ_WORKER_STATS_V1, "brooq_worker_stats") != 0)
+		return;
 	pthread_mutex_lock(&w->mu);
-	*out = w->st;
+	brooq_worker_stats st = w->st;
 	pthread_mutex_unlock(&w->mu);
+	brq_abi_out(out, 0, &st, sizeof(st));
 }
 
 /* After brooq_worker_run returned (or without it). Joins every thread, so it waits

@@ -86,17 +86,25 @@ mem_dup0(const char *s, size_t n)
 	return d;
 }
 
-/* Deep copy of n specs; NULL when out of memory. */
-static brooq_job_spec *
-chain_copy(const brooq_job_spec *src, size_t n)
+/* Deep copy of the caller's n specs (stepped by their size) into *out, each of this
+ * library's size. 0, BRQ_EINVAL (a bad size; message set) or BRQ_ENOMEM. */
+static int
+chain_copy(const brooq_job_spec *src, size_t n, brooq_job_spec **out)
 {
 	brooq_job_spec *c = calloc(n, sizeof(*c));
 	if (c == NULL)
-		return NULL;
+		return BRQ_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		const brooq_job_spec *s = &src[i];
+		brooq_job_spec        spec;
+		const brooq_job_spec *s = &spec;
+		int rv = brq_abi_in(&spec, sizeof(spec), src, i, BRQ_JOB_SPEC_V1, "brooq_job_spec");
+		if (rv != 0) {
+			chain_free(c, i);
+			return rv;
+		}
 		size_t plen  = s->payload == NULL ? 0 : s->payload_len ? s->payload_len : strlen(s->payload);
 		c[i]         = *s;
+		c[i].size    = sizeof(c[i]);
 		c[i].topic   = s->topic != NULL ? strdup(s->topic) : NULL;
 		c[i].payload = s->payload != NULL ? mem_dup0(s->payload, plen) : NULL;
 		c[i].payload_len = plen;
@@ -104,10 +112,11 @@ chain_copy(const brooq_job_spec *src, size_t n)
 		if ((s->topic != NULL && c[i].topic == NULL) ||
 		    (s->payload != NULL && c[i].payload == NULL) || (s->key != NULL && c[i].key == NULL)) {
 			chain_free(c, i + 1);
-			return NULL;
+			return BRQ_ENOMEM;
 		}
 	}
-	return c;
+	*out = c;
+	return 0;
 }
 
 void
@@ -116,13 +125,14 @@ brq_job_outcome_clear(brooq_job_ctx *j)
 	free(j->error);
 	chain_free(j->chain, j->n_chain);
 	free(j->result);
-	j->result   = NULL;
-	j->error    = NULL;
-	j->chain    = NULL;
-	j->n_chain  = 0;
-	j->delay_ms = 0;
-	j->oom      = false;
-	j->outcome  = BROOQ_OUTCOME_DONE;
+	j->result    = NULL;
+	j->error     = NULL;
+	j->chain     = NULL;
+	j->n_chain   = 0;
+	j->delay_ms  = 0;
+	j->oom       = false;
+	j->chain_bad = false;
+	j->outcome   = BROOQ_OUTCOME_DONE;
 }
 
 void
@@ -200,6 +210,7 @@ void
 brq_job_settle_fill(brooq_settle_item *s, const char **result, const brooq_job_ctx *j)
 {
 	memset(s, 0, sizeof(*s));
+	s->size    = sizeof(*s);
 	*result    = j->outcome == BROOQ_OUTCOME_DONE && !j->oom ? j->result : NULL;
 	s->lease   = j->lease;
 	s->outcome = j->outcome;
@@ -290,8 +301,17 @@ brooq_job_done_chain(brooq_job_ctx *j, const brooq_job_spec *chain, size_t n)
 	brq_job_outcome_clear(j);
 	if (chain == NULL || n == 0)
 		return;
-	j->chain = chain_copy(chain, n);
-	if (j->chain == NULL) {
+	int rv = chain_copy(chain, n, &j->chain);
+	if (rv == BRQ_EINVAL) {
+		/* A chain this library cannot read (a bad size): fail with the reason, so the
+		 * job runs again and the log and the job's last error say why. */
+		j->outcome   = BROOQ_OUTCOME_FAIL;
+		j->error     = brq_worker_error_copy(brooq_last_message());
+		j->oom       = j->error == NULL;
+		j->chain_bad = true;
+		return;
+	}
+	if (rv != 0) {
 		/* Never "done" without its chained jobs: fail, so the job runs again. */
 		j->outcome = BROOQ_OUTCOME_FAIL;
 		j->oom     = true;
@@ -307,9 +327,21 @@ brooq_job_done_result(brooq_job_ctx *j, const char *json, size_t len)
 	brooq_job_spec *chain   = j->chain;
 	size_t          n_chain = j->n_chain;
 	bool            oom     = j->oom && j->outcome == BROOQ_OUTCOME_FAIL && chain == NULL;
+	bool            refused = j->chain_bad;
+	char           *bad     = refused ? j->error : NULL;
 	j->chain                = NULL;
 	j->n_chain              = 0;
+	if (refused)
+		j->error = NULL; /* kept: the reason the chain was refused */
 	brq_job_outcome_clear(j);
+	if (refused) {
+		/* An earlier done_chain's specs were refused: never done without its chain. */
+		j->outcome   = BROOQ_OUTCOME_FAIL;
+		j->error     = bad;
+		j->oom       = bad == NULL;
+		j->chain_bad = true;
+		return;
+	}
 	j->chain   = chain;
 	j->n_chain = n_chain;
 	if (oom) {

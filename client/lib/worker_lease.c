@@ -239,8 +239,10 @@ settle_some(brooq_worker *w, uint32_t *backoff, uint64_t *seed)
 	char                detail[BRQ_DETAIL_MAX] = "";
 
 	size_t n = brq_worker_take_batch(w, b, BRQ_W_SETTLE_ITEMS_MAX, true);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		brq_job_settle_fill(&items[i], &results[i], b[i]);
+		res[i] = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
+	}
 	pthread_mutex_unlock(&w->mu);
 	brooq_err err = brooq_settle_results(w->c, items, results, n, res);
 	if (err != BROOQ_OK)

@@ -137,8 +137,9 @@ struct brooq_job_ctx {
 
 	/* The outcome, written only by the handler thread while RUNNING. */
 	brooq_outcome   outcome;
-	char           *error; /* NULL: none (or oom) */
-	bool            oom;   /* recording the outcome ran out of memory: settle as a fail */
+	char           *error;     /* NULL: none (or oom) */
+	bool            oom;       /* recording the outcome ran out of memory: settle as a fail */
+	bool            chain_bad; /* done_chain's specs had a bad size: a fail (error says so) */
 	uint64_t        delay_ms;
 	brooq_job_spec *chain; /* deep copies */
 	size_t          n_chain;

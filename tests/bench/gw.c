@@ -105,6 +105,8 @@ enq_main(void *arg)
 	char(*pay)[32]              = calloc((size_t) b, sizeof(*pay));
 	if (specs == NULL || res == NULL || pay == NULL)
 		bench_die("out of memory");
+	for (int i = 0; i < b; i++)
+		res[i] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	gate_wait(t->g, t->o->seconds);
 	long k = 0;
 	for (;;) {
@@ -113,7 +115,8 @@ enq_main(void *arg)
 			break;
 		for (int i = 0; i < b; i++) {
 			snprintf(pay[i], sizeof(pay[i]), "{\"i\":%ld}", k++);
-			specs[i] = (brooq_job_spec) {.topic = TOPIC_ENQ, .payload = pay[i]};
+			specs[i] = (brooq_job_spec) {
+				.size = sizeof(brooq_job_spec), .topic = TOPIC_ENQ, .payload = pay[i]};
 		}
 		brooq_err e = brooq_enqueue(t->c, specs, (size_t) b, res);
 		if (e != BROOQ_OK)
@@ -274,9 +277,9 @@ bench_gw_latency(const bench_opts *o)
 		char    pay[48];
 		int64_t t0 = bench_now_ns();
 		snprintf(pay, sizeof(pay), "{\"t\":%lld}", (long long) t0);
-		brooq_job_spec       spec = {.topic = TOPIC_LAT, .payload = pay};
-		brooq_enqueue_result res;
-		brooq_err            e = brooq_enqueue(c, &spec, 1, &res);
+		brooq_job_spec spec = {.size = sizeof(brooq_job_spec), .topic = TOPIC_LAT, .payload = pay};
+		brooq_enqueue_result res = BROOQ_ENQUEUE_RESULT_INIT;
+		brooq_err            e   = brooq_enqueue(c, &spec, 1, &res);
 		if (e != BROOQ_OK)
 			bench_die("enqueue: %s: %s", brooq_strerror(e), brooq_last_message());
 		bench_samples_add(&rpc, bench_now_ns() - t0);
@@ -389,7 +392,7 @@ poll_main(void *arg)
 				       .n_topics = 1,
 				       .max_jobs = 1,
 				       .wait_ms  = 120000};
-	brooq_job        *jobs      = NULL;
+	brooq_job       **jobs      = NULL;
 	size_t            n         = 0;
 	brooq_err         e         = brooq_claim(t->c, &co, &jobs, &n);
 	if (e != BROOQ_OK) {
@@ -475,8 +478,10 @@ bench_gw_longpoll(const bench_opts *o)
 	// Release them: one job each, through the gateway, which wakes one poll per job.
 	brooq_job_spec       *specs = calloc(100, sizeof(*specs));
 	brooq_enqueue_result *res   = calloc(100, sizeof(*res));
-	for (int i = 0; i < 100; i++)
-		specs[i] = (brooq_job_spec) {.topic = TOPIC_IDLE};
+	for (int i = 0; i < 100; i++) {
+		specs[i] = (brooq_job_spec) {.size = sizeof(brooq_job_spec), .topic = TOPIC_IDLE};
+		res[i]   = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
+	}
 	for (int done = 0; done < n; done += 100) {
 		size_t    k = (size_t) (n - done < 100 ? n - done : 100);
 		brooq_err e = brooq_enqueue(cl[0], specs, k, res);

@@ -131,8 +131,8 @@ main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 
-	e = brooq_worker_run(w);
-	brooq_worker_stats ws;
+	e                     = brooq_worker_run(w);
+	brooq_worker_stats ws = BROOQ_WORKER_STATS_INIT;
 	brooq_worker_get_stats(w, &ws);
 	if (e != BROOQ_OK || ws.errors > 0 || ws.lease_lost > 0)
 		fprintf(stderr,

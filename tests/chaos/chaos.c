@@ -218,8 +218,8 @@ cmd_work(int argc, char **argv)
 		die("work: %s: %s", brooq_strerror(err), brooq_last_message());
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	err = brooq_worker_run(the_worker);
-	brooq_worker_stats st;
+	err                   = brooq_worker_run(the_worker);
+	brooq_worker_stats st = BROOQ_WORKER_STATS_INIT;
 	brooq_worker_get_stats(the_worker, &st);
 	fprintf(stderr,
 		"brooq-chaos work: pid=%ld claimed=%" PRIu64 " settled=%" PRIu64 " lease_lost=%" PRIu64
@@ -341,6 +341,8 @@ cmd_produce(int argc, char **argv)
 	brooq_job_spec       jobs[MAX_BATCH];
 	char                 keys[MAX_BATCH][32], payloads[MAX_BATCH][64];
 	brooq_enqueue_result res[MAX_BATCH];
+	for (size_t i_ = 0; i_ < MAX_BATCH; i_++)
+		res[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	for (int i = 0; i < o.n_urls; i++) {
 		brooq_client_opts co = {
 			.size = sizeof(co), .url = o.urls[i], .token_file = o.token_file, .timeout_ms = 5000};
@@ -358,7 +360,10 @@ cmd_produce(int argc, char **argv)
 		for (; n < (size_t) o.batch && (o.jobs == 0 || seq < o.first + o.jobs); n++, seq++) {
 			snprintf(keys[n], sizeof(keys[n]), "k%ld", seq);
 			job_payload(&o, &rnd, payloads[n], sizeof(payloads[n]));
-			jobs[n] = (brooq_job_spec) {.topic = TOPIC, .payload = payloads[n], .key = keys[n]};
+			jobs[n] = (brooq_job_spec) {.size    = sizeof(brooq_job_spec),
+						    .topic   = TOPIC,
+						    .payload = payloads[n],
+						    .key     = keys[n]};
 		}
 		if (!send_batch(c, o.n_urls, &next, fd, jobs, n, res))
 			break;

@@ -259,15 +259,18 @@ soak_huge_numbers(void *arg)
 	char                *many = many_numbers();
 	brooq_job_spec       specs[NUM_BATCH];
 	brooq_enqueue_result res[NUM_BATCH];
+	for (size_t i_ = 0; i_ < NUM_BATCH; i_++)
+		res[i_] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 	for (int i = 0; i < NUM_BATCH; i++)
-		specs[i] = (brooq_job_spec) {.topic = "soak.evil", .payload = "[1e131071]"};
+		specs[i] = (brooq_job_spec) {
+			.size = sizeof(brooq_job_spec), .topic = "soak.evil", .payload = "[1e131071]"};
 	if (many == NULL || brooq_client_open(&o, &c) != BROOQ_OK) {
 		atomic_fetch_add(&a->t.other, 1);
 		goto out;
 	}
 	atomic_fetch_add(&a->t.conns, 1);
 	for (long i = 0; i < MAX_CONNS * 10L && soak_running(); i++) {
-		brooq_job_spec one = {.topic = "soak.evil", .payload = many};
+		brooq_job_spec one = {.size = sizeof(brooq_job_spec), .topic = "soak.evil", .payload = many};
 		brooq_err      e =
                         i % 2 == 0 ? brooq_enqueue(c, specs, NUM_BATCH, res) : brooq_enqueue(c, &one, 1, res);
 		atomic_fetch_add(&a->t.sent, 1);

@@ -119,9 +119,10 @@ producer(void *arg)
 	(void) arg;
 	brooq_client *c = legit_open();
 	while (atomic_load(&phase) != PH_STOP) {
-		char                 server[64];
-		brooq_job_spec       spec = {.topic = TOPIC, .payload = "{\"n\":1}"};
-		brooq_enqueue_result r;
+		char           server[64];
+		brooq_job_spec spec = {
+			.size = sizeof(brooq_job_spec), .topic = TOPIC, .payload = "{\"n\":1}"};
+		brooq_enqueue_result r  = BROOQ_ENQUEUE_RESULT_INIT;
 		int64_t              t0 = brq_t_now_us();
 		brooq_err            e1 = brooq_ping(c, server, sizeof(server));
 		int64_t              t1 = brq_t_now_us();
@@ -151,16 +152,19 @@ worker(void *arg)
 	const char         *topics[] = {TOPIC};
 	brooq_settle_item   items[16];
 	brooq_settle_result res[16];
+	for (size_t i_ = 0; i_ < 16; i_++)
+		res[i_] = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
 	while (atomic_load(&phase) != PH_STOP) {
-		brooq_job       *jobs = NULL;
+		brooq_job      **jobs = NULL;
 		size_t           n    = 0;
 		brooq_claim_opts o    = {
 			   .size = sizeof(o), .topics = topics, .n_topics = 1, .max_jobs = 16, .wait_ms = 1000};
 		int64_t   t0 = brq_t_now_us();
 		brooq_err e  = brooq_claim(c, &o, &jobs, &n);
 		for (size_t i = 0; i < n; i++)
-			items[i] =
-				(brooq_settle_item) {.lease = jobs[i].lease, .outcome = BROOQ_OUTCOME_DONE};
+			items[i] = (brooq_settle_item) {.size    = sizeof(brooq_settle_item),
+							.lease   = jobs[i]->lease,
+							.outcome = BROOQ_OUTCOME_DONE};
 		if (e == BROOQ_OK && n > 0)
 			e = brooq_settle(c, items, n, res);
 		brooq_jobs_free(jobs, n);

@@ -13,13 +13,23 @@
  * Ownership: strings passed in are borrowed for the duration of the call. Results
  * that the library allocates say so, with the function that frees them.
  *
- * Options structs (brooq_client_opts, brooq_claim_opts, brooq_worker_opts) start with
- * `size`, which the caller sets to sizeof the struct (BROOQ_CLIENT_OPTS_INIT, ...): the
- * library reads only the fields that size covers, so a program built against this
- * header keeps working with a later library that has added fields, and a program
- * built against a later header is refused with BROOQ_EINVAL only if it sets a field
- * this library does not know. A size of 0 or one smaller than the first released
- * layout is BROOQ_EINVAL.
+ * ABI (docs/abi.md). A program built against this header keeps working with every later
+ * library of the same SONAME (libbrooq-client.so.1): a struct only ever gains fields at
+ * its end, and no program ever depends on a struct's size, because of one rule:
+ *  - A struct the caller allocates, to fill in or to receive a result in (the options,
+ *    brooq_job_spec, brooq_settle_item, brooq_schedule, brooq_enqueue_result,
+ *    brooq_settle_result, brooq_topic_policy, brooq_worker_stats), starts with
+ *    `size_t size`, set to sizeof the struct by its _INIT macro (BROOQ_JOB_SPEC_INIT,
+ *    ...). The library reads and writes only the bytes that size covers. An array of
+ *    them is stepped by that size, so every element carries the same one. Fields this
+ *    library does not know (a later header's) must be zero in what it reads, and are
+ *    left as they are in what it writes. A size of 0, one smaller than the first
+ *    released layout, or unequal sizes in one array: BROOQ_EINVAL.
+ *  - A struct the library allocates (brooq_job, brooq_job_info, brooq_topic_stats,
+ *    brooq_topic_policy from brooq_topics, brooq_schedule_info, brooq_job_page) is
+ *    reached through pointers only: one struct, or an array of pointers to them (T **,
+ *    one allocation with the structs and their strings), freed by its brooq_*_free.
+ *  - Two value types are frozen and never change: brooq_lease and brooq_log_field.
  *
  * Limits (the gateway's defaults; docs/protocol.md section 7): a topic is
  * [a-z0-9][a-z0-9._-]*, 1..128 bytes; a batch (brooq_enqueue, brooq_settle, chained
@@ -50,7 +60,7 @@ extern "C" {
 
 /* The library's version; brooq_version() gives the one actually linked. */
 #define BROOQ_VERSION_MAJOR 0
-#define BROOQ_VERSION_MINOR 1
+#define BROOQ_VERSION_MINOR 2
 #define BROOQ_VERSION_PATCH 0
 
 /* "MAJOR.MINOR.PATCH" of the linked library (may differ from the macros above when
@@ -121,7 +131,8 @@ typedef enum brooq_log_level {
 /* "debug", "info", "warn", "error". Static; never NULL. */
 BROOQ_API const char *brooq_log_level_name(brooq_log_level level);
 
-/* One key=value of a log event ("job" = "42", "topic" = "email.send"). */
+/* One key=value of a log event ("job" = "42", "topic" = "email.send"). Frozen: the
+ * library hands an array of them to the log callback, so this struct never changes. */
 typedef struct brooq_log_field {
 	const char *key;
 	const char *value; /* as is: may hold spaces, quotes or any byte of a gateway message */
@@ -188,12 +199,15 @@ BROOQ_API brooq_err brooq_client_open(const brooq_client_opts *opts, brooq_clien
 /* Closes the client. No call may be running on it. NULL is a no-op. */
 BROOQ_API void brooq_client_close(brooq_client *c);
 
-/* "brooq-gateway 0.1.0" into server[0..cap). */
+/* "brooq-gateway 0.2.0" into server[0..cap). */
 BROOQ_API brooq_err brooq_ping(brooq_client *c, char *server, size_t cap);
 
 /* ---- enqueue ------------------------------------------------------------------ */
 
+/* A job to enqueue (or chain). Set size to sizeof(brooq_job_spec) (BROOQ_JOB_SPEC_INIT);
+ * in an array every element's size. */
 typedef struct brooq_job_spec {
+	size_t      size;         /* sizeof(brooq_job_spec) */
 	const char *topic;        /* [a-z0-9][a-z0-9._-]*, at most 128 bytes */
 	const char *payload;      /* JSON text; NULL means "{}" */
 	size_t      payload_len;  /* 0 with a non-NULL payload: strlen(payload) */
@@ -207,25 +221,40 @@ typedef struct brooq_job_spec {
 	uint32_t priority;
 } brooq_job_spec;
 
+#define BROOQ_JOB_SPEC_INIT                    \
+	{                                      \
+		.size = sizeof(brooq_job_spec) \
+	}
+
+/* The caller's room for one enqueue result (BROOQ_ENQUEUE_RESULT_INIT). */
 typedef struct brooq_enqueue_result {
+	size_t   size; /* sizeof(brooq_enqueue_result) */
 	uint64_t id;
 	bool     created; /* false: the (topic, key) existed; id is that job's */
 } brooq_enqueue_result;
 
-/* Enqueues n jobs atomically (all or none); results[0..n) are filled aligned with
- * jobs. n is at most the gateway's max_batch (default 1000): a larger batch is
- * refused whole with BROOQ_ETOO_LARGE. */
+#define BROOQ_ENQUEUE_RESULT_INIT                    \
+	{                                            \
+		.size = sizeof(brooq_enqueue_result) \
+	}
+
+/* Enqueues n jobs atomically (all or none); results[0..n) (each element's size set) are
+ * filled aligned with jobs. n is at most the gateway's max_batch (default 1000): a larger
+ * batch is refused whole with BROOQ_ETOO_LARGE. */
 BROOQ_API brooq_err brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n,
 				  brooq_enqueue_result *results);
 
 /* ---- claim, heartbeat, settle -------------------------------------------------- */
 
+/* A lease: a job's id and the token that proves the claim. Frozen (arrays of it go to
+ * brooq_heartbeat; it sits inside brooq_job and brooq_settle_item): never changes. */
 typedef struct brooq_lease {
 	uint64_t id;
 	uint8_t  token[BROOQ_LEASE_LEN];
 } brooq_lease;
 
-/* A claimed job. Library-allocated; free with brooq_jobs_free(). */
+/* A claimed job. Library-allocated, reached through the claim's array of pointers;
+ * free the array with brooq_jobs_free(). */
 typedef struct brooq_job {
 	brooq_lease lease;   /* id and lease token */
 	char       *topic;   /* NUL-terminated */
@@ -243,8 +272,10 @@ typedef struct brooq_job {
 	uint64_t max_execution_ms;
 } brooq_job;
 
-/* One settle (named _item: the function brooq_settle() takes the plain name). */
+/* One settle (named _item: the function brooq_settle() takes the plain name). Set size to
+ * sizeof(brooq_settle_item) (BROOQ_SETTLE_ITEM_INIT); in an array every element's size. */
 typedef struct brooq_settle_item {
+	size_t                size; /* sizeof(brooq_settle_item) */
 	brooq_lease           lease;
 	brooq_outcome         outcome;
 	const char           *error;    /* NULL: none; stored truncated to 4096 bytes */
@@ -253,11 +284,23 @@ typedef struct brooq_settle_item {
 	size_t                n_chain;
 } brooq_settle_item;
 
+#define BROOQ_SETTLE_ITEM_INIT                    \
+	{                                         \
+		.size = sizeof(brooq_settle_item) \
+	}
+
+/* The caller's room for one settle result (BROOQ_SETTLE_RESULT_INIT). */
 typedef struct brooq_settle_result {
+	size_t      size; /* sizeof(brooq_settle_result) */
 	uint64_t    id;
 	bool        applied; /* false: the lease was lost (canceled, reaped); nothing written */
 	brooq_state state;   /* new state when applied */
 } brooq_settle_result;
+
+#define BROOQ_SETTLE_RESULT_INIT                    \
+	{                                           \
+		.size = sizeof(brooq_settle_result) \
+	}
 
 typedef struct brooq_claim_opts {
 	size_t             size;   /* sizeof(brooq_claim_opts) */
@@ -270,7 +313,7 @@ typedef struct brooq_claim_opts {
 	/* Optional settle in the same round trip, applied before claiming. */
 	const brooq_settle_item *settle;
 	size_t                   n_settle;
-	brooq_settle_result     *settled; /* n_settle results, filled when settle != NULL */
+	brooq_settle_result     *settled; /* n_settle results (sizes set), filled when settle != NULL */
 	/* Optional, aligned with settle[]: the JSON result of each done item (NULL: none),
 	 * as in brooq_settle_results(). NULL: no item has one. */
 	const char *const *settle_results;
@@ -281,17 +324,18 @@ typedef struct brooq_claim_opts {
 		.size = sizeof(brooq_claim_opts) \
 	}
 
-/* Claims up to o->max_jobs jobs. On success *jobs (possibly NULL when *n == 0)
- * belongs to the caller: brooq_jobs_free(*jobs, *n). */
-BROOQ_API brooq_err brooq_claim(brooq_client *c, const brooq_claim_opts *o, brooq_job **jobs, size_t *n);
-BROOQ_API void      brooq_jobs_free(brooq_job *jobs, size_t n);
+/* Claims up to o->max_jobs jobs: (*jobs)[0..*n) point at them. On success *jobs (NULL
+ * when *n == 0; one allocation with the jobs) belongs to the caller:
+ * brooq_jobs_free(*jobs, *n). */
+BROOQ_API brooq_err brooq_claim(brooq_client *c, const brooq_claim_opts *o, brooq_job ***jobs, size_t *n);
+BROOQ_API void      brooq_jobs_free(brooq_job **jobs, size_t n);
 
 /* Extends n leases; extended[i] false means lease i is lost (a normal answer).
  * lease_ms 0: the topic's default. */
 BROOQ_API brooq_err brooq_heartbeat(brooq_client *c, const brooq_lease *leases, size_t n, uint32_t lease_ms,
 				    bool *extended);
 
-/* Settles n jobs; results[0..n) aligned with items. */
+/* Settles n jobs; results[0..n) (each element's size set) aligned with items. */
 BROOQ_API brooq_err brooq_settle(brooq_client *c, const brooq_settle_item *items, size_t n,
 				 brooq_settle_result *results);
 /* brooq_settle() with a JSON result for done items: item_results[i] (NULL: none) is
@@ -299,8 +343,7 @@ BROOQ_API brooq_err brooq_settle(brooq_client *c, const brooq_settle_item *items
  * stored in the job's row and returned by brooq_job_get(). A result on an item that is
  * not done is BROOQ_EINVAL; invalid JSON is BROOQ_EINVALID_ARGUMENT and a result over
  * max_payload BROOQ_ETOO_LARGE from the gateway, and then nothing of the call is
- * written. item_results may be NULL (= brooq_settle). A separate array, not a field of
- * brooq_settle_item: callers pass arrays of that struct, so its size cannot change. */
+ * written. item_results may be NULL (= brooq_settle). */
 BROOQ_API brooq_err brooq_settle_results(brooq_client *c, const brooq_settle_item *items,
 					 const char *const *item_results, size_t n,
 					 brooq_settle_result *results);
@@ -356,8 +399,11 @@ typedef struct brooq_topic_stats {
 
 /* ---- per-topic policy (admin token) ---------------------------------------------- */
 
-/* A topic's policy. Limits are 0 when unlimited. */
+/* A topic's policy. Limits are 0 when unlimited. The caller's room for one
+ * (BROOQ_TOPIC_POLICY_INIT) from pause, resume and topic_limits; brooq_topics returns
+ * library-allocated ones (size set by the library). */
 typedef struct brooq_topic_policy {
+	size_t   size; /* sizeof(brooq_topic_policy) */
 	char     topic[129];
 	bool     paused;
 	uint32_t max_running; /* at most this many of its jobs processing at once */
@@ -365,9 +411,14 @@ typedef struct brooq_topic_policy {
 	uint64_t running;     /* its jobs processing now */
 } brooq_topic_policy;
 
+#define BROOQ_TOPIC_POLICY_INIT                    \
+	{                                          \
+		.size = sizeof(brooq_topic_policy) \
+	}
+
 /* Pauses a topic: no gateway starts its jobs (within one poll interval for the
  * others); enqueues still work, parked claims stay parked. Resume undoes it.
- * *out (may be NULL) gets the topic's policy afterwards. */
+ * *out (may be NULL; its size set) gets the topic's policy afterwards. */
 BROOQ_API brooq_err brooq_pause(brooq_client *c, const char *topic, brooq_topic_policy *out);
 BROOQ_API brooq_err brooq_resume(brooq_client *c, const char *topic, brooq_topic_policy *out);
 
@@ -381,11 +432,15 @@ BROOQ_API brooq_err brooq_resume(brooq_client *c, const char *topic, brooq_topic
 BROOQ_API brooq_err brooq_topic_limits(brooq_client *c, const char *topic, uint32_t max_running,
 				       uint32_t rate_per_s, brooq_topic_policy *out);
 
-/* Every topic with a policy. *out belongs to the caller: free(*out). */
-BROOQ_API brooq_err brooq_topics(brooq_client *c, brooq_topic_policy **out, size_t *n);
+/* Every topic with a policy: (*out)[0..*n) point at them. *out (NULL when *n == 0)
+ * belongs to the caller: brooq_topics_free(*out, *n). After a failure *out is NULL and
+ * *n 0. */
+BROOQ_API brooq_err brooq_topics(brooq_client *c, brooq_topic_policy ***out, size_t *n);
+BROOQ_API void      brooq_topics_free(brooq_topic_policy **p, size_t n);
 
-/* Per-topic counts. *out belongs to the caller: brooq_stats_free(*out, *n). */
-BROOQ_API brooq_err brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t *n);
+/* Per-topic counts: (*out)[0..*n) point at them. *out (NULL when *n == 0) belongs to the
+ * caller: brooq_stats_free(*out, *n). */
+BROOQ_API brooq_err brooq_stats(brooq_client *c, brooq_topic_stats ***out, size_t *n);
 /* brooq_stats_aged's age when the gateway does not say (a gateway before the monitor). */
 #define BROOQ_AGE_UNKNOWN UINT64_MAX
 /* brooq_stats(), and how old the counts of the terminal states (done, dead, canceled)
@@ -393,9 +448,9 @@ BROOQ_API brooq_err brooq_stats(brooq_client *c, brooq_topic_stats **out, size_t
  * terminal_age_ms, docs/protocol.md §7.9); 0 when they were counted for this call,
  * BROOQ_AGE_UNKNOWN when the gateway does not say. terminal_age_ms may be NULL; it is
  * written on success only. */
-BROOQ_API brooq_err brooq_stats_aged(brooq_client *c, brooq_topic_stats **out, size_t *n,
+BROOQ_API brooq_err brooq_stats_aged(brooq_client *c, brooq_topic_stats ***out, size_t *n,
 				     uint64_t *terminal_age_ms);
-BROOQ_API void      brooq_stats_free(brooq_topic_stats *s, size_t n);
+BROOQ_API void      brooq_stats_free(brooq_topic_stats **s, size_t n);
 
 /* ---- operators: list, retry, delete (admin token) ---------------------------------- */
 
@@ -481,7 +536,8 @@ typedef struct brooq_schedule {
 BROOQ_API brooq_err brooq_schedule_add(brooq_client *c, const brooq_schedule *s, bool *created,
 				       int64_t *next_slot_ms);
 
-/* A schedule as stored. Library-allocated: brooq_schedule_list_free(). */
+/* A schedule as stored. Library-allocated, reached through brooq_schedule_list's array
+ * of pointers: brooq_schedule_list_free(). */
 typedef struct brooq_schedule_info {
 	char         *name;
 	char         *topic;
@@ -498,9 +554,10 @@ typedef struct brooq_schedule_info {
 	char         *source;       /* "config" (BROOQ_SCHEDULES) or "admin" */
 } brooq_schedule_info;
 
-/* Every schedule, by name. *out (NULL when *n == 0) belongs to the caller. */
-BROOQ_API brooq_err brooq_schedule_list(brooq_client *c, brooq_schedule_info **out, size_t *n);
-BROOQ_API void      brooq_schedule_list_free(brooq_schedule_info *s, size_t n);
+/* Every schedule, by name: (*out)[0..*n) point at them. *out (NULL when *n == 0) belongs
+ * to the caller: brooq_schedule_list_free(*out, *n). */
+BROOQ_API brooq_err brooq_schedule_list(brooq_client *c, brooq_schedule_info ***out, size_t *n);
+BROOQ_API void      brooq_schedule_list_free(brooq_schedule_info **s, size_t n);
 
 /* Removes schedule name; BROOQ_ENOT_FOUND when there is none. Jobs it enqueued stay. */
 BROOQ_API brooq_err brooq_schedule_remove(brooq_client *c, const char *name);
@@ -549,7 +606,8 @@ BROOQ_API const char *brooq_cancel_reason_name(brooq_cancel_reason r);
 BROOQ_API int64_t brooq_job_deadline(const brooq_job_ctx *j);
 
 /* What a handler decides. If it sets nothing, the outcome is done. The last call
- * wins. Strings and chained specs are copied. */
+ * wins. Strings and chained specs are copied. Chained specs with a bad size settle the
+ * job as a fail that says so (it runs again). */
 BROOQ_API void brooq_job_done(brooq_job_ctx *j);
 BROOQ_API void brooq_job_done_chain(brooq_job_ctx *j, const brooq_job_spec *chain, size_t n);
 /* Done, with a JSON result stored in the job's row (brooq_job_get, `brooqctl job`):
@@ -683,10 +741,18 @@ BROOQ_API int brooq_worker_fd(brooq_worker *w);
  */
 BROOQ_API uint64_t brooq_worker_wait_cancels(brooq_worker *w, uint64_t seen, int timeout_ms);
 
-/* Counters since start. */
+/* Counters since start, into the caller's room for them (BROOQ_WORKER_STATS_INIT). */
 typedef struct brooq_worker_stats {
+	size_t   size; /* sizeof(brooq_worker_stats) */
 	uint64_t claimed, settled, lease_lost, hung, errors;
 } brooq_worker_stats;
+
+#define BROOQ_WORKER_STATS_INIT                    \
+	{                                          \
+		.size = sizeof(brooq_worker_stats) \
+	}
+
+/* Fills *out (its size set; a size too small: nothing is written). */
 BROOQ_API void brooq_worker_get_stats(brooq_worker *w, brooq_worker_stats *out);
 BROOQ_API void brooq_worker_free(brooq_worker *w);
 

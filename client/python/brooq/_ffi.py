@@ -58,8 +58,10 @@ brooq_err brooq_client_open(const brooq_client_opts *opts, brooq_client **out);
 void brooq_client_close(brooq_client *c);
 brooq_err brooq_ping(brooq_client *c, char *server, size_t cap);
 
-/* layout: brooq_job_spec (arrays passed to brooq_enqueue and brooq_job_done_chain) */
+/* layout: brooq_job_spec (leading size in every element; arrays passed to brooq_enqueue
+   and brooq_job_done_chain) */
 typedef struct brooq_job_spec {
+    size_t size;
     const char *topic;
     const char *payload;
     size_t payload_len;
@@ -69,8 +71,9 @@ typedef struct brooq_job_spec {
     uint32_t max_attempts;
     uint32_t priority;
 } brooq_job_spec;
-/* layout: brooq_enqueue_result (an array of them is filled by brooq_enqueue) */
+/* layout: brooq_enqueue_result (leading size in every element; filled by brooq_enqueue) */
 typedef struct brooq_enqueue_result {
+    size_t size;
     uint64_t id;
     bool created;
 } brooq_enqueue_result;
@@ -172,8 +175,14 @@ uint64_t brooq_worker_wait_cancels(brooq_worker *w, uint64_t seen, int timeout_m
 ffi = FFI()
 ffi.cdef(CDEF)
 
-# Sonames this package was written for, newest first.
-SONAMES = ("libbrooq-client.so.1", "libbrooq-client.so.0")
+# The soname whose ABI CDEF declares: a library of another soname has other struct
+# layouts (libbrooq-client.so.0's job specs had no size field) and is never loaded.
+SONAMES = ("libbrooq-client.so.1",)
+
+# The structs CDEF lays out, for the test that compares them with the C header
+# (tests/python/test_layout.py: sizeof and every field's offset).
+LAYOUT_STRUCTS = ("brooq_client_opts", "brooq_job_spec", "brooq_enqueue_result",
+                  "brooq_job_info", "brooq_list_opts", "brooq_job_page", "brooq_worker_opts")
 
 
 def _load():

@@ -119,6 +119,7 @@ def job_specs(jobs: List[Dict[str, Any]]):
         c_topic, c_payload, c_key = _enc(j["topic"]), ffi.new("char[]", text), _enc(j.get("key"))
         keep += [c_topic, c_payload, c_key]
         s = specs[i]
+        s.size = ffi.sizeof("brooq_job_spec")
         s.topic, s.payload, s.payload_len, s.key = c_topic, c_payload, len(text), c_key
         s.delay_ms = _ms(j.get("delay"))
         s.run_at_ms = _unix_ms(j.get("run_at"))
@@ -219,6 +220,8 @@ class Client:
             return []
         specs, keep = job_specs(jobs)
         res = ffi.new("brooq_enqueue_result[]", n)
+        for r in res:
+            r.size = ffi.sizeof("brooq_enqueue_result")
         check(lib.brooq_enqueue(self.handle, specs, n, res), "enqueue")
         return [Enqueued(res[i].id, bool(res[i].created)) for i in range(n)]
 

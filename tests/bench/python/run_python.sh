@@ -11,7 +11,7 @@ here=$root/tests/bench/python
 jobs=20000 lat=200 concs="8 32"
 [ "${1:-}" = --smoke ] && { jobs=300 lat=20 concs=8; }
 bin=${BROOQ_BENCH_BIN:-$root/build-bench/bin}
-lib=${BROOQ_LIB:-$(ls "$bin"/../client/libbrooq-client.so.0 2>/dev/null || true)}
+lib=${BROOQ_LIB:-$(ls "$bin"/../client/libbrooq-client.so.1 2>/dev/null || true)}
 py=/usr/bin/python3
 work=$(mktemp -d /tmp/brooq-pybench.XXXXXX)
 pids=()
