@@ -231,13 +231,19 @@ typedef struct api_gw {
 	char     csrf[128];
 } api_gw;
 
-/* The reaper runs once an hour here: an expired lease stays for the test to see. */
+/* The reaper runs at start, then once an hour here: a lease planted expired after its
+ * first round stays for the test to see. sql (NULL: none) runs before the gateway starts. */
 static void
-api_start(api_gw *a)
+api_start(api_gw *a, const char *sql)
 {
 	static const char *const env[] = {"BROOQ_POLL_INTERVAL=100ms", "BROOQ_REAPER_INTERVAL=1h", NULL};
 	brq_http_reply           r;
-	a->dsn  = brq_testdb_create(true);
+	a->dsn = brq_testdb_create(true);
+	if (sql != NULL) {
+		PGconn *pg = brq_testdb_connect(a->dsn);
+		brq_testdb_exec(pg, sql);
+		PQfinish(pg);
+	}
 	a->port = brq_gw_start_http(&a->gw, a->dsn, env);
 	brq_gw_await_log(&a->gw, "msg=console_ready", 1, 10000);
 	brq_http_sign_in(a->port, a->gw.worker_token, a->cookie, a->csrf, &r);
@@ -263,7 +269,7 @@ Test(api, history_gives_every_step_with_the_minutes_added_up, .timeout = 120)
 {
 	api_gw         a;
 	brq_http_reply r;
-	api_start(&a);
+	api_start(&a, NULL);
 	PGconn *pg = brq_testdb_connect(a.dsn);
 	/* Two minutes ago: 30 starts, 150 ms waits; five minutes ago a backlog of 7 (3 ready). */
 	brq_testdb_exec(
@@ -305,7 +311,7 @@ Test(api, a_start_through_the_gateway_reaches_the_history, .timeout = 120)
 {
 	api_gw         a;
 	brq_http_reply r;
-	api_start(&a);
+	api_start(&a, NULL);
 	PGconn *pg = brq_testdb_connect(a.dsn);
 	brq_testdb_exec(pg, "INSERT INTO job (topic) VALUES ('h.run')");
 	/* Claimed as a worker claims, through the RPC. */
@@ -339,14 +345,12 @@ Test(api, workers_lists_the_holders_and_their_expired_leases, .timeout = 120)
 {
 	api_gw         a;
 	brq_http_reply r;
-	api_start(&a);
+	api_start(&a,
+		  "INSERT INTO job (topic, state, attempts, locked_by, locked_until, lease_token)"
+		  " VALUES ('w.z', 'processing', 1, 'gone', now() - interval '1 second', gen_random_uuid())");
 	PGconn *pg = brq_testdb_connect(a.dsn);
-	/* The reaper runs once at start, then hourly: once a lease planted expired is taken
-	 * back, the next one stays expired for the rest of the test. */
-	brq_testdb_exec(
-		pg,
-		"INSERT INTO job (topic, state, attempts, locked_by, locked_until, lease_token)"
-		" VALUES ('w.z', 'processing', 1, 'gone', now() - interval '1 second', gen_random_uuid())");
+	/* Once the lease planted expired before the start is taken back, the reaper's one
+	 * round is past. */
 	for (int waited = 0; brq_testdb_int(pg, "SELECT count(*) FROM job WHERE state = 'processing'") > 0;
 	     waited += 50) {
 		cr_assert_lt(waited, 30000, "the reaper's first round never came");
