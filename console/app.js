@@ -349,14 +349,14 @@
     const msg = el('p', { class: 'error', role: 'alert', id: 'job-msg' });
     const done = el('p', { id: 'job-done', role: 'status' });
     v.append(body, msg, done);
-    const jp = { id, body, msg, done, f: null, state: null };
+    const jp = { id, body, msg, done, f: null, state: null, shownState: null };
     let first = true;
     // A finished job does not change (but by a delete or a retry, which redraw): its
     // page stops asking.
     jp.loop = poll(async () => {
       try {
         const r = await api('job', { id });
-        renderJob(jp, r.job);
+        renderJob(jp, r.job, gatewayNow());
         return !TERMINAL.includes(r.job.state);
       } catch (e) {
         if (e.status !== 401 && first) body.replaceChildren(el('p', {}, e.status === 404 ? 'No job ' + id + '.' : 'Failed: ' + e.message));
@@ -389,8 +389,9 @@
   }
 
   // Draws the job once, then on each refresh writes only the fields that changed, so a
-  // selection or the focus inside the page survives the refresh.
-  function renderJob(jp, j) {
+  // selection or the focus inside the page survives the refresh. atMs: the gateway's
+  // clock, which says whether a processing job's lease has run out.
+  function renderJob(jp, j, atMs) {
     if (!jp.f) {
       const f = (jp.f = { dd: {}, dt: {} });
       const dl = el('dl', {}, el('dt', {}, 'State'), (f.state = el('dd', { id: 'job-state' })));
@@ -405,8 +406,13 @@
         el('pre', { tabindex: '0', 'aria-label': 'Payload' }, JSON.stringify(j.payload, null, 2)), f.resultBox);
     }
     const f = jp.f;
+    const note = leaseNote(j, atMs);
+    const shownState = j.state + (note ? ' expired' : '');
+    if (jp.shownState !== shownState) {
+      f.state.replaceChildren(stateBadge(j.state), ...(note ? [note] : []));
+      jp.shownState = shownState;
+    }
     if (jp.state !== j.state) {
-      f.state.replaceChildren(stateBadge(j.state));
       jobActions(jp, j);
       jp.state = j.state;
     }
@@ -492,7 +498,7 @@
       try {
         const r = await api('jobs', params);
         cursor = r.next;
-        renderList(out, r.jobs, more, cursor ? () => load(true) : null);
+        renderList(out, r.jobs, more, cursor ? () => load(true) : null, gatewayNow());
       } catch (e) {
         if (e.status === 401) return;
         out.replaceChildren();
@@ -511,7 +517,7 @@
 
   function field(id, label, input) { return el('div', {}, el('label', { for: id }, label), input); }
 
-  function renderList(out, jobs, append, more) {
+  function renderList(out, jobs, append, more, atMs) {
     let tbody = out.querySelector('tbody');
     if (!append || !tbody) {
       tbody = el('tbody');
@@ -526,7 +532,7 @@
       tbody.append(el('tr', { 'data-id': j.id },
         el('td', { 'data-label': 'Id' }, el('a', { href: '#/job/' + j.id }, String(j.id))),
         el('td', { class: 'topic', 'data-label': 'Topic' }, j.topic),
-        el('td', { 'data-label': 'State' }, stateBadge(j.state)),
+        el('td', { 'data-label': 'State' }, stateBadge(j.state), leaseNote(j, atMs)),
         el('td', { class: 'num', 'data-label': 'Attempts' }, j.attempts + '/' + j.max_attempts),
         el('td', { class: 'time', 'data-label': 'Created' }, fmtTime(j.created_at_ms)),
         el('td', { class: 'long', 'data-label': 'Key' }, j.key === null ? '—' : clip(j.key, 'key')),
@@ -586,6 +592,183 @@
     }
   }
 
+  // ---- history: charts drawn as SVG (issue 28.4) -------------------------------------------
+
+  const SVG = 'http://www.w3.org/2000/svg';
+  function svgEl(tag, attrs, ...kids) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+    return e;
+  }
+
+  // The smallest 1-2-5 step at or above x (the charts' top), 1 for nothing.
+  function niceMax(x) {
+    if (!(x > 0)) return 1;
+    const p = Math.pow(10, Math.floor(Math.log10(x)));
+    for (const m of [1, 2, 5, 10]) if (m * p >= x) return m * p;
+    return 10 * p;
+  }
+  function fmtHHMM(ms) { return new Date(ms).toISOString().slice(11, 16); }
+  function fmtNum(v) { return v >= 100 ? String(Math.round(v)) : String(Math.round(v * 10) / 10); }
+
+  // One line chart: series [{name, cls, values}] over times (ms); null values are gaps.
+  // fmt turns a value into text (axis, summary). The SVG is an image with a text summary
+  // (role img, its title and desc); the legend and the last values are plain HTML.
+  function lineChart(id, title, times, series, fmt) {
+    const W = 640, H = 180, L = 56, R = 8, T = 10, B = 24;
+    const all = series.flatMap((s) => s.values.filter((v) => v !== null));
+    const top = niceMax(all.length ? Math.max(...all) : 0);
+    const x = (i) => L + (times.length > 1 ? i * (W - L - R) / (times.length - 1) : 0);
+    const y = (v) => T + (H - T - B) * (1 - v / top);
+    const svg = svgEl('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-labelledby': id + '-t ' + id + '-d', id });
+    const last = series.map((s) => { const v = [...s.values].reverse().find((x) => x !== null); return s.name + ' ' + (v === undefined ? '—' : fmt(v)); });
+    svg.append(svgEl('title', { id: id + '-t' }, title),
+      svgEl('desc', { id: id + '-d' }, all.length ? 'Highest ' + fmt(Math.max(...all)) + '; latest: ' + last.join(', ') + '.' : 'Nothing recorded in this window.'));
+    for (const f of [0, 0.5, 1]) {
+      svg.append(svgEl('line', { x1: L, x2: W - R, y1: y(top * f), y2: y(top * f), class: 'grid' }),
+        svgEl('text', { x: L - 6, y: y(top * f) + 4, class: 'axis', 'text-anchor': 'end' }, fmt(top * f)));
+    }
+    for (const i of [0, Math.floor((times.length - 1) / 2), times.length - 1]) {
+      if (times.length) svg.append(svgEl('text', { x: x(i), y: H - 6, class: 'axis', 'text-anchor': i === 0 ? 'start' : i === times.length - 1 ? 'end' : 'middle' }, fmtHHMM(times[i])));
+    }
+    for (const s of series) {
+      let d = '', pen = false;
+      s.values.forEach((v, i) => {
+        if (v === null) { pen = false; return; }
+        d += (pen ? 'L' : 'M') + x(i).toFixed(1) + ' ' + y(v).toFixed(1);
+        pen = true;
+      });
+      // A lone point between gaps draws nothing as a path: a dot shows it.
+      s.values.forEach((v, i) => {
+        if (v !== null && (i === 0 || s.values[i - 1] === null) && (i === s.values.length - 1 || s.values[i + 1] === null)) {
+          svg.append(svgEl('circle', { cx: x(i), cy: y(v), r: 2.5, class: 'dot ' + s.cls }));
+        }
+      });
+      if (d) svg.append(svgEl('path', { d, class: 'line ' + s.cls, 'data-series': s.name }));
+    }
+    const legend = el('ul', { class: 'legend' }, ...series.map((s, k) => el('li', {}, el('span', { class: 'swatch ' + s.cls, 'aria-hidden': 'true' }), last[k])));
+    return el('figure', { class: 'chart-box' }, el('figcaption', {}, title), svg, legend);
+  }
+
+  async function historyPage(query) {
+    const v = view('History');
+    const p = new URLSearchParams(query);
+    const win = p.get('window') === '24h' ? '24h' : '1h';
+    const pick = el('select', { id: 'h-topic', name: 'topic' });
+    const f = el('form', { class: 'inline', id: 'history-filter' },
+      field('h-topic', 'Topic', pick),
+      el('div', { class: 'toggle', role: 'group', 'aria-label': 'Window' },
+        ...['1h', '24h'].map((w) => el('button', { type: 'button', class: w === win ? '' : 'secondary', 'aria-pressed': w === win ? 'true' : 'false', 'data-window': w,
+          on: { click: () => { location.hash = '#/history?' + new URLSearchParams({ topic: pick.value, window: w }); } } }, w === '1h' ? 'Last hour' : 'Last 24 hours'))));
+    const note = el('p', { class: 'note', id: 'history-note' }, 'Loading…');
+    const charts = el('div', { id: 'history-charts', class: 'charts' });
+    v.append(f, note, charts);
+    let topics = [];
+    try {
+      const o = await api('overview');
+      noteGatewayTime(o.at_ms);
+      topics = o.topics.map((t) => t.topic);
+    } catch (e) { /* the topic in the URL still works */ }
+    const want = p.get('topic') || topics[0] || '';
+    if (want && !topics.includes(want)) topics.unshift(want);
+    pick.replaceChildren(...topics.map((t) => el('option', { value: t, selected: t === want }, t)));
+    pick.addEventListener('change', () => { location.hash = '#/history?' + new URLSearchParams({ topic: pick.value, window: win }); });
+    if (!want) { note.textContent = 'No topics yet.'; return; }
+    const here = location.hash;
+    async function refresh() {
+      if (location.hash !== here) return;
+      try {
+        const r = await api('history', { topic: want, window: win });
+        drawHistory(charts, r);
+        note.textContent = (win === '1h' ? 'Per minute' : 'Per 5 minutes') + ', ' + fmtTime(r.from_ms) + ' to ' + fmtTime(r.to_ms) +
+          ': counts of every gateway; the last point is the step in progress; gaps: nothing was recorded. Updated ' + fmtHHMM(Date.now()) + ' UTC.';
+      } catch (e) { if (e.status !== 401) note.textContent = 'History failed: ' + e.message; }
+      timer = setTimeout(refresh, 30000);
+    }
+    refresh();
+  }
+
+  function drawHistory(box, r) {
+    const t = r.points.map((p) => p.at_ms);
+    const col = (k) => r.points.map((p) => p[k]);
+    box.replaceChildren(
+      lineChart('chart-throughput', 'Throughput: jobs per minute', t,
+        [{ name: 'started', cls: 's1', values: col('started_per_min') }, { name: 'finished', cls: 's2', values: col('finished_per_min') }], fmtNum),
+      lineChart('chart-depth', 'Backlog: jobs waiting', t,
+        [{ name: 'pending', cls: 's1', values: col('pending') }, { name: 'ready', cls: 's2', values: col('ready') }], fmtNum),
+      lineChart('chart-wait', 'Wait from ready to start (p50, p99)', t,
+        [{ name: 'p50', cls: 's1', values: col('wait_p50_ms') }, { name: 'p99', cls: 's2', values: col('wait_p99_ms') }], fmtWait));
+  }
+  function fmtWait(ms) { return ms < 1000 ? Math.round(ms) + ' ms' : fmtAge(ms); }
+
+  // ---- workers and expired leases (issue 28.7) ----------------------------------------------
+
+  // The gateway's clock as best known: the page's, shifted by how far the gateway's was
+  // from it in the last reply that said (workers, worker_jobs; the job replies are the
+  // protocol's job map and carry no time of their own).
+  let clockSkew = 0;
+  function noteGatewayTime(atMs) { if (atMs) clockSkew = atMs - Date.now(); }
+  function gatewayNow() { return Date.now() + clockSkew; }
+
+  // A processing job whose lease ran out (by the gateway's clock, atMs): the reaper has
+  // not taken it back yet. null for any other job.
+  function leaseNote(j, atMs) {
+    if (j.state !== 'processing' || j.locked_until_ms === null || !atMs || j.locked_until_ms >= atMs) return null;
+    return el('span', { class: 'badge expired', title: 'lease ran out ' + fmtAge(atMs - j.locked_until_ms) + ' ago' }, 'lease expired, waiting for the reaper');
+  }
+
+  async function workersPage(query) {
+    const who = new URLSearchParams(query).get('worker');
+    const v = view(who ? 'Worker ' + who : 'Workers');
+    const out = el('div', { id: 'workers-out' });
+    const again = el('button', { type: 'button', class: 'secondary', id: 'workers-refresh', on: { click: () => load() } }, 'Refresh');
+    v.append(el('p', { class: 'note' }, who ? 'Jobs this worker holds now, oldest claim first.'
+      : 'Workers holding jobs now, by the name they claim with, through any gateway. Last heartbeat ≈ lease until less the topic’s lease.'), again, out);
+    async function load() {
+      try {
+        if (who) {
+          const r = await api('worker_jobs', { worker: who });
+          noteGatewayTime(r.at_ms);
+          out.replaceChildren(workerJobs(r));
+        } else {
+          const r = await api('workers');
+          noteGatewayTime(r.at_ms);
+          out.replaceChildren(workersTable(r));
+        }
+      } catch (e) { if (e.status !== 401) out.replaceChildren(el('p', { class: 'error', role: 'alert' }, e.message)); }
+    }
+    await load();
+  }
+
+  function workersTable(r) {
+    const rows = r.workers.map((w) => el('tr', { 'data-worker': w.worker },
+      el('th', { scope: 'row' }, el('a', { href: '#/workers?' + new URLSearchParams({ worker: w.worker }) }, w.worker)),
+      el('td', { class: 'num' }, String(w.jobs)),
+      el('td', {}, w.topics.join(' ') + (w.n_topics > w.topics.length ? ' …' : '')),
+      el('td', {}, fmtTime(w.oldest_claim_ms)),
+      el('td', {}, fmtTime(w.last_heartbeat_ms)),
+      el('td', {}, fmtTime(w.lease_until_ms)),
+      el('td', { class: 'num' }, w.lease_expired ? el('span', { class: 'badge expired' }, w.lease_expired + ' expired') : '0')));
+    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 7 }, 'No worker holds a job now.')));
+    return el('div', { class: 'scroll', role: 'region', 'aria-label': 'Workers holding jobs', tabindex: '0' },
+      el('table', { id: 'workers' }, el('caption', {}, 'Workers holding jobs' + (r.truncated ? ' (the first 500)' : '') + ', at ' + fmtTime(r.at_ms)),
+        el('thead', {}, el('tr', {}, ...['Worker', 'Jobs', 'Topics', 'Oldest claim', 'Last heartbeat (≈)', 'Lease until', 'Leases expired'].map((h) => el('th', { scope: 'col' }, h)))),
+        el('tbody', {}, ...rows)));
+  }
+
+  function workerJobs(r) {
+    const rows = r.jobs.map((j) => el('tr', { 'data-id': j.id },
+      el('td', {}, el('a', { href: '#/job/' + j.id }, String(j.id))), el('td', {}, j.topic),
+      el('td', {}, stateBadge(j.state), leaseNote(j, r.at_ms)),
+      el('td', {}, fmtTime(j.claimed_at_ms)), el('td', {}, fmtTime(j.locked_until_ms))));
+    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 5 }, 'This worker holds no job now.')));
+    return el('div', { class: 'scroll', role: 'region', 'aria-label': 'Jobs held', tabindex: '0' },
+      el('table', { id: 'worker-jobs' }, el('caption', {}, 'Jobs held, at ' + fmtTime(r.at_ms)),
+        el('thead', {}, el('tr', {}, ...['Id', 'Topic', 'State', 'Claimed', 'Lease until'].map((h) => el('th', { scope: 'col' }, h)))),
+        el('tbody', {}, ...rows)));
+  }
+
   // ---- routing ----------------------------------------------------------------------------
 
   function findJobForm() {
@@ -613,6 +796,8 @@
     else if ((m = /^#\/jobs(?:\?(.*))?$/.exec(h))) jobsPage(m[1] || '');
     else if (h === '#/enqueue') enqueuePage();
     else if (h === '#/schedules') schedulesPage();
+    else if ((m = /^#\/history(?:\?(.*))?$/.exec(h))) historyPage(m[1] || '');
+    else if ((m = /^#\/workers(?:\?(.*))?$/.exec(h))) workersPage(m[1] || '');
     else overview();
   }
 

@@ -52,6 +52,7 @@ struct services {
 	brq_janitor          jan;
 	brq_sched            sched;
 	brq_monitor         *mon;
+	brq_history          hist; // the console's history writer
 	brq_cancel_listener *listener;
 	brq_http            *http;
 	brq_console         *console;           // on http; freed after it stops
@@ -278,12 +279,14 @@ start(struct services *sv, const brq_config *cfg, brq_auth *auth)
 				  .figures      = &sv->srv.figures};
 	if (brq_monitor_start(sv->store, &mopts, &sv->mon) != 0)
 		goto out_sched;
+	if (brq_history_start(&sv->hist, sv->store) != 0)
+		goto out_monitor;
 	// Cancels of running jobs, whichever gateway made them, reach the watches of their
 	// workers through it (rpc/watch.h).
 	brq_cancel_listener_opts lopts = {
 		.on_cancels = brq_server_cancels_heard, .on_live = brq_server_cancels_live, .arg = &sv->srv};
 	if (brq_cancel_listener_start(sv->store, &lopts, &sv->listener) != 0)
-		goto out_monitor;
+		goto out_history;
 	brq_http_check checks[] = {{brq_monitor_healthy, sv->mon, "database unavailable"},
 				   {brq_selfprobe_healthy, sv->probe, "rpc listener not answering"}};
 	if (brq_selfprobe_start(sv->probe) != 0 ||
@@ -306,6 +309,8 @@ out_listener:
 	brq_selfprobe_free(sv->probe);
 	sv->probe = NULL;
 	brq_cancel_listener_stop(sv->listener);
+out_history:
+	brq_history_stop(&sv->hist);
 out_monitor:
 	brq_monitor_stop(sv->mon);
 out_sched:
@@ -328,6 +333,7 @@ stop(struct services *sv)
 	brq_console_free(sv->console); // after the HTTP endpoint: its handler points at it
 	brq_selfprobe_free(sv->probe); // before the server stops: no failed probe while it drains
 	brq_cancel_listener_stop(sv->listener);
+	brq_history_stop(&sv->hist);
 	brq_monitor_stop(sv->mon);
 	brq_sched_stop(&sv->sched);
 	brq_janitor_stop(&sv->jan);

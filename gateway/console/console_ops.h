@@ -69,6 +69,15 @@ int brq_console_op_pause(brq_console_call *call);
 int brq_console_op_resume(brq_console_call *call);
 int brq_console_op_schedules(brq_console_call *call);
 
+// ---- history and workers (console_ops_history.c): reads the RPC has no operation for,
+// straight from the store on the call's connection ------------------------------------------
+//   brq_console_op_history      GET /console/api/history      topic, window (1h, 24h)
+//   brq_console_op_workers      GET /console/api/workers
+//   brq_console_op_worker_jobs  GET /console/api/worker_jobs  worker
+int brq_console_op_history(brq_console_call *call);
+int brq_console_op_workers(brq_console_call *call);
+int brq_console_op_worker_jobs(brq_console_call *call);
+
 // ---- helpers for operations ----------------------------------------------------------------
 
 // Sets call->err from fmt and returns status.

@@ -333,6 +333,16 @@ brq_metrics_settle(const char *topic, size_t topic_len, brq_outcome oc, uint64_t
 }
 
 void
+brq_metrics_claimed(const char *topic, size_t topic_len, uint64_t wait_ms)
+{
+	struct topic_entry *e = topic_get(topic, topic_len);
+	if (e != NULL) {
+		atomic_fetch_add_explicit(&e->counter[BRQ_MT_CLAIMED], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->wait[brq_wait_bucket(wait_ms)], 1, memory_order_relaxed);
+	}
+}
+
+void
 brq_metrics_dead(const char *topic, size_t topic_len, uint64_t n)
 {
 	struct topic_entry *e = topic_get(topic, topic_len);

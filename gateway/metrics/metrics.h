@@ -81,6 +81,11 @@ void brq_metrics_topic_add(const char *topic, size_t topic_len, brq_topic_counte
 // brooq_settle_total{topic,outcome}, n settles applied.
 void brq_metrics_settle(const char *topic, size_t topic_len, brq_outcome oc, uint64_t n);
 
+// One job claimed: brooq_claimed_total{topic}, and its wait from ready to started
+// (claimed_at - available_at, ms) in the topic's wait buckets, which only the console's
+// history reads (brq_metrics_history_read).
+void brq_metrics_claimed(const char *topic, size_t topic_len, uint64_t wait_ms);
+
 // brooq_dead_total{topic}: n jobs moved to `dead` (a recorded failure on the last
 // attempt, or the reaper's quarantine: SPEC invariant 18). Call after commit for every
 // row whose new state is dead.
@@ -172,5 +177,32 @@ typedef struct brq_metrics_topic_view {
 // frees) and *n. Never touches the database; takes the registry's locks briefly. 0 or
 // BRQ_ENOMEM.
 BRQ_MUSTCHECK int brq_metrics_topics_read(brq_metrics_topic_view **out, size_t *n);
+
+// The waits of started jobs, counted per topic in BRQ_WAIT_BUCKETS buckets: bucket i
+// holds the waits w with brq_wait_bucket_le_ms[i - 1] < w <= brq_wait_bucket_le_ms[i]
+// (1-2-5 steps from 1 ms to 10^8 ms, ~28 h), the last one every wait above. The layout
+// is stored in job_history.wait_hist (migration 00014): changing it needs a migration.
+#define BRQ_WAIT_BUCKETS 26
+extern const uint64_t brq_wait_bucket_le_ms[BRQ_WAIT_BUCKETS - 1];
+// The bucket of a wait of wait_ms.
+unsigned brq_wait_bucket(uint64_t wait_ms);
+// The q-quantile (0 < q < 1) of the waits counted in hist, interpolated linearly inside
+// its bucket (so within the bucket's bounds: a 1-2-5 step); the last bucket gives its
+// lower bound. -1 when hist counts nothing.
+double brq_wait_quantile(const uint64_t hist[BRQ_WAIT_BUCKETS], double q);
+
+// One topic's counters for the history (background/history.c): this gateway's since it
+// started; the history writes the difference between two reads.
+typedef struct brq_metrics_history_view {
+	char     topic[129]; // NUL-terminated
+	size_t   topic_len;
+	uint64_t claimed; // brooq_claimed_total
+	uint64_t settled; // brooq_settle_total, every outcome
+	uint64_t wait[BRQ_WAIT_BUCKETS];
+} brq_metrics_history_view;
+
+// Every topic of the registry (in no order) into *out (malloc'd, caller frees) and *n.
+// 0 or BRQ_ENOMEM.
+BRQ_MUSTCHECK int brq_metrics_history_read(brq_metrics_history_view **out, size_t *n);
 
 #endif

@@ -58,6 +58,8 @@ struct topic_entry {
 	_Atomic uint64_t counter[BRQ_MT__COUNT];
 	_Atomic uint64_t settle[BRQ_OUTCOME__COUNT];
 	_Atomic uint64_t dead; // brooq_dead_total
+	// Waits of the jobs claimed, per bucket (brq_wait_bucket), for the history.
+	_Atomic uint64_t wait[BRQ_WAIT_BUCKETS];
 	// Depth gauges: written by brq_metrics_depth_set and read by the renderer, both
 	// under depth_mu, so a scrape never sees half of a snapshot.
 	uint64_t jobs[BRQ_STATE__COUNT];

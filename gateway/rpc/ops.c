@@ -337,7 +337,8 @@ encode_claim_reply(brq_work *w, const brq_store_claim_out *out)
 	brq_pack_array(b, out->n_jobs);
 	for (uint32_t i = 0; i < out->n_jobs; i++) {
 		brq_pack_claimed_job(b, &out->jobs[i]);
-		brq_metrics_topic_add(out->jobs[i].topic.ptr, out->jobs[i].topic.len, BRQ_MT_CLAIMED, 1);
+		brq_metrics_claimed(out->jobs[i].topic.ptr, out->jobs[i].topic.len,
+				    out->wait_ms != NULL ? out->wait_ms[i] : 0);
 	}
 	if (q->has_settle) {
 		brq_pack_key(b, "settled");

@@ -185,7 +185,8 @@ typedef struct brq_store_claim_in {
 } brq_store_claim_in;
 
 typedef struct brq_store_claim_out {
-	brq_claimed_job *jobs; // borrowed; in claim order (priority, available_at, id)
+	brq_claimed_job *jobs;    // borrowed; in claim order (priority, available_at, id)
+	uint64_t        *wait_ms; // borrowed, aligned with jobs: claimed_at - available_at
 	uint32_t         n_jobs;
 	brq_store_chain  chain; // chained jobs of the settle part
 } brq_store_claim_out;
@@ -309,6 +310,57 @@ typedef struct brq_store_table_figures {
 // table_stats: reads PostgreSQL's statistics and file sizes (never a row of job), so
 // its cost does not grow with the table. 0 or the store's failure.
 BRQ_MUSTCHECK int brq_store_table_stats(brq_store_conn *c, brq_store_table_figures *out);
+
+// ---- the console's history and workers (store_history.c, migration 00014) -------------
+
+// Most buckets of a waits' histogram the store carries (metrics.h BRQ_WAIT_BUCKETS).
+#define BRQ_STORE_WAIT_MAX 32
+
+// What one gateway counted of a topic since its last write.
+typedef struct brq_store_history_count {
+	brq_str         topic; // a valid topic
+	uint64_t        started, finished;
+	const uint64_t *wait; // n_wait buckets (borrowed); NULL: no start counted
+	uint32_t        n_wait;
+} brq_store_history_count;
+
+// history_add: adds rows[0..n) (sorted by topic bytes, each topic once) to the rows of
+// the minute starting at minute_ms (unix ms), one statement.
+BRQ_MUSTCHECK int brq_store_history_add(brq_store_conn *c, int64_t minute_ms,
+					const brq_store_history_count *rows, uint32_t n);
+// history_depth: writes the backlog per topic now into the minute's rows.
+BRQ_MUSTCHECK int brq_store_history_depth(brq_store_conn *c, int64_t minute_ms);
+// history_prune: deletes the minutes older than keep_ms; *deleted how many rows.
+BRQ_MUSTCHECK int brq_store_history_prune(brq_store_conn *c, uint64_t keep_ms, uint32_t *deleted);
+
+// One minute of one topic.
+typedef struct brq_store_history_row {
+	int64_t  minute_ms;
+	uint64_t started, finished;
+	bool     has_depth; // the backlog was counted in this minute
+	uint64_t pending, ready;
+	uint64_t wait[BRQ_STORE_WAIT_MAX];
+	uint32_t n_wait; // 0: no start counted
+} brq_store_history_row;
+
+// history_read: the rows of topic in [from_ms, to_ms), oldest first (in c's arena).
+BRQ_MUSTCHECK int brq_store_history_read(brq_store_conn *c, brq_str topic, int64_t from_ms, int64_t to_ms,
+					 brq_store_history_row **rows, uint32_t *n);
+
+// One holder of leases (the locked_by a worker claims with).
+typedef struct brq_store_worker {
+	brq_str  name; // borrowed
+	uint64_t jobs, expired;
+	int64_t  oldest_claim_ms, last_beat_ms, lease_until_ms;
+	brq_str  topics; // borrowed: the first 8, space-separated
+	uint32_t n_topics;
+} brq_store_worker;
+
+// workers: the holders of processing jobs, by name, at most limit (borrowed).
+BRQ_MUSTCHECK int brq_store_workers(brq_store_conn *c, uint32_t limit, brq_store_worker **out, uint32_t *n);
+// worker_jobs: the processing jobs worker holds, oldest claim first, at most limit.
+BRQ_MUSTCHECK int brq_store_worker_jobs(brq_store_conn *c, brq_str worker, uint32_t limit,
+					brq_job_info **jobs, uint32_t *n);
 
 // ---- per-topic policy (store_policy.c) -------------------------------------------
 

@@ -18,8 +18,9 @@ read_claimed(brq_store_conn *c, const PGresult *r, const uint8_t *tokens, uint32
 	uint64_t *ids  = brq_arena_alloc(&c->arena, m, sizeof(*ids));
 	brq_tid  *tids = brq_arena_alloc(&c->arena, m, sizeof(*tids));
 	out->jobs      = brq_arena_alloc(&c->arena, m, sizeof(*out->jobs));
+	out->wait_ms   = brq_arena_alloc(&c->arena, m, sizeof(*out->wait_ms));
 	out->n_jobs    = 0;
-	if (out->jobs == NULL || ids == NULL || tids == NULL)
+	if (out->jobs == NULL || out->wait_ms == NULL || ids == NULL || tids == NULL)
 		return brq_store_fail(c, BRQ_ENOMEM, "claim: out of memory");
 	for (int row = 0; row < rows; row++) {
 		int64_t          k = brq_store_int(r, row, CLAIM_TOKEN_INDEX);
@@ -42,6 +43,9 @@ read_claimed(brq_store_conn *c, const PGresult *r, const uint8_t *tokens, uint32
 		brq_config_topic_timeouts(c->st->cfg, j->topic.ptr, &j->attempt_timeout_ms,
 					  &j->max_execution_ms);
 		ids[row] = j->id;
+		// How long the job waited once ready (the console's history); never below 0.
+		int64_t wait      = brq_store_int(r, row, CLAIM_WAIT_MS);
+		out->wait_ms[row] = wait > 0 ? (uint64_t) wait : 0;
 		if (!brq_tid_parse(PQgetvalue(r, row, CLAIM_LOC), &tids[row]))
 			tids[row] = (brq_tid) {0};
 	}

@@ -8,6 +8,7 @@
 #include "store_sql.h"
 
 #include "store.h" // BRQ_STORE_CANCEL_CHANNEL
+#include "store_sql_console.h"
 #include "store_sql_jobs.h"
 
 #include <stdio.h>
@@ -73,6 +74,12 @@ static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_SCHED_UPSERT]          = "brq_sched_upsert",
 	[BRQ_STMT_SCHED_LIST]            = "brq_sched_list",
 	[BRQ_STMT_SCHED_REMOVE]          = "brq_sched_remove",
+	[BRQ_STMT_HISTORY_ADD]           = "brq_history_add",
+	[BRQ_STMT_HISTORY_DEPTH]         = "brq_history_depth",
+	[BRQ_STMT_HISTORY_PRUNE]         = "brq_history_prune",
+	[BRQ_STMT_HISTORY_READ]          = "brq_history_read",
+	[BRQ_STMT_WORKERS]               = "brq_workers",
+	[BRQ_STMT_WORKER_JOBS]           = "brq_worker_jobs",
 };
 
 static const int nparams[BRQ_STMT__COUNT] = {
@@ -96,6 +103,9 @@ static const int nparams[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_SCHED_ADVANCE] = 3,  [BRQ_STMT_SCHED_UPSERT] = 11,
 	[BRQ_STMT_SCHED_LIST] = 0,     [BRQ_STMT_SCHED_REMOVE] = 1,
 	[BRQ_STMT_TABLE_STATS] = 0,
+	[BRQ_STMT_HISTORY_ADD] = 5,    [BRQ_STMT_HISTORY_DEPTH] = 1,
+	[BRQ_STMT_HISTORY_PRUNE] = 1,  [BRQ_STMT_HISTORY_READ] = 3,
+	[BRQ_STMT_WORKERS] = 1,        [BRQ_STMT_WORKER_JOBS] = 2,
 };
 
 // LEASE_GUARD: how heartbeat, settle and unclaim find their rows. Each joins the
@@ -147,6 +157,12 @@ topic_case(FILE *f, const brq_config *cfg, const char *col, enum setting which)
 		fprintf(f, " ELSE %llu END)", (unsigned long long) def);
 	else
 		fprintf(f, "%llu", (unsigned long long) def);
+}
+
+void
+brq_store_sql_lease_case(FILE *f, const brq_config *cfg, const char *col)
+{
+	topic_case(f, cfg, col, LEASE_MS);
 }
 
 // The backoff of SPEC §3 in milliseconds, for attempts expression `a` of topic column
@@ -720,6 +736,12 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_RETRY_ONE:
 	case BRQ_STMT_RETRY_BULK:
 	case BRQ_STMT_DELETE: brq_store_sql_retry_delete(f, st); break;
+	case BRQ_STMT_HISTORY_ADD:
+	case BRQ_STMT_HISTORY_DEPTH:
+	case BRQ_STMT_HISTORY_PRUNE:
+	case BRQ_STMT_HISTORY_READ:
+	case BRQ_STMT_WORKERS:
+	case BRQ_STMT_WORKER_JOBS: brq_store_sql_console(f, cfg, st); break;
 	default: brq_store_sql_text(f, &fixed[st]); break;
 	}
 	if (fclose(f) != 0) {

@@ -6,6 +6,8 @@
 
 #include "brq_base.h"
 
+#include <stdio.h>
+
 #include "config/config.h"
 #include "db.h"
 #include "store_stmt.h"
@@ -15,5 +17,8 @@
 BRQ_MUSTCHECK int brq_store_sql_build(const brq_config *cfg, char *texts[BRQ_STMT__COUNT],
 				      brq_db_stmt stmts[BRQ_STMT__COUNT]);
 void              brq_store_sql_fini(char *texts[BRQ_STMT__COUNT]);
+// Writes the lease (ms) of the topic in column col: the configured lease, with the
+// overrides of BROOQ_TOPIC_OVERRIDES as a CASE.
+void brq_store_sql_lease_case(FILE *f, const brq_config *cfg, const char *col);
 
 #endif

@@ -51,6 +51,12 @@ typedef enum brq_stmt {
 	BRQ_STMT_SCHED_UPSERT,
 	BRQ_STMT_SCHED_LIST,
 	BRQ_STMT_SCHED_REMOVE,
+	BRQ_STMT_HISTORY_ADD,   // the console's history (store_history.c, migration 00014)
+	BRQ_STMT_HISTORY_DEPTH, //
+	BRQ_STMT_HISTORY_PRUNE, //
+	BRQ_STMT_HISTORY_READ,  //
+	BRQ_STMT_WORKERS,       // the console's workers: leases held, by holder
+	BRQ_STMT_WORKER_JOBS,   // ... and one holder's jobs
 	BRQ_STMT__COUNT
 } brq_stmt;
 
@@ -86,7 +92,8 @@ enum lookup_col { LOOKUP_COLS(BRQ_COL_ENUM) LOOKUP__N };
 	X(CLAIM_TOKEN_INDEX, "c.k")                        \
 	X(CLAIM_LOCKED_UNTIL_MS, HOT_MS("j.locked_until")) \
 	X(CLAIM_CREATED_MS, HOT_MS("j.created_at"))        \
-	X(CLAIM_LOC, "j.ctid")
+	X(CLAIM_LOC, "j.ctid")                             \
+	X(CLAIM_WAIT_MS, HOT_MS("j.claimed_at - j.available_at"))
 enum claim_col { CLAIM_COLS(BRQ_COL_ENUM) CLAIM__N };
 
 // heartbeat: one row per lease extended.
@@ -278,6 +285,33 @@ enum tz_col { TZ_COLS(BRQ_COL_ENUM) TZ__N };
 	X(ZNOW_LOCAL, "floor(extract(epoch FROM now() AT TIME ZONE $1))::int8") \
 	X(ZNOW_LOCAL_AT, "floor(extract(epoch FROM to_timestamp($2::int8 / 1000.0) AT TIME ZONE $1))::int8")
 enum znow_col { ZNOW_COLS(BRQ_COL_ENUM) ZNOW__N };
+
+// history (store_history.c): one row per minute of one topic, oldest first. The
+// backlog is NULL in a minute no count was written for; the waits' histogram the
+// buckets of metrics.h as "n,n,...", empty when no job started.
+#define HIST_COLS(X)                          \
+	X(HIST_MINUTE_MS, JOB_MS("h.minute")) \
+	X(HIST_STARTED, "h.started")          \
+	X(HIST_FINISHED, "h.finished")        \
+	X(HIST_PENDING, "h.pending")          \
+	X(HIST_READY, "h.ready")              \
+	X(HIST_WAIT, "array_to_string(coalesce(h.wait_hist, '{}'), ',')")
+enum hist_col { HIST_COLS(BRQ_COL_ENUM) HIST__N };
+
+// workers: one row per lease holder (locked_by) of processing jobs. last_beat: the
+// latest locked_until less its topic's lease, when the holder last claimed or
+// heartbeated (approximately: a worker may ask a lease of its own); expired: leases run
+// out, waiting for the reaper; topics: the first few, space-separated.
+#define WORKER_COLS(X)                                                         \
+	X(WORKER_NAME, "w.locked_by")                                          \
+	X(WORKER_JOBS, "w.jobs")                                               \
+	X(WORKER_EXPIRED, "w.expired")                                         \
+	X(WORKER_OLDEST_CLAIM_MS, "coalesce(" JOB_MS("w.oldest_claim") ", 0)") \
+	X(WORKER_LAST_BEAT_MS, JOB_MS("w.last_beat"))                          \
+	X(WORKER_LEASE_UNTIL_MS, JOB_MS("w.lease_until"))                      \
+	X(WORKER_TOPICS, "array_to_string(w.topics[1:8], ' ')")                \
+	X(WORKER_N_TOPICS, "cardinality(w.topics)")
+enum worker_col { WORKER_COLS(BRQ_COL_ENUM) WORKER__N };
 
 // The expressions of a column list, for an array: {JOB_COLS(BRQ_COL_EXPR)}.
 #define BRQ_COL_EXPR(name, expr) expr,
