@@ -60,8 +60,9 @@ Test(migrate, up_applies_every_migration_and_records_goose_versions)
 	char *v = brq_testdb_value(db,
 				   "SELECT string_agg(version_id::text || ':' || is_applied::text, ','"
 				   " ORDER BY id) FROM goose_db_version");
-	cr_assert_str_eq(
-		v, "0:true,1:true,2:true,3:true,4:true,5:true,6:true,7:true,8:true,9:true,10:true,11:true");
+	cr_assert_str_eq(v,
+			 "0:true,1:true,2:true,3:true,4:true,5:true,6:true,7:true,8:true,9:true,10:true,11:"
+			 "true,13:true");
 	free(v);
 }
 
@@ -72,7 +73,7 @@ Test(migrate, up_twice_is_a_no_op)
 	cr_assert_eq(brooqctl("up", &out), 0);
 	cr_assert_not_null(strstr(out, "no migrations to apply"), "%s", out);
 	free(out);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 12);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 13);
 }
 
 Test(migrate, down_to_zero_then_up_round_trips)
@@ -127,6 +128,10 @@ Test(migrate, each_migration_applies_and_rolls_back_alone)
 		 "SELECT count(*) FROM pg_attribute a JOIN pg_constraint c ON c.conrelid = a.attrelid"
 		 " WHERE a.attrelid = 'job'::regclass AND a.attname = 'lost_leases' AND NOT a.attisdropped"
 		 " AND c.conname = 'job_lost_leases_range'"},
+		/* 00013: each attempt's error. */
+		{13,
+		 "SELECT count(*) FROM pg_attribute WHERE attrelid = 'job'::regclass AND attname = 'errors'"
+		 " AND NOT attisdropped"},
 	};
 	enum { N = sizeof(owned) / sizeof(owned[0]) };
 	for (int i = 0; i < N; i++) {
