@@ -336,9 +336,8 @@ brq_console_op_enqueue(brq_console_call *call)
 // it did not make).
 #define CURSOR_MAX 256
 
-// The job list's parameters into q (strings borrowed from the form). 0 or a 400.
-static int
-jobs_params(brq_console_call *call, brq_list_req *q)
+int
+brq_console_jobs_params(brq_console_call *call, brq_list_req *q)
 {
 	int      state, status;
 	uint64_t after = 0, before = 0, limit = 50;
@@ -379,7 +378,7 @@ brq_console_op_jobs(brq_console_call *call)
 {
 	brq_request req = {.op = BRQ_OP_LIST};
 	brq_reply   rep;
-	int         status = jobs_params(call, &req.list);
+	int         status = brq_console_jobs_params(call, &req.list);
 	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}
