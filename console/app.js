@@ -402,7 +402,8 @@
       f.err = el('pre', { class: 'errtext', id: 'job-error', tabindex: '0', 'aria-label': 'Last error' });
       f.acts = el('div', { class: 'actions' });
       f.resultBox = el('div', {});
-      jp.body.replaceChildren(dl, f.acts, f.errH, f.err, el('h2', {}, 'Payload'),
+      f.attempts = el('div', { id: 'job-attempts' });
+      jp.body.replaceChildren(dl, f.acts, f.errH, f.err, f.attempts, el('h2', {}, 'Payload'),
         el('pre', { tabindex: '0', 'aria-label': 'Payload' }, JSON.stringify(j.payload, null, 2)), f.resultBox);
     }
     const f = jp.f;
@@ -427,6 +428,12 @@
     setText(f.err, j.last_error === null ? '—' : j.last_error);
     if (j.result !== null && !f.resultBox.childElementCount) {
       f.resultBox.append(el('h2', {}, 'Result'), el('pre', { tabindex: '0', 'aria-label': 'Result' }, JSON.stringify(j.result, null, 2)));
+    }
+    // The attempts' errors change only when an attempt ends: redrawn then, not each refresh.
+    const errs = j.errors ? j.errors.length + '@' + (j.errors.length ? j.errors[j.errors.length - 1].at_ms : 0) : '';
+    if (jp.errs !== errs) {
+      f.attempts.replaceChildren(...attemptErrors(j));
+      jp.errs = errs;
     }
   }
 
@@ -487,7 +494,8 @@
       field('f-before', 'Created before (UTC)', el('input', { id: 'f-before', name: 'before', type: 'datetime-local', value: p.get('before') || '' })),
       el('button', { type: 'submit' }, 'Filter'));
     const out = el('div', { id: 'jobs-out' });
-    v.append(f, out);
+    // After a bulk run the list is read again in place: the view (and its progress line) stays.
+    v.append(f, bulkBar(out, () => load(false)), out);
     let cursor = null;
     const load = async (more) => {
       const params = {
@@ -499,6 +507,7 @@
         const r = await api('jobs', params);
         cursor = r.next;
         renderList(out, r.jobs, more, cursor ? () => load(true) : null, gatewayNow());
+        bulkRows(out, params);
       } catch (e) {
         if (e.status === 401) return;
         out.replaceChildren();
@@ -767,6 +776,147 @@
       el('table', { id: 'worker-jobs' }, el('caption', {}, 'Jobs held, at ' + fmtTime(r.at_ms)),
         el('thead', {}, el('tr', {}, ...['Id', 'Topic', 'State', 'Claimed', 'Lease until'].map((h) => el('th', { scope: 'col' }, h)))),
         el('tbody', {}, ...rows)));
+  }
+
+  // ---- attempts' errors and bulk actions (issue 28.6, 28.5) ---------------------------------
+
+  // The job page's "Errors by attempt": each attempt's error with its time, oldest first,
+  // its line breaks kept in a scrollable block. None for a job without any.
+  function attemptErrors(j) {
+    if (!j.errors || j.errors.length === 0) return [];
+    const items = j.errors.map((e) => el('li', { class: 'attempt' },
+      el('p', { class: 'attempt-head' }, 'Attempt ' + e.attempt + ', ' + fmtTime(e.at_ms)),
+      el('pre', { class: 'attempt-error', tabindex: '0', 'aria-label': 'Error of attempt ' + e.attempt }, e.error)));
+    const note = j.errors.length >= 10 ? el('p', { class: 'note' }, 'The latest 10 attempts are kept.') : null;
+    return [el('h2', {}, 'Errors by attempt'), el('ol', { id: 'attempt-errors', class: 'attempts' }, ...items), note].filter((x) => x);
+  }
+
+  // The job list's filter as last applied (bulkRows), for "all matching".
+  let bulkFilter = null;
+  const BULK_IDS = 500;   // ids per call (the API's bound)
+  const BULK_BATCH = 100; // jobs of the filter per call
+
+  // A checkbox on each row of the list (and one for the page) once the list is drawn.
+  function bulkRows(out, params) {
+    bulkFilter = Object.assign({}, params);
+    delete bulkFilter.cursor;
+    delete bulkFilter.limit;
+    if (!session || session.read_only) return;
+    const head = out.querySelector('#jobs thead tr');
+    if (head && !head.querySelector('.pick')) {
+      const all = el('input', { type: 'checkbox', id: 'bulk-page', 'aria-label': 'Select every job on the page' });
+      all.addEventListener('change', () => { for (const c of out.querySelectorAll('tbody .pick input')) c.checked = all.checked; bulkCount(out); });
+      head.prepend(el('th', { scope: 'col', class: 'pick' }, all));
+    }
+    for (const tr of out.querySelectorAll('#jobs tbody tr')) {
+      if (tr.querySelector('.pick')) continue;
+      const box = el('input', { type: 'checkbox', 'aria-label': 'Select job ' + tr.dataset.id, 'data-id': tr.dataset.id, on: { change: () => bulkCount(out) } });
+      tr.prepend(el('td', { class: 'pick' }, box));
+    }
+    bulkCount(out);
+  }
+
+  function bulkPicked(out) { return [...out.querySelectorAll('tbody .pick input:checked')].map((c) => c.dataset.id); }
+
+  function bulkCount(out) {
+    const b = $('bulk-selected');
+    if (b) { const n = bulkPicked(out).length; b.textContent = 'Apply to ' + n + ' selected'; b.disabled = n === 0; }
+  }
+
+  const bulkVerb = { retry: 'Retry', cancel: 'Cancel', delete: 'Delete' };
+  const bulkApplies = { retry: 'dead or canceled', cancel: 'pending, failed or processing', delete: 'done, dead or canceled' };
+
+  function filterText(f) {
+    const parts = Object.entries(f).filter(([, v]) => v !== '' && v !== null && v !== undefined)
+      .map(([k, v]) => k.endsWith('_ms') ? k.slice(0, -3) + ' ' + fmtTime(Number(v)) : k + ' ' + v);
+    return parts.length ? parts.join(', ') : 'no filter: every job';
+  }
+
+  // The bar above the list: an action, then the selected jobs or all the filter matches;
+  // the count and a confirmation first, then batches with progress and a stop button.
+  function bulkBar(out, reload) {
+    if (!session || session.read_only) return el('div', { id: 'bulk', hidden: true });
+    const action = el('select', { id: 'bulk-action' }, ...Object.keys(bulkVerb).map((a) => el('option', { value: a }, bulkVerb[a])));
+    const confirmBox = el('div', { id: 'bulk-confirm', class: 'bulk-confirm', hidden: true });
+    const progress = el('p', { id: 'bulk-progress', role: 'status' });
+    const stop = el('button', { type: 'button', class: 'secondary', id: 'bulk-stop', hidden: true }, 'Stop');
+    let stopping = false;
+    stop.addEventListener('click', () => { stopping = true; stop.disabled = true; });
+    const busy = (on) => {
+      for (const b of [$('bulk-selected'), $('bulk-all'), action]) b.disabled = on;
+      stop.hidden = !on; stop.disabled = false;
+      if (!on) bulkCount(out);
+    };
+    const ask = (text, go) => {
+      confirmBox.replaceChildren(el('p', { id: 'bulk-question' }, text),
+        el('div', { class: 'actions' },
+          el('button', { type: 'button', class: 'danger', id: 'bulk-go', on: { click: () => { confirmBox.hidden = true; go(); } } }, 'Confirm'),
+          el('button', { type: 'button', class: 'secondary', id: 'bulk-cancel', on: { click: () => { confirmBox.hidden = true; progress.textContent = 'Nothing done.'; } } }, 'Back')));
+      confirmBox.hidden = false;
+      $('bulk-go').focus();
+    };
+    // Calls `step(state)` until it says the work is done or Stop is pressed; totals shown.
+    const run = async (a, total, step) => {
+      const t = { done: 0, skipped: 0, processed: 0 };
+      stopping = false;
+      busy(true);
+      const show = (end) => {
+        progress.textContent = bulkVerb[a] + ': ' + t.processed + (total !== null ? ' of ' + total : '') + ' handled, ' +
+          t.done + ' changed, ' + t.skipped + ' skipped (not ' + bulkApplies[a] + ')' + (end ? end : '…');
+      };
+      show();
+      try {
+        for (;;) {
+          const r = await step(t);
+          t.processed += r.processed; t.done += r.done; t.skipped += r.skipped;
+          if (r.finished) { show('. Finished.'); break; }
+          if (stopping) { show('. Stopped.'); break; }
+          show();
+        }
+      } catch (e) {
+        show('. Stopped: ' + e.message);
+      }
+      busy(false);
+      say(progress.textContent);
+      reload();
+    };
+    const onSelected = () => {
+      const a = action.value, ids = bulkPicked(out);
+      if (ids.length === 0) return;
+      ask(bulkVerb[a] + ' ' + ids.length + ' selected job' + (ids.length === 1 ? '' : 's') + '? Only jobs that are ' + bulkApplies[a] + ' change; the others are skipped.', () => {
+        let rest = ids.slice();
+        run(a, ids.length, async () => {
+          const r = await api('bulk', { action: a, ids: rest.slice(0, BULK_IDS).join(',') }, 'POST');
+          rest = rest.slice(r.processed);
+          return Object.assign(r, { finished: rest.length === 0 });
+        });
+      });
+    };
+    const onAll = async () => {
+      const a = action.value, f = Object.assign({}, bulkFilter || {});
+      progress.textContent = 'Counting the jobs the filter matches…';
+      let c;
+      try { c = await api('jobs_count', f); } catch (e) { progress.textContent = 'Count failed: ' + e.message; return; }
+      progress.textContent = '';
+      if (c.count === 0) { progress.textContent = 'No job matches the filter (' + filterText(f) + ').'; return; }
+      const n = c.more ? 'More than ' + c.count : String(c.count);
+      ask(bulkVerb[a] + ' all jobs matching the filter (' + filterText(f) + ')? ' + n + ' job' + (c.count === 1 && !c.more ? '' : 's') +
+        ' match now. Only jobs that are ' + bulkApplies[a] + ' change; the others are skipped. Done ' + BULK_BATCH + ' at a time; you can stop between batches.', () => {
+        let cursor = '';
+        run(a, c.more ? null : c.count, async () => {
+          const r = await api('bulk', Object.assign({ action: a, all: 1, limit: BULK_BATCH, cursor }, f), 'POST');
+          cursor = r.next;
+          return Object.assign(r, { finished: r.next === null });
+        });
+      });
+    };
+    return el('div', { id: 'bulk', class: 'bulk', role: 'group', 'aria-label': 'Bulk actions' },
+      el('div', { class: 'actions' },
+        el('label', { for: 'bulk-action' }, 'Bulk action'), action,
+        el('button', { type: 'button', id: 'bulk-selected', disabled: true, on: { click: onSelected } }, 'Apply to 0 selected'),
+        el('button', { type: 'button', class: 'secondary', id: 'bulk-all', on: { click: onAll } }, 'Apply to all matching the filter'),
+        stop),
+      confirmBox, progress);
   }
 
   // ---- routing ----------------------------------------------------------------------------

@@ -278,7 +278,7 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 	// lost_leases only when set.
 	brq_pack_map(b,
 		     15 + (j->priority > 0) + j->has_claimed_at_ms + (j->attempt_deadline_ms != 0) +
-			     (j->max_execution_deadline_ms != 0) + (j->lost_leases > 0));
+			     (j->max_execution_deadline_ms != 0) + (j->lost_leases > 0) + j->has_errors);
 	kv_uint(b, "id", j->id);
 	kv_str(b, "topic", j->topic);
 	kv_str(b, "payload", j->payload);
@@ -301,6 +301,17 @@ brq_pack_job_info(brq_buf *b, const brq_job_info *j)
 	kv_int_if(b, "max_execution_deadline_ms", j->max_execution_deadline_ms != 0,
 		  j->max_execution_deadline_ms);
 	kv_uint_if(b, "lost_leases", j->lost_leases > 0, j->lost_leases);
+	// The attempts' errors: in the job reply only (has_errors), empty when none.
+	if (j->has_errors) {
+		brq_pack_key(b, "errors");
+		brq_pack_array(b, j->n_errors);
+		for (uint32_t i = 0; i < j->n_errors; i++) {
+			brq_pack_map(b, 3);
+			kv_uint(b, "attempt", j->errors[i].attempt);
+			kv_int(b, "at_ms", j->errors[i].at_ms);
+			kv_str(b, "error", j->errors[i].error);
+		}
+	}
 	return b->err;
 }
 

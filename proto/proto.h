@@ -36,6 +36,7 @@
 #define BRQ_ERROR_WIRE_MAX   65536                         // settle error bytes accepted
 #define BRQ_ERROR_STORED_MAX 4096                          // last_error bytes stored (UTF-8 safe cut)
 #define BRQ_ATTEMPTS_MAX     1000                          // max_attempts upper bound (min 1)
+#define BRQ_JOB_ERRORS_MAX   10                            // job.errors: the latest attempts' errors kept
 #define BRQ_PRIORITY_MIN     1                             // priority that runs first
 #define BRQ_PRIORITY_MAX     9                             // priority that runs last
 #define BRQ_PRIORITY_DEFAULT 1                             // priority of a job that says none
@@ -311,6 +312,13 @@ typedef struct brq_settle_result {
 	brq_state state;   // new state; meaningful only when applied (nil on the wire otherwise)
 } brq_settle_result;
 
+// One attempt's error (the job reply's "errors", migration 00013).
+typedef struct brq_attempt_error {
+	uint32_t attempt; // the attempt it ended (attempts when it was recorded)
+	int64_t  at_ms;   // when it was recorded
+	brq_str  error;   // as last_error holds it (<= BRQ_ERROR_STORED_MAX bytes)
+} brq_attempt_error;
+
 typedef struct brq_job_info {
 	uint64_t  id;
 	brq_str   topic;
@@ -344,6 +352,12 @@ typedef struct brq_job_info {
 	// Optional key (absent from older gateways, and when 0): the job's leases that ran
 	// out without a recorded outcome (SPEC invariant 18's quarantine counts them).
 	uint32_t lost_leases;
+	// Optional key of the job reply (not of a list's rows, nor from older gateways): the
+	// errors of the latest attempts, oldest first, at most BRQ_JOB_ERRORS_MAX.
+	// has_errors: the key was there (then n_errors may be 0: none recorded).
+	bool               has_errors;
+	uint32_t           n_errors;
+	brq_attempt_error *errors;
 } brq_job_info;
 
 typedef struct brq_topic_stats {

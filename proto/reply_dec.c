@@ -94,6 +94,28 @@ claimed_job(brq_dec *d, brq_rd *r, const char *path, void *out)
 	return brq_dec_fields(d, r, path, claimed_job_fields, BRQ_NELEM(claimed_job_fields), out);
 }
 
+#define AE(m) offsetof(brq_attempt_error, m)
+static const brq_fdesc attempt_error_fields[] = {
+	{"attempt", BRQ_K_U32, BRQ_REQ, .off = AE(attempt)},
+	{"at_ms", BRQ_K_I64, BRQ_REQ, .off = AE(at_ms)},
+	{"error", BRQ_K_STR, BRQ_REQ, .off = AE(error)},
+};
+
+static brq_status
+attempt_error(brq_dec *d, brq_rd *r, const char *path, void *out)
+{
+	return brq_dec_fields(d, r, path, attempt_error_fields, BRQ_NELEM(attempt_error_fields), out);
+}
+
+// The job's optional "errors" (the job reply's; a list's rows have none).
+static brq_status
+job_errors(brq_dec *d, const brq_field *f, const char *path, void *obj)
+{
+	brq_job_info *j = obj;
+	return brq_dec_list(d, f, path, false, sizeof(brq_attempt_error), attempt_error, (void **) &j->errors,
+			    &j->n_errors, &j->has_errors);
+}
+
 #define JI(m) offsetof(brq_job_info, m)
 static const brq_fdesc job_info_fields[] = {
 	{"id", BRQ_K_U64, BRQ_REQ, .off = JI(id)},
@@ -116,6 +138,7 @@ static const brq_fdesc job_info_fields[] = {
 	{"attempt_deadline_ms", BRQ_K_I64, 0, .off = JI(attempt_deadline_ms)},
 	{"max_execution_deadline_ms", BRQ_K_I64, 0, .off = JI(max_execution_deadline_ms)},
 	{"lost_leases", BRQ_K_U32, 0, .off = JI(lost_leases)},
+	{"errors", BRQ_K_FN, 0, .fn = job_errors},
 };
 
 brq_status

@@ -513,9 +513,10 @@ Test(list, filters_by_key_and_creation_time)
 
 	/* A key without a topic (issue 28.8): the job with that key in every topic (keys are
 	 * unique per topic only), newest first. */
-	brooq_job_spec       s8[2] = {{.topic = "b", .payload = "{}", .key = "order-8"},
-				      {.topic = "c", .payload = "{}", .key = "order-8"}};
-	brooq_enqueue_result r8[2];
+	brooq_job_spec s8[2] = {
+		{.size = sizeof(brooq_job_spec), .topic = "b", .payload = "{}", .key = "order-8"},
+		{.size = sizeof(brooq_job_spec), .topic = "c", .payload = "{}", .key = "order-8"}};
+	brooq_enqueue_result r8[2] = {BROOQ_ENQUEUE_RESULT_INIT, BROOQ_ENQUEUE_RESULT_INIT};
 	OK(brooq_enqueue(wc, s8, 2, r8));
 	brooq_list_opts k = BROOQ_LIST_OPTS_INIT;
 	k.key             = "order-8";

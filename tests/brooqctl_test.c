@@ -311,7 +311,7 @@ Test(brooqctl, json_output_is_one_object_with_the_key_fields)
 		"\"available_at\":\"20",
 		"Z\"",
 		"\"result\":null,\"retry_of\":null",
-		"\"lost_leases\":0}}",
+		"\"lost_leases\":0,\"errors\":[]}}",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_assert(strstr(out, want[i]) != NULL, "'%s' missing from: %s", want[i], out);

@@ -690,7 +690,7 @@ Test(api, lists_retries_and_deletes_jobs)
 	cr_assert_not_null(strstr(r.body, want), "%s", r.body);
 	/* The crash-loop quarantine's count (SPEC invariant 18), for the job page. */
 	cr_assert_not_null(strstr(r.body, "\"max_attempts\":5,\"available_at_ms\":"), "%s", r.body);
-	cr_assert_not_null(strstr(r.body, "\"lost_leases\":5}"), "%s", r.body);
+	cr_assert_not_null(strstr(r.body, "\"lost_leases\":5,\"errors\":null}"), "%s", r.body);
 	cr_assert_not_null(strstr(r.body, "\"next\":\"v1."), "%s", r.body);
 	char *next = strstr(r.body, "\"next\":\"") + 8;
 	char  path[256];

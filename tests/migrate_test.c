@@ -62,7 +62,7 @@ Test(migrate, up_applies_every_migration_and_records_goose_versions)
 				   " ORDER BY id) FROM goose_db_version");
 	cr_assert_str_eq(v,
 			 "0:true,1:true,2:true,3:true,4:true,5:true,6:true,7:true,8:true,9:true,10:true,11:"
-			 "true,14:true");
+			 "true,13:true,14:true");
 	free(v);
 }
 
@@ -73,7 +73,7 @@ Test(migrate, up_twice_is_a_no_op)
 	cr_assert_eq(brooqctl("up", &out), 0);
 	cr_assert_not_null(strstr(out, "no migrations to apply"), "%s", out);
 	free(out);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 13);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 14);
 }
 
 Test(migrate, down_to_zero_then_up_round_trips)
@@ -128,6 +128,10 @@ Test(migrate, each_migration_applies_and_rolls_back_alone)
 		 "SELECT count(*) FROM pg_attribute a JOIN pg_constraint c ON c.conrelid = a.attrelid"
 		 " WHERE a.attrelid = 'job'::regclass AND a.attname = 'lost_leases' AND NOT a.attisdropped"
 		 " AND c.conname = 'job_lost_leases_range'"},
+		/* 00013: each attempt's error. */
+		{13,
+		 "SELECT count(*) FROM pg_attribute WHERE attrelid = 'job'::regclass AND attname = 'errors'"
+		 " AND NOT attisdropped"},
 		/* 00014: the console's history and the index its pruning reads. */
 		{14,
 		 "SELECT count(*) / 2 FROM pg_class WHERE relname IN ('job_history', "

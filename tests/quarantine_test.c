@@ -169,6 +169,14 @@ Test(quarantine, a_job_whose_leases_keep_running_out_is_dead_after_max_lost_leas
 			 "quarantined: 3 leases ran out without a recorded outcome (max_lost_leases 3);"
 			 " last held by host-a/pid-3, expired 2001-02-03T04:05:06.789Z");
 	free(why);
+	/* The reason is the attempts' errors' last entry too (migration 00013), of the
+	 * attempt whose lease ran out; the leases before it added nothing. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE id = 1 AND jsonb_array_length(errors) = 1"
+			     " AND errors->0->>'error' = last_error AND (errors->0->>'attempt')::int = 3"
+			     " AND (errors->0->>'at_ms')::int8 BETWEEN"
+			     "  (extract(epoch FROM now() - interval '1 hour') * 1000)::int8 AND"
+			     "  (extract(epoch FROM now() + interval '1 hour') * 1000)::int8"),
+		     1, "the quarantine's reason is not the attempt's error");
 	cr_assert_eq(
 		sql_int("SELECT count(*) FROM job WHERE id = 2 AND state = 'pending' AND lost_leases = 0"),
 		1);
@@ -462,8 +470,10 @@ Test(quarantine_e2e, a_handler_that_kills_its_worker_ends_dead_with_the_reason_u
 		snprintf(cmd, sizeof(cmd), "%s --url %s --token-file %s job %" PRIu64 "%s",
 			 brq_testdb_bin("brooqctl"), gws[1].url, gws[1].admin_token_file, er.id, modes[i]);
 		cr_assert_eq(brq_testdb_run(cmd, &out), 0, "%s", out);
-		cr_assert_not_null(strstr(out, i == 0 ? "lost_leases   2\n" : "\"lost_leases\":2}"), "%s",
-				   out);
+		cr_assert_not_null(strstr(out,
+					  i == 0 ? "lost_leases   2\n"
+						 : "\"lost_leases\":2,\"errors\":[{\"attempt\":2,"),
+				   "%s", out);
 		cr_assert_not_null(strstr(out, "quarantined: 2 leases ran out"), "%s", out);
 		free(out);
 	}

@@ -332,7 +332,20 @@ brq_ctl_print_job_json(const brooq_job_info *j)
 	brq_ctl_json_instant(stdout, "attempt_deadline", j->attempt_deadline_ms, j->attempt_deadline_ms != 0);
 	brq_ctl_json_instant(stdout, "max_execution_deadline", j->max_execution_deadline_ms,
 			     j->max_execution_deadline_ms != 0);
-	printf(",\"lost_leases\":%" PRIu32 "}", j->lost_leases);
+	printf(",\"lost_leases\":%" PRIu32, j->lost_leases);
+	/* The attempts' errors, oldest first: the job reply's; null in a list's rows. */
+	if (!j->has_errors) {
+		fputs(",\"errors\":null}", stdout);
+		return;
+	}
+	fputs(",\"errors\":[", stdout);
+	for (size_t i = 0; i < j->n_errors; i++) {
+		printf("%s{\"attempt\":%" PRIu32, i > 0 ? "," : "", j->errors[i]->attempt);
+		brq_ctl_json_instant(stdout, "at", j->errors[i]->at_ms, true);
+		json_member("error", j->errors[i]->error);
+		fputc('}', stdout);
+	}
+	fputs("]}", stdout);
 }
 
 static void
@@ -389,6 +402,14 @@ print_job_table(const brooq_job_info *j)
 		row_time("max_exec_end", j->max_execution_deadline_ms, true);
 	row("payload", j->payload);
 	row("result", j->result);
+	/* The attempts' errors, oldest first: the attempt, when, and what. */
+	for (size_t i = 0; i < j->n_errors; i++) {
+		char name[32], t[BRQ_TIME_TEXT_MAX];
+		snprintf(name, sizeof(name), "error #%" PRIu32, j->errors[i]->attempt);
+		printf("%-13s %s ", name, brq_fmt_time_ms(t, sizeof(t), j->errors[i]->at_ms));
+		brq_ctl_print_safe(stdout, j->errors[i]->error);
+		fputc('\n', stdout);
+	}
 }
 
 static int

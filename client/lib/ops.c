@@ -583,7 +583,35 @@ brooq_job_info_free(brooq_job_info *j)
 	free(j->last_error);
 	free(j->key);
 	free(j->result);
+	for (size_t i = 0; i < j->n_errors; i++)
+		free(j->errors[i]->error);
+	free(j->errors); // the pointers and the structs: one allocation
 	free(j);
+}
+
+/* The reply's attempts' errors into j (has_errors, n_errors, errors); *ok false when out
+ * of memory (what was copied is freed with j). One allocation holds the pointers and the
+ * structs they point to (the ABI rule: results are reached through pointers, so the
+ * struct may grow), freed as one. */
+static void
+errors_out(brooq_job_info *j, const brq_job_info *in, bool *ok)
+{
+	j->has_errors = in->has_errors;
+	if (in->n_errors == 0)
+		return;
+	j->errors = calloc(in->n_errors, sizeof(*j->errors) + sizeof(**j->errors));
+	if (j->errors == NULL) {
+		*ok = false;
+		return;
+	}
+	brooq_attempt_error *row = (brooq_attempt_error *) (j->errors + in->n_errors);
+	for (uint32_t i = 0; i < in->n_errors; i++) {
+		j->errors[i]   = &row[i];
+		row[i].attempt = in->errors[i].attempt;
+		row[i].at_ms   = in->errors[i].at_ms;
+		row[i].error   = brq_strdup_opt(true, in->errors[i].error, ok);
+		j->n_errors    = i + 1;
+	}
 }
 
 /* A library-allocated copy of the reply's job row; NULL when out of memory. */
@@ -614,6 +642,7 @@ brq_job_info_out(const brq_job_info *in)
 	j->result                    = brq_strdup_opt(in->has_result, in->result, &ok);
 	j->retry_of                  = in->has_retry_of ? in->retry_of : 0;
 	j->lost_leases               = in->lost_leases;
+	errors_out(j, in, &ok);
 	if (!ok) {
 		brooq_job_info_free(j);
 		return NULL;

@@ -42,6 +42,10 @@ static const brq_console_route routes[] = {
 	{"/console/api/cancel", "POST", BRQ_CK_POOL, true, false, brq_console_op_cancel},
 	{"/console/api/retry", "POST", BRQ_CK_POOL, true, false, brq_console_op_retry},
 	{"/console/api/delete", "POST", BRQ_CK_POOL, true, false, brq_console_op_delete},
+	// Bulk: an action for admin sessions, in the capped lane all the same: a call's
+	// seconds of one-job statements never take the hot path's connections.
+	{"/console/api/jobs_count", "GET", BRQ_CK_POOL, false, true, brq_console_op_jobs_count},
+	{"/console/api/bulk", "POST", BRQ_CK_POOL, true, true, brq_console_op_bulk},
 	{"/console/api/pause", "POST", BRQ_CK_POOL, true, false, brq_console_op_pause},
 	{"/console/api/resume", "POST", BRQ_CK_POOL, true, false, brq_console_op_resume},
 };

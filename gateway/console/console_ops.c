@@ -136,6 +136,22 @@ brq_console_json_job(brq_jw *out, const brq_job_info *j)
 	brq_jw_kv_instant(out, "max_execution_deadline", j->max_execution_deadline_ms,
 			  j->max_execution_deadline_ms != 0);
 	brq_jw_kv_u64(out, "lost_leases", j->lost_leases);
+	// The attempts' errors, oldest first: the job reply's; null in a list's rows.
+	brq_jw_key(out, "errors");
+	if (j->has_errors) {
+		brq_jw_arr(out);
+		for (uint32_t i = 0; i < j->n_errors; i++) {
+			const brq_attempt_error *e = &j->errors[i];
+			brq_jw_obj(out);
+			brq_jw_kv_u64(out, "attempt", e->attempt);
+			brq_jw_kv_instant(out, "at", e->at_ms, true);
+			brq_jw_kv_str(out, "error", e->error.ptr, e->error.len);
+			brq_jw_end(out);
+		}
+		brq_jw_end(out);
+	} else {
+		brq_jw_null(out);
+	}
 	brq_jw_end(out);
 }
 
@@ -320,9 +336,8 @@ brq_console_op_enqueue(brq_console_call *call)
 // it did not make).
 #define CURSOR_MAX 256
 
-// The job list's parameters into q (strings borrowed from the form). 0 or a 400.
-static int
-jobs_params(brq_console_call *call, brq_list_req *q)
+int
+brq_console_jobs_params(brq_console_call *call, brq_list_req *q)
 {
 	int      state, status;
 	uint64_t after = 0, before = 0, limit = 50;
@@ -363,7 +378,7 @@ brq_console_op_jobs(brq_console_call *call)
 {
 	brq_request req = {.op = BRQ_OP_LIST};
 	brq_reply   rep;
-	int         status = jobs_params(call, &req.list);
+	int         status = brq_console_jobs_params(call, &req.list);
 	if (status != 0 || (status = brq_console_rpc(call, &req, &rep)) != 200) {
 		return status;
 	}

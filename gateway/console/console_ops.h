@@ -16,6 +16,10 @@
 //   brq_console_op_retry    POST /console/api/retry        id=N | topic, state, limit
 //   brq_console_op_delete   POST /console/api/delete       id=N
 //
+// The bulk actions (console_ops_bulk.c), each job through the RPC's one-job operation:
+//   brq_console_op_jobs_count  GET  /console/api/jobs_count  the jobs filter's parameters
+//   brq_console_op_bulk        POST /console/api/bulk        action, ids | all=1 + filter, cursor, limit
+//
 // The policy and schedule operations (console_ops_policy.c, console_ops_schedule.c), the same way:
 //   brq_console_op_topics     GET  /console/api/topics     (paused flag and limits per topic)
 //   brq_console_op_pause      POST /console/api/pause      topic
@@ -63,6 +67,10 @@ int brq_console_op_jobs(brq_console_call *call);
 int brq_console_op_retry(brq_console_call *call);
 int brq_console_op_delete(brq_console_call *call);
 
+// ---- bulk actions (console_ops_bulk.c) ------------------------------------------------------
+int brq_console_op_jobs_count(brq_console_call *call);
+int brq_console_op_bulk(brq_console_call *call);
+
 // ---- policy and schedules (console_ops_policy.c, console_ops_schedule.c) -------------------
 int brq_console_op_topics(brq_console_call *call);
 int brq_console_op_pause(brq_console_call *call);
@@ -104,5 +112,8 @@ int brq_console_param_topic(brq_console_call *call, const char *name, bool requi
 int brq_console_param_state(brq_console_call *call, const char *name, int *state); // -1 if absent
 int brq_console_param_u64(brq_console_call *call, const char *name, uint64_t min, uint64_t max,
 			  uint64_t *out);
+// The job list's filter, cursor and limit (1..200, 50) into q (strings borrowed from the
+// form), as GET jobs takes them. 0 or a 400.
+int brq_console_jobs_params(brq_console_call *call, brq_list_req *q);
 
 #endif

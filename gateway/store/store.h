@@ -230,7 +230,8 @@ BRQ_MUSTCHECK int brq_store_topics_of(brq_store_conn *c, const uint64_t *ids, ui
 // reported as it is. *topic (borrowed) is the job's. BRQ_ENOTFOUND when no such job.
 BRQ_MUSTCHECK int brq_store_cancel(brq_store_conn *c, uint64_t id, brq_cancel_rep *out, brq_str *topic);
 
-// job: the job's row (strings borrowed). BRQ_ENOTFOUND when no such job.
+// job: the job's row with its attempts' errors (has_errors; strings borrowed). BRQ_ENOTFOUND
+// when no such job.
 BRQ_MUSTCHECK int brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out);
 
 // ---- the operators' list, retry, delete (store_jobs.c) --------------------------------

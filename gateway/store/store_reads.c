@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void
@@ -78,15 +79,52 @@ brq_store_job_row(const brq_config *cfg, const PGresult *r, int row, brq_job_inf
 	}
 }
 
+// The job statement's JOB_ERRORS column of row 0 into out->errors (strings borrowed from
+// r, the array in the connection's arena), has_errors set: the job reply always says.
+static int
+read_errors(brq_store_conn *c, const PGresult *r, brq_job_info *out)
+{
+	out->has_errors = true;
+	if (brq_store_is_null(r, 0, JOB_ERRORS))
+		return 0;
+	brq_str s   = brq_store_str(r, 0, JOB_ERRORS);
+	out->errors = brq_arena_alloc(&c->arena, BRQ_JOB_ERRORS_MAX, sizeof(*out->errors));
+	if (out->errors == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "job: out of memory");
+	// PQgetvalue's text ends in NUL, so strto* stop inside it.
+	const char *p = s.ptr, *end = s.ptr + s.len;
+	while (p < end && out->n_errors < BRQ_JOB_ERRORS_MAX) {
+		char              *q;
+		unsigned long long attempt = strtoull(p, &q, 10);
+		if (q == p || *q != ' ')
+			goto bad;
+		long long at = strtoll(p = q + 1, &q, 10);
+		if (q == p || *q != ' ')
+			goto bad;
+		unsigned long long len = strtoull(p = q + 1, &q, 10);
+		if (q == p || *q != ':' || len > (unsigned long long) (end - q - 1))
+			goto bad;
+		out->errors[out->n_errors++] = (brq_attempt_error) {
+			.attempt = (uint32_t) attempt,
+			.at_ms   = (int64_t) at,
+			.error   = {.ptr = q + 1, .len = (uint32_t) len},
+		};
+		p = q + 1 + len;
+	}
+	return 0;
+bad:
+	return brq_store_fail(c, BRQ_EINTERNAL, "job: errors column unreadable at byte %td", p - s.ptr);
+}
+
 int
 brq_store_job(brq_store_conn *c, uint64_t id, brq_job_info *out)
 {
 	PGresult *r;
-	int       rv = brq_store_run_by_id(c, BRQ_STMT_JOB, id, JOB__N, &r);
+	int       rv = brq_store_run_by_id(c, BRQ_STMT_JOB, id, JOB__N + 1, &r);
 	if (rv != 0)
 		return rv;
 	brq_store_job_row(c->st->cfg, r, 0, out);
-	return 0;
+	return read_errors(c, r, out);
 }
 
 static void

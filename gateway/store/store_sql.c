@@ -401,6 +401,24 @@ discarded_sql(FILE *f, const brq_config *cfg)
 	fputs("))", f);
 }
 
+// " jsonb": the errors array of row j with one entry more, {"attempt": j.attempts, "at_ms":
+// now, "error": <the text expression the caller writes next>}, then ending with "))": the
+// oldest entry dropped when BRQ_JOB_ERRORS_MAX are there already (migration 00013).
+// Only the statements that write last_error append, one entry each, so dropping one keeps
+// the bound. The attempt is the one that ended: attempts as the row holds it before this
+// UPDATE (SET reads the old row), whatever the outcome makes of it.
+static void
+errors_with(FILE *f)
+{
+	fprintf(f,
+		" (CASE WHEN jsonb_array_length(coalesce(j.errors, '[]'::jsonb)) >= %d THEN j.errors - 0"
+		"  ELSE coalesce(j.errors, '[]'::jsonb) END)"
+		" || jsonb_build_array(jsonb_build_object('attempt', j.attempts, 'at_ms', " JOB_MS(
+			"now()") ","
+				 "  'error',",
+		BRQ_JOB_ERRORS_MAX);
+}
+
 static void
 settle_sql(FILE *f, const brq_config *cfg, bool at)
 {
@@ -446,7 +464,12 @@ settle_sql(FILE *f, const brq_config *cfg, bool at)
 	topic_case(f, cfg, "j.topic", BACKOFF_MAX_MS);
 	fputs(") * interval '1 millisecond' ELSE j.available_at END,"
 	      " last_error = coalesce(s.error, j.last_error), result = coalesce(s.result, j.result),"
-	      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()",
+	      " errors = CASE WHEN s.error IS NULL THEN j.errors ELSE",
+	      f);
+	// The error also joins the attempts' errors; a settle without one (the common
+	// `done`) leaves the column as it is.
+	errors_with(f);
+	fputs(" s.error)) END, locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()",
 	      f);
 	settle_items_sql(f, "FROM", at);
 	if (discard) {
@@ -471,6 +494,19 @@ quarantines(FILE *f, const brq_config *cfg)
 	fputs(")", f);
 }
 
+// The quarantine's reason (reap_sql), an SQL text expression of row j.
+static void
+quarantine_reason(FILE *f, const brq_config *cfg)
+{
+	fputs(" format('quarantined: %s leases ran out without a recorded outcome"
+	      " (max_lost_leases %s); last held by %s, expired %s', j.lost_leases + 1, ",
+	      f);
+	topic_case(f, cfg, "j.topic", MAX_LOST_LEASES);
+	fputs(", left(j.locked_by, 128),"
+	      " to_char(j.locked_until AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))",
+	      f);
+}
+
 // The reaper (SPEC §4 and invariant 18). $1 batch size. Expired leases go back to
 // pending, attempts unchanged: an expired lease is not a failure (invariant 7);
 // available_at unchanged: a reaped job keeps its place in line (invariant 11), it
@@ -492,13 +528,15 @@ reap_sql(FILE *f, const brq_config *cfg)
 	      " last_error = CASE WHEN",
 	      f);
 	quarantines(f, cfg);
-	fputs(" THEN format('quarantined: %s leases ran out without a recorded outcome"
-	      " (max_lost_leases %s); last held by %s, expired %s', j.lost_leases + 1, ",
-	      f);
-	topic_case(f, cfg, "j.topic", MAX_LOST_LEASES);
-	fputs(", left(j.locked_by, 128),"
-	      " to_char(j.locked_until AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))"
-	      " ELSE j.last_error END,"
+	fputs(" THEN", f);
+	quarantine_reason(f, cfg);
+	fputs(" ELSE j.last_error END, errors = CASE WHEN", f);
+	quarantines(f, cfg);
+	// The reason is the attempt's error too (migration 00013): the last one it has.
+	fputs(" THEN", f);
+	errors_with(f);
+	quarantine_reason(f, cfg);
+	fputs(")) ELSE j.errors END,"
 	      " locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()"
 	      " WHERE j.id = ANY(ARRAY(SELECT id FROM job WHERE state = 'processing'"
 	      "  AND locked_until < now() ORDER BY locked_until LIMIT $1"
@@ -613,7 +651,7 @@ static const brq_sql_text fixed[BRQ_STMT__COUNT] = {
 			     // n runs only when something reads it (a CTE without a write is
 			     // evaluated on demand): one row either way.
 			     " WHERE (SELECT count(*) FROM n) >= 0"},
-	[BRQ_STMT_JOB]    = {"SELECT ", BRQ_COLS(job_cols), " FROM job WHERE id = $1"},
+	[BRQ_STMT_JOB]    = {"SELECT ", BRQ_COLS(job_cols), ", " JOB_ERRORS_COL " FROM job WHERE id = $1"},
 	// A full scan: an operator's question, not a hot path (docs/operations.md).
 	[BRQ_STMT_STATS] = {"SELECT ", BRQ_COLS(stats_cols), " FROM job GROUP BY topic ORDER BY topic"},
 	// Active rows only. Each branch's WHERE is exactly the predicate of a partial

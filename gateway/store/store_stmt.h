@@ -171,6 +171,15 @@ enum cancel_col { CANCEL_COLS(BRQ_COL_ENUM) CANCEL__N };
 	X(JOB_LOST_LEASES, "lost_leases")
 enum job_col { JOB_COLS(BRQ_COL_ENUM) JOB__N };
 
+// job (by id) only, after the row's columns: the attempts' errors (migration 00013) as
+// one text, "<attempt> <at_ms> <bytes>:<error>" per entry, oldest first: the length says
+// where each error ends, so there is no escaping to undo (store_reads.c read_errors).
+// NULL when none. Not in the list's rows: up to 10 x 4 KB each, for a page of 200.
+#define JOB_ERRORS_COL                                                                                    \
+	"(SELECT string_agg(concat(e->>'attempt', ' ', e->>'at_ms', ' ', octet_length(e->>'error'), ':'," \
+	" e->>'error'), '' ORDER BY o) FROM jsonb_array_elements(errors) WITH ORDINALITY AS x(e, o))"
+enum { JOB_ERRORS = JOB__N };
+
 // stats: one row per topic; the counts in brq_state order.
 #define STATS_COLS(X)                                                             \
 	X(STATS_TOPIC, "topic")                                                   \

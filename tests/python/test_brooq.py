@@ -150,6 +150,9 @@ def test_a_raising_handler_records_type_message_and_traceback(gw, producer, run_
     err = j["last_error"]
     assert err.startswith("ValueError: bad input 42\nTraceback"), err
     assert "test_brooq.py" in err and "in inner" in err and "in raising" in err, err
+    # The attempt's error is kept by attempt too (brooq_job_info.errors).
+    assert [(e["attempt"], e["error"]) for e in j["errors"]] == [(1, err)], j["errors"]
+    assert j["errors"][0]["at"] is not None
 
 
 def test_retry_cancel_and_preserve(gw, producer, run_worker):

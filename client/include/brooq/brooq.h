@@ -354,6 +354,13 @@ BROOQ_API brooq_err brooq_settle_results(brooq_client *c, const brooq_settle_ite
  * whether this call canceled it (false for a job already terminal). */
 BROOQ_API brooq_err brooq_cancel(brooq_client *c, uint64_t id, brooq_state *state, bool *canceled);
 
+/* One attempt's error, of brooq_job_info's errors. */
+typedef struct brooq_attempt_error {
+	uint32_t attempt; /* the attempt it ended */
+	int64_t  at_ms;   /* when the gateway recorded it */
+	char    *error;   /* as last_error holds it: at most 4096 bytes */
+} brooq_attempt_error;
+
 /* A job's row. Library-allocated; free with brooq_job_info_free(). */
 typedef struct brooq_job_info {
 	uint64_t    id;
@@ -381,6 +388,13 @@ typedef struct brooq_job_info {
 	 * hung its worker); at the topic's max_lost_leases the gateway's reaper writes it
 	 * dead (quarantine). 0 from an older gateway. Last, so the struct only grows. */
 	uint32_t lost_leases;
+	/* The errors of the job's latest attempts (at most 10), oldest first: from
+	 * brooq_job_get, has_errors true (n_errors 0: none recorded); in a list's rows and
+	 * from an older gateway, has_errors false and errors NULL. Last, so the struct only
+	 * grows. */
+	bool                  has_errors;
+	size_t                n_errors;
+	brooq_attempt_error **errors; /* n_errors pointers (library-allocated with the row) */
 } brooq_job_info;
 
 BROOQ_API brooq_err brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out);

@@ -82,6 +82,12 @@ brooq_err brooq_enqueue(brooq_client *c, const brooq_job_spec *jobs, size_t n,
 
 brooq_err brooq_cancel(brooq_client *c, uint64_t id, brooq_state *state, bool *canceled);
 
+/* layout: brooq_attempt_error (library-allocated, reached through brooq_job_info) */
+typedef struct brooq_attempt_error {
+    uint32_t attempt;
+    int64_t at_ms;
+    char *error;
+} brooq_attempt_error;
 /* layout: brooq_job_info (library-allocated, read field by field) */
 typedef struct brooq_job_info {
     uint64_t id;
@@ -104,6 +110,9 @@ typedef struct brooq_job_info {
     char *result;
     uint64_t retry_of;
     uint32_t lost_leases;
+    bool has_errors;
+    size_t n_errors;
+    brooq_attempt_error **errors;
 } brooq_job_info;
 brooq_err brooq_job_get(brooq_client *c, uint64_t id, brooq_job_info **out);
 void brooq_job_info_free(brooq_job_info *j);
@@ -182,7 +191,7 @@ SONAMES = ("libbrooq-client.so.1",)
 # The structs CDEF lays out, for the test that compares them with the C header
 # (tests/python/test_layout.py: sizeof and every field's offset).
 LAYOUT_STRUCTS = ("brooq_client_opts", "brooq_job_spec", "brooq_enqueue_result",
-                  "brooq_job_info", "brooq_list_opts", "brooq_job_page", "brooq_worker_opts")
+                  "brooq_attempt_error", "brooq_job_info", "brooq_list_opts", "brooq_job_page", "brooq_worker_opts")
 
 
 def _load():

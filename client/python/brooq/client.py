@@ -99,6 +99,11 @@ def job_dict(j) -> Dict[str, Any]:
         "max_execution_deadline": _time(j.max_execution_deadline_ms),
         "retry_of": j.retry_of or None,
         "lost_leases": j.lost_leases,
+        # The latest attempts' errors, oldest first (job() only; None in list rows).
+        "errors": [
+            {"attempt": e.attempt, "at": _time(e.at_ms), "error": cstr(e.error)}
+            for e in (j.errors[i] for i in range(j.n_errors))
+        ] if j.has_errors else None,
     }
 
 
