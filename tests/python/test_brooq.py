@@ -331,8 +331,8 @@ def test_the_example_worker_runs_the_demo_jobs(gw, producer, admin):
         assert child
         wait_for(lambda: state_of(producer, slow, "processing"))
         admin.cancel(slow)
-        # Heard through the runtime's watch, before any stop (a cancel racing a stop is
-        # heard at the next heartbeat only: the stop ends the watch).
+        # Heard through the runtime's watch (within milliseconds; during a drain too:
+        # cancel_test's a_cancel_during_the_drain...).
         wait_for(lambda: any("topic=demo.slow canceled" in ln and "reason=operator" in ln for ln in out),
                  what="the example's demo.slow to see the operator's cancel")
     finally:
