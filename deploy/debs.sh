@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Builds the Debian packages (brooq-gateway, brooqctl, libbrooq-client1,
-# libbrooq-client-dev) from this checkout with debian/ and dpkg-buildpackage, and
+# libbrooq-client-dev, python3-brooq) from this checkout with debian/ and dpkg-buildpackage, and
 # checks them with lintian (tags explained in debian/*.lintian-overrides).
 #
 #   deploy/debs.sh [OUTDIR]      default OUTDIR: dist/
@@ -44,7 +44,7 @@ if ! (cd "$work/src" && dpkg-buildpackage -b -us -uc -j2) >"$out/build.log" 2>&1
 fi
 echo "   built in $(($(date +%s) - start)) s"
 
-rm -f "$out"/brooq*_*.deb "$out"/libbrooq*_*.deb "$out"/brooq_*.buildinfo "$out"/brooq_*.changes
+rm -f "$out"/brooq*_*.deb "$out"/libbrooq*_*.deb "$out"/python3-brooq_*.deb "$out"/brooq_*.buildinfo "$out"/brooq_*.changes
 mv "$work"/*.deb "$work"/*.buildinfo "$work"/*.changes "$out"/
 ls -l "$out"/*.deb | awk '{print "   " $5 "\t" $NF}'
 

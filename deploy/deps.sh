@@ -18,6 +18,8 @@ packages=(
   scdoc
   # the Debian packages (deploy/debs.sh) and their checks (man pages: man-db)
   build-essential debhelper lintian man-db
+  # python3-brooq's packaging (debian/control: dh-sequence-python3)
+  dh-python
   # tests
   # (systemd: systemd-analyze and systemd-sysusers check deploy/systemd, and its
   # environment.d generator is the reference for the env file syntax)

@@ -232,6 +232,55 @@ Test(cancel, a_hundred_cancels_reach_their_handlers_within_a_second_at_the_99th_
 	cr_assert_lt(p99, NOT_BY_HEARTBEAT_MS, "p99 %.1f ms", p99);
 }
 
+/* ---- during the drain ------------------------------------------------------------------------ */
+
+/* A worker told to stop still runs its handlers for the stop grace (here a minute): an operator's
+ * cancel meanwhile reaches the running handler as it did before the stop, not at the next
+ * heartbeat (40 s) nor at the grace's end (reason stop). */
+Test(cancel, a_cancel_during_the_drain_reaches_the_running_handler_long_before_a_heartbeat)
+{
+	uint64_t id = enqueue("t.drain");
+	/* Two threads: with one free, the dispatcher long-polls when the stop comes, and the stop
+	 * closes the transport of that long-poll, which the watch shares. */
+	brooq_worker_opts o = {.size = sizeof(o), .threads = 2, .stop_grace_ms = 60000};
+	brooq_worker     *w = NULL;
+	runner            r;
+	OK(brooq_worker_new(wc, &o, &w));
+	OK(brooq_worker_handle(w, "t.drain", h_until_canceled, NULL));
+	brq_t_runner_start(&r, w);
+	cr_assert(wait_atomic(&started, 1, 10000), "the job never started");
+	cr_assert(wait_metric("brooq_watches", 1, 10000), "the worker's watch never parked");
+	brooq_worker_stop(w);
+	/* The stop ends the worker's long-polls at once; the cancel comes well after. */
+	sleep_ms(200);
+	int64_t t0 = now_us();
+	cancel_over(ac, id);
+	cr_assert(wait_atomic(&finished, 1, 40000), "the handler never returned");
+	cr_assert_eq(atomic_load(&reason_seen), BROOQ_CANCEL_OPERATOR,
+		     "the handler did not see the operator's cancel during the drain (reason %lld)",
+		     (long long) atomic_load(&reason_seen));
+	double ms = (double) (atomic_load(&cancel_seen_us) - t0) / 1000.0;
+	fprintf(stderr,
+		"cancel_test: a cancel during the drain reached the handler in %.1f ms (default lease, a "
+		"heartbeat every 40000 ms, stop grace 60000 ms)\n",
+		ms);
+	cr_assert_lt(ms, NOT_BY_HEARTBEAT_MS);
+	/* The drain is over with its last handler: the watch that carried the cancel does not hold
+	 * the stop for its long-poll (30 s). */
+	int64_t until = now_us() + (int64_t) NOT_BY_HEARTBEAT_MS * 1000;
+	while (!atomic_load(&r.returned) && now_us() < until)
+		sleep_ms(10);
+	cr_assert(atomic_load(&r.returned), "the worker did not stop after its last handler returned");
+	pthread_join(r.th, NULL);
+	cr_assert_eq(r.rc, BROOQ_OK);
+	cr_assert_eq(brq_testdb_intf(db,
+				     "SELECT count(*) FROM job WHERE id = %" PRIu64
+				     " AND state = 'canceled' AND last_error IS NULL",
+				     id),
+		     1, "the worker wrote to a canceled job");
+	brooq_worker_free(w);
+}
+
 /* ---- versions that do not know the watch -------------------------------------------------- */
 
 /* A gateway as old as before the watch, in front of the real one: it forwards every request but

@@ -9,7 +9,8 @@
 #   2. the unpacked brooqctl reads the unpacked migrations and migrates a fresh
 #      database without --dir;
 #   3. a program builds against the unpacked -dev package (pkg-config and CMake)
-#      and runs on the unpacked shared library;
+#      and runs on the unpacked shared library; the unpacked python3-brooq imports
+#      and finds that library by its soname, as an installed one does;
 #   4. installed with dpkg --root into another throwaway root, maintainer scripts
 #      and all: the brooq group exists, the unit is not enabled, the settings file
 #      is a registered conffile; reinstalling works; purging removes it all;
@@ -148,6 +149,18 @@ CM
   LD_LIBRARY_PATH=$r/usr/lib/$ma "$tmp/cm/build/app"
 }
 check "a program builds with the unpacked CMake package and runs" cmake_build
+# The module opens the library by soname (no BROOQ_LIB): the loader finds the unpacked
+# one as it finds the installed one. Python is Debian's, with its python3-cffi.
+py_import() {
+  local out
+  dpkg -x "$build/debs/python3-brooq_${version}_all.deb" "$r" || return 1
+  out=$(env -u BROOQ_LIB PYTHONPATH="$r/usr/lib/python3/dist-packages" LD_LIBRARY_PATH="$r/usr/lib/$ma" \
+    PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c 'import brooq, importlib.metadata as m
+print(brooq.__file__, brooq.library_version(), m.version("brooq"), brooq.NotFound.__mro__[1].__name__)') || return 1
+  echo "$out"
+  [ "$out" = "$r/usr/lib/python3/dist-packages/brooq/__init__.py $version $(sed -n 's/^VERSION = "\(.*\)"$/\1/p' "$src/client/python/_build/brooq_build.py") Error" ]
+}
+check "unpacked python3-brooq imports and opens the unpacked library by its soname" py_import
 
 # ---- 4. dpkg --root: the maintainer scripts ---------------------------------------------------------
 # A scratch dpkg database; scripts run on this host with DPKG_ROOT set (as in a

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Builds the Debian packages with deploy/debs.sh (dpkg-buildpackage, then lintian:
 # no error or warning) into BUILD_DIR/debs, and checks them with dpkg-deb:
-#   1. the four packages, each at the project's version;
+#   1. the five packages, each at the project's version (python3-brooq: Architecture all);
 #   2. each package's files, exactly (dpkg-deb -c);
 #   3. control fields (dpkg-deb -I): dependencies from ${shlibs:Depends}, the -dev
-#      package pinned to its library and the gateway to brooqctl, the settings file a
+#      package and python3-brooq pinned to the library and the gateway to brooqctl,
+#      python3-brooq byte-compiled at install (dh_python3), the settings file a
 #      conffile, maintainer scripts that run systemd-sysusers and never enable or
 #      start the unit, and restart it on upgrade only after a schema check;
 #   4. the unit starts the packaged program and reads the packaged settings file,
@@ -27,7 +28,9 @@ version=$(sed -n 's/^#define BROOQ_VERSION *"\(.*\)"/\1/p' "$build/common/brq_ve
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 out=$build/debs
-deb() { echo "$out/${1}_${version}_${arch}.deb"; }
+deb() { # deb PACKAGE: its .deb (python3-brooq is pure Python: Architecture all)
+  if [ "$1" = python3-brooq ]; then echo "$out/${1}_${version}_all.deb"; else echo "$out/${1}_${version}_${arch}.deb"; fi
+}
 
 # ---- build (and lintian) ----------------------------------------------------------------
 start=$(date +%s)
@@ -39,7 +42,7 @@ sed -n '/^== lintian/,$p' "$tmp/check.out" | sed 's/^/     /'
 # ---- 1. packages and version ------------------------------------------------------------------
 check "debian/changelog's version is the project's ($version)" \
   bash -c '[ "$(dpkg-parsechangelog -l "$1/debian/changelog" -S Version)" = "$2" ]' _ "$src" "$version"
-for p in brooq-gateway brooqctl libbrooq-client1 libbrooq-client-dev; do
+for p in brooq-gateway brooqctl libbrooq-client1 libbrooq-client-dev python3-brooq; do
   check "$p: built, version $version" \
     bash -c '[ "$(dpkg-deb -f "$1" Package Version | tr "\n" " ")" = "Package: $2 Version: $3 " ]' \
     _ "$(deb $p)" "$p" "$version"
@@ -103,6 +106,16 @@ usr/share/doc/libbrooq-client-dev/examples/worker.c
 usr/share/doc/libbrooq-client-dev/protocol.md
 usr/share/man/man3/brooq.3.gz
 LIST
+# The module's files as client/python has them, and the metadata of its build backend.
+pyfiles=$(cd "$src/client/python" && ls brooq/*.py brooq/py.typed | sed 's|^|usr/lib/python3/dist-packages/|')
+pyversion=$(sed -n 's/^VERSION = "\(.*\)"$/\1/p' "$src/client/python/_build/brooq_build.py")
+check "python3-brooq: the brooq module (client/python/brooq) and its dist-info" same_contents python3-brooq <<LIST
+$pyfiles
+usr/lib/python3/dist-packages/brooq-$pyversion.dist-info/METADATA
+usr/lib/python3/dist-packages/brooq-$pyversion.dist-info/WHEEL
+usr/share/doc/python3-brooq/changelog.gz
+usr/share/doc/python3-brooq/copyright
+LIST
 check "the .so links point at the soname and the library" bash -c '
   dpkg-deb -c "$1" | grep -F "libbrooq-client.so.1 -> libbrooq-client.so.$3" &&
   dpkg-deb -c "$2" | grep -F "libbrooq-client.so -> libbrooq-client.so.1"' \
@@ -130,6 +143,18 @@ check "brooqctl depends on what it links, not on libbrooq-client1 (static)" bash
   case $d in *libbrooq*) exit 1 ;; esac' _ "$(deb brooqctl)"
 check "libbrooq-client-dev depends on its library at the same version" \
   bash -c 'dpkg-deb -f "$1" Depends | grep -F "libbrooq-client1 (= $2)"' _ "$(deb libbrooq-client-dev)" "$version"
+# The library's package is named for its soname (libbrooq-clientN): python3-brooq depends
+# on it, whatever N, at this source version, beside Python 3 (dh_python3) and cffi.
+check "python3-brooq: Architecture all, Section python; depends on python3, python3-cffi, the library of its version" bash -c '
+  d=$(dpkg-deb -f "$1" Depends); echo "$d"
+  [ "$(dpkg-deb -f "$1" Architecture)" = all ] && [ "$(dpkg-deb -f "$1" Section)" = python ] &&
+  tr "," "\n" <<<"$d" | grep -Ex " ?python3:any" && tr "," "\n" <<<"$d" | grep -Ex " ?python3-cffi" &&
+  tr "," "\n" <<<"$d" | grep -Ex " ?libbrooq-client[0-9]+ \(= $2\)" &&
+  [ "$(tr "," "\n" <<<"$d" | grep -Ex " ?libbrooq-client[0-9]+ \(= $2\)" | sed "s/^ //; s/ .*//")" = \
+    "$(dpkg-deb -f "$3" Package)" ]' _ "$(deb python3-brooq)" "$version" "$(deb libbrooq-client1)"
+check "python3-brooq: byte-compiled at install, cleaned at removal (dh_python3)" bash -c '
+  dpkg-deb -I "$1" postinst | grep -q "py3compile -p python3-brooq" &&
+  dpkg-deb -I "$1" prerm | grep -q "py3clean -p python3-brooq"' _ "$(deb python3-brooq)"
 check "libbrooq-client1: Section libs, Multi-Arch same, shlibs and symbols files" bash -c '
   [ "$(dpkg-deb -f "$1" Section)" = libs ] && [ "$(dpkg-deb -f "$1" Multi-Arch)" = same ] &&
   dpkg-deb -I "$1" shlibs | grep -Fx "libbrooq-client 1 libbrooq-client1 (>= $2)" &&

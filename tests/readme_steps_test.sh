@@ -61,7 +61,9 @@ marked() { # marked NAME: README has a non-empty NAME block
   local out
   out=$(readme_steps "$src/README.md" "$1") && echo "$out" && [ -n "$out" ]
 }
-for n in install setup worker operator upgrade; do
+# (python-*: the Python quick start, run by python_test from a clone, python-deb and the
+# producer and worker by systemd_boot_test from the packages.)
+for n in install setup worker operator upgrade python-install python-deb python-producer python-worker; do
   check "README marks its '$n' block" marked "$n"
 done
 check_done

@@ -11,7 +11,9 @@
 #   2. README's worker block builds the example worker against the -dev package (with
 #      pkg-config); it runs as a user in the brooq group with a copy of the worker
 #      token (README's words), and does a job enqueued with brooqctl in README's
-#      operator environment; brooqctl stats;
+#      operator environment; brooqctl stats; README's Python quick start from the
+#      packages (python-deb: python3-brooq), its producer and its worker run by Debian's
+#      python3 as that user: the worker does the producer's job and drains on stop;
 #   3. `systemctl reload` rotates the admin token as docs/operations.md says: a token
 #      file added is accepted after a reload, the old file removed and reloaded is
 #      refused; the copy the reload makes in /run/brooq is the service's user's alone
@@ -22,7 +24,7 @@
 #      install step: the running gateway is left running and the install says what
 #      finishes the upgrade; README's upgrade step (migrate up, restart) finishes it
 #      (make_upgrade_debs, check_upgrade);
-#   6. purge: the service stopped, the packages' files gone.
+#   6. purge: the service stopped, the packages' files gone (python3-brooq's too).
 # Skipped (exit 77) unless BROOQ_TEST_SYSTEMD=1 (tests/run.sh --systemd): it needs root,
 # builds a tree of about 600 MB once (minutes, network to the Debian mirror) and takes
 # about a minute warm.
@@ -76,6 +78,8 @@ mkdir -p "$srv/v1/dist" "$srv/v2/dist" "$srv/steps"
 for p in "${pkgs[@]}"; do
   cp "$build/debs/${p}_${version}_${arch}.deb" "$srv/v1/dist/"
 done
+# Pure Python (Architecture all); the upgrade below leaves it as it is.
+cp "$build/debs/python3-brooq_${version}_all.deb" "$srv/v1/dist/"
 
 # ---- README's marked blocks ------------------------------------------------------------------
 # From the setup block, the files it writes the tokens to (the first of each role);
@@ -86,7 +90,7 @@ token_path() {
 }
 readme_blocks() {
   local n
-  for n in install setup worker operator upgrade; do
+  for n in install setup worker operator upgrade python-deb python-producer python-worker; do
     readme_steps "$readme" "$n" >/dev/null || return 1
   done
   worker_token=$(token_path worker)
@@ -99,18 +103,20 @@ readme_blocks() {
 worker_token=
 admin_token=
 touch "$srv/operator.env"
-check "README marks its install, setup, worker, operator and upgrade blocks; the setup writes both tokens" readme_blocks
+check "README marks its install, setup, worker, operator, upgrade and Python blocks; the setup writes both tokens" readme_blocks
 [ "$fail" -eq 0 ] || finish
 sed 's/^/     /' "$tmp/check.out"
 ctl() { brq_in bash -c '. /srv/brooq/operator.env; brooqctl "$@"' _ "$@"; }
 
 # ---- the tree: systemd, PostgreSQL, a compiler for the worker, every dependency -------------
 # Everything the packages depend on is in the tree, so that apt installs them with no
-# network (the container has none).
+# network (the container has none). python3-cffi-backend-api-min/max (dh_python3's
+# translation of cffi) are virtual: python3-cffi brings their provider.
 deb_depends() { # the first alternative of every dependency of the packages, not ours
   local d
   for d in "$srv"/v1/dist/*.deb; do dpkg-deb -f "$d" Depends; done |
-    tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -v '^$' | grep -vE '^(libbrooq|brooq)'
+    tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -v '^$' |
+    grep -vE '^(libbrooq|brooq|python3-brooq$|python3-cffi-backend-api-)'
 }
 mapfile -t tree_pkgs < <(deb_depends)
 tree_pkgs+=(sudo postgresql gcc libc6-dev pkg-config procps)
@@ -221,6 +227,58 @@ stats() {
   grep -qE '^demo\.hello +1 ' <<<"$out"
 }
 check "brooqctl stats: the topic, with one job pending" stats
+
+# ---- README's Python quick start, from the packages ---------------------------------------------
+phase "python"
+# The python-deb block beside the worker block's dist/; the producer and the worker
+# blocks saved as files, run by Debian's python3 as the worker user (the worker as a
+# service, as example-worker), in README's operator environment for the URL.
+py_env='. /srv/brooq/operator.env; export BROOQ_URL=${BROOQ_URL:-ipc:///run/brooq/gateway.sock}'
+python_install() {
+  # apt asks before installing fewer packages than it was named (the worker block has
+  # installed libbrooq-client1): the answer is the administrator's, as README leaves it.
+  printf 'Y\n' | run_readme python-deb /opt/brooq-worker || return 1
+  readme_steps "$readme" python-producer >"$srv/steps/producer.py" || return 1
+  readme_steps "$readme" python-worker >"$srv/steps/worker.py" || return 1
+  brq_in python3 -c 'import brooq; print(brooq.__file__, "on libbrooq-client", brooq.library_version())'
+}
+check "README's python-deb block: python3-brooq installs; Debian's python3 imports brooq" python_install
+# shellcheck disable=SC2016
+check "README's Python worker runs as the worker user" brq_in bash -ec "$py_env"'
+  systemd-run --unit=python-worker -p User=worker -p Environment=PYTHONUNBUFFERED=1 \
+    -p Environment="BROOQ_URL=$BROOQ_URL" -p Environment=BROOQ_TOKEN_FILE=/home/worker/worker-token \
+    python3 /srv/brooq/steps/worker.py
+  systemctl is-active python-worker'
+python_job() {
+  local out id
+  # shellcheck disable=SC2016
+  out=$(brq_in bash -ec "$py_env"'
+    cd /tmp && runuser -u worker -- env BROOQ_URL="$BROOQ_URL" BROOQ_TOKEN_FILE=/home/worker/worker-token \
+      python3 /srv/brooq/steps/producer.py') || { echo "$out"; return 1; }
+  echo "producer: $out"
+  id=$(sed -n 's/^enqueued \([0-9]*\) new$/\1/p' <<<"$out")
+  [ -n "$id" ] || return 1
+  for _ in $(seq 200); do
+    out=$(ctl --json job "$id" || true)
+    grep -q '"state":"done"' <<<"$out" && break
+    sleep 0.1
+  done
+  echo "job: $out"
+  if ! grep -q '"state":"done"' <<<"$out" ||
+    ! brq_in journalctl -u python-worker -o cat --no-pager | grep -Fx "sending to a@example.org attempt 1"; then
+    brq_in journalctl -u python-worker -o cat --no-pager -n 20
+    return 1
+  fi
+}
+check "README's Python producer enqueues; its worker does the job" python_job
+python_stop() {
+  local log
+  brq_in systemctl stop python-worker || return 1
+  log=$(brq_in journalctl -u python-worker -o cat --no-pager)
+  grep -E 'worker_stopped|Deactivated|Failed' <<<"$log"
+  grep -q 'msg=worker_stopped' <<<"$log" && grep -q 'python-worker.service: Deactivated successfully' <<<"$log"
+}
+check "systemctl stop: the Python worker drains (worker_stopped) and ends cleanly" python_stop
 
 # ---- systemctl reload rotates a token ----------------------------------------------------------
 # As docs/operations.md ("Token rotation") says: a new file beside the old one and a
@@ -409,17 +467,18 @@ check "after the upgrade the worker does a job" job_done '{"n":3}'
 
 # ---- purge --------------------------------------------------------------------------------------
 phase "purge"
-check "apt-get purge of the four packages" brq_in bash -ec '
+check "apt-get purge of the five packages" brq_in bash -ec '
   systemctl stop example-worker
-  apt-get purge -y -q brooq-gateway brooqctl libbrooq-client-dev libbrooq-client1'
+  apt-get purge -y -q brooq-gateway brooqctl libbrooq-client-dev libbrooq-client1 python3-brooq'
 purged() {
   local left
   brq_in systemctl is-active brooq-gateway && return 1
   brq_in pgrep -x brooq-gateway && return 1
-  left=$(brq_in dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' 'brooq*' 'libbrooq*' 2>/dev/null | grep -v '^un' || true)
+  left=$(brq_in dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' 'brooq*' 'libbrooq*' python3-brooq 2>/dev/null |
+    grep -v '^un' || true)
   [ -z "$left" ] || { echo "still known to dpkg: $left"; return 1; }
   brq_in bash -c 'for f in /usr/bin/brooq-gateway /usr/bin/brooqctl /lib/systemd/system/brooq-gateway.service \
-      /etc/brooq/brooq-gateway.env /usr/share/brooq/migrations; do [ ! -e "$f" ] || { echo "left: $f"; exit 1; }; done'
+      /etc/brooq/brooq-gateway.env /usr/share/brooq/migrations /usr/lib/python3/dist-packages/brooq; do [ ! -e "$f" ] || { echo "left: $f"; exit 1; }; done'
 }
 check "purged: no gateway running, no package, none of their files" purged
 

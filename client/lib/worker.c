@@ -221,13 +221,16 @@ count_active(const brooq_worker *w)
 }
 
 /* Tells the keeper, the settler and the listener to exit and joins them. The
- * listener's watch in flight ends as the dispatcher's transport closes: nothing else
- * uses it now (the dispatcher has stopped claiming). Called with w->mu held; returns
- * with it released. */
+ * listener's watch in flight ends as its transport closes: the dispatcher's (nothing
+ * else uses it now: the dispatcher has stopped claiming), or the listener's own of the
+ * drain, which is closed here once the listener has ended. Called with w->mu held;
+ * returns with it released. */
 static void
 keepers_quit(brooq_worker *w)
 {
 	w->quit_keepers = true;
+	/* Open now or never: the listener opens it only while quit_keepers is false. */
+	bool watch_open = w->watch_open;
 	pthread_cond_broadcast(&w->keeper_cv);
 	pthread_cond_broadcast(&w->settle_cv);
 	pthread_cond_broadcast(&w->watch_cv);
@@ -239,7 +242,13 @@ keepers_quit(brooq_worker *w)
 	if (w->listener_started) {
 		if (w->poll_open)
 			brq_rpc_abort(&w->poll);
+		if (watch_open)
+			brq_rpc_abort(&w->watch_rpc);
 		pthread_join(w->listener, NULL);
+	}
+	if (watch_open) {
+		brq_rpc_close(&w->watch_rpc);
+		w->watch_open = false;
 	}
 	w->keeper_started = w->settler_started = w->listener_started = false;
 }

@@ -36,9 +36,10 @@
  *       transport, so that a long-poll in flight ends at once: the gateway sees its
  *       peer go away and gives back whatever it was about to lease to it.
  *   listener (worker_watch.c): keeps one `watch` parked at the gateway, on the
- *       dispatcher's transport, and raises the cancel flag of a held job the moment
- *       the gateway names it canceled (an operator's cancel reaches the handler in a
- *       round trip, whatever the lease; the heartbeats stay the authority).
+ *       dispatcher's transport (after the stop has closed that, on one of its own while
+ *       handlers still run), and raises the cancel flag of a held job the moment the
+ *       gateway names it canceled (an operator's cancel reaches the handler in a round
+ *       trip, whatever the lease; the heartbeats stay the authority).
  *
  * Every job the worker holds is a brooq_job_ctx on w->held, in one phase:
  *   QUEUED   on w->runq, waiting for a handler thread: free threads' jobs for
@@ -170,6 +171,11 @@ struct brooq_worker {
 	bool        watcher_started;
 	pthread_t   listener; /* the watch for cancels (worker_watch.c) */
 	bool        listener_started;
+	/* The listener's own transport for the drain: the stop closes poll, which its watch
+	 * shares, while handlers may still run. Opened by the listener; watch_open and the
+	 * close under mu, closed by keepers_quit after the listener has ended. */
+	brq_rpc watch_rpc;
+	bool    watch_open;
 
 	pthread_mutex_t mu;
 	pthread_cond_t  work_cv;   /* handler threads: runq non-empty, or quit_handlers */

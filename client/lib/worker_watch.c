@@ -100,6 +100,51 @@ watch_failed(brooq_worker *w, brooq_err err, const char *detail, uint32_t *backo
 	return now + brq_backoff_jitter(*backoff, seed);
 }
 
+/* Whether a held job may still run its handler: queued or running, its result not
+ * given up. Under w->mu. */
+static bool
+handlers_running(const brooq_worker *w)
+{
+	for (const brooq_job_ctx *j = w->held.head; j != NULL; j = j->held.next)
+		if ((j->ph == PH_QUEUED || j->ph == PH_RUNNING) && j->cancel_at_ms == 0)
+			return true;
+	return false;
+}
+
+/* The transport to watch on once the stop has closed the dispatcher's (which the watch
+ * shares): the listener's own, opened now if a handler may still run, since the stop
+ * grace can be long and a heartbeat comes only every lease/3. NULL: none runs, the
+ * worker is ending, or it could not be opened (the heartbeats carry the cancels then).
+ * Under w->mu, released while opening; keepers_quit closes it (worker.c). */
+static brq_rpc *
+drain_transport(brooq_worker *w)
+{
+	if (w->watch_open)
+		return &w->watch_rpc;
+	if (!handlers_running(w))
+		return NULL;
+	pthread_mutex_unlock(&w->mu);
+	char detail[BRQ_DETAIL_MAX];
+	int  rv = brq_client_rpc_open(w->c, &w->watch_rpc);
+	if (rv != 0)
+		brq_msg_copy(detail);
+	pthread_mutex_lock(&w->mu);
+	if (rv != 0) {
+		BRQ_LOG(w->c, BROOQ_LOG_WARN, "watch_failed",
+			BRQ_LF_STR("err", brooq_strerror(brq_err_public(rv))), BRQ_LF_STR("detail", detail),
+			BRQ_LF_STR("effect", "cancels reach running handlers at their heartbeats"));
+		return NULL;
+	}
+	if (w->quit_keepers) { /* keepers_quit did not see it open: not its to close */
+		pthread_mutex_unlock(&w->mu);
+		brq_rpc_close(&w->watch_rpc);
+		pthread_mutex_lock(&w->mu);
+		return NULL;
+	}
+	w->watch_open = true;
+	return &w->watch_rpc;
+}
+
 /*
  * The listener's loop, until quit_keepers:
  * 1. Watch the worker's topics from the last cursor, waiting up to wait_ms (a long-poll
@@ -109,7 +154,9 @@ watch_failed(brooq_worker *w, brooq_err err, const char *detail, uint32_t *backo
  *    tell every cancel since the cursor: the first watch, another gateway, a listener
  *    that lost its database connection) heartbeats every lease at once instead.
  * 3. On failure, back off (an older gateway: ask again in 5 minutes). Once the stop has
- *    closed the transport, watching is over: the heartbeats carry on until the end.
+ *    closed the dispatcher's transport, go on over one of the listener's own while a
+ *    handler may still run: an operator's cancel during the drain reaches it as fast as
+ *    before (the cursor stays, so a cancel told meanwhile is told again).
  */
 void *
 brq_worker_watch_main(void *arg)
@@ -121,6 +168,7 @@ brq_worker_watch_main(void *arg)
 	uint64_t      seed             = brq_backoff_seed(&backoff);
 	bool          said_unsupported = false;
 	int64_t       retry_at         = 0;
+	brq_rpc      *r                = &w->poll;
 
 	pthread_mutex_lock(&w->mu);
 	while (!w->quit_keepers) {
@@ -132,8 +180,8 @@ brq_worker_watch_main(void *arg)
 		uint64_t *ids    = NULL;
 		size_t    n      = 0;
 		bool      resync = false;
-		brooq_err err    = brq_watch_via(w->c, &w->poll, w->topics, w->n_handlers, cursor, w->wait_ms,
-						 &ids, &n, &resync);
+		brooq_err err = brq_watch_via(w->c, r, w->topics, w->n_handlers, cursor, w->wait_ms, &ids, &n,
+					      &resync);
 		if (err != BROOQ_OK)
 			brq_msg_copy(detail);
 		pthread_mutex_lock(&w->mu);
@@ -144,8 +192,14 @@ brq_worker_watch_main(void *arg)
 				w->watch_gen++;
 				brq_worker_heartbeat_now(w);
 			}
-		} else if (atomic_load(&w->stop_requested)) {
-			retry_at = INT64_MAX; /* the stop closed the transport */
+		} else if (w->quit_keepers) {
+			/* keepers_quit ended it: the loop is over */
+		} else if (atomic_load(&w->stop_requested) && r == &w->poll) {
+			r = drain_transport(w);
+			if (r == NULL) {
+				r        = &w->poll;
+				retry_at = INT64_MAX; /* nothing to hear a cancel for: wait for the end */
+			}
 		} else {
 			/* The cursor stays: an answer lost on its way is told again. */
 			retry_at = watch_failed(w, err, detail, &backoff, &seed, &said_unsupported);

@@ -334,8 +334,8 @@ def test_the_example_worker_runs_the_demo_jobs(gw, producer, admin):
         assert child
         wait_for(lambda: state_of(producer, slow, "processing"))
         admin.cancel(slow)
-        # Heard through the runtime's watch, before any stop (a cancel racing a stop is
-        # heard at the next heartbeat only: the stop ends the watch).
+        # Heard through the runtime's watch (within milliseconds; during a drain too:
+        # cancel_test's a_cancel_during_the_drain...).
         wait_for(lambda: any("topic=demo.slow canceled" in ln and "reason=operator" in ln for ln in out),
                  what="the example's demo.slow to see the operator's cancel")
     finally:
@@ -375,3 +375,56 @@ with brooq.Client() as c:
     env.update(BROOQ_URL=gw.url, BROOQ_TOKEN_FILE=gw.worker_token_file)
     out = subprocess.run([py, "-c", script], env=env, check=True, capture_output=True, text=True, cwd=str(tmp_path))
     assert out.stdout.strip() == "done {'hello': 'world'}", out
+
+
+def readme_steps(name):
+    """README's block(s) marked `<!-- test: NAME -->`, word for word, read by the same
+    tests/support/readme_steps.sh that systemd_boot_test follows README with."""
+    import subprocess
+
+    src = os.environ["BROOQ_SOURCE_DIR"]
+    return subprocess.run(["bash", "-c", '. "$1/tests/support/readme_steps.sh" && readme_steps "$1/README.md" "$2"',
+                           "_", src, name], check=True, capture_output=True, text=True).stdout
+
+
+def test_readme_python_quick_start_runs_as_written(gw, admin, tmp_path):
+    """README's Python quick start as a user follows it from a clone: its install block
+    (a venv in $HOME, pip from ./client/python), then its producer and its worker, saved
+    as files and run with that venv's python against the gateway. The worker does the
+    producer's job, prints its line and drains on SIGTERM (exit 0)."""
+    import re
+    import subprocess
+    import sys
+
+    from conftest import _die_with_parent
+
+    src = os.environ["BROOQ_SOURCE_DIR"]
+    home = tmp_path / "home"
+    home.mkdir()
+    # The library is the build tree's (BROOQ_LIB), as the README's "installed" one.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HOME=str(home), BROOQ_URL=gw.url, BROOQ_TOKEN_FILE=gw.worker_token_file, PYTHONUNBUFFERED="1")
+    subprocess.run(["bash", "-ec", readme_steps("python-install")], cwd=src, env=env, check=True)
+    py = str(home / "brooq-venv/bin/python")
+    where = subprocess.run([py, "-c", "import brooq; print(brooq.__file__)"], cwd=str(tmp_path), env=env,
+                           check=True, capture_output=True, text=True).stdout.strip()
+    assert where.startswith(str(home / "brooq-venv") + "/"), where
+    (tmp_path / "producer.py").write_text(readme_steps("python-producer"))
+    (tmp_path / "worker.py").write_text(readme_steps("python-worker"))
+
+    out = subprocess.run([py, "producer.py"], cwd=str(tmp_path), env=env, check=True, capture_output=True,
+                         text=True).stdout
+    m = re.fullmatch(r"enqueued (\d+) new\n", out)
+    assert m, out
+    job_id = int(m.group(1))
+    w = subprocess.Popen([py, "worker.py"], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, preexec_fn=_die_with_parent)
+    try:
+        j = wait_for(lambda: state_of(admin, job_id, "done", "failed", "dead"), what="the README worker's job")
+        assert (j["state"], j["topic"], j["result"]) == ("done", "email.send", {"sent": True}), j
+    finally:
+        w.send_signal(signal.SIGTERM)
+        rest, _ = w.communicate(timeout=60)
+    sys.stdout.write(rest)
+    assert w.returncode == 0, rest
+    assert "sending to a@example.org attempt 1\n" in rest, rest
