@@ -79,9 +79,22 @@ brq_store_sql_list(FILE *f, brq_stmt st)
 		      f);
 		break;
 	case BRQ_STMT_LIST_KEY:
-		// (topic, key) is unique: job_idempotency_uq finds the one row.
-		fputs(" FROM job WHERE topic = $1::text AND idempotency_key = $5::text"
-		      " AND state = ANY($2::text[])" LIST_FILTERS,
+		// (topic, key) is unique: job_idempotency_uq finds the one row. Without a
+		// topic ($1 NULL), the topics that have keyed rows are found by skipping
+		// through the same index (one probe each), then (topic, key) is looked up
+		// in each: ~2 probes per topic, and no index of its own, which would cost
+		// every keyed job an entry at enqueue, claim and settle (issue 28).
+		fputs(" FROM (WITH RECURSIVE t(topic) AS ("
+		      "  (SELECT topic::text FROM job WHERE idempotency_key IS NOT NULL"
+		      "   AND topic >= coalesce($1::text, '') ORDER BY topic LIMIT 1)"
+		      "  UNION ALL SELECT (SELECT j.topic::text FROM job j WHERE j.idempotency_key IS NOT "
+		      "NULL"
+		      "   AND j.topic > t.topic AND $1::text IS NULL ORDER BY j.topic LIMIT 1)"
+		      "  FROM t WHERE t.topic IS NOT NULL)"
+		      " SELECT l.* FROM t CROSS JOIN LATERAL ("
+		      "  SELECT * FROM job WHERE topic = t.topic AND idempotency_key = $5::text"
+		      "  AND state = ANY($2::text[])" LIST_FILTERS ") l"
+		      " WHERE t.topic IS NOT NULL AND ($1::text IS NULL OR t.topic = $1::text)) x",
 		      f);
 		break;
 	case BRQ_STMT_LIST_TOPIC:
