@@ -425,7 +425,7 @@ static void
 assert_list_plans(bool filled)
 {
 	static const char *all = "'{pending,processing,failed,done,dead,canceled}'";
-	char               args[8][256];
+	char               args[9][256];
 	snprintf(args[0], sizeof args[0], "NULL, %s, NULL, NULL, NULL, 9223372036854775807, 51", all);
 	snprintf(args[1], sizeof args[1], "'t', '{dead}', NULL, NULL, NULL, 9223372036854775807, 51");
 	snprintf(args[2], sizeof args[2], "NULL, '{done}', NULL, NULL, NULL, 9223372036854775807, 51");
@@ -434,6 +434,7 @@ assert_list_plans(bool filled)
 	snprintf(args[5], sizeof args[5], "1");
 	snprintf(args[6], sizeof args[6], "'t', '{done}', NULL, NULL, NULL, 9223372036854775807, 51");
 	snprintf(args[7], sizeof args[7], "NULL, '{dead}', NULL, NULL, NULL, 9223372036854775807, 51");
+	snprintf(args[8], sizeof args[8], "NULL, %s, NULL, NULL, 'k', 9223372036854775807, 51", all);
 	const struct {
 		brq_stmt    st;
 		const char *args, *index;
@@ -445,6 +446,7 @@ assert_list_plans(bool filled)
 		{BRQ_STMT_LIST_STATE, args[7], "job_list_dead_idx"},
 		{BRQ_STMT_LIST_STATE, args[2], "job_pkey"},
 		{BRQ_STMT_LIST_KEY, args[3], "job_idempotency_uq"},
+		{BRQ_STMT_LIST_KEY, args[8], "job_idempotency_uq"}, /* a key of any topic */
 		{BRQ_STMT_RETRY_BULK, args[4], "job_list_dead_idx"},
 		{BRQ_STMT_RETRY_BULK, args[4], "job_retry_of_uq"},
 		{BRQ_STMT_RETRY_ONE, args[5], "job_retry_of_uq"},
