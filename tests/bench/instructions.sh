@@ -3,7 +3,13 @@
 # PostgreSQL's instructions per drained job: a measure of the claim and settle statements'
 # cost that does not move with the machine's load (docs/benchmarks.md, issue 15).
 #
-#   tests/bench/instructions.sh [--bin-dir DIR] [--migrations DIR] [--jobs N]
+#   tests/bench/instructions.sh [--bin-dir DIR] [--migrations DIR] [--jobs N] [--enqueue] [--keys]
+#
+# --enqueue counts the whole life of a job instead: its insert (100 rows a transaction),
+# the drain, and the VACUUM that then removes the dead row versions and index entries
+# (what autovacuum does in service) -- what an index written at enqueue or at the
+# final settle costs (SPEC invariant 17, issue 28). --keys gives every job an
+# idempotency key (as producers that deduplicate do).
 #
 # A private cluster gets the schema (brooqctl migrate up) and the exact claim and settle
 # statements the gateway prepares (taken from the server log of one short raw drain of
@@ -14,13 +20,15 @@
 # (deploy/deps.sh installs both); takes about a minute.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin_dir='' migrations="$root/migrations" jobs=20000
+bin_dir='' migrations="$root/migrations" jobs=20000 enqueue=0 keys=0
 while [ $# -gt 0 ]; do
   case $1 in
     --bin-dir) bin_dir=$2; shift ;;
     --migrations) migrations=$2; shift ;;
     --jobs) jobs=$2; shift ;;
-    *) echo "usage: $0 [--bin-dir DIR] [--migrations DIR] [--jobs N]" >&2; exit 2 ;;
+    --enqueue) enqueue=1 ;;
+    --keys) keys=1 ;;
+    *) echo "usage: $0 [--bin-dir DIR] [--migrations DIR] [--jobs N] [--enqueue] [--keys]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -100,17 +108,35 @@ BEGIN
 END $P$;"""
 open(sys.argv[2], 'w').write(body)
 PY
+key=NULL
+[ "$keys" -eq 1 ] && key="'k' || g"
+# The jobs, in transactions of 100 rows: the setup's part, or with --enqueue the measured one.
+cat >"$work/enqueue.sql" <<EOF
+CREATE PROCEDURE instr_enqueue(n int) LANGUAGE plpgsql AS \$P\$
+BEGIN
+  FOR b IN 0 .. (n - 1) / 100 LOOP
+    INSERT INTO job (topic, payload, idempotency_key)
+      SELECT 'bench.drain', '{}', $key FROM generate_series(b * 100 + 1, least(n, b * 100 + 100)) g;
+    COMMIT;
+  END LOOP;
+END \$P\$;
+EOF
 pg -d instr -f "$work/drain.sql" >/dev/null
+pg -d instr -f "$work/enqueue.sql" >/dev/null
 pg -d postgres -c 'ALTER SYSTEM RESET log_statement' >/dev/null
 brq_pg_stop "$work" fast >/dev/null
 
-cat >"$work/setup.sql" <<EOF
-TRUNCATE job;
-INSERT INTO job (topic, payload) SELECT 'bench.drain', '{}' FROM generate_series(1, $jobs);
-VACUUM ANALYZE job;
-CHECKPOINT;
-EOF
-{ cat "$work/setup.sql"; echo "CALL instr_drain(500);"; echo "SELECT count(*) = $jobs AS all_done FROM job WHERE state = 'done';"; } >"$work/run.sql"
+if [ "$enqueue" -eq 1 ]; then
+  # Measured: enqueue, drain, vacuum. The base: the same session on the empty table.
+  printf 'TRUNCATE job;\nVACUUM ANALYZE job;\nCHECKPOINT;\n' >"$work/setup.sql"
+  { cat "$work/setup.sql"; echo "CALL instr_enqueue($jobs);"; echo "ANALYZE job;"; echo "CALL instr_drain(500);"
+    echo "VACUUM job;"; echo "SELECT count(*) = $jobs AS all_done FROM job WHERE state = 'done';"; } >"$work/run.sql"
+  what="enqueued, drained and vacuumed job"
+else
+  { printf 'TRUNCATE job;\nCALL instr_enqueue(%d);\nVACUUM ANALYZE job;\nCHECKPOINT;\n' "$jobs"; } >"$work/setup.sql"
+  { cat "$work/setup.sql"; echo "CALL instr_drain(500);"; echo "SELECT count(*) = $jobs AS all_done FROM job WHERE state = 'done';"; } >"$work/run.sql"
+  what="drained job"
+fi
 chmod 644 "$work"/*.sql
 # count SCRIPT: instructions of one single-user session running SCRIPT.
 count() {
@@ -122,4 +148,4 @@ count() {
 base=$(count "$work/setup.sql")
 total=$(count "$work/run.sql")
 [ -n "$base" ] && [ -n "$total" ] || { cat "$work/single.log" >&2; exit 1; }
-echo "PostgreSQL instructions per drained job: $(((total - base) / jobs)) ($jobs jobs, settle statement $(grep -o 'brq_settle[a-z_]*' "$work/server.log" | head -n 1))"
+echo "PostgreSQL instructions per $what: $(((total - base) / jobs)) ($jobs jobs, settle statement $(grep -o 'brq_settle[a-z_]*' "$work/server.log" | head -n 1))"

@@ -17,6 +17,8 @@
 # Soak knobs: --soak-rate R (jobs/s, default 10000), --soak-batch B (jobs per enqueue,
 # default 10), --soak-interval S (seconds per row, default 60), --soak-ttl D (retention,
 # default 5m). PostgreSQL settings for a run: BRQ_PG_OPTS="-c autovacuum_naptime=10s".
+#   tests/bench/run.sh --console  every console read at 10M rows (--console-rows N for less;
+#                                 issue 28): p50/p99/max per read, table in DIR/console.md
 #
 # Options: --runs N, --bin-dir DIR (use programs built already), --out-dir DIR,
 # --only GROUPS (comma-separated: enqueue, drain, latency, ping, console, memory; full and
@@ -26,7 +28,7 @@
 # DIR/table.md; DIR is printed at the end. docs/benchmarks.md explains the scenarios.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-mode=full runs=3 bin_dir='' out_dir='' only=''
+mode=full runs=3 runs_given=0 bin_dir='' out_dir='' only='' console_rows=10000000 console_n=100
 growth_rows=10000000 soak_minutes=30 soak_rate=10000 soak_batch=10 soak_interval=60 soak_ttl=5m
 while [ $# -gt 0 ]; do
   case $1 in
@@ -35,20 +37,26 @@ while [ $# -gt 0 ]; do
     --levers) mode=levers ;;
     --soak) mode=soak soak_minutes=$2 runs=1; shift ;;
     --gateways) mode=gateways ;;
+    --console) mode=console ;;
     --growth-rows) growth_rows=$2; shift ;;
     --soak-rate) soak_rate=$2; shift ;;
     --soak-batch) soak_batch=$2; shift ;;
     --soak-interval) soak_interval=$2; shift ;;
     --soak-ttl) soak_ttl=$2; shift ;;
-    --runs) runs=$2; shift ;;
+    --console-rows) console_rows=$2; shift ;;
+    --console-n) console_n=$2; shift ;;
+    --runs) runs=$2 runs_given=1; shift ;;
     --bin-dir) bin_dir=$2; shift ;;
     --out-dir) out_dir=$2; shift ;;
     --only) only=$2; shift ;;
-    *) echo "usage: $0 [--smoke|--growth|--levers|--soak MINUTES|--gateways] [--runs N] [--bin-dir DIR] [--out-dir DIR] [--only GROUPS]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--smoke|--growth|--levers|--soak MINUTES|--gateways|--console] [--runs N] [--bin-dir DIR]" \
+         "[--out-dir DIR] [--only GROUPS] [--console-rows N] [--console-n N]" >&2; exit 2 ;;
   esac
   shift
 done
 
+# The console scenario fills its table anew for every run: one unless asked.
+[ "$mode" = console ] && [ "$runs_given" -eq 0 ] && runs=1
 if [ -z "$bin_dir" ]; then
   "$root/deploy/deps.sh"
   build="$root/build-bench"
@@ -403,6 +411,145 @@ gateways_run() {
   done
 }
 
+# console_login JAR: a read-only console session (the worker token, sent in the body read
+# from its file: never in argv) in the cookie jar JAR.
+console_login() {
+  { printf 'token='; cat "$BROOQ_BENCH_TOKEN_FILE"; } |
+    curl -sf -c "$1" --data-binary @- "http://$BROOQ_BENCH_METRICS/console/api/login" >/dev/null ||
+    { echo "run.sh: console sign-in failed" >&2; exit 1; }
+}
+
+# console_time RUN NAME N PATH: N GETs of the console's PATH on one connection, each
+# answered 200, as console_read_NAME p50/p99/max (ms) in the results.
+console_time() {
+  local run=$1 name=$2 n=$3 path=$4 urls=() i out
+  for i in $(seq "$n"); do urls+=(-o /dev/null "http://$BROOQ_BENCH_METRICS$path"); done
+  out=$(curl -s -b "$work/console.cookies" -w '%{http_code} %{time_total}\n' "${urls[@]}")
+  if grep -qv '^200 ' <<<"$out"; then
+    echo "run.sh: console read $name ($path) did not answer 200:" >&2
+    grep -v '^200 ' <<<"$out" | head -n 3 >&2
+    curl -s -b "$work/console.cookies" "http://$BROOQ_BENCH_METRICS$path" | head -c 400 >&2
+    exit 1
+  fi
+  cut -d' ' -f2 <<<"$out" | console_pcts "$run" "$name" gateway
+}
+# console_pcts RUN NAME VARIANT: seconds on stdin, one a line -> p50/p99/max JSON lines.
+console_pcts() {
+  sort -g | awk -v run="$1" -v name="console_read_$2" -v variant="$3" '
+    { t[NR] = $1 * 1000 }
+    END {
+      i99 = int(NR * 99 / 100 + 0.999); if (i99 < 1) i99 = 1
+      printf "{\"run\":%d,\"scenario\":\"%s\",\"variant\":\"%s\",\"metric\":\"p50\",\"unit\":\"ms\",\"value\":%.3f}\n", run, name, variant, t[int((NR + 1) / 2)]
+      printf "{\"run\":%d,\"scenario\":\"%s\",\"variant\":\"%s\",\"metric\":\"p99\",\"unit\":\"ms\",\"value\":%.3f}\n", run, name, variant, t[i99]
+      printf "{\"run\":%d,\"scenario\":\"%s\",\"variant\":\"%s\",\"metric\":\"max\",\"unit\":\"ms\",\"value\":%.3f}\n", run, name, variant, t[NR]
+    }' >>"$results"
+}
+
+# console_reads RUN ROWS N (issue 28): every read the console makes, N times each, over
+# HTTP as the console makes it, on a table of ROWS jobs made in SQL
+# (tests/bench/console_fill.sql: 100 topics, ROWS/10 done in one topic, ROWS/10 pending
+# (some due tomorrow, some in paused topics), topics with only old rows, a topic of 100
+# rows spread over the history, discard_done topics, a new topic). The gateway is
+# restarted with the discard_done topics configured. Results: console_read_<read> in
+# results.jsonl, and the table console.md.
+console_reads() {
+  local run=$1 rows=$2 n=$3 now day key key_path
+  echo "   filling the table with $rows jobs (SQL)"
+  local t0=$SECONDS
+  psql -X -q -h "$BROOQ_TEST_PGHOST" -U postgres -d brooq_bench -v rows="$rows" \
+    -f "$root/tests/bench/console_fill.sql" >/dev/null
+  echo "   filled in $((SECONDS - t0)) s"
+  gw_start "$pool" "discard.0:discard_done=true;discard.1:discard_done=true;discard.2:discard_done=true"
+  console_login "$work/console.cookies"
+  for _ in $(seq 600); do
+    curl -sf -b "$work/console.cookies" "http://$BROOQ_BENCH_METRICS/console/api/overview" | grep -q '"fresh"' && break
+    sleep 0.1
+  done
+  now=$(($(date +%s) * 1000)) day=86400000
+  console_time "$run" overview "$n" /console/api/overview
+  console_time "$run" job_by_id "$n" "/console/api/job?id=$((rows / 2 + 1))"
+  console_time "$run" topic_big "$n" "/console/api/jobs?topic=big"
+  console_time "$run" topic_small "$n" "/console/api/jobs?topic=small"
+  console_time "$run" topic_old_only "$n" "/console/api/jobs?topic=old.0"
+  console_time "$run" topic_discard_done "$n" "/console/api/jobs?topic=discard.0"
+  console_time "$run" topic_new "$n" "/console/api/jobs?topic=fresh"
+  console_time "$run" topic_backlog "$n" "/console/api/jobs?topic=backlog"
+  console_time "$run" topic_paused "$n" "/console/api/jobs?topic=paused.0"
+  console_time "$run" topic_small_done "$n" "/console/api/jobs?topic=small&state=done"
+  console_time "$run" topic_backlog_pending "$n" "/console/api/jobs?topic=backlog&state=pending"
+  console_time "$run" topic_dead "$n" "/console/api/jobs?topic=topic.3&state=dead"
+  console_time "$run" topic_page_2 "$n" "/console/api/jobs?topic=big&cursor=v1.$((rows / 2))"
+  console_time "$run" state_pending "$n" "/console/api/jobs?state=pending"
+  console_time "$run" state_failed "$n" "/console/api/jobs?state=failed"
+  console_time "$run" state_dead "$n" "/console/api/jobs?state=dead"
+  console_time "$run" state_processing "$n" "/console/api/jobs?state=processing"
+  console_time "$run" state_done "$n" "/console/api/jobs?state=done"
+  console_time "$run" all_states "$n" "/console/api/jobs"
+  console_time "$run" created_last_hour "$n" "/console/api/jobs?created_after_ms=$((now - day / 24))"
+  console_time "$run" created_old_day "$n" \
+    "/console/api/jobs?created_after_ms=$((now - 28 * day))&created_before_ms=$((now - 27 * day))"
+  console_time "$run" created_old_day_topic "$n" \
+    "/console/api/jobs?topic=topic.3&created_after_ms=$((now - 28 * day))&created_before_ms=$((now - 27 * day))"
+  # A keyed row (g % 10 = 5) of topic.(g % 76) in the middle of the history.
+  key=$((rows / 2 + 5 - rows / 2 % 10))
+  console_time "$run" key_with_topic "$n" "/console/api/jobs?topic=topic.$((key % 76))&key=k$key"
+  # Key search without a topic: measured through the API once it takes one; until
+  # then (400: "key: needs topic") the statement the store runs for it, through psql.
+  key_path="/console/api/jobs?key=k$key"
+  if [ "$(curl -s -o /dev/null -w '%{http_code}' -b "$work/console.cookies" \
+          "http://$BROOQ_BENCH_METRICS$key_path")" = 200 ]; then
+    console_time "$run" key_without_topic "$n" "$key_path"
+  else
+    console_key_sql "$run" "$n" "k$key"
+  fi
+  console_table >"$out_dir/console.md"
+  gw_start "$pool"
+}
+
+# console_key_sql RUN N KEY: the store's list statement for a key without a topic
+# (brq_list_key with $1 NULL), N times through psql, as console_read_key_without_topic
+# (variant sql: the database's part only).
+console_key_sql() {
+  local run=$1 n=$2 key=$3 i
+  {
+    echo "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; SET jit = off;"
+    echo "PREPARE k(text, text[], int8, int8, text, int8, int4) AS $(console_key_stmt);"
+    echo '\timing on'
+    for i in $(seq "$n"); do
+      echo "EXECUTE k(NULL, '{pending,processing,failed,done,dead,canceled}', NULL, NULL, '$key', 9223372036854775807, 51);"
+    done
+  } | psql -X -q -h "$BROOQ_TEST_PGHOST" -U postgres -d brooq_bench -o /dev/null 2>&1 |
+    sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | awk '{ print $1 / 1000 }' | console_pcts "$run" key_without_topic sql
+}
+# The text of brq_list_key (gateway/store/store_sql_jobs.c), columns trimmed to id.
+console_key_stmt() {
+  cat <<'EOF'
+SELECT id FROM (WITH RECURSIVE t(topic) AS (
+  (SELECT topic::text FROM job WHERE idempotency_key IS NOT NULL AND topic >= coalesce($1::text, '')
+   ORDER BY topic LIMIT 1)
+  UNION ALL SELECT (SELECT j.topic::text FROM job j WHERE j.idempotency_key IS NOT NULL
+   AND j.topic > t.topic AND $1::text IS NULL ORDER BY j.topic LIMIT 1) FROM t WHERE t.topic IS NOT NULL)
+ SELECT j.* FROM t CROSS JOIN LATERAL (SELECT * FROM job WHERE topic = t.topic AND idempotency_key = $5::text
+  AND state = ANY($2::text[]) AND id <= $6::int8) j
+ WHERE t.topic IS NOT NULL AND ($1::text IS NULL OR t.topic = $1::text)) x ORDER BY id DESC LIMIT $7
+EOF
+}
+
+# console_table: the console reads of results.jsonl as a markdown table (median over runs).
+console_table() {
+  echo "Console reads, $console_rows rows (tests/bench/run.sh --console), $console_n requests each;"
+  echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; ms."
+  echo
+  echo "| read | p50 | p99 | max | p99 <= 50 ms |"
+  echo "|---|---:|---:|---:|---|"
+  grep '"scenario":"console_read_' "$results" | sed 's/.*"scenario":"console_read_\([^"]*\)","variant":"\([^"]*\)","metric":"\([^"]*\)".*"value":\([0-9.]*\).*/\1 \2 \3 \4/' |
+    awk '{ k = $1 ($2 == "sql" ? " (SQL only)" : ""); if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+           v[k, $3] = $4 }
+         END { for (i = 1; i <= n; i++) { k = order[i]
+                 printf "| %s | %.1f | %.1f | %.1f | %s |\n", k, v[k, "p50"], v[k, "p99"], v[k, "max"],
+                   (v[k, "p99"] <= 50 ? "yes" : "**no**") } }'
+}
+
 # want GROUP: whether --only (if given) lists GROUP.
 want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
 
@@ -446,6 +593,11 @@ full | smoke)
     if want console; then
     echo "== run $run/$runs: console overview with $console_jobs jobs"
     console_overview "$run" "$console_jobs"
+    if [ "$mode" = smoke ]; then
+      echo "== run $run/$runs: console reads with 20000 jobs"
+      console_reads "$run" 20000 3
+      pg "TRUNCATE job; DELETE FROM topic_policy"
+    fi
     fi
     if want memory; then
     # Memory: what the gateway holds after the scenarios above, then 1,000 parked
@@ -500,6 +652,13 @@ soak)
 gateways)
   echo "== gateways: drain c32 through one gateway, then two sharing the database"
   gateways_run "$runs"
+  ;;
+console)
+  for run in $(seq "$runs"); do
+    echo "== run $run/$runs: console reads with $console_rows jobs, $console_n requests each"
+    console_reads "$run" "$console_rows" "$console_n"
+  done
+  cat "$out_dir/console.md"
   ;;
 levers)
   echo "== levers: the raw claim loop sent differently (c32, 100k jobs)"
