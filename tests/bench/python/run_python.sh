@@ -14,6 +14,7 @@ bin=${BROOQ_BENCH_BIN:-$root/build-bench/bin}
 lib=${BROOQ_LIB:-$(ls "$bin"/../client/libbrooq-client.so.1 2>/dev/null || true)}
 py=/usr/bin/python3
 work=$(mktemp -d /tmp/brooq-pybench.XXXXXX)
+chmod 755 "$work" # PostgreSQL runs as its own user and keeps its cluster under it
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
   [ -n "${pg_started:-}" ] && brq_pg_stop "$work/pg"; cat "$work/gw.log" 2>/dev/null | tail -5; rm -rf "$work"; }
