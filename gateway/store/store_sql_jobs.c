@@ -61,6 +61,32 @@ list_active(FILE *f, const char *topic_cond)
 		topic_cond, topic_cond);
 }
 
+// The ids the newest-first read of a backlog of any topic walks first (list_active_any).
+#define LIST_NEAR "65536"
+// The top of that walk: the cursor, or the newest id when the cursor is past it.
+#define LIST_TOP "(SELECT LEAST($6::int8, max(id)) FROM job)"
+
+// One state group's branch of the any-topic active list, newest first, at most $7.
+// cond: the group's states and its gate on $2 (as list_active's). No index holds the
+// backlog by id, and one would cost every job (docs/benchmarks.md, "Console reads"):
+// first job_pkey is walked backwards over the newest LIST_NEAR ids (n), and it stops
+// at a page, a few pages of ids when the group is a few percent of the rows; only
+// when those ids hold less than a page is the rest of the group (the ids below them)
+// read through its partial index and sorted, as before. The union is exact either way:
+// n holds every row of its range when it holds less than $7.
+static void
+list_active_any(FILE *f, const char *cond)
+{
+	fprintf(f,
+		" UNION ALL (WITH n AS (SELECT * FROM job WHERE $1::text IS NULL AND %s"
+		"  AND id <= $6::int8 AND id > " LIST_TOP " - " LIST_NEAR LIST_FILTERS_REST
+		"  ORDER BY id DESC LIMIT $7)"
+		" SELECT * FROM n UNION ALL (SELECT * FROM job WHERE $1::text IS NULL AND %s"
+		"  AND id + 0 <= " LIST_TOP " - " LIST_NEAR LIST_FILTERS_REST
+		"  AND (SELECT count(*) FROM n) < $7 ORDER BY id + 0 DESC LIMIT $7))",
+		cond, cond);
+}
+
 // $1 topic (NULL = any), $2 states text[] (the asked ones; all six when none was),
 // $3..$6 LIST_FILTERS, $7 rows. Newest first (id DESC); the caller asks one row more
 // than the page to learn whether another page follows. Keyset on id: rows inserted
@@ -126,7 +152,10 @@ brq_store_sql_list(FILE *f, brq_stmt st)
 		      "  WHERE t.topic IS NOT NULL AND $1::text IS NULL)",
 		      f);
 		list_done(f, "$1::text IS NULL");
-		list_active(f, "$1::text IS NULL");
+		list_active_any(f,
+				"state IN ('pending', 'failed') AND $2::text[] && '{pending,failed}'::text[]"
+				" AND state = ANY($2::text[])");
+		list_active_any(f, "state = 'processing' AND 'processing' = ANY($2::text[])");
 		fputs(") x", f);
 		break;
 	}
