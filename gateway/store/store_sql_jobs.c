@@ -50,13 +50,14 @@ static const char *const delete_cols[]  = {DELETE_COLS(BRQ_COL_EXPR)};
 // of the small partial index of the backlog.
 #define LIST_FILTERS_ACTIVE " AND id + 0 <= $6::int8" LIST_FILTERS_REST
 
-// Done rows of any topic, newest first, at most $7: job_pkey walked backwards from the
-// cursor, keeping the done rows (a topic's: list_done_topic). No index holds done rows by topic (migration
-// 00009: every job settles done, and one more index entry per job cost the drain 10 %); done is the bulk of
-// the history, so a page is usually found near the top. The cost follows how far back the page's rows lie
-// (docs/operations.md, "What the list reads"). Gated on 'done' being asked, like list_active's branches.
-// `state || ''`: an expression, so no partial index proves it matches; as `state = 'done'` a plan made on a
-// small table took job_retention_idx (every terminal row, then a sort).
+// Done rows, newest first, at most $7: job_pkey walked backwards from the cursor,
+// keeping the topic's done rows. No index holds done rows by topic (migration 00009:
+// every job settles done, and one more index entry per job cost the drain 10 %);
+// done is the bulk of the history, so a page is usually found near the top. The cost
+// follows how far back the page's rows lie (docs/operations.md, "What the list
+// reads"). Gated on 'done' being asked, like list_active's branches. `state || ''`:
+// an expression, so no partial index proves it matches; as `state = 'done'` a plan
+// made on a small table took job_retention_idx (every terminal row, then a sort).
 static void
 list_done(FILE *f, const char *topic_cond)
 {
@@ -64,22 +65,6 @@ list_done(FILE *f, const char *topic_cond)
 		" UNION ALL (SELECT * FROM job WHERE %s AND state || '' = 'done'"
 		"  AND 'done' = ANY($2::text[])" LIST_FILTERS " ORDER BY id DESC LIMIT $7)",
 		topic_cond);
-}
-
-// A topic's done rows, newest first, at most $7: as list_done, but job_pkey is read
-// only in the ranges of 1,024 ids that hold jobs of the topic (job_topic_span,
-// migration 00015), newest range first, stopping at a page: a topic whose jobs are few
-// or old costs its ranges, not the history after them.
-static void
-list_done_topic(FILE *f)
-{
-	fputs(" UNION ALL (SELECT l.* FROM (SELECT bucket FROM job_topic_span"
-	      "  WHERE topic = $1::text AND bucket <= $6::int8 >> 10 AND 'done' = ANY($2::text[])"
-	      "  ORDER BY bucket DESC) b CROSS JOIN LATERAL ("
-	      "  SELECT * FROM job WHERE topic = $1::text AND state || '' = 'done'"
-	      "  AND id >= b.bucket << 10 AND id < (b.bucket + 1) << 10" LIST_FILTERS
-	      "  ORDER BY id DESC LIMIT $7) l LIMIT $7)",
-	      f);
 }
 
 // Active rows of the asked states, newest first, at most $7: the ready ones through
@@ -171,7 +156,7 @@ brq_store_sql_list(FILE *f, brq_stmt st)
 		      "  SELECT * FROM job WHERE topic = $1::text AND state = s.state"
 		      "  AND state IN ('dead', 'canceled')" LIST_FILTERS " ORDER BY id DESC LIMIT $7) l)",
 		      f);
-		list_done_topic(f);
+		list_done(f, "topic = $1::text");
 		list_active(f, "topic = $1::text");
 		fputs(") x", f);
 		break;
