@@ -511,6 +511,54 @@ Test(schema, list_plans_made_on_an_empty_table_never_scan_it)
 	assert_list_plans(false);
 }
 
+/* A created-time window (issue 28): the pkey walk is bounded by the ids the window's
+ * times were found at (a binary search over job_pkey), not filtered through the whole
+ * history; with a topic, the done rows' walk too. */
+Test(schema, a_created_time_window_bounds_the_primary_key_walk_by_id)
+{
+	static const char *all = "'{pending,processing,failed,done,dead,canceled}'";
+	const struct {
+		brq_stmt    st;
+		const char *topic;
+	} cases[] = {{BRQ_STMT_LIST_ALL, "NULL"}, {BRQ_STMT_LIST_TOPIC, "'t'"}};
+	fill_history();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char args[256];
+		snprintf(args, sizeof args, "%s, %s, 1, 2000000000000, NULL, 9223372036854775807, 51",
+			 cases[i].topic, all);
+		brq_testdb_exec(db, "DEALLOCATE ALL");
+		char *plan = explain_stmt(cases[i].st, args);
+		cr_assert_not_null(strstr(plan, "Index Cond: ((id <= $6) AND (id >= COALESCE("),
+				   "the walk has no id range:\n%s", plan);
+		cr_assert_not_null(strstr(plan, "AND (id < COALESCE("), "%s", plan);
+		cr_assert_null(strstr(plan, "Seq Scan on job"), "%s", plan);
+		free(plan);
+	}
+}
+
+/* The backlog of any topic, newest first (issue 28): job_pkey walked backwards over
+ * the newest ids only (a lower bound on id in its Index Cond, not a walk through the
+ * history), then, when those hold less than a page, the group's partial index. */
+Test(schema, the_any_topic_backlog_list_walks_the_newest_ids_then_its_partial_index)
+{
+	static const struct {
+		const char *states, *index;
+	} cases[] = {{"'{pending}'", "job_claim_priority_idx"}, {"'{processing}'", "job_running_idx"}};
+	fill_history();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char args[256];
+		snprintf(args, sizeof args, "NULL, %s, NULL, NULL, NULL, 9223372036854775807, 51",
+			 cases[i].states);
+		brq_testdb_exec(db, "DEALLOCATE ALL");
+		char *plan = explain_stmt(BRQ_STMT_LIST_STATE, args);
+		cr_assert_not_null(strstr(plan, "Index Scan Backward using job_pkey"), "%s", plan);
+		cr_assert_not_null(strstr(plan, "AND (id > ("), "the walk has no lower bound:\n%s", plan);
+		cr_assert_not_null(strstr(plan, cases[i].index), "%s", plan);
+		cr_assert_null(strstr(plan, "Seq Scan on job"), "%s", plan);
+		free(plan);
+	}
+}
+
 Test(schema, a_job_is_retried_at_most_once_and_a_retry_needs_no_original)
 {
 	brq_testdb_exec(db, "INSERT INTO job (id, topic, state) VALUES (1000, 't', 'dead')");

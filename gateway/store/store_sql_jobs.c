@@ -20,7 +20,31 @@ static const char *const delete_cols[]  = {DELETE_COLS(BRQ_COL_EXPR)};
 			      " AND ($4::int8 IS NULL OR " JOB_MS( \
 				      "created_at") " < $4::int8)" \
 						    " AND ($5::text IS NULL OR idempotency_key = $5::text)"
-#define LIST_FILTERS " AND id <= $6::int8" LIST_FILTERS_REST
+// The first id whose created_at is at or after ts (a timestamptz expression; NULL when ts
+// is NULL or the table is empty): a binary search over job_pkey, ~log2(ids) probes of
+// one row each. Ids and created_at (now() at insert: the transaction's start) grow
+// together, out of order only by how long an enqueue transaction lasts or a clock step.
+#define LIST_ID_AT(ts)                                                                     \
+	"(WITH RECURSIVE s(lo, hi) AS (SELECT (SELECT min(id) FROM job),"                  \
+	" (SELECT max(id) FROM job) + 1 WHERE " ts " IS NOT NULL"                          \
+	" UNION ALL SELECT CASE WHEN p.created_at < " ts " THEN LEAST(p.id + 1, s.hi)"     \
+	" ELSE s.lo END, CASE WHEN p.created_at < " ts " THEN s.hi"                        \
+	" ELSE s.lo + (s.hi - s.lo) / 2 END FROM s CROSS JOIN LATERAL (SELECT id,"         \
+	" created_at FROM job WHERE id >= s.lo + (s.hi - s.lo) / 2 ORDER BY id LIMIT 1) p" \
+	" WHERE s.lo < s.hi) SELECT lo FROM s WHERE lo >= hi)"
+// The created-time window as a range of ids, for the branches that walk an index by id
+// (issue 28): the window widened by LIST_SLACK on both sides, so a row whose
+// created_at is out of id order by less than that is still in the range; the time
+// filters stay, so the range only narrows the walk (a day four weeks back: the pkey
+// walked through ~1,000 ids instead of 900,000 at 1M rows). No bound without a time.
+#define LIST_SLACK "interval '1 minute'"
+#define LIST_ID_RANGE                                                                                  \
+	" AND id >= COALESCE(" LIST_ID_AT(                                                             \
+		"(to_timestamp($3::int8 / 1000.0) - " LIST_SLACK                                       \
+		")") ", 0)"                                                                            \
+		     " AND id < COALESCE(" LIST_ID_AT("(to_timestamp($4::int8 / 1000.0) + " LIST_SLACK \
+						      ")") ", 9223372036854775807)"
+#define LIST_FILTERS " AND id <= $6::int8" LIST_ID_RANGE LIST_FILTERS_REST
 // For the active rows: `id + 0` keeps the cursor from becoming a condition on the
 // primary key, which the planner would then walk (through the whole history) instead
 // of the small partial index of the backlog.
@@ -59,6 +83,32 @@ list_active(FILE *f, const char *topic_cond)
 		" UNION ALL (SELECT * FROM job WHERE %s AND state = 'processing'"
 		"  AND 'processing' = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)",
 		topic_cond, topic_cond);
+}
+
+// The ids the newest-first read of a backlog of any topic walks first (list_active_any).
+#define LIST_NEAR "65536"
+// The top of that walk: the cursor, or the newest id when the cursor is past it.
+#define LIST_TOP "(SELECT LEAST($6::int8, max(id)) FROM job)"
+
+// One state group's branch of the any-topic active list, newest first, at most $7.
+// cond: the group's states and its gate on $2 (as list_active's). No index holds the
+// backlog by id, and one would cost every job (docs/benchmarks.md, "Console reads"):
+// first job_pkey is walked backwards over the newest LIST_NEAR ids (n), and it stops
+// at a page, a few pages of ids when the group is a few percent of the rows; only
+// when those ids hold less than a page is the rest of the group (the ids below them)
+// read through its partial index and sorted, as before. The union is exact either way:
+// n holds every row of its range when it holds less than $7.
+static void
+list_active_any(FILE *f, const char *cond)
+{
+	fprintf(f,
+		" UNION ALL (WITH n AS (SELECT * FROM job WHERE $1::text IS NULL AND %s"
+		"  AND id <= $6::int8 AND id > " LIST_TOP " - " LIST_NEAR LIST_FILTERS_REST
+		"  ORDER BY id DESC LIMIT $7)"
+		" SELECT * FROM n UNION ALL (SELECT * FROM job WHERE $1::text IS NULL AND %s"
+		"  AND id + 0 <= " LIST_TOP " - " LIST_NEAR LIST_FILTERS_REST
+		"  AND (SELECT count(*) FROM n) < $7 ORDER BY id + 0 DESC LIMIT $7))",
+		cond, cond);
 }
 
 // $1 topic (NULL = any), $2 states text[] (the asked ones; all six when none was),
@@ -126,7 +176,10 @@ brq_store_sql_list(FILE *f, brq_stmt st)
 		      "  WHERE t.topic IS NOT NULL AND $1::text IS NULL)",
 		      f);
 		list_done(f, "$1::text IS NULL");
-		list_active(f, "$1::text IS NULL");
+		list_active_any(f,
+				"state IN ('pending', 'failed') AND $2::text[] && '{pending,failed}'::text[]"
+				" AND state = ANY($2::text[])");
+		list_active_any(f, "state = 'processing' AND 'processing' = ANY($2::text[])");
 		fputs(") x", f);
 		break;
 	}

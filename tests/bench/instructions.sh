@@ -66,14 +66,15 @@ def first(name):
     return m.group(1), m.group(2).strip()
 _, claim = first('claim')
 settle_name, settle = first('settle')
-# The claim's RETURNING columns, named: the row address is last when there is one.
+# The claim's RETURNING columns, named: the row address is `j.ctid` when there is one
+# (no longer the last column since the claim returns the wait too).
 ret = claim[claim.rindex('RETURNING') + len('RETURNING'):]
-ncols = len(re.findall(r',(?![^()]*\))', ret)) + 1
-has_loc = ret.strip().endswith('j.ctid')
-cols = ['c%d' % i for i in range(ncols)]
+parts = [p.strip() for p in re.split(r',(?![^()]*\))', ret)]
+has_loc = 'j.ctid' in parts
+cols = ['c%d' % i for i in range(len(parts))]
 cols[0], cols[5] = 'id', 'k'
 if has_loc:
-    cols[-1] = 'loc'
+    cols[parts.index('j.ctid')] = 'loc'
 def sub(sql, m):
     for k in sorted(m, key=len, reverse=True):
         sql = sql.replace(k, m[k])
