@@ -97,18 +97,6 @@ wait_atomic(atomic_llong *v, long long want, int timeout_ms)
 	return true;
 }
 
-static bool
-wait_metric(const char *sample, long long want, int timeout_ms)
-{
-	int64_t until = now_us() + (int64_t) timeout_ms * 1000;
-	while (brq_gw_metric(port, sample) != want)
-		if (now_us() >= until)
-			return false;
-		else
-			sleep_ms(10);
-	return true;
-}
-
 static uint64_t
 enqueue(const char *topic)
 {
@@ -161,7 +149,7 @@ Test(cancel, made_through_another_gateway_reaches_the_running_handler_long_befor
 	runner        r;
 	runner_start(&r, wc, "t.two", 0); /* the default lease: 2 min, a heartbeat every 40 s */
 	cr_assert(wait_atomic(&started, 1, 10000), "the job never started");
-	cr_assert(wait_metric("brooq_watches", 1, 10000), "the worker's watch never parked");
+	cr_assert(brq_gw_wait_metric(port, "brooq_watches", 1, 10000), "the worker's watch never parked");
 	int64_t t0 = now_us();
 	cancel_over(ac2, id);
 	cr_assert(wait_atomic(&finished, 1, 20000), "the handler never saw its cancel");
@@ -197,7 +185,7 @@ Test(cancel, a_hundred_cancels_reach_their_handlers_within_a_second_at_the_99th_
 	double lat[N];
 	runner r;
 	runner_start(&r, wc, "t.many", 0);
-	cr_assert(wait_metric("brooq_watches", 1, 10000), "the worker's watch never parked");
+	cr_assert(brq_gw_wait_metric(port, "brooq_watches", 1, 10000), "the worker's watch never parked");
 	long long hb = heartbeats();
 	for (int i = 0; i < N; i++) {
 		uint64_t id = enqueue("t.many");
@@ -249,10 +237,11 @@ Test(cancel, a_cancel_during_the_drain_reaches_the_running_handler_long_before_a
 	OK(brooq_worker_handle(w, "t.drain", h_until_canceled, NULL));
 	brq_t_runner_start(&r, w);
 	cr_assert(wait_atomic(&started, 1, 10000), "the job never started");
-	cr_assert(wait_metric("brooq_watches", 1, 10000), "the worker's watch never parked");
+	cr_assert(brq_gw_wait_metric(port, "brooq_watches", 1, 10000), "the worker's watch never parked");
 	brooq_worker_stop(w);
-	/* The stop ends the worker's long-polls at once; the cancel comes well after. */
-	sleep_ms(200);
+	/* The stop ends the worker's long-polls at once (the transport the watch shared is
+	 * closed); the cancel comes after the gateway has seen them end. */
+	cr_assert(brq_gw_wait_metric(port, "brooq_long_polls", 0, 10000), "the stop left a long-poll parked");
 	int64_t t0 = now_us();
 	cancel_over(ac, id);
 	cr_assert(wait_atomic(&finished, 1, 40000), "the handler never returned");

@@ -226,26 +226,14 @@ fresh_cursor(nng_socket s, const brq_gw *g, const char *topic, char out[BRQ_CURS
 	cr_assert_neq(strncmp(out, "0000000000000000.", 17), 0, "the listener never listened");
 }
 
-/* Waits until the gauge `sample` of gw's /metrics reads want; false after timeout_ms. */
-static bool
-wait_metric(const char *sample, long long want, int timeout_ms)
-{
-	int64_t until = now_us() + (int64_t) timeout_ms * 1000;
-	while (brq_gw_metric(port, sample) != want)
-		if (now_us() >= until)
-			return false;
-		else
-			sleep_ms(10);
-	return true;
-}
-
 /* ---- tests --------------------------------------------------------------------------------- */
 
 Test(watch, hears_at_once_the_cancel_of_a_running_job_of_its_topic_and_nothing_else)
 {
 	nng_socket s = conn_open(&gw);
 	char       c0[BRQ_CURSOR_MAX + 1];
-	cr_assert(wait_metric("brooq_cancel_listener_up", 1, 10000), "the listener never listened");
+	cr_assert(brq_gw_wait_metric(port, "brooq_cancel_listener_up", 1, 10000),
+		  "the listener never listened");
 	fresh_cursor(s, &gw, "t.a", c0);
 	pending p;
 	watch_now(&p, s, &gw, "t.a", c0); /* our own cursor: nothing to tell, no resync */
@@ -259,13 +247,14 @@ Test(watch, hears_at_once_the_cancel_of_a_running_job_of_its_topic_and_nothing_e
 	uint64_t pend_a = enqueue("t.a");
 
 	watch_begin(&p, s, &gw, "t.a", c0, 30000);
-	cr_assert(wait_metric("brooq_watches", 1, 5000), "the watch never parked");
+	cr_assert(brq_gw_wait_metric(port, "brooq_watches", 1, 5000), "the watch never parked");
 	cancel_via(&gw, pend_a); /* not running: not announced */
 	cancel_via(&gw, run_b);  /* running, another topic */
 	/* Once the gateway has heard run_b's cancel (the only one announced), a watch it
 	 * wrongly woke has its answer on the way: no fixed wait. A late wrong answer is
 	 * caught below too: it would not hold exactly run_a. */
-	cr_assert(wait_metric("brooq_cancels_heard_total", 1, 10000), "run_b's cancel was never heard");
+	cr_assert(brq_gw_wait_metric(port, "brooq_cancels_heard_total", 1, 10000),
+		  "run_b's cancel was never heard");
 	cr_assert_not(watch_is_answered(&p), "woken by a cancel it does not watch");
 
 	cancel_via(&gw, run_a);
@@ -305,13 +294,13 @@ Test(watch, hears_a_cancel_made_through_another_gateway)
 	gw2_up       = true;
 	nng_socket s = conn_open(&gw);
 	char       c0[BRQ_CURSOR_MAX + 1];
-	cr_assert(wait_metric("brooq_cancel_listener_up", 1, 10000));
+	cr_assert(brq_gw_wait_metric(port, "brooq_cancel_listener_up", 1, 10000));
 	fresh_cursor(s, &gw, "t.x", c0);
 	enqueue("t.x");
 	uint64_t id = claim("t.x");
 	pending  p;
 	watch_begin(&p, s, &gw, "t.x", c0, 30000);
-	cr_assert(wait_metric("brooq_watches", 1, 5000));
+	cr_assert(brq_gw_wait_metric(port, "brooq_watches", 1, 5000));
 	cancel_via(&gw2, id);
 	int64_t t0 = now_us();
 	cr_assert_eq(watch_end(&p), BRQ_ST_OK);
@@ -339,7 +328,7 @@ Test(watch, a_connection_holds_at_most_sixteen_and_the_gateway_max_watches)
 	fresh_cursor(s, &gw, "t.q", c); /* without a cursor a watch is answered at once */
 	for (int i = 0; i < 16; i++)
 		watch_begin(&p[i], s, &gw, "t.q", c, 30000);
-	cr_assert(wait_metric("brooq_watches", 16, 5000));
+	cr_assert(brq_gw_wait_metric(port, "brooq_watches", 16, 5000));
 	watch_begin(&p[16], s, &gw, "t.q", c, 30000);
 	cr_assert_eq(watch_end(&p[16]), BRQ_ST_RESOURCE_EXHAUSTED);
 	cr_assert(memmem(p[16].rep.msg.ptr, p[16].rep.msg.len, "on this connection", 18) != NULL, "%.*s",
@@ -352,20 +341,22 @@ Test(watch, a_connection_holds_at_most_sixteen_and_the_gateway_max_watches)
 	pending_fini(&q);
 	/* The peer goes away: its parked watches go with it, at once. */
 	nng_close(s);
-	cr_assert(wait_metric("brooq_watches", 0, 5000), "watches of a closed connection stayed");
+	cr_assert(brq_gw_wait_metric(port, "brooq_watches", 0, 5000),
+		  "watches of a closed connection stayed");
 	for (int i = 0; i < 16; i++)
 		pending_fini(&p[i]);
 	nng_close(s2);
 
 	/* A gateway with BROOQ_MAX_WATCHES=1: the second watch anywhere is refused. */
 	static const char *env[] = {"BROOQ_MAX_WATCHES=1", NULL};
-	brq_gw_start(&gw2, dsn, env);
-	gw2_up       = true;
+	uint16_t           port2 = brq_gw_start_http(&gw2, dsn, env);
+	gw2_up                   = true;
 	nng_socket a = conn_open(&gw2), b = conn_open(&gw2);
 	char       c2[BRQ_CURSOR_MAX + 1];
 	fresh_cursor(a, &gw2, "t.q", c2);
 	watch_begin(&p[0], a, &gw2, "t.q", c2, 30000);
-	sleep_ms(200); /* parked by now: it answers only at a cancel or in 30 s */
+	/* Parked: it answers only at a cancel or in 30 s. */
+	cr_assert(brq_gw_wait_metric(port2, "brooq_watches", 1, 5000), "the first watch never parked");
 	cr_assert_not(watch_is_answered(&p[0]));
 	watch_begin(&p[1], b, &gw2, "t.q", c2, 30000);
 	cr_assert_eq(watch_end(&p[1]), BRQ_ST_RESOURCE_EXHAUSTED);
@@ -380,11 +371,11 @@ Test(watch, a_listener_that_lost_its_connection_has_its_watches_resync)
 {
 	nng_socket s = conn_open(&gw);
 	char       c0[BRQ_CURSOR_MAX + 1];
-	cr_assert(wait_metric("brooq_cancel_listener_up", 1, 10000));
+	cr_assert(brq_gw_wait_metric(port, "brooq_cancel_listener_up", 1, 10000));
 	fresh_cursor(s, &gw, "t.l", c0);
 	pending p;
 	watch_begin(&p, s, &gw, "t.l", c0, 30000);
-	cr_assert(wait_metric("brooq_watches", 1, 5000));
+	cr_assert(brq_gw_wait_metric(port, "brooq_watches", 1, 5000));
 	/* Cancels announced while it reconnects are not heard: the watch must say so. */
 	cr_assert_eq(
 		brq_testdb_int(db,
@@ -396,7 +387,7 @@ Test(watch, a_listener_that_lost_its_connection_has_its_watches_resync)
 	char c1[BRQ_CURSOR_MAX + 1];
 	strcpy(c1, p.next);
 	pending_fini(&p);
-	cr_assert(wait_metric("brooq_cancel_listener_up", 1, 10000));
+	cr_assert(brq_gw_wait_metric(port, "brooq_cancel_listener_up", 1, 10000));
 	/* With the new connection's cursor, cancels are heard again. */
 	enqueue("t.l");
 	uint64_t id = claim("t.l");
@@ -414,11 +405,11 @@ Test(watch, a_stopping_gateway_answers_its_parked_watches)
 {
 	nng_socket s = conn_open(&gw);
 	char       c0[BRQ_CURSOR_MAX + 1];
-	cr_assert(wait_metric("brooq_cancel_listener_up", 1, 10000));
+	cr_assert(brq_gw_wait_metric(port, "brooq_cancel_listener_up", 1, 10000));
 	fresh_cursor(s, &gw, "t.s", c0);
 	pending p;
 	watch_begin(&p, s, &gw, "t.s", c0, 60000);
-	cr_assert(wait_metric("brooq_watches", 1, 5000));
+	cr_assert(brq_gw_wait_metric(port, "brooq_watches", 1, 5000));
 	int64_t t0 = now_us();
 	brq_gw_stop(&gw); /* asserts a clean exit */
 	gw.pid = 0;

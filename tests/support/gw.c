@@ -371,6 +371,17 @@ brq_gw_metric(uint16_t http_port, const char *sample)
 	return brq_http_sample(buf, sample);
 }
 
+bool
+brq_gw_wait_metric(uint16_t http_port, const char *sample, long long want, int timeout_ms)
+{
+	for (int waited = 0; brq_gw_metric(http_port, sample) != want; waited += 10) {
+		if (waited >= timeout_ms)
+			return false;
+		brq_t_sleep_ms(10);
+	}
+	return true;
+}
+
 int
 brq_gw_run_once(const char *const *env, const char *const *args, const char **out)
 {

@@ -94,6 +94,8 @@ nng_socket brq_gw_send_open(const brq_gw *gw, brq_request *req);
  * whole sample name with its labels, e.g. `x_total{topic="t"}`), or -1 when absent.
  * Fails the test when the port does not answer. */
 long long brq_gw_metric(uint16_t http_port, const char *sample);
+/* Polls brq_gw_metric until sample reads want: true, or false after timeout_ms. */
+bool brq_gw_wait_metric(uint16_t http_port, const char *sample, long long want, int timeout_ms);
 
 /* Shorthand token selection for brq_gw_call. */
 brq_str brq_gw_worker(const brq_gw *gw);
