@@ -80,7 +80,7 @@ explain(PGconn *db, const brq_db_stmt *s, const char *args)
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *line = PQgetvalue(r, i, 0);
 		fprintf(stderr, "    %s\n", line);
-		cr_assert_null(strstr(line, "Seq Scan on job"), "%s scans the table", s->name);
+		cr_assert_null(strstr(line, "Seq Scan on job "), "%s scans the table", s->name);
 		if (strncmp(line, "Execution Time: ", 16) == 0)
 			ms = atof(line + 16);
 	}

@@ -62,7 +62,7 @@ Test(migrate, up_applies_every_migration_and_records_goose_versions)
 				   " ORDER BY id) FROM goose_db_version");
 	cr_assert_str_eq(v,
 			 "0:true,1:true,2:true,3:true,4:true,5:true,6:true,7:true,8:true,9:true,10:true,11:"
-			 "true,13:true,14:true");
+			 "true,13:true,14:true,15:true");
 	free(v);
 }
 
@@ -73,7 +73,7 @@ Test(migrate, up_twice_is_a_no_op)
 	cr_assert_eq(brooqctl("up", &out), 0);
 	cr_assert_not_null(strstr(out, "no migrations to apply"), "%s", out);
 	free(out);
-	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 14);
+	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM goose_db_version"), 15);
 }
 
 Test(migrate, down_to_zero_then_up_round_trips)
@@ -136,6 +136,10 @@ Test(migrate, each_migration_applies_and_rolls_back_alone)
 		{14,
 		 "SELECT count(*) / 2 FROM pg_class WHERE relname IN ('job_history', "
 		 "'job_history_minute_idx')"},
+		/* 00015: the topics' spans of ids and their mark, together. */
+		{15,
+		 "SELECT count(*) / 2 FROM pg_class WHERE relname IN ('job_topic_span', "
+		 "'job_topic_span_mark')"},
 	};
 	enum { N = sizeof(owned) / sizeof(owned[0]) };
 	for (int i = 0; i < N; i++) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Janitor: the lease reaper and retention, on their own thread and connection (SPEC §4).
+// Janitor: the lease reaper, retention and the topics' spans of ids (migration 00015), on
+// their own thread and connection (SPEC §4).
 #include "janitor.h"
 
 #include <inttypes.h>
@@ -16,6 +17,13 @@
 
 // Rows per reaper statement; a pass repeats until a statement reaps fewer.
 #define REAP_BATCH 1000
+// The spans' pace: a new job is mapped two or three passes after its insert (a
+// candidate, its seal, then the mapping), and until then the list by topic walks the
+// primary key above the mark: ~0.5 s of enqueues at this pace.
+#define SPAN_INTERVAL_MS 200
+// Ids mapped per pass at most (~0.1 s of PostgreSQL's work): a big backlog of unmapped
+// ids, after a long stop, is caught up over several passes.
+#define SPAN_MAX_IDS 262144
 
 // Counts rows per topic into metric c; the topics are the store's (one per row).
 static void
@@ -114,6 +122,32 @@ brq_janitor_retain(brq_janitor *j)
 	return total;
 }
 
+int64_t
+brq_janitor_map_spans(brq_janitor *j)
+{
+	if (!brq_store_ready(&j->bg.conn))
+		return BRQ_EUNAVAIL;
+	int64_t mapped, cand;
+	int     rv = brq_store_span_map(&j->bg.conn, SPAN_MAX_IDS, &mapped, &cand);
+	if (rv != 0)
+		BRQ_LOG_WARN("janitor_statement_failed", "stmt=span_map error=%s",
+			     BRQ_LOG_Q(brq_store_errmsg(&j->bg.conn)));
+	brq_store_reset(&j->bg.conn);
+	return rv != 0 ? rv : mapped;
+}
+
+// Drops the spans retention left below the oldest job.
+static void
+prune_spans(brq_janitor *j)
+{
+	if (!brq_store_ready(&j->bg.conn))
+		return;
+	if (brq_store_span_prune(&j->bg.conn) != 0)
+		BRQ_LOG_WARN("janitor_statement_failed", "stmt=span_prune error=%s",
+			     BRQ_LOG_Q(brq_store_errmsg(&j->bg.conn)));
+	brq_store_reset(&j->bg.conn);
+}
+
 // The topic limits of the configuration, written once at start (retried every reaper
 // round until the database takes them): from then on an admin's topic_limits may
 // change them, until a gateway with this configuration starts again.
@@ -140,7 +174,7 @@ configure_limits(brq_janitor *j)
 	brq_store_reset(&j->bg.conn);
 }
 
-// One round (bgthread.h): the reaper and retention when they are due. Returns when
+// One round (bgthread.h): the reaper, retention and the spans when they are due. Returns when
 // the next of them is due.
 static uint64_t
 janitor_round(void *arg)
@@ -153,14 +187,22 @@ janitor_round(void *arg)
 		configure_limits(j);
 	if (reap)
 		(void) brq_janitor_reap(j);
-	if (retain)
+	if (retain) {
 		(void) brq_janitor_retain(j);
+		prune_spans(j);
+	}
+	bool spans = now >= j->next_span_ms;
+	if (spans)
+		(void) brq_janitor_map_spans(j);
 	now = brq_now_ms();
 	if (reap)
 		j->next_reap_ms = now + j->cfg->reaper_interval_ms;
 	if (retain)
 		j->next_retention_ms = now + j->cfg->retention_interval_ms;
-	return j->next_reap_ms < j->next_retention_ms ? j->next_reap_ms : j->next_retention_ms;
+	if (spans)
+		j->next_span_ms = now + SPAN_INTERVAL_MS;
+	uint64_t next = j->next_reap_ms < j->next_retention_ms ? j->next_reap_ms : j->next_retention_ms;
+	return next < j->next_span_ms ? next : j->next_span_ms;
 }
 
 int
@@ -170,6 +212,7 @@ brq_janitor_start(brq_janitor *j, const brq_config *cfg, const brq_store *st)
 	j->cfg               = cfg;
 	j->next_reap_ms      = brq_now_ms();
 	j->next_retention_ms = brq_now_ms();
+	j->next_span_ms      = brq_now_ms();
 	int rv               = brq_bgthread_init(&j->bg, st,
 						 &(brq_store_conn_opts) {.name = "janitor", .role = BRQ_STORE_JANITOR});
 	return rv != 0 ? rv

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Janitor: the lease reaper and retention, on their own thread and connection (SPEC §4).
+// Janitor: the lease reaper, retention and the topics' spans of ids (migration 00015), on
+// their own thread and connection (SPEC §4).
 #ifndef BRQ_GATEWAY_JANITOR_H
 #define BRQ_GATEWAY_JANITOR_H
 
@@ -15,6 +16,7 @@ typedef struct brq_janitor {
 	brq_bgthread      bg;                // the thread; next_* are its round's (set before it starts)
 	uint64_t          next_reap_ms;      // monotonic
 	uint64_t          next_retention_ms; // monotonic
+	uint64_t          next_span_ms;      // monotonic
 	bool              limits_configured; // the configured topic limits are written
 } brq_janitor;
 
@@ -31,5 +33,8 @@ int64_t brq_janitor_reap(brq_janitor *j);
 // One retention tick (up to retention_max_batches batches): rows deleted (>= 0), or
 // a BRQ_E* code when nothing could be deleted.
 int64_t brq_janitor_retain(brq_janitor *j);
+// One pass over the topics' spans: the mark after it (>= 0), -1 when the pass had
+// nothing to do or another gateway's pass held it, or a BRQ_E* code.
+int64_t brq_janitor_map_spans(brq_janitor *j);
 
 #endif

@@ -278,6 +278,14 @@ BRQ_MUSTCHECK int brq_store_reap(brq_store_conn *c, uint32_t batch, brq_store_re
 BRQ_MUSTCHECK int brq_store_retention(brq_store_conn *c, uint64_t ttl_ms, uint32_t batch, brq_str **topics,
 				      uint32_t *n);
 
+// span map (migration 00015): one pass of the topics' spans of ids, mapping at most
+// max_ids ids. *mapped: the mark after it (every job with id <= mapped has its span);
+// *cand: the id it moves to next; -1 when none, or (both) when the pass had nothing to
+// do or another gateway's pass held the mark.
+BRQ_MUSTCHECK int brq_store_span_map(brq_store_conn *c, uint64_t max_ids, int64_t *mapped, int64_t *cand);
+// span prune: drops the spans below the oldest job.
+BRQ_MUSTCHECK int brq_store_span_prune(brq_store_conn *c);
+
 // One (topic, state) count of the monitor.
 typedef struct brq_store_depth_row {
 	brq_str   topic;

@@ -78,6 +78,8 @@ static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_HISTORY_READ]          = "brq_history_read",
 	[BRQ_STMT_WORKERS]               = "brq_workers",
 	[BRQ_STMT_WORKER_JOBS]           = "brq_worker_jobs",
+	[BRQ_STMT_SPAN_MAP]              = "brq_span_map",
+	[BRQ_STMT_SPAN_PRUNE]            = "brq_span_prune",
 };
 
 static const int nparams[BRQ_STMT__COUNT] = {
@@ -103,7 +105,8 @@ static const int nparams[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_TABLE_STATS] = 0,    [BRQ_STMT_HISTORY_ADD] = 5,
 	[BRQ_STMT_HISTORY_DEPTH] = 1,  [BRQ_STMT_HISTORY_PRUNE] = 1,
 	[BRQ_STMT_HISTORY_READ] = 3,   [BRQ_STMT_WORKERS] = 1,
-	[BRQ_STMT_WORKER_JOBS] = 2,
+	[BRQ_STMT_WORKER_JOBS] = 2,    [BRQ_STMT_SPAN_MAP] = 1,
+	[BRQ_STMT_SPAN_PRUNE] = 0,
 };
 
 // LEASE_GUARD: how heartbeat, settle and unclaim find their rows. Each joins the
@@ -727,6 +730,8 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_RETRY_ONE:
 	case BRQ_STMT_RETRY_BULK:
 	case BRQ_STMT_DELETE: brq_store_sql_retry_delete(f, st); break;
+	case BRQ_STMT_SPAN_MAP:
+	case BRQ_STMT_SPAN_PRUNE: brq_store_sql_span(f, st); break;
 	case BRQ_STMT_SCHED_DUE:
 	case BRQ_STMT_SCHED_TZ:
 	case BRQ_STMT_SCHED_ZONE_NOW:

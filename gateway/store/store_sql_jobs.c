@@ -38,51 +38,109 @@ static const char *const delete_cols[]  = {DELETE_COLS(BRQ_COL_EXPR)};
 // filters stay, so the range only narrows the walk (a day four weeks back: the pkey
 // walked through ~1,000 ids instead of 900,000 at 1M rows). No bound without a time.
 #define LIST_SLACK "interval '1 minute'"
-#define LIST_ID_RANGE                                                                                  \
-	" AND id >= COALESCE(" LIST_ID_AT(                                                             \
-		"(to_timestamp($3::int8 / 1000.0) - " LIST_SLACK                                       \
-		")") ", 0)"                                                                            \
-		     " AND id < COALESCE(" LIST_ID_AT("(to_timestamp($4::int8 / 1000.0) + " LIST_SLACK \
-						      ")") ", 9223372036854775807)"
-#define LIST_FILTERS " AND id <= $6::int8" LIST_ID_RANGE LIST_FILTERS_REST
+#define LIST_ID_LO "COALESCE(" LIST_ID_AT("(to_timestamp($3::int8 / 1000.0) - " LIST_SLACK ")") ", 0)"
+#define LIST_ID_HI                                                                        \
+	"COALESCE(" LIST_ID_AT("(to_timestamp($4::int8 / 1000.0) + " LIST_SLACK ")") ", " \
+										     "9223372036854775807)"
+#define LIST_ID_RANGE " AND id >= " LIST_ID_LO " AND id < " LIST_ID_HI
+#define LIST_FILTERS  " AND id <= $6::int8" LIST_ID_RANGE LIST_FILTERS_REST
 // For the active rows: `id + 0` keeps the cursor from becoming a condition on the
 // primary key, which the planner would then walk (through the whole history) instead
 // of the small partial index of the backlog.
 #define LIST_FILTERS_ACTIVE " AND id + 0 <= $6::int8" LIST_FILTERS_REST
 
-// Done rows, newest first, at most $7: job_pkey walked backwards from the cursor,
-// keeping the topic's done rows. No index holds done rows by topic (migration 00009:
-// every job settles done, and one more index entry per job cost the drain 10 %);
-// done is the bulk of the history, so a page is usually found near the top. The cost
-// follows how far back the page's rows lie (docs/operations.md, "What the list
-// reads"). Gated on 'done' being asked, like list_active's branches. `state || ''`:
-// an expression, so no partial index proves it matches; as `state = 'done'` a plan
-// made on a small table took job_retention_idx (every terminal row, then a sort).
+// Done rows of any topic, newest first, at most $7: job_pkey walked backwards from the
+// cursor, keeping the done rows. No index holds done rows (migration 00009: every job
+// settles done, and one more index entry per job cost the drain 10 %); done is the
+// bulk of the history, so a page is usually found near the top. The cost follows how
+// far back the page's rows lie (docs/operations.md, "What the list reads"). Gated on
+// 'done' being asked, like list_active's branches. `state || ''`: an expression, so no
+// partial index proves it matches; as `state = 'done'` a plan made on a small table
+// took job_retention_idx (every terminal row, then a sort).
 static void
-list_done(FILE *f, const char *topic_cond)
+list_done_any(FILE *f)
 {
-	fprintf(f,
-		" UNION ALL (SELECT * FROM job WHERE %s AND state || '' = 'done'"
-		"  AND 'done' = ANY($2::text[])" LIST_FILTERS " ORDER BY id DESC LIMIT $7)",
-		topic_cond);
+	fputs(" UNION ALL (SELECT * FROM job WHERE $1::text IS NULL AND state || '' = 'done'"
+	      "  AND 'done' = ANY($2::text[])" LIST_FILTERS " ORDER BY id DESC LIMIT $7)",
+	      f);
 }
 
-// Active rows of the asked states, newest first, at most $7: the ready ones through
+// A topic's active rows of the asked states up to the id `top` (an expression:
+// list_topic's fallback bound), newest first, at most $7: the ready ones through
 // job_claim_priority_idx, the held ones through job_running_idx (partial indexes: the
 // cost follows the backlog, not the history; the sort is over the backlog). Each
 // branch is gated on the asked states by a condition on $2 alone, which PostgreSQL
 // evaluates once (a "One-Time Filter"): a list of dead jobs never reads the backlog.
-// topic_cond: "topic = $1" or "($1::text IS NULL)".
 static void
-list_active(FILE *f, const char *topic_cond)
+list_active(FILE *f, const char *top)
 {
 	fprintf(f,
-		" UNION ALL (SELECT * FROM job WHERE %s AND state IN ('pending', 'failed')"
-		"  AND $2::text[] && '{pending,failed}'::text[]"
+		" UNION ALL (SELECT * FROM job WHERE topic = $1::text AND state IN ('pending', 'failed')"
+		"  AND $2::text[] && '{pending,failed}'::text[] AND id + 0 <= %s"
 		"  AND state = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)"
-		" UNION ALL (SELECT * FROM job WHERE %s AND state = 'processing'"
-		"  AND 'processing' = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)",
-		topic_cond, topic_cond);
+		" UNION ALL (SELECT * FROM job WHERE topic = $1::text AND state = 'processing'"
+		"  AND 'processing' = ANY($2::text[]) AND id + 0 <= %s" LIST_FILTERS_ACTIVE
+		"  ORDER BY id + 0 DESC LIMIT $7)",
+		top, top);
+}
+
+// The spans a topic's list walks before it falls back (list_topic): enough for a page
+// of the sparsest topic (one job per span; pages are at most 200 + 1 rows, the
+// console's 50 + 1), ~1,024 ids read per span.
+#define SPAN_WALK "64"
+// A span's ids: bucket b holds the ids b << 10 .. (b << 10) + 1023 (migration 00015).
+#define SPAN_SHIFT "10"
+
+// A topic's rows, newest first, at most $7. The topic's spans (job_topic_span: the ranges
+// of 1,024 ids that hold its jobs, mapped by the janitor up to mk.mapped) are read
+// newest first, each a bounded range of job_pkey, after the ids above the mark (the
+// janitor's lag, walked by the primary key): w, every asked state, stopping at a page.
+// A topic's jobs of every state lie in its spans, so a page costs about a page of the
+// topic's jobs (a sparse topic: a span per job) -- not the history after them. Only
+// when SPAN_WALK spans held less than a page of the asked states (a rare state of a
+// busy topic) is the rest read below the walked spans (fb.top): dead and canceled rows
+// through job_list_dead_idx, done rows through the remaining spans, active rows through
+// their partial indexes. A list of only dead or canceled rows skips the walk (fb.top
+// is the cursor). Exact either way: w holds every asked row of the ids it read.
+static void
+list_topic(FILE *f)
+{
+	fputs(" FROM (WITH mk AS (SELECT mapped FROM job_topic_span_mark),"
+	      " sp AS MATERIALIZED (SELECT bucket FROM job_topic_span WHERE topic = $1::text"
+	      "  AND bucket <= LEAST($6::int8, (SELECT mapped FROM mk), " LIST_ID_HI ") >> " SPAN_SHIFT
+	      "  AND bucket >= " LIST_ID_LO " >> " SPAN_SHIFT
+	      "  AND $2::text[] && '{pending,failed,processing,done}'::text[]"
+	      "  ORDER BY bucket DESC LIMIT " SPAN_WALK " + 1),"
+	      " w AS MATERIALIZED ((SELECT * FROM job WHERE topic = $1::text AND state || '' = "
+	      "ANY($2::text[])"
+	      "  AND $2::text[] && '{pending,failed,processing,done}'::text[]"
+	      "  AND id > (SELECT mapped FROM mk)" LIST_FILTERS " ORDER BY id DESC LIMIT $7)"
+	      " UNION ALL (SELECT l.* FROM (SELECT bucket FROM sp ORDER BY bucket DESC LIMIT " SPAN_WALK
+	      ") b CROSS JOIN LATERAL (SELECT * FROM job WHERE topic = $1::text"
+	      "  AND state || '' = ANY($2::text[]) AND id >= b.bucket << " SPAN_SHIFT
+	      "  AND id < (b.bucket + 1) << " SPAN_SHIFT " AND id <= (SELECT mapped FROM mk)" LIST_FILTERS
+	      "  ORDER BY id DESC LIMIT $7) l LIMIT $7)),"
+	      // The fallback's bound: NULL when w is the answer.
+	      " fb AS (SELECT CASE WHEN NOT $2::text[] && '{pending,failed,processing,done}'::text[]"
+	      "  THEN $6::int8 WHEN (SELECT count(*) FROM w) >= $7"
+	      "  OR (SELECT count(*) FROM sp) <= " SPAN_WALK " THEN NULL"
+	      "  ELSE ((SELECT min(bucket) FROM (SELECT bucket FROM sp ORDER BY bucket DESC LIMIT " SPAN_WALK
+	      ") s) << " SPAN_SHIFT ") - 1 END AS top)"
+	      " (SELECT * FROM w)"
+	      " UNION ALL (SELECT l.* FROM unnest($2::text[]) AS s(state) CROSS JOIN LATERAL ("
+	      "  SELECT * FROM job WHERE topic = $1::text AND state = s.state AND state IN ('dead', "
+	      "'canceled')"
+	      "  AND id <= (SELECT top FROM fb)" LIST_FILTERS " ORDER BY id DESC LIMIT $7) l)"
+	      " UNION ALL (SELECT l.* FROM (SELECT bucket FROM job_topic_span WHERE topic = $1::text"
+	      "  AND bucket <= (SELECT top FROM fb) >> " SPAN_SHIFT " AND bucket >= " LIST_ID_LO
+	      " >> " SPAN_SHIFT "  AND 'done' = ANY($2::text[])"
+	      "  ORDER BY bucket DESC) b CROSS JOIN LATERAL (SELECT * FROM job WHERE topic = $1::text"
+	      "  AND state || '' = 'done' AND id >= b.bucket << " SPAN_SHIFT
+	      " AND id < (b.bucket + 1) << " SPAN_SHIFT "  AND id <= (SELECT top FROM fb)" LIST_FILTERS
+	      " ORDER BY id DESC LIMIT $7) l LIMIT $7)",
+	      f);
+	list_active(f, "(SELECT top FROM fb)");
+	fputs(") x", f);
 }
 
 // The ids the newest-first read of a backlog of any topic walks first (list_active_any).
@@ -148,18 +206,7 @@ brq_store_sql_list(FILE *f, brq_stmt st)
 		      "  WHERE t.topic IS NOT NULL)) x",
 		      f);
 		break;
-	case BRQ_STMT_LIST_TOPIC:
-		// Dead and canceled rows: job_list_dead_idx (topic, state, id) walked
-		// backwards once per asked state, at most $7 rows each; then done and the
-		// active rows.
-		fputs(" FROM ((SELECT l.* FROM unnest($2::text[]) AS s(state) CROSS JOIN LATERAL ("
-		      "  SELECT * FROM job WHERE topic = $1::text AND state = s.state"
-		      "  AND state IN ('dead', 'canceled')" LIST_FILTERS " ORDER BY id DESC LIMIT $7) l)",
-		      f);
-		list_done(f, "topic = $1::text");
-		list_active(f, "topic = $1::text");
-		fputs(") x", f);
-		break;
+	case BRQ_STMT_LIST_TOPIC: list_topic(f); break;
 	default: // BRQ_STMT_LIST_STATE
 		// Dead and canceled rows of any topic: the topics that have some, found by
 		// skipping through job_list_dead_idx (one probe per topic), then per topic
@@ -175,7 +222,7 @@ brq_store_sql_list(FILE *f, brq_stmt st)
 		      "  AND state IN ('dead', 'canceled')" LIST_FILTERS " ORDER BY id DESC LIMIT $7) l"
 		      "  WHERE t.topic IS NOT NULL AND $1::text IS NULL)",
 		      f);
-		list_done(f, "$1::text IS NULL");
+		list_done_any(f);
 		list_active_any(f,
 				"state IN ('pending', 'failed') AND $2::text[] && '{pending,failed}'::text[]"
 				" AND state = ANY($2::text[])");
@@ -223,6 +270,51 @@ static const brq_sql_text retry_delete[BRQ_STMT__COUNT] = {
 			     " UNION ALL SELECT false, state, topic FROM job"
 			     " WHERE id = $1::int8 AND NOT EXISTS (SELECT 1 FROM d)) x"},
 };
+
+// The janitor's pass over the topics' spans (migration 00015 says why the mark moves as
+// it does). $1: most ids mapped in one pass. SKIP LOCKED: with several gateways, one
+// pass at a time; another's is skipped, not queued. A pass does one step: maps the ids
+// up to the candidate once the seal's transactions have all ended (at most $1 of them;
+// the rest next pass), takes the seal once the candidate is >= 100 ms old, or reads a new
+// candidate (the sequence's last value drawn) when the last is mapped. No step, no
+// write: an idle queue costs one read a pass.
+static const char span_map[] =
+	"WITH m AS (SELECT mapped, cand, cand_at, seal FROM job_topic_span_mark FOR UPDATE SKIP LOCKED),"
+	" go AS (SELECT mapped AS lo, LEAST(cand, mapped + $1::int8) AS hi FROM m WHERE seal IS NOT NULL"
+	"  AND pg_snapshot_xmin(pg_current_snapshot()) >= pg_snapshot_xmax(seal)),"
+	" ins AS (INSERT INTO job_topic_span (topic, bucket) SELECT DISTINCT j.topic, j.id >> " SPAN_SHIFT
+	"  FROM go CROSS JOIN LATERAL (SELECT topic, id FROM job WHERE id > go.lo AND id <= go.hi) j"
+	"  ON CONFLICT DO NOTHING),"
+	" n AS (SELECT coalesce(go.hi, m.mapped) AS mapped,"
+	"  CASE WHEN go.hi IS NULL OR go.hi < m.cand THEN m.cand END AS cand, m.cand_at, m.seal"
+	"  FROM m LEFT JOIN go ON true),"
+	" s AS MATERIALIZED (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END AS v FROM "
+	"job_id_seq)"
+	" UPDATE job_topic_span_mark t SET mapped = n.mapped,"
+	"  cand = CASE WHEN n.cand IS NOT NULL THEN n.cand WHEN s.v > n.mapped THEN s.v END,"
+	"  cand_at = CASE WHEN n.cand IS NOT NULL THEN n.cand_at WHEN s.v > n.mapped THEN now() END,"
+	"  seal = CASE WHEN n.cand IS NULL THEN NULL WHEN n.seal IS NOT NULL THEN n.seal"
+	"  WHEN now() - n.cand_at >= interval '100 milliseconds' THEN pg_current_snapshot() END"
+	" FROM n, s WHERE EXISTS (SELECT 1 FROM go) OR (n.cand IS NULL AND s.v > n.mapped)"
+	"  OR (n.cand IS NOT NULL AND n.seal IS NULL AND now() - n.cand_at >= interval '100 milliseconds')"
+	" RETURNING ";
+
+// Spans below the oldest job (retention deletes the oldest first): a whole read of the
+// span table (~100 bytes a span, a span per topic per 1,024 ids), at retention's pace.
+static const char span_prune[] =
+	"DELETE FROM job_topic_span WHERE bucket < (SELECT min(id) FROM job) >> " SPAN_SHIFT;
+
+void
+brq_store_sql_span(FILE *f, brq_stmt st)
+{
+	if (st == BRQ_STMT_SPAN_PRUNE) {
+		fputs(span_prune, f);
+		return;
+	}
+	static const char *const cols[] = {SPAN_COLS(BRQ_COL_EXPR)};
+	fputs(span_map, f);
+	brq_store_sql_cols(f, BRQ_COLS(cols));
+}
 
 void
 brq_store_sql_retry_delete(FILE *f, brq_stmt st)

@@ -57,6 +57,8 @@ typedef enum brq_stmt {
 	BRQ_STMT_HISTORY_READ,  //
 	BRQ_STMT_WORKERS,       // the console's workers: leases held, by holder
 	BRQ_STMT_WORKER_JOBS,   // ... and one holder's jobs
+	BRQ_STMT_SPAN_MAP,      // the topics' spans of ids (migration 00015): one janitor pass
+	BRQ_STMT_SPAN_PRUNE,    // ... and the spans below the oldest job dropped
 	BRQ_STMT__COUNT
 } brq_stmt;
 
@@ -321,6 +323,13 @@ enum hist_col { HIST_COLS(BRQ_COL_ENUM) HIST__N };
 	X(WORKER_TOPICS, "array_to_string(w.topics[1:8], ' ')")                \
 	X(WORKER_N_TOPICS, "cardinality(w.topics)")
 enum worker_col { WORKER_COLS(BRQ_COL_ENUM) WORKER__N };
+
+// span map: the mark after the pass (every job with id <= mapped has its span) and
+// the candidate it moves to next (NULL: none).
+#define SPAN_COLS(X)               \
+	X(SPAN_MAPPED, "t.mapped") \
+	X(SPAN_CAND, "t.cand")
+enum span_col { SPAN_COLS(BRQ_COL_ENUM) SPAN__N };
 
 // The expressions of a column list, for an array: {JOB_COLS(BRQ_COL_EXPR)}.
 #define BRQ_COL_EXPR(name, expr) expr,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The janitor's statements (background/janitor.c): expired leases back to pending (the
 // reaper, which quarantines crash loops: SPEC invariant 18) and terminal rows past their retention deleted,
-// each in bounded batches that name the topics they touched.
+// each in bounded batches that name the topics they touched; and the topics' spans of ids
+// the list by topic reads (migration 00015).
 #include "store_int.h"
 
 #include <stdio.h>
@@ -39,4 +40,28 @@ brq_store_retention(brq_store_conn *c, uint64_t ttl_ms, uint32_t batch, brq_str 
 	snprintf(lim, sizeof(lim), "%u", batch);
 	int rv = brq_store_run(c, BRQ_STMT_RETENTION, v, NULL, NULL, TOPIC__N, &r);
 	return rv != 0 ? rv : brq_store_topics_column(c, r, topics, n);
+}
+
+int
+brq_store_span_map(brq_store_conn *c, uint64_t max_ids, int64_t *mapped, int64_t *cand)
+{
+	char        lim[24];
+	const char *v[1] = {lim};
+	PGresult   *r;
+	snprintf(lim, sizeof(lim), "%llu", (unsigned long long) max_ids);
+	int rv = brq_store_run(c, BRQ_STMT_SPAN_MAP, v, NULL, NULL, SPAN__N, &r);
+	if (rv != 0)
+		return rv;
+	// No row: nothing to do, or another gateway's pass held the mark (SKIP LOCKED).
+	bool row = PQntuples(r) == 1;
+	*mapped  = row ? brq_store_int(r, 0, SPAN_MAPPED) : -1;
+	*cand    = row && !brq_store_is_null(r, 0, SPAN_CAND) ? brq_store_int(r, 0, SPAN_CAND) : -1;
+	return 0;
+}
+
+int
+brq_store_span_prune(brq_store_conn *c)
+{
+	PGresult *r;
+	return brq_store_run(c, BRQ_STMT_SPAN_PRUNE, NULL, NULL, NULL, 0, &r);
 }

@@ -133,8 +133,14 @@ test('a run can be stopped between batches, and the rest done later', async () =
   await page.waitForSelector('#bulk-question', { visible: true });
   assert.match(await textOf('#bulk-question'), /1000 jobs match now/);
   await page.click('#bulk-go');
-  await page.waitForSelector('#bulk-stop', { visible: true });
-  await page.click('#bulk-stop');
+  // Clicked in the page the moment it shows (a mutation observer): a click from here
+  // could come after a fast run had finished and hidden the button.
+  await page.waitForFunction(() => {
+    const b = document.querySelector('#bulk-stop');
+    if (!b || b.offsetParent === null) return false;
+    b.click();
+    return true;
+  }, { polling: 'mutation' });
   const said = await ended();
   assert.match(said, /Stopped\.$/);
   const handled = Number(/: (\d+) of 1000 handled/.exec(said)[1]);
