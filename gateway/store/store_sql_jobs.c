@@ -70,18 +70,20 @@ list_done_any(FILE *f)
 // job_claim_priority_idx, the held ones through job_running_idx (partial indexes: the
 // cost follows the backlog, not the history; the sort is over the backlog). Each
 // branch is gated on the asked states by a condition on $2 alone, which PostgreSQL
-// evaluates once (a "One-Time Filter"): a list of dead jobs never reads the backlog.
+// evaluates once (a "One-Time Filter"): a list of dead jobs never reads the backlog;
+// so is `top IS NOT NULL` (a bound on id + 0 is only a filter: without the gate a
+// backlog would be read whole to keep nothing).
 static void
 list_active(FILE *f, const char *top)
 {
 	fprintf(f,
 		" UNION ALL (SELECT * FROM job WHERE topic = $1::text AND state IN ('pending', 'failed')"
-		"  AND $2::text[] && '{pending,failed}'::text[] AND id + 0 <= %s"
+		"  AND $2::text[] && '{pending,failed}'::text[] AND %s IS NOT NULL AND id + 0 <= %s"
 		"  AND state = ANY($2::text[])" LIST_FILTERS_ACTIVE " ORDER BY id + 0 DESC LIMIT $7)"
 		" UNION ALL (SELECT * FROM job WHERE topic = $1::text AND state = 'processing'"
-		"  AND 'processing' = ANY($2::text[]) AND id + 0 <= %s" LIST_FILTERS_ACTIVE
+		"  AND 'processing' = ANY($2::text[]) AND %s IS NOT NULL AND id + 0 <= %s" LIST_FILTERS_ACTIVE
 		"  ORDER BY id + 0 DESC LIMIT $7)",
-		top, top);
+		top, top, top, top);
 }
 
 // The spans a topic's list walks before it falls back (list_topic): enough for a page

@@ -4,12 +4,16 @@
 # cost that does not move with the machine's load (docs/benchmarks.md, issue 15).
 #
 #   tests/bench/instructions.sh [--bin-dir DIR] [--migrations DIR] [--jobs N] [--enqueue] [--keys]
+#                               [--spans]
 #
 # --enqueue counts the whole life of a job instead: its insert (100 rows a transaction),
 # the drain, and the VACUUM that then removes the dead row versions and index entries
 # (what autovacuum does in service) -- what an index written at enqueue or at the
 # final settle costs (SPEC invariant 17, issue 28). --keys gives every job an
-# idempotency key (as producers that deduplicate do).
+# idempotency key (as producers that deduplicate do). --spans (with --enqueue) adds the
+# janitor's mapping of the jobs to their topics' spans of ids (migration 00015: the insert
+# of BRQ_STMT_SPAN_MAP over the new ids, at most 262,144 a pass, as the janitor runs it
+# after the inserts), so that the difference with and without is the spans' cost per job.
 #
 # A private cluster gets the schema (brooqctl migrate up) and the exact claim and settle
 # statements the gateway prepares (taken from the server log of one short raw drain of
@@ -20,7 +24,7 @@
 # (deploy/deps.sh installs both); takes about a minute.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin_dir='' migrations="$root/migrations" jobs=20000 enqueue=0 keys=0
+bin_dir='' migrations="$root/migrations" jobs=20000 enqueue=0 keys=0 spans=0
 while [ $# -gt 0 ]; do
   case $1 in
     --bin-dir) bin_dir=$2; shift ;;
@@ -28,7 +32,8 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift ;;
     --enqueue) enqueue=1 ;;
     --keys) keys=1 ;;
-    *) echo "usage: $0 [--bin-dir DIR] [--migrations DIR] [--jobs N] [--enqueue] [--keys]" >&2; exit 2 ;;
+    --spans) spans=1 ;;
+    *) echo "usage: $0 [--bin-dir DIR] [--migrations DIR] [--jobs N] [--enqueue] [--keys] [--spans]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -129,8 +134,17 @@ brq_pg_stop "$work" fast >/dev/null
 
 if [ "$enqueue" -eq 1 ]; then
   # Measured: enqueue, drain, vacuum. The base: the same session on the empty table.
-  printf 'TRUNCATE job;\nVACUUM ANALYZE job;\nCHECKPOINT;\n' >"$work/setup.sql"
-  { cat "$work/setup.sql"; echo "CALL instr_enqueue($jobs);"; echo "ANALYZE job;"; echo "CALL instr_drain(500);"
+  printf 'TRUNCATE job;\nSELECT setval('"'"'job_id_seq'"'"', 1, false);\nVACUUM ANALYZE job;\nCHECKPOINT;\n' >"$work/setup.sql"
+  span_map=''
+  if [ "$spans" -eq 1 ]; then
+    for ((lo = 0; lo < jobs; lo += 262144)); do
+      span_map+="INSERT INTO job_topic_span (topic, bucket) SELECT DISTINCT j.topic, j.id >> 10 FROM"
+      span_map+=" (SELECT topic, id FROM job WHERE id > $lo AND id <= $((lo + 262144))) j ON CONFLICT DO NOTHING;"$'\n'
+    done
+    printf 'TRUNCATE job_topic_span;\n' >>"$work/setup.sql"
+  fi
+  { cat "$work/setup.sql"; echo "CALL instr_enqueue($jobs);"; echo "ANALYZE job;"; printf '%s' "$span_map"
+    echo "CALL instr_drain(500);"
     echo "VACUUM job;"; echo "SELECT count(*) = $jobs AS all_done FROM job WHERE state = 'done';"; } >"$work/run.sql"
   what="enqueued, drained and vacuumed job"
 else
