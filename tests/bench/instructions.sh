@@ -4,7 +4,7 @@
 # cost that does not move with the machine's load (docs/benchmarks.md, issue 15).
 #
 #   tests/bench/instructions.sh [--bin-dir DIR] [--migrations DIR] [--jobs N] [--enqueue] [--keys]
-#                               [--spans]
+#                               [--spans [--span-topics N]]
 #
 # --enqueue counts the whole life of a job instead: its insert (100 rows a transaction),
 # the drain, and the VACUUM that then removes the dead row versions and index entries
@@ -14,6 +14,8 @@
 # janitor's mapping of the jobs to their topics' spans of ids (migration 00015: the insert
 # of BRQ_STMT_SPAN_MAP over the new ids, at most 262,144 a pass, as the janitor runs it
 # after the inserts), so that the difference with and without is the spans' cost per job.
+# --span-topics N maps the jobs as if they belonged to N topics taking turns (topic || id
+# % N): every topic in every range, the most spans the same jobs can make.
 #
 # A private cluster gets the schema (brooqctl migrate up) and the exact claim and settle
 # statements the gateway prepares (taken from the server log of one short raw drain of
@@ -24,7 +26,7 @@
 # (deploy/deps.sh installs both); takes about a minute.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin_dir='' migrations="$root/migrations" jobs=20000 enqueue=0 keys=0 spans=0
+bin_dir='' migrations="$root/migrations" jobs=20000 enqueue=0 keys=0 spans=0 span_topics=1
 while [ $# -gt 0 ]; do
   case $1 in
     --bin-dir) bin_dir=$2; shift ;;
@@ -33,7 +35,8 @@ while [ $# -gt 0 ]; do
     --enqueue) enqueue=1 ;;
     --keys) keys=1 ;;
     --spans) spans=1 ;;
-    *) echo "usage: $0 [--bin-dir DIR] [--migrations DIR] [--jobs N] [--enqueue] [--keys] [--spans]" >&2; exit 2 ;;
+    --span-topics) span_topics=$2; shift ;;
+    *) echo "usage: $0 [--bin-dir DIR] [--migrations DIR] [--jobs N] [--enqueue] [--keys] [--spans [--span-topics N]]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -138,8 +141,12 @@ if [ "$enqueue" -eq 1 ]; then
   span_map=''
   if [ "$spans" -eq 1 ]; then
     for ((lo = 0; lo < jobs; lo += 262144)); do
-      span_map+="INSERT INTO job_topic_span (topic, bucket) SELECT DISTINCT j.topic, j.id >> 10 FROM"
-      span_map+=" (SELECT topic, id FROM job WHERE id > $lo AND id <= $((lo + 262144))) j ON CONFLICT DO NOTHING;"$'\n'
+      topic_expr=j.topic
+      [ "$span_topics" -gt 1 ] && topic_expr="j.topic || (j.id % $span_topics)"
+      span_map+="INSERT INTO job_topic_span (topic, bucket) SELECT d.t, d.b FROM (SELECT DISTINCT $topic_expr AS t,"
+      span_map+=" j.id >> 10 AS b FROM (SELECT topic, id FROM job WHERE id > $lo AND id <= $((lo + 262144))) j) d"
+      span_map+=" WHERE d.b > $lo >> 10 OR NOT EXISTS (SELECT 1 FROM job_topic_span s WHERE s.topic = d.t"
+      span_map+=" AND s.bucket = d.b);"$'\n'
     done
     printf 'TRUNCATE job_topic_span;\n' >>"$work/setup.sql"
   fi
