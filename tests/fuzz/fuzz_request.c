@@ -277,7 +277,9 @@ check_request(const brq_request *req, const brq_limits *lim)
 		FUZZ_CHECK(req->list.limit >= 1 && req->list.limit <= BRQ_LIST_MAX);
 		FUZZ_CHECK(req->list.topic.len == 0 ||
 			   brq_topic_valid(req->list.topic.ptr, req->list.topic.len));
-		FUZZ_CHECK(req->list.key.len == 0 || req->list.topic.len > 0);
+		/* A key needs no topic (issue 28.8): it is valid text of at most BRQ_KEY_MAX. */
+		FUZZ_CHECK(req->list.key.len <= BRQ_KEY_MAX &&
+			   brq_utf8_valid(req->list.key.ptr, req->list.key.len, true));
 		FUZZ_CHECK((req->list.cursor.len == 0) == (req->list.before_id == 0));
 		FUZZ_CHECK(req->list.before_id <= BRQ_ID_MAX);
 		FUZZ_CHECK(!req->list.has_created_after_ms || !req->list.has_created_before_ms ||
