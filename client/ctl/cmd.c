@@ -488,13 +488,16 @@ static const brooq_state state_order[] = {BROOQ_PENDING, BROOQ_PROCESSING, BROOQ
 /* The stats reply's JSON form (docs/protocol.md §7.9, §11): every key of each topic, the
  * policy keys too (false and null for a topic without a policy). */
 static void
-print_stats_json(brooq_topic_stats *const *s, size_t n, uint64_t terminal_age_ms)
+print_stats_json(brooq_topic_stats *const *s, size_t n, const brooq_stats_meta *m)
 {
 	fputs("{", stdout);
-	if (terminal_age_ms != BROOQ_AGE_UNKNOWN)
-		printf("\"terminal_age_ms\":%" PRIu64, terminal_age_ms);
+	if (m->terminal_age_ms != BROOQ_AGE_UNKNOWN)
+		printf("\"terminal_age_ms\":%" PRIu64, m->terminal_age_ms);
 	else
 		fputs("\"terminal_age_ms\":null", stdout);
+	// As the reply's JSON form: present only when true.
+	if (m->terminal_estimated)
+		fputs(",\"terminal_estimated\":true", stdout);
 	fputs(",\"topics\":[", stdout);
 	for (size_t i = 0; i < n; i++) {
 		fputs(i > 0 ? ",{\"topic\":" : "{\"topic\":", stdout);
@@ -511,8 +514,10 @@ print_stats_json(brooq_topic_stats *const *s, size_t n, uint64_t terminal_age_ms
 	fputs("]}\n", stdout);
 }
 
+// estimated: the terminal counts are an estimate (brooq_stats_meta): each is marked "~",
+// and a line under the table says so.
 static void
-print_stats_table(brooq_topic_stats *const *s, size_t n)
+print_stats_table(brooq_topic_stats *const *s, size_t n, bool estimated)
 {
 	int w = 5;
 	for (size_t i = 0; i < n; i++) {
@@ -530,13 +535,19 @@ print_stats_table(brooq_topic_stats *const *s, size_t n)
 		brq_ctl_human_ms(s[i]->oldest_ready_age_ms, age, sizeof(age));
 		brq_ctl_print_safe(stdout, s[i]->topic);
 		printf("%*s", w - (int) strlen(s[i]->topic), "");
-		for (size_t k = 0; k < N_STATES; k++)
-			printf(" %10" PRIu64, s[i]->count[state_order[k]]);
+		for (size_t k = 0; k < N_STATES; k++) {
+			brooq_state st = state_order[k];
+			bool        mark =
+				estimated && (st == BROOQ_DONE || st == BROOQ_DEAD || st == BROOQ_CANCELED);
+			printf(mark ? " ~%9" PRIu64 : " %10" PRIu64, s[i]->count[st]);
+		}
 		printf("  %s", s[i]->oldest_ready_age_ms > 0 ? age : "-");
 		if (s[i]->paused)
 			printf("  (paused)");
 		fputc('\n', stdout);
 	}
+	if (estimated)
+		printf("~ estimated from a sample of the table (it outgrew the monitor's counting budget)\n");
 }
 
 int
@@ -550,15 +561,15 @@ brq_ctl_stats(const brq_ctl *ctl, int argc, char **argv)
 
 	if ((rc = open_noargs(ctl, argc, &c)) != BRQ_EXIT_OK)
 		return rc;
-	uint64_t  age;
-	brooq_err err = brooq_stats_aged(c, &s, &n, &age);
+	brooq_stats_meta m   = BROOQ_STATS_META_INIT;
+	brooq_err        err = brooq_stats_ex(c, &s, &n, &m);
 	if (err != BROOQ_OK) {
 		rc = brq_ctl_report(ctl, err);
 	} else {
 		if (ctl->json)
-			print_stats_json(s, n, age);
+			print_stats_json(s, n, &m);
 		else
-			print_stats_table(s, n);
+			print_stats_table(s, n, m.terminal_estimated);
 		brooq_stats_free(s, n);
 	}
 	brooq_client_close(c);

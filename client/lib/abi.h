@@ -25,6 +25,7 @@
 #define BRQ_SETTLE_RES_V1   (offsetof(brooq_settle_result, state) + sizeof(brooq_state))
 #define BRQ_TOPIC_POLICY_V1 (offsetof(brooq_topic_policy, running) + sizeof(uint64_t))
 #define BRQ_WORKER_STATS_V1 (offsetof(brooq_worker_stats, errors) + sizeof(uint64_t))
+#define BRQ_STATS_META_V1   (offsetof(brooq_stats_meta, terminal_estimated) + sizeof(bool))
 
 /*
  * Reads element i of the caller's array `base` of structs named `what` (each starting

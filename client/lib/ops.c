@@ -703,28 +703,46 @@ stats_out(const brq_call *k, void *out, void *n)
 	return 0;
 }
 
-/* brooq_stats_aged's two outputs, through the call's one output pointer. */
+/* brooq_stats_ex's two outputs, through the call's one output pointer. */
 typedef struct stats_outs {
 	brooq_topic_stats ***topics;
-	uint64_t            *terminal_age_ms; /* may be NULL */
+	brooq_stats_meta    *meta; /* checked; may be NULL */
 } stats_outs;
 
 static int
-stats_aged_out(const brq_call *k, void *outs, void *n)
+stats_ex_out(const brq_call *k, void *outs, void *n)
 {
 	const stats_outs *o  = outs;
 	int               rv = stats_out(k, o->topics, n);
-	if (rv == 0 && o->terminal_age_ms != NULL)
-		*o->terminal_age_ms =
-			k->rep.stats.has_terminal_age ? k->rep.stats.terminal_age_ms : BROOQ_AGE_UNKNOWN;
+	if (rv == 0 && o->meta != NULL) {
+		brooq_stats_meta m = {
+			.size               = sizeof(m),
+			.terminal_age_ms    = k->rep.stats.has_terminal_age ? k->rep.stats.terminal_age_ms
+									    : BROOQ_AGE_UNKNOWN,
+			.terminal_estimated = k->rep.stats.terminal_estimated,
+		};
+		brq_abi_out(o->meta, 0, &m, sizeof(m));
+	}
 	return rv;
+}
+
+brooq_err
+brooq_stats_ex(brooq_client *c, brooq_topic_stats ***out, size_t *n, brooq_stats_meta *meta)
+{
+	if (meta != NULL && brq_abi_out_check(meta, 1, BRQ_STATS_META_V1, "brooq_stats_meta") != 0)
+		return BROOQ_EINVAL;
+	stats_outs o = {.topics = out, .meta = meta};
+	return brq_call_array(c, BRQ_OP_STATS, stats_ex_out, out != NULL ? &o : NULL, n);
 }
 
 brooq_err
 brooq_stats_aged(brooq_client *c, brooq_topic_stats ***out, size_t *n, uint64_t *terminal_age_ms)
 {
-	stats_outs o = {.topics = out, .terminal_age_ms = terminal_age_ms};
-	return brq_call_array(c, BRQ_OP_STATS, stats_aged_out, out != NULL ? &o : NULL, n);
+	brooq_stats_meta m  = BROOQ_STATS_META_INIT;
+	brooq_err        rv = brooq_stats_ex(c, out, n, &m);
+	if (rv == BROOQ_OK && terminal_age_ms != NULL)
+		*terminal_age_ms = m.terminal_age_ms;
+	return rv;
 }
 
 brooq_err

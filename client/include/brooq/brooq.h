@@ -18,8 +18,8 @@
  * its end, and no program ever depends on a struct's size, because of one rule:
  *  - A struct the caller allocates, to fill in or to receive a result in (the options,
  *    brooq_job_spec, brooq_settle_item, brooq_schedule, brooq_enqueue_result,
- *    brooq_settle_result, brooq_topic_policy, brooq_worker_stats), starts with
- *    `size_t size`, set to sizeof the struct by its _INIT macro (BROOQ_JOB_SPEC_INIT,
+ *    brooq_settle_result, brooq_topic_policy, brooq_worker_stats, brooq_stats_meta),
+ *    starts with `size_t size`, set to sizeof the struct by its _INIT macro (BROOQ_JOB_SPEC_INIT,
  *    ...). The library reads and writes only the bytes that size covers. An array of
  *    them is stepped by that size, so every element carries the same one. Fields this
  *    library does not know (a later header's) must be zero in what it reads, and are
@@ -464,6 +464,24 @@ BROOQ_API brooq_err brooq_stats(brooq_client *c, brooq_topic_stats ***out, size_
  * written on success only. */
 BROOQ_API brooq_err brooq_stats_aged(brooq_client *c, brooq_topic_stats ***out, size_t *n,
 				     uint64_t *terminal_age_ms);
+/* What the stats reply says about its counts, into the caller's room for it
+ * (BROOQ_STATS_META_INIT). */
+typedef struct brooq_stats_meta {
+	size_t   size;            /* sizeof(brooq_stats_meta) */
+	uint64_t terminal_age_ms; /* as brooq_stats_aged's */
+	/* The terminal counts (done, dead, canceled) are the monitor's estimate from a
+	 * page sample (the table outgrew its counting budget), not exact counts: show them
+	 * as an estimate (the reply's terminal_estimated, docs/protocol.md §7.9). */
+	bool terminal_estimated;
+} brooq_stats_meta;
+#define BROOQ_STATS_META_INIT                    \
+	{                                        \
+		.size = sizeof(brooq_stats_meta) \
+	}
+/* brooq_stats(), and what the reply says about its counts into *meta (may be NULL;
+ * written on success only). */
+BROOQ_API brooq_err brooq_stats_ex(brooq_client *c, brooq_topic_stats ***out, size_t *n,
+				   brooq_stats_meta *meta);
 BROOQ_API void      brooq_stats_free(brooq_topic_stats **s, size_t n);
 
 /* ---- operators: list, retry, delete (admin token) ---------------------------------- */
