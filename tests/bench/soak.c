@@ -68,7 +68,10 @@ producer_main(void *arg)
 					 (unsigned long long) q);
 			else
 				snprintf(pay[j], sizeof(pay[j]), "{\"s\":%llu}", (unsigned long long) q);
-			specs[j] = (brooq_job_spec) {.topic = TOPIC_SOAK, .payload = pay[j]};
+			specs[j]         = (brooq_job_spec) BROOQ_JOB_SPEC_INIT;
+			specs[j].topic   = TOPIC_SOAK;
+			specs[j].payload = pay[j];
+			res[j]           = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
 		}
 		brooq_err e = brooq_enqueue(c, specs, (size_t) b, res);
 		if (e != BROOQ_OK)
