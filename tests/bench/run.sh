@@ -21,8 +21,9 @@
 #                                 issue 28): p50/p99/max per read, table in DIR/console.md
 #
 # Options: --runs N, --bin-dir DIR (use programs built already), --out-dir DIR,
-# --only GROUPS (comma-separated: enqueue, drain, latency, ping, console, memory; full and
-# smoke modes; for iterating on one lever, not for the published table).
+# --only GROUPS (comma-separated: enqueue, drain, latency, ping, console, memory, and
+# soak in smoke mode; full and smoke modes; for iterating on one lever, not for the
+# published table).
 # Environment: BROOQ_BENCH_POOL_SIZE (gateway connections; default 4, the gateway's own).
 # Results: DIR/results.jsonl (every figure of every run), DIR/summary.json and
 # DIR/table.md; DIR is printed at the end. docs/benchmarks.md explains the scenarios.
@@ -607,6 +608,13 @@ full | smoke)
       console_reads "$run" 20000 3
       pg "TRUNCATE job; DELETE FROM topic_policy"
     fi
+    fi
+    if [ "$mode" = smoke ] && want soak; then
+    # The soak's client (issue 30.2) for 3 s, so that --soak cannot rot unseen: it fails
+    # on any refused enqueue and on a job lost or doubled.
+    echo "== run $run/$runs: soak, 3 s at 300 jobs/s"
+    b soak --seconds 3 --rate 300 --producers 2 --batch 5 --procs 1 --threads 4 --interval 1 \
+      --csv "$out_dir/soak_smoke.csv"
     fi
     if want memory; then
     # Memory: what the gateway holds after the scenarios above, then 1,000 parked
