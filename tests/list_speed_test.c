@@ -13,10 +13,8 @@
 
 #include <brooq/brooq.h>
 
-#include "config/config.h"
 #include "gw.h"
-#include "store/store.h"
-#include "store/store_sql.h"
+#include "stmts.h"
 #include "testdb.h"
 #include "tutil.h"
 
@@ -70,17 +68,17 @@ static const shape shapes[] = {
 
 /* EXPLAIN (ANALYZE) of statement st with args, as the pool plans it; prints the plan. */
 static double
-explain(PGconn *db, const brq_db_stmt *s, const char *args)
+explain(PGconn *db, const char *name, const char *args)
 {
 	char sql[1024];
-	snprintf(sql, sizeof(sql), "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE %s(%s)", s->name, args);
+	snprintf(sql, sizeof(sql), "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE %s(%s)", name, args);
 	PGresult *r = PQexec(db, sql);
 	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(db));
 	double ms = -1;
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *line = PQgetvalue(r, i, 0);
 		fprintf(stderr, "    %s\n", line);
-		cr_assert_null(strstr(line, "Seq Scan on job "), "%s scans the table", s->name);
+		cr_assert_null(strstr(line, "Seq Scan on job "), "%s scans the table", name);
 		if (strncmp(line, "Execution Time: ", 16) == 0)
 			ms = atof(line + 16);
 	}
@@ -92,43 +90,33 @@ explain(PGconn *db, const brq_db_stmt *s, const char *args)
 static void
 explain_shapes(PGconn *db)
 {
-	brq_config  cfg;
-	char       *texts[BRQ_STMT__COUNT];
-	brq_db_stmt stmts[BRQ_STMT__COUNT];
-	cr_assert_eq(brq_config_init_defaults(&cfg), 0);
-	cr_assert_eq(brq_store_sql_build(&cfg, texts, stmts), 0);
-	brq_testdb_exec(db, brq_store_pool_session);
-	for (int st = BRQ_STMT_LIST_ALL; st <= BRQ_STMT_RETRY_BULK; st++) {
-		PGresult *r = PQprepare(db, stmts[st].name, stmts[st].text, stmts[st].nparams, NULL);
-		cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s", PQerrorMessage(db));
-		PQclear(r);
-	}
+	const char *names[BRQ_STMT__COUNT] = {NULL};
+	for (int st = BRQ_STMT_LIST_ALL; st <= BRQ_STMT_RETRY_BULK; st++)
+		names[st] = brq_t_prepare_stmt(db, (brq_stmt) st);
 	for (size_t i = 0; i < N_SHAPES; i++) {
 		/* A few runs first: the timings are of warm, generic plans. */
 		char sql[1024];
-		snprintf(sql, sizeof(sql), "EXECUTE %s(%s)", stmts[shapes[i].st].name, shapes[i].args);
+		snprintf(sql, sizeof(sql), "EXECUTE %s(%s)", names[shapes[i].st], shapes[i].args);
 		for (int k = 0; k < 6; k++)
 			PQclear(PQexec(db, sql));
 		fprintf(stderr, "list_speed: %s (%s), first page of 50:\n", shapes[i].name,
-			stmts[shapes[i].st].name);
-		double ms = explain(db, &stmts[shapes[i].st], shapes[i].args);
+			names[shapes[i].st]);
+		double ms = explain(db, names[shapes[i].st], shapes[i].args);
 		fprintf(stderr, "list_speed: %s: %.3f ms in the database\n", shapes[i].name, ms);
 		cr_expect_lt(ms, 100.0, "%s: %.3f ms", shapes[i].name, ms);
 	}
 	/* A deep page: the cursor 500k rows down. */
 	fprintf(stderr, "list_speed: topic + done, a page 500k rows down:\n");
 	double ms =
-		explain(db, &stmts[BRQ_STMT_LIST_TOPIC], "'topic.3', '{done}', NULL, NULL, NULL, 500000, 51");
+		explain(db, names[BRQ_STMT_LIST_TOPIC], "'topic.3', '{done}', NULL, NULL, NULL, 500000, 51");
 	fprintf(stderr, "list_speed: deep page: %.3f ms\n", ms);
 	cr_expect_lt(ms, 100.0);
 	/* The worst case of a done list (migration 00009: no index holds done rows by
 	 * topic): the primary key walked through the whole history to the oldest rows. */
 	fprintf(stderr, "list_speed: rare + done, all behind 1M rows:\n");
-	ms = explain(db, &stmts[BRQ_STMT_LIST_TOPIC], "'rare', '{done}'" FIRST);
+	ms = explain(db, names[BRQ_STMT_LIST_TOPIC], "'rare', '{done}'" FIRST);
 	fprintf(stderr, "list_speed: rare + done: %.3f ms\n", ms);
 	cr_expect_lt(ms, 2000.0);
-	brq_store_sql_fini(texts);
-	brq_config_fini(&cfg);
 }
 
 /* Each shape end to end, brooq_list through a gateway: median and max of 20 calls. */

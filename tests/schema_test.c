@@ -6,9 +6,7 @@
 
 #include <criterion/criterion.h>
 
-#include "config/config.h"
-#include "store/store.h"
-#include "store/store_sql.h"
+#include "stmts.h"
 #include "testdb.h"
 
 #define CHECK_VIOLATION  "23514"
@@ -188,18 +186,9 @@ Test(schema, sets_autovacuum_thresholds_on_job)
 static char *
 explain_stmt(brq_stmt st, const char *args)
 {
-	brq_config  cfg;
-	char       *texts[BRQ_STMT__COUNT];
-	brq_db_stmt stmts[BRQ_STMT__COUNT];
-	cr_assert_eq(brq_config_init_defaults(&cfg), 0);
-	cr_assert_eq(brq_store_sql_build(&cfg, texts, stmts), 0);
-	brq_testdb_exec(db, brq_store_pool_session); /* as the pool's connections plan */
-	PGresult *r = PQprepare(db, stmts[st].name, stmts[st].text, stmts[st].nparams, NULL);
-	cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s", PQerrorMessage(db));
-	PQclear(r);
 	char sql[1024];
-	snprintf(sql, sizeof(sql), "EXPLAIN EXECUTE %s(%s)", stmts[st].name, args);
-	r = PQexec(db, sql);
+	snprintf(sql, sizeof(sql), "EXPLAIN EXECUTE %s(%s)", brq_t_prepare_stmt(db, st), args);
+	PGresult *r = PQexec(db, sql);
 	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(db));
 	size_t len = 0;
 	for (int i = 0; i < PQntuples(r); i++)
@@ -210,8 +199,6 @@ explain_stmt(brq_stmt st, const char *args)
 		strcat(plan, "\n");
 	}
 	PQclear(r);
-	brq_store_sql_fini(texts);
-	brq_config_fini(&cfg);
 	return plan;
 }
 

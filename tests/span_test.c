@@ -6,45 +6,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <criterion/criterion.h>
 
-#include "config/config.h"
-#include "store/store.h"
-#include "store/store_sql.h"
+#include "stmts.h"
 #include "testdb.h"
+#include "tutil.h"
 
 static char   *dsn;
 static PGconn *db;
-
-/* The gateway's statements, prepared on db as its pool prepares them. */
-static void
-prepare(void)
-{
-	brq_config  cfg;
-	char       *texts[BRQ_STMT__COUNT];
-	brq_db_stmt stmts[BRQ_STMT__COUNT];
-	cr_assert_eq(brq_config_init_defaults(&cfg), 0);
-	cr_assert_eq(brq_store_sql_build(&cfg, texts, stmts), 0);
-	brq_testdb_exec(db, brq_store_pool_session);
-	const brq_stmt want[] = {BRQ_STMT_SPAN_MAP, BRQ_STMT_SPAN_PRUNE, BRQ_STMT_LIST_TOPIC};
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		const brq_db_stmt *s = &stmts[want[i]];
-		PGresult          *r = PQprepare(db, s->name, s->text, s->nparams, NULL);
-		cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s", PQerrorMessage(db));
-		PQclear(r);
-	}
-	brq_store_sql_fini(texts);
-	brq_config_fini(&cfg);
-}
 
 static void
 setup(void)
 {
 	dsn = brq_testdb_create(true);
 	db  = brq_testdb_connect(dsn);
-	prepare();
+	/* The gateway's statements, as its pool prepares them. */
+	(void) brq_t_prepare_stmt(db, BRQ_STMT_SPAN_MAP);
+	(void) brq_t_prepare_stmt(db, BRQ_STMT_SPAN_PRUNE);
+	(void) brq_t_prepare_stmt(db, BRQ_STMT_LIST_TOPIC);
 }
 
 static void
@@ -68,18 +48,29 @@ pass(void)
 	return m;
 }
 
-/* Passes, 120 ms apart (the seal waits 100 ms), until the mark reaches `id`. */
+/* Passes until the mark's row satisfies `cond` (SQL over job_topic_span_mark), polled
+ * every 20 ms for up to 60 s of the clock: the seal waits 100 ms of it, however busy the
+ * machine. */
+static void
+pass_until(const char *cond)
+{
+	char sql[512];
+	snprintf(sql, sizeof(sql), "SELECT (%s)::int FROM job_topic_span_mark", cond);
+	for (int64_t until = brq_t_now_us() + 60000000; brq_testdb_int(db, sql) != 1;) {
+		cr_assert(brq_t_now_us() < until, "the mark never came to %s: %s", cond,
+			  brq_testdb_value(db, "SELECT row(m.*)::text FROM job_topic_span_mark m"));
+		(void) pass();
+		brq_t_sleep_ms(20);
+	}
+}
+
+/* Passes until the mark reaches `id`. */
 static void
 map_to(long long id)
 {
-	for (int i = 0; i < 200; i++) {
-		if (brq_testdb_int(db, "SELECT mapped FROM job_topic_span_mark") >= id)
-			return;
-		(void) pass();
-		usleep(120 * 1000);
-	}
-	cr_assert_fail("the mark never reached %lld: %s", id,
-		       brq_testdb_value(db, "SELECT row(m.*)::text FROM job_topic_span_mark m"));
+	char cond[64];
+	snprintf(cond, sizeof(cond), "mapped >= %lld", id);
+	pass_until(cond);
 }
 
 static long long
@@ -127,12 +118,14 @@ Test(span, the_mark_never_passes_a_job_whose_transaction_is_open, .timeout = 60)
 	PGconn *late = brq_testdb_connect(dsn);
 	brq_testdb_exec(late, "BEGIN");
 	long long open_id = brq_testdb_int(late, "INSERT INTO job (topic) VALUES ('late') RETURNING id");
-	/* Jobs after it commit and are mapped as far as they can be. */
+	/* Jobs after it commit: the passes take them as a candidate and seal it, the state
+	 * in which the next pass maps the candidate's ids once the seal's transactions have
+	 * ended; then that pass, with the open one still running. */
 	brq_testdb_exec(db, "INSERT INTO job (topic) SELECT 'b' FROM generate_series(1, 3000)");
-	for (int i = 0; i < 8; i++) {
-		(void) pass();
-		usleep(120 * 1000);
-	}
+	char sealed[96];
+	snprintf(sealed, sizeof(sealed), "cand >= %lld AND seal IS NOT NULL", max_id());
+	pass_until(sealed);
+	(void) pass();
 	cr_assert_lt(brq_testdb_int(db, "SELECT mapped FROM job_topic_span_mark"), open_id,
 		     "the mark passed job %lld while its transaction was open", open_id);
 	brq_testdb_exec(late, "COMMIT");
