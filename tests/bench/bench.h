@@ -112,6 +112,10 @@ void bench_db_wait_drained(PGconn *c, const char *topic, long n, bool discarded)
 
 // ---- CPU accounting --------------------------------------------------------------------
 
+typedef struct bench_cs {
+	double vol, invol;
+} bench_cs;
+
 // CPU seconds so far of the gateway ($BROOQ_BENCH_GW_PID), the benchmark's PostgreSQL
 // (the postmaster $BROOQ_BENCH_PG_PID and its children), this process, and its
 // waited-for children (worker processes). A backend's CPU counts only while it is
@@ -121,6 +125,11 @@ typedef struct bench_cpu {
 	double  gw2;     // a second gateway ($BROOQ_BENCH_GW2_PID), when there is one
 	double  busy;    // the whole machine's busy CPU seconds (/proc/stat)
 	int64_t wall_ns; // when taken
+	// Context switches so far (issue 30.5: what a job costs in wake-ups): voluntary ones
+	// (the task slept: a wait for a message, a lock, I/O; each is a wake-up later) and
+	// involuntary ones (preempted: the core was wanted by another task), summed over
+	// every thread; the gateways' and PostgreSQL's from /proc, ours from getrusage.
+	bench_cs cs_pg, cs_gw, cs_clients;
 } bench_cpu;
 
 void bench_cpu_now(bench_cpu *c);

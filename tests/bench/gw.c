@@ -191,7 +191,9 @@ bench_gw_drain_once(const bench_opts *o, PGconn *db, const char *topic, long job
 		if (bench_now_ns() > give_up)
 			bench_die("drain: only %llu of %ld jobs handled after 600 s",
 				  (unsigned long long) atomic_load(&w.shm->handled), jobs);
-		bench_sleep_ns(200 * 1000);
+		// 1 ms: the end is known to 0.05 % of a 2 s drain; polling at 200 us woke this
+		// process 5,000 times a second, on the cores the drain was measured on.
+		bench_sleep_ns(1000 * 1000);
 	}
 	// Every handler has run; the last settles may still be on their way.
 	bench_db_wait_drained(db, topic, jobs, o->discard);

@@ -21,7 +21,7 @@
 #                                 issue 28): p50/p99/max per read, table in DIR/console.md
 #
 # Options: --runs N, --bin-dir DIR (use programs built already), --out-dir DIR,
-# --only GROUPS (comma-separated: enqueue, drain, latency, ping, console, memory, and
+# --only GROUPS (comma-separated: enqueue, drain, drain-gw, latency, ping, console, memory, and
 # soak in smoke mode; full and smoke modes; for iterating on one lever, not for the
 # published table).
 # Environment: BROOQ_BENCH_POOL_SIZE (gateway connections; default 4, the gateway's own).
@@ -587,6 +587,14 @@ full | smoke)
     # shellcheck disable=SC2086
     pair "$run" drain --jobs "$jobs" $c32 --discard
     gw_start "$pool"
+    fi
+    if want drain-gw; then
+    # The gateway's two drains alone (tests/bench/side-by-side.sh: beside graphile-worker).
+    echo "== run $run/$runs: drain (gateway only)"
+    # shellcheck disable=SC2086
+    b drain --run "$run" --jobs "$jobs" $c32
+    # shellcheck disable=SC2086
+    b drain --run "$run" --jobs "$jobs" $c8
     fi
     if want latency; then
     echo "== run $run/$runs: latency"

@@ -247,7 +247,7 @@ bench_db_wait_drained(PGconn *c, const char *topic, long n, bool discarded)
 			break;
 		if (bench_now_ns() > until)
 			bench_die("drain: %lld jobs still not done after 60 s", (long long) left);
-		bench_sleep_ns(500 * 1000);
+		bench_sleep_ns(1000 * 1000); // as graphile-worker's drain.js polls its table
 	}
 	char sql[256];
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM job WHERE topic = '%s' AND state = 'done'", topic);
@@ -290,6 +290,36 @@ proc_cpu(long pid, double *sec, long *ppid)
 	return true;
 }
 
+// Adds the context switches of every thread of pid (/proc/PID/task/*/status) to cs; a
+// thread or process that is gone adds nothing.
+static void
+proc_cs_add(long pid, bench_cs *cs)
+{
+	char path[320], line[128];
+	snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+	DIR *d = opendir(path);
+	if (d == NULL)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (atol(e->d_name) <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/task/%s/status", pid, e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		unsigned long long v;
+		while (fgets(line, sizeof(line), f) != NULL) {
+			if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1)
+				cs->vol += (double) v;
+			else if (sscanf(line, "nonvoluntary_ctxt_switches: %llu", &v) == 1)
+				cs->invol += (double) v;
+		}
+		fclose(f);
+	}
+	closedir(d);
+}
+
 static long
 env_pid(const char *name)
 {
@@ -302,19 +332,21 @@ bench_cpu_now(bench_cpu *c)
 {
 	memset(c, 0, sizeof(*c));
 	long gw = env_pid("BROOQ_BENCH_GW_PID"), pm = env_pid("BROOQ_BENCH_PG_PID");
-	if (gw > 0)
-		(void) proc_cpu(gw, &c->gw, NULL);
+	if (gw > 0 && proc_cpu(gw, &c->gw, NULL))
+		proc_cs_add(gw, &c->cs_gw);
 	long gw2 = env_pid("BROOQ_BENCH_GW2_PID");
-	if (gw2 > 0)
-		(void) proc_cpu(gw2, &c->gw2, NULL);
+	if (gw2 > 0 && proc_cpu(gw2, &c->gw2, NULL))
+		proc_cs_add(gw2, &c->cs_gw);
 	if (pm > 0) {
 		DIR           *d = opendir("/proc");
 		struct dirent *e;
 		while (d != NULL && (e = readdir(d)) != NULL) {
 			long   pid = atol(e->d_name), ppid = 0;
 			double sec;
-			if (pid > 0 && proc_cpu(pid, &sec, &ppid) && (pid == pm || ppid == pm))
+			if (pid > 0 && proc_cpu(pid, &sec, &ppid) && (pid == pm || ppid == pm)) {
 				c->pg += sec;
+				proc_cs_add(pid, &c->cs_pg);
+			}
 		}
 		if (d != NULL)
 			closedir(d);
@@ -326,6 +358,9 @@ bench_cpu_now(bench_cpu *c)
 	getrusage(RUSAGE_CHILDREN, &ru);
 	c->children = (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6 +
 		(double) ru.ru_stime.tv_sec + (double) ru.ru_stime.tv_usec / 1e6;
+	// The worker processes' switches (waited for, so counted whole); not this process's
+	// own: its polling for the end of a drain is the measurement's, not the queue's.
+	c->cs_clients = (bench_cs) {(double) ru.ru_nvcsw, (double) ru.ru_nivcsw};
 	// cpu  user nice system idle iowait irq softirq steal: busy = all but idle, iowait.
 	FILE *f = fopen("/proc/stat", "r");
 	if (f != NULL) {
@@ -336,6 +371,17 @@ bench_cpu_now(bench_cpu *c)
 		fclose(f);
 	}
 	c->wall_ns = bench_now_ns();
+}
+
+static void
+cs_report(const bench_opts *o, const char *scenario, const char *variant, const char *who, const bench_cs *a,
+	  const bench_cs *b, double jobs)
+{
+	char m[64];
+	snprintf(m, sizeof(m), "wakeups_%s", who);
+	bench_result(o, scenario, variant, m, "per job", (b->vol - a->vol) / jobs);
+	snprintf(m, sizeof(m), "preemptions_%s", who);
+	bench_result(o, scenario, variant, m, "per job", (b->invol - a->invol) / jobs);
 }
 
 void
@@ -357,6 +403,16 @@ bench_cpu_report(const bench_opts *o, const char *scenario, const char *variant,
 			o, scenario, variant, "cpu_gateway_clients", "us/job",
 			(b->gw - a->gw + b->gw2 - a->gw2 + b->self - a->self + b->children - a->children) *
 				1e6 / jobs);
+	// Wake-ups (voluntary switches) and preemptions per job, by process, and of them all.
+	if (env_pid("BROOQ_BENCH_PG_PID") > 0)
+		cs_report(o, scenario, variant, "postgres", &a->cs_pg, &b->cs_pg, jobs);
+	if (strcmp(variant, "gateway") == 0 && env_pid("BROOQ_BENCH_GW_PID") > 0)
+		cs_report(o, scenario, variant, "gateway", &a->cs_gw, &b->cs_gw, jobs);
+	cs_report(o, scenario, variant, "clients", &a->cs_clients, &b->cs_clients, jobs);
+	bench_result(o, scenario, variant, "preemptions", "per job",
+		     (b->cs_pg.invol - a->cs_pg.invol + b->cs_gw.invol - a->cs_gw.invol +
+		      b->cs_clients.invol - a->cs_clients.invol) /
+			     jobs);
 	double ours = (b->gw - a->gw) + (b->gw2 - a->gw2) + (b->pg - a->pg) + (b->self - a->self) +
 		(b->children - a->children);
 	double other = (b->busy - a->busy) - ours;

@@ -50,8 +50,10 @@ const read = (file) => {
     return null; // the process is gone
   }
 };
+// With it, the cluster's context switches (issue 30.5): voluntary (a wake-up each) and
+// involuntary (preempted), from /proc/PID/status, as tests/bench/util.c counts brooq's.
 function pgCpu(pm) {
-  let sec = 0;
+  let sec = 0, vol = 0, invol = 0;
   for (const d of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
     const s = read(`/proc/${d}/stat`);
@@ -62,8 +64,11 @@ function pgCpu(pm) {
     const ns = read(`/proc/${d}/schedstat`);
     sec += ns !== null ? Number(ns.split(" ")[0]) / 1e9 : (Number(f[11]) + Number(f[12])) / TCK;
     if (Number(d) === pm) sec += (Number(f[13]) + Number(f[14])) / TCK;
+    const st = read(`/proc/${d}/status`) || "";
+    vol += Number((st.match(/^voluntary_ctxt_switches:\s*(\d+)/m) || [0, 0])[1]);
+    invol += Number((st.match(/^nonvoluntary_ctxt_switches:\s*(\d+)/m) || [0, 0])[1]);
   }
-  return sec;
+  return { sec, vol, invol };
 }
 // The machine's busy CPU seconds: what others used meanwhile (a shared 2-core box).
 function busyCpu() {
@@ -106,7 +111,8 @@ async function main() {
   const timer = setTimeout(() => die(`not done within ${DEADLINE_MS / 1000} s: ${done}/${JOBS} jobs ran`), DEADLINE_MS);
 
   const pm = Number(process.env.PG_PID || 0);
-  const pg0 = pm ? pgCpu(pm) : 0, busy0 = busyCpu(), cpu0 = process.cpuUsage();
+  const none = { sec: 0, vol: 0, invol: 0 };
+  const pg0 = pm ? pgCpu(pm) : none, busy0 = busyCpu(), cpu0 = process.cpuUsage(), ru0 = process.resourceUsage();
   const t0 = process.hrtime.bigint();
   // Tuned as graphile-worker says for throughput: its performance docs run
   // localQueue 500 with completeJobBatchDelay and failJobBatchDelay 0; index.d.ts has the rest.
@@ -131,7 +137,7 @@ async function main() {
   while ((await left()) !== 0) await new Promise((r) => setTimeout(r, 1));
   const t1 = process.hrtime.bigint();
   // Snapshots while the runner's connections are still open (their CPU is in them).
-  const cpu = process.cpuUsage(cpu0), pg1 = pm ? pgCpu(pm) : 0, busy1 = busyCpu();
+  const cpu = process.cpuUsage(cpu0), pg1 = pm ? pgCpu(pm) : none, busy1 = busyCpu(), ru1 = process.resourceUsage();
   clearTimeout(timer);
   await runner.stop();
   await runner.promise;
@@ -155,11 +161,17 @@ async function main() {
     cpu_node_user_s: +(cpu.user / 1e6).toFixed(3),
     cpu_node_sys_s: +(cpu.system / 1e6).toFixed(3),
   };
+  // Wake-ups per job: Node's whole process (its libuv threads too), PostgreSQL's.
+  out.wakeups_node = +((ru1.voluntaryContextSwitches - ru0.voluntaryContextSwitches) / JOBS).toFixed(4);
+  let invol = ru1.involuntaryContextSwitches - ru0.involuntaryContextSwitches;
   if (pm) {
-    out.cpu_pg_s = +(pg1 - pg0).toFixed(3);
+    out.cpu_pg_s = +(pg1.sec - pg0.sec).toFixed(3);
     // Others' CPU meanwhile, % of a core (the machine is shared), like util.c's.
-    out.cpu_other_pct = Math.max(0, Math.round(((busy1 - busy0) - (pg1 - pg0) - nodeCpu) * 100 / sec));
+    out.cpu_other_pct = Math.max(0, Math.round(((busy1 - busy0) - (pg1.sec - pg0.sec) - nodeCpu) * 100 / sec));
+    out.wakeups_pg = +((pg1.vol - pg0.vol) / JOBS).toFixed(4);
+    invol += pg1.invol - pg0.invol;
   }
+  out.preemptions = +(invol / JOBS).toFixed(4);
   console.log(JSON.stringify(out));
 }
 
