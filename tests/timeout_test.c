@@ -408,6 +408,56 @@ Test(timeouts,
 	cr_assert_eq(st.hung, 0);
 }
 
+/* Holds its job until released. */
+static void
+h_hold(brooq_job_ctx *job, void *arg)
+{
+	(void) job;
+	(void) arg;
+	atomic_fetch_add(&n_started, 1);
+	while (!atomic_load(&release))
+		sleep_ms(2);
+}
+
+/* The worker's keeper sleeps until the soonest thing it must do for the jobs it holds
+ * (here the held job's heartbeat, 10 s away with a 30 s lease), and a claim wakes it
+ * only when one of its jobs is due sooner: a job claimed later whose attempt times out
+ * in 300 ms must still see its flag in time, not at the other job's heartbeat. */
+Test(timeouts, a_job_claimed_while_the_keeper_sleeps_for_another_still_times_out_on_time)
+{
+	enqueue("t.free", 1);
+	brooq_worker_opts o = {
+		.size = sizeof(o), .threads = 2, .lease_ms = 30000, .wait_ms = 300, .prefetch_max = -1};
+	brooq_worker *w = NULL;
+	OK(brooq_worker_new(wc, &o, &w));
+	OK(brooq_worker_handle(w, "t.free", h_hold, NULL));
+	OK(brooq_worker_handle(w, "t.slow", h_slow_first, NULL));
+	runner r;
+	brq_t_runner_start(&r, w);
+	for (int i = 0; i < 5000 && atomic_load(&n_started) < 1; i++)
+		sleep_ms(2);
+	cr_assert_eq(atomic_load(&n_started), 1, "the t.free job never started");
+	sleep_ms(100); /* the keeper is asleep now, until the held job's heartbeat */
+
+	uint64_t id = enqueue("t.slow", 1);
+	cr_assert_eq(
+		wait_int(1, 10000, "SELECT count(*) FROM job WHERE id = %" PRIu64 " AND state = 'dead'", id),
+		1, "the timed-out job never ended dead");
+	double after = (double) (atomic_load(&flag_us[1]) - atomic_load(&started_us[1])) / 1000.0;
+	cr_assert_eq(atomic_load(&reason[1]), BROOQ_CANCEL_TIMEOUT);
+	cr_assert_geq(after, 250.0, "flag raised %.1f ms after the start", after);
+	cr_assert_leq(after, 3000.0, "flag raised %.1f ms after the start: at a heartbeat, not the deadline",
+		      after);
+	atomic_store(&release, true);
+	brooq_worker_stats st = BROOQ_WORKER_STATS_INIT;
+	brq_t_runner_stop(&r);
+	brooq_worker_get_stats(w, &st);
+	brooq_worker_free(w);
+	cr_assert_eq(st.claimed, 2);
+	cr_assert_eq(st.settled, 2);
+	cr_assert_eq(st.lease_lost, 0);
+}
+
 Test(timeouts, a_last_attempt_that_times_out_buries_the_job)
 {
 	uint64_t id = enqueue("t.slow", 1);

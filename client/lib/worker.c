@@ -57,7 +57,7 @@ static void
 set_ds(brooq_worker *w, brq_dstate ds)
 {
 	w->ds = ds;
-	pthread_cond_signal(&w->settle_cv);
+	brq_worker_settler_poke(w);
 }
 
 /* Takes the jobs of a claim's reply into the worker; the claim was sent when the
@@ -66,6 +66,7 @@ static void
 jobs_take(brooq_worker *w, brooq_job *const *jobs, size_t n, uint64_t gen_at_claim)
 {
 	int64_t now = (int64_t) brq_now_ms(), wall = brq_wall_ms();
+	int64_t keeper_due = INT64_MAX; /* the soonest any new job needs the keeper */
 	for (size_t i = 0; i < n; i++) {
 		w->st.claimed++;
 		brooq_job_ctx *j = brq_job_ctx_new(w, jobs[i], now, wall);
@@ -91,7 +92,11 @@ jobs_take(brooq_worker *w, brooq_job *const *jobs, size_t n, uint64_t gen_at_cla
 			j->finished_ms = now;
 			brq_list_push(&w->finished, j);
 		}
-		brq_worker_watch_take(w, j, gen_at_claim, now); /* may free j */
+		keeper_due = brq_min64(keeper_due, j->next_hb_ms);
+		if (j->deadline_ms != 0)
+			keeper_due = brq_min64(keeper_due, j->deadline_ms);
+		if (brq_worker_watch_take(w, j, gen_at_claim, now)) /* may free j */
+			keeper_due = INT64_MIN;
 	}
 	if (n > 0) {
 		// One wake-up per job, not all of them: with 32 threads idle, a broadcast for
@@ -104,8 +109,11 @@ jobs_take(brooq_worker *w, brooq_job *const *jobs, size_t n, uint64_t gen_at_cla
 			for (size_t i = 0; i < n; i++)
 				pthread_cond_signal(&w->work_cv);
 		brq_worker_pull_notify(w);
-		pthread_cond_signal(&w->keeper_cv);
-		pthread_cond_signal(&w->settle_cv);
+		// The keeper and the settler only when this changes what they wait for: a
+		// claim's leases are heartbeated a third of a lease later, after the ones the
+		// keeper already waits for; a job without a handler is a result to settle.
+		brq_worker_keeper_poke(w, keeper_due);
+		brq_worker_settler_poke(w);
 	}
 }
 

@@ -53,7 +53,7 @@ handler_returned(brooq_worker *w, brooq_job_ctx *j)
 		brq_list_push(&w->finished, j);
 		// The settler decides from the oldest result: only the first one is news.
 		if (w->finished.n == 1)
-			pthread_cond_signal(&w->settle_cv);
+			brq_worker_settler_poke(w);
 	}
 	// A write(2) per job would be most of a fast handler's cost: wake the
 	// dispatcher only when it waits for exactly this (or for the stop to end).
@@ -85,7 +85,7 @@ runq_take(brooq_worker *w)
 			j->ph          = PH_FINISHED;
 			j->finished_ms = (int64_t) brq_now_ms();
 			brq_list_push(&w->finished, j);
-			pthread_cond_signal(&w->settle_cv);
+			brq_worker_settler_poke(w);
 			brq_worker_wake(w);
 			continue;
 		}
@@ -200,7 +200,7 @@ brq_worker_pull_give_back(brooq_worker *w)
 		j->finished_ms = (int64_t) brq_now_ms();
 		brq_list_push(&w->finished, j);
 	}
-	pthread_cond_signal(&w->settle_cv);
+	brq_worker_settler_poke(w);
 	return n;
 }
 

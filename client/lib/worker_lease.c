@@ -303,7 +303,8 @@ settler_may_take(brooq_worker *w, int64_t *wake_at)
  * wake_at (INT64_MAX: until signalled).
  */
 static void
-keeper_loop(brooq_worker *w, pthread_cond_t *cv, bool (*due)(brooq_worker *w, int64_t *wake_at),
+keeper_loop(brooq_worker *w, pthread_cond_t *cv, int64_t *sleep_until,
+	    bool (*due)(brooq_worker *w, int64_t *wake_at),
 	    void (*work)(brooq_worker *w, uint32_t *backoff, uint64_t *seed))
 {
 	uint32_t backoff = 0;
@@ -312,10 +313,13 @@ keeper_loop(brooq_worker *w, pthread_cond_t *cv, bool (*due)(brooq_worker *w, in
 	pthread_mutex_lock(&w->mu);
 	while (!w->quit_keepers) {
 		int64_t wake_at;
-		if (due(w, &wake_at))
+		if (due(w, &wake_at)) {
 			work(w, &backoff, &seed);
-		else
+		} else {
+			*sleep_until = wake_at;
 			cond_wait_until(cv, &w->mu, wake_at);
+			*sleep_until = 0;
+		}
 	}
 	pthread_mutex_unlock(&w->mu);
 }
@@ -324,8 +328,25 @@ void *
 brq_worker_settler_main(void *arg)
 {
 	brooq_worker *w = arg;
-	keeper_loop(w, &w->settle_cv, settler_may_take, settle_some);
+	keeper_loop(w, &w->settle_cv, &w->settler_sleep_until, settler_may_take, settle_some);
 	return NULL;
+}
+
+void
+brq_worker_settler_poke(brooq_worker *w)
+{
+	int64_t at;
+	if (w->settler_sleep_until == 0)
+		return; /* awake: it asks settler_may_take again before it waits */
+	if (settler_may_take(w, &at) || at < w->settler_sleep_until)
+		pthread_cond_signal(&w->settle_cv);
+}
+
+void
+brq_worker_keeper_poke(brooq_worker *w, int64_t due_ms)
+{
+	if (w->keeper_sleep_until != 0 && due_ms < w->keeper_sleep_until)
+		pthread_cond_signal(&w->keeper_cv);
 }
 
 /* ---- heartbeats and the hung-handler watch --------------------------------------------- */
@@ -487,6 +508,6 @@ void *
 brq_worker_keeper_main(void *arg)
 {
 	brooq_worker *w = arg;
-	keeper_loop(w, &w->keeper_cv, keeper_scan, heartbeat_round);
+	keeper_loop(w, &w->keeper_cv, &w->keeper_sleep_until, keeper_scan, heartbeat_round);
 	return NULL;
 }

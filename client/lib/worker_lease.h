@@ -18,6 +18,12 @@ void brq_worker_lease_lost(brooq_worker *w, brooq_job_ctx *j, int64_t now, brooq
 /* Every held lease is heartbeated at once (the keeper is woken): the database says
  * which are lost and why. Under w->mu. */
 void brq_worker_heartbeat_now(brooq_worker *w);
+/* Wakes the settler if what changed (a result, the dispatcher's state) makes it settle
+ * now or sooner than it would look by itself. Under w->mu. */
+void brq_worker_settler_poke(brooq_worker *w);
+/* Wakes the keeper if something is due at due_ms, sooner than it would look by itself
+ * (INT64_MIN: now, whatever it waits for). Under w->mu. */
+void brq_worker_keeper_poke(brooq_worker *w, int64_t due_ms);
 /* Counts and logs j as hung (once). Under w->mu. */
 void brq_worker_count_hung(brooq_worker *w, brooq_job_ctx *j);
 /* Moves up to max finished results into b[] (phase SETTLING). Under w->mu. */

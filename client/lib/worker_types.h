@@ -192,16 +192,21 @@ struct brooq_worker {
 
 	/* Under mu. */
 	brq_list held, runq, finished;
-	int      n_busy;               /* jobs on handler threads: QUEUED + RUNNING */
-	int      n_running;            /* RUNNING */
-	uint64_t n_returned;           /* handlers returned, ever: the pace of the prefetch */
-	uint32_t prefetch;             /* current prefetch target, 0..prefetch_max */
-	bool     claim_due;            /* the dispatcher waits (D_FULL) for a claim to be due,
-					* and no handler woke it yet */
-	size_t             n_settling; /* jobs in settle requests in flight */
-	brq_dstate         ds;
-	bool               has_run, quit_keepers, quit_handlers;
-	int64_t            settle_retry_at_ms;
+	int      n_busy;       /* jobs on handler threads: QUEUED + RUNNING */
+	int      n_running;    /* RUNNING */
+	uint64_t n_returned;   /* handlers returned, ever: the pace of the prefetch */
+	uint32_t prefetch;     /* current prefetch target, 0..prefetch_max */
+	bool     claim_due;    /* the dispatcher waits (D_FULL) for a claim to be due,
+				* and no handler woke it yet */
+	size_t     n_settling; /* jobs in settle requests in flight */
+	brq_dstate ds;
+	bool       has_run, quit_keepers, quit_handlers;
+	int64_t    settle_retry_at_ms;
+	/* When the keeper and the settler will look again by themselves (INT64_MAX: only when
+	 * signalled; 0: awake, they look before they wait again). A change that cannot make
+	 * a thread's work due before then does not wake it (brq_worker_keeper_poke,
+	 * brq_worker_settler_poke): a drain's claims woke both on every claim for nothing. */
+	int64_t            keeper_sleep_until, settler_sleep_until;
 	brooq_worker_stats st;
 	/* The listener's (worker_watch.c). watch_gen moves when a job's cancel may have gone
 	 * unheard (a resync: the gateway could not tell; a tombstone overwritten): the jobs of

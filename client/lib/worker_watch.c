@@ -70,13 +70,16 @@ canceled(brooq_worker *w, const uint64_t *ids, size_t n)
 	}
 }
 
-void
+bool
 brq_worker_watch_take(brooq_worker *w, brooq_job_ctx *j, uint64_t gen_at_claim, int64_t now)
 {
 	if (is_tomb(w, j->lease.id))
 		brq_worker_lease_lost(w, j, now, BROOQ_CANCEL_OPERATOR);
 	else if (w->watch_gen != gen_at_claim)
 		j->next_hb_ms = now; /* a cancel may have gone unheard while it was claimed */
+	else
+		return false;
+	return true;
 }
 
 /* Handles a failed watch: when to watch again. Under w->mu. */

@@ -10,7 +10,7 @@ void *brq_worker_watch_main(void *w);
 /* A job j just claimed (QUEUED or FINISHED, on w->held), from a claim sent when watch_gen
  * was gen_at_claim: if the listener heard it canceled while the reply travelled, its lease
  * is lost now; if a cancel may have gone unheard meanwhile, it is heartbeated at once.
- * Under w->mu. */
-void brq_worker_watch_take(brooq_worker *w, brooq_job_ctx *j, uint64_t gen_at_claim, int64_t now);
+ * True if either happened: the keeper has work now. Under w->mu. */
+bool brq_worker_watch_take(brooq_worker *w, brooq_job_ctx *j, uint64_t gen_at_claim, int64_t now);
 
 #endif
