@@ -24,6 +24,8 @@
 // Ids mapped per pass at most (~0.1 s of PostgreSQL's work): a big backlog of unmapped
 // ids, after a long stop, is caught up over several passes.
 #define SPAN_MAX_IDS 262144
+// The shortest pause between retention ticks while it is behind (retention_pause).
+#define RETENTION_CATCHUP_MIN_MS 100
 
 // Counts rows per topic into metric c; the topics are the store's (one per row).
 static void
@@ -83,6 +85,38 @@ brq_janitor_reap(brq_janitor *j)
 	return total;
 }
 
+// Whether retention is behind (a tick ended at its batch limit), and what operators are
+// told: one warning when it falls behind and one per retention interval while it stays
+// behind (the ticks come early then: a warning per tick would flood the log), and a
+// line when it has caught up.
+static void
+retention_track(brq_janitor *j, bool behind, int64_t deleted)
+{
+	uint64_t now = brq_now_ms();
+	if (behind) {
+		if (j->retention_behind_since_ms == 0) {
+			j->retention_behind_since_ms = now;
+			j->retention_behind_deleted  = 0;
+		}
+		j->retention_behind_deleted += deleted;
+		if (j->retention_warned_ms == 0 ||
+		    now - j->retention_warned_ms >= j->cfg->retention_interval_ms) {
+			j->retention_warned_ms = now;
+			BRQ_LOG_WARN("retention_backlog", "batches=%u batch=%u hint=%s",
+				     j->cfg->retention_max_batches, j->cfg->retention_batch,
+				     "more expired rows remain: retention ticks early until they are gone; "
+				     "if this repeats every interval, raise BROOQ_RETENTION_BATCH");
+		}
+		return;
+	}
+	if (j->retention_behind_since_ms != 0)
+		BRQ_LOG_INFO("retention_caught_up", "jobs=%lld behind_ms=%llu",
+			     (long long) (j->retention_behind_deleted + deleted),
+			     (unsigned long long) (now - j->retention_behind_since_ms));
+	j->retention_behind_since_ms = 0;
+	j->retention_warned_ms       = 0;
+}
+
 int64_t
 brq_janitor_retain(brq_janitor *j)
 {
@@ -115,10 +149,7 @@ brq_janitor_retain(brq_janitor *j)
 	if (total > 0)
 		BRQ_LOG_INFO("retention_deleted", "jobs=%lld batches=%u", (long long) total,
 			     batches + (batches < cfg->retention_max_batches));
-	if (batches == cfg->retention_max_batches)
-		BRQ_LOG_WARN("retention_backlog", "batches=%u batch=%u hint=%s", batches,
-			     cfg->retention_batch,
-			     "more expired rows remain; raise BROOQ_RETENTION_BATCH or _MAX_BATCHES");
+	retention_track(j, batches == cfg->retention_max_batches, total);
 	return total;
 }
 
@@ -174,6 +205,20 @@ configure_limits(brq_janitor *j)
 	brq_store_reset(&j->bg.conn);
 }
 
+// How long until the next retention tick. While behind, as long as the tick took (at
+// least RETENTION_CATCHUP_MIN_MS): retention then deletes as fast as half of one
+// connection's time allows, whatever the rate jobs end at, and leaves the database and
+// this thread's other work (the reaper, the spans) the other half.
+static uint64_t
+retention_pause(const brq_janitor *j, uint64_t took)
+{
+	uint64_t interval = j->cfg->retention_interval_ms;
+	if (j->retention_behind_since_ms == 0)
+		return interval;
+	uint64_t pause = took > RETENTION_CATCHUP_MIN_MS ? took : RETENTION_CATCHUP_MIN_MS;
+	return pause < interval ? pause : interval;
+}
+
 // One round (bgthread.h): the reaper, retention and the spans when they are due. Returns when
 // the next of them is due.
 static uint64_t
@@ -191,14 +236,15 @@ janitor_round(void *arg)
 		(void) brq_janitor_retain(j);
 		prune_spans(j);
 	}
-	bool spans = now >= j->next_span_ms;
+	uint64_t took  = brq_now_ms() - now; // the reaper's and retention's time, this round
+	bool     spans = now >= j->next_span_ms;
 	if (spans)
 		(void) brq_janitor_map_spans(j);
 	now = brq_now_ms();
 	if (reap)
 		j->next_reap_ms = now + j->cfg->reaper_interval_ms;
 	if (retain)
-		j->next_retention_ms = now + j->cfg->retention_interval_ms;
+		j->next_retention_ms = now + retention_pause(j, took);
 	if (spans)
 		j->next_span_ms = now + SPAN_INTERVAL_MS;
 	uint64_t next = j->next_reap_ms < j->next_retention_ms ? j->next_reap_ms : j->next_retention_ms;

@@ -18,6 +18,12 @@ typedef struct brq_janitor {
 	uint64_t          next_retention_ms; // monotonic
 	uint64_t          next_span_ms;      // monotonic
 	bool              limits_configured; // the configured topic limits are written
+	// Retention's catch-up: behind_since_ms is when a tick first ended with expired rows
+	// left (0: not behind); the next tick then comes after a pause as long as the tick
+	// took, not a whole interval. behind_deleted counts rows deleted since; warned_ms is
+	// the last retention_backlog warning (one per interval while behind).
+	uint64_t retention_behind_since_ms, retention_warned_ms;
+	int64_t  retention_behind_deleted;
 } brq_janitor;
 
 // Starts the thread with a connection of store st. Borrows cfg and st. Returns 0 or
@@ -31,7 +37,8 @@ void brq_janitor_stop(brq_janitor *j);
 // included), or a BRQ_E* code when the database is unavailable. Exposed for tests.
 int64_t brq_janitor_reap(brq_janitor *j);
 // One retention tick (up to retention_max_batches batches): rows deleted (>= 0), or
-// a BRQ_E* code when nothing could be deleted.
+// a BRQ_E* code when nothing could be deleted. A tick that ends at the batch limit
+// leaves j behind (retention_behind_since_ms), and the thread's next tick comes early.
 int64_t brq_janitor_retain(brq_janitor *j);
 // One pass over the topics' spans: the mark after it (>= 0), -1 when the pass had
 // nothing to do or another gateway's pass held it, or a BRQ_E* code.
