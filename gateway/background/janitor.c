@@ -85,36 +85,43 @@ brq_janitor_reap(brq_janitor *j)
 	return total;
 }
 
-// Whether retention is behind (a tick ended at its batch limit), and what operators are
-// told: one warning when it falls behind and one per retention interval while it stays
-// behind (the ticks come early then: a warning per tick would flood the log), and a
-// line when it has caught up.
+// Whether retention is behind (a tick ended at its batch limit: its next tick comes
+// early), and what operators are told. At a high enough rate every tick ends at the
+// limit and the next finds rows that expired meanwhile, so "behind" alone is a steady
+// state, not news: once per interval while behind, retention asks how long past its
+// TTL the oldest row is, and warns only when that is more than an interval (what the
+// interval alone would have allowed). A warned-of backlog is said caught up when it is.
 static void
 retention_track(brq_janitor *j, bool behind, int64_t deleted)
 {
-	uint64_t now = brq_now_ms();
-	if (behind) {
-		if (j->retention_behind_since_ms == 0) {
-			j->retention_behind_since_ms = now;
-			j->retention_behind_deleted  = 0;
-		}
-		j->retention_behind_deleted += deleted;
-		if (j->retention_warned_ms == 0 ||
-		    now - j->retention_warned_ms >= j->cfg->retention_interval_ms) {
-			j->retention_warned_ms = now;
-			BRQ_LOG_WARN("retention_backlog", "batches=%u batch=%u hint=%s",
-				     j->cfg->retention_max_batches, j->cfg->retention_batch,
-				     "more expired rows remain: retention ticks early until they are gone; "
-				     "if this repeats every interval, raise BROOQ_RETENTION_BATCH");
-		}
+	uint64_t now = brq_now_ms(), interval = j->cfg->retention_interval_ms;
+	if (!behind) {
+		if (j->retention_warned)
+			BRQ_LOG_INFO("retention_caught_up", "jobs=%lld behind_ms=%llu",
+				     (long long) (j->retention_behind_deleted + deleted),
+				     (unsigned long long) (now - j->retention_behind_since_ms));
+		j->retention_behind_since_ms = j->retention_checked_ms = 0;
+		j->retention_warned                                    = false;
 		return;
 	}
-	if (j->retention_behind_since_ms != 0)
-		BRQ_LOG_INFO("retention_caught_up", "jobs=%lld behind_ms=%llu",
-			     (long long) (j->retention_behind_deleted + deleted),
-			     (unsigned long long) (now - j->retention_behind_since_ms));
-	j->retention_behind_since_ms = 0;
-	j->retention_warned_ms       = 0;
+	if (j->retention_behind_since_ms == 0) {
+		j->retention_behind_since_ms = now;
+		j->retention_behind_deleted  = 0;
+	}
+	j->retention_behind_deleted += deleted;
+	if (j->retention_checked_ms != 0 && now - j->retention_checked_ms < interval)
+		return;
+	j->retention_checked_ms = now;
+	int64_t lag_ms          = 0;
+	int     rv              = brq_store_retention_lag(&j->bg.conn, j->cfg->retention_ttl_ms, &lag_ms);
+	brq_store_reset(&j->bg.conn);
+	if (rv != 0 || lag_ms <= (int64_t) interval)
+		return;
+	j->retention_warned = true;
+	BRQ_LOG_WARN("retention_backlog", "lag_ms=%lld batches=%u batch=%u hint=%s", (long long) lag_ms,
+		     j->cfg->retention_max_batches, j->cfg->retention_batch,
+		     "expired rows wait longer than an interval; retention ticks early until they are gone; "
+		     "if this repeats, raise BROOQ_RETENTION_BATCH");
 }
 
 int64_t

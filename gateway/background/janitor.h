@@ -20,10 +20,12 @@ typedef struct brq_janitor {
 	bool              limits_configured; // the configured topic limits are written
 	// Retention's catch-up: behind_since_ms is when a tick first ended with expired rows
 	// left (0: not behind); the next tick then comes after a pause as long as the tick
-	// took, not a whole interval. behind_deleted counts rows deleted since; warned_ms is
-	// the last retention_backlog warning (one per interval while behind).
-	uint64_t retention_behind_since_ms, retention_warned_ms;
+	// took, not a whole interval. behind_deleted counts rows deleted since; checked_ms is
+	// when its lag was last asked (once per interval while behind), warned whether that
+	// lag was worth a retention_backlog warning.
+	uint64_t retention_behind_since_ms, retention_checked_ms;
 	int64_t  retention_behind_deleted;
+	bool     retention_warned;
 } brq_janitor;
 
 // Starts the thread with a connection of store st. Borrows cfg and st. Returns 0 or

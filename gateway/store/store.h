@@ -277,6 +277,9 @@ BRQ_MUSTCHECK int brq_store_reap(brq_store_conn *c, uint32_t batch, brq_store_re
 // than ttl_ms ago, oldest first; *topics (borrowed) has one entry per job deleted.
 BRQ_MUSTCHECK int brq_store_retention(brq_store_conn *c, uint64_t ttl_ms, uint32_t batch, brq_str **topics,
 				      uint32_t *n);
+// retention lag: *lag_ms, how long past ttl_ms the oldest terminal job is (0: none has
+// expired), i.e. how far behind retention is.
+BRQ_MUSTCHECK int brq_store_retention_lag(brq_store_conn *c, uint64_t ttl_ms, int64_t *lag_ms);
 
 // span map (migration 00015): one pass of the topics' spans of ids, mapping at most
 // max_ids ids. *mapped: the mark after it (every job with id <= mapped has its span);

@@ -80,6 +80,7 @@ static const char *const names[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_WORKER_JOBS]           = "brq_worker_jobs",
 	[BRQ_STMT_SPAN_MAP]              = "brq_span_map",
 	[BRQ_STMT_SPAN_PRUNE]            = "brq_span_prune",
+	[BRQ_STMT_RETENTION_LAG]         = "brq_retention_lag",
 };
 
 static const int nparams[BRQ_STMT__COUNT] = {
@@ -106,7 +107,7 @@ static const int nparams[BRQ_STMT__COUNT] = {
 	[BRQ_STMT_HISTORY_DEPTH] = 1,  [BRQ_STMT_HISTORY_PRUNE] = 1,
 	[BRQ_STMT_HISTORY_READ] = 3,   [BRQ_STMT_WORKERS] = 1,
 	[BRQ_STMT_WORKER_JOBS] = 2,    [BRQ_STMT_SPAN_MAP] = 1,
-	[BRQ_STMT_SPAN_PRUNE] = 0,
+	[BRQ_STMT_SPAN_PRUNE] = 0,     [BRQ_STMT_RETENTION_LAG] = 1,
 };
 
 // LEASE_GUARD: how heartbeat, settle and unclaim find their rows. Each joins the
@@ -564,6 +565,15 @@ janitor_sql(FILE *f, brq_stmt st)
 		      f);
 		brq_store_sql_cols(f, BRQ_COLS(topic_cols));
 		break;
+	case BRQ_STMT_RETENTION_LAG:
+		// $1 ttl_ms. Milliseconds the oldest terminal row has outlived its TTL (0 when
+		// none has): how far behind retention is. One end of job_retention_idx.
+		fputs("SELECT greatest(0, coalesce((extract(epoch FROM now() - $1::int8 * interval '1 "
+		      "millisecond'"
+		      " - min(updated_at)) * 1000)::int8, 0)) FROM job"
+		      " WHERE state IN ('done', 'dead', 'canceled')",
+		      f);
+		break;
 	case BRQ_STMT_DEPTH_TERMINAL:
 	case BRQ_STMT_DEPTH_TERMINAL_SAMPLE:
 		// Terminal rows: the bulk of the table, counted rarely; exactly, or over a
@@ -721,6 +731,7 @@ build(const brq_config *cfg, brq_stmt st)
 	case BRQ_STMT_SETTLE_AT: settle_sql(f, cfg, true); break;
 	case BRQ_STMT_REAP: reap_sql(f, cfg); break;
 	case BRQ_STMT_RETENTION:
+	case BRQ_STMT_RETENTION_LAG:
 	case BRQ_STMT_DEPTH_TERMINAL:
 	case BRQ_STMT_DEPTH_TERMINAL_SAMPLE: janitor_sql(f, st); break;
 	case BRQ_STMT_LIST_ALL:

@@ -59,6 +59,7 @@ typedef enum brq_stmt {
 	BRQ_STMT_WORKER_JOBS,   // ... and one holder's jobs
 	BRQ_STMT_SPAN_MAP,      // the topics' spans of ids (migration 00015): one janitor pass
 	BRQ_STMT_SPAN_PRUNE,    // ... and the spans below the oldest job dropped
+	BRQ_STMT_RETENTION_LAG, // how long past its expiry the oldest terminal row is
 	BRQ_STMT__COUNT
 } brq_stmt;
 

@@ -43,6 +43,20 @@ brq_store_retention(brq_store_conn *c, uint64_t ttl_ms, uint32_t batch, brq_str 
 }
 
 int
+brq_store_retention_lag(brq_store_conn *c, uint64_t ttl_ms, int64_t *lag_ms)
+{
+	char        ttl[24];
+	const char *v[1] = {ttl};
+	PGresult   *r;
+	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long) ttl_ms);
+	int rv = brq_store_run(c, BRQ_STMT_RETENTION_LAG, v, NULL, NULL, 1, &r);
+	if (rv != 0)
+		return rv;
+	*lag_ms = PQntuples(r) == 1 ? brq_store_int(r, 0, 0) : 0;
+	return 0;
+}
+
+int
 brq_store_span_map(brq_store_conn *c, uint64_t max_ids, int64_t *mapped, int64_t *cand)
 {
 	char        lim[24];
