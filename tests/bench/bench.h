@@ -130,6 +130,13 @@ typedef struct bench_cpu {
 	// involuntary ones (preempted: the core was wanted by another task), summed over
 	// every thread; the gateways' and PostgreSQL's from /proc, ours from getrusage.
 	bench_cs cs_pg, cs_gw, cs_clients;
+	// Where other processes' CPU went (issue 30.1: the big-table drains showed 34-57 % of
+	// a core there): kernel threads (writeback, kworkers: children of kthreadd), and
+	// interrupts (irq + softirq of /proc/stat: a disk's completions, counted to no
+	// process), in seconds; and what the machine read from and wrote to its disks
+	// (/proc/vmstat pgpgin/pgpgout), in KiB.
+	double kthreads, irq;
+	double disk_read_kb, disk_written_kb;
 } bench_cpu;
 
 void bench_cpu_now(bench_cpu *c);

@@ -19,6 +19,12 @@
 #define SETTLES_OK "brooq_rpc_requests_total{op=\"settle\",code=\"ok\"}"
 // Settles that reached their row by the address the claim returned (gateway/store/store_hint.h).
 #define BY_ADDRESS "brooq_settle_lookups_total{by=\"address\"}"
+#define AUTOVACUUM_RUNS                                                                          \
+	"SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0) FROM pg_stat_user_tables" \
+	" WHERE relname = 'job'"
+#define AUTOVACUUM_BUSY                                                                  \
+	"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'" \
+	" AND query ILIKE '%job%'"
 
 static brooq_client *
 client_open(const bench_opts *o)
@@ -230,16 +236,23 @@ bench_gw_drain(const bench_opts *o)
 	PGconn   *h = o->hold_xmin ? hold_xmin(o) : NULL;
 	bench_cpu cpu[2];
 	double    claims0 = bench_metric(CLAIMS_OK), settles0 = bench_metric(SETTLES_OK);
-	double    addr0   = bench_metric(BY_ADDRESS);
+	double    addr0 = bench_metric(BY_ADDRESS);
+	int64_t   av0 = bench_db_int(db, AUTOVACUUM_RUNS), av_busy0 = bench_db_int(db, AUTOVACUUM_BUSY);
 	double    rate    = bench_gw_drain_once(o, db, topic, o->jobs, cpu);
 	double    claims1 = bench_metric(CLAIMS_OK), settles1 = bench_metric(SETTLES_OK);
 	double    addr1 = bench_metric(BY_ADDRESS);
+	int64_t   av1 = bench_db_int(db, AUTOVACUUM_RUNS), av_busy1 = bench_db_int(db, AUTOVACUUM_BUSY);
 	if (h != NULL)
 		PQfinish(h);
 	char scen[64];
 	snprintf(scen, sizeof(scen), "drain_c%d%s", o->procs * o->threads, o->discard ? "_discard" : "");
 	bench_result(o, scen, "gateway", "rate", "jobs/s", rate);
 	bench_cpu_report(o, scen, "gateway", &cpu[0], &cpu[1], (double) o->jobs);
+	// Autovacuum's work on job that ended during the drain, and whether one was running on
+	// it at the start or the end (its CPU is PostgreSQL's: it slows the drain from inside).
+	bench_result(o, scen, "gateway", "autovacuum_runs", "vacuums + analyzes", (double) (av1 - av0));
+	bench_result(o, scen, "gateway", "autovacuum_busy", "at start + at end",
+		     (double) (av_busy0 + av_busy1));
 	// With a second gateway (run.sh --gateways) the first one's counters see half the jobs.
 	if (o->url2 == NULL && claims0 >= 0 && claims1 > claims0) {
 		// How full the worker runtime's claims were (the raw loop's are all full).

@@ -343,9 +343,13 @@ bench_cpu_now(bench_cpu *c)
 		while (d != NULL && (e = readdir(d)) != NULL) {
 			long   pid = atol(e->d_name), ppid = 0;
 			double sec;
-			if (pid > 0 && proc_cpu(pid, &sec, &ppid) && (pid == pm || ppid == pm)) {
+			if (pid <= 0 || !proc_cpu(pid, &sec, &ppid))
+				continue;
+			if (pid == pm || ppid == pm) {
 				c->pg += sec;
 				proc_cs_add(pid, &c->cs_pg);
+			} else if (pid == 2 || ppid == 2) {
+				c->kthreads += sec; // kthreadd and its children: the kernel's own threads
 			}
 		}
 		if (d != NULL)
@@ -366,8 +370,21 @@ bench_cpu_now(bench_cpu *c)
 	if (f != NULL) {
 		unsigned long long u, n, s, idle, io, irq, sirq, steal = 0;
 		if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &u, &n, &s, &idle, &io, &irq,
-			   &sirq, &steal) >= 7)
+			   &sirq, &steal) >= 7) {
 			c->busy = (double) (u + n + s + irq + sirq + steal) / (double) sysconf(_SC_CLK_TCK);
+			c->irq  = (double) (irq + sirq) / (double) sysconf(_SC_CLK_TCK);
+		}
+		fclose(f);
+	}
+	if ((f = fopen("/proc/vmstat", "r")) != NULL) {
+		char               key[64];
+		unsigned long long v;
+		while (fscanf(f, "%63s %llu", key, &v) == 2) {
+			if (strcmp(key, "pgpgin") == 0)
+				c->disk_read_kb = (double) v;
+			else if (strcmp(key, "pgpgout") == 0)
+				c->disk_written_kb = (double) v;
+		}
 		fclose(f);
 	}
 	c->wall_ns = bench_now_ns();
@@ -417,9 +434,19 @@ bench_cpu_report(const bench_opts *o, const char *scenario, const char *variant,
 		(b->children - a->children);
 	double other = (b->busy - a->busy) - ours;
 	double wall  = (double) (b->wall_ns - a->wall_ns) / 1e9;
-	if (b->busy > 0 && wall > 0)
+	if (b->busy > 0 && wall > 0) {
 		bench_result(o, scenario, variant, "cpu_other_processes", "% of a core",
 			     (other > 0 ? other : 0) * 100 / wall);
+		// Of which: the kernel's threads and interrupts.
+		bench_result(o, scenario, variant, "cpu_kernel_threads", "% of a core",
+			     (b->kthreads - a->kthreads) * 100 / wall);
+		bench_result(o, scenario, variant, "cpu_interrupts", "% of a core",
+			     (b->irq - a->irq) * 100 / wall);
+		bench_result(o, scenario, variant, "disk_read", "MiB",
+			     (b->disk_read_kb - a->disk_read_kb) / 1024);
+		bench_result(o, scenario, variant, "disk_written", "MiB",
+			     (b->disk_written_kb - a->disk_written_kb) / 1024);
+	}
 }
 
 // ---- gateway metrics ---------------------------------------------------------------------
