@@ -102,8 +102,14 @@ void bench_db_keep(PGconn *c);
 void bench_db_fill(PGconn *c, const char *topic, long n);
 // Inserts n terminal ('done') rows, aged 1 day, on a topic no worker claims.
 void bench_db_fill_terminal(PGconn *c, long n);
-// Waits until no job of `topic` is processing, pending or failed; then checks that
-// exactly `n` are done, or with `discarded` that none is left (dies otherwise).
+// Waits until no job of `topic` is processing, pending or failed (cheap: the claim and
+// lease indexes).
+void bench_db_wait_idle(PGconn *c, const char *topic);
+// Checks that exactly `n` jobs of `topic` are done, or with `discarded` that none is left
+// (dies otherwise). Reads every row of the topic: on a big table (the growth runs' 10M)
+// a second or more, so a drain's clock and CPU snapshot stop before it.
+void bench_db_check_drained(PGconn *c, const char *topic, long n, bool discarded);
+// Both, one after the other.
 void bench_db_wait_drained(PGconn *c, const char *topic, long n, bool discarded);
 
 // The topic of `drain --discard`: configured discard_done=true (BROOQ_TOPIC_OVERRIDES

@@ -228,7 +228,7 @@ bench_db_fill_terminal(PGconn *c, long n)
 }
 
 void
-bench_db_wait_drained(PGconn *c, const char *topic, long n, bool discarded)
+bench_db_wait_idle(PGconn *c, const char *topic)
 {
 	// The claim index (pending, failed) and the lease index (processing) make these
 	// counts cheap once the queue is nearly empty.
@@ -249,6 +249,11 @@ bench_db_wait_drained(PGconn *c, const char *topic, long n, bool discarded)
 			bench_die("drain: %lld jobs still not done after 60 s", (long long) left);
 		bench_sleep_ns(1000 * 1000); // as graphile-worker's drain.js polls its table
 	}
+}
+
+void
+bench_db_check_drained(PGconn *c, const char *topic, long n, bool discarded)
+{
 	char sql[256];
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM job WHERE topic = '%s' AND state = 'done'", topic);
 	int64_t done = bench_db_int(c, sql);
@@ -261,11 +266,20 @@ bench_db_wait_drained(PGconn *c, const char *topic, long n, bool discarded)
 			  n);
 }
 
+void
+bench_db_wait_drained(PGconn *c, const char *topic, long n, bool discarded)
+{
+	bench_db_wait_idle(c, topic);
+	bench_db_check_drained(c, topic, n, discarded);
+}
+
 // ---- CPU accounting --------------------------------------------------------------------
 
-// utime + stime of a process in seconds, and its parent's pid; false if it is gone.
+// utime + stime of a process in seconds, its parent's pid, and (reaped, if not NULL)
+// cutime + cstime: what its children that exited and were waited for used; false if it
+// is gone.
 static bool
-proc_cpu(long pid, double *sec, long *ppid)
+proc_cpu_ex(long pid, double *sec, long *ppid, double *reaped)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
@@ -282,12 +296,22 @@ proc_cpu(long pid, double *sec, long *ppid)
 	char               state;
 	long               pp;
 	unsigned long long ut = 0, st = 0;
-	if (sscanf(p + 2, "%c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &state, &pp, &ut, &st) != 4)
+	long long          cut = 0, cst = 0;
+	if (sscanf(p + 2, "%c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &state, &pp, &ut,
+		   &st, &cut, &cst) != 6)
 		return false;
 	*sec = (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
 	if (ppid != NULL)
 		*ppid = pp;
+	if (reaped != NULL)
+		*reaped = (double) (cut + cst) / (double) sysconf(_SC_CLK_TCK);
 	return true;
+}
+
+static bool
+proc_cpu(long pid, double *sec, long *ppid)
+{
+	return proc_cpu_ex(pid, sec, ppid, NULL);
 }
 
 // Adds the context switches of every thread of pid (/proc/PID/task/*/status) to cs; a
@@ -343,10 +367,14 @@ bench_cpu_now(bench_cpu *c)
 		while (d != NULL && (e = readdir(d)) != NULL) {
 			long   pid = atol(e->d_name), ppid = 0;
 			double sec;
-			if (pid <= 0 || !proc_cpu(pid, &sec, &ppid))
+			double reaped = 0;
+			if (pid <= 0 || !proc_cpu_ex(pid, &sec, &ppid, &reaped))
 				continue;
 			if (pid == pm || ppid == pm) {
-				c->pg += sec;
+				// The postmaster's reaped children too: backends and parallel or
+				// autovacuum workers that exited between two snapshots (a parallel
+				// scan's workers used to show as other processes' CPU).
+				c->pg += sec + (pid == pm ? reaped : 0);
 				proc_cs_add(pid, &c->cs_pg);
 			} else if (pid == 2 || ppid == 2) {
 				c->kthreads += sec; // kthreadd and its children: the kernel's own threads
