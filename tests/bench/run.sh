@@ -11,6 +11,8 @@
 #   tests/bench/run.sh --soak MINUTES   steady load: a fixed enqueue rate, retention on,
 #                                 a row of figures a minute (CSV + PNG chart), no job lost
 #   tests/bench/run.sh --gateways the drain through one gateway, then two sharing the database
+#   tests/bench/run.sh --standby  the drain and enqueue->start without and with a synchronous
+#                                 standby (issue 30.4's capacity model)
 #
 # Growth knobs: --growth-rows N (terminal rows of the big-table runs, default 10,000,000;
 # N/10 pending rows held back), --only GROUPS (terminal, ready, longpoll, xmin, big).
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
     --levers) mode=levers ;;
     --soak) mode=soak soak_minutes=$2 runs=1; shift ;;
     --gateways) mode=gateways ;;
+    --standby) mode=standby ;;
     --console) mode=console ;;
     --growth-rows) growth_rows=$2; shift ;;
     --soak-rate) soak_rate=$2; shift ;;
@@ -50,7 +53,7 @@ while [ $# -gt 0 ]; do
     --bin-dir) bin_dir=$2; shift ;;
     --out-dir) out_dir=$2; shift ;;
     --only) only=$2; shift ;;
-    *) echo "usage: $0 [--smoke|--growth|--levers|--soak MINUTES|--gateways|--console] [--runs N] [--bin-dir DIR]" \
+    *) echo "usage: $0 [--smoke|--growth|--levers|--soak MINUTES|--gateways|--standby|--console] [--runs N] [--bin-dir DIR]" \
          "[--out-dir DIR] [--only GROUPS] [--console-rows N] [--console-n N]" >&2; exit 2 ;;
   esac
   shift
@@ -99,6 +102,7 @@ gw2_stop() {
 cleanup() {
   gw_stop
   gw2_stop
+  [ -d "$work/standby/data" ] && brq_pg_stop "$work/standby"
   brq_pg_stop "$work"
   rm -rf "$work"
 }
@@ -431,6 +435,36 @@ gateways_run() {
   done
 }
 
+# standby_run RUNS: issue 30.4's standby. A streaming standby of the benchmark's cluster
+# (tests/pg.sh brq_pg_standby, as the failover test makes it), then the drain (c32) and
+# enqueue->start (200/s, c8) with the primary's synchronous_standby_names empty (the
+# standby streams, nothing waits for it: drain_c32_async) and '*' (every commit waits
+# for the standby's flush of its WAL: drain_c32_sync), alternating which goes first.
+# The standby's own CPU is another process's here (cpu_other_processes).
+standby_run() {
+  local run order names
+  BRQ_PG_OPTS="${BRQ_PG_OPTS:-}" brq_pg_standby "$work" "$work/standby"
+  export BROOQ_TEST_PGHOST="$work/sock" # brq_pg_standby pointed it at the standby
+  for run in $(seq "$1"); do
+    order="async sync"
+    [ $((run % 2)) -eq 0 ] && order="sync async"
+    for names in $order; do
+      if [ "$names" = sync ]; then
+        pg "ALTER SYSTEM SET synchronous_standby_names = '*'"
+      else
+        pg "ALTER SYSTEM SET synchronous_standby_names = ''"
+      fi
+      pg "SELECT pg_reload_conf()" >/dev/null
+      # shellcheck disable=SC2086
+      b drain --run "$run" --jobs "$jobs" $c32 --label "drain_c32_$names"
+      # shellcheck disable=SC2086
+      b latency --run "$run" --rate 200 --seconds "$lat_sec" $c8 --label "latency_$names"
+    done
+  done
+  pg "ALTER SYSTEM SET synchronous_standby_names = ''"
+  pg "SELECT pg_reload_conf()" >/dev/null
+}
+
 # console_login JAR: a read-only console session (the worker token, sent in the body read
 # from its file: never in argv) in the cookie jar JAR.
 console_login() {
@@ -696,6 +730,10 @@ soak)
 gateways)
   echo "== gateways: drain c32 through one gateway, then two sharing the database"
   gateways_run "$runs"
+  ;;
+standby)
+  echo "== standby: drain c32 and enqueue->start, without and with a synchronous standby"
+  standby_run "$runs"
   ;;
 console)
   for run in $(seq "$runs"); do
