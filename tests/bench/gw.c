@@ -24,7 +24,7 @@
 	" WHERE relname = 'job'"
 #define AUTOVACUUM_BUSY                                                                  \
 	"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'" \
-	" AND query ILIKE '%job%'"
+	" AND query ~ 'public\\.job( |$)'"
 
 static brooq_client *
 client_open(const bench_opts *o)
