@@ -232,6 +232,34 @@ lines_with(const char *f, const char *s)
 	return n;
 }
 
+/* A janitor thread retaining 2 batches of 10 rows a tick, an hour apart, its log in a
+ * file (log_path, read by lines_with once janitor_run_stop has returned). */
+typedef struct janitor_run {
+	brq_janitor j;
+	char        log_path[32];
+	int         log_fd;
+} janitor_run;
+
+static void
+janitor_run_start(janitor_run *r)
+{
+	snprintf(r->log_path, sizeof(r->log_path), "/tmp/janitor_test_log.XXXXXX");
+	r->log_fd = mkstemp(r->log_path);
+	cr_assert_geq(r->log_fd, 0);
+	brq_log_set_fd(r->log_fd);
+	cfg.retention_interval_ms = 3600 * 1000;
+	cfg.retention_max_batches = 2;
+	cr_assert_eq(brq_janitor_start(&r->j, &cfg, store), 0);
+}
+
+static void
+janitor_run_stop(janitor_run *r)
+{
+	brq_janitor_stop(&r->j);
+	brq_log_set_fd(STDERR_FILENO);
+	close(r->log_fd);
+}
+
 /* Retention that ends a tick with expired rows left does not wait a whole interval
  * for the next: at 20 rows a tick and an hour between ticks, 300 expired rows would take
  * 15 hours; catching up, they are gone in seconds. Rows a day past their TTL are a
@@ -244,31 +272,23 @@ Test(janitor, retention_that_is_behind_ticks_early_until_the_backlog_is_gone)
 	brq_testdb_exec(db,
 			"INSERT INTO job (topic, state, updated_at)"
 			" SELECT 'x', 'done', now() - interval '1 hour' FROM generate_series(1, 5)");
-	char log[] = "/tmp/janitor_test_log.XXXXXX";
-	int  fd    = mkstemp(log);
-	cr_assert_geq(fd, 0);
-	brq_log_set_fd(fd);
-	cfg.retention_interval_ms = 3600 * 1000;
-	cfg.retention_max_batches = 2; /* 2 batches of 10 per tick */
-	brq_janitor j;
-	cr_assert_eq(brq_janitor_start(&j, &cfg, store), 0);
+	janitor_run r;
+	janitor_run_start(&r);
 	long long left = brq_testdb_wait_int(
 		db, 0, 20000, "SELECT count(*) FROM job WHERE updated_at < now() - interval '1 day'");
 	/* The tick after the last full one finds less than a batch: caught up. */
-	for (int i = 0; i < 1000 && lines_with(log, "msg=retention_caught_up") == 0; i++)
+	for (int i = 0; i < 1000 && lines_with(r.log_path, "msg=retention_caught_up") == 0; i++)
 		brq_t_sleep_ms(10);
-	brq_janitor_stop(&j);
-	brq_log_set_fd(STDERR_FILENO);
-	close(fd);
-	int caught   = lines_with(log, "msg=retention_caught_up"),
-	    warned   = lines_with(log, "msg=retention_backlog");
-	int said_all = lines_with(log, "msg=retention_caught_up jobs=300 ");
-	unlink(log);
+	janitor_run_stop(&r);
+	int caught   = lines_with(r.log_path, "msg=retention_caught_up"),
+	    warned   = lines_with(r.log_path, "msg=retention_backlog");
+	int said_all = lines_with(r.log_path, "msg=retention_caught_up jobs=300 ");
+	unlink(r.log_path);
 	cr_assert_eq(left, 0, "%lld expired rows left after 20 s", left);
 	cr_assert_eq(caught, 1, "retention_caught_up logged %d times", caught);
 	cr_assert_eq(said_all, 1, "retention_caught_up does not count the 300 rows");
 	cr_assert_eq(warned, 1, "retention_backlog logged %d times while behind for one interval", warned);
-	cr_assert(j.retention_behind_since_ms == 0 && j.next_retention_ms > brq_now_ms() + 3000 * 1000,
+	cr_assert(r.j.retention_behind_since_ms == 0 && r.j.next_retention_ms > brq_now_ms() + 3000 * 1000,
 		  "retention did not go back to its interval after catching up");
 	cr_assert_eq(brq_testdb_int(db, "SELECT count(*) FROM job"), 5, "a row not expired was deleted");
 }
@@ -282,21 +302,13 @@ Test(janitor, retention_behind_by_less_than_an_interval_catches_up_without_a_war
 		db,
 		"INSERT INTO job (topic, state, updated_at)"
 		" SELECT 'x', 'done', now() - interval '1 day 30 seconds' FROM generate_series(1, 300)");
-	char log[] = "/tmp/janitor_test_log.XXXXXX";
-	int  fd    = mkstemp(log);
-	cr_assert_geq(fd, 0);
-	brq_log_set_fd(fd);
-	cfg.retention_interval_ms = 3600 * 1000;
-	cfg.retention_max_batches = 2;
-	brq_janitor j;
-	cr_assert_eq(brq_janitor_start(&j, &cfg, store), 0);
+	janitor_run r;
+	janitor_run_start(&r);
 	long long left = brq_testdb_wait_int(db, 0, 20000, "SELECT count(*) FROM job");
-	brq_janitor_stop(&j);
-	brq_log_set_fd(STDERR_FILENO);
-	close(fd);
-	int warned = lines_with(log, "msg=retention_backlog"),
-	    caught = lines_with(log, "msg=retention_caught_up");
-	unlink(log);
+	janitor_run_stop(&r);
+	int warned = lines_with(r.log_path, "msg=retention_backlog"),
+	    caught = lines_with(r.log_path, "msg=retention_caught_up");
+	unlink(r.log_path);
 	cr_assert_eq(left, 0, "%lld expired rows left after 20 s", left);
 	cr_assert_eq(warned, 0, "warned of a backlog 30 s past its TTL with a 1 h interval");
 	cr_assert_eq(caught, 0, "said caught up with no backlog warned of");

@@ -437,7 +437,11 @@ Test(timeouts, a_job_claimed_while_the_keeper_sleeps_for_another_still_times_out
 	for (int i = 0; i < 5000 && atomic_load(&n_started) < 1; i++)
 		sleep_ms(2);
 	cr_assert_eq(atomic_load(&n_started), 1, "the t.free job never started");
-	sleep_ms(100); /* the keeper is asleep now, until the held job's heartbeat */
+	/* The worker's next claim parked at the gateway: the keeper, woken by the first claim,
+	 * has had that round trip to go back to sleep until the held job's heartbeat, and the
+	 * t.slow job goes to that parked claim. */
+	cr_assert(brq_gw_wait_metric(http_port, "brooq_long_polls", 1, 10000),
+		  "the worker's next claim never parked");
 
 	uint64_t id = enqueue("t.slow", 1);
 	cr_assert_eq(
