@@ -6,6 +6,7 @@
  * statement's own guard (a stale address holding another lease matches nothing) is in
  * schema_test. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -164,4 +165,78 @@ Test(settle_address, a_lease_claimed_through_another_gateway_is_found_by_id)
 	cr_assert_eq(lookups(port1, "address") + lookups(port1, "id"), 0);
 	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state = 'done'"), 2);
 	brooq_jobs_free(jobs, 2);
+}
+
+/* ---- lock order --------------------------------------------------------------------- */
+
+#define MANY 1000 /* the default max_batch: one request each */
+
+/* The far side of the race below: leases[0..MANY) extended through c2 once the barrier
+ * opens. */
+typedef struct hb_side {
+	brooq_lease        leases[MANY];
+	bool               extended[MANY];
+	brooq_err          rc;
+	char               msg[256]; /* the gateway's message when rc is not OK */
+	pthread_barrier_t *go;
+} hb_side;
+
+static void *
+heartbeat_all(void *arg)
+{
+	hb_side *h = arg;
+	pthread_barrier_wait(h->go);
+	h->rc = brooq_heartbeat(c2, h->leases, MANY, 30000, h->extended);
+	snprintf(h->msg, sizeof(h->msg), "%s", brooq_last_message());
+	return NULL;
+}
+
+/* A worker's heartbeat round and its settle of the same leases run at once on two pool
+ * connections (the keeper and the dispatcher do, and in any order: the watch's resync at
+ * start heartbeats every lease just claimed while the first results are settled). Each
+ * statement locks its rows as it goes; taken in two orders, each waits for a row the
+ * other holds and PostgreSQL ends one with "deadlock detected" after a second (the
+ * worker saw a failed claim). The store sends every batch in id order, so the second
+ * waits for the first at their first common row. Here the settle's items come in the
+ * reverse of the heartbeat's order, over two gateways (so some rows are also settled
+ * by id after the heartbeat moved them), four times. */
+Test(settle_address, a_heartbeat_and_a_settle_of_the_same_leases_at_once_never_deadlock, .timeout = 120)
+{
+	static brooq_job_spec       specs[MANY];
+	static brooq_enqueue_result er[MANY];
+	static brooq_settle_item    items[MANY];
+	static brooq_settle_result  res[MANY];
+	static hb_side              hb;
+	pthread_barrier_t           go;
+	cr_assert_eq(pthread_barrier_init(&go, NULL, 2), 0);
+	hb.go = &go;
+	for (int round = 0; round < 4; round++) {
+		for (size_t i = 0; i < MANY; i++) {
+			specs[i] = (brooq_job_spec) {
+				.size = sizeof(brooq_job_spec), .topic = "addr", .payload = "{}"};
+			er[i] = (brooq_enqueue_result) BROOQ_ENQUEUE_RESULT_INIT;
+		}
+		OK(brooq_enqueue(c1, specs, MANY, er));
+		brooq_job **jobs = claim(c1, MANY);
+		for (size_t i = 0; i < MANY; i++) {
+			hb.leases[i]        = jobs[i]->lease;
+			items[MANY - 1 - i] = (brooq_settle_item) {.size    = sizeof(brooq_settle_item),
+								   .lease   = jobs[i]->lease,
+								   .outcome = BROOQ_OUTCOME_DONE};
+			res[i]              = (brooq_settle_result) BROOQ_SETTLE_RESULT_INIT;
+		}
+		pthread_t th;
+		cr_assert_eq(pthread_create(&th, NULL, heartbeat_all, &hb), 0);
+		pthread_barrier_wait(&go);
+		brooq_err settle_rc = brooq_settle(c1, items, MANY, res);
+		pthread_join(th, NULL);
+		cr_assert_eq(hb.rc, BROOQ_OK, "round %d: the heartbeat failed: %s", round, hb.msg);
+		cr_assert_eq(settle_rc, BROOQ_OK, "round %d: the settle failed: %s", round,
+			     brooq_last_message());
+		for (size_t i = 0; i < MANY; i++)
+			cr_assert(res[i].applied, "round %d: item %zu not applied", round, i);
+		brooq_jobs_free(jobs, MANY);
+	}
+	cr_assert_eq(sql_int("SELECT count(*) FROM job WHERE state = 'done'"), 4 * MANY);
+	pthread_barrier_destroy(&go);
 }

@@ -545,33 +545,34 @@ settle_some(brq_store_conn *c, const brq_settle_item *items, const uint32_t *sel
 	return 0;
 }
 
-// The settle of items[0..n): the items this gateway knows the row address of by
-// address, the others (and those whose address was stale) by id.
+// The settle of items[0..n), in id order (brq_row_ref): by address when this gateway knows
+// every item's row address, else all by id, so that a batch is one statement and locks
+// its rows in one order; the items whose address was stale (the row moved since) are
+// then settled by id, after the others.
 static int
 settle_items(brq_store_conn *c, const brq_settle_item *items, uint32_t n, brq_store_settled *out)
 {
-	uint64_t *ids  = brq_arena_alloc(&c->arena, n, sizeof(*ids));
-	brq_tid  *tids = brq_arena_alloc(&c->arena, n, sizeof(*tids));
-	uint32_t *sel  = brq_arena_alloc(&c->arena, n, sizeof(*sel));
-	if (ids == NULL || tids == NULL || sel == NULL)
+	uint64_t    *ids  = brq_arena_alloc(&c->arena, n, sizeof(*ids));
+	brq_tid     *tids = brq_arena_alloc(&c->arena, n, sizeof(*tids));
+	uint32_t    *sel  = brq_arena_alloc(&c->arena, n, sizeof(*sel));
+	brq_row_ref *refs = brq_arena_alloc(&c->arena, n, sizeof(*refs));
+	if (ids == NULL || tids == NULL || sel == NULL || refs == NULL)
 		return brq_store_fail(c, BRQ_ENOMEM, "settle: out of memory");
 	for (uint32_t i = 0; i < n; i++) {
-		ids[i] = items[i].id;
-		out[i] = (brq_store_settled) {.r = {.id = items[i].id, .applied = false}};
+		ids[i]  = items[i].id;
+		refs[i] = (brq_row_ref) {items[i].id, i};
+		out[i]  = (brq_store_settled) {.r = {.id = items[i].id, .applied = false}};
 	}
-	uint32_t m = 0;
-	if (brq_hints_take(c->st->hints, ids, tids, n) > 0) {
-		for (uint32_t i = 0; i < n; i++)
-			if (tids[i].offset != 0)
-				sel[m++] = i;
-		int rv = settle_some(c, items, sel, m, tids, out);
+	brq_store_in_id_order(refs, n, sel);
+	if (brq_hints_take(c->st->hints, ids, tids, n) == n) {
+		int rv = settle_some(c, items, sel, n, tids, out);
 		if (rv != 0)
 			return rv;
 	}
-	m = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (!out[i].r.applied)
-			sel[m++] = i;
+	uint32_t m = 0;
+	for (uint32_t k = 0; k < n; k++)
+		if (!out[sel[k]].r.applied)
+			sel[m++] = sel[k];
 	return m > 0 ? settle_some(c, items, sel, m, NULL, out) : 0;
 }
 
@@ -629,16 +630,19 @@ brq_store_settle(brq_store_conn *c, const brq_settle_item *items, uint32_t n, br
 
 // ---- unclaim and heartbeat -----------------------------------------------------------------
 
-// Binary (ids, tokens) arrays of leases[0..n) into v/l[0..1].
+// Binary (ids, tokens) arrays of leases[0..n) into v/l[0..1]: in the order at[0..n)
+// gives (positions into leases), or as given when at is NULL.
 static int
-lease_params(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, const char **v, int *l)
+lease_params(brq_store_conn *c, const brq_lease_ref *leases, const uint32_t *at, uint32_t n, const char **v,
+	     int *l)
 {
 	brq_pgarr *a = c->arr;
 	brq_pgarr_begin(&a[0], BRQ_OID_INT8);
 	brq_pgarr_begin(&a[1], BRQ_OID_UUID);
-	for (uint32_t i = 0; i < n; i++) {
-		brq_pgarr_int8(&a[0], (int64_t) leases[i].id);
-		brq_pgarr_uuid(&a[1], leases[i].lease);
+	for (uint32_t k = 0; k < n; k++) {
+		const brq_lease_ref *x = &leases[at != NULL ? at[k] : k];
+		brq_pgarr_int8(&a[0], (int64_t) x->id);
+		brq_pgarr_uuid(&a[1], x->lease);
 	}
 	if (brq_store_param(&a[0], v, l, 0) != 0 || brq_store_param(&a[1], v, l, 1) != 0)
 		return brq_store_fail(c, BRQ_ENOMEM, "out of memory");
@@ -651,7 +655,10 @@ brq_store_unclaim(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, ui
 	const char *v[2];
 	int         l[2], f[2] = {BRQ_BINARY, BRQ_BINARY};
 	PGresult   *r;
-	int         rv = lease_params(c, leases, n, v, l);
+	uint32_t   *at = brq_store_leases_in_id_order(c, leases, n);
+	if (at == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "unclaim: out of memory");
+	int rv = lease_params(c, leases, at, n, v, l);
 	if (rv == 0)
 		rv = brq_store_run(c, BRQ_STMT_UNCLAIM, v, l, f, UNCLAIM__N, &r);
 	if (rv == 0 && n_returned != NULL)
@@ -670,7 +677,7 @@ brq_store_lost_of(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, br
 		reasons[i] = BRQ_LOST_GONE;
 		topics[i]  = (brq_str) {NULL, 0};
 	}
-	int rv = lease_params(c, leases, n, v, l);
+	int rv = lease_params(c, leases, NULL, n, v, l); // read only: answers by position
 	if (rv == 0)
 		rv = brq_store_run(c, BRQ_STMT_LOST_OF, v, l, f, LOST__N, &r);
 	if (rv != 0)
@@ -698,7 +705,10 @@ brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, 
 	const char *v[3];
 	int         l[3] = {0}, f[3] = {BRQ_BINARY, BRQ_BINARY, BRQ_TEXT};
 	PGresult   *r;
-	int         rv = lease_params(c, leases, n, v, l);
+	uint32_t   *at = brq_store_leases_in_id_order(c, leases, n);
+	if (at == NULL)
+		return brq_store_fail(c, BRQ_ENOMEM, "heartbeat: out of memory");
+	int rv = lease_params(c, leases, at, n, v, l);
 	if (rv != 0)
 		return rv;
 	v[2] = NULL;
@@ -723,11 +733,20 @@ brq_store_heartbeat(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n, 
 			if (!brq_tid_parse(PQgetvalue(r, row, HB_LOC), &tids[row]))
 				tids[row] = (brq_tid) {0};
 		}
-		for (uint32_t i = 0; i < n; i++)
-			if (leases[i].id == id && !extended[i]) {
-				extended[i] = true;
-				break;
-			}
+		// The first lease with this id not extended yet, by binary search in id
+		// order (whatever order the rows come in).
+		uint32_t lo = 0, hi = n;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (leases[at[mid]].id < id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		while (lo < n && leases[at[lo]].id == id && extended[at[lo]])
+			lo++;
+		if (lo < n && leases[at[lo]].id == id)
+			extended[at[lo]] = true;
 		if (*until_ms == 0 || u < *until_ms)
 			*until_ms = u;
 	}

@@ -114,4 +114,25 @@ brq_state brq_store_state(const PGresult *r, int row, int col);
 // deadlines from cfg's timeouts of its topic.
 void brq_store_job_row(const brq_config *cfg, const PGresult *r, int row, brq_job_info *out);
 
+// ---- the order rows are locked in (store_order.c) ----------------------------------------
+//
+// A batch position and the id of the row it reaches. The statements that write leased
+// rows by their items (settle, heartbeat, unclaim) lock each row as they reach it, in
+// the order of their arrays (a nested loop driven by unnest: schema_test checks the
+// plans). A worker's heartbeat round and its settle of the same leases run at once on
+// two connections; in two orders each could wait for a row the other holds, and
+// PostgreSQL ended one with "deadlock detected" after a second (deadlock_timeout).
+// Every such batch goes in id order, so the later one waits at their first common row.
+typedef struct brq_row_ref {
+	uint64_t id;
+	uint32_t at;
+} brq_row_ref;
+
+// Sorts refs[0..m) by id (equal ids in their given order) and writes their positions to
+// at[0..m).
+void brq_store_in_id_order(brq_row_ref *refs, uint32_t m, uint32_t *at);
+// The positions of leases[0..n) in id order, from c's arena (valid until its reset);
+// NULL when out of memory.
+uint32_t *brq_store_leases_in_id_order(brq_store_conn *c, const brq_lease_ref *leases, uint32_t n);
+
 #endif
