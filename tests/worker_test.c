@@ -398,6 +398,20 @@ Test(worker, prefetches_at_the_handlers_pace_within_its_bound)
 	cr_assert_leq(most, 3 + 4, "%lld jobs processing at once with 3 threads and prefetch_max 4", most);
 }
 
+/* A worker starting on a backlog claims after its watch's first answer, so the resync
+ * that answer brings (no cursor yet) finds no lease to heartbeat: before, every lease of
+ * its first claims was heartbeated at once, a write of each row for nothing (the
+ * default lease is 2 minutes: no heartbeat is due in this run). */
+Test(worker, a_worker_starting_on_a_backlog_heartbeats_none_of_its_first_leases)
+{
+	start_http(NULL);
+	cr_assert(brq_gw_wait_metric(http_port, "brooq_cancel_listener_up", 1, 10000),
+		  "the gateway's cancel listener is not up");
+	run_two_topics(0);
+	long long hb = brq_gw_metric(http_port, "brooq_rpc_requests_total{op=\"heartbeat\",code=\"ok\"}");
+	cr_assert_eq(hb, 0, "%lld heartbeats of a worker that held every lease for under a second", hb);
+}
+
 static const char *const fast_backoff[] = {"BROOQ_BACKOFF_BASE=10ms", "BROOQ_BACKOFF_MAX=50ms", NULL};
 
 Test(worker, retries_a_failing_job_until_an_attempt_succeeds)

@@ -24,6 +24,8 @@
 #define DEFAULT_HUNG_GRACE_MS 5000
 /* A claim asks for at most one job per thread; the gateway's default max batch. */
 #define THREADS_MAX 1000
+/* How long the first claim waits for the listener's first answer (first_watch_wait). */
+#define FIRST_WATCH_MS 200
 
 /* The prefetch queue holds about this much work at the handlers' recent pace, and
  * the pace is measured over at least PACE_MIN_MS. */
@@ -419,6 +421,29 @@ threads_start(brooq_worker *w)
 	return 0;
 }
 
+/* Waits (at most FIRST_WATCH_MS, or until a stop) for the listener's first answer
+ * before the first claim. That answer is a resync (no cursor yet: the gateway cannot
+ * tell what was missed), which heartbeats every lease held and every lease of a claim
+ * in flight (worker_watch.c): a worker starting on a backlog heartbeated its whole
+ * first batch at once, a write of up to a thousand rows for nothing. A gateway that is
+ * not listening for cancels yet parks the watch: the claims then start after the wait,
+ * as before. */
+static void
+first_watch_wait(brooq_worker *w)
+{
+	int64_t until = (int64_t) brq_now_ms() + FIRST_WATCH_MS;
+	for (;;) {
+		pthread_mutex_lock(&w->mu);
+		bool heard = w->watch_heard;
+		pthread_mutex_unlock(&w->mu);
+		int64_t now = (int64_t) brq_now_ms();
+		if (heard || now >= until || atomic_load(&w->stop_requested))
+			return;
+		wait_wake(w, (int) (until - now));
+		drain_wake(w);
+	}
+}
+
 /* ---- public: the worker ---------------------------------------------------------------------- */
 
 /* The caller's options, checked, with defaults filled in. */
@@ -642,6 +667,7 @@ brooq_worker_run(brooq_worker *w)
 		watcher_quit(w);
 		return brq_err_public(rv);
 	}
+	first_watch_wait(w);
 
 	uint32_t backoff = 0;
 	uint64_t seed    = brq_backoff_seed(w);

@@ -212,6 +212,9 @@ struct brooq_worker {
 	 * unheard (a resync: the gateway could not tell; a tombstone overwritten): the jobs of
 	 * a claim in flight meanwhile are heartbeated at once (jobs_take). */
 	uint64_t watch_gen;
+	/* The listener's first watch has been answered (or has failed): its resync is behind,
+	 * and the dispatcher may claim (brooq_worker_run waits for it, briefly). */
+	bool     watch_heard;
 	uint64_t tombs[BRQ_W_TOMBS]; /* canceled ids heard while not held, the last BRQ_W_TOMBS */
 	uint64_t n_tombs;            /* ever added; the newest at tombs[(n_tombs - 1) % BRQ_W_TOMBS] */
 

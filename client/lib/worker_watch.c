@@ -188,6 +188,10 @@ brq_worker_watch_main(void *arg)
 		if (err != BROOQ_OK)
 			brq_msg_copy(detail);
 		pthread_mutex_lock(&w->mu);
+		if (!w->watch_heard) {
+			w->watch_heard = true;
+			brq_worker_wake(w); /* the dispatcher's first claim waits for this */
+		}
 		if (err == BROOQ_OK) {
 			backoff = 0;
 			canceled(w, ids, n);
