@@ -5,22 +5,25 @@
 # analyzed and checkpointed, then drained at concurrency 32 and 8) on the same kind of
 # private durable PostgreSQL 15, over its Unix socket.
 #
-#   tests/bench/graphile.sh [--jobs N] [--runs N] [--out-dir DIR]
+#   tests/bench/graphile.sh [--jobs N] [--runs N] [--warm] [--out-dir DIR]
 #
 # Defaults: 100,000 jobs, 3 runs. Each drain gets a fresh cluster (no bloat or cache
-# carried from the previous one). Every line goes to DIR/graphile.jsonl (appended);
+# carried from the previous one); with --warm, the cluster first drains the same jobs
+# once untimed, so that the timed drain meets a cluster that has drained before (as
+# run.sh --warm does for brooq). Every line goes to DIR/graphile.jsonl (appended);
 # the table (median, min–max) is printed. graphile-worker, pinned in
 # tests/bench/graphile/package.json, is installed into .deps/graphile (git-ignored), so
 # the work tree stays clean; drain.js says what it measures.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-jobs=100000 runs=3 out_dir=''
+jobs=100000 runs=3 warm=0 out_dir=''
 while [ $# -gt 0 ]; do
   case $1 in
     --jobs) jobs=$2; shift ;;
     --runs) runs=$2; shift ;;
+    --warm) warm=1 ;;
     --out-dir) out_dir=$2; shift ;;
-    *) echo "usage: $0 [--jobs N] [--runs N] [--out-dir DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--jobs N] [--runs N] [--warm] [--out-dir DIR]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -69,6 +72,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# run_drain C: drain.js's one drain at concurrency C in the current cluster; its JSON line.
+run_drain() {
+  PGUSER=postgres DATABASE_URL="postgres:///graphile_bench?host=$BROOQ_TEST_PGHOST" \
+    PG_PID=$(head -n 1 "$work/data/postmaster.pid") CLK_TCK=$(getconf CLK_TCK) GRAPHILE_DEPS="$deps" \
+    node "$root/tests/bench/graphile/drain.js" --jobs "$jobs" --concurrency "$1"
+}
+
 # drain C RUN: one drain at concurrency C in a fresh durable cluster.
 drain() {
   local c=$1 run=$2 line pgv
@@ -78,9 +88,9 @@ drain() {
   pgv=$(psql -X -qAt -h "$BROOQ_TEST_PGHOST" -U postgres -d postgres -c 'SHOW server_version')
   # PG_PID: drain.js reads the cluster's CPU itself, around the timed window only
   # (a before/after here would also count migrating and enqueueing).
-  line=$(PGUSER=postgres DATABASE_URL="postgres:///graphile_bench?host=$BROOQ_TEST_PGHOST" \
-    PG_PID=$(head -n 1 "$work/data/postmaster.pid") CLK_TCK=$(getconf CLK_TCK) GRAPHILE_DEPS="$deps" \
-    node "$root/tests/bench/graphile/drain.js" --jobs "$jobs" --concurrency "$c")
+  # The untimed drain of --warm leaves the table empty (graphile-worker deletes what ran).
+  [ "$warm" = 0 ] || run_drain "$c" >/dev/null
+  line=$(run_drain "$c")
   brq_pg_stop "$work"
   rm -rf "$work"
   work=''

@@ -25,13 +25,15 @@
 # Options: --runs N, --bin-dir DIR (use programs built already), --out-dir DIR,
 # --only GROUPS (comma-separated: enqueue, drain, drain-gw, latency, ping, console, memory, and
 # soak in smoke mode; full and smoke modes; for iterating on one lever, not for the
-# published table).
+# published table), --warm (drain-gw: one untimed c32 drain first, so that the timed
+# drains all meet a cluster that has drained before, as a service's does; a cluster's
+# first drain costs PostgreSQL ~25 % more: docs/benchmarks.md).
 # Environment: BROOQ_BENCH_POOL_SIZE (gateway connections; default 4, the gateway's own).
 # Results: DIR/results.jsonl (every figure of every run), DIR/summary.json and
 # DIR/table.md; DIR is printed at the end. docs/benchmarks.md explains the scenarios.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-mode=full runs=3 runs_given=0 bin_dir='' out_dir='' only='' console_rows=10000000 console_n=100
+mode=full runs=3 runs_given=0 bin_dir='' out_dir='' only='' warm=0 console_rows=10000000 console_n=100
 growth_rows=10000000 soak_minutes=30 soak_rate=10000 soak_batch=10 soak_interval=60 soak_ttl=5m
 while [ $# -gt 0 ]; do
   case $1 in
@@ -53,8 +55,9 @@ while [ $# -gt 0 ]; do
     --bin-dir) bin_dir=$2; shift ;;
     --out-dir) out_dir=$2; shift ;;
     --only) only=$2; shift ;;
+    --warm) warm=1 ;;
     *) echo "usage: $0 [--smoke|--growth|--levers|--soak MINUTES|--gateways|--standby|--console] [--runs N] [--bin-dir DIR]" \
-         "[--out-dir DIR] [--only GROUPS] [--console-rows N] [--console-n N]" >&2; exit 2 ;;
+         "[--out-dir DIR] [--only GROUPS] [--warm] [--console-rows N] [--console-n N]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -644,6 +647,8 @@ full | smoke)
     if want drain-gw; then
     # The gateway's two drains alone (tests/bench/side-by-side.sh: beside graphile-worker).
     echo "== run $run/$runs: drain (gateway only)"
+    # shellcheck disable=SC2086
+    [ "$warm" = 0 ] || b drain --run "$run" --jobs "$jobs" $c32 --label drain_warmup
     # shellcheck disable=SC2086
     b drain --run "$run" --jobs "$jobs" $c32
     # shellcheck disable=SC2086

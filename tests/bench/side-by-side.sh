@@ -4,9 +4,12 @@
 # the two (graphile.sh --runs 1, then run.sh --only drain-gw --runs 1, the order
 # swapped every other round), each in a fresh durable cluster, so both see the same
 # machine. With --contend, another process keeps one core half busy the whole time
-# (tests/bench/burn.py), as a shared machine's other work would.
+# (tests/bench/burn.py), as a shared machine's other work would. With --warm, each
+# queue's cluster drains once untimed before its timed drains (run.sh --warm,
+# graphile.sh --warm): a cluster's first drain is dearer than the next ones, and a
+# queue in service runs on a cluster that has drained before.
 #
-#   tests/bench/side-by-side.sh [--rounds N] [--jobs N] [--contend] [--bin-dir DIR] [--out-dir DIR]
+#   tests/bench/side-by-side.sh [--rounds N] [--jobs N] [--contend] [--warm] [--bin-dir DIR] [--out-dir DIR]
 #
 # Defaults: 3 rounds of 100,000 jobs, concurrency 32 and 8. Printed, per concurrency:
 # each round's jobs/s of both and their ratio, the median ratio, the CPU other
@@ -16,15 +19,16 @@
 # DIR/side-by-side.md holds the table; DIR/round-N/ each round's raw results.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-rounds=3 jobs=100000 contend=0 bin_dir='' out_dir=''
+rounds=3 jobs=100000 contend=0 warm='' bin_dir='' out_dir=''
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift ;;
     --jobs) jobs=$2; shift ;;
     --contend) contend=1 ;;
+    --warm) warm=--warm ;;
     --bin-dir) bin_dir=$2; shift ;;
     --out-dir) out_dir=$2; shift ;;
-    *) echo "usage: $0 [--rounds N] [--jobs N] [--contend] [--bin-dir DIR] [--out-dir DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--rounds N] [--jobs N] [--contend] [--warm] [--bin-dir DIR] [--out-dir DIR]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -54,9 +58,9 @@ if [ "$contend" = 1 ]; then
   echo "== contention: burn.py (pid $burn_pid) keeps core $(($(nproc) - 1)) half busy"
 fi
 
-graphile() { "$root/tests/bench/graphile.sh" --runs 1 --jobs "$jobs" --out-dir "$out_dir/round-$1" | sed 's/^/   /'; }
+graphile() { "$root/tests/bench/graphile.sh" --runs 1 --jobs "$jobs" ${warm:+"$warm"} --out-dir "$out_dir/round-$1" | sed 's/^/   /'; }
 brooq() {
-  "$root/tests/bench/run.sh" --only drain-gw --runs 1 --bin-dir "$bin_dir" --out-dir "$out_dir/round-$1/brooq" |
+  "$root/tests/bench/run.sh" --only drain-gw --runs 1 ${warm:+"$warm"} --bin-dir "$bin_dir" --out-dir "$out_dir/round-$1/brooq" |
     grep -E '^==' | sed 's/^/   /'
 }
 for r in $(seq "$rounds"); do
@@ -65,9 +69,9 @@ for r in $(seq "$rounds"); do
 done
 stop_burn
 
-python3 - "$out_dir" "$rounds" "$contend" <<'EOF' | tee "$out_dir/side-by-side.md"
+python3 - "$out_dir" "$rounds" "$contend" "$warm" <<'EOF' | tee "$out_dir/side-by-side.md"
 import json, statistics, sys
-out, rounds, contend = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+out, rounds, contend, warm = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "--warm"
 def med(v): return statistics.median(v) if v else float("nan")
 rows = {32: [], 8: []}
 for r in range(1, rounds + 1):
@@ -81,7 +85,8 @@ for r in range(1, rounds + 1):
     for c in (32, 8):
         gb, bb = g[c], b[f"drain_c{c}"]
         rows[c].append((r, gb, bb, bb["rate"] / gb["jobs_per_s"]))
-print(f"{'With one core kept half busy (burn.py). ' if contend else ''}{rounds} rounds of {json.dumps(rows[32][0][1]['jobs'])} jobs; brooq ÷ graphile-worker per round\n")
+print(f"{'With one core kept half busy (burn.py). ' if contend else ''}"
+      f"{'Warm: each cluster drained once, untimed, before. ' if warm else 'Cold: each cluster fresh. '}{rounds} rounds of {json.dumps(rows[32][0][1]['jobs'])} jobs; brooq ÷ graphile-worker per round\n")
 print("| concurrency | graphile-worker jobs/s, median (min–max) | brooq jobs/s | ratio per round | median ratio |")
 print("|---|---:|---:|---|---:|")
 for c in (32, 8):
