@@ -87,26 +87,6 @@ bool brq_db_ready(brq_db *db);
 PGresult *brq_db_exec(brq_db *db, size_t stmt, const char *const *values, const int *lengths,
 		      const int *formats, uint64_t deadline_ms);
 
-// One statement of a pipeline: a prepared statement (index into o.stmts) and its
-// parameters, as for brq_db_exec.
-typedef struct brq_db_call {
-	size_t             stmt;
-	const char *const *values;
-	const int         *lengths;
-	const int         *formats;
-} brq_db_call;
-
-// Runs calls[0..n) in one round trip as one transaction (libpq pipeline mode with a
-// single sync, outside any BEGIN): the server commits at the sync when every statement
-// succeeded, and nothing of them stays otherwise. Everything is sent before anything
-// is read, so only the last statement's result may be large. out[i] receives call i's
-// result (the caller PQclear()s each; NULL where a statement did not run). Returns n
-// when all succeeded and committed; i < n when call i failed (out[i] explains it, for
-// brq_db_error; a failure at commit is reported on the last call); -1 when there was
-// no connection or no complete answer (dropped; db->errmsg says why).
-BRQ_MUSTCHECK int brq_db_exec_pipeline(brq_db *db, const brq_db_call *calls, size_t n, PGresult **out,
-				       uint64_t deadline_ms);
-
 // Runs one plain SQL text (a command such as "COMMIT", or a query) with the same
 // waiting rules. Returns the last result (caller PQclear()s) or NULL.
 PGresult *brq_db_query(brq_db *db, const char *sql, uint64_t deadline_ms);
